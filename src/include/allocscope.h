@@ -1,0 +1,384 @@
+/*
+ * allocscope: replay memory-allocation traces through allocation strategies,
+ * prove the resulting plans overlap-free, and draw them.
+ *
+ * Ownership: every object returned by an as_*_create/load function belongs to
+ * the caller and is released with the matching as_*_destroy, which accepts
+ * NULL. Strings and arrays inside a trace belong to the trace. The library
+ * never prints and never exits: errors are negative codes from the table
+ * below, with details written into a caller-owned struct as_diag.
+ */
+#ifndef ALLOCSCOPE_H
+#define ALLOCSCOPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* One table generates the error enum, as_strerror() and as_err_name(). */
+#define AS_ERRNO_MAP(XX)                                         \
+	XX(NOMEM, "out of memory")                               \
+	XX(IO, "input/output error")                             \
+	XX(PARSE, "malformed input")                             \
+	XX(INVAL, "invalid argument")                            \
+	XX(UNSUPPORTED, "trace not supported by this strategy")  \
+	XX(NOTFOUND, "no such strategy or option")               \
+	XX(INVALID_PLAN, "plan is not valid")
+
+enum as_err {
+	AS_OK = 0,
+#define XX(code, _) AS_E##code,
+	AS__ERR_FIRST = -100,
+	AS_ERRNO_MAP(XX)
+#undef XX
+};
+
+const char *as_strerror(int err);
+const char *as_err_name(int err);
+
+/*
+ * A diagnostic the caller owns. Functions that can fail on user input fill it
+ * in; `line` is 0 when the problem has no line (a file that cannot be opened).
+ */
+struct as_diag {
+	char file[256];
+	uint64_t line;
+	char msg[512];
+};
+
+/* Write "FILE:LINE: msg" (or "FILE: msg") into buf; returns buf. */
+const char *as_diag_text(const struct as_diag *d, char *buf, size_t len);
+
+#define AS_NONE UINT32_MAX          /* no index (alias parent, symbol, ...) */
+#define AS_NO_OFFSET UINT64_MAX     /* no address: not recorded, or failed */
+
+/*
+ * A buffer is one allocation: a rectangle whose x extent is its lifetime
+ * [start, end) and whose y extent an offset chosen by a strategy plus size.
+ */
+struct as_buffer {
+	const char *name;
+	uint64_t size;
+	uint64_t start, end;     /* lifetime, half-open */
+	uint64_t recorded;       /* offset given by the input, or AS_NO_OFFSET */
+	uint64_t alias_offset;   /* offset inside alias_of */
+	uint32_t alias_of;       /* buffer this one lives inside, or AS_NONE */
+	uint32_t symbol;         /* address symbol (index in trace->symbols) */
+	uint32_t frames;         /* stack frames (index in trace->frames) */
+	uint16_t space;          /* address space: pool, level or core */
+	uint16_t stream;
+	uint8_t align_log2;      /* alignment is 1 << align_log2 */
+	uint8_t flags;           /* AS_BUF_* */
+};
+
+enum {
+	AS_BUF_GRAPH_INPUT = 1 << 0,
+	AS_BUF_GRAPH_OUTPUT = 1 << 1,
+	AS_BUF_NEVER_FREED = 1 << 2,
+};
+
+static inline uint64_t as_buffer_align(const struct as_buffer *b)
+{
+	return (uint64_t)1 << b->align_log2;
+}
+
+enum as_event_kind {
+	AS_EV_ALLOC,
+	AS_EV_FREE,
+	AS_EV_CASE,    /* a new case starts: online strategies restart */
+	AS_EV_QUERY,   /* dump/stats/render/curr: `arg` is an enum as_query */
+};
+
+enum as_query { AS_Q_DUMP, AS_Q_STATS, AS_Q_RENDER, AS_Q_CURR };
+
+/* An event in trace order. `arg` is a buffer index, case index or query. */
+struct as_event {
+	uint32_t kind;
+	uint32_t arg;
+};
+
+/* An address space: the default pool, a named pool or level, or a core. */
+struct as_space {
+	const char *name;
+	uint64_t capacity;      /* 0: unlimited */
+};
+
+/* A case: the options in force from its first event (text `config` lines). */
+struct as_case {
+	const char *options;    /* "key=value,key=value", may be "" */
+	uint32_t first_event;
+};
+
+/* Operator of a computation graph (JSON graph traces). */
+struct as_op {
+	const char *name;
+	const char *kind;       /* conv, matmul, reshape, concat, split, ... */
+	int32_t axis;           /* concat/split axis, -1 when none */
+	uint32_t ninputs, noutputs;
+	uint32_t *inputs;       /* buffer indices */
+	uint32_t *outputs;
+};
+
+struct as_tensor_shape {
+	uint32_t rank;
+	uint64_t *dims;
+	uint32_t elem_size;
+};
+
+struct as_trace {
+	const char *path;
+	const char *format;     /* "ops", "json", "csv" */
+	struct as_buffer *buffers;
+	uint32_t nbuffers;
+	struct as_event *events;
+	uint32_t nevents;
+	uint64_t end_time;      /* lifetimes lie in [0, end_time] */
+	struct as_space *spaces;  /* at least one: spaces[0] is the default */
+	uint16_t nspaces;
+	struct as_case *cases;  /* at least one */
+	uint32_t ncases;
+	const char **symbols;   /* address symbols by index */
+	uint32_t nsymbols;
+	const char **frames;    /* one string of stack frames per index */
+	uint32_t nframes;
+	struct as_op *ops;      /* graph operators in execution order, or NULL */
+	uint32_t nops;
+	struct as_tensor_shape *shapes; /* per buffer when ops != NULL, else NULL */
+	const char *metadata;   /* JSON text of the input's metadata, or NULL */
+	struct as_trace_private *priv;
+};
+
+/* Input formats. AS_FMT_AUTO detects by extension, then by content. */
+enum as_format { AS_FMT_AUTO, AS_FMT_OPS, AS_FMT_JSON, AS_FMT_CSV };
+
+int as_format_from_name(const char *name, enum as_format *out);
+
+/*
+ * Load a trace from `path`. On success *out is a new trace the caller
+ * destroys; on failure returns a negative code and fills `diag`.
+ */
+int as_trace_load(const char *path, enum as_format fmt, struct as_trace **out,
+		  struct as_diag *diag);
+
+/* Parse a trace from memory; `name` is used in diagnostics. */
+int as_trace_parse(const char *name, const char *data, size_t len,
+		   enum as_format fmt, struct as_trace **out,
+		   struct as_diag *diag);
+
+void as_trace_destroy(struct as_trace *t);
+
+/*
+ * The lower bound: the largest total size of buffers live at one time
+ * (frees before allocations at equal times), over all spaces together.
+ * Buffers living inside another (aliases) take no space of their own.
+ */
+uint64_t as_trace_lower_bound(const struct as_trace *t);
+
+/* The lower bound of one address space. */
+uint64_t as_trace_lower_bound_space(const struct as_trace *t, uint16_t space);
+
+/*
+ * Building traces in code (generators, tests, parsers). Buffers are appended
+ * in event order; the builder checks names, sizes and times.
+ */
+struct as_builder;
+struct as_builder *as_builder_create(const char *path, const char *format);
+/* Returns the buffer index, or a negative code (diag filled, line = `line`). */
+int64_t as_builder_alloc(struct as_builder *b, const char *name, uint64_t size,
+			 uint64_t align, uint64_t line, struct as_diag *diag);
+int as_builder_free(struct as_builder *b, const char *name, uint64_t line,
+		    struct as_diag *diag);
+int as_builder_case(struct as_builder *b, const char *options,
+		    struct as_diag *diag);
+int as_builder_query(struct as_builder *b, enum as_query q);
+/* The buffer just added, to set recorded offsets, spaces, symbols, ... */
+struct as_buffer *as_builder_buffer(struct as_builder *b, uint32_t index);
+int as_builder_space(struct as_builder *b, const char *name,
+		     uint64_t capacity);
+/* Intern a string in the trace (symbols, frames, metadata). */
+const char *as_builder_intern(struct as_builder *b, const char *s);
+/* Finish: the trace takes ownership of everything; b is consumed. */
+int as_builder_finish(struct as_builder *b, struct as_trace **out,
+		      struct as_diag *diag);
+void as_builder_destroy(struct as_builder *b);
+
+/*
+ * Buffers with explicit lifetimes (CSV, JSON with times): events are derived
+ * by sorting, frees before allocations at equal times, then by index.
+ */
+int64_t as_builder_add_timed(struct as_builder *b, const char *name,
+			     uint64_t size, uint64_t align, uint64_t start,
+			     uint64_t end, uint64_t line, struct as_diag *diag);
+
+/* ---- Plans ---- */
+
+struct as_stat {
+	const char *key;        /* static string */
+	double value;
+	bool integer;
+};
+
+struct as_round {
+	char label[48];         /* e.g. the order metric of a tuning round */
+	uint64_t peak;
+};
+
+/*
+ * A plan: one offset per buffer (AS_NO_OFFSET when the strategy failed it),
+ * and optionally per buffer the space it was placed in, the chunk it took
+ * (online allocators: chunk >= size) and the buffer it was placed inside.
+ */
+struct as_plan {
+	uint32_t nbuffers;
+	uint64_t *offset;
+	uint16_t *space;        /* NULL: the buffer's own space */
+	uint64_t *chunk;        /* NULL: chunk == size */
+	uint32_t *alias_of;     /* NULL: the trace's aliases */
+	uint64_t *space_capacity; /* nspaces entries, NULL: the trace's */
+	uint16_t nspaces;
+	struct as_stat *stats;
+	uint32_t nstats;
+	struct as_round *rounds;
+	uint32_t nrounds;
+	double plan_ms;
+};
+
+struct as_plan *as_plan_create(const struct as_trace *t);
+void as_plan_destroy(struct as_plan *p);
+/* Allocate the optional arrays (filled with "same as trace" values). */
+int as_plan_want_chunks(struct as_plan *p);
+int as_plan_want_spaces(struct as_plan *p, const struct as_trace *t,
+			uint16_t nspaces);
+int as_plan_want_aliases(struct as_plan *p, const struct as_trace *t);
+/* Record a statistic; `key` must outlive the plan (a literal). */
+int as_plan_stat(struct as_plan *p, const char *key, double value);
+int as_plan_stat_int(struct as_plan *p, const char *key, uint64_t value);
+int as_plan_round(struct as_plan *p, const char *label, uint64_t peak);
+
+static inline uint16_t as_plan_space_of(const struct as_plan *p,
+					const struct as_trace *t, uint32_t i)
+{
+	return p->space ? p->space[i] : t->buffers[i].space;
+}
+
+static inline uint32_t as_plan_alias_of(const struct as_plan *p,
+					const struct as_trace *t, uint32_t i)
+{
+	return p->alias_of ? p->alias_of[i] : t->buffers[i].alias_of;
+}
+
+/* Largest offset + size over placed buffers (in `space`, or all: -1). */
+uint64_t as_plan_peak(const struct as_plan *p, const struct as_trace *t,
+		      int space);
+/* Number of non-empty allocations the strategy failed. */
+uint32_t as_plan_failed(const struct as_plan *p, const struct as_trace *t);
+
+/* Read a plan CSV (id,lower,upper,size,offset) matching the trace's buffers. */
+int as_plan_read_csv(const struct as_trace *t, const char *path,
+		     struct as_plan **out, struct as_diag *diag);
+/* Write the plan CSV: header `id,lower,upper,size,offset`, trace order. */
+int as_plan_write_csv(const struct as_plan *p, const struct as_trace *t,
+		      FILE *f);
+
+/* ---- Validation ---- */
+
+enum as_violation_kind {
+	AS_V_OVERLAP,      /* a and b share addresses while both live */
+	AS_V_ALIGNMENT,    /* a's offset breaks its alignment */
+	AS_V_CAPACITY,     /* a ends beyond its space's capacity */
+	AS_V_ALIAS,        /* a lies outside the buffer it is placed inside */
+	AS_V_OVERFLOW,     /* offset + size of a overflows 64 bits */
+};
+
+struct as_violation {
+	enum as_violation_kind kind;
+	uint32_t a, b;     /* buffer indices; b is AS_NONE unless overlap */
+};
+
+struct as_report {
+	bool valid;
+	uint64_t violations;      /* how many were found in all */
+	uint64_t overlaps;        /* how many of them are overlaps */
+	struct as_violation first[16]; /* the first ones, in sweep order */
+	uint32_t nfirst;
+};
+
+/*
+ * Prove that no two buffers whose lifetimes overlap share an address (in the
+ * same space, unless one lies inside the other as its alias), that offsets
+ * honour alignment and capacities hold. Failed allocations are skipped.
+ * Independent of every strategy; O(n log n).
+ */
+int as_validate(const struct as_trace *t, const struct as_plan *p,
+		struct as_report *out);
+
+/* Describe violation `v` in words into buf; returns buf. */
+const char *as_violation_text(const struct as_trace *t,
+			      const struct as_plan *p,
+			      const struct as_violation *v, char *buf,
+			      size_t len);
+
+/* ---- Strategies ---- */
+
+struct as_option_desc {
+	const char *key;
+	const char *def;        /* default value as text */
+	const char *help;
+};
+
+struct as_strategy_info {
+	const char *name;
+	const char *summary;
+	bool online;
+	const struct as_option_desc *options; /* terminated by a NULL key */
+};
+
+/* Registered strategies, in registry order. */
+size_t as_strategy_count(void);
+const struct as_strategy_info *as_strategy_at(size_t i);
+const struct as_strategy_info *as_strategy_find(const char *name);
+
+/* Whether the strategy can plan this trace (e.g. `recorded` needs offsets). */
+bool as_strategy_applies(const char *name, const struct as_trace *t);
+
+/* A sink for text an online allocator produces (dumps, region requests). */
+typedef void (*as_emit_fn)(void *ctx, const char *line);
+
+/* Optional hooks of one run. */
+struct as_run_hooks {
+	as_emit_fn emit;          /* chunk maps, dumps; NULL: none */
+	void *ctx;
+	bool dump_at_end;         /* emit the allocator's state at the end */
+	bool check_every_event;   /* run the allocator's own check each event */
+};
+
+/*
+ * Run SPEC ("NAME[:k=v[,k=v]...]") on the trace: plan, resolve aliases,
+ * time it. Unknown names and options, values out of range and traces the
+ * strategy cannot handle fail with diag filled (exit status 2 material).
+ * A plan that fails validation is still returned: validation is separate.
+ * `hooks` may be NULL.
+ */
+int as_strategy_run(const char *spec, const struct as_trace *t,
+		    const struct as_run_hooks *hooks, struct as_plan **out,
+		    struct as_diag *diag);
+
+/* ---- Output helpers ---- */
+
+/*
+ * A file written whole or not at all: data goes to a temporary file beside
+ * `path`, which as_atomic_commit renames over it. "-" means stdout.
+ */
+struct as_atomic;
+int as_atomic_open(const char *path, struct as_atomic **out, FILE **f);
+int as_atomic_commit(struct as_atomic *a);   /* closes and renames */
+void as_atomic_abort(struct as_atomic *a);   /* closes and removes; NULL ok */
+
+/* Write `s` as a JSON string literal (quotes and escapes). */
+void as_json_string(FILE *f, const char *s);
+
+/* Human units: 1536 -> "1.5 KiB". */
+const char *as_human_bytes(uint64_t n, char *buf, size_t len);
+
+#endif

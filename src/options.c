@@ -1,0 +1,191 @@
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+
+bool as_parse_u64(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v = 0;
+	if (len == 0)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned d = (unsigned char)s[i] - '0';
+		if (d > 9)
+			return false;
+		if (v > (UINT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return true;
+}
+
+static int add_pairs(struct as_opts *o, const struct as_option_desc *known,
+		     const char *text, bool from_spec, struct as_diag *diag)
+{
+	const char *p = text;
+	while (p && *p) {
+		while (*p == ',' || *p == ' ' || *p == '\t')
+			p++;
+		if (!*p)
+			break;
+		const char *end = p + strcspn(p, ", \t");
+		const char *eq = memchr(p, '=', (size_t)(end - p));
+		size_t klen = eq ? (size_t)(eq - p) : (size_t)(end - p);
+		if (!eq || klen == 0)
+			return as_diag_set(diag, 0, AS_EINVAL,
+					   "%s: option '%.*s' is not key=value",
+					   o->strategy, (int)(end - p), p);
+		size_t vlen = (size_t)(end - eq - 1);
+		if (klen >= sizeof(o->kv[0].key) || vlen >= sizeof(o->kv[0].val))
+			return as_diag_set(diag, 0, AS_EINVAL,
+					   "%s: option '%.*s' is too long",
+					   o->strategy, (int)(end - p), p);
+		bool listed = false;
+		for (const struct as_option_desc *k = known; k && k->key; k++)
+			if (strlen(k->key) == klen &&
+			    memcmp(k->key, p, klen) == 0)
+				listed = true;
+		if (!listed) {
+			if (from_spec)
+				return as_diag_set(
+					diag, 0, AS_ENOTFOUND,
+					"%s: unknown option '%.*s' (see "
+					"'allocscope strategies')",
+					o->strategy, (int)klen, p);
+			p = end;
+			continue;
+		}
+		uint32_t i;
+		for (i = 0; i < o->n; i++)
+			if (strlen(o->kv[i].key) == klen &&
+			    memcmp(o->kv[i].key, p, klen) == 0)
+				break;
+		if (i == o->n) {
+			if (o->n == AS_OPTS_MAX)
+				return as_diag_set(diag, 0, AS_EINVAL,
+						   "%s: too many options",
+						   o->strategy);
+			o->n++;
+		}
+		memcpy(o->kv[i].key, p, klen);
+		o->kv[i].key[klen] = 0;
+		memcpy(o->kv[i].val, eq + 1, vlen);
+		o->kv[i].val[vlen] = 0;
+		o->kv[i].from_spec = from_spec;
+		p = end;
+	}
+	return AS_OK;
+}
+
+int as_opts_parse(struct as_opts *o, const char *strategy,
+		  const struct as_option_desc *known, const char *case_opts,
+		  const char *spec_opts, struct as_diag *diag)
+{
+	memset(o, 0, sizeof(*o));
+	o->strategy = strategy;
+	int err = add_pairs(o, known, case_opts, false, diag);
+	if (err == AS_OK)
+		err = add_pairs(o, known, spec_opts, true, diag);
+	return err;
+}
+
+const char *as_opts_get(const struct as_opts *o, const char *key)
+{
+	for (uint32_t i = 0; i < o->n; i++)
+		if (strcmp(o->kv[i].key, key) == 0)
+			return o->kv[i].val;
+	return NULL;
+}
+
+/* Accept plain integers and the suffixes K, M, G (binary) for sizes. */
+static bool parse_u64_suffix(const char *s, uint64_t *out)
+{
+	size_t len = strlen(s);
+	uint64_t mul = 1;
+	if (len > 1) {
+		char c = s[len - 1];
+		if (c == 'K' || c == 'k')
+			mul = 1ull << 10;
+		else if (c == 'M' || c == 'm')
+			mul = 1ull << 20;
+		else if (c == 'G' || c == 'g')
+			mul = 1ull << 30;
+		if (mul != 1)
+			len--;
+	}
+	uint64_t v;
+	if (!as_parse_u64(s, len, &v) || v > UINT64_MAX / mul)
+		return false;
+	*out = v * mul;
+	return true;
+}
+
+int as_opts_u64(const struct as_opts *o, const char *key, uint64_t def,
+		uint64_t min, uint64_t max, uint64_t *out,
+		struct as_diag *diag)
+{
+	const char *v = as_opts_get(o, key);
+	uint64_t x = def;
+	if (v && !parse_u64_suffix(v, &x))
+		return as_diag_set(diag, 0, AS_EINVAL,
+				   "%s: option %s=%s: not a non-negative integer",
+				   o->strategy, key, v);
+	if (x < min || x > max)
+		return as_diag_set(diag, 0, AS_EINVAL,
+				   "%s: option %s=%s: out of range [%llu, %llu]",
+				   o->strategy, key, v ? v : "(default)",
+				   (unsigned long long)min,
+				   (unsigned long long)max);
+	*out = x;
+	return AS_OK;
+}
+
+int as_opts_double(const struct as_opts *o, const char *key, double def,
+		   double min, double max, double *out, struct as_diag *diag)
+{
+	const char *v = as_opts_get(o, key);
+	double x = def;
+	if (v) {
+		char *end;
+		errno = 0;
+		x = strtod(v, &end);
+		if (end == v || *end || errno || !isfinite(x))
+			return as_diag_set(diag, 0, AS_EINVAL,
+					   "%s: option %s=%s: not a number",
+					   o->strategy, key, v);
+	}
+	if (!(x >= min && x <= max))
+		return as_diag_set(diag, 0, AS_EINVAL,
+				   "%s: option %s=%s: out of range [%g, %g]",
+				   o->strategy, key, v ? v : "(default)", min,
+				   max);
+	*out = x;
+	return AS_OK;
+}
+
+int as_opts_choice(const struct as_opts *o, const char *key,
+		   const char *const *choices, int def, int *out,
+		   struct as_diag *diag)
+{
+	const char *v = as_opts_get(o, key);
+	if (!v) {
+		*out = def;
+		return AS_OK;
+	}
+	char list[256] = "";
+	for (int i = 0; choices[i]; i++) {
+		if (strcmp(choices[i], v) == 0) {
+			*out = i;
+			return AS_OK;
+		}
+		size_t n = strlen(list);
+		snprintf(list + n, sizeof(list) - n, "%s%s", i ? "|" : "",
+			 choices[i]);
+	}
+	return as_diag_set(diag, 0, AS_EINVAL,
+			   "%s: option %s=%s: expected one of %s", o->strategy,
+			   key, v, list);
+}

@@ -1,0 +1,65 @@
+/*
+ * Private: the strategy interface. A strategy is one file that defines one
+ * `const struct as_strategy_impl` and is listed once in registry.c.
+ *
+ * Two shapes of the same idea, both ending in a plan:
+ *  - offline planners set `plan` and see every buffer at once;
+ *  - online allocators set `online` and see the events in order through the
+ *    driver in online.c, which restarts them at every case (text `config`
+ *    line), skips alias buffers and records failures.
+ */
+#ifndef AS_STRATEGY_H
+#define AS_STRATEGY_H
+
+#include "allocscope.h"
+#include "options.h"
+
+struct as_online_impl {
+	/* Start a case with its options (config line + spec). */
+	int (*create)(const struct as_opts *o, as_emit_fn emit, void *ctx,
+		      void **state, struct as_diag *diag);
+	/*
+	 * Place buffer `buf`: 0 with *offset and *chunk set; 1 when the
+	 * allocator cannot satisfy it (a failed allocation, replay goes on);
+	 * a negative code on an internal error.
+	 */
+	int (*alloc)(void *state, const struct as_trace *t, uint32_t buf,
+		     uint64_t *offset, uint64_t *chunk);
+	/* Release a buffer this allocator placed. */
+	void (*free)(void *state, const struct as_trace *t, uint32_t buf);
+	/* A query line of the trace (dump, stats, ...); NULL: ignored. */
+	void (*query)(void *state, enum as_query q);
+	/* Add this case's statistics to the plan (later cases overwrite). */
+	void (*stats)(void *state, struct as_plan *p);
+	/*
+	 * Check every invariant; returns how many are broken and describes
+	 * the first in msg. NULL: nothing to check.
+	 */
+	uint64_t (*check)(void *state, char *msg, size_t len);
+	void (*destroy)(void *state);
+};
+
+struct as_strategy_impl {
+	struct as_strategy_info info;
+	/* Whether the trace suits this strategy; NULL means always. */
+	bool (*applies)(const struct as_trace *t);
+	/* Offline planners: fill p->offset (and optional arrays). */
+	int (*plan)(const struct as_trace *t, const struct as_opts *o,
+		    struct as_plan *p, struct as_diag *diag);
+	/* Online allocators. */
+	const struct as_online_impl *online;
+};
+
+/*
+ * Replay the trace through an online allocator; `spec_opts` are the
+ * command-line options that override each case's config line.
+ */
+int as_online_replay(const struct as_strategy_impl *impl,
+		     const struct as_trace *t, const char *spec_opts,
+		     const struct as_run_hooks *hooks, struct as_plan *p,
+		     struct as_diag *diag);
+
+/* The registry (registry.c). */
+const struct as_strategy_impl *as_strategy_impl_find(const char *name);
+
+#endif
