@@ -566,3 +566,314 @@ int as_parse_json(struct as_builder *b, const char *data, size_t len,
 	cJSON_Delete(root);
 	return err;
 }
+
+/* ======================================================================
+ * Results: reading what `replay --json` wrote (allocscope diff).
+ * Self-contained: its own context and helpers; shares only line_of().
+ * ====================================================================== */
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "allocscope_compare.h"
+
+#define RESULTS_FORMAT "allocscope-results"
+#define RESULTS_VERSION 1
+#define RPATH_MAX 6
+
+struct rctx {
+	struct as_results *out;
+	const char *text;
+	size_t len;
+	struct as_diag *diag;
+	struct seg path[RPATH_MAX];
+	int depth;
+};
+
+static int rfail(const struct rctx *c, const char *field, const char *msg)
+{
+	struct seg path[RPATH_MAX];
+	int n = c->depth;
+	memcpy(path, c->path, sizeof(path));
+	if (field && n < RPATH_MAX)
+		path[n++] = (struct seg){field, 0};
+	char where[128] = "";
+	size_t used = 0;
+	for (int i = 0; i < n && used < sizeof(where); i++) {
+		if (path[i].key)
+			used += (size_t)snprintf(where + used,
+						 sizeof(where) - used, "%s%s",
+						 i ? "." : "", path[i].key);
+		else
+			used += (size_t)snprintf(where + used,
+						 sizeof(where) - used, "[%d]",
+						 path[i].index);
+	}
+	return as_diag_set(c->diag, line_of(c->text, c->len, path, n),
+			   AS_EPARSE, "%s%s%s", where, *where ? ": " : "",
+			   msg);
+}
+
+static void rpush_key(struct rctx *c, const char *key)
+{
+	if (c->depth < RPATH_MAX)
+		c->path[c->depth] = (struct seg){key, 0};
+	c->depth++;
+}
+
+static void rpush_index(struct rctx *c, int index)
+{
+	if (c->depth < RPATH_MAX)
+		c->path[c->depth] = (struct seg){NULL, index};
+	c->depth++;
+}
+
+/* A non-negative integer (a JSON number up to 2^53, or decimal string). */
+static int rget_u64(const struct rctx *c, const cJSON *obj, const char *field,
+		    bool required, uint64_t def, uint64_t *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, field);
+	char msg[160];
+	if (!v) {
+		if (!required) {
+			*out = def;
+			return AS_OK;
+		}
+		snprintf(msg, sizeof(msg), "missing field '%s'", field);
+		return rfail(c, NULL, msg);
+	}
+	if (cJSON_IsString(v) &&
+	    as_parse_u64(v->valuestring, strlen(v->valuestring), out))
+		return AS_OK;
+	double d = cJSON_IsNumber(v) ? v->valuedouble : -1.0;
+	if (!isfinite(d) || d < 0 || d != floor(d) || d > 9007199254740992.0)
+		return rfail(c, field, "expected a non-negative integer");
+	*out = (uint64_t)d;
+	return AS_OK;
+}
+
+static int rget_ms(const struct rctx *c, const cJSON *obj, const char *field,
+		   double *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, field);
+	if (!v) {
+		*out = 0.0;
+		return AS_OK;
+	}
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
+	    v->valuedouble < 0)
+		return rfail(c, field, "expected a non-negative number");
+	*out = v->valuedouble;
+	return AS_OK;
+}
+
+static int rget_bool(const struct rctx *c, const cJSON *obj,
+		     const char *field, bool *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, field);
+	if (!v) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "missing field '%s'", field);
+		return rfail(c, NULL, msg);
+	}
+	if (!cJSON_IsBool(v))
+		return rfail(c, field, "expected true or false");
+	*out = cJSON_IsTrue(v);
+	return AS_OK;
+}
+
+static int rget_string(const struct rctx *c, const cJSON *obj,
+		       const char *field, const char **out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, field);
+	if (!v) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "missing field '%s'", field);
+		return rfail(c, NULL, msg);
+	}
+	if (!cJSON_IsString(v))
+		return rfail(c, field, "expected a string");
+	*out = v->valuestring;
+	return AS_OK;
+}
+
+static int read_result(struct rctx *c, const cJSON *o, const char *trace,
+		       uint64_t trace_lb)
+{
+	if (!cJSON_IsObject(o))
+		return rfail(c, NULL, "expected an object");
+	struct as_result_row row = {.trace = trace};
+	int err;
+	if ((err = rget_string(c, o, "strategy", &row.strategy)) ||
+	    (err = rget_u64(c, o, "peak", true, 0, &row.peak)) ||
+	    (err = rget_u64(c, o, "lower_bound", false, trace_lb,
+			    &row.lower_bound)) ||
+	    (err = rget_bool(c, o, "valid", &row.valid)) ||
+	    (err = rget_u64(c, o, "overlaps", false, 0, &row.overlaps)) ||
+	    (err = rget_u64(c, o, "violations", false, row.overlaps,
+			    &row.violations)) ||
+	    (err = rget_u64(c, o, "failed", false, 0, &row.failed)) ||
+	    (err = rget_ms(c, o, "plan_ms", &row.plan_ms)))
+		return err;
+	row.peak_vs_lb = row.lower_bound
+				 ? (double)row.peak / (double)row.lower_bound
+				 : 0.0;
+	if (as_results_add(c->out, &row) != AS_OK)
+		return as_diag_set(c->diag, 0, AS_ENOMEM, "out of memory");
+	return AS_OK;
+}
+
+/* One {"trace": {...}, "results": [...]} object. */
+static int read_run(struct rctx *c, const cJSON *run)
+{
+	if (!cJSON_IsObject(run))
+		return rfail(c, NULL, "expected an object");
+	const cJSON *tr = cJSON_GetObjectItemCaseSensitive(run, "trace");
+	const cJSON *res = cJSON_GetObjectItemCaseSensitive(run, "results");
+	if (!tr)
+		return rfail(c, NULL, "missing field 'trace'");
+	if (!res)
+		return rfail(c, NULL, "missing field 'results'");
+	if (!cJSON_IsObject(tr))
+		return rfail(c, "trace", "expected an object");
+	if (!cJSON_IsArray(res))
+		return rfail(c, "results", "expected an array");
+	const char *name;
+	uint64_t lb;
+	int err;
+	rpush_key(c, "trace");
+	if ((err = rget_string(c, tr, "name", &name)) ||
+	    (err = rget_u64(c, tr, "lower_bound", false, 0, &lb)))
+		return err;
+	c->depth--;
+	rpush_key(c, "results");
+	int i = 0;
+	const cJSON *o;
+	cJSON_ArrayForEach(o, res) {
+		rpush_index(c, i++);
+		if ((err = read_result(c, o, name, lb)))
+			return err;
+		c->depth--;
+	}
+	c->depth--;
+	return AS_OK;
+}
+
+static int read_results_root(struct rctx *c, const cJSON *root)
+{
+	if (!cJSON_IsObject(root))
+		return rfail(c, NULL, "expected a JSON object written by "
+				      "'allocscope replay --json'");
+	const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+	if (fmt && (!cJSON_IsString(fmt) ||
+		    strcmp(fmt->valuestring, RESULTS_FORMAT) != 0))
+		return rfail(c, "format", "not an allocscope results file "
+					  "(expected \"" RESULTS_FORMAT "\")");
+	uint64_t version;
+	int err = rget_u64(c, root, "version", false, RESULTS_VERSION,
+			   &version);
+	if (err)
+		return err;
+	if (version != RESULTS_VERSION)
+		return rfail(c, "version", "unsupported results version "
+					   "(this build reads version 1)");
+	const cJSON *runs = cJSON_GetObjectItemCaseSensitive(root, "runs");
+	if (!runs)
+		return read_run(c, root);
+	if (!cJSON_IsArray(runs))
+		return rfail(c, "runs", "expected an array");
+	rpush_key(c, "runs");
+	int i = 0;
+	const cJSON *run;
+	cJSON_ArrayForEach(run, runs) {
+		rpush_index(c, i++);
+		if ((err = read_run(c, run)))
+			return err;
+		c->depth--;
+	}
+	c->depth--;
+	return AS_OK;
+}
+
+int as_results_parse(struct as_results *r, const char *name,
+		     const char *data, size_t len, struct as_diag *diag)
+{
+	struct as_diag local;
+	if (!diag)
+		diag = &local;
+	memset(diag, 0, sizeof(*diag));
+	snprintf(diag->file, sizeof(diag->file), "%s", name);
+	const char *end = NULL;
+	cJSON *root = cJSON_ParseWithLengthOpts(data, len, &end, false);
+	if (!root) {
+		uint64_t line = 1;
+		const char *stop = end && end >= data && end <= data + len
+					   ? end
+					   : data + len;
+		for (const char *q = data; q < stop; q++)
+			line += *q == '\n';
+		return as_diag_set(diag, line, AS_EPARSE,
+				   stop >= data + len
+					   ? "truncated JSON (unexpected end "
+					     "of input)"
+					   : "malformed JSON near '%.20s'",
+				   stop);
+	}
+	/* Rows are appended only when the whole file reads well. */
+	struct as_results *tmp = as_results_create();
+	int err = AS_ENOMEM;
+	if (tmp) {
+		struct rctx c = {.out = tmp, .text = data, .len = len,
+				 .diag = diag};
+		err = read_results_root(&c, root);
+	}
+	for (size_t i = 0; err == AS_OK && i < tmp->nrows; i++)
+		err = as_results_add(r, &tmp->rows[i]);
+	if (err == AS_ENOMEM)
+		as_diag_set(diag, 0, err, "out of memory");
+	as_results_destroy(tmp);
+	cJSON_Delete(root);
+	return err;
+}
+
+int as_results_load(struct as_results *r, const char *path,
+		    struct as_diag *diag)
+{
+	struct as_diag local;
+	if (!diag)
+		diag = &local;
+	memset(diag, 0, sizeof(*diag));
+	snprintf(diag->file, sizeof(diag->file), "%s", path);
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+	if (!f)
+		return as_diag_set(diag, 0, AS_EIO, "cannot open: %s",
+				   strerror(errno));
+	size_t len = 0, cap = 1 << 16;
+	char *data = malloc(cap);
+	while (data) {
+		len += fread(data + len, 1, cap - len - 1, f);
+		if (len < cap - 1)
+			break;
+		char *grown = realloc(data, cap * 2);
+		if (!grown) {
+			free(data);
+			data = NULL;
+			break;
+		}
+		data = grown;
+		cap *= 2;
+	}
+	bool bad = ferror(f);
+	if (f != stdin)
+		fclose(f);
+	if (!data)
+		return as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
+	if (bad) {
+		free(data);
+		return as_diag_set(diag, 0, AS_EIO, "read error");
+	}
+	data[len] = 0;
+	int err = as_results_parse(r, path, data, len, diag);
+	free(data);
+	return err;
+}

@@ -11,16 +11,22 @@
 #include <string.h>
 
 #include "allocscope.h"
+#include "diff.h"
+#include "runs.h"
 
 #define EXIT_INVALID 1
 #define EXIT_USAGE 2
 #define MAX_SPECS 64
 
 static const char usage_text[] =
-	"usage: allocscope replay TRACE [-f FMT] [-s SPEC]... [--json FILE|-]\n"
-	"                         [--plan-out FILE] [--dump]\n"
+	"usage: allocscope replay TRACE|DIR... [-f FMT] [-s SPEC]...\n"
+	"                         [--json FILE|-] [--plan-out FILE] [--dump]\n"
+	"                         [--no-progress]\n"
 	"       allocscope check TRACE [-f FMT] [--plan PLAN.csv]\n"
 	"       allocscope strategies\n"
+	"       allocscope diff BASE.json NEW.json [--metric M] [--max-regress PCT]\n"
+	"                       [--markdown FILE] [--svg DIR] [--all]\n"
+	"       allocscope diff -s SPEC_A -s SPEC_B TRACE|DIR... [options]\n"
 	"\n"
 	"FMT is ops, json or csv (default: by extension, then content).\n"
 	"SPEC is NAME[:key=value[,key=value]...]; without -s every strategy\n"
@@ -153,49 +159,32 @@ static void emit_line(void *ctx, const char *line)
 	fprintf((FILE *)ctx, "%s\n", line);
 }
 
-static int cmd_replay(int argc, char **argv)
-{
-	const char *trace_path = NULL, *json = NULL, *plan_out = NULL;
-	const char *specs[MAX_SPECS];
-	size_t nspecs = 0;
-	enum as_format fmt = AS_FMT_AUTO;
-	bool dump = false;
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		bool more = i + 1 < argc;
-		if (strcmp(a, "-f") == 0 && more) {
-			if (as_format_from_name(argv[++i], &fmt) != AS_OK)
-				return usage_error("unknown format '%s'",
-						   argv[i]);
-		} else if (strcmp(a, "-s") == 0 && more) {
-			if (nspecs == MAX_SPECS)
-				return usage_error("too many -s (%s)", "64");
-			specs[nspecs++] = argv[++i];
-		} else if (strcmp(a, "--json") == 0 && more) {
-			json = argv[++i];
-		} else if (strcmp(a, "--plan-out") == 0 && more) {
-			plan_out = argv[++i];
-		} else if (strcmp(a, "--dump") == 0) {
-			dump = true;
-		} else if (a[0] == '-' && a[1]) {
-			return usage_error("unknown or incomplete option '%s'",
-					   a);
-		} else if (!trace_path) {
-			trace_path = a;
-		} else {
-			return usage_error("unexpected argument '%s'", a);
-		}
-	}
-	if (!trace_path)
-		return usage_error("replay needs a TRACE%s", "");
-	if (plan_out && nspecs != 1)
-		return usage_error("--plan-out needs exactly one -s%s", "");
+/* The options of one replay run, the same for every trace. */
+struct replay_opts {
+	enum as_format fmt;
+	const char **specs;
+	size_t nspecs;          /* 0: every strategy that applies */
+	const char *plan_out;
+	struct as_run_hooks hooks;
+	FILE *json;             /* NULL: print tables */
+	bool first;             /* no run written yet */
+	struct cli_progress progress;
+};
 
+/* Replay one trace; returns 0, EXIT_INVALID or EXIT_USAGE. */
+static int replay_trace(const char *trace_path, struct replay_opts *o)
+{
 	struct as_diag d;
 	struct as_trace *t;
-	if (as_trace_load(trace_path, fmt, &t, &d) != AS_OK)
+	const char *specs[MAX_SPECS];
+	size_t nspecs = o->nspecs;
+	if (as_trace_load(trace_path, o->fmt, &t, &d) != AS_OK) {
+		cli_progress_end(&o->progress);
 		return report_diag(&d);
-	if (nspecs == 0)
+	}
+	if (nspecs)
+		memcpy(specs, o->specs, nspecs * sizeof(*specs));
+	else
 		for (size_t i = 0; i < as_strategy_count(); i++)
 			if (as_strategy_applies(as_strategy_at(i)->name, t))
 				specs[nspecs++] = as_strategy_at(i)->name;
@@ -203,16 +192,12 @@ static int cmd_replay(int argc, char **argv)
 	struct result *res = calloc(nspecs + 1, sizeof(*res));
 	int status = res ? 0 : EXIT_USAGE;
 	size_t nres = 0;
-	FILE *dump_to = json && strcmp(json, "-") == 0 ? stderr : stdout;
-	struct as_run_hooks hooks = {
-		.emit = dump ? emit_line : NULL,
-		.ctx = dump_to,
-		.dump_at_end = dump,
-	};
 	for (size_t i = 0; res && i < nspecs; i++) {
 		struct result *r = &res[nres];
 		memset(&d, 0, sizeof(d));
-		if (as_strategy_run(specs[i], t, &hooks, &r->plan, &d) != AS_OK) {
+		if (as_strategy_run(specs[i], t, &o->hooks, &r->plan, &d) !=
+		    AS_OK) {
+			cli_progress_end(&o->progress);
 			status = report_diag(&d);
 			break;
 		}
@@ -227,6 +212,7 @@ static int cmd_replay(int argc, char **argv)
 		r->failed = as_plan_failed(r->plan, t);
 		if (!r->report.valid) {
 			char buf[1024];
+			cli_progress_end(&o->progress);
 			fprintf(stderr, "%s: %s: invalid plan: %s\n",
 				trace_path, specs[i],
 				as_violation_text(t, r->plan,
@@ -235,43 +221,146 @@ static int cmd_replay(int argc, char **argv)
 			status = EXIT_INVALID;
 		}
 	}
+	cli_progress_step(&o->progress, trace_path);
 	uint64_t lb = as_trace_lower_bound(t);
 	if (status != EXIT_USAGE) {
-		struct as_atomic *a;
-		FILE *f;
-		if (json) {
-			if (as_atomic_open(json, &a, &f) != AS_OK) {
-				fprintf(stderr, "%s: cannot write: %s\n", json,
-					strerror(errno));
-				status = EXIT_USAGE;
-			} else {
-				write_json(f, t, lb, res, nres);
-				if (as_atomic_commit(a) != AS_OK) {
-					fprintf(stderr, "%s: write failed\n",
-						json);
-					status = EXIT_USAGE;
-				}
-			}
+		if (o->json) {
+			if (!o->first)
+				fputs(",\n", o->json);
+			write_json(o->json, t, lb, res, nres);
 		} else {
+			if (!o->first)
+				putchar('\n');
 			print_table(t, lb, res, nres);
 		}
-		if (plan_out && status != EXIT_USAGE) {
-			if (as_atomic_open(plan_out, &a, &f) != AS_OK) {
-				fprintf(stderr, "%s: cannot write\n", plan_out);
-				status = EXIT_USAGE;
-			} else if (as_plan_write_csv(res[0].plan, t, f) != AS_OK) {
-				as_atomic_abort(a);
-				status = EXIT_USAGE;
-			} else if (as_atomic_commit(a) != AS_OK) {
-				fprintf(stderr, "%s: write failed\n", plan_out);
-				status = EXIT_USAGE;
-			}
+		o->first = false;
+	}
+	if (o->plan_out && status != EXIT_USAGE) {
+		struct as_atomic *a;
+		FILE *f;
+		if (as_atomic_open(o->plan_out, &a, &f) != AS_OK) {
+			fprintf(stderr, "%s: cannot write\n", o->plan_out);
+			status = EXIT_USAGE;
+		} else if (as_plan_write_csv(res[0].plan, t, f) != AS_OK) {
+			as_atomic_abort(a);
+			status = EXIT_USAGE;
+		} else if (as_atomic_commit(a) != AS_OK) {
+			fprintf(stderr, "%s: write failed\n", o->plan_out);
+			status = EXIT_USAGE;
 		}
 	}
 	for (size_t i = 0; i < nres; i++)
 		as_plan_destroy(res[i].plan);
 	free(res);
 	as_trace_destroy(t);
+	return status;
+}
+
+/*
+ * replay TRACE... : with one trace file, the JSON is one object
+ * {"trace", "results"} as it always was; with several traces or a
+ * directory it is {"format": "allocscope-results", "version": 1,
+ * "runs": [{"trace", "results"}, ...]} (docs/diff.md).
+ */
+static int cmd_replay(int argc, char **argv)
+{
+	const char *json = NULL;
+	const char *specs[MAX_SPECS];
+	char **args = calloc((size_t)argc + 1, sizeof(*args));
+	size_t nspecs = 0, nargs = 0;
+	enum as_format fmt = AS_FMT_AUTO;
+	bool dump = false, progress = true;
+	struct replay_opts o = {.first = true};
+	if (!args)
+		return EXIT_USAGE;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		bool more = i + 1 < argc;
+		int bad = 0;
+		if (strcmp(a, "-f") == 0 && more) {
+			if (as_format_from_name(argv[++i], &fmt) != AS_OK)
+				bad = usage_error("unknown format '%s'",
+						  argv[i]);
+		} else if (strcmp(a, "-s") == 0 && more) {
+			if (nspecs == MAX_SPECS)
+				bad = usage_error("too many -s (%s)", "64");
+			else
+				specs[nspecs++] = argv[++i];
+		} else if (strcmp(a, "--json") == 0 && more) {
+			json = argv[++i];
+		} else if (strcmp(a, "--plan-out") == 0 && more) {
+			o.plan_out = argv[++i];
+		} else if (strcmp(a, "--dump") == 0) {
+			dump = true;
+		} else if (strcmp(a, "--no-progress") == 0) {
+			progress = false;
+		} else if (a[0] == '-' && a[1]) {
+			bad = usage_error("unknown or incomplete option '%s'",
+					  a);
+		} else {
+			args[nargs++] = argv[i];
+		}
+		if (bad) {
+			free(args);
+			return bad;
+		}
+	}
+	if (!nargs) {
+		free(args);
+		return usage_error("replay needs a TRACE%s", "");
+	}
+	bool multi = nargs > 1 || cli_is_dir(args[0]);
+	if (o.plan_out && (nspecs != 1 || multi)) {
+		free(args);
+		return usage_error("--plan-out needs exactly one -s and one "
+				   "TRACE%s",
+				   "");
+	}
+	char **paths = NULL;
+	size_t npaths = 0;
+	struct as_diag d;
+	int err = cli_expand_traces(args, nargs, fmt != AS_FMT_AUTO, &paths,
+				    &npaths, &d);
+	free(args);
+	if (err != AS_OK)
+		return report_diag(&d);
+
+	o.fmt = fmt;
+	o.specs = specs;
+	o.nspecs = nspecs;
+	o.hooks = (struct as_run_hooks){
+		.emit = dump ? emit_line : NULL,
+		.ctx = json && strcmp(json, "-") == 0 ? stderr : stdout,
+		.dump_at_end = dump,
+	};
+	struct as_atomic *a = NULL;
+	int status = 0;
+	if (json && as_atomic_open(json, &a, &o.json) != AS_OK) {
+		fprintf(stderr, "%s: cannot write: %s\n", json,
+			strerror(errno));
+		cli_paths_free(paths, npaths);
+		return EXIT_USAGE;
+	}
+	if (o.json && multi)
+		fputs("{\"format\": \"allocscope-results\", \"version\": 1, "
+		      "\"runs\": [\n",
+		      o.json);
+	cli_progress_start(&o.progress, npaths, progress);
+	for (size_t i = 0; i < npaths && status != EXIT_USAGE; i++) {
+		int s = replay_trace(paths[i], &o);
+		if (s > status)
+			status = s;
+	}
+	cli_progress_end(&o.progress);
+	if (o.json && multi)
+		fputs("]}\n", o.json);
+	if (a && status == EXIT_USAGE) {
+		as_atomic_abort(a);
+	} else if (a && as_atomic_commit(a) != AS_OK) {
+		fprintf(stderr, "%s: write failed\n", json);
+		status = EXIT_USAGE;
+	}
+	cli_paths_free(paths, npaths);
 	return status;
 }
 
@@ -370,6 +459,8 @@ int main(int argc, char **argv)
 		return cmd_check(argc - 2, argv + 2);
 	if (strcmp(cmd, "strategies") == 0)
 		return cmd_strategies();
+	if (strcmp(cmd, "diff") == 0)
+		return cli_diff(argc - 2, argv + 2);
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
 		fputs(usage_text, stdout);
 		return 0;

@@ -1,0 +1,43 @@
+/*
+ * Helpers the CLI commands share: expanding trace arguments (files and
+ * directories) into a list of trace files, and a progress bar on stderr.
+ */
+#ifndef AS_CLI_RUNS_H
+#define AS_CLI_RUNS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "allocscope.h"
+
+/*
+ * Expand `args` into trace paths: a file is kept as given; a directory is
+ * walked recursively in name order, keeping files whose extension is a
+ * trace format (.ops .txt .json .csv; every file when `all_files`) and
+ * skipping hidden entries. On success *out is a malloc'ed array of
+ * malloc'ed strings (free with cli_paths_free). A directory with no trace
+ * in it is an error, described in diag.
+ */
+int cli_expand_traces(char *const *args, size_t nargs, bool all_files,
+		      char ***out, size_t *nout, struct as_diag *diag);
+void cli_paths_free(char **paths, size_t n);
+
+/* True when `path` names a directory. */
+bool cli_is_dir(const char *path);
+
+/*
+ * A progress bar on stderr, drawn only when stderr is a terminal, the
+ * caller enabled it and the run has lasted long enough to be worth it
+ * (half a second), so short runs and pipes see nothing.
+ */
+struct cli_progress {
+	bool enabled, drawn;
+	size_t total, done;
+	double t0, last;
+};
+
+void cli_progress_start(struct cli_progress *p, size_t total, bool enabled);
+void cli_progress_step(struct cli_progress *p, const char *what);
+void cli_progress_end(struct cli_progress *p);
+
+#endif

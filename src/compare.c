@@ -1,0 +1,529 @@
+/*
+ * Comparing two result sets: match rows by trace and strategy, classify
+ * every pair by the chosen metric, and write the outcome as Markdown.
+ *
+ * Matching is a sort of both sides by key (trace, strategy, position) and a
+ * merge, O(n log n); only the rows left over go through the file-name
+ * fallback, which is quadratic in the leftovers.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocscope_compare.h"
+
+static const char *const metric_names[] = {
+	[AS_METRIC_PEAK] = "peak",
+	[AS_METRIC_PEAK_VS_LB] = "peak_vs_lb",
+	[AS_METRIC_FAILED] = "failed",
+	[AS_METRIC_PLAN_MS] = "plan_ms",
+};
+
+#define NMETRICS (sizeof(metric_names) / sizeof(metric_names[0]))
+#define DEFAULT_TIMING_PCT 10.0
+#define DEFAULT_NOISE_MS 2.0
+
+int as_metric_from_name(const char *name, enum as_metric *out)
+{
+	for (size_t i = 0; i < NMETRICS; i++)
+		if (strcmp(name, metric_names[i]) == 0) {
+			*out = (enum as_metric)i;
+			return AS_OK;
+		}
+	return AS_ENOTFOUND;
+}
+
+const char *as_metric_name(enum as_metric m)
+{
+	return (size_t)m < NMETRICS ? metric_names[m] : "?";
+}
+
+bool as_metric_is_timing(enum as_metric m)
+{
+	return m == AS_METRIC_PLAN_MS;
+}
+
+const char *as_metric_format(enum as_metric m, double v, char *buf,
+			     size_t len)
+{
+	switch (m) {
+	case AS_METRIC_PEAK:
+	case AS_METRIC_FAILED:
+		snprintf(buf, len, "%.0f", v);
+		break;
+	case AS_METRIC_PEAK_VS_LB:
+		snprintf(buf, len, "%.4f", v);
+		break;
+	case AS_METRIC_PLAN_MS:
+		snprintf(buf, len, "%.2f", v);
+		break;
+	}
+	return buf;
+}
+
+static const char *const change_names[] = {
+	[AS_CH_SAME] = "same",
+	[AS_CH_BETTER] = "better",
+	[AS_CH_WORSE] = "worse",
+	[AS_CH_REGRESSED] = "regressed",
+	[AS_CH_MORE_FAILED] = "more failed",
+	[AS_CH_INVALID] = "invalid",
+	[AS_CH_FIXED] = "fixed",
+	[AS_CH_ONLY_BASE] = "only in base",
+	[AS_CH_ONLY_NEW] = "only in new",
+};
+
+const char *as_change_name(enum as_change c)
+{
+	return (size_t)c <= AS_CH_ONLY_NEW ? change_names[c] : "?";
+}
+
+bool as_change_fails(enum as_change c)
+{
+	return c == AS_CH_REGRESSED || c == AS_CH_MORE_FAILED ||
+	       c == AS_CH_INVALID;
+}
+
+void as_compare_defaults(struct as_compare_options *o)
+{
+	*o = (struct as_compare_options){
+		.metric = AS_METRIC_PEAK,
+		.max_regress_pct = -1,
+		.noise_ms = -1,
+	};
+}
+
+static double metric_value(enum as_metric m, const struct as_result_row *r)
+{
+	switch (m) {
+	case AS_METRIC_PEAK:
+		return (double)r->peak;
+	case AS_METRIC_PEAK_VS_LB:
+		/* From the integers, not the rounded double in the file. */
+		return r->lower_bound
+			       ? (double)r->peak / (double)r->lower_bound
+			       : 0.0;
+	case AS_METRIC_FAILED:
+		return (double)r->failed;
+	case AS_METRIC_PLAN_MS:
+		return r->plan_ms;
+	}
+	return 0.0;
+}
+
+/* ---- Matching ---- */
+
+struct key {
+	const struct as_result_row *row;
+	size_t index;
+};
+
+static bool by_trace_only;
+
+static int key_cmp(const void *pa, const void *pb)
+{
+	const struct key *a = pa, *b = pb;
+	int c = strcmp(a->row->trace, b->row->trace);
+	if (c == 0 && !by_trace_only)
+		c = strcmp(a->row->strategy, b->row->strategy);
+	if (c == 0)
+		c = (a->index > b->index) - (a->index < b->index);
+	return c;
+}
+
+static int same_key(const struct as_result_row *a,
+		    const struct as_result_row *b, bool trace_only)
+{
+	int c = strcmp(a->trace, b->trace);
+	if (c == 0 && !trace_only)
+		c = strcmp(a->strategy, b->strategy);
+	return c;
+}
+
+static struct key *sorted_keys(const struct as_results *r, bool trace_only)
+{
+	struct key *k = malloc((r->nrows + 1) * sizeof(*k));
+	if (!k)
+		return NULL;
+	for (size_t i = 0; i < r->nrows; i++)
+		k[i] = (struct key){&r->rows[i], i};
+	/* qsort has no context argument; the flag is set only here. */
+	by_trace_only = trace_only;
+	qsort(k, r->nrows, sizeof(*k), key_cmp);
+	return k;
+}
+
+static const char *file_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/*
+ * Whether every unmatched row of `r` whose trace has file name `name` has
+ * the same trace as `trace`: then the file name stands for one trace.
+ */
+static bool name_unique(const struct as_results *r, const size_t *match,
+			const char *name, const char *trace)
+{
+	for (size_t i = 0; i < r->nrows; i++)
+		if (match[i] == SIZE_MAX &&
+		    strcmp(file_name(r->rows[i].trace), name) == 0 &&
+		    strcmp(r->rows[i].trace, trace) != 0)
+			return false;
+	return true;
+}
+
+/* match_b[i]: the NEW row matched to BASE row i, SIZE_MAX when none. */
+static int match_rows(const struct as_results *base,
+		      const struct as_results *new_, bool trace_only,
+		      size_t *match_b, size_t *match_n)
+{
+	for (size_t i = 0; i < base->nrows; i++)
+		match_b[i] = SIZE_MAX;
+	for (size_t i = 0; i < new_->nrows; i++)
+		match_n[i] = SIZE_MAX;
+	struct key *kb = sorted_keys(base, trace_only);
+	struct key *kn = sorted_keys(new_, trace_only);
+	if (!kb || !kn) {
+		free(kb);
+		free(kn);
+		return AS_ENOMEM;
+	}
+	size_t i = 0, j = 0;
+	while (i < base->nrows && j < new_->nrows) {
+		int c = same_key(kb[i].row, kn[j].row, trace_only);
+		if (c < 0) {
+			i++;
+		} else if (c > 0) {
+			j++;
+		} else {
+			match_b[kb[i].index] = kn[j].index;
+			match_n[kn[j].index] = kb[i].index;
+			i++;
+			j++;
+		}
+	}
+	free(kb);
+	free(kn);
+
+	/* Fallback: the same file name, when it names one trace per side. */
+	for (size_t b = 0; b < base->nrows; b++) {
+		if (match_b[b] != SIZE_MAX)
+			continue;
+		const struct as_result_row *rb = &base->rows[b];
+		const char *name = file_name(rb->trace);
+		if (!name_unique(base, match_b, name, rb->trace))
+			continue;
+		for (size_t n = 0; n < new_->nrows; n++) {
+			const struct as_result_row *rn = &new_->rows[n];
+			if (match_n[n] != SIZE_MAX ||
+			    strcmp(file_name(rn->trace), name) != 0 ||
+			    (!trace_only &&
+			     strcmp(rn->strategy, rb->strategy) != 0) ||
+			    !name_unique(new_, match_n, name, rn->trace))
+				continue;
+			match_b[b] = n;
+			match_n[n] = b;
+			break;
+		}
+	}
+	return AS_OK;
+}
+
+/* ---- Classifying ---- */
+
+static void classify(const struct as_compare_options *o,
+		     struct as_compare_row *r)
+{
+	r->base_value = metric_value(o->metric, r->base);
+	r->new_value = metric_value(o->metric, r->new_);
+	r->change = r->new_value - r->base_value;
+	if (r->base_value != 0.0)
+		r->change_pct = r->change * 100.0 / fabs(r->base_value);
+	else
+		r->pct_infinite = r->change > 0.0;
+	if (!r->new_->valid) {
+		r->status = AS_CH_INVALID;
+		return;
+	}
+	if (!r->base->valid) {
+		r->status = AS_CH_FIXED;
+		return;
+	}
+	double allowance = as_metric_is_timing(o->metric) ? o->noise_ms : 0.0;
+	if (r->change > allowance)
+		r->status = r->pct_infinite || r->change_pct > o->max_regress_pct
+				    ? AS_CH_REGRESSED
+				    : AS_CH_WORSE;
+	else if (r->change < -allowance)
+		r->status = AS_CH_BETTER;
+	else
+		r->status = AS_CH_SAME;
+	/*
+	 * A smaller peak bought by failing allocations is no improvement: size
+	 * metrics only mean the same thing when the same buffers were placed.
+	 */
+	if ((o->metric == AS_METRIC_PEAK || o->metric == AS_METRIC_PEAK_VS_LB) &&
+	    r->new_->failed > r->base->failed && r->status != AS_CH_REGRESSED)
+		r->status = AS_CH_MORE_FAILED;
+}
+
+int as_compare(const struct as_results *base, const struct as_results *new_,
+	       const struct as_compare_options *opts,
+	       struct as_comparison **out)
+{
+	struct as_compare_options o;
+	if (opts)
+		o = *opts;
+	else
+		as_compare_defaults(&o);
+	if ((size_t)o.metric >= NMETRICS)
+		return AS_EINVAL;
+	if (o.max_regress_pct < 0)
+		o.max_regress_pct =
+			as_metric_is_timing(o.metric) ? DEFAULT_TIMING_PCT : 0.0;
+	if (o.noise_ms < 0)
+		o.noise_ms = DEFAULT_NOISE_MS;
+
+	struct as_comparison *c = calloc(1, sizeof(*c));
+	size_t *mb = malloc((base->nrows + 1) * sizeof(*mb));
+	size_t *mn = malloc((new_->nrows + 1) * sizeof(*mn));
+	int err = AS_ENOMEM;
+	if (!c || !mb || !mn)
+		goto fail;
+	c->opts = o;
+	c->rows = calloc(base->nrows + new_->nrows + 1, sizeof(*c->rows));
+	if (!c->rows)
+		goto fail;
+	if ((err = match_rows(base, new_, o.by_trace_only, mb, mn)) != AS_OK)
+		goto fail;
+	for (size_t i = 0; i < base->nrows; i++) {
+		struct as_compare_row *r = &c->rows[c->nrows++];
+		r->base = &base->rows[i];
+		if (mb[i] == SIZE_MAX) {
+			r->status = AS_CH_ONLY_BASE;
+			r->base_value = metric_value(o.metric, r->base);
+		} else {
+			r->new_ = &new_->rows[mb[i]];
+			classify(&o, r);
+		}
+	}
+	for (size_t i = 0; i < new_->nrows; i++) {
+		if (mn[i] != SIZE_MAX)
+			continue;
+		struct as_compare_row *r = &c->rows[c->nrows++];
+		r->new_ = &new_->rows[i];
+		r->new_value = metric_value(o.metric, r->new_);
+		r->status = AS_CH_ONLY_NEW;
+	}
+	for (size_t i = 0; i < c->nrows; i++) {
+		c->count[c->rows[i].status]++;
+		c->nfailing += as_change_fails(c->rows[i].status) ||
+			       (o.missing_fails &&
+				c->rows[i].status == AS_CH_ONLY_BASE);
+	}
+	free(mb);
+	free(mn);
+	*out = c;
+	return AS_OK;
+fail:
+	free(mb);
+	free(mn);
+	as_comparison_destroy(c);
+	return err;
+}
+
+void as_comparison_destroy(struct as_comparison *c)
+{
+	if (!c)
+		return;
+	free(c->rows);
+	free(c);
+}
+
+/* ---- Report order ---- */
+
+static int group_of(enum as_change s)
+{
+	switch (s) {
+	case AS_CH_INVALID:
+	case AS_CH_REGRESSED:
+	case AS_CH_MORE_FAILED:
+		return 0;
+	case AS_CH_WORSE:
+		return 1;
+	case AS_CH_ONLY_BASE:
+		return 2;
+	case AS_CH_ONLY_NEW:
+		return 3;
+	case AS_CH_BETTER:
+		return 4;
+	case AS_CH_FIXED:
+		return 5;
+	case AS_CH_SAME:
+		return 6;
+	}
+	return 7;
+}
+
+static const struct as_comparison *order_c;
+
+static double sort_weight(const struct as_compare_row *r)
+{
+	if (r->pct_infinite)
+		return INFINITY;
+	return fabs(r->change_pct);
+}
+
+static int order_cmp(const void *pa, const void *pb)
+{
+	size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+	const struct as_compare_row *ra = &order_c->rows[a];
+	const struct as_compare_row *rb = &order_c->rows[b];
+	int ga = group_of(ra->status), gb = group_of(rb->status);
+	if (ga != gb)
+		return ga - gb;
+	double wa = sort_weight(ra), wb = sort_weight(rb);
+	if (wa != wb)
+		return wa < wb ? 1 : -1;
+	return (a > b) - (a < b);
+}
+
+void as_comparison_order(const struct as_comparison *c, size_t *order)
+{
+	for (size_t i = 0; i < c->nrows; i++)
+		order[i] = i;
+	order_c = c;
+	qsort(order, c->nrows, sizeof(*order), order_cmp);
+}
+
+/* ---- Markdown ---- */
+
+/* A table cell: '|' escaped, newlines flattened. */
+static void md_cell(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '|')
+			fputs("\\|", f);
+		else if (*s == '\n' || *s == '\r')
+			putc(' ', f);
+		else
+			putc(*s, f);
+	}
+}
+
+static void md_strategy(FILE *f, const struct as_compare_row *r)
+{
+	const char *b = r->base ? r->base->strategy : NULL;
+	const char *n = r->new_ ? r->new_->strategy : NULL;
+	md_cell(f, b ? b : n);
+	if (b && n && strcmp(b, n) != 0) {
+		fputs(" → ", f);
+		md_cell(f, n);
+	}
+}
+
+static void md_row(FILE *f, const struct as_comparison *c,
+		   const struct as_compare_row *r)
+{
+	enum as_metric m = c->opts.metric;
+	char buf[64];
+	bool fails = as_change_fails(r->status);
+	fprintf(f, "| %s%s%s | `", fails ? "**" : "",
+		as_change_name(r->status), fails ? "**" : "");
+	md_cell(f, r->base ? r->base->trace : r->new_->trace);
+	fputs("` | ", f);
+	md_strategy(f, r);
+	fputs(" | ", f);
+	fputs(r->base ? as_metric_format(m, r->base_value, buf, sizeof(buf))
+		      : "—",
+	      f);
+	fputs(" | ", f);
+	fputs(r->new_ ? as_metric_format(m, r->new_value, buf, sizeof(buf))
+		      : "—",
+	      f);
+	fputs(" | ", f);
+	if (r->base && r->new_) {
+		as_metric_format(m, fabs(r->change), buf, sizeof(buf));
+		fprintf(f, "%s%s | ",
+			r->change > 0 ? "+" : r->change < 0 ? "−" : "", buf);
+		if (r->pct_infinite)
+			fputs("new |", f);
+		else
+			fprintf(f, "%+.2f%% |", r->change_pct);
+	} else {
+		fputs("— | — |", f);
+	}
+	const char *sep = " ";
+	if (r->base && r->new_ && r->new_->failed != r->base->failed) {
+		fprintf(f, "%sfailed %llu → %llu", sep,
+			(unsigned long long)r->base->failed,
+			(unsigned long long)r->new_->failed);
+		sep = "; ";
+	} else if (r->new_ && r->new_->failed) {
+		fprintf(f, "%sfailed %llu", sep,
+			(unsigned long long)r->new_->failed);
+		sep = "; ";
+	}
+	if (r->new_ && !r->new_->valid)
+		fprintf(f, "%sinvalid plan: %llu violations", sep,
+			(unsigned long long)r->new_->violations);
+	else if (r->status == AS_CH_FIXED)
+		fprintf(f, "%sbase plan was invalid", sep);
+	fputs(" |\n", f);
+}
+
+int as_comparison_write_markdown(const struct as_comparison *c, FILE *f,
+				 bool all_rows)
+{
+	size_t *order = malloc((c->nrows + 1) * sizeof(*order));
+	if (!order)
+		return AS_ENOMEM;
+	as_comparison_order(c, order);
+	enum as_metric m = c->opts.metric;
+
+	fprintf(f, "### allocscope diff (%s): %s\n\n", as_metric_name(m),
+		as_comparison_failed(c) ? "❌ regression" : "✅ no regression");
+	fprintf(f, "%zu rows: %zu regressed, %zu invalid, %zu with more "
+		   "failed allocations, %zu worse within the threshold, %zu "
+		   "better, %zu fixed, %zu unchanged, %zu only in base, %zu "
+		   "only in new.\n\n",
+		c->nrows, c->count[AS_CH_REGRESSED], c->count[AS_CH_INVALID],
+		c->count[AS_CH_MORE_FAILED], c->count[AS_CH_WORSE],
+		c->count[AS_CH_BETTER], c->count[AS_CH_FIXED],
+		c->count[AS_CH_SAME], c->count[AS_CH_ONLY_BASE],
+		c->count[AS_CH_ONLY_NEW]);
+	if (as_metric_is_timing(m))
+		fprintf(f, "A row regresses when `%s` grows by more than "
+			   "%.2f%% and by more than %.2f ms (noise allowance)."
+			   "\n\n",
+			as_metric_name(m), c->opts.max_regress_pct,
+			c->opts.noise_ms);
+	else
+		fprintf(f, "A row regresses when `%s` grows by more than "
+			   "%.2f%%, when more allocations fail, or when its "
+			   "plan is invalid.\n\n",
+			as_metric_name(m), c->opts.max_regress_pct);
+
+	size_t shown = 0;
+	for (size_t k = 0; k < c->nrows; k++)
+		shown += all_rows || c->rows[order[k]].status != AS_CH_SAME;
+	if (shown) {
+		fputs("| status | trace | strategy | base | new | change | "
+		      "change % | notes |\n",
+		      f);
+		fputs("|---|---|---|---:|---:|---:|---:|---|\n", f);
+		for (size_t k = 0; k < c->nrows; k++) {
+			const struct as_compare_row *r = &c->rows[order[k]];
+			if (all_rows || r->status != AS_CH_SAME)
+				md_row(f, c, r);
+		}
+		fputs("\n", f);
+	}
+	if (!all_rows && c->count[AS_CH_SAME])
+		fprintf(f, "%zu unchanged rows not shown.\n",
+			c->count[AS_CH_SAME]);
+	free(order);
+	return ferror(f) ? AS_EIO : AS_OK;
+}
