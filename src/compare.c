@@ -84,6 +84,13 @@ bool as_change_fails(enum as_change c)
 	       c == AS_CH_INVALID;
 }
 
+bool as_compare_row_fails(const struct as_comparison *c,
+			  const struct as_compare_row *r)
+{
+	return as_change_fails(r->status) ||
+	       (c->opts.missing_fails && r->status == AS_CH_ONLY_BASE);
+}
+
 void as_compare_defaults(struct as_compare_options *o)
 {
 	*o = (struct as_compare_options){
@@ -319,9 +326,7 @@ int as_compare(const struct as_results *base, const struct as_results *new_,
 	}
 	for (size_t i = 0; i < c->nrows; i++) {
 		c->count[c->rows[i].status]++;
-		c->nfailing += as_change_fails(c->rows[i].status) ||
-			       (o.missing_fails &&
-				c->rows[i].status == AS_CH_ONLY_BASE);
+		c->nfailing += as_compare_row_fails(c, &c->rows[i]);
 	}
 	free(mb);
 	free(mn);
@@ -344,9 +349,12 @@ void as_comparison_destroy(struct as_comparison *c)
 
 /* ---- Report order ---- */
 
-static int group_of(enum as_change s)
+static int group_of(const struct as_comparison *c,
+		    const struct as_compare_row *r)
 {
-	switch (s) {
+	if (as_compare_row_fails(c, r))
+		return 0;
+	switch (r->status) {
 	case AS_CH_INVALID:
 	case AS_CH_REGRESSED:
 	case AS_CH_MORE_FAILED:
@@ -381,7 +389,7 @@ static int order_cmp(const void *pa, const void *pb)
 	size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
 	const struct as_compare_row *ra = &order_c->rows[a];
 	const struct as_compare_row *rb = &order_c->rows[b];
-	int ga = group_of(ra->status), gb = group_of(rb->status);
+	int ga = group_of(order_c, ra), gb = group_of(order_c, rb);
 	if (ga != gb)
 		return ga - gb;
 	double wa = sort_weight(ra), wb = sort_weight(rb);
@@ -429,7 +437,7 @@ static void md_row(FILE *f, const struct as_comparison *c,
 {
 	enum as_metric m = c->opts.metric;
 	char buf[64];
-	bool fails = as_change_fails(r->status);
+	bool fails = as_compare_row_fails(c, r);
 	fprintf(f, "| %s%s%s | `", fails ? "**" : "",
 		as_change_name(r->status), fails ? "**" : "");
 	md_cell(f, r->base ? r->base->trace : r->new_->trace);

@@ -806,10 +806,16 @@ int as_results_parse(struct as_results *r, const char *name,
 	const char *end = NULL;
 	cJSON *root = cJSON_ParseWithLengthOpts(data, len, &end, false);
 	if (!root) {
-		uint64_t line = 1;
+		/* cJSON may stop before trailing blanks: skip them. */
 		const char *stop = end && end >= data && end <= data + len
 					   ? end
 					   : data + len;
+		const char *rest = stop;
+		while (rest < data + len && strchr(" \t\r\n", *rest))
+			rest++;
+		if (rest >= data + len)
+			stop = rest;
+		uint64_t line = 1;
 		for (const char *q = data; q < stop; q++)
 			line += *q == '\n';
 		return as_diag_set(diag, line, AS_EPARSE,

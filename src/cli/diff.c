@@ -166,7 +166,7 @@ static void print_row(const struct as_comparison *c,
 			 r->base ? r->base->strategy : r->new_->strategy);
 	char status[32];
 	snprintf(status, sizeof(status), "%s", as_change_name(r->status));
-	if (as_change_fails(r->status))
+	if (as_compare_row_fails(c, r))
 		for (char *p = status; *p; p++)
 			*p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
 	printf("%-12s %-*s %-*s %12s %12s %12s %9s", status, tw, trace, sw,
@@ -211,16 +211,15 @@ static void print_comparison(const struct as_comparison *c, bool all)
 		       "%.2f%%, fails more allocations or its plan is "
 		       "invalid\n\n",
 		       as_metric_name(m), c->opts.max_regress_pct);
-	printf("%-12s %-*s %-*s %12s %12s %12s %9s\n", "status", tw, "trace",
-	       sw, "strategy", "base", "new", "change", "change%");
-	size_t hidden = 0;
+	size_t hidden = all ? 0 : c->count[AS_CH_SAME];
+	if (hidden < c->nrows)
+		printf("%-12s %-*s %-*s %12s %12s %12s %9s\n", "status", tw,
+		       "trace", sw, "strategy", "base", "new", "change",
+		       "change%");
 	for (size_t k = 0; k < c->nrows; k++) {
 		const struct as_compare_row *r = &c->rows[order[k]];
-		if (!all && r->status == AS_CH_SAME) {
-			hidden++;
-			continue;
-		}
-		print_row(c, r, tw, sw);
+		if (all || r->status != AS_CH_SAME)
+			print_row(c, r, tw, sw);
 	}
 	if (hidden)
 		printf("(%zu unchanged rows not listed; --all lists them)\n",

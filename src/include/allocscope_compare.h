@@ -115,6 +115,12 @@ enum as_change {
 	AS_CH_ONLY_NEW,      /* no matching row in BASE */
 };
 
+struct as_comparison;
+struct as_compare_row;
+/* Whether row `r` of `c` fails it (as_change_fails, or missing_fails). */
+bool as_compare_row_fails(const struct as_comparison *c,
+			  const struct as_compare_row *r);
+
 /* "regressed", "better", "only in base", ... */
 const char *as_change_name(enum as_change c);
 /* Whether this kind of row makes the comparison fail (exit status 1). */

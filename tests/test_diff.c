@@ -1,0 +1,600 @@
+/*
+ * Results and comparisons (src/results.c, src/compare.c, the results
+ * section of src/parse_json.c): matching, thresholds, missing rows, invalid
+ * plans, the verdict behind the exit status, and the Markdown report.
+ */
+#include <math.h>
+
+#include "allocscope_compare.h"
+#include "tap.h"
+
+static struct as_results *set(void)
+{
+	struct as_results *r = as_results_create();
+	if (!r) {
+		printf("Bail out! out of memory\n");
+		exit(1);
+	}
+	return r;
+}
+
+static void row(struct as_results *r, const char *trace, const char *strat,
+		uint64_t peak, uint64_t lb, bool valid, uint64_t failed,
+		double ms)
+{
+	struct as_result_row x = {
+		.trace = trace, .strategy = strat, .peak = peak,
+		.lower_bound = lb, .valid = valid, .failed = failed,
+		.plan_ms = ms, .violations = valid ? 0 : 3,
+		.overlaps = valid ? 0 : 3,
+	};
+	x.peak_vs_lb = lb ? (double)peak / (double)lb : 0;
+	if (as_results_add(r, &x) != AS_OK) {
+		printf("Bail out! out of memory\n");
+		exit(1);
+	}
+}
+
+static struct as_comparison *cmp(struct as_results *a, struct as_results *b,
+				 const struct as_compare_options *o)
+{
+	struct as_comparison *c = NULL;
+	int err = as_compare(a, b, o, &c);
+	CHECK(err == AS_OK);
+	CHECK(c != NULL);
+	return c;
+}
+
+/* The row of c whose (base or new) trace and strategy are these. */
+static const struct as_compare_row *find(const struct as_comparison *c,
+					 const char *trace, const char *strat)
+{
+	for (size_t i = 0; i < c->nrows; i++) {
+		const struct as_result_row *x =
+			c->rows[i].base ? c->rows[i].base : c->rows[i].new_;
+		if (strcmp(x->trace, trace) == 0 &&
+		    strcmp(x->strategy, strat) == 0)
+			return &c->rows[i];
+	}
+	printf("#   no row %s %s\n", trace, strat);
+	tap_cur_failed = 1;
+	static const struct as_compare_row none;
+	return &none;
+}
+
+static void rows_match_by_trace_and_strategy(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "t/x.ops", "greedy-size", 100, 100, true, 0, 1);
+	row(a, "t/x.ops", "bfc", 120, 100, true, 0, 1);
+	row(a, "t/y.ops", "greedy-size", 50, 40, true, 0, 1);
+	/* NEW lists them in another order */
+	row(b, "t/y.ops", "greedy-size", 50, 40, true, 0, 1);
+	row(b, "t/x.ops", "bfc", 110, 100, true, 0, 1);
+	row(b, "t/x.ops", "greedy-size", 100, 100, true, 0, 1);
+	struct as_comparison *c = cmp(a, b, NULL);
+	CHECK_EQ_U64(c->nrows, 3);
+	const struct as_compare_row *r = find(c, "t/x.ops", "bfc");
+	CHECK(r->base && r->new_);
+	CHECK_EQ_U64(r->new_->peak, 110);
+	CHECK(r->status == AS_CH_BETTER);
+	CHECK(find(c, "t/y.ops", "greedy-size")->status == AS_CH_SAME);
+	CHECK(!as_comparison_failed(c));
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+static void rows_match_by_file_name_when_directories_differ(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "traces/x.ops", "greedy-size", 100, 100, true, 0, 1);
+	row(b, "/home/ci/src/traces/x.ops", "greedy-size", 130, 100, true, 0,
+	    1);
+	struct as_comparison *c = cmp(a, b, NULL);
+	CHECK_EQ_U64(c->nrows, 1);
+	CHECK(c->rows[0].base && c->rows[0].new_);
+	CHECK(c->rows[0].status == AS_CH_REGRESSED);
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+static void ambiguous_file_names_are_not_matched(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "a/x.ops", "greedy-size", 100, 100, true, 0, 1);
+	row(a, "b/x.ops", "greedy-size", 100, 100, true, 0, 1);
+	row(b, "c/x.ops", "greedy-size", 100, 100, true, 0, 1);
+	struct as_comparison *c = cmp(a, b, NULL);
+	CHECK_EQ_U64(c->nrows, 3);
+	CHECK_EQ_U64(c->count[AS_CH_ONLY_BASE], 2);
+	CHECK_EQ_U64(c->count[AS_CH_ONLY_NEW], 1);
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+static void repeated_keys_match_in_order(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "x.ops", "s", 10, 10, true, 0, 1);
+	row(a, "x.ops", "s", 20, 10, true, 0, 1);
+	row(b, "x.ops", "s", 10, 10, true, 0, 1);
+	row(b, "x.ops", "s", 25, 10, true, 0, 1);
+	struct as_comparison *c = cmp(a, b, NULL);
+	CHECK_EQ_U64(c->nrows, 2);
+	CHECK(c->rows[0].status == AS_CH_SAME);
+	CHECK(c->rows[1].status == AS_CH_REGRESSED);
+	CHECK_EQ_U64(c->rows[1].base->peak, 20);
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+static void any_growth_regresses_with_the_default_threshold(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "x.ops", "s", 1000000, 1000000, true, 0, 1);
+	row(b, "x.ops", "s", 1000001, 1000000, true, 0, 1);
+	struct as_comparison *c = cmp(a, b, NULL);
+	CHECK(c->rows[0].status == AS_CH_REGRESSED);
+	CHECK(as_comparison_failed(c));
+	CHECK_EQ_U64(c->nfailing, 1);
+	CHECK(fabs(c->rows[0].change - 1.0) < 1e-9);
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+static void growth_within_max_regress_is_worse_but_passes(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "x.ops", "s", 1000, 1000, true, 0, 1);
+	row(a, "y.ops", "s", 1000, 1000, true, 0, 1);
+	row(b, "x.ops", "s", 1050, 1000, true, 0, 1);  /* +5% */
+	row(b, "y.ops", "s", 1051, 1000, true, 0, 1);  /* +5.1% */
+	struct as_compare_options o;
+	as_compare_defaults(&o);
+	o.max_regress_pct = 5;
+	struct as_comparison *c = cmp(a, b, &o);
+	CHECK(find(c, "x.ops", "s")->status == AS_CH_WORSE);
+	CHECK(find(c, "y.ops", "s")->status == AS_CH_REGRESSED);
+	CHECK(fabs(find(c, "y.ops", "s")->change_pct - 5.1) < 1e-9);
+	CHECK_EQ_U64(c->nfailing, 1);
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+static void missing_rows_are_reported_on_both_sides_without_failing(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "x.ops", "old-strategy", 10, 10, true, 0, 1);
+	row(a, "x.ops", "s", 10, 10, true, 0, 1);
+	row(b, "x.ops", "s", 10, 10, true, 0, 1);
+	row(b, "x.ops", "new-strategy", 10, 10, true, 0, 1);
+	struct as_comparison *c = cmp(a, b, NULL);
+	CHECK_EQ_U64(c->nrows, 3);
+	CHECK(find(c, "x.ops", "old-strategy")->status == AS_CH_ONLY_BASE);
+	CHECK(find(c, "x.ops", "old-strategy")->new_ == NULL);
+	CHECK(find(c, "x.ops", "new-strategy")->status == AS_CH_ONLY_NEW);
+	CHECK(find(c, "x.ops", "new-strategy")->base == NULL);
+	CHECK(!as_comparison_failed(c));
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+static void missing_fails_makes_rows_missing_from_new_fail(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "x.ops", "old-strategy", 10, 10, true, 0, 1);
+	row(b, "x.ops", "new-strategy", 10, 10, true, 0, 1);
+	struct as_compare_options o;
+	as_compare_defaults(&o);
+	o.missing_fails = true;
+	struct as_comparison *c = cmp(a, b, &o);
+	CHECK(as_comparison_failed(c));
+	CHECK_EQ_U64(c->nfailing, 1); /* only-in-new never fails */
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+static void a_plan_that_became_invalid_fails_even_when_smaller(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "x.ops", "s", 100, 10, true, 0, 1);
+	row(b, "x.ops", "s", 10, 10, false, 0, 1);
+	struct as_compare_options o;
+	as_compare_defaults(&o);
+	o.max_regress_pct = 1000;
+	struct as_comparison *c = cmp(a, b, &o);
+	CHECK(c->rows[0].status == AS_CH_INVALID);
+	CHECK(as_comparison_failed(c));
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+static void an_invalid_base_plan_made_valid_is_fixed(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "x.ops", "s", 10, 10, false, 0, 1);
+	row(b, "x.ops", "s", 12, 10, true, 0, 1);
+	struct as_comparison *c = cmp(a, b, NULL);
+	CHECK(c->rows[0].status == AS_CH_FIXED);
+	CHECK(!as_comparison_failed(c));
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+static void a_smaller_peak_with_more_failed_allocations_fails(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "x.ops", "bfc", 100, 100, true, 0, 1);
+	row(b, "x.ops", "bfc", 80, 100, true, 2, 1);
+	struct as_comparison *c = cmp(a, b, NULL);
+	CHECK(c->rows[0].status == AS_CH_MORE_FAILED);
+	CHECK(as_comparison_failed(c));
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+static void failed_metric_growing_from_zero_is_an_infinite_change(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "x.ops", "bfc", 100, 100, true, 0, 1);
+	row(b, "x.ops", "bfc", 100, 100, true, 1, 1);
+	struct as_compare_options o;
+	as_compare_defaults(&o);
+	o.metric = AS_METRIC_FAILED;
+	o.max_regress_pct = 50;
+	struct as_comparison *c = cmp(a, b, &o);
+	CHECK(c->rows[0].pct_infinite);
+	CHECK(c->rows[0].status == AS_CH_REGRESSED);
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+static void timing_changes_within_the_noise_allowance_are_the_same(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "x.ops", "s", 1, 1, true, 0, 0.10);
+	row(a, "y.ops", "s", 1, 1, true, 0, 100.0);
+	row(a, "z.ops", "s", 1, 1, true, 0, 100.0);
+	row(b, "x.ops", "s", 1, 1, true, 0, 1.90);   /* +1800%, +1.8 ms */
+	row(b, "y.ops", "s", 1, 1, true, 0, 109.0);  /* +9%: default is 10 */
+	row(b, "z.ops", "s", 1, 1, true, 0, 111.0);  /* +11%, +11 ms */
+	struct as_compare_options o;
+	as_compare_defaults(&o);
+	o.metric = AS_METRIC_PLAN_MS;
+	struct as_comparison *c = cmp(a, b, &o);
+	CHECK(fabs(c->opts.max_regress_pct - 10.0) < 1e-9);
+	CHECK(fabs(c->opts.noise_ms - 2.0) < 1e-9);
+	CHECK(find(c, "x.ops", "s")->status == AS_CH_SAME);
+	CHECK(find(c, "y.ops", "s")->status == AS_CH_WORSE);
+	CHECK(find(c, "z.ops", "s")->status == AS_CH_REGRESSED);
+	CHECK_EQ_U64(c->nfailing, 1);
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+static void peak_vs_lb_is_computed_from_the_integers(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "x.ops", "s", 300, 200, true, 0, 1);
+	row(b, "x.ops", "s", 300, 100, true, 0, 1);  /* lb changed: 1.5->3 */
+	struct as_compare_options o;
+	as_compare_defaults(&o);
+	o.metric = AS_METRIC_PEAK_VS_LB;
+	struct as_comparison *c = cmp(a, b, &o);
+	CHECK(fabs(c->rows[0].base_value - 1.5) < 1e-12);
+	CHECK(fabs(c->rows[0].new_value - 3.0) < 1e-12);
+	CHECK(c->rows[0].status == AS_CH_REGRESSED);
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+static void two_strategies_on_the_same_traces_match_by_trace(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "x.ops", "greedy-size", 100, 100, true, 0, 1);
+	row(b, "x.ops", "recorded", 150, 100, true, 0, 1);
+	struct as_compare_options o;
+	as_compare_defaults(&o);
+	o.by_trace_only = true;
+	struct as_comparison *c = cmp(a, b, &o);
+	CHECK_EQ_U64(c->nrows, 1);
+	CHECK(c->rows[0].status == AS_CH_REGRESSED);
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+static void metric_names_round_trip_and_unknown_ones_fail(void)
+{
+	const char *names[] = {"peak", "peak_vs_lb", "failed", "plan_ms"};
+	for (int i = 0; i < 4; i++) {
+		enum as_metric m;
+		CHECK(as_metric_from_name(names[i], &m) == AS_OK);
+		CHECK_STR(as_metric_name(m), names[i]);
+	}
+	enum as_metric m = AS_METRIC_PEAK;
+	CHECK(as_metric_from_name("speed", &m) == AS_ENOTFOUND);
+	CHECK(m == AS_METRIC_PEAK);
+	CHECK(as_metric_is_timing(AS_METRIC_PLAN_MS));
+	CHECK(!as_metric_is_timing(AS_METRIC_PEAK));
+}
+
+/* ---- Reading result files ---- */
+
+static const char one_trace[] =
+	"{\"trace\": {\"name\": \"traces/x.ops\", \"format\": \"ops\", "
+	"\"events\": 4, \"buffers\": 2, \"lower_bound\": 64},\n"
+	" \"results\": [\n"
+	"  {\"strategy\": \"greedy-size\", \"peak\": 64, \"lower_bound\": 64, "
+	"\"peak_vs_lb\": 1.0, \"valid\": true, \"overlaps\": 0, "
+	"\"violations\": 0, \"failed\": 0, \"plan_ms\": 0.012, "
+	"\"stats\": {}},\n"
+	"  {\"strategy\": \"bfc:x=1\", \"peak\": \"96\", \"valid\": false, "
+	"\"overlaps\": 1, \"violations\": 2, \"failed\": 1, \"plan_ms\": 3,"
+	" \"stats\": {\"chunks\": 4}, \"first_violations\": [\"...\"]}\n"
+	" ]}\n";
+
+static void the_single_trace_shape_reads(void)
+{
+	struct as_results *r = set();
+	struct as_diag d;
+	int err = as_results_parse(r, "one.json", one_trace,
+				   strlen(one_trace), &d);
+	CHECK(err == AS_OK);
+	CHECK_EQ_U64(r->nrows, 2);
+	if (r->nrows == 2) {
+		CHECK_STR(r->rows[0].trace, "traces/x.ops");
+		CHECK_STR(r->rows[1].strategy, "bfc:x=1");
+		CHECK_EQ_U64(r->rows[1].peak, 96);
+		CHECK_EQ_U64(r->rows[1].lower_bound, 64); /* from the trace */
+		CHECK(!r->rows[1].valid);
+		CHECK_EQ_U64(r->rows[1].violations, 2);
+		CHECK_EQ_U64(r->rows[1].failed, 1);
+		CHECK(fabs(r->rows[0].plan_ms - 0.012) < 1e-12);
+		CHECK(fabs(r->rows[1].peak_vs_lb - 1.5) < 1e-12);
+	}
+	as_results_destroy(r);
+}
+
+static void the_runs_shape_reads(void)
+{
+	static const char text[] =
+		"{\"format\": \"allocscope-results\", \"version\": 1, "
+		"\"runs\": [\n"
+		"{\"trace\": {\"name\": \"a.ops\", \"lower_bound\": 1}, "
+		"\"results\": [{\"strategy\": \"s\", \"peak\": 1, "
+		"\"valid\": true}]},\n"
+		"{\"trace\": {\"name\": \"b.ops\"}, \"results\": []},\n"
+		"{\"trace\": {\"name\": \"c.ops\"}, \"results\": "
+		"[{\"strategy\": \"s\", \"peak\": 7, \"valid\": true}]}\n"
+		"]}\n";
+	struct as_results *r = set();
+	struct as_diag d;
+	CHECK(as_results_parse(r, "runs.json", text, strlen(text), &d) ==
+	      AS_OK);
+	CHECK_EQ_U64(r->nrows, 2);
+	if (r->nrows == 2) {
+		CHECK_STR(r->rows[0].trace, "a.ops");
+		CHECK_STR(r->rows[1].trace, "c.ops");
+		CHECK_EQ_U64(r->rows[1].peak, 7);
+	}
+	as_results_destroy(r);
+}
+
+static void check_bad(const char *text, const char *want, uint64_t line)
+{
+	struct as_results *r = set();
+	struct as_diag d;
+	int err = as_results_parse(r, "bad.json", text, strlen(text), &d);
+	char buf[1024];
+	as_diag_text(&d, buf, sizeof(buf));
+	CHECK(err == AS_EPARSE);
+	CHECK_EQ_U64(r->nrows, 0); /* nothing appended from a bad file */
+	if (!strstr(buf, want)) {
+		printf("#   got '%s', want '%s'\n", buf, want);
+		tap_cur_failed = 1;
+	}
+	CHECK_EQ_U64(d.line, line);
+	as_results_destroy(r);
+}
+
+static void bad_result_files_name_the_problem_and_line(void)
+{
+	check_bad("{\"trace\": {\"name\": \"x\"}, \"results\": [\n"
+		  "{\"strategy\": \"s\", \"peak\": 1, \"valid\": true},\n"
+		  "{\"strategy\": \"s\", \"valid\": true}]}",
+		  "bad.json:3: results[1]: missing field 'peak'", 3);
+	check_bad("{\"trace\": {\"name\": \"x\"}, \"results\": [\n"
+		  "{\"strategy\": \"s\",\n \"peak\": -5, \"valid\": true}]}",
+		  "results[0].peak: expected a non-negative integer", 3);
+	check_bad("{\"trace\": {\"name\": \"x\"}, \"results\": [\n"
+		  "{\"strategy\": \"s\", \"peak\": 1e300, \"valid\": true}]}",
+		  "results[0].peak: expected a non-negative integer", 2);
+	check_bad("{\"trace\": {\"name\": \"x\"}, \"results\": [\n"
+		  "{\"strategy\": \"s\", \"peak\": 1, \"valid\": \"yes\"}]}",
+		  "results[0].valid: expected true or false", 2);
+	check_bad("{\"trace\": {\"name\": \"x\"}, \"results\": [\n",
+		  "truncated JSON", 2);
+	check_bad("{\"format\": \"allocscope-trace\", \"version\": 1}",
+		  "not an allocscope results file", 1);
+	check_bad("{\"format\": \"allocscope-results\", \"version\": 2, "
+		  "\"runs\": []}",
+		  "unsupported results version", 1);
+	check_bad("{\"runs\": [{\"trace\": {\"name\": \"a\"}}]}",
+		  "runs[0]: missing field 'results'", 1);
+	check_bad("[1, 2]", "expected a JSON object", 1);
+}
+
+static void a_missing_file_is_an_io_error(void)
+{
+	struct as_results *r = set();
+	struct as_diag d;
+	CHECK(as_results_load(r, "/nonexistent/base.json", &d) == AS_EIO);
+	CHECK_STR(d.file, "/nonexistent/base.json");
+	as_results_destroy(r);
+}
+
+/* ---- Markdown ---- */
+
+static char *markdown(const struct as_comparison *c, bool all)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	CHECK(f != NULL);
+	if (!f)
+		return strdup("");
+	CHECK(as_comparison_write_markdown(c, f, all) == AS_OK);
+	fclose(f);
+	return buf;
+}
+
+static void markdown_lists_regressions_first_and_counts_unchanged(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "better.ops", "s", 100, 100, true, 0, 1);
+	row(a, "same.ops", "s", 100, 100, true, 0, 1);
+	row(a, "small|regress.ops", "s", 100, 100, true, 0, 1);
+	row(a, "big-regress.ops", "s", 100, 100, true, 0, 1);
+	row(a, "gone.ops", "s", 100, 100, true, 0, 1);
+	row(b, "better.ops", "s", 90, 100, true, 0, 1);
+	row(b, "same.ops", "s", 100, 100, true, 0, 1);
+	row(b, "small|regress.ops", "s", 101, 100, true, 0, 1);
+	row(b, "big-regress.ops", "s", 150, 100, true, 0, 1);
+	row(b, "added.ops", "s", 100, 100, true, 0, 1);
+	struct as_comparison *c = cmp(a, b, NULL);
+	char *md = markdown(c, false);
+	const char *big = strstr(md, "`big-regress.ops`");
+	const char *small = strstr(md, "`small\\|regress.ops`");
+	const char *gone = strstr(md, "`gone.ops`");
+	const char *added = strstr(md, "`added.ops`");
+	const char *better = strstr(md, "`better.ops`");
+	CHECK(strstr(md, "### allocscope diff (peak): ❌ regression") == md);
+	CHECK(big && small && gone && added && better);
+	CHECK(big < small && small < gone && gone < added && added < better);
+	CHECK(strstr(md, "| **regressed** | `big-regress.ops` | s | 100 | 150"
+			 " | +50 | +50.00% |") != NULL);
+	CHECK(strstr(md, "| only in base | `gone.ops` | s | 100 | — |") !=
+	      NULL);
+	CHECK(strstr(md, "`same.ops`") == NULL);
+	CHECK(strstr(md, "1 unchanged rows not shown.") != NULL);
+	free(md);
+	md = markdown(c, true);
+	CHECK(strstr(md, "`same.ops`") != NULL);
+	free(md);
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+static void markdown_of_a_clean_comparison_says_so(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "x.ops", "s", 100, 100, true, 0, 1);
+	row(b, "x.ops", "s", 100, 100, true, 0, 1);
+	struct as_comparison *c = cmp(a, b, NULL);
+	char *md = markdown(c, false);
+	CHECK(strstr(md, "✅ no regression") != NULL);
+	CHECK(strstr(md, "| status |") == NULL);
+	free(md);
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+static void markdown_notes_invalid_plans_and_failed_allocations(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "x.ops", "s", 100, 100, true, 0, 1);
+	row(a, "y.ops", "bfc", 100, 100, true, 0, 1);
+	row(b, "x.ops", "s", 100, 100, false, 0, 1);
+	row(b, "y.ops", "bfc", 90, 100, true, 4, 1);
+	struct as_comparison *c = cmp(a, b, NULL);
+	char *md = markdown(c, false);
+	CHECK(strstr(md, "| **invalid** | `x.ops`") != NULL);
+	CHECK(strstr(md, "invalid plan: 3 violations") != NULL);
+	CHECK(strstr(md, "| **more failed** | `y.ops`") != NULL);
+	CHECK(strstr(md, "failed 0 → 4") != NULL);
+	free(md);
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+/* ---- Running strategies into rows ---- */
+
+static void running_a_strategy_appends_a_validated_row(void)
+{
+	static const char ops[] = "alloc a 100\nalloc b 50\nfree a\n"
+				  "alloc c 100\nfree b\nfree c\n";
+	struct as_trace *t = NULL;
+	struct as_diag d;
+	CHECK(as_trace_parse("mem.ops", ops, strlen(ops), AS_FMT_OPS, &t,
+			     &d) == AS_OK);
+	if (!t)
+		return;
+	struct as_results *r = set();
+	CHECK(as_results_run(r, t, "greedy-size", &d) == AS_OK);
+	CHECK(as_results_run(r, t, "no-such-strategy", &d) == AS_ENOTFOUND);
+	CHECK(as_results_run(r, t, "recorded", &d) == AS_EUNSUPPORTED);
+	CHECK_EQ_U64(r->nrows, 1);
+	if (r->nrows == 1) {
+		CHECK_STR(r->rows[0].trace, "mem.ops");
+		CHECK_STR(r->rows[0].strategy, "greedy-size");
+		CHECK(r->rows[0].valid);
+		CHECK_EQ_U64(r->rows[0].lower_bound, 150);
+		CHECK(r->rows[0].peak >= 150);
+	}
+	as_results_destroy(r);
+	as_trace_destroy(t);
+}
+
+static void destroy_functions_accept_null(void)
+{
+	as_results_destroy(NULL);
+	as_comparison_destroy(NULL);
+}
+
+int main(void)
+{
+	TEST_RUN(rows_match_by_trace_and_strategy);
+	TEST_RUN(rows_match_by_file_name_when_directories_differ);
+	TEST_RUN(ambiguous_file_names_are_not_matched);
+	TEST_RUN(repeated_keys_match_in_order);
+	TEST_RUN(any_growth_regresses_with_the_default_threshold);
+	TEST_RUN(growth_within_max_regress_is_worse_but_passes);
+	TEST_RUN(missing_rows_are_reported_on_both_sides_without_failing);
+	TEST_RUN(missing_fails_makes_rows_missing_from_new_fail);
+	TEST_RUN(a_plan_that_became_invalid_fails_even_when_smaller);
+	TEST_RUN(an_invalid_base_plan_made_valid_is_fixed);
+	TEST_RUN(a_smaller_peak_with_more_failed_allocations_fails);
+	TEST_RUN(failed_metric_growing_from_zero_is_an_infinite_change);
+	TEST_RUN(timing_changes_within_the_noise_allowance_are_the_same);
+	TEST_RUN(peak_vs_lb_is_computed_from_the_integers);
+	TEST_RUN(two_strategies_on_the_same_traces_match_by_trace);
+	TEST_RUN(metric_names_round_trip_and_unknown_ones_fail);
+	TEST_RUN(the_single_trace_shape_reads);
+	TEST_RUN(the_runs_shape_reads);
+	TEST_RUN(bad_result_files_name_the_problem_and_line);
+	TEST_RUN(a_missing_file_is_an_io_error);
+	TEST_RUN(markdown_lists_regressions_first_and_counts_unchanged);
+	TEST_RUN(markdown_of_a_clean_comparison_says_so);
+	TEST_RUN(markdown_notes_invalid_plans_and_failed_allocations);
+	TEST_RUN(running_a_strategy_appends_a_validated_row);
+	TEST_RUN(destroy_functions_accept_null);
+	return tap_done();
+}
