@@ -455,7 +455,7 @@ static void md_row(FILE *f, const struct as_comparison *c,
 	if (r->base && r->new_) {
 		as_metric_format(m, fabs(r->change), buf, sizeof(buf));
 		fprintf(f, "%s%s | ",
-			r->change > 0 ? "+" : r->change < 0 ? "−" : "", buf);
+			r->change > 0 ? "+" : r->change < 0 ? "-" : "", buf);
 		if (r->pct_infinite)
 			fputs("new |", f);
 		else
