@@ -548,17 +548,23 @@ int as_parse_json(struct as_builder *b, const char *data, size_t len,
 	const char *end = NULL;
 	cJSON *root = cJSON_ParseWithLengthOpts(data, len, &end, false);
 	if (!root) {
-		uint64_t line = 1;
 		const char *stop = end && end >= data && end <= data + len
 					   ? end
 					   : data + len;
+		const char *rest = stop;
+		while (rest < data + len && strchr(" \t\r\n", *rest))
+			rest++;
+		bool truncated = rest == data + len;
+		if (truncated)
+			stop = rest;
+		uint64_t line = 1;
 		for (const char *q = data; q < stop; q++)
 			line += *q == '\n';
+		cJSON_Delete(root);
 		return as_diag_set(diag, line, AS_EPARSE,
-				   stop >= data + len
-					   ? "truncated JSON (unexpected end "
-					     "of input)"
-					   : "malformed JSON near '%.20s'",
+				   truncated ? "truncated JSON (unexpected end "
+					       "of input)%.0s"
+					     : "malformed JSON near '%.20s'",
 				   stop);
 	}
 	struct ctx c = {.b = b, .text = data, .len = len, .diag = diag};
