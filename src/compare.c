@@ -2,7 +2,7 @@
  * Comparing two result sets: match rows by trace and strategy, classify
  * every pair by the chosen metric, and write the outcome as Markdown.
  *
- * Matching is a sort of both sides by key (trace, strategy, position) and a
+ * Matching is a stable sort of both sides by key (trace, strategy) and a
  * merge, O(n log n); only the rows left over go through the file-name
  * fallback, which is quadratic in the leftovers.
  */
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "allocscope_compare.h"
+#include "sort.h"
 
 static const char *const metric_names[] = {
 	[AS_METRIC_PEAK] = "peak",
@@ -120,23 +121,10 @@ static double metric_value(enum as_metric m, const struct as_result_row *r)
 
 /* ---- Matching ---- */
 
-struct key {
-	const struct as_result_row *row;
-	size_t index;
+struct key_ctx {
+	const struct as_results *r;
+	bool trace_only;
 };
-
-static bool by_trace_only;
-
-static int key_cmp(const void *pa, const void *pb)
-{
-	const struct key *a = pa, *b = pb;
-	int c = strcmp(a->row->trace, b->row->trace);
-	if (c == 0 && !by_trace_only)
-		c = strcmp(a->row->strategy, b->row->strategy);
-	if (c == 0)
-		c = (a->index > b->index) - (a->index < b->index);
-	return c;
-}
 
 static int same_key(const struct as_result_row *a,
 		    const struct as_result_row *b, bool trace_only)
@@ -147,16 +135,25 @@ static int same_key(const struct as_result_row *a,
 	return c;
 }
 
-static struct key *sorted_keys(const struct as_results *r, bool trace_only)
+/* By key, then by position (as_sort_u32 is stable). */
+static bool key_less(uint32_t a, uint32_t b, const void *ctx)
 {
-	struct key *k = malloc((r->nrows + 1) * sizeof(*k));
+	const struct key_ctx *k = ctx;
+	return same_key(&k->r->rows[a], &k->r->rows[b], k->trace_only) < 0;
+}
+
+static uint32_t *sorted_keys(const struct as_results *r, bool trace_only)
+{
+	uint32_t *k = malloc((r->nrows + 1) * sizeof(*k));
 	if (!k)
 		return NULL;
 	for (size_t i = 0; i < r->nrows; i++)
-		k[i] = (struct key){&r->rows[i], i};
-	/* qsort has no context argument; the flag is set only here. */
-	by_trace_only = trace_only;
-	qsort(k, r->nrows, sizeof(*k), key_cmp);
+		k[i] = (uint32_t)i;
+	struct key_ctx ctx = {r, trace_only};
+	if (as_sort_u32(k, r->nrows, key_less, &ctx) != AS_OK) {
+		free(k);
+		return NULL;
+	}
 	return k;
 }
 
@@ -190,8 +187,8 @@ static int match_rows(const struct as_results *base,
 		match_b[i] = SIZE_MAX;
 	for (size_t i = 0; i < new_->nrows; i++)
 		match_n[i] = SIZE_MAX;
-	struct key *kb = sorted_keys(base, trace_only);
-	struct key *kn = sorted_keys(new_, trace_only);
+	uint32_t *kb = sorted_keys(base, trace_only);
+	uint32_t *kn = sorted_keys(new_, trace_only);
 	if (!kb || !kn) {
 		free(kb);
 		free(kn);
@@ -199,14 +196,15 @@ static int match_rows(const struct as_results *base,
 	}
 	size_t i = 0, j = 0;
 	while (i < base->nrows && j < new_->nrows) {
-		int c = same_key(kb[i].row, kn[j].row, trace_only);
+		int c = same_key(&base->rows[kb[i]], &new_->rows[kn[j]],
+				 trace_only);
 		if (c < 0) {
 			i++;
 		} else if (c > 0) {
 			j++;
 		} else {
-			match_b[kb[i].index] = kn[j].index;
-			match_n[kn[j].index] = kb[i].index;
+			match_b[kb[i]] = kn[j];
+			match_n[kn[j]] = kb[i];
 			i++;
 			j++;
 		}
@@ -285,7 +283,8 @@ int as_compare(const struct as_results *base, const struct as_results *new_,
 		o = *opts;
 	else
 		as_compare_defaults(&o);
-	if ((size_t)o.metric >= NMETRICS)
+	if ((size_t)o.metric >= NMETRICS || base->nrows >= UINT32_MAX ||
+	    new_->nrows >= UINT32_MAX)
 		return AS_EINVAL;
 	if (o.max_regress_pct < 0)
 		o.max_regress_pct =
@@ -375,8 +374,6 @@ static int group_of(const struct as_comparison *c,
 	return 7;
 }
 
-static const struct as_comparison *order_c;
-
 static double sort_weight(const struct as_compare_row *r)
 {
 	if (r->pct_infinite)
@@ -384,26 +381,29 @@ static double sort_weight(const struct as_compare_row *r)
 	return fabs(r->change_pct);
 }
 
-static int order_cmp(const void *pa, const void *pb)
+/* Group, then the largest change first; stable, so ties keep row order. */
+static bool order_less(uint32_t a, uint32_t b, const void *ctx)
 {
-	size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
-	const struct as_compare_row *ra = &order_c->rows[a];
-	const struct as_compare_row *rb = &order_c->rows[b];
-	int ga = group_of(order_c, ra), gb = group_of(order_c, rb);
+	const struct as_comparison *c = ctx;
+	const struct as_compare_row *ra = &c->rows[a], *rb = &c->rows[b];
+	int ga = group_of(c, ra), gb = group_of(c, rb);
 	if (ga != gb)
-		return ga - gb;
-	double wa = sort_weight(ra), wb = sort_weight(rb);
-	if (wa != wb)
-		return wa < wb ? 1 : -1;
-	return (a > b) - (a < b);
+		return ga < gb;
+	return sort_weight(ra) > sort_weight(rb);
 }
 
-void as_comparison_order(const struct as_comparison *c, size_t *order)
+int as_comparison_order(const struct as_comparison *c, size_t *order)
 {
+	uint32_t *v = malloc((c->nrows + 1) * sizeof(*v));
+	if (!v)
+		return AS_ENOMEM;
 	for (size_t i = 0; i < c->nrows; i++)
-		order[i] = i;
-	order_c = c;
-	qsort(order, c->nrows, sizeof(*order), order_cmp);
+		v[i] = (uint32_t)i;
+	int err = as_sort_u32(v, c->nrows, order_less, c);
+	for (size_t i = 0; err == AS_OK && i < c->nrows; i++)
+		order[i] = v[i];
+	free(v);
+	return err;
 }
 
 /* ---- Markdown ---- */
@@ -486,9 +486,10 @@ int as_comparison_write_markdown(const struct as_comparison *c, FILE *f,
 				 bool all_rows)
 {
 	size_t *order = malloc((c->nrows + 1) * sizeof(*order));
-	if (!order)
+	if (!order || as_comparison_order(c, order) != AS_OK) {
+		free(order);
 		return AS_ENOMEM;
-	as_comparison_order(c, order);
+	}
 	enum as_metric m = c->opts.metric;
 
 	fprintf(f, "### allocscope diff (%s): %s\n\n", as_metric_name(m),

@@ -181,12 +181,14 @@ static void print_row(const struct as_comparison *c,
 	putchar('\n');
 }
 
-static void print_comparison(const struct as_comparison *c, bool all)
+static int print_comparison(const struct as_comparison *c, bool all)
 {
 	size_t *order = malloc((c->nrows + 1) * sizeof(*order));
-	if (!order)
-		return;
-	as_comparison_order(c, order);
+	if (!order || as_comparison_order(c, order) != AS_OK) {
+		free(order);
+		fputs("allocscope diff: out of memory\n", stderr);
+		return EXIT_USAGE;
+	}
 	int tw = 5, sw = 8;
 	for (size_t i = 0; i < c->nrows; i++) {
 		const struct as_compare_row *r = &c->rows[i];
@@ -245,6 +247,7 @@ static void print_comparison(const struct as_comparison *c, bool all)
 	else
 		printf("OK: no regression\n");
 	free(order);
+	return 0;
 }
 
 static int write_markdown(const char *path, const struct as_comparison *c,
@@ -395,8 +398,8 @@ int cli_diff(int argc, char **argv)
 		status = EXIT_USAGE;
 	}
 	if (!status) {
-		print_comparison(c, all);
-		if (markdown)
+		status = print_comparison(c, all);
+		if (!status && markdown)
 			status = write_markdown(markdown, c, all);
 		if (!status && svg)
 			status = write_svgs(svg, c);

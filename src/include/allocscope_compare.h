@@ -170,7 +170,7 @@ static inline bool as_comparison_failed(const struct as_comparison *c)
  * The comparison as a Markdown table for a CI job summary or a pull-request
  * comment: a one-line verdict, then the rows that fail, then the other
  * changed rows and the unmatched ones; unchanged rows are summarised in one
- * line unless `all_rows`. Returns 0 or AS_EIO.
+ * line unless `all_rows`. Returns 0, AS_ENOMEM or AS_EIO.
  */
 int as_comparison_write_markdown(const struct as_comparison *c, FILE *f,
 				 bool all_rows);
@@ -178,9 +178,9 @@ int as_comparison_write_markdown(const struct as_comparison *c, FILE *f,
 /*
  * The rows in report order: failing rows first, then worse, better, fixed,
  * unmatched and unchanged rows; within a group, the largest change first.
- * `order` receives c->nrows indices into c->rows.
+ * `order` receives c->nrows indices into c->rows. Returns 0 or AS_ENOMEM.
  */
-void as_comparison_order(const struct as_comparison *c, size_t *order);
+int as_comparison_order(const struct as_comparison *c, size_t *order);
 
 /* Format a metric value the way reports show it ("12345", "1.0532"). */
 const char *as_metric_format(enum as_metric m, double v, char *buf,
