@@ -536,3 +536,48 @@ int as_comparison_write_markdown(const struct as_comparison *c, FILE *f,
 	free(order);
 	return ferror(f) ? AS_EIO : AS_OK;
 }
+
+/* ---- Two plans of one trace ---- */
+
+int as_plan_delta(const struct as_trace *t, const struct as_plan *a,
+		  const struct as_plan *b, uint8_t *marks,
+		  struct as_plan_delta *out)
+{
+	if (a->nbuffers != t->nbuffers || b->nbuffers != t->nbuffers)
+		return AS_EINVAL;
+	struct as_plan_delta d = {
+		.peak_a = as_plan_peak(a, t, -1),
+		.peak_b = as_plan_peak(b, t, -1),
+		.peak_buffer = AS_NONE,
+	};
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		uint64_t ob = b->offset[i];
+		bool moved = a->offset[i] != ob ||
+			     as_plan_space_of(a, t, i) !=
+				     as_plan_space_of(b, t, i);
+		d.moved += moved;
+		if (marks)
+			marks[i] = moved ? AS_MARK_MOVED : 0;
+		uint64_t size = t->buffers[i].size;
+		if (ob != AS_NO_OFFSET && d.peak_buffer == AS_NONE &&
+		    ob <= UINT64_MAX - size && ob + size == d.peak_b &&
+		    d.peak_b > 0)
+			d.peak_buffer = i;
+	}
+	if (d.peak_buffer != AS_NONE) {
+		const struct as_buffer *pb = &t->buffers[d.peak_buffer];
+		uint16_t space = as_plan_space_of(b, t, d.peak_buffer);
+		for (uint32_t i = 0; i < t->nbuffers; i++) {
+			const struct as_buffer *x = &t->buffers[i];
+			if (b->offset[i] == AS_NO_OFFSET ||
+			    as_plan_space_of(b, t, i) != space ||
+			    x->start > pb->start || x->end <= pb->start)
+				continue;
+			d.at_peak++;
+			if (marks)
+				marks[i] |= AS_MARK_AT_PEAK;
+		}
+	}
+	*out = d;
+	return AS_OK;
+}

@@ -48,6 +48,26 @@ int as_results_add(struct as_results *r, const struct as_result_row *row)
 	return AS_OK;
 }
 
+int as_results_add_plan(struct as_results *r, const struct as_trace *t,
+			const char *spec, const struct as_plan *p,
+			const struct as_report *rep)
+{
+	uint64_t lb = as_trace_lower_bound(t);
+	struct as_result_row row = {
+		.trace = t->path,
+		.strategy = spec,
+		.peak = as_plan_peak(p, t, -1),
+		.lower_bound = lb,
+		.valid = rep->valid,
+		.overlaps = rep->overlaps,
+		.violations = rep->violations,
+		.failed = as_plan_failed(p, t),
+		.plan_ms = p->plan_ms,
+	};
+	row.peak_vs_lb = lb ? (double)row.peak / (double)lb : 0.0;
+	return as_results_add(r, &row);
+}
+
 int as_results_run(struct as_results *r, const struct as_trace *t,
 		   const char *spec, struct as_diag *diag)
 {
@@ -57,27 +77,11 @@ int as_results_run(struct as_results *r, const struct as_trace *t,
 		return err;
 	struct as_report rep;
 	err = as_validate(t, p, &rep);
-	if (err != AS_OK) {
-		as_plan_destroy(p);
-		return as_diag_set(diag, 0, err, "%s: validation: %s", spec,
-				   as_strerror(err));
-	}
-	uint64_t lb = as_trace_lower_bound(t);
-	struct as_result_row row = {
-		.trace = t->path,
-		.strategy = spec,
-		.peak = as_plan_peak(p, t, -1),
-		.lower_bound = lb,
-		.valid = rep.valid,
-		.overlaps = rep.overlaps,
-		.violations = rep.violations,
-		.failed = as_plan_failed(p, t),
-		.plan_ms = p->plan_ms,
-	};
-	row.peak_vs_lb = lb ? (double)row.peak / (double)lb : 0.0;
+	if (err == AS_OK)
+		err = as_results_add_plan(r, t, spec, p, &rep);
 	as_plan_destroy(p);
-	err = as_results_add(r, &row);
 	if (err != AS_OK)
-		return as_diag_set(diag, 0, err, "out of memory");
+		return as_diag_set(diag, 0, err, "%s: %s", spec,
+				   as_strerror(err));
 	return AS_OK;
 }

@@ -114,8 +114,11 @@ grep_out "the_unknown_strategy_is_named" "unknown strategy 'no-such'" "$tmp/err"
 expect 2 "a_strategy_that_cannot_plan_a_trace_is_bad_input" \
 	"$exe" diff -s greedy-size -s recorded traces/transformer-step.ops
 expect 2 "one_result_file_is_bad_input" "$exe" diff "$tmp/base.json"
-expect 2 "svg_is_refused_in_this_build" \
+expect 2 "svg_needs_two_specs" \
 	"$exe" diff "$tmp/base.json" "$tmp/base.json" --svg "$tmp/svg"
+grep_out "svg_says_it_needs_plans" "needs -s A -s B" "$tmp/err"
+expect 2 "svg_is_refused_in_this_build" \
+	"$exe" diff -s greedy-size -s recorded $fx/recorded-worse.csv --svg "$tmp/svg"
 grep_out "svg_says_why" "not available in this build" "$tmp/err"
 [ ! -e "$tmp/svg" ] && ok "svg_refusal_creates_nothing" || not_ok "svg_refusal_creates_nothing"
 

@@ -563,6 +563,48 @@ static void running_a_strategy_appends_a_validated_row(void)
 	as_trace_destroy(t);
 }
 
+static void plan_delta_marks_moved_buffers_and_the_peak_cross_section(void)
+{
+	/* a [0,2) 100, b [1,3) 50, c [2,4) 100, d [3,4) 10 */
+	static const char ops[] = "alloc a 100\nalloc b 50\nfree a\n"
+				  "alloc c 100\nfree b\nalloc d 10\n"
+				  "free c\nfree d\n";
+	struct as_trace *t = NULL;
+	struct as_diag d;
+	CHECK(as_trace_parse("m.ops", ops, strlen(ops), AS_FMT_OPS, &t, &d) ==
+	      AS_OK);
+	if (!t)
+		return;
+	struct as_plan *pa = as_plan_create(t), *pb = as_plan_create(t);
+	CHECK(pa && pb);
+	if (!pa || !pb)
+		return;
+	uint64_t oa[] = {0, 100, 0, 100};   /* peak 150 (b, then c + d) */
+	uint64_t ob[] = {0, 100, 150, 0};   /* c moved up: peak 250 */
+	for (int i = 0; i < 4; i++) {
+		pa->offset[i] = oa[i];
+		pb->offset[i] = ob[i];
+	}
+	uint8_t marks[4];
+	struct as_plan_delta pd;
+	CHECK(as_plan_delta(t, pa, pb, marks, &pd) == AS_OK);
+	CHECK_EQ_U64(pd.peak_a, 150);
+	CHECK_EQ_U64(pd.peak_b, 250);
+	CHECK_EQ_U64(pd.moved, 2);          /* c and d */
+	CHECK_EQ_U64(pd.peak_buffer, 2);    /* c reaches 250 */
+	CHECK_EQ_U64(pd.at_peak, 2);        /* b and c live at c's start */
+	CHECK_EQ_U64(marks[0], 0);
+	CHECK_EQ_U64(marks[1], AS_MARK_AT_PEAK);
+	CHECK_EQ_U64(marks[2], AS_MARK_MOVED | AS_MARK_AT_PEAK);
+	CHECK_EQ_U64(marks[3], AS_MARK_MOVED);
+	/* identical plans: nothing moved */
+	CHECK(as_plan_delta(t, pa, pa, NULL, &pd) == AS_OK);
+	CHECK_EQ_U64(pd.moved, 0);
+	as_plan_destroy(pa);
+	as_plan_destroy(pb);
+	as_trace_destroy(t);
+}
+
 static void destroy_functions_accept_null(void)
 {
 	as_results_destroy(NULL);
@@ -595,6 +637,7 @@ int main(void)
 	TEST_RUN(markdown_of_a_clean_comparison_says_so);
 	TEST_RUN(markdown_notes_invalid_plans_and_failed_allocations);
 	TEST_RUN(running_a_strategy_appends_a_validated_row);
+	TEST_RUN(plan_delta_marks_moved_buffers_and_the_peak_cross_section);
 	TEST_RUN(destroy_functions_accept_null);
 	return tap_done();
 }

@@ -37,7 +37,8 @@ static const char diff_usage[] =
 	"                      milliseconds (default 2)\n"
 	"  --fail-missing      rows of BASE missing from NEW fail too\n"
 	"  --markdown FILE     write a Markdown report (regressions first)\n"
-	"  --svg DIR           visual diff of the traces whose peak changed\n"
+	"  --svg DIR           with -s: visual diff of the traces whose peak\n"
+	"                      changed (needs the renderer)\n"
 	"  --all               list unchanged rows too\n"
 	"  --no-progress       no progress bar on stderr\n"
 	"\n"
@@ -71,11 +72,64 @@ static bool parse_pct(const char *s, double *out)
 	return true;
 }
 
+/* ---- The visual diff ---- */
+
+/*
+ * The picture of one trace: plan A above plan B, the buffers that moved or
+ * that sit at B's peak highlighted (as_plan_delta computes both), written
+ * to DIR/<trace path with '/' as '_'>.svg. It needs the cairo renderer
+ * (src/render.c), which this build does not have yet: cli_diff refuses
+ * --svg before doing any work, so this is the one function to fill in
+ * when it lands.
+ */
+static bool visual_diff_available(void)
+{
+	return false;
+}
+
+static int write_visual_diff(const char *dir, const struct as_trace *t,
+			     const char *spec_a, const struct as_plan *pa,
+			     const char *spec_b, const struct as_plan *pb)
+{
+	(void)dir;
+	(void)spec_a;
+	(void)spec_b;
+	struct as_plan_delta delta;
+	int err = as_plan_delta(t, pa, pb, NULL, &delta);
+	if (err != AS_OK)
+		return err;
+	return AS_EUNSUPPORTED;
+}
+
 /* ---- Running two strategies on traces (diff -s A -s B) ---- */
+
+/* Run SPEC on t, validate, append the row; the plan is kept in *out. */
+static int run_one(struct as_results *r, const struct as_trace *t,
+		   const char *spec, struct as_plan **out, struct as_diag *d)
+{
+	struct as_plan *p = NULL;
+	struct as_report rep;
+	int err = as_strategy_run(spec, t, NULL, &p, d);
+	if (err != AS_OK)
+		return err;
+	err = as_validate(t, p, &rep);
+	if (err == AS_OK)
+		err = as_results_add_plan(r, t, spec, p, &rep);
+	if (err != AS_OK) {
+		snprintf(d->msg, sizeof(d->msg), "%s: %s", spec,
+			 as_strerror(err));
+		d->line = 0;
+		as_plan_destroy(p);
+		return err;
+	}
+	*out = p;
+	return AS_OK;
+}
 
 static int run_specs(char **args, size_t nargs, enum as_format fmt,
 		     const char *spec_a, const char *spec_b, bool progress,
-		     struct as_results *a, struct as_results *b)
+		     const char *svg_dir, struct as_results *a,
+		     struct as_results *b)
 {
 	char **paths;
 	size_t npaths;
@@ -88,44 +142,35 @@ static int run_specs(char **args, size_t nargs, enum as_format fmt,
 	cli_progress_start(&pr, npaths, progress);
 	for (size_t i = 0; i < npaths && !status; i++) {
 		struct as_trace *t;
+		struct as_plan *pa = NULL, *pb = NULL;
 		if (as_trace_load(paths[i], fmt, &t, &d) != AS_OK) {
 			cli_progress_end(&pr);
 			status = diag_error(&d);
 			break;
 		}
-		if (as_results_run(a, t, spec_a, &d) != AS_OK ||
-		    as_results_run(b, t, spec_b, &d) != AS_OK) {
+		if (run_one(a, t, spec_a, &pa, &d) != AS_OK ||
+		    run_one(b, t, spec_b, &pb, &d) != AS_OK) {
 			cli_progress_end(&pr);
 			status = diag_error(&d);
+		} else if (svg_dir && a->rows[a->nrows - 1].peak !=
+					      b->rows[b->nrows - 1].peak) {
+			int err = write_visual_diff(svg_dir, t, spec_a, pa,
+						    spec_b, pb);
+			if (err != AS_OK) {
+				cli_progress_end(&pr);
+				fprintf(stderr, "%s: visual diff of %s: %s\n",
+					svg_dir, paths[i], as_strerror(err));
+				status = EXIT_USAGE;
+			}
 		}
+		as_plan_destroy(pa);
+		as_plan_destroy(pb);
 		as_trace_destroy(t);
 		cli_progress_step(&pr, paths[i]);
 	}
 	cli_progress_end(&pr);
 	cli_paths_free(paths, npaths);
 	return status;
-}
-
-/* ---- The visual diff ---- */
-
-/*
- * The visual diff of one row: both plans of the trace, base above new,
- * buffers that moved or sit at the new peak highlighted, written to
- * DIR/<trace>.<strategy>.svg. It needs the cairo renderer (src/render.c),
- * which this build does not have yet; cli_diff refuses --svg before doing
- * any work, so this is the one function to fill in when it lands.
- */
-static int write_visual_diff(const char *dir,
-			     const struct as_compare_row *row)
-{
-	(void)dir;
-	(void)row;
-	return AS_EUNSUPPORTED;
-}
-
-static bool visual_diff_available(void)
-{
-	return false;
 }
 
 /* ---- Printing ---- */
@@ -272,22 +317,6 @@ static int write_markdown(const char *path, const struct as_comparison *c,
 	return 0;
 }
 
-static int write_svgs(const char *dir, const struct as_comparison *c)
-{
-	for (size_t i = 0; i < c->nrows; i++) {
-		const struct as_compare_row *r = &c->rows[i];
-		if (!r->base || !r->new_ || r->base->peak == r->new_->peak)
-			continue;
-		int err = write_visual_diff(dir, r);
-		if (err != AS_OK) {
-			fprintf(stderr, "%s: visual diff of %s: %s\n", dir,
-				r->new_->trace, as_strerror(err));
-			return EXIT_USAGE;
-		}
-	}
-	return 0;
-}
-
 int cli_diff(int argc, char **argv)
 {
 	struct as_compare_options opts;
@@ -368,6 +397,10 @@ int cli_diff(int argc, char **argv)
 	else if (!status && nspecs == 0 && fmt != AS_FMT_AUTO)
 		status = diff_usage_error("-f applies to traces (with -s)%s",
 					  "");
+	if (!status && svg && nspecs == 0)
+		status = diff_usage_error("--svg needs -s A -s B: result files "
+					  "hold numbers, not plans%s",
+					  "");
 	if (!status && svg && !visual_diff_available()) {
 		fprintf(stderr, "allocscope diff: --svg: the visual diff is not "
 				"available in this build (it needs the cairo "
@@ -388,7 +421,7 @@ int cli_diff(int argc, char **argv)
 	} else if (nspecs == 2) {
 		opts.by_trace_only = true;
 		status = run_specs(args, nargs, fmt, specs[0], specs[1],
-				   progress, base, new_);
+				   progress, svg, base, new_);
 	} else if (as_results_load(base, args[0], &d) != AS_OK ||
 		   as_results_load(new_, args[1], &d) != AS_OK) {
 		status = diag_error(&d);
@@ -401,8 +434,6 @@ int cli_diff(int argc, char **argv)
 		status = print_comparison(c, all);
 		if (!status && markdown)
 			status = write_markdown(markdown, c, all);
-		if (!status && svg)
-			status = write_svgs(svg, c);
 		if (!status && as_comparison_failed(c))
 			status = EXIT_REGRESSED;
 	}

@@ -43,6 +43,14 @@ void as_results_destroy(struct as_results *r);
 int as_results_add(struct as_results *r, const struct as_result_row *row);
 
 /*
+ * Append the row of an existing plan of `t` made by SPEC, with its
+ * validation report (trace name: t->path).
+ */
+int as_results_add_plan(struct as_results *r, const struct as_trace *t,
+			const char *spec, const struct as_plan *p,
+			const struct as_report *rep);
+
+/*
  * Run SPEC on trace `t`, validate the plan and append its row (trace name:
  * t->path). Errors of the strategy (unknown option, trace it cannot handle)
  * fill diag. An invalid plan is not an error: it is a row with valid=false.
@@ -181,6 +189,34 @@ int as_comparison_write_markdown(const struct as_comparison *c, FILE *f,
  * `order` receives c->nrows indices into c->rows. Returns 0 or AS_ENOMEM.
  */
 int as_comparison_order(const struct as_comparison *c, size_t *order);
+
+/* ---- Comparing two plans of one trace (the visual diff) ---- */
+
+enum {
+	AS_MARK_MOVED = 1 << 0,    /* offset, space or placed/failed differs */
+	AS_MARK_AT_PEAK = 1 << 1,  /* live in plan b when its peak is reached */
+};
+
+struct as_plan_delta {
+	uint64_t peak_a, peak_b;
+	uint32_t moved;          /* buffers marked AS_MARK_MOVED */
+	uint32_t at_peak;        /* buffers marked AS_MARK_AT_PEAK */
+	/*
+	 * The first buffer (trace order) whose top reaches plan b's peak, or
+	 * AS_NONE when b places nothing; the AS_MARK_AT_PEAK buffers are those
+	 * of its space live at its start: the cross-section at the peak.
+	 */
+	uint32_t peak_buffer;
+};
+
+/*
+ * How plan b of trace t differs from plan a: which buffers moved and which
+ * sit at b's peak. `marks` is NULL or t->nbuffers bytes that receive the
+ * AS_MARK_* bits of each buffer. O(n).
+ */
+int as_plan_delta(const struct as_trace *t, const struct as_plan *a,
+		  const struct as_plan *b, uint8_t *marks,
+		  struct as_plan_delta *out);
 
 /* Format a metric value the way reports show it ("12345", "1.0532"). */
 const char *as_metric_format(enum as_metric m, double v, char *buf,
