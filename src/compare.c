@@ -3,8 +3,7 @@
  * every pair by the chosen metric, and write the outcome as Markdown.
  *
  * Matching is a stable sort of both sides by key (trace, strategy) and a
- * merge, O(n log n); only the rows left over go through the file-name
- * fallback, which is quadratic in the leftovers.
+ * merge; the rows left over go through the same by file name. O(n log n).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -121,61 +120,102 @@ static double metric_value(enum as_metric m, const struct as_result_row *r)
 
 /* ---- Matching ---- */
 
-struct key_ctx {
-	const struct as_results *r;
-	bool trace_only;
-};
-
-static int same_key(const struct as_result_row *a,
-		    const struct as_result_row *b, bool trace_only)
-{
-	int c = strcmp(a->trace, b->trace);
-	if (c == 0 && !trace_only)
-		c = strcmp(a->strategy, b->strategy);
-	return c;
-}
-
-/* By key, then by position (as_sort_u32 is stable). */
-static bool key_less(uint32_t a, uint32_t b, const void *ctx)
-{
-	const struct key_ctx *k = ctx;
-	return same_key(&k->r->rows[a], &k->r->rows[b], k->trace_only) < 0;
-}
-
-static uint32_t *sorted_keys(const struct as_results *r, bool trace_only)
-{
-	uint32_t *k = malloc((r->nrows + 1) * sizeof(*k));
-	if (!k)
-		return NULL;
-	for (size_t i = 0; i < r->nrows; i++)
-		k[i] = (uint32_t)i;
-	struct key_ctx ctx = {r, trace_only};
-	if (as_sort_u32(k, r->nrows, key_less, &ctx) != AS_OK) {
-		free(k);
-		return NULL;
-	}
-	return k;
-}
-
 static const char *file_name(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	return slash ? slash + 1 : path;
 }
 
-/*
- * Whether every unmatched row of `r` whose trace has file name `name` has
- * the same trace as `trace`: then the file name stands for one trace.
- */
-static bool name_unique(const struct as_results *r, const size_t *match,
-			const char *name, const char *trace)
+/* How rows are keyed: by trace (or its file name), then by strategy. */
+struct key_ctx {
+	const struct as_results *r;
+	bool trace_only;    /* ignore the strategy */
+	bool by_name;       /* the trace's file name, not its whole path */
+	bool then_trace;    /* ties broken by the whole trace path */
+};
+
+static int row_cmp(const struct key_ctx *k, const struct as_result_row *a,
+		   const struct as_result_row *b)
 {
-	for (size_t i = 0; i < r->nrows; i++)
-		if (match[i] == SIZE_MAX &&
-		    strcmp(file_name(r->rows[i].trace), name) == 0 &&
-		    strcmp(r->rows[i].trace, trace) != 0)
-			return false;
-	return true;
+	int c = k->by_name ? strcmp(file_name(a->trace), file_name(b->trace))
+			   : strcmp(a->trace, b->trace);
+	if (c == 0 && k->then_trace)
+		c = strcmp(a->trace, b->trace);
+	if (c == 0 && !k->trace_only)
+		c = strcmp(a->strategy, b->strategy);
+	return c;
+}
+
+/* By key; as_sort_u32 is stable, so equal keys keep their file order. */
+static bool key_less(uint32_t a, uint32_t b, const void *ctx)
+{
+	const struct key_ctx *k = ctx;
+	return row_cmp(k, &k->r->rows[a], &k->r->rows[b]) < 0;
+}
+
+/* The rows of r not matched yet, as an index list (NULL: no memory). */
+static uint32_t *unmatched(const struct as_results *r, const size_t *match,
+			   size_t *n)
+{
+	uint32_t *v = malloc((r->nrows + 1) * sizeof(*v));
+	*n = 0;
+	for (size_t i = 0; v && i < r->nrows; i++)
+		if (match[i] == SIZE_MAX)
+			v[(*n)++] = (uint32_t)i;
+	return v;
+}
+
+/* Pair the rows of two sorted index lists with equal keys, in order. */
+static void merge(struct key_ctx kb, const uint32_t *vb, size_t nb,
+		  struct key_ctx kn, const uint32_t *vn, size_t nn,
+		  size_t *match_b, size_t *match_n)
+{
+	size_t i = 0, j = 0;
+	while (i < nb && j < nn) {
+		int c = row_cmp(&kb, &kb.r->rows[vb[i]], &kn.r->rows[vn[j]]);
+		if (c < 0) {
+			i++;
+		} else if (c > 0) {
+			j++;
+		} else {
+			match_b[vb[i]] = vn[j];
+			match_n[vn[j]] = vb[i];
+			i++;
+			j++;
+		}
+	}
+}
+
+/*
+ * Keep in v only the rows whose file name stands for one trace among the
+ * rows of v: sort by (file name, trace), drop groups with several traces,
+ * then sort what is left by (file name, strategy) for the merge.
+ */
+static int only_unique_names(const struct as_results *r, uint32_t *v,
+			     size_t *n, bool trace_only)
+{
+	struct key_ctx k = {r, true, true, true};
+	int err = as_sort_u32(v, *n, key_less, &k);
+	if (err != AS_OK)
+		return err;
+	size_t out = 0;
+	for (size_t i = 0; i < *n;) {
+		const char *name = file_name(r->rows[v[i]].trace);
+		const char *trace = r->rows[v[i]].trace;
+		size_t j = i;
+		bool one = true;
+		while (j < *n &&
+		       strcmp(file_name(r->rows[v[j]].trace), name) == 0) {
+			one = one && strcmp(r->rows[v[j]].trace, trace) == 0;
+			j++;
+		}
+		for (; one && i < j; i++)
+			v[out++] = v[i];
+		i = j;
+	}
+	*n = out;
+	k = (struct key_ctx){r, trace_only, true, false};
+	return as_sort_u32(v, *n, key_less, &k);
 }
 
 /* match_b[i]: the NEW row matched to BASE row i, SIZE_MAX when none. */
@@ -187,53 +227,34 @@ static int match_rows(const struct as_results *base,
 		match_b[i] = SIZE_MAX;
 	for (size_t i = 0; i < new_->nrows; i++)
 		match_n[i] = SIZE_MAX;
-	uint32_t *kb = sorted_keys(base, trace_only);
-	uint32_t *kn = sorted_keys(new_, trace_only);
-	if (!kb || !kn) {
-		free(kb);
-		free(kn);
-		return AS_ENOMEM;
-	}
-	size_t i = 0, j = 0;
-	while (i < base->nrows && j < new_->nrows) {
-		int c = same_key(&base->rows[kb[i]], &new_->rows[kn[j]],
-				 trace_only);
-		if (c < 0) {
-			i++;
-		} else if (c > 0) {
-			j++;
-		} else {
-			match_b[kb[i]] = kn[j];
-			match_n[kn[j]] = kb[i];
-			i++;
-			j++;
-		}
-	}
-	free(kb);
-	free(kn);
+	size_t nb, nn;
+	uint32_t *vb = unmatched(base, match_b, &nb);
+	uint32_t *vn = unmatched(new_, match_n, &nn);
+	struct key_ctx kb = {base, trace_only, false, false};
+	struct key_ctx kn = {new_, trace_only, false, false};
+	int err = AS_ENOMEM;
+	if (!vb || !vn || as_sort_u32(vb, nb, key_less, &kb) != AS_OK ||
+	    as_sort_u32(vn, nn, key_less, &kn) != AS_OK)
+		goto out;
+	merge(kb, vb, nb, kn, vn, nn, match_b, match_n);
+	free(vb);
+	free(vn);
 
 	/* Fallback: the same file name, when it names one trace per side. */
-	for (size_t b = 0; b < base->nrows; b++) {
-		if (match_b[b] != SIZE_MAX)
-			continue;
-		const struct as_result_row *rb = &base->rows[b];
-		const char *name = file_name(rb->trace);
-		if (!name_unique(base, match_b, name, rb->trace))
-			continue;
-		for (size_t n = 0; n < new_->nrows; n++) {
-			const struct as_result_row *rn = &new_->rows[n];
-			if (match_n[n] != SIZE_MAX ||
-			    strcmp(file_name(rn->trace), name) != 0 ||
-			    (!trace_only &&
-			     strcmp(rn->strategy, rb->strategy) != 0) ||
-			    !name_unique(new_, match_n, name, rn->trace))
-				continue;
-			match_b[b] = n;
-			match_n[n] = b;
-			break;
-		}
-	}
-	return AS_OK;
+	vb = unmatched(base, match_b, &nb);
+	vn = unmatched(new_, match_n, &nn);
+	if (!vb || !vn ||
+	    only_unique_names(base, vb, &nb, trace_only) != AS_OK ||
+	    only_unique_names(new_, vn, &nn, trace_only) != AS_OK)
+		goto out;
+	kb = (struct key_ctx){base, trace_only, true, false};
+	kn = (struct key_ctx){new_, trace_only, true, false};
+	merge(kb, vb, nb, kn, vn, nn, match_b, match_n);
+	err = AS_OK;
+out:
+	free(vb);
+	free(vn);
+	return err;
 }
 
 /* ---- Classifying ---- */
