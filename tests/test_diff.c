@@ -439,6 +439,39 @@ static void bad_result_files_name_the_problem_and_line(void)
 	check_bad("[1, 2]", "expected a JSON object", 1);
 }
 
+/* Hostile input: every truncation and every one-byte corruption of a good
+ * file either reads or fails with a parse error; nothing else happens. */
+static void truncated_and_corrupted_files_fail_cleanly(void)
+{
+	size_t len = strlen(one_trace);
+	char *buf = malloc(len + 1);
+	if (!buf)
+		return;
+	size_t bad = 0;
+	for (size_t cut = 0; cut + 1 < len; cut++) { /* all but "\n" */
+		struct as_results *r = set();
+		struct as_diag d;
+		int err = as_results_parse(r, "cut.json", one_trace, cut, &d);
+		bad += err != AS_EPARSE || r->nrows != 0;
+		as_results_destroy(r);
+	}
+	static const char junk[] = "\"{}[],:-9e";
+	for (size_t at = 0; at < len; at++) {
+		for (const char *j = junk; *j; j++) {
+			memcpy(buf, one_trace, len + 1);
+			buf[at] = *j;
+			struct as_results *r = set();
+			struct as_diag d;
+			int err = as_results_parse(r, "junk.json", buf, len, &d);
+			bad += err != AS_OK && err != AS_EPARSE;
+			bad += err == AS_EPARSE && r->nrows != 0;
+			as_results_destroy(r);
+		}
+	}
+	CHECK_EQ_U64(bad, 0);
+	free(buf);
+}
+
 static void a_missing_file_is_an_io_error(void)
 {
 	struct as_results *r = set();
@@ -632,6 +665,7 @@ int main(void)
 	TEST_RUN(the_single_trace_shape_reads);
 	TEST_RUN(the_runs_shape_reads);
 	TEST_RUN(bad_result_files_name_the_problem_and_line);
+	TEST_RUN(truncated_and_corrupted_files_fail_cleanly);
 	TEST_RUN(a_missing_file_is_an_io_error);
 	TEST_RUN(markdown_lists_regressions_first_and_counts_unchanged);
 	TEST_RUN(markdown_of_a_clean_comparison_says_so);
