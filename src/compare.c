@@ -265,6 +265,14 @@ static void classify(const struct as_compare_options *o,
 	r->base_value = metric_value(o->metric, r->base);
 	r->new_value = metric_value(o->metric, r->new_);
 	r->change = r->new_value - r->base_value;
+	if (o->metric == AS_METRIC_PEAK || o->metric == AS_METRIC_FAILED) {
+		/* The difference of the integers, exact where it is small. */
+		uint64_t b = o->metric == AS_METRIC_PEAK ? r->base->peak
+							 : r->base->failed;
+		uint64_t n = o->metric == AS_METRIC_PEAK ? r->new_->peak
+							 : r->new_->failed;
+		r->change = n >= b ? (double)(n - b) : -(double)(b - n);
+	}
 	if (r->base_value != 0.0)
 		r->change_pct = r->change * 100.0 / fabs(r->base_value);
 	else
@@ -278,11 +286,24 @@ static void classify(const struct as_compare_options *o,
 		return;
 	}
 	double allowance = as_metric_is_timing(o->metric) ? o->noise_ms : 0.0;
-	if (r->change > allowance)
+	/*
+	 * Counts decide by their integers: doubles lose single bytes above
+	 * 2^53, and a byte is a regression too.
+	 */
+	int dir = 0;
+	if (o->metric == AS_METRIC_PEAK)
+		dir = (r->new_->peak > r->base->peak) -
+		      (r->new_->peak < r->base->peak);
+	else if (o->metric == AS_METRIC_FAILED)
+		dir = (r->new_->failed > r->base->failed) -
+		      (r->new_->failed < r->base->failed);
+	else
+		dir = (r->change > allowance) - (r->change < -allowance);
+	if (dir > 0)
 		r->status = r->pct_infinite || r->change_pct > o->max_regress_pct
 				    ? AS_CH_REGRESSED
 				    : AS_CH_WORSE;
-	else if (r->change < -allowance)
+	else if (dir < 0)
 		r->status = AS_CH_BETTER;
 	else
 		r->status = AS_CH_SAME;

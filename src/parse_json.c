@@ -632,7 +632,26 @@ static void rpush_index(struct rctx *c, int index)
 	c->depth++;
 }
 
-/* A non-negative integer (a JSON number up to 2^53, or decimal string). */
+/* The decimal digits of the number at path.field in the text, exactly. */
+static bool raw_u64(const struct rctx *c, const char *field, uint64_t *out)
+{
+	struct scan sc = {c->text, c->text + c->len};
+	for (int i = 0; i < c->depth && i < RPATH_MAX; i++)
+		if (!step(&sc, &c->path[i]))
+			return false;
+	struct seg last = {field, 0};
+	if (!step(&sc, &last))
+		return false;
+	ws(&sc);
+	size_t n = 0;
+	while (sc.p + n < sc.end && sc.p[n] >= '0' && sc.p[n] <= '9')
+		n++;
+	if (sc.p + n < sc.end && strchr(".eE", sc.p[n]))
+		return false;
+	return as_parse_u64(sc.p, n, out);
+}
+
+/* A non-negative integer (a JSON number, or a decimal string). */
 static int rget_u64(const struct rctx *c, const cJSON *obj, const char *field,
 		    bool required, uint64_t def, uint64_t *out)
 {
@@ -650,8 +669,18 @@ static int rget_u64(const struct rctx *c, const cJSON *obj, const char *field,
 	    as_parse_u64(v->valuestring, strlen(v->valuestring), out))
 		return AS_OK;
 	double d = cJSON_IsNumber(v) ? v->valuedouble : -1.0;
-	if (!isfinite(d) || d < 0 || d != floor(d) || d > 9007199254740992.0)
+	if (!isfinite(d) || d < 0 || d != floor(d))
 		return rfail(c, field, "expected a non-negative integer");
+	if (d >= 9007199254740992.0) {
+		/*
+		 * replay writes 64-bit peaks as plain numbers; above 2^53 the
+		 * double has lost digits, so read the digits of the text.
+		 */
+		if (raw_u64(c, field, out))
+			return AS_OK;
+		return rfail(c, field, "expected a non-negative integer "
+				       "(up to 2^64 - 1)");
+	}
 	*out = (uint64_t)d;
 	return AS_OK;
 }

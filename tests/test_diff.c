@@ -147,6 +147,20 @@ static void any_growth_regresses_with_the_default_threshold(void)
 	as_results_destroy(b);
 }
 
+static void one_byte_more_on_a_huge_peak_still_regresses(void)
+{
+	struct as_results *a = set(), *b = set();
+	uint64_t big = (uint64_t)1 << 60;
+	row(a, "x.ops", "s", big, big, true, 0, 1);
+	row(b, "x.ops", "s", big + 1, big, true, 0, 1);
+	struct as_comparison *c = cmp(a, b, NULL);
+	CHECK(c->rows[0].status == AS_CH_REGRESSED);
+	CHECK(c->rows[0].change == 1.0);
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
 static void growth_within_max_regress_is_worse_but_passes(void)
 {
 	struct as_results *a = set(), *b = set();
@@ -395,6 +409,24 @@ static void the_runs_shape_reads(void)
 	as_results_destroy(r);
 }
 
+static void peaks_above_2_to_the_53_read_exactly(void)
+{
+	static const char text[] =
+		"{\"runs\": [{\"trace\": {\"name\": \"a\"}, \"results\": [\n"
+		"{\"strategy\": \"s\", \"peak\": 18446744073709551615, "
+		"\"lower_bound\": 9007199254740993, \"valid\": true}]}]}";
+	struct as_results *r = set();
+	struct as_diag d;
+	CHECK(as_results_parse(r, "big.json", text, strlen(text), &d) ==
+	      AS_OK);
+	CHECK_EQ_U64(r->nrows, 1);
+	if (r->nrows == 1) {
+		CHECK_EQ_U64(r->rows[0].peak, UINT64_MAX);
+		CHECK_EQ_U64(r->rows[0].lower_bound, 9007199254740993ULL);
+	}
+	as_results_destroy(r);
+}
+
 static void check_bad(const char *text, const char *want, uint64_t line)
 {
 	struct as_results *r = set();
@@ -424,6 +456,11 @@ static void bad_result_files_name_the_problem_and_line(void)
 	check_bad("{\"trace\": {\"name\": \"x\"}, \"results\": [\n"
 		  "{\"strategy\": \"s\", \"peak\": 1e300, \"valid\": true}]}",
 		  "results[0].peak: expected a non-negative integer", 2);
+	check_bad("{\"trace\": {\"name\": \"x\"}, \"results\": [\n"
+		  "{\"strategy\": \"s\", \"peak\": 18446744073709551616, "
+		  "\"valid\": true}]}",
+		  "results[0].peak: expected a non-negative integer (up to "
+		  "2^64 - 1)", 2);
 	check_bad("{\"trace\": {\"name\": \"x\"}, \"results\": [\n"
 		  "{\"strategy\": \"s\", \"peak\": 1, \"valid\": \"yes\"}]}",
 		  "results[0].valid: expected true or false", 2);
@@ -651,6 +688,7 @@ int main(void)
 	TEST_RUN(ambiguous_file_names_are_not_matched);
 	TEST_RUN(repeated_keys_match_in_order);
 	TEST_RUN(any_growth_regresses_with_the_default_threshold);
+	TEST_RUN(one_byte_more_on_a_huge_peak_still_regresses);
 	TEST_RUN(growth_within_max_regress_is_worse_but_passes);
 	TEST_RUN(missing_rows_are_reported_on_both_sides_without_failing);
 	TEST_RUN(missing_fails_makes_rows_missing_from_new_fail);
@@ -664,6 +702,7 @@ int main(void)
 	TEST_RUN(metric_names_round_trip_and_unknown_ones_fail);
 	TEST_RUN(the_single_trace_shape_reads);
 	TEST_RUN(the_runs_shape_reads);
+	TEST_RUN(peaks_above_2_to_the_53_read_exactly);
 	TEST_RUN(bad_result_files_name_the_problem_and_line);
 	TEST_RUN(truncated_and_corrupted_files_fail_cleanly);
 	TEST_RUN(a_missing_file_is_an_io_error);
