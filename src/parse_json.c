@@ -559,11 +559,17 @@ int as_parse_json(struct as_builder *b, const char *data, size_t len,
 		uint64_t line = 1;
 		for (const char *q = data; q < stop; q++)
 			line += *q == '\n';
+		if (truncated)
+			return as_diag_set(diag, line, AS_EPARSE,
+					   "truncated JSON (unexpected end of "
+					   "input)");
+		char near[24];
+		size_t k = 0;
+		for (const char *q = stop; q < data + len && k < 20; q++)
+			near[k++] = (*q >= ' ' && *q < 127) ? *q : ' ';
+		near[k] = 0;
 		return as_diag_set(diag, line, AS_EPARSE,
-				   truncated ? "truncated JSON (unexpected end "
-					       "of input)%.0s"
-					     : "malformed JSON near '%.20s'",
-				   stop);
+				   "malformed JSON near '%s'", near);
 	}
 	struct ctx c = {.b = b, .text = data, .len = len, .diag = diag};
 	int err = parse_root(&c, root);
