@@ -857,12 +857,18 @@ int as_results_parse(struct as_results *r, const char *name,
 		uint64_t line = 1;
 		for (const char *q = data; q < stop; q++)
 			line += *q == '\n';
+		if (stop >= data + len)
+			return as_diag_set(diag, line, AS_EPARSE,
+					   "truncated JSON (unexpected end of "
+					   "input)");
+		/* data need not be NUL-terminated: copy what is quoted. */
+		char near[24];
+		size_t k = 0;
+		for (const char *q = stop; q < data + len && k < 20; q++)
+			near[k++] = (*q >= ' ' && *q < 127) ? *q : ' ';
+		near[k] = 0;
 		return as_diag_set(diag, line, AS_EPARSE,
-				   stop >= data + len
-					   ? "truncated JSON (unexpected end "
-					     "of input)"
-					   : "malformed JSON near '%.20s'",
-				   stop);
+				   "malformed JSON near '%s'", near);
 	}
 	/* Rows are appended only when the whole file reads well. */
 	struct as_results *tmp = as_results_create();
