@@ -10,10 +10,14 @@
 
 extern const struct as_strategy_impl as_strategy_recorded;
 extern const struct as_strategy_impl as_strategy_greedy_size;
+extern const struct as_strategy_impl as_strategy_npu_list;
+extern const struct as_strategy_impl as_strategy_tiered;
 
 static const struct as_strategy_impl *const registry[] = {
 	&as_strategy_recorded,
 	&as_strategy_greedy_size,
+	&as_strategy_npu_list,
+	&as_strategy_tiered,
 };
 
 #define NREG (sizeof(registry) / sizeof(registry[0]))
