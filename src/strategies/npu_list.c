@@ -30,6 +30,8 @@
 
 enum merge_mode { MERGE_IMMEDIATE, MERGE_NEVER };
 
+#define UNLIMITED (1ull << 60) /* capacity=0: as good as unlimited */
+
 /*
  * ┌──────────────────────────────────────────────────────────────────────┐
  * │ Invariants (checked by check()):                                     │
@@ -73,7 +75,8 @@ struct npu {
 };
 
 static const struct as_option_desc options[] = {
-	{"capacity", "1G", "bytes of memory the list starts with"},
+	{"capacity", "1G", "bytes of memory the list starts with (0: "
+			   "unlimited)"},
 	{"merge", "immediate", "immediate|never: merge released nodes with "
 			       "free neighbours"},
 	{"granule", "64", "request sizes are rounded up to this power of two"},
@@ -131,7 +134,7 @@ static int create(const struct as_opts *o, as_emit_fn emit, void *ctx,
 	int merge, err;
 	if (!s)
 		return AS_ENOMEM;
-	if ((err = as_opts_u64(o, "capacity", 1ull << 30, 1, 1ull << 56,
+	if ((err = as_opts_u64(o, "capacity", 1ull << 30, 0, 1ull << 56,
 			       &s->capacity, diag)) ||
 	    (err = as_opts_u64(o, "granule", 64, 1, 1ull << 20, &s->granule,
 			       diag)) ||
@@ -150,6 +153,8 @@ static int create(const struct as_opts *o, as_emit_fn emit, void *ctx,
 				   "of two",
 				   g);
 	}
+	if (s->capacity == 0)
+		s->capacity = UNLIMITED;
 	s->merge = (enum merge_mode)merge;
 	s->emit = emit;
 	s->ctx = ctx;
