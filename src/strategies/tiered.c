@@ -29,7 +29,10 @@
  *    the output, whose block is placed when the first input is produced;
  *  - split along such an axis: the outputs live inside the input.
  * It does not apply when a tensor would have to live in two places (a concat
- * input already inside another buffer, or listed twice), for graph inputs of
+ * input already inside another buffer, or listed twice), when the container
+ * already holds the parts of an earlier decision (every decision fills its
+ * container completely, and aliases side by side in one container must not
+ * overlap: a second reshape or split of one tensor), for graph inputs of
  * a concat (their memory is filled before the graph runs), when alignments
  * do not allow the offsets, or along an inner axis (a strided slice). Every
  * buffer of a block (its root and the aliases inside it, at any depth) keeps
@@ -92,6 +95,7 @@ struct tiered {
 	uint32_t *parent;       /* container, or AS_NONE */
 	uint64_t *inside;       /* offset inside the container */
 	uint8_t *height;        /* longest alias chain below a buffer */
+	uint8_t *container;     /* already holds the parts of one decision */
 	uint32_t *block;        /* roots: their block */
 	uint8_t *rstate;        /* roots: enum root_state */
 	uint8_t *where;         /* 0: not placed, else level + 1 */
@@ -430,7 +434,7 @@ static bool can_nest(const struct tiered *s, uint32_t c, uint32_t p,
 		     uint64_t off)
 {
 	const struct as_buffer *cb = &s->t->buffers[c], *pb = &s->t->buffers[p];
-	return c != p && s->parent[c] == AS_NONE &&
+	return c != p && s->parent[c] == AS_NONE && !s->container[p] &&
 	       cb->alias_of == AS_NONE && pb->alias_of == AS_NONE &&
 	       cb->align_log2 <= pb->align_log2 &&
 	       (off & (as_buffer_align(cb) - 1)) == 0 && off <= pb->size &&
@@ -440,6 +444,7 @@ static bool can_nest(const struct tiered *s, uint32_t c, uint32_t p,
 
 static void nest(struct tiered *s, uint32_t c, uint32_t p, uint64_t off)
 {
+	s->container[p] = 1;
 	s->parent[c] = p;
 	s->inside[c] = off;
 	uint8_t h = (uint8_t)(s->height[c] + 1);
@@ -563,6 +568,7 @@ static void destroy(void *state)
 	free(s->parent);
 	free(s->inside);
 	free(s->height);
+	free(s->container);
 	free(s->block);
 	free(s->rstate);
 	free(s->where);
@@ -579,10 +585,12 @@ static int attach(struct tiered *s, const struct as_trace *t)
 	s->parent = malloc(n * sizeof(*s->parent));
 	s->inside = calloc(n, sizeof(*s->inside));
 	s->height = calloc(n, sizeof(*s->height));
+	s->container = calloc(n, sizeof(*s->container));
 	s->block = malloc(n * sizeof(*s->block));
 	s->rstate = calloc(n, sizeof(*s->rstate));
 	s->where = calloc(n, sizeof(*s->where));
-	if (!s->parent || !s->inside || !s->height || !s->block ||
+	if (!s->parent || !s->inside || !s->height || !s->container ||
+	    !s->block ||
 	    !s->rstate || !s->where)
 		return AS_ENOMEM;
 	memset(s->parent, 0xff, n * sizeof(*s->parent));
