@@ -350,10 +350,8 @@ static int buffer_extras(const struct ctx *c, const cJSON *obj, uint32_t idx)
 			if (used >= sizeof(text))
 				break;
 		}
-		int64_t fi = as_builder_frames(c->b, text);
-		if (fi < 0)
-			return (int)fi;
-		buf->frames = (uint32_t)fi;
+		if ((err = as_builder_frames(c->b, idx, text)))
+			return err;
 	}
 	if ((err = get_string(c, obj, "alias_of", false, &s)))
 		return err;
