@@ -537,6 +537,64 @@ static void nested_in_place_decisions_chain_and_validate(void)
 	done(&r);
 }
 
+static void a_reshape_of_a_concat_output_takes_the_parts_inside_it(void)
+{
+	/* concat then flatten: the flatten output holds the inputs */
+	const char *g =
+		HEAD "{\"tensors\": [" T("x", "[1, 2, 64]") "," T("a", "[1, 1, 64]")
+		"," T("b", "[1, 1, 64]") "," T("c", "[1, 2, 64]") ","
+		T("f", "[128]") "," T("y", "[128]") "],"
+		"\"inputs\": [\"x\"], \"outputs\": [\"y\"], \"ops\": ["
+		OP("conv", "\"x\"", "\"a\"") "," OP("conv", "\"x\"", "\"b\"") ","
+		OPX("concat", "1", "\"a\", \"b\"", "\"c\"") ","
+		OP("reshape", "\"c\"", "\"f\"") ","
+		OP("relu", "\"f\"", "\"y\"") "]}}";
+	struct run r;
+	run(&r, "tiered:threshold=0", "g.json", g);
+	CHECK(r.err == AS_OK);
+	CHECK(r.rep.valid);
+	CHECK_EQ_U64(parent(&r, "f"), idx(r.t, "c"));
+	CHECK_EQ_U64(parent(&r, "a"), idx(r.t, "f"));
+	CHECK_EQ_U64(parent(&r, "b"), idx(r.t, "f"));
+	CHECK_EQ_U64(off(&r, "b"), off(&r, "c") + 64);
+	CHECK_EQ_U64(off(&r, "f"), off(&r, "c"));
+	CHECK_EQ_U64(stat(r.p, "inplace_concat"), 1);
+	CHECK_EQ_U64(stat(r.p, "inplace_reshape"), 1);
+	done(&r);
+}
+
+static void a_tensor_is_split_in_place_once_and_reshaped_any_number_of_times(void)
+{
+	const char *g =
+		HEAD "{\"tensors\": [" T("x", "[1, 2, 64]") "," T("s", "[1, 2, 64]")
+		"," T("p", "[1, 1, 64]") "," T("q", "[1, 1, 64]") ","
+		T("p2", "[1, 1, 64]") "," T("q2", "[1, 1, 64]") ","
+		T("r1", "[128]") "," T("r2", "[2, 64]") "],"
+		"\"inputs\": [\"x\"], \"outputs\": [\"p\", \"q\", \"p2\", "
+		"\"q2\", \"r1\", \"r2\"], \"ops\": ["
+		OP("conv", "\"x\"", "\"s\"") ","
+		OPX("split", "1", "\"s\"", "\"p\", \"q\"") ","
+		OP("reshape", "\"s\"", "\"r1\"") ","
+		OPX("split", "1", "\"s\"", "\"p2\", \"q2\"") ","
+		OP("reshape", "\"s\"", "\"r2\"") "]}}";
+	struct run r;
+	run(&r, "tiered:threshold=0", "g.json", g);
+	CHECK(r.err == AS_OK);
+	CHECK(r.rep.valid);
+	/* each reshape takes the parts inside it: s > r1 > r2 > p, q */
+	CHECK_EQ_U64(parent(&r, "r1"), idx(r.t, "s"));
+	CHECK_EQ_U64(parent(&r, "r2"), idx(r.t, "r1"));
+	CHECK_EQ_U64(parent(&r, "p"), idx(r.t, "r2"));
+	CHECK_EQ_U64(parent(&r, "q"), idx(r.t, "r2"));
+	CHECK_EQ_U64(off(&r, "q"), off(&r, "s") + 64);
+	CHECK_EQ_U64(parent(&r, "p2"), AS_NONE); /* a second split */
+	CHECK_EQ_U64(off(&r, "r2"), off(&r, "s"));
+	CHECK_EQ_U64(stat(r.p, "inplace_split"), 1);
+	CHECK_EQ_U64(stat(r.p, "inplace_reshape"), 2);
+	CHECK_EQ_U64(stat(r.p, "inplace_refused"), 1);
+	done(&r);
+}
+
 static void plain_traces_run_without_in_place_reuse(void)
 {
 	struct run r;
@@ -821,6 +879,8 @@ int main(void)
 	TEST_RUN(a_concat_of_a_graph_input_or_a_nested_tensor_is_not_in_place);
 	TEST_RUN(split_outputs_live_inside_the_input);
 	TEST_RUN(nested_in_place_decisions_chain_and_validate);
+	TEST_RUN(a_reshape_of_a_concat_output_takes_the_parts_inside_it);
+	TEST_RUN(a_tensor_is_split_in_place_once_and_reshaped_any_number_of_times);
 	TEST_RUN(plain_traces_run_without_in_place_reuse);
 	TEST_RUN(the_bundled_cnn_graph_shows_in_place_reuse);
 	TEST_RUN(plans_validate_on_every_bundled_trace);

@@ -28,11 +28,13 @@
  *    the row-major output): the inputs live at consecutive offsets inside
  *    the output, whose block is placed when the first input is produced;
  *  - split along such an axis: the outputs live inside the input.
+ * Decisions nest. A reshape of a tensor that already holds parts (it was
+ * split, or is a concat's output) takes those parts inside itself; a split
+ * or reshape of a reshaped tensor goes inside the reshape's output. So the
+ * aliases side by side in one container never share an address.
  * It does not apply when a tensor would have to live in two places (a concat
- * input already inside another buffer, or listed twice), when the container
- * already holds the parts of an earlier decision (every decision fills its
- * container completely, and aliases side by side in one container must not
- * overlap: a second reshape or split of one tensor), for graph inputs of
+ * input already inside another buffer, or listed twice; a second split of
+ * one tensor), for graph inputs of
  * a concat (their memory is filled before the graph runs), when alignments
  * do not allow the offsets, or along an inner axis (a strided slice). Every
  * buffer of a block (its root and the aliases inside it, at any depth) keeps
@@ -95,7 +97,10 @@ struct tiered {
 	uint32_t *parent;       /* container, or AS_NONE */
 	uint64_t *inside;       /* offset inside the container */
 	uint8_t *height;        /* longest alias chain below a buffer */
-	uint8_t *container;     /* already holds the parts of one decision */
+	uint32_t *first_child;  /* aliases directly inside, linked by */
+	uint32_t *next_sib;     /* ... next_sib */
+	uint32_t *view;         /* the reshape covering it whole, if that is
+				 * its only alias */
 	uint32_t *block;        /* roots: their block */
 	uint8_t *rstate;        /* roots: enum root_state */
 	uint8_t *where;         /* 0: not placed, else level + 1 */
@@ -429,27 +434,86 @@ static uint32_t depth_of(const struct tiered *s, uint32_t i)
 	return d;
 }
 
-/* Can child c go at offset `off` inside p? */
+/*
+ * ┌──────────────────────────────────────────────────────────────────────┐
+ * │ Invariants of the in-place plan:                                     │
+ * │  - parent[] has no cycles and chains are at most MAX_CHAIN deep;     │
+ * │  - the aliases directly inside one container never share an address: │
+ * │    they are either the parts of one concat or split (consecutive,    │
+ * │    filling it) or one reshape covering it whole (view[p]);           │
+ * │  - a child's alignment is at most its container's, and its offset    │
+ * │    inside is a multiple of it, so aligned roots align every alias.   │
+ * └──────────────────────────────────────────────────────────────────────┘
+ */
+
+/* Can child c go at offset `off` inside p, which holds nothing yet? */
 static bool can_nest(const struct tiered *s, uint32_t c, uint32_t p,
 		     uint64_t off)
 {
 	const struct as_buffer *cb = &s->t->buffers[c], *pb = &s->t->buffers[p];
-	return c != p && s->parent[c] == AS_NONE && !s->container[p] &&
-	       cb->alias_of == AS_NONE && pb->alias_of == AS_NONE &&
-	       cb->align_log2 <= pb->align_log2 &&
+	return c != p && s->parent[c] == AS_NONE &&
+	       s->first_child[p] == AS_NONE && cb->alias_of == AS_NONE &&
+	       pb->alias_of == AS_NONE && cb->align_log2 <= pb->align_log2 &&
 	       (off & (as_buffer_align(cb) - 1)) == 0 && off <= pb->size &&
 	       cb->size <= pb->size - off &&
 	       depth_of(s, p) + 1 + s->height[c] <= MAX_CHAIN;
 }
 
-static void nest(struct tiered *s, uint32_t c, uint32_t p, uint64_t off)
+/* Raise the heights of p and above for a new child of height hc. */
+static void lift(struct tiered *s, uint32_t p, uint8_t hc)
 {
-	s->container[p] = 1;
-	s->parent[c] = p;
-	s->inside[c] = off;
-	uint8_t h = (uint8_t)(s->height[c] + 1);
+	uint8_t h = (uint8_t)(hc + 1);
 	for (uint32_t q = p; q != AS_NONE && s->height[q] < h; q = s->parent[q])
 		s->height[q] = h++;
+}
+
+static void nest(struct tiered *s, uint32_t c, uint32_t p, uint64_t off)
+{
+	s->parent[c] = p;
+	s->inside[c] = off;
+	s->next_sib[c] = s->first_child[p];
+	s->first_child[p] = c;
+	lift(s, p, s->height[c]);
+}
+
+/* Follow whole-covering reshapes down to the innermost view of p. */
+static uint32_t innermost(const struct tiered *s, uint32_t p)
+{
+	while (s->view[p] != AS_NONE)
+		p = s->view[p];
+	return p;
+}
+
+/*
+ * A reshape y of x: y covers x whole, so it goes inside x's innermost
+ * view v; when v already holds parts (x was split, or is a concat's
+ * output), the parts move inside y, which becomes v's only alias. Either
+ * way the aliases of one container never overlap.
+ */
+static bool nest_reshape(struct tiered *s, uint32_t x, uint32_t y)
+{
+	uint32_t v = innermost(s, x);
+	uint32_t first = s->first_child[v];
+	if (first == AS_NONE) {
+		if (!can_nest(s, y, v, 0))
+			return false;
+		nest(s, y, v, 0);
+		s->view[v] = y;
+		return true;
+	}
+	const struct as_buffer *yb = &s->t->buffers[y], *vb = &s->t->buffers[v];
+	if (s->parent[y] != AS_NONE || y == v || yb->alias_of != AS_NONE ||
+	    yb->align_log2 > vb->align_log2 || yb->size != vb->size ||
+	    depth_of(s, v) + 1 + s->height[v] > MAX_CHAIN)
+		return false;
+	for (uint32_t c = first; c != AS_NONE; c = s->next_sib[c])
+		s->parent[c] = y;
+	s->first_child[y] = first;
+	s->height[y] = s->height[v];
+	s->first_child[v] = AS_NONE;
+	nest(s, y, v, 0);
+	s->view[v] = y;
+	return true;
 }
 
 /* The axis is the outermost one with an extent other than 1. */
@@ -466,10 +530,11 @@ static bool outer_axis(const struct as_tensor_shape *sh, int32_t axis)
 /* Parts (concat inputs, split outputs) at consecutive offsets in whole. */
 static bool nest_parts(struct tiered *s, const struct as_op *op, bool concat)
 {
-	uint32_t whole = concat ? op->outputs[0] : op->inputs[0];
+	uint32_t shaped = concat ? op->outputs[0] : op->inputs[0];
+	uint32_t whole = innermost(s, shaped); /* split of a reshaped x */
 	const uint32_t *parts = concat ? op->inputs : op->outputs;
 	uint32_t n = concat ? op->ninputs : op->noutputs;
-	if (!s->t->shapes || !outer_axis(&s->t->shapes[whole], op->axis))
+	if (!s->t->shapes || !outer_axis(&s->t->shapes[shaped], op->axis))
 		return false;
 	uint64_t off = 0;
 	for (uint32_t k = 0; k < n; k++) {
@@ -500,10 +565,8 @@ static void plan_inplace(struct tiered *s)
 			   : strcmp(op->kind, "split") == 0  ? 2
 							     : -1;
 		bool done = false;
-		if (kind == 0 && op->ninputs == 1 && op->noutputs == 1 &&
-		    can_nest(s, op->outputs[0], op->inputs[0], 0)) {
-			nest(s, op->outputs[0], op->inputs[0], 0);
-			done = true;
+		if (kind == 0 && op->ninputs == 1 && op->noutputs == 1) {
+			done = nest_reshape(s, op->inputs[0], op->outputs[0]);
 		} else if (kind == 1 && op->noutputs == 1 && op->ninputs > 0) {
 			done = nest_parts(s, op, true);
 		} else if (kind == 2 && op->ninputs == 1 && op->noutputs > 0) {
@@ -568,7 +631,9 @@ static void destroy(void *state)
 	free(s->parent);
 	free(s->inside);
 	free(s->height);
-	free(s->container);
+	free(s->first_child);
+	free(s->next_sib);
+	free(s->view);
 	free(s->block);
 	free(s->rstate);
 	free(s->where);
@@ -585,15 +650,20 @@ static int attach(struct tiered *s, const struct as_trace *t)
 	s->parent = malloc(n * sizeof(*s->parent));
 	s->inside = calloc(n, sizeof(*s->inside));
 	s->height = calloc(n, sizeof(*s->height));
-	s->container = calloc(n, sizeof(*s->container));
+	s->first_child = malloc(n * sizeof(*s->first_child));
+	s->next_sib = malloc(n * sizeof(*s->next_sib));
+	s->view = malloc(n * sizeof(*s->view));
 	s->block = malloc(n * sizeof(*s->block));
 	s->rstate = calloc(n, sizeof(*s->rstate));
 	s->where = calloc(n, sizeof(*s->where));
-	if (!s->parent || !s->inside || !s->height || !s->container ||
-	    !s->block ||
+	if (!s->parent || !s->inside || !s->height || !s->first_child ||
+	    !s->next_sib || !s->view || !s->block ||
 	    !s->rstate || !s->where)
 		return AS_ENOMEM;
 	memset(s->parent, 0xff, n * sizeof(*s->parent));
+	memset(s->first_child, 0xff, n * sizeof(*s->first_child));
+	memset(s->next_sib, 0xff, n * sizeof(*s->next_sib));
+	memset(s->view, 0xff, n * sizeof(*s->view));
 	memset(s->block, 0xff, n * sizeof(*s->block));
 	if (s->inplace && t->ops)
 		plan_inplace(s);
