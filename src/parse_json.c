@@ -538,6 +538,10 @@ static int graph_tensor(struct ctx *c, struct graph *g, const cJSON *to,
 		return err;
 	if (!*name)
 		return fail(c, "name", "empty tensor name%s", "");
+	if (gt->align == 0 || (gt->align & (gt->align - 1)))
+		return fail(c, "align", "the alignment of tensor '%s' is not a "
+					"power of two",
+			    name);
 	uint32_t slot = graph_slot(g, name);
 	if (g->slots[slot] != AS_NONE)
 		return fail(c, "name", "tensor '%s' is declared twice", name);

@@ -240,6 +240,9 @@ static void malformed_graphs_are_refused_with_the_reason_and_line(void)
 		IN, "dims must be non-negative integers", 0);
 	refused("{\"name\": \"b\", \"dtype\": \"int8\"}", "", IN,
 		"missing field 'shape'", 4);
+	refused("{\"name\": \"b\", \"shape\": [1], \"dtype\": \"int8\", "
+		"\"align\": 48}",
+		"", IN, "the alignment of tensor 'b' is not a power of two", 4);
 	refused("{\"name\": \"a\", \"shape\": [1], \"dtype\": \"int8\"}", "",
 		IN, "tensor 'a' is declared twice", 4);
 	refused(B, OP("add", "\"a\"", "\"nope\""), IN,
