@@ -604,6 +604,7 @@ static void plain_traces_run_without_in_place_reuse(void)
 	CHECK(r.p->alias_of == NULL);
 	CHECK_EQ_U64(stat(r.p, "aliases"), 0);
 	CHECK_EQ_U64(off(&r, "c"), 0);
+	CHECK_EQ_U64(r.p->nspaces, 1); /* L2 unlimited: one level */
 	done(&r);
 }
 

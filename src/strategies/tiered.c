@@ -783,17 +783,25 @@ static void stats(void *state, struct as_plan *p)
 	const struct as_trace *t = s->t;
 	if (!t)
 		return;
+	/*
+	 * One space while L2 is unlimited (L3 then never serves), two once
+	 * a case used levels. p->space exists only when an earlier case of
+	 * this run wrote it.
+	 */
 	uint64_t prev[NLEVELS] = {0, 0};
-	bool had = p->space_capacity && p->nspaces == NLEVELS && p->space;
-	for (int l = 0; had && l < NLEVELS; l++)
+	uint16_t had = p->space && p->space_capacity ? p->nspaces : 0;
+	uint16_t n = s->lv[0].cap || s->lv[1].top ? NLEVELS : 1;
+	if (had > n)
+		n = had;
+	for (uint16_t l = 0; l < had; l++)
 		prev[l] = p->space_capacity[l];
-	if (as_plan_want_spaces(p, t, NLEVELS) != AS_OK ||
+	if (as_plan_want_spaces(p, t, n) != AS_OK ||
 	    (s->aliases && as_plan_want_aliases(p, t) != AS_OK))
 		return;
-	for (int l = 0; l < NLEVELS; l++) {
+	for (uint16_t l = 0; l < n; l++) {
 		/* Cases may differ: the widest capacity holds them all. */
 		uint64_t c = s->lv[l].cap;
-		if (had && (prev[l] == 0 || (c && prev[l] > c)))
+		if (l < had && (prev[l] == 0 || (c && prev[l] > c)))
 			c = prev[l];
 		p->space_capacity[l] = c;
 	}
