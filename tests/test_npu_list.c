@@ -190,6 +190,35 @@ static void a_known_symbol_gets_the_same_node_and_the_plan_says_so(void)
 	done(&r);
 }
 
+static void json_traces_carry_symbols_too(void)
+{
+	const char *text =
+		"{\"format\": \"allocscope-trace\", \"version\": 1, "
+		"\"events\": ["
+		"{\"op\": \"alloc\", \"name\": \"dma\", \"size\": 4096,"
+		" \"symbol\": \"act0\"},"
+		"{\"op\": \"alloc\", \"name\": \"conv\", \"size\": 4096,"
+		" \"symbol\": \"act0\"},"
+		"{\"op\": \"free\", \"name\": \"dma\"},"
+		"{\"op\": \"free\", \"name\": \"conv\"}]}";
+	struct as_trace *t = NULL;
+	struct as_plan *p = NULL;
+	struct as_diag d;
+	struct as_report rep;
+	CHECK(as_trace_parse("s.json", text, strlen(text), AS_FMT_AUTO, &t,
+			     &d) == AS_OK);
+	if (!t)
+		return;
+	CHECK(as_strategy_run("npu-list", t, NULL, &p, &d) == AS_OK);
+	if (p) {
+		CHECK_EQ_U64(p->offset[1], p->offset[0]);
+		CHECK(as_validate(t, p, &rep) == AS_OK && rep.valid);
+		CHECK_EQ_U64(stat(p, "symbol_hits"), 1);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
 static void an_unknown_symbol_gets_a_new_node_and_an_entry(void)
 {
 	struct run r;
@@ -433,6 +462,7 @@ int main(void)
 	TEST_RUN(requests_are_rounded_to_the_granule_and_aligned);
 	TEST_RUN(a_request_that_fits_nowhere_fails_and_replay_goes_on);
 	TEST_RUN(a_known_symbol_gets_the_same_node_and_the_plan_says_so);
+	TEST_RUN(json_traces_carry_symbols_too);
 	TEST_RUN(an_unknown_symbol_gets_a_new_node_and_an_entry);
 	TEST_RUN(a_symbol_is_forgotten_when_its_node_is_released);
 	TEST_RUN(sharers_nest_in_the_newest_live_buffer_of_the_node);
