@@ -10,6 +10,7 @@
  * (/proc/self/clear_refs) just before the measured stage, so it counts the
  * trace the stage works on plus what the stage itself holds.
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,10 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Give freed memory back first (glibc keeps it), then reset the peak. */
 static void reset_peak_rss(void)
 {
+	malloc_trim(0);
 	FILE *f = fopen("/proc/self/clear_refs", "w");
 	if (f) {
 		fputs("5", f);
@@ -106,24 +109,32 @@ int main(int argc, char **argv)
 	double t1 = now(), secs = t1 - t0;
 	uint64_t sink = 0;
 	struct as_plan *p = NULL;
-	reset_peak_rss();
+	if (strcmp(stage, "parse") != 0)
+		reset_peak_rss();
 	if (strcmp(stage, "lower_bound") == 0) {
 		sink = as_trace_lower_bound(t);
 		secs = now() - t1;
-	} else if (strcmp(stage, "greedy-size") == 0 ||
-		   strcmp(stage, "validate") == 0) {
+	} else if (strcmp(stage, "greedy-size") == 0) {
 		if (as_strategy_run("greedy-size", t, NULL, &p, &d) != AS_OK)
 			return 2;
 		secs = now() - t1;
-		if (strcmp(stage, "validate") == 0) {
-			struct as_report r;
-			reset_peak_rss();
-			double t2 = now();
-			if (as_validate(t, p, &r) != AS_OK || !r.valid)
-				return 1;
-			secs = now() - t2;
-		}
 		sink = as_plan_peak(p, t, -1);
+	} else if (strcmp(stage, "validate") == 0) {
+		/* A plan that is valid by construction: every buffer above
+		 * the previous one. Validation costs the same on any plan. */
+		p = as_plan_create(t);
+		uint64_t top = 0;
+		for (uint32_t i = 0; p && i < t->nbuffers; i++) {
+			p->offset[i] = top;
+			top += t->buffers[i].size;
+		}
+		struct as_report r;
+		reset_peak_rss();
+		double t2 = now();
+		if (!p || as_validate(t, p, &r) != AS_OK || !r.valid)
+			return 1;
+		secs = now() - t2;
+		sink = r.violations;
 	} else if (strcmp(stage, "parse") != 0) {
 		fprintf(stderr, "unknown stage %s\n", stage);
 		return 2;
