@@ -390,6 +390,25 @@ static void a_reshape_output_lives_in_its_input_block(void)
 	done(&r);
 }
 
+static void a_reshape_needing_a_stricter_alignment_is_not_in_place(void)
+{
+	const char *g =
+		HEAD "{\"tensors\": [" T("x", "[1, 64, 64]") ","
+		"{\"name\": \"a\", \"shape\": [4096], \"dtype\": \"int8\"},"
+		"{\"name\": \"r\", \"shape\": [64, 64], \"dtype\": \"int8\","
+		" \"align\": 4096}],"
+		"\"inputs\": [\"x\"], \"outputs\": [\"r\"], \"ops\": ["
+		OP("relu", "\"x\"", "\"a\"") "," OP("reshape", "\"a\"", "\"r\"")
+		"]}}";
+	struct run r;
+	run(&r, "tiered:threshold=0", "g.json", g);
+	CHECK(r.err == AS_OK);
+	CHECK_EQ_U64(parent(&r, "r"), AS_NONE);
+	CHECK_EQ_U64(off(&r, "r") % 4096, 0);
+	CHECK_EQ_U64(stat(r.p, "inplace_refused"), 1);
+	done(&r);
+}
+
 static const char *concat_graph =
 	HEAD "{\"tensors\": [" T("x", "[1, 2, 64]") "," T("a", "[1, 1, 64]")
 	"," T("b", "[1, 3, 64]") "," T("c", "[1, 4, 64]") ","
@@ -875,6 +894,7 @@ int main(void)
 	TEST_RUN(a_config_case_restarts_with_its_own_levels);
 	TEST_RUN(options_out_of_range_are_refused_by_name);
 	TEST_RUN(a_reshape_output_lives_in_its_input_block);
+	TEST_RUN(a_reshape_needing_a_stricter_alignment_is_not_in_place);
 	TEST_RUN(concat_inputs_live_at_consecutive_offsets_in_the_output);
 	TEST_RUN(a_concat_along_an_inner_axis_is_not_in_place);
 	TEST_RUN(a_concat_of_a_graph_input_or_a_nested_tensor_is_not_in_place);
