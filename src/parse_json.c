@@ -787,9 +787,16 @@ static int graph_add(struct ctx *c, struct graph *g, uint32_t ti,
 	if (end <= start)
 		end = start + 1;
 	int64_t idx = as_builder_add_timed(c->b, gt->name, gt->size, gt->align,
-					   start, end, here(c), c->diag);
-	if (idx < 0)
+					   start, end, 0, c->diag);
+	if (idx < 0) { /* the line of the tensor, found only when needed */
+		struct ctx at = *c;
+		at.path[1] = (struct seg){"tensors", 0};
+		at.path[2] = (struct seg){NULL, (int)ti};
+		at.depth = 3;
+		if (c->diag && idx != AS_ENOMEM)
+			c->diag->line = here(&at);
 		return (int)idx;
+	}
 	gt->buf = (uint32_t)idx;
 	as_builder_buffer(c->b, gt->buf)->flags |= gt->flags;
 	return AS_OK;
@@ -888,6 +895,7 @@ static int parse_graph(struct ctx *c, const cJSON *graph)
 		t->shapes[g.t[k].buf] = (struct as_tensor_shape){
 			g.t[k].rank, g.t[k].dims, g.t[k].elem};
 	err = AS_OK;
+	c->depth--;
 out:
 	free(g.t);
 	free(g.slots);

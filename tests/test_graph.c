@@ -234,6 +234,11 @@ static void malformed_graphs_are_refused_with_the_reason_and_line(void)
 	refused("{\"name\": \"b\", \"shape\": [2, 4294967296, 4294967296], "
 		"\"dtype\": \"int8\"}",
 		"", IN, "overflows 64 bits", 0);
+	/* 3 x 5 x 17 x 257 x 641 x 65537 x 6700417 = 2^64 - 1 */
+	refused("{\"name\": \"b\", \"shape\": [3, 5, 17, 257, 641, 65537, "
+		"6700417], \"dtype\": \"int8\"}",
+		"", "\"inputs\": [\"a\", \"b\"], ",
+		"overflows 64 bits with its alignment", 4);
 	refused("{\"name\": \"b\", \"shape\": [1.5], \"dtype\": \"int8\"}", "",
 		IN, "dims must be non-negative integers", 4);
 	refused("{\"name\": \"b\", \"shape\": [-1], \"dtype\": \"int8\"}", "",

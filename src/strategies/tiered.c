@@ -370,7 +370,8 @@ static int try_level(struct tiered *s, uint8_t level, uint64_t size,
 			return *out == AS_NONE ? AS_ENOMEM : AS_OK;
 		}
 		uint64_t grow = pad + size - s->b[f].size;
-		if (f == L->last && L->top <= UINT64_MAX - grow &&
+		if (f == L->last && size <= UINT64_MAX - pad &&
+		    L->top <= UINT64_MAX - grow &&
 		    level_room(L, L->top + grow)) {
 			free_remove(s, f);
 			s->b[f].size += grow;
