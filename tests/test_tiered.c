@@ -64,6 +64,16 @@ static void run(struct run *r, const char *spec, const char *name,
 	}
 }
 
+/* The run succeeded: report its error otherwise. */
+static bool ok(const struct run *r)
+{
+	if (r->err == AS_OK && r->p)
+		return true;
+	printf("#   run failed: %s\n", r->d.msg);
+	tap_cur_failed = 1;
+	return false;
+}
+
 static void done(struct run *r)
 {
 	as_plan_destroy(r->p);
@@ -126,7 +136,10 @@ static void worked_example_16_10_5_mib_fit_in_16_mib(void)
 	run(&r, "tiered", "w1.ops",
 	    "alloc t16 16777216\nfree t16\nalloc t10 10485760\n"
 	    "alloc t5 5242880\nfree t10\nfree t5\n");
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK_EQ_U64(off(&r, "t16"), 0);
 	CHECK_EQ_U64(off(&r, "t10"), 0);
 	CHECK_EQ_U64(off(&r, "t5"), MiB(10));
@@ -143,7 +156,10 @@ static void worked_example_a_10_mib_request_extends_the_4_mib_tail_block(void)
 	run(&r, "tiered", "w2.ops",
 	    "alloc a 2097152\nalloc keep 1048576\nalloc b 4194304\nfree a\n"
 	    "free b\ndump\nalloc c 10485760\ndump\n");
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	has(&r, "  L2 [0, 2097152) 2097152 free\n"
 		"  L2 [2097152, 3145728) 1048576 used\n"
 		"  L2 [3145728, 7340032) 4194304 free\n");
@@ -160,7 +176,10 @@ static void worked_example_a_10_mib_free_block_split_for_2_mib_leaves_8(void)
 	struct run r;
 	run(&r, "tiered", "w3.ops",
 	    "alloc a 10485760\nfree a\nalloc b 2097152\ndump\n");
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK_EQ_U64(off(&r, "b"), 0);
 	has(&r, "  L2 [0, 2097152) 2097152 used\n"
 		"  L2 [2097152, 10485760) 8388608 free\n");
@@ -175,7 +194,10 @@ static void worked_example_freeing_2_mib_between_free_2_and_6_leaves_10(void)
 	    "alloc a 2097152\nalloc b 2097152\nalloc c 6291456\n"
 	    "alloc keep 1048576\nfree a\nfree c\ndump\nfree b\ndump\n"
 	    "alloc d 10485760\n");
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	has(&r, "  L2 [0, 2097152) 2097152 free\n"
 		"  L2 [2097152, 4194304) 2097152 used\n"
 		"  L2 [4194304, 10485760) 6291456 free\n");
@@ -193,7 +215,10 @@ static void a_request_up_to_the_threshold_is_carved_fresh(void)
 	struct run r;
 	run(&r, "tiered:threshold=4096", "t.ops",
 	    "alloc a 8192\nfree a\nalloc small 4096\nalloc big 4160\n");
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK_EQ_U64(off(&r, "small"), 8192); /* not the free block at 0 */
 	CHECK_EQ_U64(off(&r, "big"), 0);      /* above it: reuse */
 	CHECK_EQ_U64(stat(r.p, "small_fresh"), 1);
@@ -210,7 +235,10 @@ static void the_largest_free_block_is_split_when_it_is_large_enough(void)
 	run(&r, "tiered:threshold=0", "t.ops",
 	    "alloc a 1024\nalloc k1 64\nalloc b 4096\nalloc k2 64\nfree a\n"
 	    "free b\nalloc c 512\ndump\n");
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK_EQ_U64(off(&r, "c"), 1088); /* b's block, not a's first fit */
 	has(&r, "  L2 [1088, 1600) 512 used\n  L2 [1600, 5184) 3584 free\n");
 	done(&r);
@@ -222,7 +250,10 @@ static void a_smaller_largest_block_not_at_the_tail_means_fresh_memory(void)
 	run(&r, "tiered:threshold=0", "t.ops",
 	    "alloc a 2048\nalloc k1 64\nalloc b 1024\nfree b\nalloc k2 64\n"
 	    "free a\nalloc c 4096\n");
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	/* free: a (2048, not at the tail) and b's 1024 left of k2 */
 	CHECK_EQ_U64(off(&r, "k2"), 2112);
 	CHECK_EQ_U64(off(&r, "c"), 2112 + 64 + 960);
@@ -236,7 +267,10 @@ static void only_the_largest_free_block_is_considered_for_extension(void)
 	run(&r, "tiered:threshold=0", "t.ops",
 	    "alloc a 4096\nalloc k 64\nalloc b 2048\nfree a\nfree b\n"
 	    "alloc c 8192\n");
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	/* b (2048) is the tail but a (4096) is the largest: fresh memory */
 	CHECK_EQ_U64(off(&r, "c"), 4096 + 64 + 2048);
 	CHECK_EQ_U64(stat(r.p, "tail_extensions"), 0);
@@ -249,7 +283,10 @@ static void l2_is_tried_first_then_l3(void)
 	run(&r, "tiered:l2=4M,l3=8M", "t.ops",
 	    "alloc a 3145728\nalloc b 3145728\nalloc c 1048576\n"
 	    "alloc d 6291456\nalloc e 1048576\nalloc f 4194304\n");
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK_EQ_U64(level(&r, "a"), 0);
 	CHECK_EQ_U64(off(&r, "a"), 0);
 	CHECK_EQ_U64(level(&r, "b"), 1); /* L2 has no room */
@@ -276,7 +313,10 @@ static void a_free_l2_block_is_reused_before_l3(void)
 	run(&r, "tiered:l2=4M", "t.ops",
 	    "alloc a 3145728\nalloc b 3145728\nfree a\nalloc c 2097152\n"
 	    "alloc d 2097152\n");
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK_EQ_U64(level(&r, "c"), 0);
 	CHECK_EQ_U64(off(&r, "c"), 0);
 	/* L2: 1 MiB free after c, 1 MiB of room: 2 MiB extends the tail */
@@ -291,7 +331,10 @@ static void a_tail_extension_beyond_l2_goes_to_l3(void)
 	struct run r;
 	run(&r, "tiered:l2=4M", "t.ops",
 	    "alloc a 1048576\nalloc b 2097152\nfree b\nalloc c 4194304\n");
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK_EQ_U64(level(&r, "c"), 1);
 	CHECK_EQ_U64(stat(r.p, "tail_extensions"), 0);
 	done(&r);
@@ -303,7 +346,10 @@ static void alignment_is_honoured_with_free_padding(void)
 	run(&r, "tiered:threshold=0", "t.ops",
 	    "alloc a 64\nalloc b 4096 4096\nalloc c 64\nfree b\n"
 	    "alloc d 64 1024\ndump\n");
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK_EQ_U64(off(&r, "b"), 4096); /* [64, 4096) stays free */
 	CHECK_EQ_U64(off(&r, "c"), 64);   /* threshold 0: reuses it */
 	CHECK_EQ_U64(off(&r, "d"), 1024);
@@ -317,7 +363,10 @@ static void a_config_case_restarts_with_its_own_levels(void)
 	struct run r;
 	run(&r, "tiered", "t.ops",
 	    "config l2=1M\nalloc a 2097152\nconfig l2=4M\nalloc b 2097152\n");
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK_EQ_U64(level(&r, "a"), 1);
 	CHECK_EQ_U64(level(&r, "b"), 0);
 	CHECK_EQ_U64(r.p->space_capacity[0], MiB(4)); /* the widest */
@@ -374,7 +423,10 @@ static void a_reshape_output_lives_in_its_input_block(void)
 {
 	struct run r;
 	run(&r, "tiered:threshold=0", "g.json", reshape_graph);
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK_EQ_U64(off(&r, "r"), off(&r, "a"));
 	CHECK_EQ_U64(parent(&r, "r"), idx(r.t, "a"));
 	CHECK_EQ_U64(stat(r.p, "inplace_reshape"), 1);
@@ -402,7 +454,10 @@ static void a_reshape_needing_a_stricter_alignment_is_not_in_place(void)
 		"]}}";
 	struct run r;
 	run(&r, "tiered:threshold=0", "g.json", g);
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK_EQ_U64(parent(&r, "r"), AS_NONE);
 	CHECK_EQ_U64(off(&r, "r") % 4096, 0);
 	CHECK_EQ_U64(stat(r.p, "inplace_refused"), 1);
@@ -422,7 +477,10 @@ static void concat_inputs_live_at_consecutive_offsets_in_the_output(void)
 {
 	struct run r;
 	run(&r, "tiered:threshold=0", "g.json", concat_graph);
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK_EQ_U64(off(&r, "a"), off(&r, "c"));
 	CHECK_EQ_U64(off(&r, "b"), off(&r, "c") + 64);
 	CHECK_EQ_U64(parent(&r, "a"), idx(r.t, "c"));
@@ -444,7 +502,10 @@ static void a_concat_along_an_inner_axis_is_not_in_place(void)
 		"," OPX("concat", "1", "\"a\", \"b\"", "\"c\"") "]}}";
 	struct run r;
 	run(&r, "tiered:threshold=0", "g.json", g);
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK_EQ_U64(parent(&r, "a"), AS_NONE);
 	CHECK_EQ_U64(stat(r.p, "inplace_concat"), 0);
 	CHECK_EQ_U64(stat(r.p, "inplace_refused"), 1);
@@ -468,12 +529,18 @@ static void a_concat_of_a_graph_input_or_a_nested_tensor_is_not_in_place(void)
 		OPX("concat", "0", "\"a\", \"r\"", "\"c\"") "]}}";
 	struct run r;
 	run(&r, "tiered:threshold=0", "g.json", input);
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK_EQ_U64(parent(&r, "a"), AS_NONE);
 	CHECK_EQ_U64(stat(r.p, "inplace_refused"), 1);
 	done(&r);
 	run(&r, "tiered:threshold=0", "g.json", nested);
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK_EQ_U64(parent(&r, "r"), idx(r.t, "a")); /* the reshape */
 	CHECK_EQ_U64(parent(&r, "a"), AS_NONE);       /* not the concat */
 	CHECK_EQ_U64(stat(r.p, "inplace_reshape"), 1);
@@ -486,7 +553,10 @@ static void a_concat_of_a_graph_input_or_a_nested_tensor_is_not_in_place(void)
 		OP("conv", "\"x\"", "\"a\"") ","
 		OPX("concat", "0", "\"a\", \"a\"", "\"c\"") "]}}";
 	run(&r, "tiered:threshold=0", "g.json", twice_ok);
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK_EQ_U64(parent(&r, "a"), AS_NONE); /* one tensor, two places */
 	CHECK_EQ_U64(stat(r.p, "inplace_refused"), 1);
 	done(&r);
@@ -505,7 +575,10 @@ static void split_outputs_live_inside_the_input(void)
 {
 	struct run r;
 	run(&r, "tiered:threshold=0", "g.json", split_graph);
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK_EQ_U64(off(&r, "p"), off(&r, "s"));
 	CHECK_EQ_U64(off(&r, "q"), off(&r, "s") + 64);
 	CHECK_EQ_U64(parent(&r, "q"), idx(r.t, "s"));
@@ -519,7 +592,10 @@ static void split_outputs_live_inside_the_input(void)
 		OP("conv", "\"x\"", "\"s\"") ","
 		OPX("split", "1", "\"s\"", "\"p\", \"q\"") "]}}";
 	run(&r, "tiered:threshold=0", "g.json", inner);
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK_EQ_U64(parent(&r, "p"), AS_NONE);
 	CHECK_EQ_U64(stat(r.p, "inplace_refused"), 1);
 	done(&r);
@@ -542,7 +618,10 @@ static void nested_in_place_decisions_chain_and_validate(void)
 		OP("relu", "\"f\"", "\"y\"") "]}}";
 	struct run r;
 	run(&r, "tiered:threshold=0", "g.json", g);
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK(r.rep.valid);
 	CHECK_EQ_U64(parent(&r, "r"), idx(r.t, "a"));
 	CHECK_EQ_U64(parent(&r, "p"), idx(r.t, "r"));
@@ -570,7 +649,10 @@ static void a_reshape_of_a_concat_output_takes_the_parts_inside_it(void)
 		OP("relu", "\"f\"", "\"y\"") "]}}";
 	struct run r;
 	run(&r, "tiered:threshold=0", "g.json", g);
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK(r.rep.valid);
 	CHECK_EQ_U64(parent(&r, "f"), idx(r.t, "c"));
 	CHECK_EQ_U64(parent(&r, "a"), idx(r.t, "f"));
@@ -598,7 +680,10 @@ static void a_tensor_is_split_in_place_once_and_reshaped_any_number_of_times(voi
 		OP("reshape", "\"s\"", "\"r2\"") "]}}";
 	struct run r;
 	run(&r, "tiered:threshold=0", "g.json", g);
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK(r.rep.valid);
 	/* each reshape takes the parts inside it: s > r1 > r2 > p, q */
 	CHECK_EQ_U64(parent(&r, "r1"), idx(r.t, "s"));
@@ -619,7 +704,10 @@ static void plain_traces_run_without_in_place_reuse(void)
 	struct run r;
 	run(&r, "tiered", "t.ops",
 	    "alloc a 100000\nalloc b 100000\nfree a\nalloc c 50000\n");
-	CHECK(r.err == AS_OK);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
 	CHECK(r.p->alias_of == NULL);
 	CHECK_EQ_U64(stat(r.p, "aliases"), 0);
 	CHECK_EQ_U64(off(&r, "c"), 0);

@@ -23,6 +23,7 @@
  * free successor and a free predecessor (found by walking from the head: the
  * list is singly linked); with merge=never it stays as it is.
  */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -390,61 +391,71 @@ static void stats(void *state, struct as_plan *p)
 			p->alias_of[i] = s->alias[i];
 }
 
+/* Count a broken invariant; the first one is described in msg. */
+static void note(uint64_t *broken, char *msg, size_t len, const char *fmt,
+		 ...) __attribute__((format(printf, 4, 5)));
+
+static void note(uint64_t *broken, char *msg, size_t len, const char *fmt,
+		 ...)
+{
+	if ((*broken)++ == 0) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(msg, len, fmt, ap);
+		va_end(ap);
+	}
+}
+
 static uint64_t check(void *state, char *msg, size_t len)
 {
 	struct npu *s = state;
 	uint64_t broken = 0, at = 0, seen = 0;
 	bool prev_free = false;
-#define BROKEN(...)                                          \
-	do {                                                 \
-		if (!broken++)                               \
-			snprintf(msg, len, __VA_ARGS__);     \
-	} while (0)
 	for (uint32_t i = s->head; i != AS_NONE; i = s->nodes[i].next) {
 		const struct node *n = &s->nodes[i];
+		unsigned long long start = n->start;
 		if (++seen > s->live_nodes) {
-			BROKEN("the list is longer than its %u nodes (a "
-			       "cycle?)",
-			       s->live_nodes);
+			note(&broken, msg, len,
+			     "the list is longer than its %u nodes (a cycle?)",
+			     s->live_nodes);
 			break;
 		}
 		if (n->start != at)
-			BROKEN("node at %llu should start at %llu",
-			       (unsigned long long)n->start,
-			       (unsigned long long)at);
+			note(&broken, msg, len,
+			     "node at %llu should start at %llu", start,
+			     (unsigned long long)at);
 		if (n->size == 0)
-			BROKEN("empty node at %llu",
-			       (unsigned long long)n->start);
+			note(&broken, msg, len, "empty node at %llu", start);
 		if (n->used != (n->refs > 0) ||
 		    (n->used && n->owner == AS_NONE))
-			BROKEN("node at %llu: used=%d with %u buffers",
-			       (unsigned long long)n->start, n->used, n->refs);
+			note(&broken, msg, len,
+			     "node at %llu: used=%d with %u buffers", start,
+			     n->used, n->refs);
 		if (s->merge == MERGE_IMMEDIATE && prev_free && !n->used)
-			BROKEN("free nodes at %llu and before it are not "
-			       "merged",
-			       (unsigned long long)n->start);
+			note(&broken, msg, len,
+			     "free nodes at %llu and before it are not merged",
+			     start);
 		if (n->symbol != AS_NONE &&
 		    (!s->sym_node || s->sym_node[n->symbol] != i))
-			BROKEN("node at %llu holds a symbol that does not "
-			       "map to it",
-			       (unsigned long long)n->start);
+			note(&broken, msg, len,
+			     "node at %llu holds a symbol that does not map "
+			     "to it",
+			     start);
 		prev_free = !n->used;
 		at = n->start + n->size;
 	}
 	if (at != s->capacity)
-		BROKEN("the nodes end at %llu, not at the capacity %llu",
-		       (unsigned long long)at,
-		       (unsigned long long)s->capacity);
-	if (s->t && s->sym_node)
-		for (uint32_t k = 0; k < s->t->nsymbols; k++) {
-			uint32_t i = s->sym_node[k];
-			if (i != AS_NONE &&
-			    (!s->nodes[i].used || s->nodes[i].symbol != k))
-				BROKEN("symbol '%s' maps to a node that does "
-				       "not hold it",
-				       s->t->symbols[k]);
-		}
-#undef BROKEN
+		note(&broken, msg, len,
+		     "the nodes end at %llu, not at the capacity %llu",
+		     (unsigned long long)at, (unsigned long long)s->capacity);
+	for (uint32_t k = 0; s->t && s->sym_node && k < s->t->nsymbols; k++) {
+		uint32_t i = s->sym_node[k];
+		if (i != AS_NONE &&
+		    (!s->nodes[i].used || s->nodes[i].symbol != k))
+			note(&broken, msg, len,
+			     "symbol '%s' maps to a node that does not hold it",
+			     s->t->symbols[k]);
+	}
 	return broken;
 }
 

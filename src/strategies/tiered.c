@@ -41,6 +41,7 @@
  * the block alive; the plan records each alias's container so the validator
  * can tell intended sharing from overlap.
  */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -741,7 +742,8 @@ static void dump(struct tiered *s)
 			 (unsigned long long)L->cap, L->nblocks, L->nfree);
 		s->emit(s->ctx, line);
 		for (uint32_t i = L->first; i != AS_NONE; i = s->b[i].next) {
-			snprintf(line, sizeof(line), "  %s [%llu, %llu) %llu %s",
+			snprintf(line, sizeof(line),
+				 "  %s [%llu, %llu) %llu %s",
 				 level_names[l],
 				 (unsigned long long)s->b[i].start,
 				 (unsigned long long)(s->b[i].start +
@@ -815,6 +817,21 @@ static void stats(void *state, struct as_plan *p)
 	}
 }
 
+/* Count a broken invariant; the first one is described in msg. */
+static void note(uint64_t *broken, char *msg, size_t len, const char *fmt,
+		 ...) __attribute__((format(printf, 4, 5)));
+
+static void note(uint64_t *broken, char *msg, size_t len, const char *fmt,
+		 ...)
+{
+	if ((*broken)++ == 0) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(msg, len, fmt, ap);
+		va_end(ap);
+	}
+}
+
 /* In-order walk of a free treap: counts nodes, checks order and kind. */
 static uint64_t count_treap(const struct tiered *s, uint32_t n, uint8_t level,
 			    uint32_t *prev, uint64_t *broken, char *msg,
@@ -825,78 +842,76 @@ static uint64_t count_treap(const struct tiered *s, uint32_t n, uint8_t level,
 	uint64_t c = count_treap(s, s->b[n].left, level, prev, broken, msg,
 				 len, depth + 1);
 	if (!s->b[n].free || s->b[n].level != level ||
-	    (*prev != AS_NONE && !before(s, *prev, n))) {
-		if (!(*broken)++)
-			snprintf(msg, len, "%s: free treap holds a bad block at "
-					   "%llu",
-				 level_names[level],
-				 (unsigned long long)s->b[n].start);
-	}
+	    (*prev != AS_NONE && !before(s, *prev, n)))
+		note(broken, msg, len,
+		     "%s: free treap holds a bad block at %llu",
+		     level_names[level], (unsigned long long)s->b[n].start);
 	*prev = n;
 	return c + 1 +
 	       count_treap(s, s->b[n].right, level, prev, broken, msg, len,
 			   depth + 1);
 }
 
+/* The invariants of one level, counted into *broken. */
+static void check_level(const struct tiered *s, uint8_t l, uint64_t *broken,
+			char *msg, size_t len)
+{
+	const struct level *L = &s->lv[l];
+	const char *name = level_names[l];
+	uint64_t at = 0, nfree = 0, n = 0;
+	bool prev_free = false;
+	uint32_t last = AS_NONE;
+	for (uint32_t i = L->first; i != AS_NONE; i = s->b[i].next) {
+		const struct blk *b = &s->b[i];
+		unsigned long long start = b->start;
+		if (++n > L->nblocks) {
+			note(broken, msg, len,
+			     "%s: more blocks in the list than %u", name,
+			     L->nblocks);
+			break;
+		}
+		if (b->start != at || b->size == 0 || b->level != l ||
+		    b->prev != last)
+			note(broken, msg, len,
+			     "%s: block at %llu does not follow the one before "
+			     "(at %llu)",
+			     name, start, (unsigned long long)at);
+		if (b->free && prev_free)
+			note(broken, msg, len,
+			     "%s: neighbouring free blocks at %llu are not "
+			     "merged",
+			     name, start);
+		if (!b->free && b->refs == 0)
+			note(broken, msg, len,
+			     "%s: used block at %llu holds no buffer", name,
+			     start);
+		nfree += b->free;
+		prev_free = b->free;
+		at = b->start + b->size;
+		last = i;
+	}
+	if (last != L->last || at != L->top)
+		note(broken, msg, len,
+		     "%s: the blocks end at %llu, top is %llu", name,
+		     (unsigned long long)at, (unsigned long long)L->top);
+	if (L->cap && L->top > L->cap)
+		note(broken, msg, len, "%s: top %llu beyond the capacity %llu",
+		     name, (unsigned long long)L->top,
+		     (unsigned long long)L->cap);
+	uint32_t prev = AS_NONE;
+	uint64_t in_treap =
+		count_treap(s, L->free_root, l, &prev, broken, msg, len, 0);
+	if (in_treap != nfree || nfree != L->nfree)
+		note(broken, msg, len,
+		     "%s: %llu free blocks, %llu in the free treap", name,
+		     (unsigned long long)nfree, (unsigned long long)in_treap);
+}
+
 static uint64_t check(void *state, char *msg, size_t len)
 {
-	struct tiered *s = state;
 	uint64_t broken = 0;
-#define BROKEN(...)                                          \
-	do {                                                 \
-		if (!broken++)                               \
-			snprintf(msg, len, __VA_ARGS__);     \
-	} while (0)
-	for (uint8_t l = 0; l < NLEVELS; l++) {
-		const struct level *L = &s->lv[l];
-		uint64_t at = 0, nfree = 0, n = 0;
-		bool prev_free = false;
-		uint32_t last = AS_NONE;
-		for (uint32_t i = L->first; i != AS_NONE; i = s->b[i].next) {
-			const struct blk *b = &s->b[i];
-			if (++n > L->nblocks) {
-				BROKEN("%s: more blocks in the list than %u",
-				       level_names[l], L->nblocks);
-				break;
-			}
-			if (b->start != at || b->size == 0 || b->level != l ||
-			    b->prev != last)
-				BROKEN("%s: block at %llu does not follow the "
-				       "one before (at %llu)",
-				       level_names[l],
-				       (unsigned long long)b->start,
-				       (unsigned long long)at);
-			if (b->free && prev_free)
-				BROKEN("%s: neighbouring free blocks at %llu "
-				       "are not merged",
-				       level_names[l],
-				       (unsigned long long)b->start);
-			if (!b->free && b->refs == 0)
-				BROKEN("%s: used block at %llu holds no buffer",
-				       level_names[l],
-				       (unsigned long long)b->start);
-			nfree += b->free;
-			prev_free = b->free;
-			at = b->start + b->size;
-			last = i;
-		}
-		if (last != L->last || at != L->top)
-			BROKEN("%s: the blocks end at %llu, top is %llu",
-			       level_names[l], (unsigned long long)at,
-			       (unsigned long long)L->top);
-		if (L->cap && L->top > L->cap)
-			BROKEN("%s: top %llu beyond the capacity %llu",
-			       level_names[l], (unsigned long long)L->top,
-			       (unsigned long long)L->cap);
-		uint32_t prev = AS_NONE;
-		uint64_t in_treap = count_treap(s, L->free_root, l, &prev,
-						&broken, msg, len, 0);
-		if (in_treap != nfree || nfree != L->nfree)
-			BROKEN("%s: %llu free blocks, %llu in the free treap",
-			       level_names[l], (unsigned long long)nfree,
-			       (unsigned long long)in_treap);
-	}
-#undef BROKEN
+	for (uint8_t l = 0; l < NLEVELS; l++)
+		check_level(state, l, &broken, msg, len);
 	return broken;
 }
 
