@@ -965,6 +965,63 @@ static void plans_validate_on_seeded_random_graphs_and_traces(void)
 	}
 }
 
+/* Run the CLI through the shell; its exit status and first output line. */
+static int cli(const char *args, char *out, size_t len)
+{
+	const char *exe = getenv("AS_EXE"), *src = getenv("AS_SOURCE_DIR");
+	char cmd[2048];
+	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s 2>&1", src ? src : ".",
+		 exe ? exe : "build/allocscope", args);
+	FILE *f = popen(cmd, "r");
+	out[0] = 0;
+	if (!f)
+		return -1;
+	if (!fgets(out, (int)len, f))
+		out[0] = 0;
+	char sink[4096];
+	while (fgets(sink, sizeof(sink), f))
+		;
+	int st = pclose(f);
+	return st >= 0 && (st & 0x7f) == 0 ? (st >> 8) & 0xff : -1;
+}
+
+static void the_cli_refuses_bad_options_with_status_2_and_replays_graphs(void)
+{
+	static const struct {
+		const char *args, *want;
+		int status;
+	} cases[] = {
+		{"replay traces/cnn-graph.json -s tiered:l2=abc",
+		 "tiered: option l2=abc: not a non-negative integer", 2},
+		{"replay traces/cnn-graph.json -s tiered:inplace=yes",
+		 "tiered: option inplace=yes: expected one of off|on", 2},
+		{"replay traces/npu-stream.ops -s npu-list:merge=sometimes",
+		 "npu-list: option merge=sometimes: expected one of", 2},
+		{"replay traces/npu-stream.ops -s npu-list:capacity=-4",
+		 "npu-list: option capacity=-4", 2},
+		{"replay traces/npu-stream.ops -s npu-list:colour=red",
+		 "unknown option 'colour'", 2},
+		{"replay traces/cnn-graph.json -s tiered -s npu-list",
+		 "trace traces/cnn-graph.json (json): 16 buffers", 0},
+		{"replay traces/npu-stream.ops -s tiered:l2=64K -s npu-list",
+		 "trace traces/npu-stream.ops (ops): 17 buffers", 0},
+	};
+	if (!getenv("AS_EXE")) {
+		printf("#   AS_EXE is not set\n");
+		tap_cur_failed = 1;
+		return;
+	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char out[512];
+		int st = cli(cases[i].args, out, sizeof(out));
+		if (st != cases[i].status || !strstr(out, cases[i].want)) {
+			printf("#   %s: status %d, '%s'\n", cases[i].args, st,
+			       out);
+			tap_cur_failed = 1;
+		}
+	}
+}
+
 int main(void)
 {
 	TEST_RUN(worked_example_16_10_5_mib_fit_in_16_mib);
@@ -994,5 +1051,6 @@ int main(void)
 	TEST_RUN(the_bundled_cnn_graph_shows_in_place_reuse);
 	TEST_RUN(plans_validate_on_every_bundled_trace);
 	TEST_RUN(plans_validate_on_seeded_random_graphs_and_traces);
+	TEST_RUN(the_cli_refuses_bad_options_with_status_2_and_replays_graphs);
 	return tap_done();
 }
