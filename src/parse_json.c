@@ -1138,15 +1138,17 @@ static int parse_numa(struct ctx *c, const cJSON *root)
 			     (unsigned long long)align);
 	if ((err = get_string(c, no, "schedule", false, &sched)))
 		return err;
-	if (!sched || strcmp(sched, "round-robin") == 0)
+	if (!sched || strcmp(sched, "round-robin") == 0) {
 		sched = "round-robin";
-	else if (strcmp(sched, "least-loaded") == 0)
+	} else if (strcmp(sched, "least-loaded") == 0) {
+		sched = "least-loaded";
 		rule = SCHED_LEAST_LOADED;
-	else
+	} else {
 		return nfail(&x, "schedule", "unknown schedule '%s' "
 					     "(expected round-robin or "
 					     "least-loaded)",
 			     sched);
+	}
 	if ((err = nalloc(&x, parents, &nm)) || (err = ncores(&x, no, nm)))
 		return err;
 	bool given = false;
