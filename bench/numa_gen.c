@@ -316,11 +316,19 @@ static int compare(const char *path, bool quiet)
 		}
 	}
 	for (int s = 0; s < NSPEC; s++) {
-		if (as_strategy_run(specs[s], t, NULL, &plans[s], &d)) {
-			fprintf(stderr, "%s\n",
-				as_diag_text(&d, msg, sizeof(msg)));
-			rc = 2;
-			goto out;
+		/* Three runs; the fastest counts (timing noise only adds). */
+		for (int rep = 0; rep < 3; rep++) {
+			struct as_plan *pl = NULL;
+			if (as_strategy_run(specs[s], t, NULL, &pl, &d)) {
+				fprintf(stderr, "%s\n",
+					as_diag_text(&d, msg, sizeof(msg)));
+				rc = 2;
+				goto out;
+			}
+			if (plans[s] && plans[s]->plan_ms < pl->plan_ms)
+				pl->plan_ms = plans[s]->plan_ms;
+			as_plan_destroy(plans[s]);
+			plans[s] = pl;
 		}
 		struct as_report r;
 		if (as_validate(t, plans[s], &r)) {
@@ -348,13 +356,14 @@ static int compare(const char *path, bool quiet)
 	       path, nc, nm->nparents, nm->nsubtasks, t->nbuffers, load_ms);
 	printf("round trips through global memory without keeping: %.0f\n",
 	       stat_of(plans[0], "round_trips"));
-	printf("%-20s %10s %10s %9s %6s %12s %10s %10s\n", "strategy",
-	       "objects", "plan ms", "valid", "", "padding B", "kept",
-	       "kept B");
+	printf("%-20s %10s %10s %6s %14s %12s %10s %10s\n", "strategy",
+	       "objects", "plan ms", "valid", "max core peak", "padding B",
+	       "kept", "kept B");
 	for (int s = 0; s < NSPEC; s++)
-		printf("%-20s %10.0f %10.2f %9s %6s %12.0f %10.0f %10.0f\n",
+		printf("%-20s %10.0f %10.2f %6s %14.0f %12.0f %10.0f %10.0f\n",
 		       specs[s], stat_of(plans[s], "objects_analysed"),
-		       plans[s]->plan_ms, valid[s] ? "yes" : "NO", "",
+		       plans[s]->plan_ms, valid[s] ? "yes" : "NO",
+		       stat_of(plans[s], "core_peak_max"),
 		       s ? stat_of(plans[s], "padding_bytes") : 0.0,
 		       stat_of(plans[s], "round_trips_avoided"),
 		       s == 2 ? stat_of(plans[s], "bytes_kept_on_chip") : 0.0);

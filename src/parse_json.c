@@ -927,7 +927,6 @@ static int nblocks(struct nx *x, struct as_numa *nm, uint32_t pi,
 		   uint64_t align, const uint64_t *vol)
 {
 	struct as_numa_parent *p = &nm->parents[pi];
-	uint64_t line = line_of(x->c->text, x->c->len, x->path, x->depth);
 	p->first_block = as_builder_trace(x->c->b)->nbuffers;
 	for (uint32_t k = 0; k < p->nsubtasks; k++) {
 		uint16_t core = nm->core[p->first_sub + k];
@@ -943,9 +942,13 @@ static int nblocks(struct nx *x, struct as_numa *nm, uint32_t pi,
 				x->c->b, name,
 				vol[(size_t)e * p->nsubtasks + k], align,
 				base + ed->life_start, base + ed->life_end,
-				line, x->c->diag);
-			if (idx < 0)
+				0, x->c->diag);
+			if (idx < 0) { /* the line only now: it costs a scan */
+				x->c->diag->line = line_of(x->c->text,
+							   x->c->len, x->path,
+							   x->depth);
 				return (int)idx;
+			}
 			as_builder_buffer(x->c->b, (uint32_t)idx)->space =
 				(uint16_t)(nm->first_space + core);
 		}

@@ -52,6 +52,7 @@ struct run {
 	struct core_state *cs;
 	bool keep;
 	uint64_t bundles, task_bundles, padding, trips, kept, kept_bytes;
+	uint64_t first_pass_peak; /* largest task bundle peak */
 };
 
 static uint64_t align_up(uint64_t v, uint64_t a)
@@ -223,6 +224,8 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 			uint64_t peak;
 			if ((err = plan_task_bundle(&r, pa, c, &peak)))
 				break;
+			if (peak > r.first_pass_peak)
+				r.first_pass_peak = peak;
 			if (r.keep)
 				carry(&r, pi, c, peak);
 			r.cs[c].prev = pi;
@@ -242,6 +245,9 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 					     : 0);
 	if (!err)
 		err = as_plan_stat_int(p, "padding_bytes", r.padding);
+	if (!err)
+		err = as_plan_stat_int(p, "first_pass_peak_max",
+				       r.first_pass_peak);
 	if (!err)
 		err = as_plan_stat_int(p, "round_trips", r.trips);
 	if (!err)
@@ -269,8 +275,8 @@ static const struct as_option_desc options[] = {
 const struct as_strategy_impl as_strategy_numa_bundle = {
 	.info = {
 		.name = "numa-bundle",
-		.summary = "numa traces: plan block bundles per core, blocks "
-			   "inherit their bundle's address",
+		.summary = "needs a numa trace: plans block bundles per core, "
+			   "blocks inherit the bundle's address",
 		.online = false,
 		.options = options,
 	},

@@ -84,8 +84,8 @@ static const struct as_option_desc options[] = {{NULL, NULL, NULL}};
 const struct as_strategy_impl as_strategy_numa_flat = {
 	.info = {
 		.name = "numa-flat",
-		.summary = "numa traces: every block planned on its own per "
-			   "core (baseline)",
+		.summary = "needs a numa trace: every block planned on its "
+			   "own per core (baseline)",
 		.online = false,
 		.options = options,
 	},

@@ -174,7 +174,8 @@ int numa_place(struct numa_ws *ws, struct numa_item *items, uint32_t n,
 		h.n = 0;
 		if ((err = query(&tr, 0, m, b->start, b->end, &h)))
 			break;
-		qsort(h.v, h.n, sizeof(*h.v), cmp_hit);
+		if (h.n > 1)
+			qsort(h.v, h.n, sizeof(*h.v), cmp_hit);
 		for (uint32_t j = 0; j < h.n; j++) {
 			uint64_t at = (cand + align - 1) & ~(align - 1);
 			if (at + b->size <= h.v[j].off)
