@@ -253,6 +253,20 @@ static void second_pass_keeps_only_what_fits_in_the_core(void)
 	as_trace_destroy(t);
 }
 
+static void carry_option_bounds_the_bytes_kept_per_core(void)
+{
+	struct as_trace *t = parse(chain("1024", ""), NULL);
+	if (!t)
+		return;
+	struct as_plan *k = run(t, "numa-bundle:carry=64");
+	if (k) {
+		CHECK_EQ_U64(stat(k, "round_trips_avoided"), 2);
+		CHECK(valid(t, k));
+	}
+	as_plan_destroy(k);
+	as_trace_destroy(t);
+}
+
 static void second_pass_needs_the_parents_to_be_consecutive_on_the_core(void)
 {
 	/* "mid" runs on core 0 between p and c: core 0 round-trips. */
@@ -399,6 +413,8 @@ static void numa_bundle_rejects_unknown_and_out_of_range_options(void)
 	CHECK(as_strategy_run("numa-bundle:spread=1", t, NULL, &p, &d) ==
 	      AS_ENOTFOUND);
 	CHECK(strstr(d.msg, "spread") != NULL);
+	CHECK(as_strategy_run("numa-bundle:carry=-1", t, NULL, &p, &d) ==
+	      AS_EINVAL);
 	CHECK(as_strategy_run("numa-flat:keep=1", t, NULL, &p, &d) ==
 	      AS_ENOTFOUND);
 	CHECK(p == NULL);
@@ -507,6 +523,7 @@ int main(void)
 	TEST_RUN(smaller_blocks_are_padded_up_to_their_bundle);
 	TEST_RUN(second_pass_keeps_data_between_consecutive_parents_on_chip);
 	TEST_RUN(second_pass_keeps_only_what_fits_in_the_core);
+	TEST_RUN(carry_option_bounds_the_bytes_kept_per_core);
 	TEST_RUN(second_pass_needs_the_parents_to_be_consecutive_on_the_core);
 	TEST_RUN(least_loaded_schedule_sends_each_sub_task_to_the_emptiest_core);
 	TEST_RUN(a_given_schedule_is_followed);

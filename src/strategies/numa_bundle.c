@@ -40,17 +40,33 @@ struct core_state {
 	uint64_t zbase, ztop;   /* carry zone into prev; empty: equal */
 };
 
+/* Per task bundle of the current parent (dense index d). */
+struct tb {
+	uint16_t core;
+	uint64_t peak;          /* of its block bundles */
+	uint64_t zsize;         /* second pass: bytes wanted, upper bound */
+	uint64_t base, cursor;  /* second pass: zone start, next free */
+};
+
+/*
+ * Invariants between parents: dense[c] == AS_NONE for every core, and
+ * cs[c] describes the last parent that ran on core c. Every loop over
+ * blocks runs in trace order (sub-task major) to read memory in order.
+ */
 struct run {
 	const struct as_trace *t;
 	const struct as_numa *nm;
 	struct as_plan *p;
 	struct numa_ws ws;
-	struct numa_item *items;  /* per edge of the parent */
-	uint64_t *bundle;         /* per edge: bundle size */
-	uint32_t *first, *members;/* sub-tasks of the parent by core */
+	struct numa_item *items;  /* per task bundle d, per edge e: d*E+e */
+	size_t cap_items;
+	uint32_t *dense;          /* per core: its task bundle, or AS_NONE */
+	struct tb *tb;            /* per task bundle of the parent */
+	uint32_t ntb;
 	uint8_t *moved;           /* per block: moved into a carry zone */
 	struct core_state *cs;
 	bool keep;
+	uint64_t carry_max;       /* bytes per zone, 0: capacity bounds it */
 	uint64_t bundles, task_bundles, padding, trips, kept, kept_bytes;
 	uint64_t first_pass_peak; /* largest task bundle peak */
 };
@@ -60,176 +76,196 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
-/* Group the parent's sub-tasks by core (counting sort, index order). */
-static void group(struct run *r, const struct as_numa_parent *pa)
-{
-	const uint16_t *core = r->nm->core + pa->first_sub;
-	uint32_t nc = r->nm->ncores;
-	for (uint32_t c = 0; c <= nc; c++)
-		r->first[c] = 0;
-	for (uint32_t k = 0; k < pa->nsubtasks; k++)
-		r->first[core[k] + 1]++;
-	for (uint32_t c = 0; c < nc; c++)
-		r->first[c + 1] += r->first[c];
-	for (uint32_t k = 0; k < pa->nsubtasks; k++)
-		r->members[r->first[core[k]]++] = k;
-	for (uint32_t c = nc; c > 0; c--)
-		r->first[c] = r->first[c - 1];
-	r->first[0] = 0;
-}
-
-/* First pass for one task bundle: returns its peak through *peak. */
-static int plan_task_bundle(struct run *r, const struct as_numa_parent *pa,
-			    uint32_t c, uint64_t *peak)
+/* First pass for one parent: size, place and inherit its block bundles. */
+static int first_pass(struct run *r, const struct as_numa_parent *pa)
 {
 	const struct as_buffer *buf = r->t->buffers;
 	const struct as_numa_edge *edges = r->nm->edges + pa->first_edge;
-	uint32_t lo = r->first[c], hi = r->first[c + 1];
-	for (uint32_t e = 0; e < pa->nedges; e++) {
-		r->items[e] = (struct numa_item){0, edges[e].life_start,
-						 edges[e].life_end, 1, 0};
-	}
-	for (uint32_t m = lo; m < hi; m++) {
-		uint32_t b0 = as_numa_block(pa, r->members[m], 0);
-		for (uint32_t e = 0; e < pa->nedges; e++) {
-			const struct as_buffer *b = &buf[b0 + e];
-			struct numa_item *it = &r->items[e];
-			if (b->size > it->size)
-				it->size = b->size;
-			if (as_buffer_align(b) > it->align)
-				it->align = as_buffer_align(b);
+	const uint16_t *core = r->nm->core + pa->first_sub;
+	uint32_t E = pa->nedges;
+	r->ntb = 0;
+	for (uint32_t k = 0; k < pa->nsubtasks; k++) {
+		uint32_t d = r->dense[core[k]];
+		if (d == AS_NONE) {
+			d = r->dense[core[k]] = r->ntb++;
+			size_t need = (size_t)r->ntb * E;
+			if (need > r->cap_items) {
+				size_t cap = need * 2;
+				struct numa_item *n = realloc(
+					r->items, cap * sizeof(*n));
+				if (!n)
+					return AS_ENOMEM;
+				r->items = n;
+				r->cap_items = cap;
+			}
+			r->tb[d] = (struct tb){.core = core[k]};
+			for (uint32_t e = 0; e < E; e++)
+				r->items[(size_t)d * E + e] =
+					(struct numa_item){
+						0, edges[e].life_start,
+						edges[e].life_end, 1, 0};
+		}
+		const struct as_buffer *b = &buf[as_numa_block(pa, k, 0)];
+		struct numa_item *it = &r->items[(size_t)d * E];
+		for (uint32_t e = 0; e < E; e++) {
+			if (b[e].size > it[e].size)
+				it[e].size = b[e].size;
+			if (as_buffer_align(&b[e]) > it[e].align)
+				it[e].align = as_buffer_align(&b[e]);
 		}
 	}
-	int err = numa_place(&r->ws, r->items, pa->nedges, peak);
-	if (err)
-		return err;
-	r->bundles += pa->nedges;
-	r->task_bundles++;
-	for (uint32_t m = lo; m < hi; m++) {
-		uint32_t b0 = as_numa_block(pa, r->members[m], 0);
-		for (uint32_t e = 0; e < pa->nedges; e++) {
-			r->p->offset[b0 + e] = r->items[e].offset;
-			r->padding += r->items[e].size - buf[b0 + e].size;
+	for (uint32_t d = 0; d < r->ntb; d++) {
+		int err = numa_place(&r->ws, &r->items[(size_t)d * E], E,
+				     &r->tb[d].peak);
+		if (err)
+			return err;
+		if (r->tb[d].peak > r->first_pass_peak)
+			r->first_pass_peak = r->tb[d].peak;
+	}
+	r->bundles += (uint64_t)r->ntb * E;
+	r->task_bundles += r->ntb;
+	for (uint32_t k = 0; k < pa->nsubtasks; k++) {
+		uint32_t b0 = as_numa_block(pa, k, 0);
+		const struct numa_item *it =
+			&r->items[(size_t)r->dense[core[k]] * E];
+		for (uint32_t e = 0; e < E; e++) {
+			r->p->offset[b0 + e] = it[e].offset;
+			r->padding += it[e].size - buf[b0 + e].size;
 		}
 	}
 	return AS_OK;
 }
 
 /*
- * Second pass between q (the previous parent on core c) and pa: keep what
- * q produced for pa on chip, in a carry zone. `peak` is pa's bundle peak.
+ * The producer block whose data sub-task k of pa reads through edge e
+ * from the parent that ran just before pa on the same core, when it can
+ * stay on chip; AS_NONE otherwise.
  */
-static void carry(struct run *r, uint32_t pi, uint32_t c, uint64_t peak)
+static uint32_t producer(const struct run *r, const struct as_numa_parent *pa,
+			 uint32_t k, uint32_t e)
 {
 	const struct as_numa *nm = r->nm;
-	const struct as_numa_parent *pa = &nm->parents[pi];
-	struct core_state *cs = &r->cs[c];
+	const struct as_numa_edge *ed = &nm->edges[pa->first_edge + e];
+	uint16_t c = nm->core[pa->first_sub + k];
+	uint32_t q = ed->src_parent;
+	if (q == AS_NONE || q != r->cs[c].prev)
+		return AS_NONE;
+	const struct as_numa_parent *qa = &nm->parents[q];
+	if (k >= qa->nsubtasks || nm->core[qa->first_sub + k] != c)
+		return AS_NONE;
+	uint32_t prod = as_numa_block(qa, k, ed->src_edge);
+	uint32_t cons = as_numa_block(pa, k, e);
+	if (r->moved[prod] ||
+	    r->t->buffers[cons].size > r->t->buffers[prod].size)
+		return AS_NONE;
+	return prod;
+}
+
+/*
+ * Second pass for one parent: size each core's carry zone (an upper
+ * bound), choose its base clear of the previous zone, then keep blocks in
+ * sub-task order while they fit.
+ */
+static void second_pass(struct run *r, const struct as_numa_parent *pa)
+{
+	const struct as_numa *nm = r->nm;
 	const struct as_buffer *buf = r->t->buffers;
-	uint64_t cap = r->p->space_capacity[nm->first_space + c];
-	uint32_t q = cs->prev;
-	uint32_t lo = r->first[c], hi = r->first[c + 1];
-	/* Pass 1 over the candidates sizes the zone, pass 2 places. */
-	uint64_t size = 0, base = 0, used = 0;
-	for (int pass = 0; pass < 2; pass++) {
-		if (pass == 1) {
-			uint64_t low = cs->prev_peak > peak ? cs->prev_peak
-							    : peak;
-			bool empty = cs->ztop == cs->zbase;
-			base = empty || low + size <= cs->zbase
-				       ? low
-				       : (low > cs->ztop ? low : cs->ztop);
-			used = base;
+	const uint16_t *core = nm->core + pa->first_sub;
+	uint32_t E = pa->nedges;
+	bool any = false;
+	for (uint32_t e = 0; e < E; e++)
+		any |= nm->edges[pa->first_edge + e].src_parent != AS_NONE;
+	for (uint32_t pass = 0; any && pass < 2; pass++) {
+		for (uint32_t d = 0; pass == 1 && d < r->ntb; d++) {
+			struct tb *tb = &r->tb[d];
+			const struct core_state *cs = &r->cs[tb->core];
+			uint64_t low = cs->prev_peak > tb->peak ? cs->prev_peak
+								: tb->peak;
+			bool below = cs->ztop == cs->zbase ||
+				     low + tb->zsize <= cs->zbase;
+			tb->base = below || low > cs->ztop ? low : cs->ztop;
+			tb->cursor = tb->base;
 		}
-		for (uint32_t e = 0; e < pa->nedges; e++) {
-			const struct as_numa_edge *ed =
-				&nm->edges[pa->first_edge + e];
-			if (ed->src_parent != q || q == AS_NONE)
-				continue;
-			const struct as_numa_parent *qa = &nm->parents[q];
-			for (uint32_t m = lo; m < hi; m++) {
-				uint32_t k = r->members[m];
-				if (k >= qa->nsubtasks ||
-				    nm->core[qa->first_sub + k] != c)
+		for (uint32_t k = 0; k < pa->nsubtasks; k++) {
+			struct tb *tb = &r->tb[r->dense[core[k]]];
+			uint64_t cap = r->p->space_capacity[nm->first_space +
+							    tb->core];
+			for (uint32_t e = 0; e < E; e++) {
+				uint32_t prod = producer(r, pa, k, e);
+				if (prod == AS_NONE)
 					continue;
-				uint32_t prod = as_numa_block(qa, k,
-							      ed->src_edge);
-				uint32_t cons = as_numa_block(pa, k, e);
-				if (r->moved[prod] ||
-				    buf[cons].size > buf[prod].size)
-					continue;
+				uint64_t size = buf[prod].size;
 				uint64_t a = as_buffer_align(&buf[prod]);
 				if (pass == 0) {
-					size = align_up(size, a) +
-					       buf[prod].size;
+					tb->zsize = align_up(tb->zsize, a) +
+						    size;
 					continue;
 				}
-				uint64_t at = align_up(used, a);
-				if (cap && (at > cap || buf[prod].size >
-								cap - at))
+				uint64_t at = align_up(tb->cursor, a);
+				if ((cap && (at > cap || size > cap - at)) ||
+				    (r->carry_max &&
+				     at + size - tb->base > r->carry_max))
 					continue;
-				used = at + buf[prod].size;
+				uint32_t cons = as_numa_block(pa, k, e);
+				tb->cursor = at + size;
 				r->p->offset[prod] = at;
 				r->p->offset[cons] = at;
 				r->p->alias_of[cons] = prod;
 				r->moved[prod] = 1;
 				r->kept++;
-				r->kept_bytes += buf[prod].size;
+				r->kept_bytes += size;
 			}
 		}
 	}
-	cs->zbase = base;
-	cs->ztop = used > base ? used : base;
+	for (uint32_t d = 0; d < r->ntb; d++) {
+		struct core_state *cs = &r->cs[r->tb[d].core];
+		cs->zbase = any ? r->tb[d].base : 0;
+		cs->ztop = any ? r->tb[d].cursor : 0;
+	}
 }
 
 static int plan(const struct as_trace *t, const struct as_opts *o,
 		struct as_plan *p, struct as_diag *diag)
 {
 	const struct as_numa *nm = t->numa;
-	uint64_t keep;
+	uint64_t keep, carry_max;
 	int err = as_opts_u64(o, "keep", 1, 0, 1, &keep, diag);
+	if (!err)
+		err = as_opts_u64(o, "carry", 0, 0, UINT64_MAX / 4,
+				  &carry_max, diag);
 	if (err)
 		return err;
-	uint32_t maxe = 0, maxsub = 0;
-	for (uint32_t pi = 0; pi < nm->nparents; pi++) {
-		if (nm->parents[pi].nedges > maxe)
-			maxe = nm->parents[pi].nedges;
-		if (nm->parents[pi].nsubtasks > maxsub)
-			maxsub = nm->parents[pi].nsubtasks;
-	}
-	struct run r = {.t = t, .nm = nm, .p = p, .keep = keep != 0};
-	r.items = malloc(((size_t)maxe + 1) * sizeof(*r.items));
-	r.first = malloc(((size_t)nm->ncores + 1) * sizeof(*r.first));
-	r.members = malloc(((size_t)maxsub + 1) * sizeof(*r.members));
+	struct run r = {.t = t, .nm = nm, .p = p, .keep = keep != 0,
+			.carry_max = carry_max};
+	r.dense = malloc(((size_t)nm->ncores + 1) * sizeof(*r.dense));
+	r.tb = malloc(((size_t)nm->ncores + 1) * sizeof(*r.tb));
 	r.cs = malloc(((size_t)nm->ncores + 1) * sizeof(*r.cs));
 	if (r.keep)
 		r.moved = calloc((size_t)t->nbuffers + 1, 1);
 	err = AS_ENOMEM;
-	if (!r.items || !r.first || !r.members || !r.cs ||
-	    (r.keep && !r.moved))
+	if (!r.dense || !r.tb || !r.cs || (r.keep && !r.moved))
 		goto out;
 	if ((err = as_plan_want_spaces(p, t, t->nspaces)) ||
 	    (r.keep && (err = as_plan_want_aliases(p, t))))
 		goto out;
-	for (uint32_t c = 0; c < nm->ncores; c++)
+	for (uint32_t c = 0; c < nm->ncores; c++) {
+		r.dense[c] = AS_NONE;
 		r.cs[c] = (struct core_state){AS_NONE, 0, 0, 0};
+	}
 	for (uint32_t pi = 0; pi < nm->nparents && !err; pi++) {
 		const struct as_numa_parent *pa = &nm->parents[pi];
 		for (uint32_t e = 0; e < pa->nedges; e++)
 			if (nm->edges[pa->first_edge + e].src_parent != AS_NONE)
 				r.trips += pa->nsubtasks;
-		group(&r, pa);
-		for (uint32_t c = 0; c < nm->ncores && !err; c++) {
-			if (r.first[c] == r.first[c + 1])
-				continue;
-			uint64_t peak;
-			if ((err = plan_task_bundle(&r, pa, c, &peak)))
-				break;
-			if (peak > r.first_pass_peak)
-				r.first_pass_peak = peak;
-			if (r.keep)
-				carry(&r, pi, c, peak);
-			r.cs[c].prev = pi;
-			r.cs[c].prev_peak = peak;
+		if ((err = first_pass(&r, pa)))
+			break;
+		if (r.keep)
+			second_pass(&r, pa);
+		for (uint32_t d = 0; d < r.ntb; d++) {
+			struct core_state *cs = &r.cs[r.tb[d].core];
+			cs->prev = pi;
+			cs->prev_peak = r.tb[d].peak;
+			r.dense[r.tb[d].core] = AS_NONE;
 		}
 	}
 	if (!err)
@@ -258,8 +294,8 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 		err = numa_core_stats(t, p);
 out:
 	free(r.items);
-	free(r.first);
-	free(r.members);
+	free(r.dense);
+	free(r.tb);
 	free(r.moved);
 	free(r.cs);
 	numa_ws_finish(&r.ws);
@@ -269,6 +305,8 @@ out:
 static const struct as_option_desc options[] = {
 	{"keep", "1", "1: keep data between consecutive parents on a core "
 		      "on chip (second pass); 0: always round-trip"},
+	{"carry", "0", "bytes a core may spend on one carry zone (kept "
+		       "data); 0: up to the core's capacity"},
 	{NULL, NULL, NULL},
 };
 
