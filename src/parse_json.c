@@ -588,7 +588,8 @@ int as_parse_json(struct as_builder *b, const char *data, size_t len,
 #define NUMA_MAX_CORES 4096
 #define NUMA_MAX_SUBTASKS (1u << 20)
 #define NUMA_MAX_OPS (1u << 16)
-#define NUMA_MAX_EDGES (1u << 16)
+#define NUMA_MAX_EDGES 4096 /* per parent; names are checked pairwise */
+#define NUMA_MAX_BLOCKS (1u << 30) /* sub-tasks x edges, all parents */
 
 /* A deeper path than struct ctx keeps: numa.parents[i].edges[j].volume. */
 struct nx {
@@ -1004,7 +1005,7 @@ static int ncores(struct nx *x, const cJSON *no, struct as_numa *nm)
 /* Sizes of the arrays, then the arrays, owned by the trace. */
 static int nalloc(struct nx *x, const cJSON *parents, struct as_numa **out)
 {
-	uint64_t nedge = 0, nsub = 0;
+	uint64_t nedge = 0, nsub = 0, nblock = 0;
 	uint32_t np = 0;
 	const cJSON *po;
 	int err;
@@ -1028,8 +1029,11 @@ static int nalloc(struct nx *x, const cJSON *parents, struct as_numa **out)
 				     NUMA_MAX_EDGES);
 		nedge += ne;
 		nsub += s;
-		if (nsub * 1 > UINT32_MAX / 2 || nedge > UINT32_MAX / 2)
-			return nfail(x, NULL, "too many sub-tasks or edges");
+		nblock += s * ne;
+		if (nblock > NUMA_MAX_BLOCKS)
+			return nfail(x, NULL, "the trace expands to more than "
+					      "%u blocks",
+				     NUMA_MAX_BLOCKS);
 		np++;
 		x->depth--;
 	}
