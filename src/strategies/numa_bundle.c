@@ -23,6 +23,7 @@
  * rest make the round trip through global memory.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "allocscope_numa.h"
 #include "numa_place.h"
@@ -44,6 +45,7 @@ struct core_state {
 struct tb {
 	uint16_t core;
 	uint64_t peak;          /* of its block bundles */
+	uint32_t members;       /* sub-tasks in the task bundle */
 	uint64_t zsize;         /* second pass: bytes wanted, upper bound */
 	uint64_t base, cursor;  /* second pass: zone start, next free */
 };
@@ -107,7 +109,9 @@ static int first_pass(struct run *r, const struct as_numa_parent *pa)
 		}
 		const struct as_buffer *b = &buf[as_numa_block(pa, k, 0)];
 		struct numa_item *it = &r->items[(size_t)d * E];
+		r->tb[d].members++;
 		for (uint32_t e = 0; e < E; e++) {
+			r->padding -= b[e].size; /* bundle sizes added below */
 			if (b[e].size > it[e].size)
 				it[e].size = b[e].size;
 			if (as_buffer_align(&b[e]) > it[e].align)
@@ -121,6 +125,9 @@ static int first_pass(struct run *r, const struct as_numa_parent *pa)
 			return err;
 		if (r->tb[d].peak > r->first_pass_peak)
 			r->first_pass_peak = r->tb[d].peak;
+		for (uint32_t e = 0; e < E; e++)
+			r->padding += r->tb[d].members *
+				      r->items[(size_t)d * E + e].size;
 	}
 	r->bundles += (uint64_t)r->ntb * E;
 	r->task_bundles += r->ntb;
@@ -128,10 +135,8 @@ static int first_pass(struct run *r, const struct as_numa_parent *pa)
 		uint32_t b0 = as_numa_block(pa, k, 0);
 		const struct numa_item *it =
 			&r->items[(size_t)r->dense[core[k]] * E];
-		for (uint32_t e = 0; e < E; e++) {
+		for (uint32_t e = 0; e < E; e++)
 			r->p->offset[b0 + e] = it[e].offset;
-			r->padding += it[e].size - buf[b0 + e].size;
-		}
 	}
 	return AS_OK;
 }
@@ -245,9 +250,20 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	err = AS_ENOMEM;
 	if (!r.dense || !r.tb || !r.cs || (r.keep && !r.moved))
 		goto out;
-	if ((err = as_plan_want_spaces(p, t, t->nspaces)) ||
-	    (r.keep && (err = as_plan_want_aliases(p, t))))
+	if ((err = numa_want_spaces(t, p)))
 		goto out;
+	if (r.keep && !p->alias_of) {
+		/* A numa trace has no aliases of its own (the parser makes
+		 * none): start from "none" without reading every buffer. */
+		p->alias_of = malloc(((size_t)t->nbuffers + 1) *
+				     sizeof(*p->alias_of));
+		if (!p->alias_of) {
+			err = AS_ENOMEM;
+			goto out;
+		}
+		memset(p->alias_of, 0xff,
+		       (size_t)t->nbuffers * sizeof(*p->alias_of));
+	}
 	for (uint32_t c = 0; c < nm->ncores; c++) {
 		r.dense[c] = AS_NONE;
 		r.cs[c] = (struct core_state){AS_NONE, 0, 0, 0};

@@ -28,7 +28,7 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	int err = AS_ENOMEM;
 	if (!first || !bycore || !items)
 		goto out;
-	if ((err = as_plan_want_spaces(p, t, t->nspaces)))
+	if ((err = numa_want_spaces(t, p)))
 		goto out;
 	/* Counting sort of the blocks by core, trace order inside. */
 	for (uint32_t i = 0; i < n; i++)

@@ -205,6 +205,28 @@ void numa_ws_finish(struct numa_ws *ws)
 	*ws = (struct numa_ws){0};
 }
 
+int numa_want_spaces(const struct as_trace *t, struct as_plan *p)
+{
+	const struct as_numa *nm = t->numa;
+	if (!p->space) {
+		p->space = malloc(((size_t)p->nbuffers + 1) * sizeof(*p->space));
+		if (!p->space)
+			return AS_ENOMEM;
+		for (uint32_t pi = 0; pi < nm->nparents; pi++) {
+			const struct as_numa_parent *pa = &nm->parents[pi];
+			uint16_t *sp = p->space + pa->first_block;
+			for (uint32_t k = 0; k < pa->nsubtasks; k++) {
+				uint16_t s = (uint16_t)(nm->first_space +
+							nm->core[pa->first_sub +
+								 k]);
+				for (uint32_t e = 0; e < pa->nedges; e++)
+					*sp++ = s;
+			}
+		}
+	}
+	return as_plan_want_spaces(p, t, t->nspaces);
+}
+
 int numa_core_stats(const struct as_trace *t, struct as_plan *p)
 {
 	const struct as_numa *nm = t->numa;

@@ -41,6 +41,13 @@ struct as_trace;
 struct as_plan;
 
 /*
+ * Give the plan one address space per core with its capacity (like
+ * as_plan_want_spaces), filling plan->space from the bundle structure in
+ * trace order rather than from every buffer. Returns 0 or AS_ENOMEM.
+ */
+int numa_want_spaces(const struct as_trace *t, struct as_plan *p);
+
+/*
  * Add the per-core statistics every numa strategy reports: the largest,
  * smallest and mean per-core peak, and the largest and mean utilisation
  * (peak / capacity, cores with a capacity only). Returns 0 or a code.
