@@ -7,6 +7,7 @@
 #include "allocscope_numa.h"
 #include "tap.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 static struct as_trace *parse(const char *json, struct as_diag *d)
@@ -421,6 +422,47 @@ static void numa_bundle_rejects_unknown_and_out_of_range_options(void)
 	as_trace_destroy(t);
 }
 
+/* Exit status of the CLI on `args` (a shell fragment), -1 when absent. */
+static int cli(const char *args)
+{
+	const char *exe = getenv("AS_EXE");
+	char cmd[2048];
+	if (!exe)
+		return -1;
+	snprintf(cmd, sizeof(cmd), "'%s' %s >/dev/null 2>&1", exe, args);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void cli_exits_2_on_traces_and_options_numa_strategies_refuse(void)
+{
+	char ops[] = "/tmp/as_numa_ops_XXXXXX";
+	int fd = mkstemp(ops);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	CHECK(write(fd, "alloc a 10\nfree a\n", 18) == 18);
+	close(fd);
+	char args[1024];
+	snprintf(args, sizeof(args), "replay -f ops '%s' -s numa-bundle", ops);
+	CHECK(cli(args) == 2);
+	snprintf(args, sizeof(args), "replay -f ops '%s' -s numa-flat", ops);
+	CHECK(cli(args) == 2);
+	snprintf(args, sizeof(args), "replay -f ops '%s'", ops);
+	CHECK(cli(args) == 0); /* without -s the numa strategies are skipped */
+	unlink(ops);
+	const char *src = getenv("AS_SOURCE_DIR");
+	if (!src)
+		src = ".";
+	snprintf(args, sizeof(args),
+		 "replay '%s/traces/numa-small.json' -s numa-bundle:keep=3", src);
+	CHECK(cli(args) == 2);
+	snprintf(args, sizeof(args), "replay '%s/traces/numa-small.json'", src);
+	CHECK(cli(args) == 0);
+	snprintf(args, sizeof(args), "replay '%s/traces/numa-ragged.json'", src);
+	CHECK(cli(args) == 0);
+}
+
 /* Generate with bench/numa_gen into a temporary file and load it. */
 static struct as_trace *generated(uint32_t cores, uint64_t blocks,
 				  uint64_t seed, const char *extra)
@@ -530,6 +572,7 @@ int main(void)
 	TEST_RUN(bad_numa_traces_get_a_clear_error_with_a_line);
 	TEST_RUN(numa_strategies_refuse_traces_without_numa_data);
 	TEST_RUN(numa_bundle_rejects_unknown_and_out_of_range_options);
+	TEST_RUN(cli_exits_2_on_traces_and_options_numa_strategies_refuse);
 	TEST_RUN(every_generated_instance_validates_under_both_strategies);
 	TEST_RUN(generated_instances_with_tight_capacity_keep_less);
 	return tap_done();
