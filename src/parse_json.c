@@ -681,6 +681,20 @@ static int nfield(const struct nx *x, const cJSON *obj, const char *field,
 	return nvalue(x, v, field, min, max, out);
 }
 
+/* An optional string field; NULL when absent. */
+static int nstring(const struct nx *x, const cJSON *obj, const char *field,
+		   const char **out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, field);
+	*out = NULL;
+	if (!v)
+		return AS_OK;
+	if (!cJSON_IsString(v))
+		return nfail(x, field, "expected a string");
+	*out = v->valuestring;
+	return AS_OK;
+}
+
 /* An operator by name (in `ops`) or by position; AS_NONE when absent. */
 static int nop_ref(const struct nx *x, const cJSON *edge, const char *field,
 		   const cJSON *ops, uint32_t nops, uint32_t *out)
@@ -785,7 +799,7 @@ static int nedges(struct nx *x, const cJSON *po, struct as_numa *nm,
 		if (!cJSON_IsObject(eo))
 			return nfail(x, NULL, "expected an object");
 		const char *name;
-		if ((err = get_string(x->c, eo, "name", false, &name)))
+		if ((err = nstring(x, eo, "name", &name)))
 			return err;
 		char auto_name[32];
 		if (!name) {
@@ -1069,7 +1083,7 @@ static int nparent(struct nx *x, const cJSON *po, struct as_numa *nm,
 	const char *name;
 	uint64_t v;
 	int err;
-	if ((err = get_string(x->c, po, "name", false, &name)))
+	if ((err = nstring(x, po, "name", &name)))
 		return err;
 	char auto_name[32];
 	if (!name) {
@@ -1143,7 +1157,7 @@ static int parse_numa(struct ctx *c, const cJSON *root)
 	if (align & (align - 1))
 		return nfail(&x, "align", "%llu is not a power of two",
 			     (unsigned long long)align);
-	if ((err = get_string(c, no, "schedule", false, &sched)))
+	if ((err = nstring(&x, no, "schedule", &sched)))
 		return err;
 	if (!sched || strcmp(sched, "round-robin") == 0) {
 		sched = "round-robin";
