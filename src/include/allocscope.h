@@ -65,7 +65,6 @@ struct as_buffer {
 	uint64_t alias_offset;   /* offset inside alias_of */
 	uint32_t alias_of;       /* buffer this one lives inside, or AS_NONE */
 	uint32_t symbol;         /* address symbol (index in trace->symbols) */
-	uint32_t frames;         /* stack frames (index in trace->frames) */
 	uint16_t space;          /* address space: pool, level or core */
 	uint16_t stream;
 	uint8_t align_log2;      /* alignment is 1 << align_log2 */
@@ -83,6 +82,9 @@ static inline uint64_t as_buffer_align(const struct as_buffer *b)
 	return (uint64_t)1 << b->align_log2;
 }
 
+/* A buffer is kept to 64 bytes: traces of 10^7 buffers are common. */
+_Static_assert(sizeof(struct as_buffer) <= 64, "as_buffer grew");
+
 enum as_event_kind {
 	AS_EV_ALLOC,
 	AS_EV_FREE,
@@ -92,11 +94,16 @@ enum as_event_kind {
 
 enum as_query { AS_Q_DUMP, AS_Q_STATS, AS_Q_RENDER, AS_Q_CURR };
 
-/* An event in trace order. `arg` is a buffer index, case index or query. */
+/*
+ * An event in trace order. `arg` is a buffer index, case index or query.
+ * Packed into 4 bytes: a trace holds at most AS_MAX_BUFFERS buffers.
+ */
 struct as_event {
-	uint32_t kind;
-	uint32_t arg;
+	uint32_t kind : 2;
+	uint32_t arg : 30;
 };
+
+#define AS_MAX_BUFFERS ((1u << 30) - 1)
 
 /* An address space: the default pool, a named pool or level, or a core. */
 struct as_space {
@@ -140,8 +147,8 @@ struct as_trace {
 	uint32_t ncases;
 	const char **symbols;   /* address symbols by index */
 	uint32_t nsymbols;
-	const char **frames;    /* one string of stack frames per index */
-	uint32_t nframes;
+	const char **frames;    /* per buffer: stack frames, '\n'-joined, or
+				 * NULL; the array is NULL when none has any */
 	struct as_op *ops;      /* graph operators in execution order, or NULL */
 	uint32_t nops;
 	struct as_tensor_shape *shapes; /* per buffer when ops != NULL, else NULL */
