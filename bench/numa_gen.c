@@ -475,13 +475,21 @@ int main(int argc, char **argv)
 			return usage();
 		}
 	}
-	FILE *f = strcmp(pr.out, "-") == 0 ? stdout : fopen(pr.out, "w");
-	if (!f) {
+	/* Whole or not at all: a temporary file renamed over the output. */
+	struct as_atomic *a;
+	FILE *f;
+	if (as_atomic_open(pr.out, &a, &f) != AS_OK) {
 		perror(pr.out);
 		return 2;
 	}
-	int rc = generate(&pr, f);
-	if (f != stdout && fclose(f))
-		rc = 1;
-	return rc ? 2 : 0;
+	if (generate(&pr, f) != 0) {
+		as_atomic_abort(a);
+		fprintf(stderr, "numa_gen: cannot write %s\n", pr.out);
+		return 2;
+	}
+	if (as_atomic_commit(a) != AS_OK) {
+		fprintf(stderr, "numa_gen: cannot write %s\n", pr.out);
+		return 2;
+	}
+	return 0;
 }
