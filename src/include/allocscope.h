@@ -153,6 +153,7 @@ struct as_trace {
 	uint32_t nops;
 	struct as_tensor_shape *shapes; /* per buffer when ops != NULL, else NULL */
 	const char *metadata;   /* JSON text of the input's metadata, or NULL */
+	const struct as_numa *numa; /* bundle structure (allocscope_numa.h) */
 	struct as_trace_private *priv;
 };
 
