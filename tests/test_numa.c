@@ -463,7 +463,7 @@ static void cli_exits_2_on_traces_and_options_numa_strategies_refuse(void)
 	CHECK(cli(args) == 0);
 }
 
-/* Generate with bench/numa_gen into a temporary file and load it. */
+/* Generate with tests/bench/numa_gen into a temporary file and load it. */
 static struct as_trace *generated(uint32_t cores, uint64_t blocks,
 				  uint64_t seed, const char *extra)
 {

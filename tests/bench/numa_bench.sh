@@ -2,7 +2,7 @@
 # Benchmark numa-bundle against numa-flat on generated numa traces of about
 # 10^5 and 10^6 blocks (docs/numa.md has the figures and how to read them).
 #
-#   bench/numa_bench.sh [BUILD_DIR] [SEED]
+#   tests/bench/numa_bench.sh [BUILD_DIR] [SEED]
 #
 # For each instance: the generator's side by side comparison (objects
 # analysed, planning time as the best of three runs, validity, largest
