@@ -116,6 +116,14 @@ int as_plan_round(struct as_plan *p, const char *label, uint64_t peak)
 uint64_t as_plan_peak(const struct as_plan *p, const struct as_trace *t,
 		      int space)
 {
+	if (space < 0 && p->nspaces > 1) {
+		uint64_t sum = 0;
+		for (uint16_t s = 0; s < p->nspaces; s++) {
+			uint64_t x = as_plan_peak(p, t, s);
+			sum = x > UINT64_MAX - sum ? UINT64_MAX : sum + x;
+		}
+		return sum;
+	}
 	uint64_t peak = 0;
 	for (uint32_t i = 0; i < t->nbuffers; i++) {
 		uint64_t off = p->offset[i];

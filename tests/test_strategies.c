@@ -77,14 +77,7 @@ static void conform(const struct as_trace *t, const char *what)
 						 sizeof(buf)));
 			tap_cur_failed = 1;
 		}
-		/*
-		 * Spaces are separate memories: the bound covers buffers of
-		 * all spaces live at once, so it holds for the sum of the
-		 * per-space peaks (with one space, the peak itself).
-		 */
-		uint64_t peak = 0;
-		for (uint16_t sp = 0; sp < p->nspaces; sp++)
-			peak += as_plan_peak(p, t, sp);
+		uint64_t peak = as_plan_peak(p, t, -1);
 		if (as_plan_failed(p, t) == 0 && peak < lb) {
 			printf("#   %s on %s: peak %llu below the lower bound "
 			       "%llu\n",

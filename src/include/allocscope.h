@@ -178,8 +178,9 @@ void as_trace_destroy(struct as_trace *t);
 
 /*
  * The lower bound: the largest total size of buffers live at one time
- * (frees before allocations at equal times), over all spaces together.
- * Buffers living inside another (aliases) take no space of their own.
+ * (frees before allocations at equal times). Buffers living inside another
+ * (aliases) take no space of their own. Address spaces are separate
+ * memories: with several, the bound is the sum of each space's bound.
  */
 uint64_t as_trace_lower_bound(const struct as_trace *t);
 
@@ -276,7 +277,10 @@ static inline uint32_t as_plan_alias_of(const struct as_plan *p,
 	return p->alias_of ? p->alias_of[i] : t->buffers[i].alias_of;
 }
 
-/* Largest offset + size over placed buffers (in `space`, or all: -1). */
+/*
+ * Largest offset + size over placed buffers in `space`; with -1, the sum of
+ * that over the plan's spaces (with one space: the largest offset + size).
+ */
 uint64_t as_plan_peak(const struct as_plan *p, const struct as_trace *t,
 		      int space);
 /* Number of non-empty allocations the strategy failed. */
