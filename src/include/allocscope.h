@@ -245,6 +245,8 @@ struct as_plan {
 	uint64_t *chunk;        /* NULL: chunk == size */
 	uint32_t *alias_of;     /* NULL: the trace's aliases */
 	uint64_t *space_capacity; /* nspaces entries, NULL: the trace's */
+	const char **space_name;  /* nspaces entries (static strings), or NULL:
+				   * the trace's names */
 	uint16_t nspaces;
 	struct as_stat *stats;
 	uint32_t nstats;
@@ -276,6 +278,10 @@ static inline uint32_t as_plan_alias_of(const struct as_plan *p,
 {
 	return p->alias_of ? p->alias_of[i] : t->buffers[i].alias_of;
 }
+
+/* The name of a plan's space (its own, else the trace's, else "space"). */
+const char *as_plan_space_name(const struct as_plan *p,
+			       const struct as_trace *t, uint16_t space);
 
 /*
  * Largest offset + size over placed buffers in `space`; with -1, the sum of
