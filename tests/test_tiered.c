@@ -302,6 +302,10 @@ static void l2_is_tried_first_then_l3(void)
 	CHECK_EQ_U64(r.p->nspaces, 2);
 	CHECK_EQ_U64(r.p->space_capacity[0], MiB(4));
 	CHECK_EQ_U64(r.p->space_capacity[1], MiB(8));
+	CHECK_STR(as_plan_space_name(r.p, r.t, 0), "L2");
+	CHECK_STR(as_plan_space_name(r.p, r.t, 1), "L3");
+	/* the memory used in all: both levels */
+	CHECK_EQ_U64(as_plan_peak(r.p, r.t, -1), MiB(4) + MiB(8));
 	CHECK_EQ_U64(stat(r.p, "l2_bytes"), MiB(4));
 	CHECK_EQ_U64(stat(r.p, "l3_bytes"), MiB(8));
 	done(&r);
@@ -370,6 +374,21 @@ static void a_config_case_restarts_with_its_own_levels(void)
 	CHECK_EQ_U64(level(&r, "a"), 1);
 	CHECK_EQ_U64(level(&r, "b"), 0);
 	CHECK_EQ_U64(r.p->space_capacity[0], MiB(4)); /* the widest */
+	done(&r);
+}
+
+static void traces_of_several_memories_are_refused(void)
+{
+	struct run r;
+	run(&r, "tiered", "t.ops", "alloc a 64 pool=sram\nalloc b 64\n");
+	CHECK(r.err == AS_EUNSUPPORTED);
+	CHECK(strstr(r.d.msg, "needs a trace of one address space") != NULL);
+	CHECK(r.t && !as_strategy_applies("tiered", r.t));
+	CHECK(r.t && !as_strategy_applies("npu-list", r.t));
+	done(&r);
+	run(&r, "tiered", "t.ops", "alloc a 64\nalloc b 64\n");
+	CHECK(r.t && as_strategy_applies("tiered", r.t));
+	CHECK(r.t && as_strategy_applies("npu-list", r.t));
 	done(&r);
 }
 
@@ -761,6 +780,10 @@ static void conform(const char *name, const char *text, const char *what)
 	for (size_t s = 0; s < NSPECS; s++) {
 		struct run r;
 		run(&r, specs[s], name, text);
+		if (r.err == AS_EUNSUPPORTED && r.t && r.t->nspaces > 1) {
+			done(&r); /* separate memories: not tiered's */
+			continue;
+		}
 		if (r.err != AS_OK) {
 			printf("#   %s on %s: %s\n", specs[s], what, r.d.msg);
 			tap_cur_failed = 1;
@@ -1001,6 +1024,12 @@ static void the_cli_refuses_bad_options_with_status_2_and_replays_graphs(void)
 		 "npu-list: option capacity=-4", 2},
 		{"replay traces/npu-stream.ops -s npu-list:colour=red",
 		 "unknown option 'colour'", 2},
+		{"replay traces/numa-small.json -s tiered",
+		 "cannot plan this trace (needs a trace of one address space",
+		 2},
+		{"replay traces/numa-small.json -s npu-list",
+		 "cannot plan this trace (needs a trace of one address space",
+		 2},
 		{"replay traces/cnn-graph.json -s tiered -s npu-list",
 		 "trace traces/cnn-graph.json (json): 16 buffers", 0},
 		{"replay traces/npu-stream.ops -s tiered:l2=64K -s npu-list",
@@ -1037,6 +1066,7 @@ int main(void)
 	TEST_RUN(a_tail_extension_beyond_l2_goes_to_l3);
 	TEST_RUN(alignment_is_honoured_with_free_padding);
 	TEST_RUN(a_config_case_restarts_with_its_own_levels);
+	TEST_RUN(traces_of_several_memories_are_refused);
 	TEST_RUN(options_out_of_range_are_refused_by_name);
 	TEST_RUN(a_reshape_output_lives_in_its_input_block);
 	TEST_RUN(a_reshape_needing_a_stricter_alignment_is_not_in_place);

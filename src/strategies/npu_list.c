@@ -469,13 +469,21 @@ static const struct as_online_impl online = {
 	.destroy = destroy,
 };
 
+/* One list over one memory: traces of separate memories are not its. */
+static bool applies(const struct as_trace *t)
+{
+	return t->nspaces == 1;
+}
+
 const struct as_strategy_impl as_strategy_npu_list = {
 	.info = {
 		.name = "npu-list",
-		.summary = "linked-list first fit with address symbols (NPU "
-			   "instruction streams)",
+		.summary = "needs a trace of one address space: linked-list "
+			   "first fit with address symbols (NPU instruction "
+			   "streams)",
 		.online = true,
 		.options = options,
 	},
+	.applies = applies,
 	.online = &online,
 };

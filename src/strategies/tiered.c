@@ -802,6 +802,7 @@ static void stats(void *state, struct as_plan *p)
 	    (s->aliases && as_plan_want_aliases(p, t) != AS_OK))
 		return;
 	for (uint16_t l = 0; l < n; l++) {
+		p->space_name[l] = level_names[l];
 		/* Cases may differ: the widest capacity holds them all. */
 		uint64_t c = s->lv[l].cap;
 		if (l < had && (prev[l] == 0 || (c && prev[l] > c)))
@@ -925,13 +926,21 @@ static const struct as_online_impl online = {
 	.destroy = destroy,
 };
 
+/* Tiered is one memory hierarchy: traces of separate memories are not its. */
+static bool applies(const struct as_trace *t)
+{
+	return t->nspaces == 1;
+}
+
 const struct as_strategy_impl as_strategy_tiered = {
 	.info = {
 		.name = "tiered",
-		.summary = "free-block lists with threshold, tail extension, "
-			   "L2/L3 levels and in-place reuse for graphs",
+		.summary = "needs a trace of one address space: free-block "
+			   "lists with threshold, tail extension, L2/L3 "
+			   "levels and in-place reuse for graphs",
 		.online = true,
 		.options = options,
 	},
+	.applies = applies,
 	.online = &online,
 };
