@@ -153,6 +153,7 @@ struct as_trace {
 	uint32_t nops;
 	struct as_tensor_shape *shapes; /* per buffer when ops != NULL, else NULL */
 	const char *metadata;   /* JSON text of the input's metadata, or NULL */
+	const struct as_numa *numa; /* bundle structure (allocscope_numa.h) */
 	struct as_trace_private *priv;
 };
 
@@ -177,8 +178,9 @@ void as_trace_destroy(struct as_trace *t);
 
 /*
  * The lower bound: the largest total size of buffers live at one time
- * (frees before allocations at equal times), over all spaces together.
- * Buffers living inside another (aliases) take no space of their own.
+ * (frees before allocations at equal times). Buffers living inside another
+ * (aliases) take no space of their own. Address spaces are separate
+ * memories: with several, the bound is the sum of each space's bound.
  */
 uint64_t as_trace_lower_bound(const struct as_trace *t);
 
@@ -243,6 +245,8 @@ struct as_plan {
 	uint64_t *chunk;        /* NULL: chunk == size */
 	uint32_t *alias_of;     /* NULL: the trace's aliases */
 	uint64_t *space_capacity; /* nspaces entries, NULL: the trace's */
+	const char **space_name;  /* nspaces entries (static strings), or NULL:
+				   * the trace's names */
 	uint16_t nspaces;
 	struct as_stat *stats;
 	uint32_t nstats;
@@ -275,7 +279,14 @@ static inline uint32_t as_plan_alias_of(const struct as_plan *p,
 	return p->alias_of ? p->alias_of[i] : t->buffers[i].alias_of;
 }
 
-/* Largest offset + size over placed buffers (in `space`, or all: -1). */
+/* The name of a plan's space (its own, else the trace's, else "space"). */
+const char *as_plan_space_name(const struct as_plan *p,
+			       const struct as_trace *t, uint16_t space);
+
+/*
+ * Largest offset + size over placed buffers in `space`; with -1, the sum of
+ * that over the plan's spaces (with one space: the largest offset + size).
+ */
 uint64_t as_plan_peak(const struct as_plan *p, const struct as_trace *t,
 		      int space);
 /* Number of non-empty allocations the strategy failed. */
