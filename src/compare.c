@@ -69,6 +69,7 @@ static const char *const change_names[] = {
 	[AS_CH_MORE_FAILED] = "more failed",
 	[AS_CH_INVALID] = "invalid",
 	[AS_CH_FIXED] = "fixed",
+	[AS_CH_TRACE_CHANGED] = "trace changed",
 	[AS_CH_ONLY_BASE] = "only in base",
 	[AS_CH_ONLY_NEW] = "only in new",
 };
@@ -281,6 +282,17 @@ static void classify(const struct as_compare_options *o,
 		r->status = AS_CH_INVALID;
 		return;
 	}
+	/*
+	 * An edited trace (same name, other content) says nothing about the
+	 * strategy: report it, and let the baseline be regenerated.
+	 */
+	if (r->base->lower_bound != r->new_->lower_bound ||
+	    (r->base->buffers && r->new_->buffers &&
+	     (r->base->buffers != r->new_->buffers ||
+	      r->base->events != r->new_->events))) {
+		r->status = AS_CH_TRACE_CHANGED;
+		return;
+	}
 	if (!r->base->valid) {
 		r->status = AS_CH_FIXED;
 		return;
@@ -404,16 +416,18 @@ static int group_of(const struct as_comparison *c,
 		return 1;
 	case AS_CH_ONLY_BASE:
 		return 2;
-	case AS_CH_ONLY_NEW:
+	case AS_CH_TRACE_CHANGED:
 		return 3;
-	case AS_CH_BETTER:
+	case AS_CH_ONLY_NEW:
 		return 4;
-	case AS_CH_FIXED:
+	case AS_CH_BETTER:
 		return 5;
-	case AS_CH_SAME:
+	case AS_CH_FIXED:
 		return 6;
+	case AS_CH_SAME:
+		return 7;
 	}
-	return 7;
+	return 8;
 }
 
 static double sort_weight(const struct as_compare_row *r)
@@ -545,6 +559,11 @@ int as_comparison_write_markdown(const struct as_comparison *c, FILE *f,
 		c->count[AS_CH_BETTER], c->count[AS_CH_FIXED],
 		c->count[AS_CH_SAME], c->count[AS_CH_ONLY_BASE],
 		c->count[AS_CH_ONLY_NEW]);
+	if (c->count[AS_CH_TRACE_CHANGED])
+		fprintf(f, "%zu rows are of traces whose content changed "
+			   "(lower bound, buffers or events): not compared; "
+			   "regenerate the base.\n\n",
+			c->count[AS_CH_TRACE_CHANGED]);
 	if (as_metric_is_timing(m))
 		fprintf(f, "A row regresses when `%s` grows by more than "
 			   "%.2f%% and by more than %.2f ms (noise allowance)."

@@ -1863,12 +1863,20 @@ static int rget_string(const struct rctx *c, const cJSON *obj,
 	return AS_OK;
 }
 
-static int read_result(struct rctx *c, const cJSON *o, const char *trace,
-		       uint64_t trace_lb)
+/* What a run says of its trace: name, lower bound, size of the trace. */
+struct rtrace {
+	const char *name;
+	uint64_t lower_bound, events, buffers;
+};
+
+static int read_result(struct rctx *c, const cJSON *o,
+		       const struct rtrace *tr)
 {
 	if (!cJSON_IsObject(o))
 		return rfail(c, NULL, "expected an object");
-	struct as_result_row row = {.trace = trace};
+	uint64_t trace_lb = tr->lower_bound;
+	struct as_result_row row = {.trace = tr->name, .events = tr->events,
+				    .buffers = tr->buffers};
 	int err;
 	if ((err = rget_string(c, o, "strategy", &row.strategy)) ||
 	    (err = rget_u64(c, o, "peak", true, 0, &row.peak)) ||
@@ -1904,12 +1912,14 @@ static int read_run(struct rctx *c, const cJSON *run)
 		return rfail(c, "trace", "expected an object");
 	if (!cJSON_IsArray(res))
 		return rfail(c, "results", "expected an array");
-	const char *name;
-	uint64_t lb;
+	struct rtrace info;
 	int err;
 	rpush_key(c, "trace");
-	if ((err = rget_string(c, tr, "name", &name)) ||
-	    (err = rget_u64(c, tr, "lower_bound", false, 0, &lb)))
+	if ((err = rget_string(c, tr, "name", &info.name)) ||
+	    (err = rget_u64(c, tr, "lower_bound", false, 0,
+			    &info.lower_bound)) ||
+	    (err = rget_u64(c, tr, "events", false, 0, &info.events)) ||
+	    (err = rget_u64(c, tr, "buffers", false, 0, &info.buffers)))
 		return err;
 	c->depth--;
 	rpush_key(c, "results");
@@ -1917,7 +1927,7 @@ static int read_run(struct rctx *c, const cJSON *run)
 	const cJSON *o;
 	cJSON_ArrayForEach(o, res) {
 		rpush_index(c, i++);
-		if ((err = read_result(c, o, name, lb)))
+		if ((err = read_result(c, o, &info)))
 			return err;
 		c->depth--;
 	}

@@ -70,6 +70,15 @@ grep_out "the_markdown_report_is_written" \
 expect 0 "the_threshold_is_a_percentage" \
 	"$exe" diff "$tmp/old.json" "$tmp/base.json" --max-regress 2.5
 
+# An edited trace (here: one buffer more in the base's description of it)
+# is reported and not compared, even when its peak looks worse.
+sed 's/"buffers": 7, "lower_bound": 16384}/"buffers": 8, "lower_bound": 16384}/' \
+	"$tmp/old.json" >"$tmp/edited.json"
+expect 0 "an_edited_trace_is_not_a_regression" \
+	"$exe" diff "$tmp/edited.json" "$tmp/base.json"
+grep_out "the_edited_trace_is_reported" "^trace changed .*recorded-worse.csv"
+grep_out "regenerating_is_suggested" "regenerate the base"
+
 # Rows on one side only.
 "$exe" replay -s greedy-size $fx/recorded-worse.csv --json "$tmp/one.json" \
 	>/dev/null

@@ -303,14 +303,49 @@ static void peak_vs_lb_is_computed_from_the_integers(void)
 {
 	struct as_results *a = set(), *b = set();
 	row(a, "x.ops", "s", 300, 200, true, 0, 1);
-	row(b, "x.ops", "s", 300, 100, true, 0, 1);  /* lb changed: 1.5->3 */
+	row(b, "x.ops", "s", 450, 200, true, 0, 1);
+	a->rows[0].peak_vs_lb = 1.4;   /* as if rounded badly in a file */
 	struct as_compare_options o;
 	as_compare_defaults(&o);
 	o.metric = AS_METRIC_PEAK_VS_LB;
 	struct as_comparison *c = cmp(a, b, &o);
 	CHECK(fabs(c->rows[0].base_value - 1.5) < 1e-12);
-	CHECK(fabs(c->rows[0].new_value - 3.0) < 1e-12);
+	CHECK(fabs(c->rows[0].new_value - 2.25) < 1e-12);
 	CHECK(c->rows[0].status == AS_CH_REGRESSED);
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+static void an_edited_trace_is_reported_not_compared(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "lb.ops", "s", 100, 100, true, 0, 1);
+	row(b, "lb.ops", "s", 200, 150, true, 0, 1);   /* lower bound moved */
+	row(a, "n.ops", "s", 100, 100, true, 0, 1);
+	row(b, "n.ops", "s", 120, 100, true, 0, 1);
+	a->rows[1].buffers = 10;
+	b->rows[1].buffers = 11;                        /* a buffer added */
+	row(a, "x.ops", "s", 100, 100, true, 0, 1);
+	row(b, "x.ops", "s", 100, 100, false, 0, 1);
+	b->rows[2].lower_bound = 50;          /* changed, but invalid wins */
+	struct as_comparison *c = cmp(a, b, NULL);
+	CHECK(find(c, "lb.ops", "s")->status == AS_CH_TRACE_CHANGED);
+	CHECK(find(c, "n.ops", "s")->status == AS_CH_TRACE_CHANGED);
+	CHECK(find(c, "x.ops", "s")->status == AS_CH_INVALID);
+	CHECK_EQ_U64(c->count[AS_CH_TRACE_CHANGED], 2);
+	CHECK_EQ_U64(c->nfailing, 1);
+	char *md = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&md, &len);
+	if (f) {
+		CHECK(as_comparison_write_markdown(c, f, false) == AS_OK);
+		fclose(f);
+		CHECK(strstr(md, "2 rows are of traces whose content changed") !=
+		      NULL);
+		CHECK(strstr(md, "| trace changed | `lb.ops`") != NULL);
+		free(md);
+	}
 	as_comparison_destroy(c);
 	as_results_destroy(a);
 	as_results_destroy(b);
@@ -375,6 +410,8 @@ static void the_single_trace_shape_reads(void)
 		CHECK_STR(r->rows[1].strategy, "bfc:x=1");
 		CHECK_EQ_U64(r->rows[1].peak, 96);
 		CHECK_EQ_U64(r->rows[1].lower_bound, 64); /* from the trace */
+		CHECK_EQ_U64(r->rows[1].events, 4);
+		CHECK_EQ_U64(r->rows[1].buffers, 2);
 		CHECK(!r->rows[1].valid);
 		CHECK_EQ_U64(r->rows[1].violations, 2);
 		CHECK_EQ_U64(r->rows[1].failed, 1);
@@ -633,6 +670,8 @@ static void running_a_strategy_appends_a_validated_row(void)
 		CHECK_STR(r->rows[0].strategy, "greedy-size");
 		CHECK(r->rows[0].valid);
 		CHECK_EQ_U64(r->rows[0].lower_bound, 150);
+		CHECK_EQ_U64(r->rows[0].events, 6);
+		CHECK_EQ_U64(r->rows[0].buffers, 3);
 		CHECK(r->rows[0].peak >= 150);
 	}
 	as_results_destroy(r);
@@ -704,6 +743,7 @@ int main(void)
 	TEST_RUN(failed_metric_growing_from_zero_is_an_infinite_change);
 	TEST_RUN(timing_changes_within_the_noise_allowance_are_the_same);
 	TEST_RUN(peak_vs_lb_is_computed_from_the_integers);
+	TEST_RUN(an_edited_trace_is_reported_not_compared);
 	TEST_RUN(two_strategies_on_the_same_traces_match_by_trace);
 	TEST_RUN(metric_names_round_trip_and_unknown_ones_fail);
 	TEST_RUN(the_single_trace_shape_reads);

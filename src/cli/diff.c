@@ -279,6 +279,10 @@ static int print_comparison(const struct as_comparison *c, bool all)
 	       c->count[AS_CH_BETTER], c->count[AS_CH_FIXED],
 	       c->count[AS_CH_SAME], c->count[AS_CH_ONLY_BASE],
 	       c->count[AS_CH_ONLY_NEW]);
+	if (c->count[AS_CH_TRACE_CHANGED])
+		printf("%zu rows of traces whose content changed (lower bound, "
+		       "buffers or events): not compared; regenerate the base\n",
+		       c->count[AS_CH_TRACE_CHANGED]);
 	if (as_comparison_failed(c)) {
 		printf("FAIL: %zu row(s): %zu regressed, %zu invalid, %zu failed "
 		       "more allocations",

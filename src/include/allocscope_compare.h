@@ -20,6 +20,8 @@
 struct as_result_row {
 	const char *trace;       /* trace name (the path given to replay) */
 	const char *strategy;    /* the SPEC, e.g. "greedy-size" */
+	uint64_t events;         /* of the trace (alloc + free); 0: unknown */
+	uint64_t buffers;        /* of the trace; 0: unknown */
 	uint64_t peak;
 	uint64_t lower_bound;
 	double peak_vs_lb;       /* peak / lower_bound, 0 when lb is 0 */
@@ -119,6 +121,8 @@ enum as_change {
 	AS_CH_MORE_FAILED,   /* peak looks fine, but more allocations failed */
 	AS_CH_INVALID,       /* the new plan is not valid */
 	AS_CH_FIXED,         /* the base plan was invalid, the new one is valid */
+	AS_CH_TRACE_CHANGED, /* the trace itself differs (lower bound, buffers
+				or events): the rows are not comparable */
 	AS_CH_ONLY_BASE,     /* no matching row in NEW */
 	AS_CH_ONLY_NEW,      /* no matching row in BASE */
 };
