@@ -1,0 +1,41 @@
+#include "allocscope.h"
+
+/*
+ * One pass over the events: they are in time order with frees first at equal
+ * times, and a case boundary ends every live buffer. Aliases take no space.
+ */
+static uint64_t sweep(const struct as_trace *t, int space)
+{
+	/* 128 bits: hostile traces may sum past 2^64. */
+	unsigned __int128 live = 0, best = 0;
+	for (uint32_t i = 0; i < t->nevents; i++) {
+		const struct as_event *e = &t->events[i];
+		if (e->kind == AS_EV_CASE) {
+			live = 0;
+			continue;
+		}
+		if (e->kind != AS_EV_ALLOC && e->kind != AS_EV_FREE)
+			continue;
+		const struct as_buffer *b = &t->buffers[e->arg];
+		if (b->alias_of != AS_NONE || (space >= 0 && b->space != space))
+			continue;
+		if (e->kind == AS_EV_ALLOC) {
+			live += b->size;
+			if (live > best)
+				best = live;
+		} else {
+			live -= b->size;
+		}
+	}
+	return best > UINT64_MAX ? UINT64_MAX : (uint64_t)best;
+}
+
+uint64_t as_trace_lower_bound(const struct as_trace *t)
+{
+	return sweep(t, -1);
+}
+
+uint64_t as_trace_lower_bound_space(const struct as_trace *t, uint16_t space)
+{
+	return sweep(t, space);
+}

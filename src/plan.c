@@ -1,0 +1,161 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+#include "trace_private.h"
+
+struct as_plan *as_plan_create(const struct as_trace *t)
+{
+	struct as_plan *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->nbuffers = t->nbuffers;
+	p->nspaces = t->nspaces;
+	p->offset = malloc(((size_t)t->nbuffers + 1) * sizeof(*p->offset));
+	if (!p->offset) {
+		free(p);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		p->offset[i] = AS_NO_OFFSET;
+	return p;
+}
+
+void as_plan_destroy(struct as_plan *p)
+{
+	if (!p)
+		return;
+	free(p->offset);
+	free(p->space);
+	free(p->chunk);
+	free(p->alias_of);
+	free(p->space_capacity);
+	free(p->stats);
+	free(p->rounds);
+	free(p);
+}
+
+int as_plan_want_chunks(struct as_plan *p)
+{
+	if (p->chunk)
+		return AS_OK;
+	p->chunk = calloc((size_t)p->nbuffers + 1, sizeof(*p->chunk));
+	return p->chunk ? AS_OK : AS_ENOMEM;
+}
+
+int as_plan_want_spaces(struct as_plan *p, const struct as_trace *t,
+			uint16_t nspaces)
+{
+	if (!p->space) {
+		p->space = malloc(((size_t)p->nbuffers + 1) * sizeof(*p->space));
+		if (!p->space)
+			return AS_ENOMEM;
+		for (uint32_t i = 0; i < p->nbuffers; i++)
+			p->space[i] = t->buffers[i].space;
+	}
+	uint64_t *cap = realloc(p->space_capacity, nspaces * sizeof(*cap) + 1);
+	if (!cap)
+		return AS_ENOMEM;
+	for (uint16_t s = 0; s < nspaces; s++)
+		cap[s] = s < t->nspaces ? t->spaces[s].capacity : 0;
+	p->space_capacity = cap;
+	p->nspaces = nspaces;
+	return AS_OK;
+}
+
+int as_plan_want_aliases(struct as_plan *p, const struct as_trace *t)
+{
+	if (p->alias_of)
+		return AS_OK;
+	p->alias_of = malloc(((size_t)p->nbuffers + 1) * sizeof(*p->alias_of));
+	if (!p->alias_of)
+		return AS_ENOMEM;
+	for (uint32_t i = 0; i < p->nbuffers; i++)
+		p->alias_of[i] = t->buffers[i].alias_of;
+	return AS_OK;
+}
+
+int as_plan_stat(struct as_plan *p, const char *key, double value)
+{
+	for (uint32_t i = 0; i < p->nstats; i++)
+		if (strcmp(p->stats[i].key, key) == 0) {
+			p->stats[i] = (struct as_stat){key, value, false};
+			return AS_OK;
+		}
+	struct as_stat *n = realloc(p->stats, (p->nstats + 1) * sizeof(*n));
+	if (!n)
+		return AS_ENOMEM;
+	p->stats = n;
+	n[p->nstats++] = (struct as_stat){key, value, false};
+	return AS_OK;
+}
+
+int as_plan_stat_int(struct as_plan *p, const char *key, uint64_t value)
+{
+	int err = as_plan_stat(p, key, (double)value);
+	if (err == AS_OK)
+		for (uint32_t i = 0; i < p->nstats; i++)
+			if (p->stats[i].key == key ||
+			    strcmp(p->stats[i].key, key) == 0)
+				p->stats[i].integer = true;
+	return err;
+}
+
+int as_plan_round(struct as_plan *p, const char *label, uint64_t peak)
+{
+	struct as_round *n = realloc(p->rounds, (p->nrounds + 1) * sizeof(*n));
+	if (!n)
+		return AS_ENOMEM;
+	p->rounds = n;
+	snprintf(n[p->nrounds].label, sizeof(n[p->nrounds].label), "%s",
+		 label);
+	n[p->nrounds++].peak = peak;
+	return AS_OK;
+}
+
+uint64_t as_plan_peak(const struct as_plan *p, const struct as_trace *t,
+		      int space)
+{
+	uint64_t peak = 0;
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		uint64_t off = p->offset[i];
+		if (off == AS_NO_OFFSET)
+			continue;
+		if (space >= 0 && as_plan_space_of(p, t, i) != space)
+			continue;
+		uint64_t size = t->buffers[i].size;
+		uint64_t top = off > UINT64_MAX - size ? UINT64_MAX : off + size;
+		if (top > peak)
+			peak = top;
+	}
+	return peak;
+}
+
+uint32_t as_plan_failed(const struct as_plan *p, const struct as_trace *t)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		n += p->offset[i] == AS_NO_OFFSET && t->buffers[i].size > 0;
+	return n;
+}
+
+int as_plan_write_csv(const struct as_plan *p, const struct as_trace *t,
+		      FILE *f)
+{
+	fputs("id,lower,upper,size,offset\n", f);
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		const struct as_buffer *b = &t->buffers[i];
+		if (p->offset[i] == AS_NO_OFFSET)
+			fprintf(f, "%s,%llu,%llu,%llu,-1\n", b->name,
+				(unsigned long long)b->start,
+				(unsigned long long)b->end,
+				(unsigned long long)b->size);
+		else
+			fprintf(f, "%s,%llu,%llu,%llu,%llu\n", b->name,
+				(unsigned long long)b->start,
+				(unsigned long long)b->end,
+				(unsigned long long)b->size,
+				(unsigned long long)p->offset[i]);
+	}
+	return ferror(f) ? AS_EIO : AS_OK;
+}

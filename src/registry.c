@@ -1,0 +1,126 @@
+/*
+ * The registry: the one place that lists strategies, and the one place that
+ * runs them (options, timing, aliases). Adding a strategy is one file and
+ * one line in `registry` below.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "strategy.h"
+
+extern const struct as_strategy_impl as_strategy_recorded;
+extern const struct as_strategy_impl as_strategy_greedy_size;
+
+static const struct as_strategy_impl *const registry[] = {
+	&as_strategy_recorded,
+	&as_strategy_greedy_size,
+};
+
+#define NREG (sizeof(registry) / sizeof(registry[0]))
+
+size_t as_strategy_count(void)
+{
+	return NREG;
+}
+
+const struct as_strategy_info *as_strategy_at(size_t i)
+{
+	return i < NREG ? &registry[i]->info : NULL;
+}
+
+const struct as_strategy_impl *as_strategy_impl_find(const char *name)
+{
+	for (size_t i = 0; i < NREG; i++)
+		if (strcmp(registry[i]->info.name, name) == 0)
+			return registry[i];
+	return NULL;
+}
+
+const struct as_strategy_info *as_strategy_find(const char *name)
+{
+	const struct as_strategy_impl *s = as_strategy_impl_find(name);
+	return s ? &s->info : NULL;
+}
+
+bool as_strategy_applies(const char *name, const struct as_trace *t)
+{
+	const struct as_strategy_impl *s = as_strategy_impl_find(name);
+	return s && (!s->applies || s->applies(t));
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Buffers the input places inside another follow their parent. */
+static void resolve_aliases(const struct as_trace *t, struct as_plan *p)
+{
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		const struct as_buffer *b = &t->buffers[i];
+		if (b->alias_of == AS_NONE)
+			continue;
+		uint64_t po = p->offset[b->alias_of];
+		p->offset[i] = po == AS_NO_OFFSET ? AS_NO_OFFSET
+						  : po + b->alias_offset;
+		if (p->space)
+			p->space[i] = p->space[b->alias_of];
+	}
+}
+
+int as_strategy_run(const char *spec, const struct as_trace *t,
+		    const struct as_run_hooks *hooks, struct as_plan **out,
+		    struct as_diag *diag)
+{
+	char name[64];
+	const char *colon = strchr(spec, ':');
+	size_t nlen = colon ? (size_t)(colon - spec) : strlen(spec);
+	const char *spec_opts = colon ? colon + 1 : "";
+	if (diag)
+		snprintf(diag->file, sizeof(diag->file), "%s", t->path);
+	if (nlen == 0 || nlen >= sizeof(name))
+		return as_diag_set(diag, 0, AS_EINVAL,
+				   "bad strategy spec '%s'", spec);
+	memcpy(name, spec, nlen);
+	name[nlen] = 0;
+	const struct as_strategy_impl *s = as_strategy_impl_find(name);
+	if (!s)
+		return as_diag_set(diag, 0, AS_ENOTFOUND,
+				   "unknown strategy '%s' (see 'allocscope "
+				   "strategies')",
+				   name);
+	if (s->applies && !s->applies(t))
+		return as_diag_set(diag, 0, AS_EUNSUPPORTED,
+				   "strategy '%s' cannot plan this trace (%s)",
+				   name, s->info.summary);
+	struct as_plan *p = as_plan_create(t);
+	if (!p)
+		return as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
+	double t0 = now_ms();
+	int err;
+	if (s->online) {
+		err = as_online_replay(s, t, spec_opts, hooks, p, diag);
+	} else {
+		struct as_opts o;
+		err = as_opts_parse(&o, name, s->info.options,
+				    t->cases[0].options, spec_opts, diag);
+		if (err == AS_OK)
+			err = s->plan(t, &o, p, diag);
+		for (uint32_t i = 0; err == AS_OK && i < t->nbuffers; i++)
+			if (t->buffers[i].size == 0 &&
+			    p->offset[i] == AS_NO_OFFSET)
+				p->offset[i] = 0;
+	}
+	p->plan_ms = now_ms() - t0;
+	if (err) {
+		if (err == AS_ENOMEM)
+			as_diag_set(diag, 0, err, "%s: out of memory", name);
+		as_plan_destroy(p);
+		return err;
+	}
+	resolve_aliases(t, p);
+	*out = p;
+	return AS_OK;
+}

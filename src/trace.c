@@ -1,0 +1,716 @@
+/*
+ * The trace model and its builder.
+ *
+ * Invariants of a finished trace:
+ *  - buffers[] are in allocation order; events[] in time order (for traces
+ *    with explicit times: frees before allocations at equal times);
+ *  - every buffer has start < end <= end_time, except a case boundary or
+ *    the end of the trace may end a buffer it started at the same time
+ *    (start == end is never produced by the ops format, which counts each
+ *    operation as one time step);
+ *  - spaces[0] and cases[0] always exist.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "options.h"
+#include "trace_private.h"
+
+/* ---- Arena ---- */
+
+struct arena_block {
+	struct arena_block *next;
+	size_t used, cap;
+	char data[];
+};
+
+char *as_arena_dup(struct as_arena *a, const char *s, size_t len)
+{
+	struct arena_block *blk = a->head;
+	if (!blk || blk->cap - blk->used < len + 1) {
+		size_t cap = len + 1 > 65536 ? len + 1 : 65536;
+		blk = malloc(sizeof(*blk) + cap);
+		if (!blk)
+			return NULL;
+		blk->used = 0;
+		blk->cap = cap;
+		blk->next = a->head;
+		a->head = blk;
+	}
+	char *out = blk->data + blk->used;
+	memcpy(out, s, len);
+	out[len] = 0;
+	blk->used += len + 1;
+	return out;
+}
+
+void as_arena_finish(struct as_arena *a)
+{
+	struct arena_block *blk = a->head;
+	while (blk) {
+		struct arena_block *next = blk->next;
+		free(blk);
+		blk = next;
+	}
+	a->head = NULL;
+}
+
+/* ---- Builder ---- */
+
+struct as_builder {
+	struct as_trace *t;
+	uint32_t cap_buffers, cap_events, cap_cases, cap_symbols,
+		cap_frames;
+	/*
+	 * Live names: open addressing with linear probing over buffer
+	 * indices (AS_NONE marks an empty slot); deletion shifts back, so
+	 * there are no tombstones. Load stays below 1/2.
+	 */
+	uint32_t *live;
+	uint32_t live_mask, live_n;
+	uint64_t time;
+	bool timed, ordered;
+};
+
+static bool grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+	if (need <= *cap)
+		return true;
+	uint64_t n = *cap ? (uint64_t)*cap * 2 : 64;
+	while (n < need)
+		n *= 2;
+	if (n > UINT32_MAX)
+		n = UINT32_MAX;
+	if (n < need)
+		return false;
+	void *p = realloc(*arr, (size_t)n * elem);
+	if (!p)
+		return false;
+	*arr = p;
+	*cap = (uint32_t)n;
+	return true;
+}
+
+static uint64_t hash_name(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h ^ (h >> 29);
+}
+
+static int live_rehash(struct as_builder *b, uint32_t cap)
+{
+	uint32_t *n = malloc((size_t)cap * sizeof(*n));
+	if (!n)
+		return AS_ENOMEM;
+	memset(n, 0xff, (size_t)cap * sizeof(*n));
+	uint32_t mask = cap - 1;
+	if (b->live) {
+		for (uint32_t i = 0; i <= b->live_mask; i++) {
+			uint32_t v = b->live[i];
+			if (v == AS_NONE)
+				continue;
+			uint64_t h = hash_name(b->t->buffers[v].name) & mask;
+			while (n[h] != AS_NONE)
+				h = (h + 1) & mask;
+			n[h] = v;
+		}
+	}
+	free(b->live);
+	b->live = n;
+	b->live_mask = mask;
+	return AS_OK;
+}
+
+/* The slot holding `name`, or the empty slot where it would go. */
+static uint32_t live_slot(const struct as_builder *b, const char *name)
+{
+	uint64_t h = hash_name(name) & b->live_mask;
+	while (b->live[h] != AS_NONE &&
+	       strcmp(b->t->buffers[b->live[h]].name, name) != 0)
+		h = (h + 1) & b->live_mask;
+	return (uint32_t)h;
+}
+
+static void live_remove(struct as_builder *b, uint32_t slot)
+{
+	uint32_t mask = b->live_mask, i = slot, j = slot;
+	b->live[i] = AS_NONE;
+	for (;;) {
+		j = (j + 1) & mask;
+		if (b->live[j] == AS_NONE)
+			break;
+		uint32_t k = (uint32_t)(hash_name(b->t->buffers[b->live[j]].name) &
+					mask);
+		/* Move j back to i unless its home k lies cyclically in (i, j]. */
+		if ((i <= j) ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		b->live[i] = b->live[j];
+		b->live[j] = AS_NONE;
+		i = j;
+	}
+	b->live_n--;
+}
+
+struct as_builder *as_builder_create(const char *path, const char *format)
+{
+	struct as_builder *b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	struct as_trace *t = b->t = calloc(1, sizeof(*t));
+	if (!t || !(t->priv = calloc(1, sizeof(*t->priv))))
+		goto fail;
+	t->path = as_arena_dup(&t->priv->strings, path, strlen(path));
+	t->format = as_arena_dup(&t->priv->strings, format, strlen(format));
+	t->spaces = calloc(1, sizeof(*t->spaces));
+	t->cases = calloc(1, sizeof(*t->cases));
+	if (!t->path || !t->format || !t->spaces || !t->cases ||
+	    live_rehash(b, 64) != AS_OK)
+		goto fail;
+	t->spaces[0].name = "default";
+	t->nspaces = 1;
+	t->cases[0].options = "";
+	t->ncases = 1;
+	b->cap_cases = 1;
+	return b;
+fail:
+	as_builder_destroy(b);
+	return NULL;
+}
+
+void as_builder_destroy(struct as_builder *b)
+{
+	if (!b)
+		return;
+	as_trace_destroy(b->t);
+	free(b->live);
+	free(b);
+}
+
+struct as_trace *as_builder_trace(struct as_builder *b)
+{
+	return b->t;
+}
+
+const char *as_builder_intern(struct as_builder *b, const char *s)
+{
+	return as_arena_dup(&b->t->priv->strings, s, strlen(s));
+}
+
+int as_builder_own(struct as_builder *b, void *block)
+{
+	struct as_trace_private *p = b->t->priv;
+	if (p->nowned == p->capowned) {
+		size_t cap = p->capowned ? p->capowned * 2 : 16;
+		void **n = realloc(p->owned, cap * sizeof(*n));
+		if (!n) {
+			free(block);
+			return AS_ENOMEM;
+		}
+		p->owned = n;
+		p->capowned = cap;
+	}
+	p->owned[p->nowned++] = block;
+	return AS_OK;
+}
+
+struct as_buffer *as_builder_buffer(struct as_builder *b, uint32_t index)
+{
+	return index < b->t->nbuffers ? &b->t->buffers[index] : NULL;
+}
+
+int as_builder_space(struct as_builder *b, const char *name,
+		     uint64_t capacity)
+{
+	struct as_trace *t = b->t;
+	for (uint16_t i = 0; i < t->nspaces; i++) {
+		if (strcmp(t->spaces[i].name, name) == 0) {
+			if (capacity)
+				t->spaces[i].capacity = capacity;
+			return i;
+		}
+	}
+	if (t->nspaces == UINT16_MAX)
+		return AS_EINVAL;
+	struct as_space *n = realloc(t->spaces, (t->nspaces + 1u) * sizeof(*n));
+	if (!n)
+		return AS_ENOMEM;
+	t->spaces = n;
+	n[t->nspaces].name = as_builder_intern(b, name);
+	n[t->nspaces].capacity = capacity;
+	if (!n[t->nspaces].name)
+		return AS_ENOMEM;
+	return t->nspaces++;
+}
+
+static int push_event(struct as_builder *b, uint32_t kind, uint32_t arg)
+{
+	struct as_trace *t = b->t;
+	if (t->nevents == UINT32_MAX ||
+	    !grow((void **)&t->events, &b->cap_events, t->nevents + 1,
+		  sizeof(*t->events)))
+		return AS_ENOMEM;
+	t->events[t->nevents++] = (struct as_event){kind, arg};
+	return AS_OK;
+}
+
+static int check_align(uint64_t align, uint64_t line, struct as_diag *diag,
+		       uint8_t *log2)
+{
+	if (align == 0 || (align & (align - 1)) != 0)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "alignment %llu is not a power of two",
+				   (unsigned long long)align);
+	uint8_t l = 0;
+	while (((uint64_t)1 << l) != align)
+		l++;
+	*log2 = l;
+	return AS_OK;
+}
+
+static int64_t new_buffer(struct as_builder *b, const char *name,
+			  uint64_t size, uint64_t align, uint64_t line,
+			  struct as_diag *diag)
+{
+	struct as_trace *t = b->t;
+	uint8_t log2 = 0;
+	int err = check_align(align, line, diag, &log2);
+	if (err)
+		return err;
+	if (size > UINT64_MAX - align)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "size %llu overflows 64 bits with its "
+				   "alignment",
+				   (unsigned long long)size);
+	if (t->nbuffers == AS_NONE - 1)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "too many buffers (at most %u)",
+				   AS_NONE - 1);
+	if (!grow((void **)&t->buffers, &b->cap_buffers, t->nbuffers + 1,
+		  sizeof(*t->buffers)))
+		return AS_ENOMEM;
+	const char *n = as_arena_dup(&t->priv->strings, name, strlen(name));
+	if (!n)
+		return AS_ENOMEM;
+	struct as_buffer *buf = &t->buffers[t->nbuffers];
+	*buf = (struct as_buffer){
+		.name = n,
+		.size = size,
+		.recorded = AS_NO_OFFSET,
+		.alias_of = AS_NONE,
+		.symbol = AS_NONE,
+		.frames = AS_NONE,
+		.align_log2 = log2,
+	};
+	return t->nbuffers++;
+}
+
+int64_t as_builder_alloc(struct as_builder *b, const char *name, uint64_t size,
+			 uint64_t align, uint64_t line, struct as_diag *diag)
+{
+	if (b->timed)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "operations cannot follow buffers with "
+				   "explicit lifetimes");
+	uint32_t slot = live_slot(b, name);
+	if (b->live[slot] != AS_NONE)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "alloc of '%s', which is still live "
+				   "(allocated at time %llu)",
+				   name,
+				   (unsigned long long)b->t->buffers[b->live[slot]]
+					   .start);
+	int64_t idx = new_buffer(b, name, size, align, line, diag);
+	if (idx < 0)
+		return idx;
+	struct as_buffer *buf = &b->t->buffers[idx];
+	buf->start = b->time++;
+	buf->end = UINT64_MAX;
+	int err = push_event(b, AS_EV_ALLOC, (uint32_t)idx);
+	if (err)
+		return err;
+	b->ordered = true;
+	b->live[slot] = (uint32_t)idx;
+	if (++b->live_n * 2 > b->live_mask + 1 &&
+	    live_rehash(b, (b->live_mask + 1) * 2) != AS_OK)
+		return AS_ENOMEM;
+	return idx;
+}
+
+int as_builder_free(struct as_builder *b, const char *name, uint64_t line,
+		    struct as_diag *diag)
+{
+	uint32_t slot = live_slot(b, name);
+	uint32_t idx = b->live[slot];
+	if (idx == AS_NONE) {
+		bool known = false;
+		for (uint32_t i = b->t->nbuffers; i-- > 0;)
+			if (strcmp(b->t->buffers[i].name, name) == 0) {
+				known = true;
+				break;
+			}
+		return as_diag_set(diag, line, AS_EPARSE,
+				   known ? "free of '%s', which is already freed"
+					 : "free of unknown name '%s'",
+				   name);
+	}
+	b->t->buffers[idx].end = b->time++;
+	live_remove(b, slot);
+	return push_event(b, AS_EV_FREE, idx);
+}
+
+/* End every live buffer at the current time (case boundary, end of trace). */
+static void end_live(struct as_builder *b)
+{
+	for (uint32_t i = 0; i <= b->live_mask; i++) {
+		uint32_t v = b->live[i];
+		if (v == AS_NONE)
+			continue;
+		b->t->buffers[v].end = b->time;
+		b->t->buffers[v].flags |= AS_BUF_NEVER_FREED;
+		b->live[i] = AS_NONE;
+	}
+	b->live_n = 0;
+}
+
+int as_builder_case(struct as_builder *b, const char *options,
+		    struct as_diag *diag)
+{
+	struct as_trace *t = b->t;
+	const char *opts = as_builder_intern(b, options);
+	if (!opts)
+		return AS_ENOMEM;
+	struct as_case *cur = &t->cases[t->ncases - 1];
+	bool empty = true;
+	for (uint32_t i = cur->first_event; i < t->nevents; i++)
+		if (t->events[i].kind == AS_EV_ALLOC ||
+		    t->events[i].kind == AS_EV_FREE)
+			empty = false;
+	if (empty) { /* a config before any operation sets this case */
+		cur->options = opts;
+		return AS_OK;
+	}
+	end_live(b);
+	if (!grow((void **)&t->cases, &b->cap_cases, t->ncases + 1,
+		  sizeof(*t->cases)))
+		return AS_ENOMEM;
+	t->cases[t->ncases] = (struct as_case){opts, t->nevents};
+	int err = push_event(b, AS_EV_CASE, t->ncases);
+	t->ncases++;
+	return err;
+}
+
+int as_builder_query(struct as_builder *b, enum as_query q)
+{
+	return push_event(b, AS_EV_QUERY, q);
+}
+
+int64_t as_builder_add_timed(struct as_builder *b, const char *name,
+			     uint64_t size, uint64_t align, uint64_t start,
+			     uint64_t end, uint64_t line, struct as_diag *diag)
+{
+	if (b->ordered)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "buffers with explicit lifetimes cannot "
+				   "follow operations");
+	if (end <= start)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "lifetime [%llu, %llu) is empty: upper must "
+				   "be greater than lower",
+				   (unsigned long long)start,
+				   (unsigned long long)end);
+	if (end == UINT64_MAX)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "time %llu is too large",
+				   (unsigned long long)end);
+	int64_t idx = new_buffer(b, name, size, align, line, diag);
+	if (idx < 0)
+		return idx;
+	b->timed = true;
+	b->t->buffers[idx].start = start;
+	b->t->buffers[idx].end = end;
+	return idx;
+}
+
+int64_t as_builder_symbol(struct as_builder *b, const char *name)
+{
+	struct as_trace *t = b->t;
+	for (uint32_t i = 0; i < t->nsymbols; i++)
+		if (strcmp(t->symbols[i], name) == 0)
+			return i;
+	if (!grow((void **)&t->symbols, &b->cap_symbols, t->nsymbols + 1,
+		  sizeof(*t->symbols)))
+		return AS_ENOMEM;
+	if (!(t->symbols[t->nsymbols] = as_builder_intern(b, name)))
+		return AS_ENOMEM;
+	return t->nsymbols++;
+}
+
+int64_t as_builder_frames(struct as_builder *b, const char *frames)
+{
+	struct as_trace *t = b->t;
+	if (!grow((void **)&t->frames, &b->cap_frames, t->nframes + 1,
+		  sizeof(*t->frames)))
+		return AS_ENOMEM;
+	if (!(t->frames[t->nframes] = as_builder_intern(b, frames)))
+		return AS_ENOMEM;
+	return t->nframes++;
+}
+
+int64_t as_builder_lookup(struct as_builder *b, const char *name)
+{
+	uint32_t slot = live_slot(b, name);
+	if (b->live[slot] != AS_NONE)
+		return b->live[slot];
+	for (uint32_t i = b->t->nbuffers; i-- > 0;)
+		if (strcmp(b->t->buffers[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* Sort key of a derived event: time, then frees first, then index. */
+struct timed_ev {
+	uint64_t time;
+	uint32_t is_alloc;
+	uint32_t buf;
+};
+
+static int cmp_timed(const void *pa, const void *pb)
+{
+	const struct timed_ev *a = pa, *b = pb;
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
+	if (a->is_alloc != b->is_alloc)
+		return a->is_alloc < b->is_alloc ? -1 : 1;
+	return (a->buf > b->buf) - (a->buf < b->buf);
+}
+
+static int derive_events(struct as_builder *b)
+{
+	struct as_trace *t = b->t;
+	if ((uint64_t)t->nbuffers * 2 > UINT32_MAX)
+		return AS_ENOMEM;
+	uint32_t n = t->nbuffers * 2;
+	struct timed_ev *ev = malloc((size_t)n * sizeof(*ev) + 1);
+	if (!ev)
+		return AS_ENOMEM;
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		ev[2 * i] = (struct timed_ev){t->buffers[i].start, 1, i};
+		ev[2 * i + 1] = (struct timed_ev){t->buffers[i].end, 0, i};
+		if (t->buffers[i].end > b->time)
+			b->time = t->buffers[i].end;
+	}
+	qsort(ev, n, sizeof(*ev), cmp_timed);
+	free(t->events);
+	t->events = malloc((size_t)n * sizeof(*t->events) + 1);
+	if (!t->events) {
+		free(ev);
+		return AS_ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		t->events[i] = (struct as_event){
+			ev[i].is_alloc ? AS_EV_ALLOC : AS_EV_FREE, ev[i].buf};
+	t->nevents = n;
+	free(ev);
+	return AS_OK;
+}
+
+int as_builder_finish(struct as_builder *b, struct as_trace **out,
+		      struct as_diag *diag)
+{
+	struct as_trace *t = b->t;
+	int err = AS_OK;
+	if (b->timed)
+		err = derive_events(b);
+	else
+		end_live(b);
+	if (err)
+		return err;
+	t->end_time = b->time;
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		struct as_buffer *buf = &t->buffers[i];
+		if (buf->space >= t->nspaces)
+			return as_diag_set(diag, 0, AS_EPARSE,
+					   "buffer '%s' names space %u of %u",
+					   buf->name, buf->space, t->nspaces);
+		if (buf->alias_of == AS_NONE)
+			continue;
+		if (buf->alias_of >= t->nbuffers || buf->alias_of == i)
+			return as_diag_set(diag, 0, AS_EPARSE,
+					   "buffer '%s' is an alias of an "
+					   "unknown buffer",
+					   buf->name);
+		const struct as_buffer *p = &t->buffers[buf->alias_of];
+		if (p->alias_of != AS_NONE)
+			return as_diag_set(diag, 0, AS_EPARSE,
+					   "buffer '%s' is an alias of '%s', "
+					   "itself an alias",
+					   buf->name, p->name);
+		if (buf->alias_offset > p->size ||
+		    buf->size > p->size - buf->alias_offset)
+			return as_diag_set(diag, 0, AS_EPARSE,
+					   "alias '%s' (%llu bytes at +%llu) "
+					   "does not fit inside '%s' (%llu "
+					   "bytes)",
+					   buf->name,
+					   (unsigned long long)buf->size,
+					   (unsigned long long)buf->alias_offset,
+					   p->name, (unsigned long long)p->size);
+		buf->space = p->space;
+	}
+	*out = t;
+	b->t = NULL;
+	as_builder_destroy(b);
+	return AS_OK;
+}
+
+void as_trace_destroy(struct as_trace *t)
+{
+	if (!t)
+		return;
+	if (t->priv) {
+		for (size_t i = 0; i < t->priv->nowned; i++)
+			free(t->priv->owned[i]);
+		free(t->priv->owned);
+		as_arena_finish(&t->priv->strings);
+		free(t->priv);
+	}
+	free(t->buffers);
+	free(t->events);
+	free(t->spaces);
+	free(t->cases);
+	free(t->symbols);
+	free(t->frames);
+	free(t->ops);
+	free(t->shapes);
+	free(t);
+}
+
+/* ---- Loading ---- */
+
+int as_format_from_name(const char *name, enum as_format *out)
+{
+	static const struct {
+		const char *name;
+		enum as_format fmt;
+	} names[] = {
+		{"auto", AS_FMT_AUTO}, {"ops", AS_FMT_OPS},
+		{"txt", AS_FMT_OPS},   {"text", AS_FMT_OPS},
+		{"json", AS_FMT_JSON}, {"csv", AS_FMT_CSV},
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(names[i].name, name) == 0) {
+			*out = names[i].fmt;
+			return AS_OK;
+		}
+	return AS_EINVAL;
+}
+
+static enum as_format detect(const char *name, const char *data, size_t len)
+{
+	const char *dot = strrchr(name, '.');
+	if (dot) {
+		if (strcmp(dot, ".json") == 0)
+			return AS_FMT_JSON;
+		if (strcmp(dot, ".csv") == 0)
+			return AS_FMT_CSV;
+		if (strcmp(dot, ".ops") == 0 || strcmp(dot, ".txt") == 0)
+			return AS_FMT_OPS;
+	}
+	size_t i = 0;
+	while (i < len && (data[i] == ' ' || data[i] == '\t' ||
+			   data[i] == '\n' || data[i] == '\r'))
+		i++;
+	if (i < len && data[i] == '{')
+		return AS_FMT_JSON;
+	if (len - i >= 3 && memcmp(data + i, "id,", 3) == 0)
+		return AS_FMT_CSV;
+	return AS_FMT_OPS;
+}
+
+int as_trace_parse(const char *name, const char *data, size_t len,
+		   enum as_format fmt, struct as_trace **out,
+		   struct as_diag *diag)
+{
+	static const char *const fmt_names[] = {"auto", "ops", "json", "csv"};
+	struct as_diag local;
+	if (!diag)
+		diag = &local;
+	memset(diag, 0, sizeof(*diag));
+	snprintf(diag->file, sizeof(diag->file), "%s", name);
+	if (fmt == AS_FMT_AUTO)
+		fmt = detect(name, data, len);
+	struct as_builder *b = as_builder_create(name, fmt_names[fmt]);
+	if (!b)
+		return as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
+	int err;
+	switch (fmt) {
+	case AS_FMT_JSON:
+		err = as_parse_json(b, data, len, diag);
+		break;
+	case AS_FMT_CSV:
+		err = as_parse_csv(b, data, len, diag);
+		break;
+	default:
+		err = as_parse_ops(b, data, len, diag);
+		break;
+	}
+	if (err == AS_OK)
+		return as_builder_finish(b, out, diag);
+	if (err == AS_ENOMEM)
+		as_diag_set(diag, diag->line, AS_ENOMEM, "out of memory");
+	as_builder_destroy(b);
+	return err;
+}
+
+int as_trace_load(const char *path, enum as_format fmt, struct as_trace **out,
+		  struct as_diag *diag)
+{
+	struct as_diag local;
+	if (!diag)
+		diag = &local;
+	memset(diag, 0, sizeof(*diag));
+	snprintf(diag->file, sizeof(diag->file), "%s", path);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return as_diag_set(diag, 0, AS_EIO, "cannot open: %s",
+				   strerror(errno));
+	struct stat st;
+	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+		fclose(f);
+		return as_diag_set(diag, 0, AS_EIO, "not a regular file");
+	}
+	size_t len = (size_t)st.st_size;
+	char *data = malloc(len + 1);
+	if (!data) {
+		fclose(f);
+		return as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
+	}
+	size_t got = fread(data, 1, len, f);
+	fclose(f);
+	if (got != len) {
+		free(data);
+		return as_diag_set(diag, 0, AS_EIO, "short read");
+	}
+	data[len] = 0;
+	int err = as_trace_parse(path, data, len, fmt, out, diag);
+	free(data);
+	return err;
+}
+
+const char *as_next_line(const char **p, const char *end, size_t *len)
+{
+	if (*p >= end)
+		return NULL;
+	const char *s = *p;
+	const char *nl = memchr(s, '\n', (size_t)(end - s));
+	const char *e = nl ? nl : end;
+	*p = nl ? nl + 1 : end;
+	if (e > s && e[-1] == '\r')
+		e--;
+	*len = (size_t)(e - s);
+	return s;
+}

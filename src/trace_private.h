@@ -1,0 +1,46 @@
+/*
+ * Private: the trace's storage and helpers shared by the parsers.
+ */
+#ifndef AS_TRACE_PRIVATE_H
+#define AS_TRACE_PRIVATE_H
+
+#include "allocscope.h"
+
+/* A bump arena for strings; blocks are freed with the trace. */
+struct as_arena {
+	struct arena_block *head;
+};
+
+struct as_trace_private {
+	struct as_arena strings;
+	/* Arrays owned by the trace (ops inputs/outputs, shapes' dims). */
+	void **owned;
+	size_t nowned, capowned;
+};
+
+char *as_arena_dup(struct as_arena *a, const char *s, size_t len);
+void as_arena_finish(struct as_arena *a);
+
+/* Give the builder's trace ownership of a malloc'ed block. */
+int as_builder_own(struct as_builder *b, void *block);
+/* The trace under construction (parsers set ops, shapes, metadata). */
+struct as_trace *as_builder_trace(struct as_builder *b);
+/* The index of address symbol `name`, added when new. */
+int64_t as_builder_symbol(struct as_builder *b, const char *name);
+/* Store one text of stack frames (lines joined by '\n'); its index. */
+int64_t as_builder_frames(struct as_builder *b, const char *frames);
+/* Find a buffer by name: the live one, else the most recent. */
+int64_t as_builder_lookup(struct as_builder *b, const char *name);
+
+/* Parsers: fill the builder from text. `diag->file` is already set. */
+int as_parse_ops(struct as_builder *b, const char *data, size_t len,
+		 struct as_diag *diag);
+int as_parse_csv(struct as_builder *b, const char *data, size_t len,
+		 struct as_diag *diag);
+int as_parse_json(struct as_builder *b, const char *data, size_t len,
+		  struct as_diag *diag);
+
+/* Return the next line of [*p, end) and advance; NULL at the end. */
+const char *as_next_line(const char **p, const char *end, size_t *len);
+
+#endif

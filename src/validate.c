@@ -1,0 +1,377 @@
+/*
+ * The validator, independent of every strategy.
+ *
+ * A sweep over time keeps, for every group of buffers that must not share
+ * addresses, the live ones in a treap ordered by (offset, index). A group is
+ * an address space (buffers placed on their own) or a parent buffer (the
+ * aliases placed inside it). Because each treap only ever holds disjoint
+ * intervals, a new buffer overlaps some live one exactly when it overlaps its
+ * predecessor or its successor: O(log n) per event, O(n log n) in all.
+ *
+ * An alias extends the lifetime of the block it lives in: a parent stays in
+ * its group until its last alias ends.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocscope.h"
+
+struct treap {
+	uint32_t *left, *right;
+	const uint64_t *off;
+};
+
+static uint32_t prio(uint32_t i)
+{
+	uint32_t x = i * 0x9e3779b1u;
+	x ^= x >> 15;
+	x *= 0x85ebca77u;
+	return x ^ (x >> 13);
+}
+
+static bool less(const struct treap *tr, uint32_t a, uint32_t b)
+{
+	return tr->off[a] != tr->off[b] ? tr->off[a] < tr->off[b] : a < b;
+}
+
+static uint32_t insert(struct treap *tr, uint32_t root, uint32_t n)
+{
+	if (root == AS_NONE) {
+		tr->left[n] = tr->right[n] = AS_NONE;
+		return n;
+	}
+	if (less(tr, n, root)) {
+		tr->left[root] = insert(tr, tr->left[root], n);
+		uint32_t l = tr->left[root];
+		if (prio(l) > prio(root)) {
+			tr->left[root] = tr->right[l];
+			tr->right[l] = root;
+			return l;
+		}
+	} else {
+		tr->right[root] = insert(tr, tr->right[root], n);
+		uint32_t r = tr->right[root];
+		if (prio(r) > prio(root)) {
+			tr->right[root] = tr->left[r];
+			tr->left[r] = root;
+			return r;
+		}
+	}
+	return root;
+}
+
+static uint32_t merge(struct treap *tr, uint32_t a, uint32_t b)
+{
+	if (a == AS_NONE)
+		return b;
+	if (b == AS_NONE)
+		return a;
+	if (prio(a) > prio(b)) {
+		tr->right[a] = merge(tr, tr->right[a], b);
+		return a;
+	}
+	tr->left[b] = merge(tr, a, tr->left[b]);
+	return b;
+}
+
+static uint32_t erase(struct treap *tr, uint32_t root, uint32_t n)
+{
+	if (root == AS_NONE)
+		return AS_NONE;
+	if (root == n)
+		return merge(tr, tr->left[n], tr->right[n]);
+	if (less(tr, n, root))
+		tr->left[root] = erase(tr, tr->left[root], n);
+	else
+		tr->right[root] = erase(tr, tr->right[root], n);
+	return root;
+}
+
+/* Nearest keys below and above n (n itself not in the tree). */
+static void neighbours(const struct treap *tr, uint32_t root, uint32_t n,
+		       uint32_t *pred, uint32_t *succ)
+{
+	*pred = *succ = AS_NONE;
+	while (root != AS_NONE) {
+		if (less(tr, n, root)) {
+			*succ = root;
+			root = tr->left[root];
+		} else {
+			*pred = root;
+			root = tr->right[root];
+		}
+	}
+}
+
+struct run {
+	const struct as_trace *t;
+	const struct as_plan *p;
+	struct as_report *r;
+	struct treap tr;
+	uint32_t *roots;      /* per group */
+	uint32_t *alias;      /* plan's aliases, or NULL */
+	uint8_t *in_tree;
+	uint64_t *capacity;
+};
+
+static void violation(struct run *v, enum as_violation_kind k, uint32_t a,
+		      uint32_t b)
+{
+	v->r->valid = false;
+	v->r->violations++;
+	if (k == AS_V_OVERLAP)
+		v->r->overlaps++;
+	if (v->r->nfirst < sizeof(v->r->first) / sizeof(v->r->first[0]))
+		v->r->first[v->r->nfirst++] = (struct as_violation){k, a, b};
+}
+
+static uint32_t group_of(const struct run *v, uint32_t i)
+{
+	uint32_t parent = v->alias ? v->alias[i] : AS_NONE;
+	if (parent != AS_NONE)
+		return v->p->nspaces + parent;
+	return as_plan_space_of(v->p, v->t, i);
+}
+
+/* Checks that need no sweep; false when the buffer takes no part in it. */
+static bool check_one(struct run *v, uint32_t i)
+{
+	const struct as_buffer *b = &v->t->buffers[i];
+	uint64_t off = v->p->offset[i];
+	if (off == AS_NO_OFFSET)
+		return false;
+	if (off > UINT64_MAX - b->size) {
+		violation(v, AS_V_OVERFLOW, i, AS_NONE);
+		return false;
+	}
+	if (off & (as_buffer_align(b) - 1))
+		violation(v, AS_V_ALIGNMENT, i, AS_NONE);
+	uint16_t sp = as_plan_space_of(v->p, v->t, i);
+	if (sp >= v->p->nspaces) {
+		violation(v, AS_V_CAPACITY, i, AS_NONE);
+		return false;
+	}
+	if (v->capacity[sp] && off + b->size > v->capacity[sp])
+		violation(v, AS_V_CAPACITY, i, AS_NONE);
+	uint32_t parent = v->alias ? v->alias[i] : AS_NONE;
+	if (parent != AS_NONE) {
+		uint64_t po = v->p->offset[parent];
+		const struct as_buffer *pb = &v->t->buffers[parent];
+		if (po == AS_NO_OFFSET ||
+		    as_plan_space_of(v->p, v->t, parent) != sp || off < po ||
+		    off + b->size > po + pb->size) {
+			violation(v, AS_V_ALIAS, i, parent);
+			return false;
+		}
+	}
+	return b->size > 0;
+}
+
+static void place(struct run *v, uint32_t i)
+{
+	uint32_t g = group_of(v, i), pred, succ;
+	const struct as_buffer *b = &v->t->buffers[i];
+	uint64_t off = v->p->offset[i];
+	neighbours(&v->tr, v->roots[g], i, &pred, &succ);
+	if (pred != AS_NONE &&
+	    v->p->offset[pred] + v->t->buffers[pred].size > off) {
+		violation(v, AS_V_OVERLAP, pred, i);
+		return;
+	}
+	if (succ != AS_NONE && off + b->size > v->p->offset[succ]) {
+		violation(v, AS_V_OVERLAP, i, succ);
+		return;
+	}
+	v->roots[g] = insert(&v->tr, v->roots[g], i);
+	v->in_tree[i] = 1;
+}
+
+static void unplace(struct run *v, uint32_t i)
+{
+	if (!v->in_tree[i])
+		return;
+	uint32_t g = group_of(v, i);
+	v->roots[g] = erase(&v->tr, v->roots[g], i);
+	v->in_tree[i] = 0;
+}
+
+/* Fast path: the trace's own events, when no buffer is an alias. */
+static void sweep_events(struct run *v, uint32_t ngroups)
+{
+	const struct as_trace *t = v->t;
+	for (uint32_t e = 0; e < t->nevents; e++) {
+		const struct as_event *ev = &t->events[e];
+		if (ev->kind == AS_EV_CASE) {
+			for (uint32_t g = 0; g < ngroups; g++)
+				v->roots[g] = AS_NONE;
+			memset(v->in_tree, 0, t->nbuffers);
+		} else if (ev->kind == AS_EV_ALLOC) {
+			if (check_one(v, ev->arg))
+				place(v, ev->arg);
+		} else if (ev->kind == AS_EV_FREE) {
+			unplace(v, ev->arg);
+		}
+	}
+}
+
+struct tev {
+	uint64_t time;
+	uint32_t is_alloc;
+	uint32_t buf;
+};
+
+static int cmp_tev(const void *pa, const void *pb)
+{
+	const struct tev *a = pa, *b = pb;
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
+	if (a->is_alloc != b->is_alloc)
+		return a->is_alloc < b->is_alloc ? -1 : 1;
+	return (a->buf > b->buf) - (a->buf < b->buf);
+}
+
+/* General path: lifetimes extended by aliases, sorted anew. */
+static int sweep_sorted(struct run *v)
+{
+	const struct as_trace *t = v->t;
+	uint32_t n = t->nbuffers;
+	uint64_t *start = malloc(((size_t)n + 1) * sizeof(*start));
+	uint64_t *end = malloc(((size_t)n + 1) * sizeof(*end));
+	struct tev *ev = malloc(((size_t)n * 2 + 1) * sizeof(*ev));
+	if (!start || !end || !ev) {
+		free(start);
+		free(end);
+		free(ev);
+		return AS_ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		start[i] = t->buffers[i].start;
+		end[i] = t->buffers[i].end;
+	}
+	/* Every ancestor covers its aliases (chains are short; cut at 64). */
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t pa = v->alias[i];
+		for (int depth = 0; pa != AS_NONE && depth < 64; depth++) {
+			if (start[pa] > t->buffers[i].start)
+				start[pa] = t->buffers[i].start;
+			if (end[pa] < t->buffers[i].end)
+				end[pa] = t->buffers[i].end;
+			pa = v->alias[pa];
+		}
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		ev[2 * i] = (struct tev){start[i], 1, i};
+		ev[2 * i + 1] = (struct tev){end[i], 0, i};
+	}
+	qsort(ev, (size_t)n * 2, sizeof(*ev), cmp_tev);
+	for (size_t k = 0; k < (size_t)n * 2; k++) {
+		uint32_t i = ev[k].buf;
+		if (!ev[k].is_alloc)
+			unplace(v, i);
+		else if (check_one(v, i))
+			place(v, i);
+	}
+	free(start);
+	free(end);
+	free(ev);
+	return AS_OK;
+}
+
+int as_validate(const struct as_trace *t, const struct as_plan *p,
+		struct as_report *out)
+{
+	struct as_report r = {.valid = true};
+	struct run v = {.t = t, .p = p, .r = &r};
+	bool aliases = false;
+	for (uint32_t i = 0; i < t->nbuffers && !aliases; i++)
+		aliases = as_plan_alias_of(p, t, i) != AS_NONE;
+	uint32_t ngroups = p->nspaces + (aliases ? t->nbuffers : 0);
+	size_t n = (size_t)t->nbuffers + 1;
+	v.tr.left = malloc(n * sizeof(uint32_t));
+	v.tr.right = malloc(n * sizeof(uint32_t));
+	v.tr.off = p->offset;
+	v.in_tree = calloc(n, 1);
+	v.roots = malloc(((size_t)ngroups + 1) * sizeof(uint32_t));
+	v.capacity = calloc((size_t)p->nspaces + 1, sizeof(uint64_t));
+	if (aliases)
+		v.alias = malloc(n * sizeof(uint32_t));
+	int err = AS_ENOMEM;
+	if (!v.tr.left || !v.tr.right || !v.in_tree || !v.roots ||
+	    !v.capacity || (aliases && !v.alias))
+		goto out;
+	for (uint32_t g = 0; g < ngroups; g++)
+		v.roots[g] = AS_NONE;
+	for (uint16_t s = 0; s < p->nspaces; s++)
+		v.capacity[s] = p->space_capacity ? p->space_capacity[s]
+			      : s < t->nspaces   ? t->spaces[s].capacity
+						 : 0;
+	if (aliases) {
+		for (uint32_t i = 0; i < t->nbuffers; i++) {
+			v.alias[i] = as_plan_alias_of(p, t, i);
+			if (v.alias[i] != AS_NONE &&
+			    (v.alias[i] >= t->nbuffers || v.alias[i] == i))
+				v.alias[i] = AS_NONE;
+		}
+		err = sweep_sorted(&v);
+	} else {
+		sweep_events(&v, ngroups);
+		err = AS_OK;
+	}
+	if (err == AS_OK)
+		*out = r;
+out:
+	free(v.tr.left);
+	free(v.tr.right);
+	free(v.in_tree);
+	free(v.roots);
+	free(v.capacity);
+	free(v.alias);
+	return err;
+}
+
+const char *as_violation_text(const struct as_trace *t,
+			      const struct as_plan *p,
+			      const struct as_violation *v, char *buf,
+			      size_t len)
+{
+	const struct as_buffer *a = &t->buffers[v->a];
+	unsigned long long ao = p->offset[v->a];
+	switch (v->kind) {
+	case AS_V_OVERLAP: {
+		const struct as_buffer *b = &t->buffers[v->b];
+		unsigned long long bo = p->offset[v->b];
+		snprintf(buf, len,
+			 "'%s' (time [%llu, %llu), addresses [%llu, %llu)) "
+			 "overlaps '%s' (time [%llu, %llu), addresses [%llu, "
+			 "%llu))",
+			 a->name, (unsigned long long)a->start,
+			 (unsigned long long)a->end, ao,
+			 ao + (unsigned long long)a->size, b->name,
+			 (unsigned long long)b->start,
+			 (unsigned long long)b->end, bo,
+			 bo + (unsigned long long)b->size);
+		break;
+	}
+	case AS_V_ALIGNMENT:
+		snprintf(buf, len, "'%s' at offset %llu breaks its alignment "
+				   "of %llu",
+			 a->name, ao, (unsigned long long)as_buffer_align(a));
+		break;
+	case AS_V_CAPACITY:
+		snprintf(buf, len, "'%s' ([%llu, %llu)) lies beyond the "
+				   "capacity of its space",
+			 a->name, ao, ao + (unsigned long long)a->size);
+		break;
+	case AS_V_ALIAS:
+		snprintf(buf, len, "'%s' at %llu does not lie inside '%s', "
+				   "the buffer it is placed in",
+			 a->name, ao,
+			 v->b != AS_NONE ? t->buffers[v->b].name : "?");
+		break;
+	case AS_V_OVERFLOW:
+		snprintf(buf, len, "'%s': offset %llu + size %llu overflows",
+			 a->name, ao, (unsigned long long)a->size);
+		break;
+	}
+	return buf;
+}
