@@ -10,10 +10,12 @@
 
 extern const struct as_strategy_impl as_strategy_recorded;
 extern const struct as_strategy_impl as_strategy_greedy_size;
+extern const struct as_strategy_impl as_strategy_bfc;
 
 static const struct as_strategy_impl *const registry[] = {
 	&as_strategy_recorded,
 	&as_strategy_greedy_size,
+	&as_strategy_bfc,
 };
 
 #define NREG (sizeof(registry) / sizeof(registry[0]))
