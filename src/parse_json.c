@@ -500,7 +500,7 @@ static int parse_root(struct ctx *c, const cJSON *root)
 	if ((err = get_string(c, root, "format", true, &fmt)))
 		return err;
 	if (strcmp(fmt, FORMAT_NAME) != 0)
-		return fail(c, "format", "format is '%s', expected "
+		return fail(c, "format", "'%s' is not "
 					 "'" FORMAT_NAME "'",
 			    fmt);
 	if ((err = get_u64(c, root, "version", true, 0, &version)))
@@ -548,17 +548,23 @@ int as_parse_json(struct as_builder *b, const char *data, size_t len,
 	const char *end = NULL;
 	cJSON *root = cJSON_ParseWithLengthOpts(data, len, &end, false);
 	if (!root) {
-		uint64_t line = 1;
 		const char *stop = end && end >= data && end <= data + len
 					   ? end
 					   : data + len;
+		/* Stopped on the last character that is not space: cut short. */
+		const char *last = data + len;
+		while (last > data && strchr(" \t\r\n", last[-1]))
+			last--;
+		bool truncated = stop + 1 >= last;
+		if (truncated)
+			stop = data + len;
+		uint64_t line = 1;
 		for (const char *q = data; q < stop; q++)
 			line += *q == '\n';
 		return as_diag_set(diag, line, AS_EPARSE,
-				   stop >= data + len
-					   ? "truncated JSON (unexpected end "
-					     "of input)"
-					   : "malformed JSON near '%.20s'",
+				   truncated ? "truncated JSON (unexpected end "
+					       "of input)%.0s"
+					     : "malformed JSON near '%.20s'",
 				   stop);
 	}
 	struct ctx c = {.b = b, .text = data, .len = len, .diag = diag};

@@ -1,0 +1,278 @@
+/*
+ * The contract every registered strategy keeps: on any trace it applies to,
+ * its plan validates, and with no failed allocation its peak is at least the
+ * lower bound. Random traces are seeded; the seed is printed.
+ */
+#include <dirent.h>
+
+#include "allocscope.h"
+#include "tap.h"
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+	uint64_t x = rng_state += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* A random ops trace: n allocations, frees interleaved, some cases. */
+static struct as_trace *random_trace(uint64_t seed, uint32_t n, bool cases)
+{
+	struct as_builder *b = as_builder_create("random", "ops");
+	struct as_diag d;
+	uint32_t *live = malloc(n * sizeof(*live)), nlive = 0;
+	char name[32];
+	rng_state = seed;
+	for (uint32_t i = 0; i < n; i++) {
+		if (cases && i > 0 && rnd() % 97 == 0) {
+			as_builder_case(b, "", &d);
+			nlive = 0;
+		}
+		while (nlive && rnd() % 3 == 0) {
+			uint32_t k = (uint32_t)(rnd() % nlive);
+			snprintf(name, sizeof(name), "t%u", live[k]);
+			as_builder_free(b, name, 0, &d);
+			live[k] = live[--nlive];
+		}
+		uint64_t size = rnd() % 8 == 0 ? rnd() % 64
+			      : rnd() % 4 == 0 ? 256 * (1 + rnd() % 64)
+					       : 1 + rnd() % 100000;
+		uint64_t align = (uint64_t)1 << (rnd() % 13);
+		snprintf(name, sizeof(name), "t%u", i);
+		if (as_builder_alloc(b, name, size, align, 0, &d) < 0)
+			printf("# builder: %s\n", d.msg);
+		live[nlive++] = i;
+	}
+	free(live);
+	struct as_trace *t = NULL;
+	if (as_builder_finish(b, &t, &d) != AS_OK)
+		printf("# finish: %s\n", d.msg);
+	return t;
+}
+
+/* Run every applicable strategy; count the contract's breaches. */
+static void conform(const struct as_trace *t, const char *what)
+{
+	uint64_t lb = as_trace_lower_bound(t);
+	for (size_t s = 0; s < as_strategy_count(); s++) {
+		const char *name = as_strategy_at(s)->name;
+		if (!as_strategy_applies(name, t))
+			continue;
+		struct as_plan *p = NULL;
+		struct as_diag d = {0};
+		struct as_report r;
+		if (as_strategy_run(name, t, NULL, &p, &d) != AS_OK) {
+			printf("#   %s on %s: %s\n", name, what, d.msg);
+			tap_cur_failed = 1;
+			continue;
+		}
+		CHECK(as_validate(t, p, &r) == AS_OK);
+		if (!r.valid) {
+			char buf[512];
+			printf("#   %s on %s: invalid: %s\n", name, what,
+			       as_violation_text(t, p, &r.first[0], buf,
+						 sizeof(buf)));
+			tap_cur_failed = 1;
+		}
+		uint64_t peak = as_plan_peak(p, t, -1);
+		if (as_plan_failed(p, t) == 0 && peak < lb) {
+			printf("#   %s on %s: peak %llu below the lower bound "
+			       "%llu\n",
+			       name, what, (unsigned long long)peak,
+			       (unsigned long long)lb);
+			tap_cur_failed = 1;
+		}
+		as_plan_destroy(p);
+	}
+}
+
+static void every_strategy_plans_random_traces_validly_above_the_bound(void)
+{
+	uint64_t base = getenv("AS_SEED") ? strtoull(getenv("AS_SEED"), 0, 10)
+					  : 20261121;
+	printf("# seed %llu (set AS_SEED to replay)\n",
+	       (unsigned long long)base);
+	for (uint64_t k = 0; k < 30; k++) {
+		struct as_trace *t =
+			random_trace(base + k, 50 + (uint32_t)(k * 37), k & 1);
+		char what[64];
+		snprintf(what, sizeof(what), "random trace seed %llu",
+			 (unsigned long long)(base + k));
+		CHECK(t != NULL);
+		if (t)
+			conform(t, what);
+		as_trace_destroy(t);
+	}
+}
+
+static void every_strategy_plans_every_bundled_trace(void)
+{
+	const char *src = getenv("AS_SOURCE_DIR");
+	char dir[1024];
+	snprintf(dir, sizeof(dir), "%s/traces", src ? src : ".");
+	DIR *dp = opendir(dir);
+	CHECK(dp != NULL);
+	if (!dp)
+		return;
+	struct dirent *e;
+	int n = 0;
+	while ((e = readdir(dp))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[2048];
+		struct as_trace *t;
+		struct as_diag d;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (as_trace_load(path, AS_FMT_AUTO, &t, &d) != AS_OK) {
+			printf("#   %s: %s\n", path, d.msg);
+			tap_cur_failed = 1;
+			continue;
+		}
+		conform(t, e->d_name);
+		as_trace_destroy(t);
+		n++;
+	}
+	closedir(dp);
+	CHECK(n > 0);
+}
+
+static void every_strategy_plans_the_minimalloc_benchmarks(void)
+{
+	char dir[1024];
+	snprintf(dir, sizeof(dir), "%s/benchmarks/minimalloc",
+		 tap_shared_dir());
+	DIR *dp = opendir(dir);
+	CHECK(dp != NULL);
+	if (!dp)
+		return;
+	struct dirent *e;
+	while ((e = readdir(dp))) {
+		if (!strstr(e->d_name, ".csv"))
+			continue;
+		char path[2048];
+		struct as_trace *t;
+		struct as_diag d;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		CHECK(as_trace_load(path, AS_FMT_AUTO, &t, &d) == AS_OK);
+		conform(t, e->d_name);
+		as_trace_destroy(t);
+	}
+	closedir(dp);
+}
+
+static void greedy_size_places_largest_first_at_the_lowest_fit(void)
+{
+	const char *text = "alloc a 10 1\nalloc b 30 1\nfree a\nalloc c 20 1\n"
+			   "free b\nfree c\n";
+	struct as_trace *t;
+	struct as_plan *p;
+	struct as_diag d;
+	CHECK(as_trace_parse("g.ops", text, strlen(text), AS_FMT_OPS, &t,
+			     &d) == AS_OK);
+	CHECK(as_strategy_run("greedy-size", t, NULL, &p, &d) == AS_OK);
+	CHECK_EQ_U64(p->offset[1], 0);  /* b, the largest */
+	CHECK_EQ_U64(p->offset[2], 30); /* c shares time with b */
+	CHECK_EQ_U64(p->offset[0], 30); /* a: below c in time, above b */
+	CHECK_EQ_U64(as_plan_peak(p, t, -1), 50);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void greedy_size_honours_alignment(void)
+{
+	const char *text = "alloc a 3 1\nalloc b 2 64\n";
+	struct as_trace *t;
+	struct as_plan *p;
+	struct as_diag d;
+	CHECK(as_trace_parse("g.ops", text, strlen(text), AS_FMT_OPS, &t,
+			     &d) == AS_OK);
+	CHECK(as_strategy_run("greedy-size", t, NULL, &p, &d) == AS_OK);
+	CHECK_EQ_U64(p->offset[0], 0);
+	CHECK_EQ_U64(p->offset[1], 64);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void recorded_needs_offsets_in_the_trace(void)
+{
+	const char *with = "id,lower,upper,size,offset\n0,0,2,8,16\n";
+	const char *without = "alloc a 8\n";
+	struct as_trace *t;
+	struct as_plan *p;
+	struct as_diag d;
+	CHECK(as_trace_parse("r.csv", with, strlen(with), AS_FMT_AUTO, &t,
+			     &d) == AS_OK);
+	CHECK(as_strategy_applies("recorded", t));
+	CHECK(as_strategy_run("recorded", t, NULL, &p, &d) == AS_OK);
+	CHECK_EQ_U64(p->offset[0], 16);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+	CHECK(as_trace_parse("r.ops", without, strlen(without), AS_FMT_AUTO,
+			     &t, &d) == AS_OK);
+	CHECK(!as_strategy_applies("recorded", t));
+	CHECK(as_strategy_run("recorded", t, NULL, &p, &d) ==
+	      AS_EUNSUPPORTED);
+	as_trace_destroy(t);
+}
+
+static void unknown_strategies_and_options_are_refused_by_name(void)
+{
+	const char *text = "alloc a 8\n";
+	struct as_trace *t;
+	struct as_plan *p = NULL;
+	struct as_diag d;
+	CHECK(as_trace_parse("r.ops", text, strlen(text), AS_FMT_AUTO, &t,
+			     &d) == AS_OK);
+	CHECK(as_strategy_run("no-such", t, NULL, &p, &d) == AS_ENOTFOUND);
+	CHECK(strstr(d.msg, "unknown strategy 'no-such'") != NULL);
+	CHECK(as_strategy_run("greedy-size:color=blue", t, NULL, &p, &d) ==
+	      AS_ENOTFOUND);
+	CHECK(strstr(d.msg, "unknown option 'color'") != NULL);
+	CHECK(as_strategy_run("greedy-size:junk", t, NULL, &p, &d) ==
+	      AS_EINVAL);
+	CHECK(p == NULL);
+	as_trace_destroy(t);
+}
+
+static void input_aliases_follow_their_parent_in_every_plan(void)
+{
+	const char *text =
+		"{\"format\": \"allocscope-trace\", \"version\": 1, \"events\": ["
+		"{\"op\": \"alloc\", \"name\": \"p\", \"size\": 64},"
+		"{\"op\": \"alloc\", \"name\": \"v\", \"size\": 32,"
+		" \"alias_of\": \"p\", \"alias_offset\": 32},"
+		"{\"op\": \"alloc\", \"name\": \"q\", \"size\": 64},"
+		"{\"op\": \"free\", \"name\": \"p\"}]}";
+	struct as_trace *t;
+	struct as_plan *p;
+	struct as_diag d;
+	CHECK(as_trace_parse("a.json", text, strlen(text), AS_FMT_AUTO, &t,
+			     &d) == AS_OK);
+	if (!t)
+		return;
+	CHECK(as_strategy_run("greedy-size", t, NULL, &p, &d) == AS_OK);
+	CHECK_EQ_U64(p->offset[1], p->offset[0] + 32);
+	as_plan_destroy(p);
+	conform(t, "alias trace");
+	as_trace_destroy(t);
+}
+
+int main(void)
+{
+	TEST_RUN(every_strategy_plans_random_traces_validly_above_the_bound);
+	TEST_RUN(every_strategy_plans_every_bundled_trace);
+	if (tap_shared_dir())
+		TEST_RUN(every_strategy_plans_the_minimalloc_benchmarks);
+	else
+		TEST_SKIP(every_strategy_plans_the_minimalloc_benchmarks,
+			  "../shared is absent");
+	TEST_RUN(greedy_size_places_largest_first_at_the_lowest_fit);
+	TEST_RUN(greedy_size_honours_alignment);
+	TEST_RUN(recorded_needs_offsets_in_the_trace);
+	TEST_RUN(unknown_strategies_and_options_are_refused_by_name);
+	TEST_RUN(input_aliases_follow_their_parent_in_every_plan);
+	return tap_done();
+}

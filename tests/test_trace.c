@@ -1,0 +1,338 @@
+/* The trace model, the three input formats and the lower bound. */
+#include "allocscope.h"
+#include "tap.h"
+
+static struct as_trace *parse(const char *name, const char *text,
+			      struct as_diag *d)
+{
+	struct as_trace *t = NULL;
+	if (as_trace_parse(name, text, strlen(text), AS_FMT_AUTO, &t, d) !=
+	    AS_OK)
+		return NULL;
+	return t;
+}
+
+static const struct as_buffer *named(const struct as_trace *t,
+				     const char *name, int nth)
+{
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		if (strcmp(t->buffers[i].name, name) == 0 && nth-- == 0)
+			return &t->buffers[i];
+	return NULL;
+}
+
+static void ops_lifetimes_count_one_step_per_operation(void)
+{
+	struct as_diag d;
+	struct as_trace *t = parse("x.ops", "# comment\n\nalloc a 100\n"
+					    "alloc b 200 512\nfree a\n"
+					    "dump\nfree b\n",
+				   &d);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK_EQ_U64(t->nbuffers, 2);
+	CHECK_STR(t->format, "ops");
+	CHECK_EQ_U64(named(t, "a", 0)->start, 0);
+	CHECK_EQ_U64(named(t, "a", 0)->end, 2);
+	CHECK_EQ_U64(named(t, "b", 0)->start, 1);
+	CHECK_EQ_U64(named(t, "b", 0)->end, 3);
+	CHECK_EQ_U64(as_buffer_align(named(t, "b", 0)), 512);
+	CHECK_EQ_U64(as_buffer_align(named(t, "a", 0)), 64);
+	CHECK_EQ_U64(t->nevents, 5); /* the dump line is an event too */
+	CHECK_EQ_U64(t->events[3].kind, AS_EV_QUERY);
+	as_trace_destroy(t);
+}
+
+static void ops_name_may_be_reused_after_free(void)
+{
+	struct as_diag d;
+	struct as_trace *t = parse("x.ops", "alloc a 1\nfree a\nalloc a 2\n",
+				   &d);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK_EQ_U64(t->nbuffers, 2);
+	CHECK_EQ_U64(named(t, "a", 1)->size, 2);
+	CHECK_EQ_U64(named(t, "a", 1)->end, 3); /* never freed: to the end */
+	CHECK(named(t, "a", 1)->flags & AS_BUF_NEVER_FREED);
+	as_trace_destroy(t);
+}
+
+static void config_after_operations_starts_a_new_case(void)
+{
+	struct as_diag d;
+	struct as_trace *t = parse("x.txt",
+				   "config total=1024 growth=0\nalloc a 10\n"
+				   "config total=2048\nalloc a 20\nfree a\n",
+				   &d);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK_EQ_U64(t->ncases, 2);
+	CHECK_STR(t->cases[0].options, "total=1024,growth=0");
+	CHECK_STR(t->cases[1].options, "total=2048");
+	/* The live 'a' of case 0 ends where case 1 starts. */
+	CHECK_EQ_U64(named(t, "a", 0)->end, 1);
+	CHECK_EQ_U64(named(t, "a", 1)->start, 1);
+	CHECK_EQ_U64(as_trace_lower_bound(t), 20);
+	as_trace_destroy(t);
+}
+
+static void ops_alloc_attributes_set_pool_offset_and_symbol(void)
+{
+	struct as_diag d;
+	struct as_trace *t = parse("x.ops",
+				   "alloc a 64 pool=l2 offset=128 symbol=S1\n"
+				   "alloc b 64 1 symbol=S1\n",
+				   &d);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK_EQ_U64(t->nspaces, 2);
+	CHECK_STR(t->spaces[named(t, "a", 0)->space].name, "l2");
+	CHECK_EQ_U64(named(t, "a", 0)->recorded, 128);
+	CHECK_EQ_U64(t->nsymbols, 1);
+	CHECK_EQ_U64(named(t, "a", 0)->symbol, named(t, "b", 0)->symbol);
+	as_trace_destroy(t);
+}
+
+static void csv_reads_minimalloc_columns_in_any_order(void)
+{
+	struct as_diag d;
+	struct as_trace *t = parse("x.csv",
+				   "id,lower,upper,size,offset,alignment\n"
+				   "0,0,10,4,0,4\n1,5,15,8,4,4\n",
+				   &d);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK_STR(t->format, "csv");
+	CHECK_EQ_U64(t->nbuffers, 2);
+	CHECK_EQ_U64(named(t, "1", 0)->recorded, 4);
+	CHECK_EQ_U64(named(t, "1", 0)->start, 5);
+	CHECK_EQ_U64(as_trace_lower_bound(t), 12);
+	as_trace_destroy(t);
+}
+
+static void csv_frees_come_before_allocations_at_equal_times(void)
+{
+	struct as_diag d;
+	struct as_trace *t = parse("x.csv",
+				   "id,lower,upper,size\n0,0,5,10\n1,5,9,10\n",
+				   &d);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK_EQ_U64(as_trace_lower_bound(t), 10);
+	CHECK_EQ_U64(t->events[1].kind, AS_EV_FREE);
+	as_trace_destroy(t);
+}
+
+static void json_events_carry_pools_metadata_and_frames(void)
+{
+	struct as_diag d;
+	struct as_trace *t = parse(
+		"x.json",
+		"{\"format\": \"allocscope-trace\", \"version\": 1,\n"
+		" \"metadata\": {\"model\": \"m\"},\n"
+		" \"pools\": [{\"name\": \"hbm\", \"capacity\": 4096},\n"
+		"           {\"name\": \"sram\", \"capacity\": 256}],\n"
+		" \"config\": {\"total\": 1024},\n"
+		" \"events\": [\n"
+		"  {\"op\": \"alloc\", \"name\": \"a\", \"size\": 100,"
+		"   \"pool\": \"sram\", \"frames\": [\"f.py:1\", \"g.py:2\"]},\n"
+		"  {\"op\": \"alloc\", \"name\": \"v\", \"size\": 50,"
+		"   \"alias_of\": \"a\", \"alias_offset\": 50},\n"
+		"  {\"op\": \"free\", \"name\": \"a\"}]}\n",
+		&d);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK_STR(t->spaces[0].name, "hbm");
+	CHECK_EQ_U64(t->spaces[1].capacity, 256);
+	CHECK_EQ_U64(named(t, "a", 0)->space, 1);
+	CHECK_STR(t->frames[named(t, "a", 0)->frames], "f.py:1\ng.py:2");
+	CHECK_STR(t->cases[0].options, "total=1024");
+	CHECK_STR(t->metadata, "{\"model\":\"m\"}");
+	CHECK_EQ_U64(named(t, "v", 0)->alias_of, 0);
+	CHECK_EQ_U64(named(t, "v", 0)->space, 1); /* follows its parent */
+	/* The alias takes no memory of its own. */
+	CHECK_EQ_U64(as_trace_lower_bound(t), 100);
+	as_trace_destroy(t);
+}
+
+static void json_buffers_form_has_explicit_lifetimes(void)
+{
+	struct as_diag d;
+	struct as_trace *t = parse(
+		"x.json",
+		"{\"format\": \"allocscope-trace\", \"version\": 1, \"buffers\": ["
+		"{\"name\": \"a\", \"size\": \"18446744073709551000\", "
+		"\"start\": 0, \"end\": 4},"
+		"{\"name\": \"b\", \"size\": 7, \"start\": 4, \"end\": 8, "
+		"\"offset\": 0}]}",
+		&d);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK_EQ_U64(named(t, "a", 0)->size, 18446744073709551000ull);
+	CHECK_EQ_U64(named(t, "b", 0)->recorded, 0);
+	as_trace_destroy(t);
+}
+
+static void lower_bound_matches_hand_computed_cases(void)
+{
+	static const struct {
+		const char *text;
+		uint64_t lb;
+	} cases[] = {
+		{"alloc a 10\nalloc b 20\nfree a\nalloc c 5\n", 30},
+		{"alloc a 10\nfree a\nalloc b 20\nfree b\nalloc c 5\n", 20},
+		{"alloc a 7\nalloc b 0\nalloc c 3\nfree a\nalloc d 8\n", 11},
+		{"", 0},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct as_diag d;
+		struct as_trace *t = parse("x.ops", cases[i].text, &d);
+		CHECK(t != NULL);
+		if (!t)
+			continue;
+		CHECK_EQ_U64(as_trace_lower_bound(t), cases[i].lb);
+		as_trace_destroy(t);
+	}
+}
+
+static void lower_bound_counts_each_space_apart_and_together(void)
+{
+	struct as_diag d;
+	struct as_trace *t = parse("x.ops",
+				   "alloc a 10 pool=x\nalloc b 20 pool=y\n"
+				   "free a\nalloc c 15 pool=x\n",
+				   &d);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK_EQ_U64(as_trace_lower_bound(t), 35);
+	CHECK_EQ_U64(as_trace_lower_bound_space(t, 1), 15);
+	CHECK_EQ_U64(as_trace_lower_bound_space(t, 2), 20);
+	as_trace_destroy(t);
+}
+
+static void lower_bound_does_not_wrap_on_huge_sizes(void)
+{
+	struct as_diag d;
+	struct as_trace *t = parse("x.ops",
+				   "alloc a 18446744073709551000 1\n"
+				   "alloc b 18446744073709551000 1\n",
+				   &d);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK_EQ_U64(as_trace_lower_bound(t), UINT64_MAX);
+	as_trace_destroy(t);
+}
+
+static void format_is_detected_by_content_without_extension(void)
+{
+	struct as_diag d;
+	struct as_trace *t = parse("noext", "id,lower,upper,size\n0,0,1,1\n",
+				   &d);
+	CHECK(t && strcmp(t->format, "csv") == 0);
+	as_trace_destroy(t);
+	t = parse("noext", "  {\"format\": \"allocscope-trace\", \"version\":"
+			   " 1, \"events\": []}",
+		  &d);
+	CHECK(t && strcmp(t->format, "json") == 0);
+	as_trace_destroy(t);
+}
+
+static void errors_name_the_line_and_the_problem(void)
+{
+	static const struct {
+		const char *name, *text, *want;
+	} cases[] = {
+		{"a.ops", "alloc a 1\nalloc a 2\n", "a.ops:2: alloc of 'a', which is still live"},
+		{"a.ops", "alloc a 1\nfree a\nfree a\n", "a.ops:3: free of 'a', which is already freed"},
+		{"a.ops", "free q\n", "a.ops:1: free of unknown name 'q'"},
+		{"a.ops", "alloc a -5\n", "a.ops:1: size '-5' is not a non-negative integer"},
+		{"a.ops", "alloc a 99999999999999999999\n", "a.ops:1: size 99999999999999999999 overflows 64 bits"},
+		{"a.ops", "alloc a 8 3\n", "a.ops:1: alignment 3 is not a power of two"},
+		{"a.csv", "id,lower,upper,size\n0,5,5,1\n", "a.csv:2: lifetime [5, 5) is empty"},
+		{"a.csv", "id,lower,upper,size,gaps\n", "a.csv:1: unknown column 'gaps'"},
+		{"a.csv", "id,lower,size\n", "a.csv:1: missing column 'upper'"},
+		{"a.json", "{\"format\": \"allocscope-trace\",\n \"version\": 1,\n \"events\": [\n", "a.json:4: truncated JSON"},
+		{"a.json", "{\"format\": \"allocscope-trace\", \"version\": 1,\n \"events\": [\n  {\"op\": \"alloc\", \"name\": \"a\", \"size\": \"x\"}]}", "a.json:3: events[0].size: 'x' is not a non-negative integer"},
+		{"a.json", "{\"format\": \"allocscope-trace\", \"version\": 1,\n \"events\": [{\"op\": \"alloc\",\n \"name\": 5, \"size\": 1}]}", "a.json:3: events[0].name: expected a string"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct as_diag d;
+		struct as_trace *t = parse(cases[i].name, cases[i].text, &d);
+		char buf[1024];
+		CHECK(t == NULL);
+		as_trace_destroy(t);
+		as_diag_text(&d, buf, sizeof(buf));
+		if (strncmp(buf, cases[i].want, strlen(cases[i].want)) != 0) {
+			printf("#   case %zu: got '%s'\n#   want '%s...'\n", i,
+			       buf, cases[i].want);
+			tap_cur_failed = 1;
+		}
+	}
+}
+
+static void minimalloc_benchmarks_have_the_published_lower_bounds(void)
+{
+	static const struct {
+		const char *file;
+		uint64_t lb;
+	} b[] = {
+		{"benchmarks/minimalloc/A.1048576.csv", 1048576},
+		{"benchmarks/minimalloc/B.1048576.csv", 1048576},
+		{"benchmarks/minimalloc/C.1048576.csv", 1039360},
+		{"benchmarks/minimalloc/D.1048576.csv", 986112},
+		{"benchmarks/minimalloc/E.1048576.csv", 1048576},
+		{"benchmarks/minimalloc/F.1048576.csv", 1048576},
+		{"benchmarks/minimalloc/G.1048576.csv", 1048576},
+		{"benchmarks/minimalloc/H.1048576.csv", 1048576},
+		{"benchmarks/minimalloc/I.1048576.csv", 1048576},
+		{"benchmarks/minimalloc/J.1048576.csv", 989184},
+		{"benchmarks/minimalloc/K.1048576.csv", 1048576},
+		{"benchmarks/idealloc/G_1.csv", 3030937746ull},
+		{"benchmarks/idealloc/resnet50.csv", 1515472556ull},
+	};
+	const char *shared = tap_shared_dir();
+	for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
+		char path[1024];
+		struct as_diag d;
+		struct as_trace *t;
+		snprintf(path, sizeof(path), "%s/%s", shared, b[i].file);
+		CHECK(as_trace_load(path, AS_FMT_AUTO, &t, &d) == AS_OK);
+		if (t == NULL)
+			continue;
+		CHECK_EQ_U64(as_trace_lower_bound(t), b[i].lb);
+		as_trace_destroy(t);
+	}
+}
+
+int main(void)
+{
+	TEST_RUN(ops_lifetimes_count_one_step_per_operation);
+	TEST_RUN(ops_name_may_be_reused_after_free);
+	TEST_RUN(config_after_operations_starts_a_new_case);
+	TEST_RUN(ops_alloc_attributes_set_pool_offset_and_symbol);
+	TEST_RUN(csv_reads_minimalloc_columns_in_any_order);
+	TEST_RUN(csv_frees_come_before_allocations_at_equal_times);
+	TEST_RUN(json_events_carry_pools_metadata_and_frames);
+	TEST_RUN(json_buffers_form_has_explicit_lifetimes);
+	TEST_RUN(lower_bound_matches_hand_computed_cases);
+	TEST_RUN(lower_bound_counts_each_space_apart_and_together);
+	TEST_RUN(lower_bound_does_not_wrap_on_huge_sizes);
+	TEST_RUN(format_is_detected_by_content_without_extension);
+	TEST_RUN(errors_name_the_line_and_the_problem);
+	if (tap_shared_dir())
+		TEST_RUN(minimalloc_benchmarks_have_the_published_lower_bounds);
+	else
+		TEST_SKIP(minimalloc_benchmarks_have_the_published_lower_bounds,
+			  "../shared is absent");
+	return tap_done();
+}
