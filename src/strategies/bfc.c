@@ -409,6 +409,10 @@ static bool sub_alloc(struct bfc *s, uint64_t align, uint64_t bytes,
 		return false;
 	}
 	uint64_t a = align > MIN_ALLOC ? align : MIN_ALLOC;
+	if (s->bump > MAX_BYTES || bytes > MAX_BYTES || a > MAX_BYTES) {
+		s->sub_fails++; /* beyond any address space we model */
+		return false;
+	}
 	uint64_t start = round_up(s->bump, a);
 	emitf(s, "  [sub] Alloc(align=%" PRIu64 ", %" PRIu64
 		 ") -> base+0x%" PRIx64,
@@ -667,7 +671,7 @@ static int bfc_alloc(void *state, const struct as_trace *t, uint32_t buf,
 	int err = ensure_bufs(s, t->nbuffers);
 	if (err)
 		return err;
-	if (b->size == 0 || b->size > MAX_BYTES)
+	if (b->size == 0 || b->size > MAX_BYTES || align > MAX_BYTES)
 		return 1;
 	uint64_t rounded = round_up(b->size, MIN_ALLOC);
 	/* old releases ignore alignment; so does everything up to 256 */
