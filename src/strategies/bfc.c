@@ -70,6 +70,24 @@ struct region {
 	uint32_t first;
 };
 
+/*
+ * +--------------------------------------------------------------------+
+ * | The live buffers: an open-addressing hash (linear probing, deletion  |
+ * | by backward shift) from buffer index to chunk. It holds only live   |
+ * | buffers, so it stays small and in cache however long the trace.     |
+ * | - every entry's key is found from its home slot without crossing an |
+ * |   empty slot; empty slots have key NIL; n < cap / 2.                |
+ * +--------------------------------------------------------------------+
+ */
+struct live_entry {
+	uint32_t buf, chunk;
+};
+
+struct live {
+	struct live_entry *e;
+	uint32_t cap, n, shift; /* cap = 1 << (32 - shift) */
+};
+
 struct bfc {
 	/* options */
 	uint64_t total, capacity, first_region, split_cap;
@@ -89,9 +107,7 @@ struct bfc {
 	uint32_t nonempty;      /* bit b: root[b] != NIL */
 	uint64_t nfree;         /* free chunks in all bins */
 
-	uint32_t *buf_chunk;    /* buffer index -> chunk, NIL when none */
-	uint32_t nbufs;
-	uint64_t live_bufs;
+	struct live live;       /* live buffer -> its chunk */
 
 	uint64_t bump;          /* next free address of the sub-allocator */
 	uint64_t curr_region;   /* size target of the next region */
@@ -551,7 +567,7 @@ static void bfc_destroy(void *state)
 		      s->r[i].off, s->r[i].size);
 	free(s->c);
 	free(s->r);
-	free(s->buf_chunk);
+	free(s->live.e);
 	free(s);
 }
 
@@ -598,18 +614,78 @@ static int bfc_create(const struct as_opts *o, as_emit_fn emit, void *ctx,
 	return AS_OK;
 }
 
-static int ensure_bufs(struct bfc *s, uint32_t n)
+static uint32_t live_home(const struct live *m, uint32_t buf)
 {
-	if (n <= s->nbufs)
-		return AS_OK;
-	uint32_t *m = realloc(s->buf_chunk, (size_t)n * sizeof(*m));
-	if (!m)
+	return (uint32_t)(buf * 2654435769u) >> m->shift;
+}
+
+static int live_grow(struct live *m)
+{
+	uint32_t cap = m->cap ? m->cap * 2 : 1024;
+	if (cap <= m->cap)
 		return AS_ENOMEM;
-	for (uint32_t i = s->nbufs; i < n; i++)
-		m[i] = NIL;
-	s->buf_chunk = m;
-	s->nbufs = n;
+	struct live_entry *e = malloc((size_t)cap * sizeof(*e));
+	if (!e)
+		return AS_ENOMEM;
+	for (uint32_t i = 0; i < cap; i++)
+		e[i].buf = NIL;
+	struct live old = *m;
+	m->e = e;
+	m->cap = cap;
+	m->shift = (uint32_t)__builtin_clz(cap) + 1;
+	for (uint32_t i = 0; i < old.cap; i++) {
+		if (old.e[i].buf == NIL)
+			continue;
+		uint32_t j = live_home(m, old.e[i].buf);
+		while (e[j].buf != NIL)
+			j = (j + 1) & (cap - 1);
+		e[j] = old.e[i];
+	}
+	free(old.e);
 	return AS_OK;
+}
+
+static int live_put(struct live *m, uint32_t buf, uint32_t chunk)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		int err = live_grow(m);
+		if (err)
+			return err;
+	}
+	uint32_t j = live_home(m, buf);
+	while (m->e[j].buf != NIL)
+		j = (j + 1) & (m->cap - 1);
+	m->e[j] = (struct live_entry){buf, chunk};
+	m->n++;
+	return AS_OK;
+}
+
+/* Remove buf; returns its chunk, or NIL when it is not live. */
+static uint32_t live_take(struct live *m, uint32_t buf)
+{
+	if (!m->cap)
+		return NIL;
+	uint32_t mask = m->cap - 1, i = live_home(m, buf);
+	while (m->e[i].buf != buf) {
+		if (m->e[i].buf == NIL)
+			return NIL;
+		i = (i + 1) & mask;
+	}
+	uint32_t chunk = m->e[i].chunk;
+	/* backward shift: pull later entries of the run into the hole */
+	for (uint32_t j = (i + 1) & mask; m->e[j].buf != NIL;
+	     j = (j + 1) & mask) {
+		uint32_t k = live_home(m, m->e[j].buf);
+		/* j's entry may move to i unless its home lies in (i, j] */
+		bool stays = i <= j ? (k > i && k <= j) : (k > i || k <= j);
+		if (!stays) {
+			m->e[i] = m->e[j];
+			i = j;
+		}
+	}
+	m->e[i].buf = NIL;
+	m->n--;
+	return chunk;
 }
 
 /* Hand chunk i (out of the bins) to a request of `req` bytes. */
@@ -668,9 +744,6 @@ static int bfc_alloc(void *state, const struct as_trace *t, uint32_t buf,
 	struct bfc *s = state;
 	const struct as_buffer *b = &t->buffers[buf];
 	uint64_t align = as_buffer_align(b);
-	int err = ensure_bufs(s, t->nbuffers);
-	if (err)
-		return err;
 	if (b->size == 0 || b->size > MAX_BYTES || align > MAX_BYTES)
 		return 1;
 	uint64_t rounded = round_up(b->size, MIN_ALLOC);
@@ -692,8 +765,8 @@ static int bfc_alloc(void *state, const struct as_trace *t, uint32_t buf,
 		return r;
 	if (r == 0)
 		return 1;
-	s->buf_chunk[buf] = i;
-	s->live_bufs++;
+	if (live_put(&s->live, buf, i) != AS_OK)
+		return AS_ENOMEM;
 	*offset = s->c[i].off;
 	*chunk = s->c[i].size;
 	return 0;
@@ -702,11 +775,9 @@ static int bfc_alloc(void *state, const struct as_trace *t, uint32_t buf,
 static void bfc_free(void *state, const struct as_trace *t, uint32_t buf)
 {
 	struct bfc *s = state;
-	if (buf >= s->nbufs || s->buf_chunk[buf] == NIL)
+	uint32_t h = live_take(&s->live, buf);
+	if (h == NIL)
 		return; /* failed allocations: freeing NULL is a no-op */
-	uint32_t h = s->buf_chunk[buf];
-	s->buf_chunk[buf] = NIL;
-	s->live_bufs--;
 	struct chunk *c = &s->c[h];
 	c->in_use = 0;
 	s->bytes_in_use -= c->size;
@@ -999,16 +1070,27 @@ static uint64_t bfc_check(void *state, char *msg, size_t len)
 	if (nchunks != s->live_chunks)
 		problem(&p, "%" PRIu64 " chunks in regions, %" PRIu32 " allocated",
 			nchunks, s->live_chunks);
-	if (nused != s->live_bufs)
-		problem(&p, "%" PRIu64 " chunks in use, %" PRIu64 " live buffers",
-			nused, s->live_bufs);
-	for (uint32_t b = 0; b < s->nbufs; b++) {
-		uint32_t i = s->buf_chunk[b];
-		if (i != NIL && (i >= s->nchunks || !s->c[i].in_use)) {
-			problem(&p, "buffer %" PRIu32 " maps to a chunk not in use", b);
-			break;
-		}
+	if (nused != s->live.n)
+		problem(&p, "%" PRIu64 " chunks in use, %" PRIu32 " live buffers",
+			nused, s->live.n);
+	uint64_t in_map = 0;
+	for (uint32_t k = 0; k < s->live.cap; k++) {
+		const struct live_entry *le = &s->live.e[k];
+		if (le->buf == NIL)
+			continue;
+		in_map++;
+		uint32_t j = live_home(&s->live, le->buf);
+		while (j != k && s->live.e[j].buf != NIL)
+			j = (j + 1) & (s->live.cap - 1);
+		if (j != k)
+			problem(&p, "live buffer %" PRIu32 " is unreachable", le->buf);
+		if (le->chunk >= s->nchunks || !s->c[le->chunk].in_use)
+			problem(&p, "buffer %" PRIu32 " maps to a chunk not in use",
+				le->buf);
 	}
+	if (in_map != s->live.n)
+		problem(&p, "live map holds %" PRIu64 " entries, counts %" PRIu32,
+			in_map, s->live.n);
 	if (used_bytes != s->bytes_in_use || used_req != s->req_in_use)
 		problem(&p, "bytes_in_use=%" PRIu64 " but chunks in use hold %" PRIu64,
 			s->bytes_in_use, used_bytes);
