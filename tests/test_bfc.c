@@ -12,6 +12,12 @@
 #include "strategy.h"
 #include "tap.h"
 
+/* A private copy of the strategy, to reach its state and break it on
+ * purpose: check() must report every broken invariant as data. */
+#define as_strategy_bfc as_strategy_bfc_copy_under_test
+#include "strategies/bfc.c"
+#undef as_strategy_bfc
+
 /* ---- a growable list of lines ---- */
 
 struct lines {
@@ -748,6 +754,102 @@ static void bfc_config_lines_are_overridden_by_the_spec(void)
 	run_done(&r);
 }
 
+/* A state with regions, in-use and free chunks in several bins. */
+static struct bfc *broken_state_base(struct as_trace **tp)
+{
+	static const char text[] =
+		"config total=64M growth=1\n"
+		"alloc a 1000\nalloc b 5000\nalloc c 70000\nalloc d 3000000\n"
+		"alloc e 300\nfree b\nfree d\n";
+	struct as_diag d = {0};
+	struct as_opts o;
+	void *st = NULL;
+	if (as_trace_parse("x.ops", text, strlen(text), AS_FMT_OPS, tp, &d) ||
+	    as_opts_parse(&o, "bfc", bfc_options, (*tp)->cases[0].options, NULL,
+			  &d) ||
+	    bfc_create(&o, NULL, NULL, &st, &d))
+		return NULL;
+	for (uint32_t e = 0; e < (*tp)->nevents; e++) {
+		const struct as_event *ev = &(*tp)->events[e];
+		uint64_t off, chunk;
+		if (ev->kind == AS_EV_ALLOC)
+			bfc_alloc(st, *tp, ev->arg, &off, &chunk);
+		else if (ev->kind == AS_EV_FREE)
+			bfc_free(st, *tp, ev->arg);
+	}
+	return st;
+}
+
+/* The first free and in-use chunks in address order. */
+static uint32_t chunk_where(struct bfc *s, bool in_use)
+{
+	for (uint32_t r = 0; r < s->nregions; r++)
+		for (uint32_t i = s->r[r].first; i != NIL; i = s->c[i].next)
+			if (s->c[i].in_use == in_use)
+				return i;
+	return NIL;
+}
+
+static void bfc_check_reports_each_broken_invariant_as_data(void)
+{
+	enum { SIZE, FREE_FLAG, UNBINNED, BYTES, LINK, WRONG_BIN, POOL, LIVE, N };
+	static const char *const what[N] = {
+		"a chunk size", "an in-use chunk marked free",
+		"a free chunk missing from its bin", "bytes_in_use",
+		"a prev link", "a chunk in the wrong bin", "pool_bytes",
+		"the live buffer map"};
+	for (int k = 0; k < N; k++) {
+		struct as_trace *t = NULL;
+		struct bfc *s = broken_state_base(&t);
+		char msg[256] = "";
+		CHECK(s != NULL);
+		if (!s) {
+			as_trace_destroy(t);
+			continue;
+		}
+		CHECK_EQ_U64(bfc_check(s, msg, sizeof(msg)), 0);
+		uint32_t f = chunk_where(s, false), u = chunk_where(s, true);
+		CHECK(f != NIL && u != NIL);
+		if (f == NIL || u == NIL) {
+			bfc_destroy(s);
+			as_trace_destroy(t);
+			continue;
+		}
+		switch (k) {
+		case SIZE: s->c[u].size += 256; break;
+		case FREE_FLAG: s->c[u].in_use = 0; break;
+		case UNBINNED: bin_remove(s, f); break;
+		case BYTES: s->bytes_in_use += 256; break;
+		case LINK: s->c[s->c[u].next != NIL ? s->c[u].next : u].prev = NIL - 1; break;
+		case WRONG_BIN:
+			bin_remove(s, f);
+			s->root[(s->c[f].bin + 1) % NUM_BINS] = treap_insert(
+				s->c, s->root[(s->c[f].bin + 1) % NUM_BINS], f);
+			s->nonempty |= 1u << ((s->c[f].bin + 1) % NUM_BINS);
+			s->nfree++;
+			break;
+		case POOL: s->pool_bytes -= 256; break;
+		case LIVE:
+			for (uint32_t j = 0; j < s->live.cap; j++)
+				if (s->live.e[j].buf != NIL) {
+					s->live.e[j].buf = NIL;
+					break;
+				}
+			break;
+		}
+		uint64_t broken = bfc_check(s, msg, sizeof(msg));
+		if (broken == 0)
+			printf("#   %s went unnoticed\n", what[k]);
+		else
+			printf("#   %s: %" PRIu64 " broken: %s\n", what[k], broken, msg);
+		CHECK(broken > 0 && msg[0]);
+		if (k == SIZE || k == LINK)
+			s->nregions = 0; /* destroy must not walk a broken list */
+		bfc_destroy(s);
+		as_trace_destroy(t);
+	}
+}
+
 /* ---- a naive reference model: arrays and linear scans ---- */
 
 struct rchunk {
@@ -1212,6 +1314,7 @@ int main(void)
 	TEST_RUN(bfc_renders_the_100_character_occupancy_line);
 	TEST_RUN(bfc_rejects_options_out_of_range_with_a_clear_error);
 	TEST_RUN(bfc_config_lines_are_overridden_by_the_spec);
+	TEST_RUN(bfc_check_reports_each_broken_invariant_as_data);
 	TEST_RUN(bfc_matches_a_naive_reference_on_seeded_random_traces);
 	return tap_done();
 }
