@@ -142,12 +142,10 @@ static uint64_t round_up(uint64_t n, uint64_t a)
 static int bin_of(uint64_t size)
 {
 	uint64_t v = size >> 8;
-	int b = 0;
-	while (v > 1 && b < NUM_BINS - 1) {
-		v >>= 1;
-		b++;
-	}
-	return b;
+	if (v <= 1)
+		return 0;
+	int b = 63 - __builtin_clzll(v);
+	return b < NUM_BINS - 1 ? b : NUM_BINS - 1;
 }
 
 static void emitf(struct bfc *s, const char *fmt, ...)
