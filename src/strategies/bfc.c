@@ -18,6 +18,10 @@
  *
  * Offsets are relative to the base of the first region (the bump allocator
  * starts at 0), so they are the same on every run.
+ *
+ * Ownership: the online driver creates one state per case (create) and
+ * releases it with destroy, which accepts NULL and reports the regions it
+ * gives back as "[sub] Free" lines. Text goes only to the emit callback.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -43,7 +47,8 @@
  * |   its recycled slot (0 for a fresh slot), as TensorFlow's recycled  |
  * |   chunk handles do. Slots are recycled last freed, first reused.    |
  * | - a free chunk is in exactly one bin treap, bin == bin_of(size);     |
- * |   left/right/prio are meaningful only then.                          |
+ * |   left/right are meaningful only then. Treap order is (size, off); |
+ * |   prio (random, fixed per slot use) is >= the children's prio.     |
  * | - no two neighbours (prev/next) are both free.                       |
  * | - unused slots form a stack through `next`.                          |
  * +--------------------------------------------------------------------+
@@ -76,7 +81,7 @@ struct region {
  * | by backward shift) from buffer index to chunk. It holds only live   |
  * | buffers, so it stays small and in cache however long the trace.     |
  * | - every entry's key is found from its home slot without crossing an |
- * |   empty slot; empty slots have key NIL; n < cap / 2.                |
+ * |   empty slot; empty slots have key NIL; 2n <= cap.                  |
  * +--------------------------------------------------------------------+
  */
 struct live_entry {
