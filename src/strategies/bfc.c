@@ -54,12 +54,14 @@
  * +--------------------------------------------------------------------+
  */
 struct chunk {
-	uint64_t off, size, req;
-	uint32_t prev, next;
+	/* what the best-fit search reads first, together */
+	uint64_t size, off;
 	uint32_t left, right;
 	uint32_t prio;
 	uint8_t in_use;
 	uint8_t bin;
+	uint32_t prev, next;
+	uint64_t req;
 };
 
 /*
