@@ -823,8 +823,7 @@ static void bfc_check_reports_each_broken_invariant_as_data(void)
 		case LINK: s->c[s->c[u].next != NIL ? s->c[u].next : u].prev = NIL - 1; break;
 		case WRONG_BIN:
 			bin_remove(s, f);
-			s->root[(s->c[f].bin + 1) % NUM_BINS] = treap_insert(
-				s->c, s->root[(s->c[f].bin + 1) % NUM_BINS], f);
+			treap_insert(s->c, &s->root[(s->c[f].bin + 1) % NUM_BINS], f);
 			s->nonempty |= 1u << ((s->c[f].bin + 1) % NUM_BINS);
 			s->nfree++;
 			break;

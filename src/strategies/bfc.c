@@ -227,61 +227,58 @@ static bool key_less(const struct chunk *a, const struct chunk *b)
 	return a->size < b->size || (a->size == b->size && a->off < b->off);
 }
 
-/* Split treap t into keys < x (*l) and keys >= x (*r). */
-static void treap_split(struct chunk *c, uint32_t t, const struct chunk *x,
-			uint32_t *l, uint32_t *r)
+/*
+ * Insert x into the treap at *root: walk down while the nodes' priorities are
+ * not below x's, then split the subtree found there around x's key into x's
+ * children. Iterative: links are followed through pointers into `c`, which
+ * does not move during the call.
+ */
+static void treap_insert(struct chunk *c, uint32_t *root, uint32_t x)
 {
-	if (t == NIL) {
-		*l = *r = NIL;
-		return;
+	uint32_t *link = root;
+	while (*link != NIL && c[*link].prio >= c[x].prio)
+		link = key_less(&c[x], &c[*link]) ? &c[*link].left
+						  : &c[*link].right;
+	uint32_t t = *link, *l = &c[x].left, *r = &c[x].right;
+	while (t != NIL) {
+		if (key_less(&c[t], &c[x])) {
+			*l = t;
+			l = &c[t].right;
+			t = c[t].right;
+		} else {
+			*r = t;
+			r = &c[t].left;
+			t = c[t].left;
+		}
 	}
-	if (key_less(&c[t], x)) {
-		treap_split(c, c[t].right, x, &c[t].right, r);
-		*l = t;
-	} else {
-		treap_split(c, c[t].left, x, l, &c[t].left);
-		*r = t;
-	}
+	*l = *r = NIL;
+	*link = x;
 }
 
-static uint32_t treap_merge(struct chunk *c, uint32_t l, uint32_t r)
+/* Remove x from the treap at *root: its two subtrees are zipped together in
+ * its place, the higher priority on top. A missing x is left for check(). */
+static void treap_erase(struct chunk *c, uint32_t *root, uint32_t x)
 {
-	if (l == NIL)
-		return r;
-	if (r == NIL)
-		return l;
-	if (c[l].prio > c[r].prio) {
-		c[l].right = treap_merge(c, c[l].right, r);
-		return l;
+	uint32_t *link = root;
+	while (*link != x) {
+		if (*link == NIL)
+			return;
+		link = key_less(&c[x], &c[*link]) ? &c[*link].left
+						  : &c[*link].right;
 	}
-	c[r].left = treap_merge(c, l, c[r].left);
-	return r;
-}
-
-static uint32_t treap_insert(struct chunk *c, uint32_t t, uint32_t x)
-{
-	if (t == NIL || c[x].prio > c[t].prio) {
-		treap_split(c, t, &c[x], &c[x].left, &c[x].right);
-		return x;
+	uint32_t l = c[x].left, r = c[x].right;
+	while (l != NIL && r != NIL) {
+		if (c[l].prio > c[r].prio) {
+			*link = l;
+			link = &c[l].right;
+			l = c[l].right;
+		} else {
+			*link = r;
+			link = &c[r].left;
+			r = c[r].left;
+		}
 	}
-	if (key_less(&c[x], &c[t]))
-		c[t].left = treap_insert(c, c[t].left, x);
-	else
-		c[t].right = treap_insert(c, c[t].right, x);
-	return t;
-}
-
-static uint32_t treap_erase(struct chunk *c, uint32_t t, uint32_t x)
-{
-	if (t == NIL)
-		return NIL; /* not found: check() reports the inconsistency */
-	if (t == x)
-		return treap_merge(c, c[t].left, c[t].right);
-	if (key_less(&c[x], &c[t]))
-		c[t].left = treap_erase(c, c[t].left, x);
-	else
-		c[t].right = treap_erase(c, c[t].right, x);
-	return t;
+	*link = l != NIL ? l : r;
 }
 
 static void bin_insert(struct bfc *s, uint32_t i)
@@ -290,7 +287,7 @@ static void bin_insert(struct bfc *s, uint32_t i)
 	int b = bin_of(ch->size);
 	ch->bin = (uint8_t)b;
 	ch->left = ch->right = NIL;
-	s->root[b] = treap_insert(s->c, s->root[b], i);
+	treap_insert(s->c, &s->root[b], i);
 	s->nonempty |= 1u << b;
 	s->nfree++;
 }
@@ -298,7 +295,7 @@ static void bin_insert(struct bfc *s, uint32_t i)
 static void bin_remove(struct bfc *s, uint32_t i)
 {
 	int b = s->c[i].bin;
-	s->root[b] = treap_erase(s->c, s->root[b], i);
+	treap_erase(s->c, &s->root[b], i);
 	if (s->root[b] == NIL)
 		s->nonempty &= ~(1u << b);
 	s->nfree--;
