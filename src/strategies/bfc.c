@@ -255,17 +255,11 @@ static void treap_insert(struct chunk *c, uint32_t *root, uint32_t x)
 	*link = x;
 }
 
-/* Remove x from the treap at *root: its two subtrees are zipped together in
- * its place, the higher priority on top. A missing x is left for check(). */
-static void treap_erase(struct chunk *c, uint32_t *root, uint32_t x)
+/* Unlink the node *link points to: its two subtrees are zipped together in
+ * its place, the higher priority on top. */
+static void treap_unlink(struct chunk *c, uint32_t *link)
 {
-	uint32_t *link = root;
-	while (*link != x) {
-		if (*link == NIL)
-			return;
-		link = key_less(&c[x], &c[*link]) ? &c[*link].left
-						  : &c[*link].right;
-	}
+	uint32_t x = *link;
 	uint32_t l = c[x].left, r = c[x].right;
 	while (l != NIL && r != NIL) {
 		if (c[l].prio > c[r].prio) {
@@ -279,6 +273,19 @@ static void treap_erase(struct chunk *c, uint32_t *root, uint32_t x)
 		}
 	}
 	*link = l != NIL ? l : r;
+}
+
+/* Remove x from the treap at *root. A missing x is left for check(). */
+static void treap_erase(struct chunk *c, uint32_t *root, uint32_t x)
+{
+	uint32_t *link = root;
+	while (*link != x) {
+		if (*link == NIL)
+			return;
+		link = key_less(&c[x], &c[*link]) ? &c[*link].left
+						  : &c[*link].right;
+	}
+	treap_unlink(c, link);
 }
 
 static void bin_insert(struct bfc *s, uint32_t i)
@@ -371,6 +378,39 @@ static uint32_t find_fit(const struct bfc *s, uint64_t rounded, uint64_t align,
 			}
 			if (align <= MIN_ALLOC)
 				break;
+		}
+	}
+	return NIL;
+}
+
+/*
+ * find_fit without alignment, and the chunk taken out of its bin at once:
+ * the lower bound is found with the link that points to it, so unlinking it
+ * needs no second walk from the root.
+ */
+static uint32_t take_best_fit(struct bfc *s, uint64_t rounded)
+{
+	int b0 = bin_of(rounded);
+	uint32_t mask = s->nonempty & ~((1u << b0) - 1);
+	while (mask) {
+		int b = __builtin_ctz(mask);
+		mask &= mask - 1;
+		uint32_t *link = &s->root[b], *best = NULL;
+		while (*link != NIL) {
+			if (s->c[*link].size >= rounded) {
+				best = link;
+				link = &s->c[*link].left;
+			} else {
+				link = &s->c[*link].right;
+			}
+		}
+		if (best) {
+			uint32_t i = *best;
+			treap_unlink(s->c, best);
+			if (s->root[b] == NIL)
+				s->nonempty &= ~(1u << b);
+			s->nfree--;
+			return i;
 		}
 	}
 	return NIL;
@@ -729,10 +769,17 @@ static int try_place(struct bfc *s, uint64_t rounded, uint64_t align,
 		     uint64_t req, uint32_t *out)
 {
 	uint64_t pad = 0;
-	uint32_t i = find_fit(s, rounded, align, &pad);
-	if (i == NIL)
-		return 0;
-	bin_remove(s, i);
+	uint32_t i;
+	if (align <= MIN_ALLOC) {
+		i = take_best_fit(s, rounded);
+		if (i == NIL)
+			return 0;
+	} else {
+		i = find_fit(s, rounded, align, &pad);
+		if (i == NIL)
+			return 0;
+		bin_remove(s, i);
+	}
 	int r = take(s, i, pad, rounded, req);
 	if (r < 0)
 		return r;
