@@ -1,9 +1,9 @@
 #!/bin/sh
 # Benchmark of the bfc strategy: replay speed in events per second on random
 # traces of 10^6 and 10^7 operations, against replaying the same operations
-# with glibc malloc/free (bench/bfc_bench_malloc.c) in the same run.
+# with glibc malloc/free (tests/bench/bfc_bench_malloc.c) in the same run.
 #
-# usage: bench/bfc_bench.sh [BUILD_DIR] [OPS...]     (default: build 1000000 10000000)
+# usage: tests/bench/bfc_bench.sh [BUILD_DIR] [OPS...]     (default: build 1000000 10000000)
 # REPS=N (default 3) runs each measurement N times and keeps the fastest,
 # which tames the noise of a shared machine.
 # Two workloads, both ~10000 live buffers, bfc with total=64G growth=1:
@@ -13,7 +13,7 @@
 #            fastest case, served from its bins and tcache).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-src=$(dirname "$here")
+src=$(cd "$here/../.." && pwd)
 build=${1:-"$src/build"}
 [ $# -gt 0 ] && shift
 sizes=${*:-"1000000 10000000"}
