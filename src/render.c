@@ -1016,7 +1016,12 @@ static int build_ticks(struct as_render *r, struct panel *pn)
 				continue;
 			bool ib;
 			uint64_t a0 = u_addr(pn, uvis0, &ib);
-			uint64_t first = (a0 + step - 1) / step * step;
+			/* Hex pieces count from their base, others from 0. */
+			uint64_t base = hex ? pc->lo : 0;
+			if (a0 < pc->lo)
+				a0 = pc->lo;
+			uint64_t first =
+				base + (a0 - base + step - 1) / step * step;
 			if (first < a0) /* overflow */
 				continue;
 			for (uint64_t a = first; a <= pc->hi && n < cap;) {
@@ -1122,7 +1127,7 @@ static int layout(struct as_render *r)
 		struct panel *pn = &r->panels[i];
 		for (uint32_t k = 0; k < pn->nticks; k++) {
 			double w = measure_text(r->m, pn->ticks[k].label, FS_TICK,
-						false);
+						pn->ticks[k].major);
 			if (w > widest)
 				widest = w;
 		}
@@ -1559,13 +1564,20 @@ static uint32_t darker(uint32_t c)
 /* Zig-zag marks of an axis break at height y across [x0, x1]. */
 static void emit_zigzag(struct canvas *c, double x0, double x1, double y)
 {
-	double xy[2 * 64];
-	int n = 0;
-	for (double x = x0; x <= x1 && n < 64; x += 6, n++) {
-		xy[2 * n] = x;
-		xy[2 * n + 1] = y + ((n & 1) ? 2.5 : -2.5);
+	double xy[2 * 65];
+	int n = 0, k = 0;
+	for (double x = x0; x <= x1 + 5.99; x += 6, k++) {
+		xy[2 * n] = x < x1 ? x : x1;
+		xy[2 * n + 1] = y + ((k & 1) ? 2.5 : -2.5);
+		if (++n == 65) { /* continue in the next polyline */
+			c->impl->poly(c, xy, n, false, 0, C_FRAME, 1);
+			xy[0] = xy[2 * 64];
+			xy[1] = xy[2 * 64 + 1];
+			n = 1;
+		}
 	}
-	c->impl->poly(c, xy, n, false, 0, C_FRAME, 1);
+	if (n > 1)
+		c->impl->poly(c, xy, n, false, 0, C_FRAME, 1);
 }
 
 static void emit_title(struct as_render *r, struct canvas *c,
@@ -1590,8 +1602,12 @@ static void emit_title(struct as_render *r, struct canvas *c,
 			 as_human_bytes(pn->lb, b, sizeof(b)));
 		col[n] = C_TEXT;
 		bold[n++] = false;
-		snprintf(seg[n], sizeof(seg[n]), "gap %s%s%%",
-			 gap >= 0 ? "+" : "", fmt_fixed(gap, 1, g, sizeof(g)));
+		if (gap > 9999)
+			snprintf(seg[n], sizeof(seg[n]), "gap > +9999%%");
+		else
+			snprintf(seg[n], sizeof(seg[n]), "gap %s%s%%",
+				 gap >= 0 ? "+" : "",
+				 fmt_fixed(gap, 1, g, sizeof(g)));
 		col[n] = C_TEXT;
 		bold[n++] = false;
 	}

@@ -502,6 +502,7 @@ static void a_million_buffers_render_fast_into_a_bounded_svg(void)
 	CHECK(len < 6 * 1024 * 1024);
 	CHECK(svg && strstr(svg, "data:image/png;base64,"));
 	CHECK(t1 - t0 < 20 && t2 - t1 < 20); /* generous: sanitizers, valgrind */
+	keep("million", pn, 2, NULL);
 	free(svg);
 	free(png);
 	as_render_destroy(r);
