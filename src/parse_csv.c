@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "options.h"
+#include "sort.h"
 #include "trace_private.h"
 
 enum col { C_ID, C_LOWER, C_UPPER, C_SIZE, C_ALIGN, C_OFFSET, C_N };
@@ -112,6 +113,8 @@ int as_parse_csv(struct as_builder *b, const char *data, size_t len,
 			size_t xl = fl[pos[c]];
 			if (as_parse_u64(x, xl, &v[c]))
 				continue;
+			if (c == C_OFFSET && xl == 2 && memcmp(x, "-1", 2) == 0)
+				continue; /* a failed allocation: no offset */
 			bool digits = xl > 0;
 			for (size_t i = 0; i < xl; i++)
 				digits &= x[i] >= '0' && x[i] <= '9';
@@ -132,7 +135,7 @@ int as_parse_csv(struct as_builder *b, const char *data, size_t len,
 						   v[C_UPPER], line, diag);
 		if (idx < 0)
 			return (int)idx;
-		if (pos[C_OFFSET] >= 0) {
+		if (v[C_OFFSET] != AS_NO_OFFSET) {
 			if (v[C_OFFSET] > UINT64_MAX - v[C_SIZE])
 				return as_diag_set(diag, line, AS_EPARSE,
 						   "offset + size overflows 64 "
@@ -146,13 +149,10 @@ int as_parse_csv(struct as_builder *b, const char *data, size_t len,
 
 /* ---- Plan files: id,lower,upper,size,offset ---- */
 
-static const struct as_trace *sort_trace;
-
-static int cmp_by_name(const void *pa, const void *pb)
+static bool by_name(uint32_t a, uint32_t b, const void *ctx)
 {
-	uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
-	int c = strcmp(sort_trace->buffers[a].name, sort_trace->buffers[b].name);
-	return c ? c : (a > b) - (a < b);
+	const struct as_trace *t = ctx;
+	return strcmp(t->buffers[a].name, t->buffers[b].name) < 0;
 }
 
 /* First position in `order` whose buffer is named `name`, or -1. */
@@ -303,9 +303,10 @@ int as_plan_read_csv(const struct as_trace *t, const char *path,
 	if (data && p && order && taken) {
 		for (uint32_t i = 0; i < t->nbuffers; i++)
 			order[i] = i;
-		sort_trace = t;
-		qsort(order, t->nbuffers, sizeof(*order), cmp_by_name);
-		err = read_plan_rows(t, data, len, p, order, taken, diag);
+		err = as_sort_u32(order, t->nbuffers, by_name, t);
+		if (err == AS_OK)
+			err = read_plan_rows(t, data, len, p, order, taken,
+					     diag);
 	} else {
 		as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
 	}

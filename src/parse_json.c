@@ -500,7 +500,7 @@ static int parse_root(struct ctx *c, const cJSON *root)
 	if ((err = get_string(c, root, "format", true, &fmt)))
 		return err;
 	if (strcmp(fmt, FORMAT_NAME) != 0)
-		return fail(c, "format", "format is '%s', expected "
+		return fail(c, "format", "'%s' is not "
 					 "'" FORMAT_NAME "'",
 			    fmt);
 	if ((err = get_u64(c, root, "version", true, 0, &version)))
@@ -551,16 +551,16 @@ int as_parse_json(struct as_builder *b, const char *data, size_t len,
 		const char *stop = end && end >= data && end <= data + len
 					   ? end
 					   : data + len;
-		const char *rest = stop;
-		while (rest < data + len && strchr(" \t\r\n", *rest))
-			rest++;
-		bool truncated = rest == data + len;
+		/* Stopped on the last character that is not space: cut short. */
+		const char *last = data + len;
+		while (last > data && strchr(" \t\r\n", last[-1]))
+			last--;
+		bool truncated = stop + 1 >= last;
 		if (truncated)
-			stop = rest;
+			stop = data + len;
 		uint64_t line = 1;
 		for (const char *q = data; q < stop; q++)
 			line += *q == '\n';
-		cJSON_Delete(root);
 		return as_diag_set(diag, line, AS_EPARSE,
 				   truncated ? "truncated JSON (unexpected end "
 					       "of input)%.0s"

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "allocscope.h"
+#include "sort.h"
 
 struct as_atomic {
 	FILE *f;
@@ -123,4 +124,50 @@ const char *as_human_bytes(uint64_t n, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%.2f %s", v, unit[u]);
 	return buf;
+}
+
+/* Bottom-up merge sort: runs of width w merged from src into dst. */
+int as_sort_u32(uint32_t *v, size_t n, as_less_fn less, const void *ctx)
+{
+	if (n < 2)
+		return AS_OK;
+	uint32_t *tmp = malloc(n * sizeof(*tmp));
+	if (!tmp)
+		return AS_ENOMEM;
+	/* Insertion sort runs of 16 first: cheap on short runs. */
+	const size_t run = 16;
+	for (size_t lo = 0; lo < n; lo += run) {
+		size_t hi = lo + run < n ? lo + run : n;
+		for (size_t i = lo + 1; i < hi; i++) {
+			uint32_t x = v[i];
+			size_t j = i;
+			while (j > lo && less(x, v[j - 1], ctx)) {
+				v[j] = v[j - 1];
+				j--;
+			}
+			v[j] = x;
+		}
+	}
+	uint32_t *src = v, *dst = tmp;
+	for (size_t w = run; w < n; w *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * w) {
+			size_t mid = lo + w < n ? lo + w : n;
+			size_t hi = lo + 2 * w < n ? lo + 2 * w : n;
+			size_t i = lo, j = mid, k = lo;
+			while (i < mid && j < hi)
+				dst[k++] = less(src[j], src[i], ctx) ? src[j++]
+								     : src[i++];
+			while (i < mid)
+				dst[k++] = src[i++];
+			while (j < hi)
+				dst[k++] = src[j++];
+		}
+		uint32_t *s = src;
+		src = dst;
+		dst = s;
+	}
+	if (src != v)
+		memcpy(v, src, n * sizeof(*v));
+	free(tmp);
+	return AS_OK;
 }

@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 
+#include "sort.h"
 #include "strategy.h"
 
 struct tree {
@@ -21,29 +22,26 @@ struct tree {
 	uint32_t n;
 };
 
-static const struct as_trace *cmp_t;
-
-static int cmp_start(const void *pa, const void *pb)
+static bool by_start(uint32_t ia, uint32_t ib, const void *ctx)
 {
-	const struct as_buffer *a = &cmp_t->buffers[*(const uint32_t *)pa];
-	const struct as_buffer *b = &cmp_t->buffers[*(const uint32_t *)pb];
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	return (*(const uint32_t *)pa > *(const uint32_t *)pb) -
-	       (*(const uint32_t *)pa < *(const uint32_t *)pb);
+	const struct as_trace *t = ctx;
+	return t->buffers[ia].start < t->buffers[ib].start;
 }
 
-static int cmp_size(const void *pa, const void *pb)
+/* Size descending, then longer lifetime, then trace order (stable sort). */
+static bool by_size(uint32_t ia, uint32_t ib, const void *ctx)
 {
-	uint32_t ia = *(const uint32_t *)pa, ib = *(const uint32_t *)pb;
-	const struct as_buffer *a = &cmp_t->buffers[ia];
-	const struct as_buffer *b = &cmp_t->buffers[ib];
+	const struct as_buffer *a = &((const struct as_trace *)ctx)->buffers[ia];
+	const struct as_buffer *b = &((const struct as_trace *)ctx)->buffers[ib];
 	if (a->size != b->size)
-		return a->size > b->size ? -1 : 1;
-	uint64_t la = a->end - a->start, lb = b->end - b->start;
-	if (la != lb)
-		return la > lb ? -1 : 1;
-	return (ia > ib) - (ia < ib);
+		return a->size > b->size;
+	return a->end - a->start > b->end - b->start;
+}
+
+static bool by_offset(uint32_t ia, uint32_t ib, const void *ctx)
+{
+	const uint64_t *off = ctx;
+	return off[ia] < off[ib];
 }
 
 /* Mark position pos placed and refresh maxend on the path to it. */
@@ -104,15 +102,6 @@ static int query(const struct tree *tr, uint32_t lo, uint32_t hi, uint64_t s,
 	return query(tr, mid + 1, hi, s, e, h);
 }
 
-static const uint64_t *cmp_off;
-
-static int cmp_offset(const void *pa, const void *pb)
-{
-	uint64_t a = cmp_off[*(const uint32_t *)pa];
-	uint64_t b = cmp_off[*(const uint32_t *)pb];
-	return (a > b) - (a < b);
-}
-
 static int plan(const struct as_trace *t, const struct as_opts *o,
 		struct as_plan *p, struct as_diag *diag)
 {
@@ -134,12 +123,13 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	for (uint32_t i = 0; i < n; i++)
 		tr.by_start[i] = order[i];
 	tr.n = n;
-	cmp_t = t;
-	qsort(tr.by_start, n, sizeof(uint32_t), cmp_start);
-	qsort(order, n, sizeof(uint32_t), cmp_size);
+	if (as_sort_u32(tr.by_start, n, by_start, t) ||
+	    as_sort_u32(order, n, by_size, t)) {
+		err = AS_ENOMEM;
+		goto out;
+	}
 	for (uint32_t k = 0; k < n; k++)
 		pos[tr.by_start[k]] = k;
-	cmp_off = p->offset;
 	err = AS_OK;
 	for (uint32_t k = 0; k < n && err == AS_OK; k++) {
 		uint32_t i = order[k];
@@ -149,7 +139,8 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 		err = query(&tr, 0, n, b->start, b->end, &h);
 		if (err)
 			break;
-		qsort(h.v, h.n, sizeof(uint32_t), cmp_offset);
+		if ((err = as_sort_u32(h.v, h.n, by_offset, p->offset)))
+			break;
 		for (uint32_t j = 0; j < h.n; j++) {
 			uint64_t at = (cand + align - 1) & ~(align - 1);
 			uint64_t jo = p->offset[h.v[j]];

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# End-to-end tests of the command-line contract (TAP). Needs AS_EXE and
+# AS_SOURCE_DIR (set by meson).
+set -u
+exe=${AS_EXE:?}
+src=${AS_SOURCE_DIR:?}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failed=0
+
+ok() { # ok NAME CONDITION-STATUS
+	n=$((n + 1))
+	if [ "$2" -eq 0 ]; then
+		echo "ok $n - $1"
+	else
+		echo "not ok $n - $1"
+		failed=$((failed + 1))
+	fi
+}
+
+# Bad inputs: exit status 2, the exact "file:line: message", no output file.
+cd "$src/tests/bad"
+for f in *.ops *.csv *.json; do
+	out=$("$exe" replay "$f" --json "$tmp/out.json" 2>&1 >/dev/null)
+	rc=$?
+	want=$(cat "$f.expected")
+	[ $rc -eq 2 ] && [ "$out" = "$want" ] && [ ! -e "$tmp/out.json" ] &&
+		[ -z "$(ls "$tmp")" ]
+	s=$?
+	[ $s -eq 0 ] || echo "#   $f: rc=$rc got '$out' want '$want'"
+	ok "bad input $f is refused with its line and reason" $s
+done
+cd "$src"
+
+"$exe" replay traces/small-cnn.json >"$tmp/table" 2>&1
+rc=$?
+grep -q "greedy-size" "$tmp/table" && grep -q "lower bound 2531328" "$tmp/table"
+ok "replay prints a table of every applicable strategy" $((rc + $?))
+
+"$exe" replay traces/small-cnn.json -s greedy-size --json - >"$tmp/j" 2>&1
+rc=$?
+grep -q '"trace": {"name": "traces/small-cnn.json", "format": "json", "events": 59, "buffers": 30, "lower_bound": 2531328}' "$tmp/j" &&
+	grep -q '"strategy": "greedy-size", "peak": 2531328, "lower_bound": 2531328' "$tmp/j" &&
+	grep -q '"valid": true, "overlaps": 0' "$tmp/j" && grep -q '"plan_ms": ' "$tmp/j"
+ok "replay --json - writes the documented object" $((rc + $?))
+
+printf 'id,lower,upper,size\nx,0,4,8\ny,2,6,8\nx,5,9,8\n' >"$tmp/t.csv"
+"$exe" replay "$tmp/t.csv" -s greedy-size --plan-out "$tmp/plan.csv" >/dev/null
+rc=$?
+printf 'id,lower,upper,size,offset\nx,0,4,8,0\ny,2,6,8,8\nx,5,9,8,0\n' >"$tmp/want.csv"
+cmp -s "$tmp/plan.csv" "$tmp/want.csv"
+ok "replay --plan-out writes one CSV row per allocation in trace order" $((rc + $?))
+
+"$exe" check "$tmp/t.csv" --plan "$tmp/plan.csv" >/dev/null
+ok "check accepts a valid plan with repeated ids matched by order" $?
+
+printf 'id,lower,upper,size,offset\nx,0,4,8,0\ny,2,6,8,4\nx,5,9,8,0\n' >"$tmp/bad.csv"
+out=$("$exe" check "$tmp/t.csv" --plan "$tmp/bad.csv")
+rc=$?
+[ $rc -eq 1 ] && echo "$out" | grep -q "'x' (time \[0, 4), addresses \[0, 8)) overlaps 'y'"
+ok "check exits 1 and names the first overlap" $?
+
+printf 'id,lower,upper,size,offset\n0,0,4,8,0\n1,2,6,8,4\n' >"$tmp/rec.csv"
+"$exe" check "$tmp/rec.csv" >/dev/null
+rc=$?
+"$exe" replay "$tmp/rec.csv" -s recorded >/dev/null 2>&1
+ok "check and replay of the trace's own overlapping offsets exit 1" $(( (rc == 1 && $? == 1) ? 0 : 1 ))
+
+"$exe" check traces/small-cnn.json >/dev/null 2>&1
+ok "check without offsets or a plan is a usage error" $(( $? == 2 ? 0 : 1 ))
+
+"$exe" replay traces/small-cnn.json --plan-out "$tmp/p.csv" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 2 ] && [ ! -e "$tmp/p.csv" ]
+ok "--plan-out without exactly one -s is a usage error" $?
+
+out=$("$exe" replay traces/small-cnn.json -s nope 2>&1)
+[ $? -eq 2 ] && echo "$out" | grep -q "unknown strategy 'nope'"
+ok "an unknown strategy is refused by name" $?
+
+out=$("$exe" replay traces/small-cnn.json -s greedy-size:speed=9 2>&1)
+[ $? -eq 2 ] && echo "$out" | grep -q "unknown option 'speed'"
+ok "an unknown option is refused by name" $?
+
+"$exe" replay traces/small-cnn.json --frobnicate >/dev/null 2>&1
+ok "an unknown flag is a usage error" $(( $? == 2 ? 0 : 1 ))
+
+"$exe" replay /nonexistent.ops >/dev/null 2>&1
+ok "a missing file is an input error" $(( $? == 2 ? 0 : 1 ))
+
+"$exe" strategies | grep -q "^greedy-size"
+ok "strategies lists the registry" $?
+
+echo "1..$n"
+[ $failed -eq 0 ]
