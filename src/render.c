@@ -78,8 +78,12 @@ struct panel {
 	uint16_t space;
 	char space_name[64];
 	bool show_space;
-	uint32_t *bufs;        /* drawable buffers of this space, placed first */
-	uint32_t nbufs, nplaced;
+	/* Drawable buffers of this space: [0, nplain) placed ones that are not
+	 * aliases, then [nplain, nplaced) placed aliases, then failed ones. */
+	uint32_t *bufs;
+	uint32_t nbufs, nplaced, nplain;
+	uint32_t *colors;      /* 0xRRGGBB of bufs[k], for the colour mode */
+	int colors_for;        /* the enum as_color_by they were made for */
 	uint64_t peak, lb, amax;
 	uint32_t failed;
 	bool valid;
@@ -109,6 +113,7 @@ struct as_render {
 	size_t npanels;
 	struct measurer *m;
 	double tmax;
+	uint64_t trace_lb;         /* lower bound of the first trace */
 	double size_lo, size_hi;   /* log2 ranges for sequential colours */
 	double life_lo, life_hi;
 	/* layout */
@@ -703,17 +708,25 @@ static int prepare_panel(struct panel *pn, bool compress)
 	if (!pn->bufs)
 		return AS_ENOMEM;
 	uint32_t a = 0, f = nplaced;
-	for (uint32_t i = 0; i < nb; i++) {
-		if (!buf_drawable(&t->buffers[i]) ||
-		    as_plan_space_of(p, t, i) != pn->space)
-			continue;
-		if (p->offset[i] != AS_NO_OFFSET)
-			pn->bufs[a++] = i;
-		else if (as_plan_alias_of(p, t, i) == AS_NONE)
-			pn->bufs[f++] = i;
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 0; i < nb; i++) {
+			if (!buf_drawable(&t->buffers[i]) ||
+			    as_plan_space_of(p, t, i) != pn->space)
+				continue;
+			bool alias = as_plan_alias_of(p, t, i) != AS_NONE;
+			if (p->offset[i] != AS_NO_OFFSET) {
+				if (alias == (pass == 1))
+					pn->bufs[a++] = i;
+			} else if (!alias && pass == 0) {
+				pn->bufs[f++] = i;
+			}
+		}
+		if (pass == 0)
+			pn->nplain = a;
 	}
 	pn->nplaced = nplaced;
 	pn->nbufs = nplaced + nfailed;
+	pn->colors_for = -1;
 	pn->failed = nfailed;
 	pn->peak = as_plan_peak(p, t, pn->space);
 	pn->lb = pn->space < t->nspaces ? as_trace_lower_bound_space(t, pn->space)
@@ -777,6 +790,7 @@ static void free_panels(struct as_render *r)
 		free(r->panels[i].bufs);
 		free(r->panels[i].pieces);
 		free(r->panels[i].ticks);
+		free(r->panels[i].colors);
 	}
 	free(r->panels);
 	r->panels = NULL;
@@ -929,6 +943,7 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 	}
 	if (r->tmax <= 0)
 		r->tmax = 1;
+	r->trace_lb = as_trace_lower_bound(panels[0].trace);
 	err = layout(r);
 	if (err)
 		goto fail;
@@ -1362,7 +1377,7 @@ static void boxed_text(struct as_render *r, struct canvas *c,
 
 struct cand {
 	float x0, y0, x1, y1;
-	uint32_t idx;
+	uint32_t idx; /* position in the panel's bufs */
 };
 
 static int cmp_cand_area(const void *a, const void *b)
@@ -1389,12 +1404,23 @@ struct dens {
 	bool any;
 };
 
-static void dens_put(float *d, size_t at, double v, const float *rgb)
+static inline void dens_put(float *d, size_t at, double v,
+			    const float *rgb)
 {
 	d[at] += (float)v;
 	d[at + 1] += (float)(v * rgb[0]);
 	d[at + 2] += (float)(v * rgb[1]);
 	d[at + 3] += (float)(v * rgb[2]);
+}
+
+/* Add v to one cell: through the row differences, whose two entries
+ * share a cache line (the column ones are a row apart). */
+static inline void cell_add(struct dens *d, int row, int col, double v,
+			    const float *rgb)
+{
+	size_t at = ((size_t)row * (d->w + 1) + col) * 4;
+	dens_put(d->hd, at, v, rgb);
+	dens_put(d->hd, at + 4, -v, rgb);
 }
 
 /* Add a rectangle in plot pixels (clipped, x0 < x1, y0 < y1). */
@@ -1414,21 +1440,12 @@ static void dens_add(struct dens *d, double x0, double x1, double y0,
 				continue;
 			int ra = (int)y0, rb = (int)y1;
 			if (ra == rb) {
-				double v = f * (y1 - y0);
-				dens_put(d->vd, ((size_t)ra * W + col) * 4, v, rgb);
-				dens_put(d->vd, ((size_t)(ra + 1) * W + col) * 4, -v,
-					 rgb);
+				cell_add(d, ra, col, f * (y1 - y0), rgb);
 				continue;
 			}
-			double top = f * (ra + 1 - y0), bot = f * (y1 - rb);
-			dens_put(d->vd, ((size_t)ra * W + col) * 4, top, rgb);
-			dens_put(d->vd, ((size_t)(ra + 1) * W + col) * 4, -top,
-				 rgb);
-			if (bot > 0 && rb < H) {
-				dens_put(d->vd, ((size_t)rb * W + col) * 4, bot, rgb);
-				dens_put(d->vd, ((size_t)(rb + 1) * W + col) * 4,
-					 -bot, rgb);
-			}
+			cell_add(d, ra, col, f * (ra + 1 - y0), rgb);
+			if (y1 > rb && rb < H)
+				cell_add(d, rb, col, f * (y1 - rb), rgb);
 			if (rb > ra + 1) {
 				dens_put(d->vd, ((size_t)(ra + 1) * W + col) * 4, f,
 					 rgb);
@@ -1886,12 +1903,38 @@ static void emit_sidebar(struct as_render *r, struct canvas *c,
 	}
 }
 
+/* The colours of the panel's placed buffers, cached per colour mode. */
+static int panel_colors(struct as_render *r, struct panel *pn)
+{
+	if (pn->colors && pn->colors_for == (int)r->o.color_by)
+		return AS_OK;
+	if (!pn->colors) {
+		pn->colors = malloc(sizeof(uint32_t) * (pn->nplaced + 1));
+		if (!pn->colors)
+			return AS_ENOMEM;
+	}
+	for (uint32_t k = 0; k < pn->nplaced; k++)
+		pn->colors[k] = color_of(r, pn, pn->bufs[k]);
+	pn->colors_for = (int)r->o.color_by;
+	return AS_OK;
+}
+
+/* Axis fraction, with a fast path for the usual single-piece axis. */
+static inline double fast_u(const struct panel *pn, uint64_t a)
+{
+	if (pn->npieces == 1 && a <= pn->pieces[0].hi)
+		return (double)(a - pn->pieces[0].lo) /
+		       (double)(pn->pieces[0].hi - pn->pieces[0].lo);
+	return addr_u(pn, a, NULL);
+}
+
 static int emit_buffers(struct as_render *r, struct canvas *c,
-			const struct panel *pn, struct box *avoid,
-			int navoid)
+			struct panel *pn, struct box *avoid, int navoid)
 {
 	struct dens d;
 	int err = dens_init(r, &d, pn->pw, pn->ph);
+	if (!err)
+		err = panel_colors(r, pn);
 	if (err)
 		return err;
 	struct cand *cand = malloc(sizeof(*cand) * (pn->nplaced + 1));
@@ -1900,21 +1943,31 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 	uint32_t nc = 0;
 	const double X0 = pn->px, Y0 = pn->py, X1 = pn->px + pn->pw,
 		     Y1 = pn->py + pn->ph;
-	for (uint32_t k = 0; k < pn->nplaced; k++) {
+	/* The hot loop: x = ax + t * bx, y = ay - u * by. */
+	const double bx = pn->pw / (r->t1 - r->t0), ax = X0 - r->t0 * bx;
+	const double by = pn->ph / (pn->v1 - pn->v0), ay = Y1 + pn->v0 * by;
+	const uint64_t *chunk = pn->p->chunk;
+	for (uint32_t k = 0; k < pn->nplain; k++) {
 		uint32_t i = pn->bufs[k];
-		if (is_alias(pn, i))
+		const struct as_buffer *b = &pn->t->buffers[i];
+		double x0 = ax + (double)b->start * bx;
+		double x1 = ax + (double)b->end * bx;
+		if (x1 <= X0 || x0 >= X1)
 			continue;
-		double x0, x1, y0, y1;
-		buf_rect(r, pn, i, extent_of(pn, i), &x0, &x1, &y0, &y1);
-		if (x1 <= X0 || x0 >= X1 || y1 <= Y0 || y0 >= Y1)
+		uint64_t off = pn->p->offset[i];
+		uint64_t ext = chunk && chunk[i] > b->size ? chunk[i] : b->size;
+		uint64_t top = off > UINT64_MAX - ext ? UINT64_MAX : off + ext;
+		double y1 = ay - fast_u(pn, off) * by;
+		double y0 = ay - fast_u(pn, top) * by;
+		if (y1 <= Y0 || y0 >= Y1)
 			continue;
 		clip_rect(pn, &x0, &x1, &y0, &y1);
 		if (x1 - x0 >= MIN_RECT_PX && y1 - y0 >= MIN_RECT_PX) {
 			cand[nc++] = (struct cand){(float)x0, (float)y0,
-						   (float)x1, (float)y1, i};
+						   (float)x1, (float)y1, k};
 		} else if (x1 > x0 && y1 > y0) {
 			float rgb[3];
-			rgb_f(color_of(r, pn, i), rgb);
+			rgb_f(pn->colors[k], rgb);
 			dens_add(&d, x0 - X0, x1 - X0, y0 - Y0, y1 - Y0, rgb);
 		}
 	}
@@ -1922,7 +1975,7 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 		qsort(cand, nc, sizeof(*cand), cmp_cand_area);
 		for (uint32_t k = MAX_RECTS; k < nc; k++) {
 			float rgb[3];
-			rgb_f(color_of(r, pn, cand[k].idx), rgb);
+			rgb_f(pn->colors[cand[k].idx], rgb);
 			dens_add(&d, cand[k].x0 - X0, cand[k].x1 - X0,
 				 cand[k].y0 - Y0, cand[k].y1 - Y0, rgb);
 		}
@@ -1938,7 +1991,7 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 	char title[400];
 	uint32_t nlabels = 0;
 	for (uint32_t k = 0; k < nc; k++) {
-		uint32_t i = cand[k].idx;
+		uint32_t i = pn->bufs[cand[k].idx];
 		const struct as_buffer *b = &pn->t->buffers[i];
 		double x0 = floor(cand[k].x0 + 0.5), x1 = floor(cand[k].x1 + 0.5);
 		double y0 = floor(cand[k].y0 + 0.5), y1 = floor(cand[k].y1 + 0.5);
@@ -1946,7 +1999,7 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 			x1 = x0 + 1;
 		if (y1 <= y0)
 			y1 = y0 + 1;
-		uint32_t col = color_of(r, pn, i);
+		uint32_t col = pn->colors[cand[k].idx];
 		bool big = (x1 - x0) >= 4 && (y1 - y0) >= 4;
 		const char *ti = NULL;
 		if (c->wants_titles &&
@@ -1997,10 +2050,8 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 	free(cand);
 
 	/* Aliases: an outline inside the buffer that holds them. */
-	for (uint32_t k = 0; k < pn->nplaced; k++) {
+	for (uint32_t k = pn->nplain; k < pn->nplaced; k++) {
 		uint32_t i = pn->bufs[k];
-		if (!is_alias(pn, i))
-			continue;
 		double x0, x1, y0, y1;
 		buf_rect(r, pn, i, pn->t->buffers[i].size, &x0, &x1, &y0, &y1);
 		if (x1 <= X0 || x0 >= X1 || y1 <= Y0 || y0 >= Y1)
@@ -2214,7 +2265,7 @@ static void emit_header(struct as_render *r, struct canvas *c)
 	render_clean_text(basename_of(t->path), name, sizeof(name));
 	snprintf(buf, sizeof(buf), "%s \xc2\xb7 %s buffers \xc2\xb7 lower bound %s",
 		 name, fmt_count(t->nbuffers, nb, sizeof(nb)),
-		 as_human_bytes(as_trace_lower_bound(t), lb, sizeof(lb)));
+		 as_human_bytes(r->trace_lb, lb, sizeof(lb)));
 	char legend[80];
 	snprintf(legend, sizeof(legend), "colour: %s",
 		 r->o.color_by == AS_COLOR_BUFFER ? "buffer name"
