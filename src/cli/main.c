@@ -156,7 +156,7 @@ static void emit_line(void *ctx, const char *line)
 	fprintf((FILE *)ctx, "%s\n", line);
 }
 
-/* --png/--svg: one picture of every result (the library draws it). */
+/* --png/--svg (paths[0], paths[1]): one picture of every result. */
 static int write_images(const char *const *paths, size_t npaths,
 			const struct as_trace *t, const struct result *res,
 			size_t nres, const struct as_render_opts *o)
@@ -169,7 +169,9 @@ static int write_images(const char *const *paths, size_t npaths,
 						 AS_RENDER_ALL_SPACES};
 	for (size_t i = 0; pn && i < npaths; i++) {
 		struct as_diag d = {0};
-		if (paths[i] && as_render_file(paths[i], AS_IMAGE_AUTO, pn, nres, o, &d))
+		if (paths[i] && as_render_file(paths[i], i ? AS_IMAGE_SVG
+							   : AS_IMAGE_PNG,
+					       pn, nres, o, &d))
 			status = report_diag(&d);
 	}
 	free(pn);
