@@ -114,6 +114,7 @@ struct as_render {
 	struct measurer *m;
 	double tmax;
 	uint64_t trace_lb;         /* lower bound of the first trace */
+	bool time_is_index;        /* time counts operations (no given times) */
 	double size_lo, size_hi;   /* log2 ranges for sequential colours */
 	double life_lo, life_hi;
 	/* layout */
@@ -944,6 +945,13 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 	if (r->tmax <= 0)
 		r->tmax = 1;
 	r->trace_lb = as_trace_lower_bound(panels[0].trace);
+	uint64_t ops = 0;
+	for (uint32_t e = 0; e < panels[0].trace->nevents; e++)
+		ops += panels[0].trace->events[e].kind == AS_EV_ALLOC ||
+		       panels[0].trace->events[e].kind == AS_EV_FREE;
+	r->time_is_index = ops == panels[0].trace->end_time &&
+			   !(panels[0].trace->format &&
+			     strcmp(panels[0].trace->format, "csv") == 0);
 	err = layout(r);
 	if (err)
 		goto fail;
@@ -1505,14 +1513,17 @@ static void dens_resolve(struct dens *d, uint32_t *out)
 			}
 			uint32_t px = 0;
 			if (cell[0] > 1e-4f) {
+				/* Alpha in 16 steps and colour in 32 per
+				 * channel: invisible, and the raster
+				 * compresses far better in SVG files. */
 				double a = sqrt(cell[0]);
-				if (a > 1)
-					a = 1;
+				a = a > 1 ? 1 : ceil(a * 15) / 15;
 				uint32_t A = (uint32_t)(a * 255 + 0.5);
 				uint32_t rgb[3];
 				for (int ch = 0; ch < 3; ch++) {
 					double v = cell[ch + 1] / cell[0];
 					v = v < 0 ? 0 : (v > 1 ? 1 : v);
+					v = floor(v * 31 + 0.5) / 31;
 					rgb[ch] = (uint32_t)(v * a * 255 + 0.5);
 				}
 				px = A << 24 | rgb[0] << 16 | rgb[1] << 8 | rgb[2];
@@ -2244,10 +2255,8 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		}
 	}
 	if (last) {
-		const char *what = pn->t->format &&
-						   strcmp(pn->t->format, "ops") == 0
-					   ? "time (event index)"
-					   : "time";
+		const char *what =
+			r->time_is_index ? "time (operation index)" : "time";
 		TEXT(c, (X0 + X1) / 2, Y1 + 33, what, FS_TICK, true, C_TEXT,
 		     ANCHOR_MIDDLE);
 	}
