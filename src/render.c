@@ -210,10 +210,12 @@ static const char *fit_text(struct measurer *m, const char *s, double size,
 	return buf;
 }
 
-/* v with at most `dec` decimals, trailing zeros dropped; no locale. */
+/* v with at most `dec` (<= 6) decimals, trailing zeros dropped; no locale. */
 static char *fmt_fixed(double v, int dec, char *buf, size_t len)
 {
 	double scale = 1;
+	if (dec > 6)
+		dec = 6;
 	for (int i = 0; i < dec; i++)
 		scale *= 10;
 	bool neg = v < 0;
@@ -221,15 +223,18 @@ static char *fmt_fixed(double v, int dec, char *buf, size_t len)
 	unsigned long long ip = (unsigned long long)(q / scale);
 	unsigned long long fp =
 		(unsigned long long)(q - (double)ip * scale + 0.5);
-	int n = snprintf(buf, len, "%s%llu", neg && q > 0 ? "-" : "", ip);
-	if (fp && dec > 0 && n > 0 && (size_t)n < len) {
-		char frac[24];
-		snprintf(frac, sizeof(frac), "%0*llu", dec, fp);
-		size_t k = strlen(frac);
-		while (k > 0 && frac[k - 1] == '0')
-			frac[--k] = 0;
-		snprintf(buf + n, len - n, ".%s", frac);
+	char frac[8];
+	int k = dec;
+	frac[k] = 0;
+	while (k > 0) {
+		frac[--k] = (char)('0' + fp % 10);
+		fp /= 10;
 	}
+	k = dec;
+	while (k > 0 && frac[k - 1] == '0')
+		frac[--k] = 0;
+	snprintf(buf, len, "%s%llu%s%s", neg && q > 0 ? "-" : "", ip,
+		 k ? "." : "", frac);
 	return buf;
 }
 
