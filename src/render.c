@@ -785,7 +785,7 @@ static int prepare_panel(struct panel *pn, bool compress)
 
 static uint16_t plan_nspaces(const struct as_plan *p, const struct as_trace *t)
 {
-	if (p->space && p->nspaces)
+	if (p->nspaces)
 		return p->nspaces;
 	return t->nspaces ? t->nspaces : 1;
 }
@@ -888,13 +888,9 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 			pn->source = (uint32_t)s;
 			pn->space = (uint16_t)sidx;
 			pn->show_space = ns > 1;
-			if (sidx < t->nspaces && t->spaces[sidx].name)
-				render_clean_text(t->spaces[sidx].name,
-						  pn->space_name,
-						  sizeof(pn->space_name));
-			else
-				snprintf(pn->space_name, sizeof(pn->space_name),
-					 "space %d", sidx);
+			render_clean_text(
+				as_plan_space_name(sp->plan, t, (uint16_t)sidx),
+				pn->space_name, sizeof(pn->space_name));
 			r->npanels++;
 			err = prepare_panel(pn, r->o.compress);
 			if (err)
@@ -914,10 +910,8 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 			pn->rep = sp->report ? sp->report : &r->own[s];
 			pn->title = sp->title ? sp->title : "plan";
 			pn->source = (uint32_t)s;
-			snprintf(pn->space_name, sizeof(pn->space_name), "%s",
-				 t->nspaces && t->spaces[0].name
-					 ? t->spaces[0].name
-					 : "space 0");
+			render_clean_text(as_plan_space_name(sp->plan, t, 0),
+					  pn->space_name, sizeof(pn->space_name));
 			err = prepare_panel(pn, r->o.compress);
 			if (err)
 				goto fail;
@@ -1582,11 +1576,27 @@ static void buffer_title(const struct panel *pn, uint32_t i, char *buf,
 		snprintf(ck, sizeof(ck), ", chunk %s",
 			 as_human_bytes(pn->p->chunk[i], c, sizeof(c)));
 	}
-	snprintf(buf, len,
-		 "%s\n%s (%llu B)%s at offset %llu (0x%llx)\nlive [%llu, %llu)",
-		 name, sz, (unsigned long long)b->size, ck,
-		 (unsigned long long)off, (unsigned long long)off,
-		 (unsigned long long)b->start, (unsigned long long)b->end);
+	int n = snprintf(buf, len,
+			 "%s\n%s (%llu B)%s at offset %llu (0x%llx)\nlive "
+			 "[%llu, %llu)",
+			 name, sz, (unsigned long long)b->size, ck,
+			 (unsigned long long)off, (unsigned long long)off,
+			 (unsigned long long)b->start,
+			 (unsigned long long)b->end);
+	/* The first stack frames, where the trace has them. */
+	const char *fr = pn->t->frames ? pn->t->frames[i] : NULL;
+	for (int k = 0; fr && *fr && k < 3 && n > 0 && (size_t)n + 2 < len;
+	     k++) {
+		const char *nl = strchr(fr, '\n');
+		size_t l = nl ? (size_t)(nl - fr) : strlen(fr);
+		char line[120];
+		snprintf(line, sizeof(line), "%.*s", (int)(l < 119 ? l : 119),
+			 fr);
+		char clean[160];
+		render_clean_text(line, clean, sizeof(clean));
+		n += snprintf(buf + n, len - (size_t)n, "\n  %s", clean);
+		fr = nl ? nl + 1 : fr + l;
+	}
 }
 
 static uint32_t darker(uint32_t c)
