@@ -9,6 +9,7 @@
 #define _GNU_SOURCE /* mkstemps */
 #include <cairo.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -651,6 +652,59 @@ static void zoomed_views_clip_and_hidpi_pixels_scale(void)
 	as_trace_destroy(t);
 }
 
+static int run(const char *fmt, const char *a, const char *b)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof(cmd), fmt, getenv("AS_EXE"), a, b);
+	int rc = system(cmd);
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static bool file_starts(const char *path, const char *magic, size_t n)
+{
+	char buf[16] = {0};
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return false;
+	size_t got = fread(buf, 1, n, f);
+	fclose(f);
+	return got == n && memcmp(buf, magic, n) == 0;
+}
+
+static void the_cli_draws_pictures_and_refuses_bad_options(void)
+{
+	const char *src = getenv("AS_SOURCE_DIR");
+	char dir[] = "/tmp/as_render_cliXXXXXX", trace[1024], out[1200];
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(trace, sizeof(trace), "%s/traces/small-cnn.json",
+		 src ? src : ".");
+	snprintf(out, sizeof(out), "--png %s/a.png --svg %s/a.svg", dir, dir);
+	CHECK_EQ_U64(run("%s replay %s %s --size 1024x640 --color-by size "
+			 ">/dev/null",
+			 trace, out),
+		     0);
+	snprintf(out, sizeof(out), "%s/a.png", dir);
+	CHECK(file_starts(out, "\x89PNG\r\n", 6));
+	unlink(out);
+	snprintf(out, sizeof(out), "%s/a.svg", dir);
+	CHECK(file_starts(out, "<?xml", 5));
+	unlink(out);
+	/* Bad options: status 2 before any work, nothing written. */
+	snprintf(out, sizeof(out), "--png %s/b.png --size 10x10", dir);
+	CHECK_EQ_U64(run("%s replay %s %s 2>/dev/null >/dev/null", trace, out),
+		     2);
+	snprintf(out, sizeof(out), "--png %s/b.png --color-by rainbow", dir);
+	CHECK_EQ_U64(run("%s replay %s %s 2>/dev/null >/dev/null", trace, out),
+		     2);
+	CHECK_EQ_U64(run("%s replay %s %s 2>/dev/null >/dev/null", trace,
+			 "--png /nonexistent-dir/b.png"),
+		     2);
+	snprintf(out, sizeof(out), "%s/b.png", dir);
+	struct stat st;
+	CHECK(stat(out, &st) != 0);
+	CHECK(rmdir(dir) == 0); /* empty: no temporary file left behind */
+}
+
 int main(void)
 {
 	TEST_RUN(small_trace_renders_as_the_golden_svg);
@@ -667,5 +721,10 @@ int main(void)
 	TEST_RUN(a_file_that_cannot_be_written_leaves_nothing_behind);
 	TEST_RUN(names_that_are_not_utf8_still_render);
 	TEST_RUN(zoomed_views_clip_and_hidpi_pixels_scale);
+	if (getenv("AS_EXE"))
+		TEST_RUN(the_cli_draws_pictures_and_refuses_bad_options);
+	else
+		TEST_SKIP(the_cli_draws_pictures_and_refuses_bad_options,
+			  "AS_EXE is not set");
 	return tap_done();
 }
