@@ -112,7 +112,9 @@ struct as_render {
 	struct panel *panels;
 	size_t npanels;
 	struct measurer *m;
-	double tmax;
+	uint64_t tbase;            /* earliest start: times are drawn from it */
+	double tmax;               /* latest end, relative to tbase */
+	bool rel_labels;           /* time labels "+t" from tbase (far from 0) */
 	uint64_t trace_lb;         /* lower bound of the first trace */
 	bool time_is_index;        /* time counts operations (no given times) */
 	double size_lo, size_hi;   /* log2 ranges for sequential colours */
@@ -645,6 +647,14 @@ static double y_of(const struct panel *pn, uint64_t a)
 	return y_of_u(pn, addr_u(pn, a, NULL));
 }
 
+/* Times inside are relative to r->tbase, so that large timestamps keep
+ * their precision. */
+static double rel_t(const struct as_render *r, uint64_t t)
+{
+	return t >= r->tbase ? (double)(t - r->tbase)
+			     : -(double)(r->tbase - t);
+}
+
 static double x_of(const struct as_render *r, const struct panel *pn,
 		   double t)
 {
@@ -665,7 +675,7 @@ static int cmp_by_size_desc(const void *a, const void *b)
 }
 
 /* Placed, non-alias buffers live at t, largest first (all of them). */
-static int collect_live(const struct panel *pn, double t, uint32_t **out,
+static int collect_live(const struct panel *pn, uint64_t t, uint32_t **out,
 			uint64_t *n_out, uint64_t *bytes)
 {
 	struct sized *v = malloc(sizeof(*v) * (pn->nplaced ? pn->nplaced : 1));
@@ -675,8 +685,7 @@ static int collect_live(const struct panel *pn, double t, uint32_t **out,
 	for (uint32_t k = 0; k < pn->nplaced; k++) {
 		uint32_t i = pn->bufs[k];
 		const struct as_buffer *b = &pn->t->buffers[i];
-		if (is_alias(pn, i) || (double)b->start > t ||
-		    (double)b->end <= t)
+		if (is_alias(pn, i) || b->start > t || b->end <= t)
 			continue;
 		v[n].size = b->size;
 		v[n++].idx = i;
@@ -755,7 +764,7 @@ static int prepare_panel(struct panel *pn, bool compress)
 	if (pn->has_peak) {
 		uint32_t *v;
 		uint64_t n;
-		int err = collect_live(pn, (double)pn->peak_time, &v, &n,
+		int err = collect_live(pn, pn->peak_time, &v, &n,
 				       &pn->live_bytes);
 		if (err)
 			return err;
@@ -919,14 +928,15 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 	}
 
 	/* Time axis and colour ranges over every trace. */
+	uint64_t tbase = UINT64_MAX, tend = 0;
 	r->size_lo = r->life_lo = INFINITY;
 	r->size_hi = r->life_hi = -INFINITY;
 	for (size_t s = 0; s < n; s++) {
 		const struct as_trace *t = panels[s].trace;
 		if (s > 0 && panels[s - 1].trace == t)
 			continue;
-		if ((double)t->end_time > r->tmax)
-			r->tmax = (double)t->end_time;
+		if (t->end_time > tend)
+			tend = t->end_time;
 		for (uint32_t i = 0; i < t->nbuffers; i++) {
 			const struct as_buffer *b = &t->buffers[i];
 			if (!buf_drawable(b))
@@ -937,12 +947,18 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 			r->size_hi = ls > r->size_hi ? ls : r->size_hi;
 			r->life_lo = ll < r->life_lo ? ll : r->life_lo;
 			r->life_hi = ll > r->life_hi ? ll : r->life_hi;
-			if ((double)b->end > r->tmax)
-				r->tmax = (double)b->end;
+			if (b->end > tend)
+				tend = b->end;
+			if (b->start < tbase)
+				tbase = b->start;
 		}
 	}
+	r->tbase = tbase <= tend ? tbase : 0;
+	r->tmax = (double)(tend - r->tbase);
 	if (r->tmax <= 0)
 		r->tmax = 1;
+	/* Labels count from 0 unless the trace starts far from it. */
+	r->rel_labels = (double)r->tbase > 10 * r->tmax;
 	r->trace_lb = as_trace_lower_bound(panels[0].trace);
 	uint64_t ops = 0;
 	for (uint32_t e = 0; e < panels[0].trace->nevents; e++)
@@ -1103,8 +1119,8 @@ static int layout(struct as_render *r)
 			r->sidebar_w = 280;
 	}
 	if (o->view.t1 > o->view.t0) {
-		r->t0 = o->view.t0;
-		r->t1 = o->view.t1;
+		r->t0 = o->view.t0 - (double)r->tbase;
+		r->t1 = o->view.t1 - (double)r->tbase;
 	} else {
 		r->t0 = 0;
 		r->t1 = r->tmax;
@@ -1226,7 +1242,7 @@ int as_render_to_pixel(const struct as_render *r, size_t i, double time,
 	if (!r || i >= r->npanels)
 		return AS_EINVAL;
 	const struct panel *pn = &r->panels[i];
-	*x = x_of(r, pn, time);
+	*x = x_of(r, pn, time - (double)r->tbase);
 	*y = y_of(pn, address);
 	return AS_OK;
 }
@@ -1238,7 +1254,10 @@ int64_t as_render_live_at(const struct as_render *r, size_t i, double time,
 		return AS_EINVAL;
 	uint32_t *v;
 	uint64_t n;
-	int err = collect_live(&r->panels[i], time, &v, &n, NULL);
+	if (!(time >= 0) || time >= 18446744073709551615.0)
+		return 0;
+	int err = collect_live(&r->panels[i], (uint64_t)floor(time), &v, &n,
+			       NULL);
 	if (err)
 		return err;
 	for (uint64_t k = 0; k < n && k < max; k++)
@@ -1264,8 +1283,8 @@ static void buf_rect(const struct as_render *r, const struct panel *pn,
 	const struct as_buffer *b = &pn->t->buffers[i];
 	uint64_t off = pn->p->offset[i];
 	uint64_t top = off > UINT64_MAX - extent ? UINT64_MAX : off + extent;
-	*x0 = x_of(r, pn, (double)b->start);
-	*x1 = x_of(r, pn, (double)b->end);
+	*x0 = x_of(r, pn, rel_t(r, b->start));
+	*x1 = x_of(r, pn, rel_t(r, b->end));
 	*y0 = y_of(pn, top);
 	*y1 = y_of(pn, off);
 }
@@ -1293,7 +1312,8 @@ int as_render_hit_test(const struct as_render *r, double x, double y,
 		    (i + 1 == r->npanels && y >= bottom))
 			continue;
 		out->panel = (int)i;
-		out->time = r->t0 + (x - pn->px) / pn->pw * (r->t1 - r->t0);
+		out->time = (double)r->tbase + r->t0 +
+			    (x - pn->px) / pn->pw * (r->t1 - r->t0);
 		out->axis = pn->v0 + (pn->py + pn->ph - y) / pn->ph *
 					     (pn->v1 - pn->v0);
 		out->address = u_addr(pn, out->axis, &out->in_break);
@@ -1306,8 +1326,8 @@ int as_render_hit_test(const struct as_render *r, double x, double y,
 			double best = slop + 1;
 			for (uint32_t k = pn->nplaced; k < pn->nbufs; k++) {
 				uint32_t b = pn->bufs[k];
-				double x0 = x_of(r, pn, (double)pn->t->buffers[b].start);
-				double x1 = x_of(r, pn, (double)pn->t->buffers[b].end);
+				double x0 = x_of(r, pn, rel_t(r, pn->t->buffers[b].start));
+				double x1 = x_of(r, pn, rel_t(r, pn->t->buffers[b].end));
 				double d = rect_dist(x, 0, x0, x1, 0, 0);
 				if (d < best) {
 					best = d;
@@ -1713,8 +1733,8 @@ static void emit_failed_strip(struct as_render *r, struct canvas *c,
 		return;
 	for (uint32_t k = pn->nplaced; k < pn->nbufs; k++) {
 		const struct as_buffer *b = &pn->t->buffers[pn->bufs[k]];
-		double x0 = x_of(r, pn, (double)b->start) - pn->px;
-		double x1 = x_of(r, pn, (double)b->end) - pn->px;
+		double x0 = x_of(r, pn, rel_t(r, b->start)) - pn->px;
+		double x1 = x_of(r, pn, rel_t(r, b->end)) - pn->px;
 		if (x1 <= 0 || x0 >= pn->pw)
 			continue;
 		int a = x0 < 0 ? 0 : (int)floor(x0);
@@ -1793,8 +1813,8 @@ static void emit_violations(struct as_render *r, struct canvas *c,
 			uint64_t hi = ea < eb ? ea : eb;
 			if (hi < lo)
 				hi = lo;
-			x0 = x_of(r, pn, (double)ts);
-			x1 = x_of(r, pn, (double)te);
+			x0 = x_of(r, pn, rel_t(r, ts));
+			x1 = x_of(r, pn, rel_t(r, te));
 			y0 = y_of(pn, hi);
 			y1 = y_of(pn, lo);
 		} else {
@@ -1863,8 +1883,12 @@ static void emit_sidebar(struct as_render *r, struct canvas *c,
 	if (y + 2 * row > bottom)
 		return;
 	char tt[32];
-	snprintf(buf, sizeof(buf), "live at peak, t = %s",
-		 fmt_count((double)pn->peak_time, tt, sizeof(tt)));
+	if (r->rel_labels)
+		snprintf(buf, sizeof(buf), "live at peak, t = +%s",
+			 fmt_count(rel_t(r, pn->peak_time), tt, sizeof(tt)));
+	else
+		snprintf(buf, sizeof(buf), "live at peak, t = %s",
+			 fmt_count((double)pn->peak_time, tt, sizeof(tt)));
 	TEXT(c, x, y, buf, FS_SMALL, true, C_TEXT, ANCHOR_START);
 	y += row - 2;
 	snprintf(buf, sizeof(buf), "%llu buffers, %s",
@@ -1976,11 +2000,12 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 	const double bx = pn->pw / (r->t1 - r->t0), ax = X0 - r->t0 * bx;
 	const double by = pn->ph / (pn->v1 - pn->v0), ay = Y1 + pn->v0 * by;
 	const uint64_t *chunk = pn->p->chunk;
+	const uint64_t tb = r->tbase; /* every start is at or after it */
 	for (uint32_t k = 0; k < pn->nplain; k++) {
 		uint32_t i = pn->bufs[k];
 		const struct as_buffer *b = &pn->t->buffers[i];
-		double x0 = ax + (double)b->start * bx;
-		double x1 = ax + (double)b->end * bx;
+		double x0 = ax + (double)(b->start - tb) * bx;
+		double x1 = ax + (double)(b->end - tb) * bx;
 		if (x1 <= X0 || x0 >= X1)
 			continue;
 		uint64_t off = pn->p->offset[i];
@@ -2124,8 +2149,15 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		if (tstep < 1)
 			tstep = 1;
 	}
-	double tfirst = ceil(r->t0 / tstep) * tstep;
-	for (double t = tfirst; t <= r->t1 + 1e-9; t += tstep) {
+	/* Ticks at round values of what the labels show. */
+	double lab0 = r->rel_labels ? 0 : (double)r->tbase;
+	double tfirst = ceil((r->t0 + lab0) / tstep) * tstep - lab0;
+	/* Counted, not accumulated: far from 0 a step may vanish in t. */
+	int nt = 0;
+	for (int k = 0; k < 100; k++, nt++) {
+		double t = tfirst + k * tstep;
+		if (t > r->t1 + 1e-9 || (k && t == tfirst + (k - 1) * tstep))
+			break;
 		double x = floor(x_of(r, pn, t)) + 0.5;
 		LINE(c, x, Y0, x, Y1, C_GRID, 1, 0);
 	}
@@ -2207,9 +2239,9 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 	emit_violations(r, c, pn);
 
 	/* When the peak happens. */
-	if (pn->has_peak && (double)pn->peak_time >= r->t0 &&
-	    (double)pn->peak_time <= r->t1) {
-		double x = floor(x_of(r, pn, (double)pn->peak_time)) + 0.5;
+	if (pn->has_peak && rel_t(r, pn->peak_time) >= r->t0 &&
+	    rel_t(r, pn->peak_time) <= r->t1) {
+		double x = floor(x_of(r, pn, rel_t(r, pn->peak_time))) + 0.5;
 		LINE(c, x, Y0, x, Y1, 0xc0000000u, 1, 3);
 		double tri[6] = {x - 6, Y0, x + 6, Y0, x, Y0 + 8};
 		c->impl->poly(c, tri, 3, true, C_PEAK, 0xffffffffu, 1);
@@ -2262,19 +2294,28 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		TEXT(c, X0 - 7, ty, pn->ticks[k].label, FS_TICK,
 		     pn->ticks[k].major, C_TEXT, ANCHOR_END);
 	}
-	for (double t = tfirst; t <= r->t1 + 1e-9; t += tstep) {
+	for (int k = 0; k < nt; k++) {
+		double t = tfirst + k * tstep;
 		double x = floor(x_of(r, pn, t)) + 0.5;
 		LINE(c, x, Y1, x, Y1 + 4, C_FRAME, 1, 0);
 		if (last) {
-			char tl[32];
-			fmt_count(t, tl, sizeof(tl));
+			char tl[40], num[32];
+			fmt_count(t + lab0, num, sizeof(num));
+			snprintf(tl, sizeof(tl), "%s%s",
+				 r->rel_labels && t > 0 ? "+" : "", num);
 			int an = ANCHOR_MIDDLE;
 			TEXT(c, x, Y1 + 16, tl, FS_TICK, false, C_TEXT, an);
 		}
 	}
 	if (last) {
-		const char *what =
-			r->time_is_index ? "time (operation index)" : "time";
+		char what[80];
+		if (r->rel_labels)
+			snprintf(what, sizeof(what), "time since %llu",
+				 (unsigned long long)r->tbase);
+		else
+			snprintf(what, sizeof(what), "%s",
+				 r->time_is_index ? "time (operation index)"
+						  : "time");
 		TEXT(c, (X0 + X1) / 2, Y1 + 33, what, FS_TICK, true, C_TEXT,
 		     ANCHOR_MIDDLE);
 	}
