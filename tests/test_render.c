@@ -652,6 +652,44 @@ static void zoomed_views_clip_and_hidpi_pixels_scale(void)
 	as_trace_destroy(t);
 }
 
+static void timestamps_far_from_zero_keep_their_precision(void)
+{
+	static const struct tbuf late[] = {
+		{"a", 100, 1000000000000000000ull, 1000000000000000010ull, 0, 0, 0},
+		{"b", 100, 1000000000000000005ull, 1000000000000000020ull, 100, 0,
+		 0},
+	};
+	struct as_plan *p;
+	struct as_trace *t = make(late, 2, NULL, 0, &p);
+	struct as_render_panel pn = {"recorded", t, p, NULL, 0};
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(&pn, 1, NULL, &r, &d) == AS_OK);
+	struct as_render_panel_info in;
+	CHECK(as_render_panel_info(r, 0, &in) == AS_OK);
+	/* b starts halfway along the axis [start of a, end of b) ... */
+	double x, y;
+	uint32_t *px = draw(r, 1280, 800);
+	CHECK(as_render_to_pixel(r, 0, 0, 150, &x, &y) == AS_OK);
+	struct as_render_hit h;
+	double xb = in.x + in.w * 5 / 20.0 + 4, xa = in.x + 4;
+	CHECK(as_render_hit_test(r, xb, y, 0, &h) == AS_OK);
+	CHECK_EQ_U64(h.buffer, 1);
+	CHECK(as_render_hit_test(r, xa, y, 0, &h) == AS_OK);
+	CHECK_EQ_U64(h.buffer, AS_NONE);
+	CHECK_EQ_U64(at(px, 1280, xb, y), as_render_buffer_color(r, 0, 1));
+	CHECK_EQ_U64(at(px, 1280, xa, y), 0xffffff);
+	free(px);
+	size_t len;
+	char *svg = render_svg(&pn, 1, NULL, &len);
+	CHECK(svg && strstr(svg, ">time since 1000000000000000000</text>"));
+	CHECK(svg && strstr(svg, ">+10</text>"));
+	free(svg);
+	as_render_destroy(r);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
 static int run(const char *fmt, const char *a, const char *b)
 {
 	char cmd[2048];
@@ -721,6 +759,7 @@ int main(void)
 	TEST_RUN(a_file_that_cannot_be_written_leaves_nothing_behind);
 	TEST_RUN(names_that_are_not_utf8_still_render);
 	TEST_RUN(zoomed_views_clip_and_hidpi_pixels_scale);
+	TEST_RUN(timestamps_far_from_zero_keep_their_precision);
 	if (getenv("AS_EXE"))
 		TEST_RUN(the_cli_draws_pictures_and_refuses_bad_options);
 	else
