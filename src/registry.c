@@ -10,12 +10,16 @@
 
 extern const struct as_strategy_impl as_strategy_recorded;
 extern const struct as_strategy_impl as_strategy_greedy_size;
+extern const struct as_strategy_impl as_strategy_npu_list;
+extern const struct as_strategy_impl as_strategy_tiered;
 extern const struct as_strategy_impl as_strategy_numa_bundle;
 extern const struct as_strategy_impl as_strategy_numa_flat;
 
 static const struct as_strategy_impl *const registry[] = {
 	&as_strategy_recorded,
 	&as_strategy_greedy_size,
+	&as_strategy_npu_list,
+	&as_strategy_tiered,
 	&as_strategy_numa_bundle,
 	&as_strategy_numa_flat,
 };
