@@ -90,6 +90,7 @@ struct panel {
 	uint64_t violations;
 	bool has_peak;
 	uint64_t peak_time;
+	uint32_t peak_buf;     /* the buffer that reaches the peak first */
 	uint32_t live[LIVE_MAX];
 	uint32_t nlive;
 	uint64_t nlive_total, live_bytes;
@@ -758,6 +759,7 @@ static int prepare_panel(struct panel *pn, bool compress)
 		    (e == best && t->buffers[i].start < pn->peak_time)) {
 			best = e;
 			pn->peak_time = t->buffers[i].start;
+			pn->peak_buf = i;
 			pn->has_peak = true;
 		}
 	}
@@ -2186,13 +2188,19 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		}
 	}
 
-	/* Line labels first, so that names inside rectangles avoid them. */
-	struct box boxes[2];
-	int nbox = 0;
+	/* Line labels first, so that names inside rectangles avoid them; no
+	 * label covers the peak-time marker or another label. */
+	bool marker = pn->has_peak && rel_t(r, pn->peak_time) >= r->t0 &&
+		      rel_t(r, pn->peak_time) <= r->t1;
+	double mx = marker ? floor(x_of(r, pn, rel_t(r, pn->peak_time))) + 0.5
+			   : -1000;
+	struct box mbox = {mx - 8, Y0 - 1, mx + 8, Y0 + 10};
+	struct box boxes[4];
+	int nbox = 0, npeak = -1, nlb = -1;
 	double y_peak = -1, y_lb = -1;
 	char peak_lab[64], lb_lab[64];
 	double peak_x = X1 - 6, lb_x = X1 - 6;
-	int lb_anchor = ANCHOR_END;
+	int peak_anchor = ANCHOR_END, lb_anchor = ANCHOR_END;
 	double lb_ty = 0, peak_ty = 0;
 	if (pn->has_peak) {
 		double y = floor(y_of(pn, pn->peak) + 0.5);
@@ -2203,8 +2211,16 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 			peak_ty = y - 5;
 			if (peak_ty - FS_TICK < Y0)
 				peak_ty = y + FS_TICK + 3;
-			boxes[nbox++] = label_box(r, peak_x, peak_ty, peak_lab,
+			struct box bx = label_box(r, peak_x, peak_ty, peak_lab,
 						  FS_TICK, true, ANCHOR_END);
+			if (box_hit(&bx, &mbox)) {
+				peak_x = X0 + 6;
+				peak_anchor = ANCHOR_START;
+				bx = label_box(r, peak_x, peak_ty, peak_lab,
+					       FS_TICK, true, ANCHOR_START);
+			}
+			npeak = nbox;
+			boxes[nbox++] = bx;
 		}
 	}
 	bool lb_hidden;
@@ -2215,50 +2231,71 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 			y_lb = y;
 			snprintf(lb_lab, sizeof(lb_lab), "lower bound %s",
 				 as_human_bytes(pn->lb, a, sizeof(a)));
-			lb_ty = y + FS_TICK + 3;
-			struct box bx = label_box(r, lb_x, lb_ty, lb_lab, FS_TICK,
-						  false, ANCHOR_END);
-			if (bx.y1 > Y1) {
-				lb_ty = y - 5;
-				bx = label_box(r, lb_x, lb_ty, lb_lab, FS_TICK,
-					       false, ANCHOR_END);
+			/* Below the line, else above; right end, else left. */
+			double tys[2] = {y + FS_TICK + 3, y - 5};
+			bool placed = false;
+			for (int k = 0; k < 4 && !placed; k++) {
+				double ty = tys[k & 1];
+				int an = k < 2 ? ANCHOR_END : ANCHOR_START;
+				double lx = k < 2 ? X1 - 6 : X0 + 6;
+				struct box bx = label_box(r, lx, ty, lb_lab,
+							  FS_TICK, false, an);
+				if (bx.y1 > Y1 || bx.y0 < Y0 ||
+				    box_hit(&bx, &mbox) ||
+				    (npeak >= 0 && box_hit(&bx, &boxes[npeak])))
+					continue;
+				lb_ty = ty;
+				lb_x = lx;
+				lb_anchor = an;
+				nlb = nbox;
+				boxes[nbox++] = bx;
+				placed = true;
 			}
-			if (nbox && box_hit(&bx, &boxes[0])) {
-				lb_x = X0 + 6;
-				lb_anchor = ANCHOR_START;
-				bx = label_box(r, lb_x, lb_ty, lb_lab, FS_TICK,
-					       false, ANCHOR_START);
-			}
-			boxes[nbox++] = bx;
 		}
 	}
+	/* Names inside rectangles also keep off the two lines. */
+	int nlabels = nbox;
+	if (y_peak >= 0)
+		boxes[nbox++] = (struct box){X0, y_peak - 2, X1, y_peak + 2};
+	if (y_lb >= 0)
+		boxes[nbox++] = (struct box){X0, y_lb - 2, X1, y_lb + 2};
 
 	int err = emit_buffers(r, c, pn, boxes, nbox);
 	if (err)
 		return err;
 	emit_violations(r, c, pn);
 
+	/* The buffer that reaches the peak, outlined even when tiny. */
+	if (pn->has_peak) {
+		double x0, x1, y0, y1;
+		buf_rect(r, pn, pn->peak_buf, pn->t->buffers[pn->peak_buf].size,
+			 &x0, &x1, &y0, &y1);
+		if ((x1 - x0 < 6 || y1 - y0 < 6) && x1 > X0 && x0 < X1 &&
+		    y1 > Y0 && y0 < Y1) {
+			grow_min(&x0, &x1, &y0, &y1, 6);
+			clip_rect(pn, &x0, &x1, &y0, &y1);
+			RECT(c, floor(x0), floor(y0), ceil(x1 - x0), ceil(y1 - y0),
+			     0, C_PEAK, 1.5, NULL);
+		}
+	}
+
 	/* When the peak happens. */
-	if (pn->has_peak && rel_t(r, pn->peak_time) >= r->t0 &&
-	    rel_t(r, pn->peak_time) <= r->t1) {
-		double x = floor(x_of(r, pn, rel_t(r, pn->peak_time))) + 0.5;
-		LINE(c, x, Y0, x, Y1, 0xc0000000u, 1, 3);
-		double tri[6] = {x - 6, Y0, x + 6, Y0, x, Y0 + 8};
+	if (marker) {
+		LINE(c, mx, Y0, mx, Y1, 0xc0000000u, 1, 3);
+		double tri[6] = {mx - 6, Y0, mx + 6, Y0, mx, Y0 + 8};
 		c->impl->poly(c, tri, 3, true, C_PEAK, 0xffffffffu, 1);
 	}
 	if (y_lb >= 0)
 		LINE(c, X0, y_lb, X1, y_lb, C_LB, 1.5, 6);
 	if (y_peak >= 0)
 		LINE(c, X0, y_peak, X1, y_peak, C_PEAK, 2, 0);
-	for (int k = 0; k < nbox; k++) {
-		bool is_peak = y_peak >= 0 && k == 0;
-		if (is_peak)
-			boxed_text(r, c, &boxes[k], peak_x, peak_ty, peak_lab,
-				   FS_TICK, true, C_TEXT, ANCHOR_END);
-		else
-			boxed_text(r, c, &boxes[k], lb_x, lb_ty, lb_lab,
-				   FS_TICK, false, C_TEXT, lb_anchor);
-	}
+	if (npeak >= 0)
+		boxed_text(r, c, &boxes[npeak], peak_x, peak_ty, peak_lab,
+			   FS_TICK, true, C_TEXT, peak_anchor);
+	if (nlb >= 0)
+		boxed_text(r, c, &boxes[nlb], lb_x, lb_ty, lb_lab, FS_TICK,
+			   false, C_TEXT, lb_anchor);
+	(void)nlabels;
 
 	/* Selection (the viewer's click), visible at any size. */
 	uint32_t h = r->o.highlight;
