@@ -745,8 +745,15 @@ static int prepare_panel(struct panel *pn, bool compress)
 	pn->colors_for = -1;
 	pn->failed = nfailed;
 	pn->peak = as_plan_peak(p, t, pn->space);
-	pn->lb = pn->space < t->nspaces ? as_trace_lower_bound_space(t, pn->space)
-					: 0;
+	/* The trace's bound of a space holds when the plan keeps every
+	 * buffer in its own space; a plan that moves buffers between spaces
+	 * (levels, cores) has no per-space bound from the trace. */
+	bool own_spaces = true;
+	for (uint32_t i = 0; p->space && i < nb && own_spaces; i++)
+		own_spaces = p->space[i] == t->buffers[i].space;
+	pn->lb = own_spaces && pn->space < t->nspaces
+			 ? as_trace_lower_bound_space(t, pn->space)
+			 : 0;
 
 	/* The peak is first reached when the buffer ending highest starts. */
 	uint64_t best = 0;
