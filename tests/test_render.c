@@ -690,6 +690,40 @@ static void timestamps_far_from_zero_keep_their_precision(void)
 	as_trace_destroy(t);
 }
 
+static void hostile_offsets_and_sizes_still_draw(void)
+{
+	static const struct tbuf wild[] = {
+		{"top", 100, 0, 10, UINT64_MAX - 10, 0, 0},
+		{"huge", UINT64_MAX / 2, 2, 8, 0, 0, 0},
+		{"one", 1, 3, 4, 1ull << 63, 0, 0},
+		{"zero-life", 8, 5, 6, 12345, 0, 0},
+	};
+	struct as_plan *p;
+	struct as_trace *t = make(wild, 4, NULL, 0, &p);
+	struct as_render_panel pn = {"wild", t, p, NULL, 0};
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+	uint32_t *px = draw(r, o.width, o.height);
+	free(px);
+	o.compress = false;
+	o.view = (struct as_render_view){-5, 1e30, 0.999999, 1.0};
+	CHECK(as_render_set_opts(r, &o) == AS_OK);
+	px = draw(r, o.width, o.height);
+	free(px);
+	struct as_render_hit h;
+	CHECK(as_render_hit_test(r, 300, 300, 2, &h) == AS_OK);
+	size_t len;
+	char *svg = render_svg(&pn, 1, &o, &len);
+	CHECK(svg != NULL);
+	free(svg);
+	as_render_destroy(r);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
 static int run(const char *fmt, const char *a, const char *b)
 {
 	char cmd[2048];
@@ -760,6 +794,7 @@ int main(void)
 	TEST_RUN(names_that_are_not_utf8_still_render);
 	TEST_RUN(zoomed_views_clip_and_hidpi_pixels_scale);
 	TEST_RUN(timestamps_far_from_zero_keep_their_precision);
+	TEST_RUN(hostile_offsets_and_sizes_still_draw);
 	if (getenv("AS_EXE"))
 		TEST_RUN(the_cli_draws_pictures_and_refuses_bad_options);
 	else
