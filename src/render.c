@@ -1256,6 +1256,14 @@ int as_render_to_pixel(const struct as_render *r, size_t i, double time,
 	return AS_OK;
 }
 
+double as_render_axis_at(const struct as_render *r, size_t i,
+			 uint64_t address)
+{
+	if (!r || i >= r->npanels)
+		return -1;
+	return addr_u(&r->panels[i], address, NULL);
+}
+
 int64_t as_render_live_at(const struct as_render *r, size_t i, double time,
 			  uint32_t *out, size_t max)
 {

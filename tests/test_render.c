@@ -641,6 +641,17 @@ static void zoomed_views_clip_and_hidpi_pixels_scale(void)
 	CHECK(as_render_hit_test(r, in.x + 1, in.y + in.h - 1, 0, &h) == 0);
 	CHECK(h.time > 3.9 && h.time < 4.1);
 	CHECK(h.axis > 0.19 && h.axis < 0.21);
+	/* Zoom onto fc.w with the axis fractions of its addresses. */
+	double u0 = as_render_axis_at(r, 0, small[4].offset);
+	double u1 = as_render_axis_at(r, 0, small[4].offset + small[4].size);
+	CHECK(u0 > 0 && u1 > u0 && u1 <= 1);
+	struct as_render_opts z = o;
+	z.view = (struct as_render_view){small[4].start, small[4].end, u0, u1};
+	CHECK(as_render_set_opts(r, &z) == AS_OK);
+	CHECK(as_render_hit_test(r, in.x + in.w / 2, in.y + in.h / 2, 0, &h) ==
+	      AS_OK);
+	CHECK_EQ_U64(h.buffer, 4);
+	CHECK(as_render_set_opts(r, &o) == AS_OK);
 	uint32_t *px = calloc((size_t)2560 * 1600, 4);
 	CHECK(as_render_draw_argb32(r, px, 2560, 1600, 2560 * 4) == AS_OK);
 	/* The background far right of the header is white at 2x too. */

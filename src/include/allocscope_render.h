@@ -138,6 +138,13 @@ int as_render_to_pixel(const struct as_render *r, size_t i, double time,
 		       uint64_t address, double *x, double *y);
 
 /*
+ * The address axis fraction (as in struct as_render_view) of an address in
+ * drawn panel i, to zoom onto a buffer; negative if there is no panel i.
+ */
+double as_render_axis_at(const struct as_render *r, size_t i,
+			 uint64_t address);
+
+/*
  * Buffers of drawn panel i live at `time` (placed ones), largest first;
  * writes at most `max` indices and returns how many are live in all
  * (negative on error).
