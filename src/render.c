@@ -1019,7 +1019,8 @@ static int build_ticks(struct as_render *r, struct panel *pn)
 	struct tick *t = calloc(cap, sizeof(*t));
 	if (!t)
 		return AS_ENOMEM;
-	double ytop = pn->py, ybot = pn->py + pn->ph;
+	/* Labels stay clear of the failed strip and title above. */
+	double ytop = pn->py + 6, ybot = pn->py + pn->ph;
 	const double min_gap = FS_TICK + 5;
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t k = 0; k < pn->npieces; k++) {
@@ -1804,13 +1805,20 @@ static void grow_min(double *x0, double *x1, double *y0, double *y1,
 	}
 }
 
-static void emit_violations(struct as_render *r, struct canvas *c,
-			    const struct panel *pn)
+struct vmark {
+	struct box b;
+	bool overlap;
+};
+
+/* Where the listed violations of this panel are drawn (at most 16). */
+static int violation_marks(const struct as_render *r, const struct panel *pn,
+			   struct vmark *out)
 {
 	const struct as_report *rep = pn->rep;
+	int n = 0;
 	if (!rep || rep->valid)
-		return;
-	for (uint32_t k = 0; k < rep->nfirst; k++) {
+		return 0;
+	for (uint32_t k = 0; k < rep->nfirst && k < 16; k++) {
 		const struct as_violation *v = &rep->first[k];
 		uint32_t a = v->a, b = v->b;
 		if (a >= pn->t->nbuffers || pn->p->offset[a] == AS_NO_OFFSET ||
@@ -1841,14 +1849,27 @@ static void emit_violations(struct as_render *r, struct canvas *c,
 		clip_rect(pn, &x0, &x1, &y0, &y1);
 		if (x1 <= x0 || y1 <= y0)
 			continue;
-		RECT(c, x0, y0, x1 - x0, y1 - y0, overlap ? 0xd8e41a1cu : 0,
-		     C_DARKRED, overlap ? 2 : 3, NULL);
-		if (!overlap)
+		out[n].b = (struct box){x0, y0, x1, y1};
+		out[n++].overlap = overlap;
+	}
+	return n;
+}
+
+static void emit_violations(struct canvas *c, const struct panel *pn,
+			    const struct vmark *m, int n)
+{
+	for (int k = 0; k < n; k++) {
+		double x0 = m[k].b.x0, y0 = m[k].b.y0, x1 = m[k].b.x1,
+		       y1 = m[k].b.y1;
+		RECT(c, x0, y0, x1 - x0, y1 - y0, m[k].overlap ? 0xd8e41a1cu : 0,
+		     C_DARKRED, m[k].overlap ? 2 : 3, NULL);
+		if (!m[k].overlap)
 			RECT(c, x0 + 3, y0 + 3, x1 - x0 - 6, y1 - y0 - 6, 0, C_RED,
 			     1.5, NULL);
-		/* An arrow in the margin points at it. */
-		double ym = (y0 + y1) / 2, xa = pn->px - 2;
-		double tri[6] = {xa - 9, ym - 5, xa, ym, xa - 9, ym + 5};
+		/* An arrow in the tick zone points at it, clear of the tick
+		 * labels (they end 7 pixels left of the plot). */
+		double ym = (y0 + y1) / 2, xa = pn->px - 1;
+		double tri[6] = {xa - 6, ym - 5, xa, ym, xa - 6, ym + 5};
 		c->impl->poly(c, tri, 3, true, C_RED, C_DARKRED, 1);
 	}
 }
@@ -2210,7 +2231,7 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 	double mx = marker ? floor(x_of(r, pn, rel_t(r, pn->peak_time))) + 0.5
 			   : -1000;
 	struct box mbox = {mx - 8, Y0 - 1, mx + 8, Y0 + 10};
-	struct box boxes[4];
+	struct box boxes[4 + 16];
 	int nbox = 0, npeak = -1, nlb = -1;
 	double y_peak = -1, y_lb = -1;
 	char peak_lab[64], lb_lab[64];
@@ -2274,11 +2295,16 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		boxes[nbox++] = (struct box){X0, y_peak - 2, X1, y_peak + 2};
 	if (y_lb >= 0)
 		boxes[nbox++] = (struct box){X0, y_lb - 2, X1, y_lb + 2};
+	/* ... and off the red marks of violations. */
+	struct vmark vm[16];
+	int nvm = violation_marks(r, pn, vm);
+	for (int k = 0; k < nvm; k++)
+		boxes[nbox++] = vm[k].b;
 
 	int err = emit_buffers(r, c, pn, boxes, nbox);
 	if (err)
 		return err;
-	emit_violations(r, c, pn);
+	emit_violations(c, pn, vm, nvm);
 
 	/* The buffer that reaches the peak, outlined even when tiny. */
 	if (pn->has_peak) {
