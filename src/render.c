@@ -2126,11 +2126,19 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 			double tw = measure_text(
 				r->m, render_clean_text(b->name, nm, sizeof(nm)),
 				FS_SMALL, false);
-			double ty = floor((y0 + y1) / 2 + 4);
-			struct box lb = {x0 + 3, ty - 11, x0 + 7 + tw, ty + 3};
-			bool ok = tw + 8 <= x1 - x0;
-			for (int a = 0; ok && a < navoid; a++)
-				ok = !box_hit(&lb, &avoid[a]);
+			/* In the middle, else at the top, else the bottom. */
+			double tys[3] = {floor((y0 + y1) / 2 + 4), y0 + 12,
+					 y1 - 3};
+			double ty = 0;
+			bool ok = false;
+			for (int t = 0; t < 3 && !ok && tw + 8 <= x1 - x0; t++) {
+				ty = tys[t];
+				struct box lb = {x0 + 3, ty - 11, x0 + 7 + tw,
+						 ty + 3};
+				ok = lb.y0 >= y0 && lb.y1 <= y1;
+				for (int a = 0; ok && a < navoid; a++)
+					ok = !box_hit(&lb, &avoid[a]);
+			}
 			if (ok) {
 				TEXT(c, x0 + 4, ty, nm, FS_SMALL, false,
 				     luminance(col) < 120 ? 0xffffffffu : C_TEXT,
