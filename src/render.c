@@ -83,6 +83,14 @@ struct panel {
 	uint32_t *bufs;
 	uint32_t nbufs, nplaced, nplain;
 	uint32_t *colors;      /* 0xRRGGBB of bufs[k], for the colour mode */
+	/* The level-of-detail pass of the last frame (rectangles drawn one by
+	 * one, density raster), reused while the view, the layout and the
+	 * colours stay the same: a viewer redraws on every hover. */
+	struct cand *lod_cand;
+	uint32_t lod_nc;
+	uint32_t *lod_raster;
+	bool lod_any, lod_valid;
+	double lod_key[9];
 	int colors_for;        /* the enum as_color_by they were made for */
 	uint64_t peak, lb, amax;
 	uint32_t failed;
@@ -815,6 +823,8 @@ static void free_panels(struct as_render *r)
 		free(r->panels[i].pieces);
 		free(r->panels[i].ticks);
 		free(r->panels[i].colors);
+		free(r->panels[i].lod_cand);
+		free(r->panels[i].lod_raster);
 	}
 	free(r->panels);
 	r->panels = NULL;
@@ -1204,6 +1214,7 @@ int as_render_set_opts(struct as_render *r, const struct as_render_opts *o)
 			struct panel *pn = &r->panels[i];
 			free(pn->pieces);
 			pn->pieces = NULL;
+			pn->lod_valid = false;
 			int err = build_axis(pn, o->compress);
 			if (err)
 				return err;
@@ -2019,18 +2030,26 @@ static inline double fast_u(const struct panel *pn, uint64_t a)
 	return addr_u(pn, a, NULL);
 }
 
-static int emit_buffers(struct as_render *r, struct canvas *c,
-			struct panel *pn, struct box *avoid, int navoid)
+/*
+ * Sort the panel's buffers into rectangles drawn one by one (the largest
+ * MAX_RECTS of those at least MIN_RECT_PX both ways) and the density
+ * raster (all others); the result is kept in the panel.
+ */
+static int lod_pass(struct as_render *r, struct panel *pn)
 {
 	struct dens d;
 	int err = dens_init(r, &d, pn->pw, pn->ph);
-	if (!err)
-		err = panel_colors(r, pn);
 	if (err)
 		return err;
 	struct cand *cand = malloc(sizeof(*cand) * (pn->nplaced + 1));
-	if (!cand)
+	uint32_t *raster = realloc(pn->lod_raster,
+				   sizeof(uint32_t) * pn->pw * pn->ph);
+	if (raster)
+		pn->lod_raster = raster;
+	if (!cand || !raster) {
+		free(cand);
 		return AS_ENOMEM;
+	}
 	uint32_t nc = 0;
 	const double X0 = pn->px, Y0 = pn->py, X1 = pn->px + pn->pw,
 		     Y1 = pn->py + pn->ph;
@@ -2074,11 +2093,38 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 		nc = MAX_RECTS;
 	}
 	qsort(cand, nc, sizeof(*cand), cmp_cand_idx);
+	struct cand *fit = realloc(cand, sizeof(*cand) * (nc + 1));
+	free(pn->lod_cand);
+	pn->lod_cand = fit ? fit : cand;
+	pn->lod_nc = nc;
+	pn->lod_any = d.any;
+	if (d.any)
+		dens_resolve(&d, pn->lod_raster);
+	return AS_OK;
+}
 
-	if (d.any) {
-		dens_resolve(&d, r->raster);
-		c->impl->image(c, pn->px, pn->py, pn->pw, pn->ph, r->raster);
+static int emit_buffers(struct as_render *r, struct canvas *c,
+			struct panel *pn, struct box *avoid, int navoid)
+{
+	int err = panel_colors(r, pn);
+	if (err)
+		return err;
+	double key[9] = {r->t0, r->t1, pn->v0, pn->v1, pn->px, pn->py,
+			 pn->pw, pn->ph, (double)r->o.color_by};
+	if (!pn->lod_valid || memcmp(key, pn->lod_key, sizeof(key)) != 0) {
+		pn->lod_valid = false;
+		err = lod_pass(r, pn);
+		if (err)
+			return err;
+		memcpy(pn->lod_key, key, sizeof(key));
+		pn->lod_valid = true;
 	}
+	const struct cand *cand = pn->lod_cand;
+	const uint32_t nc = pn->lod_nc;
+	const double X0 = pn->px, Y0 = pn->py, X1 = pn->px + pn->pw,
+		     Y1 = pn->py + pn->ph;
+	if (pn->lod_any)
+		c->impl->image(c, pn->px, pn->py, pn->pw, pn->ph, pn->lod_raster);
 
 	char title[400];
 	uint32_t nlabels = 0;
@@ -2147,7 +2193,6 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 			}
 		}
 	}
-	free(cand);
 
 	/* Aliases: an outline inside the buffer that holds them. */
 	for (uint32_t k = pn->nplain; k < pn->nplaced; k++) {
