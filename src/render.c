@@ -1485,6 +1485,13 @@ static void dens_add(struct dens *d, double x0, double x1, double y0,
 {
 	const int W = d->w, H = d->h;
 	d->any = true;
+	int cx = (int)x0, cy = (int)y0;
+	if (x1 <= cx + 1 && y1 <= cy + 1) {
+		/* Inside one cell: the common case of tiny buffers. */
+		cell_add(d, cy < H ? cy : H - 1, cx < W ? cx : W - 1,
+			 (x1 - x0) * (y1 - y0), rgb);
+		return;
+	}
 	if (x1 - x0 <= y1 - y0) {
 		int ca = (int)x0, cb = (int)ceil(x1) - 1;
 		if (cb >= W)
@@ -1945,20 +1952,13 @@ static void emit_sidebar(struct as_render *r, struct canvas *c,
 		 as_human_bytes(pn->live_bytes, a, sizeof(a)));
 	TEXT(c, x, y, buf, FS_SMALL, false, C_TEXT2, ANCHOR_START);
 	y += row;
-	for (uint32_t k = 0; k < pn->nlive; k++) {
-		if (y + 2 > bottom)
-			break;
-		uint32_t i = pn->live[k];
+	uint32_t shown = 0;
+	for (; shown < pn->nlive && y + 2 <= bottom; shown++) {
+		uint32_t i = pn->live[shown];
 		const struct as_buffer *bf = &pn->t->buffers[i];
-		bool last_row = y + row + 2 > bottom && k + 1 < pn->nlive;
-		if (last_row || (k + 1 == pn->nlive &&
-				 pn->nlive_total > pn->nlive && false)) {
-			snprintf(buf, sizeof(buf), "\xe2\x80\xa6 %llu more",
-				 (unsigned long long)(pn->nlive_total - k));
-			TEXT(c, x, y, buf, FS_SMALL, false, C_TEXT2,
-			     ANCHOR_START);
+		/* The last row that fits says how many are not listed. */
+		if (y + row + 2 > bottom && pn->nlive_total > shown + 1)
 			break;
-		}
 		uint32_t col = color_of(r, pn, i);
 		RECT(c, x, y - 9, 10, 10, 0xff000000u | col, darker(col), 1,
 		     NULL);
@@ -1970,6 +1970,11 @@ static void emit_sidebar(struct as_render *r, struct canvas *c,
 		TEXT(c, x + 14, y, fit, FS_SMALL, false, C_TEXT, ANCHOR_START);
 		TEXT(c, x + w, y, b, FS_SMALL, false, C_TEXT2, ANCHOR_END);
 		y += row;
+	}
+	if (pn->nlive_total > shown && y + 2 <= bottom) {
+		snprintf(buf, sizeof(buf), "\xe2\x80\xa6 %llu more",
+			 (unsigned long long)(pn->nlive_total - shown));
+		TEXT(c, x, y, buf, FS_SMALL, false, C_TEXT2, ANCHOR_START);
 	}
 
 	if (rounds) {
