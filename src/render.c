@@ -1622,26 +1622,41 @@ static void rgb_f(uint32_t c, float *out)
 	out[2] = (c & 0xff) / 255.0f;
 }
 
+/*
+ * A buffer in words, for SVG tooltips and the viewer:
+ *   name
+ *   8.00 KiB (8192 B) at offset 3072 (0xc00)
+ *   live [1, 6), align 64
+ *   chunk 10.0 KiB, waste 2.00 KiB          (online allocators)
+ *     first stack frames                    (where the trace has them)
+ */
 static void buffer_title(const struct panel *pn, uint32_t i, char *buf,
 			 size_t len)
 {
 	const struct as_buffer *b = &pn->t->buffers[i];
-	char name[160], sz[32], ck[48] = "";
+	char name[160], sz[32], where[64], al[32] = "", ck[80] = "";
 	uint64_t off = pn->p->offset[i];
 	render_clean_text(b->name ? b->name : "?", name, sizeof(name));
 	as_human_bytes(b->size, sz, sizeof(sz));
-	if (pn->p->chunk && pn->p->chunk[i] > b->size) {
-		char c[32];
-		snprintf(ck, sizeof(ck), ", chunk %s",
-			 as_human_bytes(pn->p->chunk[i], c, sizeof(c)));
+	if (off == AS_NO_OFFSET)
+		snprintf(where, sizeof(where), ": FAILED, no address");
+	else
+		snprintf(where, sizeof(where), " at offset %llu (0x%llx)",
+			 (unsigned long long)off, (unsigned long long)off);
+	if (b->align_log2)
+		snprintf(al, sizeof(al), ", align %llu",
+			 (unsigned long long)as_buffer_align(b));
+	if (pn->p->chunk && pn->p->chunk[i] > b->size &&
+	    off != AS_NO_OFFSET) {
+		char c[32], w[32];
+		snprintf(ck, sizeof(ck), "\nchunk %s, waste %s",
+			 as_human_bytes(pn->p->chunk[i], c, sizeof(c)),
+			 as_human_bytes(pn->p->chunk[i] - b->size, w, sizeof(w)));
 	}
-	int n = snprintf(buf, len,
-			 "%s\n%s (%llu B)%s at offset %llu (0x%llx)\nlive "
-			 "[%llu, %llu)",
-			 name, sz, (unsigned long long)b->size, ck,
-			 (unsigned long long)off, (unsigned long long)off,
+	int n = snprintf(buf, len, "%s\n%s (%llu B)%s\nlive [%llu, %llu)%s%s",
+			 name, sz, (unsigned long long)b->size, where,
 			 (unsigned long long)b->start,
-			 (unsigned long long)b->end);
+			 (unsigned long long)b->end, al, ck);
 	/* The first stack frames, where the trace has them. */
 	const char *fr = pn->t->frames ? pn->t->frames[i] : NULL;
 	for (int k = 0; fr && *fr && k < 3 && n > 0 && (size_t)n + 2 < len;
@@ -1656,6 +1671,20 @@ static void buffer_title(const struct panel *pn, uint32_t i, char *buf,
 		n += snprintf(buf + n, len - (size_t)n, "\n  %s", clean);
 		fr = nl ? nl + 1 : fr + l;
 	}
+}
+
+const char *as_render_buffer_text(const struct as_render *r, size_t panel,
+				  uint32_t buffer, char *buf, size_t len)
+{
+	if (!buf || len == 0)
+		return buf;
+	buf[0] = 0;
+	if (!r || panel >= r->npanels ||
+	    buffer >= r->panels[panel].t->nbuffers ||
+	    buffer >= r->panels[panel].p->nbuffers)
+		return buf;
+	buffer_title(&r->panels[panel], buffer, buf, len);
+	return buf;
 }
 
 static uint32_t darker(uint32_t c)

@@ -155,6 +155,15 @@ static void small_trace_renders_as_the_golden_svg(void)
 	char *svg = render_svg(&pn, 1, &o, &len);
 	CHECK(svg && strstr(svg, "<title>conv1.out\n8.00 KiB (8192 B) at "
 				 "offset 3072 (0xc00)\nlive [1, 6)</title>"));
+	struct as_render *r = NULL;
+	struct as_diag d;
+	char text[256];
+	CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+	CHECK_STR(as_render_buffer_text(r, 0, 1, text, sizeof(text)),
+		  "conv1.out\n8.00 KiB (8192 B) at offset 3072 (0xc00)\n"
+		  "live [1, 6)");
+	CHECK_STR(as_render_buffer_text(r, 0, 99, text, sizeof(text)), "");
+	as_render_destroy(r);
 	CHECK(svg && strstr(svg, ">peak 20.0 KiB</text>"));
 	CHECK(svg && strstr(svg, ">peak per round (5), best 20.0 KiB</text>"));
 	if (svg)
@@ -204,6 +213,12 @@ static void invalid_plan_with_failures_renders_as_the_golden_svg(void)
 	CHECK(svg && strstr(svg, "INVALID: 1 violation"));
 	CHECK(svg && strstr(svg, "overlap: a \xc3\x97 b"));
 	CHECK(svg && strstr(svg, ">1 failed</text>"));
+	CHECK(svg && strstr(svg, "chunk 4.00 KiB, waste 1.07 KiB"));
+	CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+	char text[256];
+	CHECK_STR(as_render_buffer_text(r, 0, 2, text, sizeof(text)),
+		  "c\n8.00 KiB (8192 B): FAILED, no address\nlive [2, 8)");
+	as_render_destroy(r);
 	if (svg)
 		golden("invalid.svg", svg, len);
 	keep("invalid", &pn, 1, &o);

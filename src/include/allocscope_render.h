@@ -157,6 +157,14 @@ uint32_t as_render_buffer_color(const struct as_render *r, size_t panel,
 				uint32_t buffer);
 
 /*
+ * A buffer in words (name; size and offset, or FAILED; lifetime and
+ * alignment; chunk and waste; first stack frames), one fact a line: the
+ * SVG tooltip, and the viewer's. Writes "" for no such buffer; returns buf.
+ */
+const char *as_render_buffer_text(const struct as_render *r, size_t panel,
+				  uint32_t buffer, char *buf, size_t len);
+
+/*
  * Draw the whole picture into `cr`, a cairo_t * whose user space is in
  * logical pixels (scale it yourself for HiDPI). The caller keeps cr.
  */
