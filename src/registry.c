@@ -14,6 +14,7 @@ extern const struct as_strategy_impl as_strategy_npu_list;
 extern const struct as_strategy_impl as_strategy_tiered;
 extern const struct as_strategy_impl as_strategy_numa_bundle;
 extern const struct as_strategy_impl as_strategy_numa_flat;
+extern const struct as_strategy_impl as_strategy_bfc;
 
 static const struct as_strategy_impl *const registry[] = {
 	&as_strategy_recorded,
@@ -22,6 +23,7 @@ static const struct as_strategy_impl *const registry[] = {
 	&as_strategy_tiered,
 	&as_strategy_numa_bundle,
 	&as_strategy_numa_flat,
+	&as_strategy_bfc,
 };
 
 #define NREG (sizeof(registry) / sizeof(registry[0]))

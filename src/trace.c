@@ -486,6 +486,46 @@ static bool by_end(uint32_t a, uint32_t b, const void *ctx)
 	return t->buffers[a].end < t->buffers[b].end;
 }
 
+/*
+ * Indices sorted stably by 32-bit times: an LSD radix sort of (time << 32 |
+ * index) over the time bytes only, since the indices start in order and each
+ * pass is stable. Returns false when memory is short.
+ */
+static bool radix_indices(const struct as_trace *t, bool by_end_time,
+			  uint64_t max_time, uint32_t *out)
+{
+	uint32_t n = t->nbuffers;
+	uint64_t *a = malloc(((size_t)n + 1) * sizeof(*a));
+	uint64_t *b = malloc(((size_t)n + 1) * sizeof(*b));
+	if (!a || !b) {
+		free(a);
+		free(b);
+		return false;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct as_buffer *buf = &t->buffers[i];
+		a[i] = (by_end_time ? buf->end : buf->start) << 32 | i;
+	}
+	for (unsigned shift = 32; shift < 64 && (max_time >> (shift - 32));
+	     shift += 8) {
+		size_t count[257] = {0};
+		for (uint32_t i = 0; i < n; i++)
+			count[((a[i] >> shift) & 0xff) + 1]++;
+		for (int d = 0; d < 256; d++)
+			count[d + 1] += count[d];
+		for (uint32_t i = 0; i < n; i++)
+			b[count[(a[i] >> shift) & 0xff]++] = a[i];
+		uint64_t *s = a;
+		a = b;
+		b = s;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		out[i] = (uint32_t)a[i];
+	free(a);
+	free(b);
+	return true;
+}
+
 /* Indices 0..n-1 sorted stably by `less` (skipped when already in order). */
 static uint32_t *sorted_indices(const struct as_trace *t, as_less_fn less)
 {
@@ -494,16 +534,24 @@ static uint32_t *sorted_indices(const struct as_trace *t, as_less_fn less)
 	if (!v)
 		return NULL;
 	bool in_order = true;
+	uint64_t max_time = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		v[i] = i;
 		if (i && less(i, i - 1, t))
 			in_order = false;
+		if (t->buffers[i].end > max_time)
+			max_time = t->buffers[i].end;
 	}
-	if (!in_order && as_sort_u32(v, n, less, t) != AS_OK) {
-		free(v);
-		return NULL;
+	if (in_order)
+		return v;
+	if (max_time <= UINT32_MAX) {
+		if (radix_indices(t, less == by_end, max_time, v))
+			return v;
+	} else if (as_sort_u32(v, n, less, t) == AS_OK) {
+		return v;
 	}
-	return v;
+	free(v);
+	return NULL;
 }
 
 /*

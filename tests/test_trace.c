@@ -129,6 +129,35 @@ static void csv_frees_come_before_allocations_at_equal_times(void)
 	as_trace_destroy(t);
 }
 
+static void csv_events_follow_time_order_at_any_time_scale(void)
+{
+	/* Rows out of order, with small times (radix path) and times past
+	 * 2^32 (comparison path): the events come out in time order. */
+	static const char *const texts[] = {
+		"id,lower,upper,size\n2,7,9,1\n0,0,8,2\n1,3,7,4\n",
+		"id,lower,upper,size\n2,70000000007,70000000009,1\n"
+		"0,70000000000,70000000008,2\n1,70000000003,70000000007,4\n",
+	};
+	for (int k = 0; k < 2; k++) {
+		struct as_diag d;
+		struct as_trace *t = parse("x.csv", texts[k], &d);
+		CHECK(t != NULL);
+		if (!t)
+			continue;
+		/* 0 alloc, 1 alloc, 1 free, 2 alloc (free first at 7), ... */
+		static const uint32_t kind[] = {AS_EV_ALLOC, AS_EV_ALLOC,
+						AS_EV_FREE,  AS_EV_ALLOC,
+						AS_EV_FREE,  AS_EV_FREE};
+		static const char *const who[] = {"0", "1", "1", "2", "0", "2"};
+		for (int e = 0; e < 6; e++) {
+			CHECK_EQ_U64(t->events[e].kind, kind[e]);
+			CHECK_STR(t->buffers[t->events[e].arg].name, who[e]);
+		}
+		CHECK_EQ_U64(as_trace_lower_bound(t), 6);
+		as_trace_destroy(t);
+	}
+}
+
 static void json_events_carry_pools_metadata_and_frames(void)
 {
 	struct as_diag d;
@@ -331,6 +360,7 @@ int main(void)
 	TEST_RUN(ops_alloc_attributes_set_pool_offset_and_symbol);
 	TEST_RUN(csv_reads_minimalloc_columns_in_any_order);
 	TEST_RUN(csv_frees_come_before_allocations_at_equal_times);
+	TEST_RUN(csv_events_follow_time_order_at_any_time_scale);
 	TEST_RUN(json_events_carry_pools_metadata_and_frames);
 	TEST_RUN(json_buffers_form_has_explicit_lifetimes);
 	TEST_RUN(lower_bound_matches_hand_computed_cases);
