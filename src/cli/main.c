@@ -324,8 +324,7 @@ static int cmd_replay(int argc, char **argv)
 			print_table(t, lb, res, nres);
 		}
 		if ((images[0] || images[1]) && status != EXIT_USAGE &&
-		    write_images(images, 2, t, res,
-				 nres, &ropts) != 0)
+		    write_images(images, 2, t, res, nres, &ropts) != 0)
 			status = EXIT_USAGE;
 		if (plan_out && status != EXIT_USAGE) {
 			if (as_atomic_open(plan_out, &a, &f) != AS_OK) {
