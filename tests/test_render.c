@@ -227,7 +227,7 @@ static void invalid_plan_with_failures_renders_as_the_golden_svg(void)
 	as_trace_destroy(t);
 }
 
-static void the_same_input_gives_a_byte_identical_svg(void)
+static void the_same_input_gives_byte_identical_svg_and_png(void)
 {
 	struct as_plan *p;
 	struct as_trace *t = make(bad, NBAD, (const char *const[]){"x"}, 1, &p);
@@ -241,6 +241,22 @@ static void the_same_input_gives_a_byte_identical_svg(void)
 	CHECK(a && b && l1 == l2 && memcmp(a, b, l1) == 0);
 	free(a);
 	free(b);
+	/* PNG too. */
+	char *png[2] = {NULL, NULL};
+	size_t plen[2] = {0, 0};
+	for (int k = 0; k < 2; k++) {
+		struct as_render *r = NULL;
+		struct as_diag d;
+		CHECK(as_render_create(pn, 2, NULL, &r, &d) == AS_OK);
+		FILE *f = open_memstream(&png[k], &plen[k]);
+		CHECK(as_render_write_stream(r, f, AS_IMAGE_PNG) == AS_OK);
+		fclose(f);
+		as_render_destroy(r);
+	}
+	CHECK(plen[0] > 0 && plen[0] == plen[1] &&
+	      memcmp(png[0], png[1], plen[0]) == 0);
+	free(png[0]);
+	free(png[1]);
 	as_plan_destroy(p);
 	as_trace_destroy(t);
 }
@@ -817,7 +833,7 @@ int main(void)
 {
 	TEST_RUN(small_trace_renders_as_the_golden_svg);
 	TEST_RUN(invalid_plan_with_failures_renders_as_the_golden_svg);
-	TEST_RUN(the_same_input_gives_a_byte_identical_svg);
+	TEST_RUN(the_same_input_gives_byte_identical_svg_and_png);
 	TEST_RUN(buffers_have_their_colour_and_empty_space_stays_white);
 	TEST_RUN(the_png_file_holds_the_same_pixels);
 	TEST_RUN(failures_overlaps_and_waste_are_drawn_where_they_happen);
