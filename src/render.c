@@ -1452,21 +1452,42 @@ static int cmp_cand_idx(const void *a, const void *b)
 	return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-/* The density raster: coverage and colour sums through difference arrays. */
+static void rgb_f(uint32_t c, float *out)
+{
+	out[0] = ((c >> 16) & 0xff) / 255.0f;
+	out[1] = ((c >> 8) & 0xff) / 255.0f;
+	out[2] = (c & 0xff) / 255.0f;
+}
+
+/*
+ * The density raster: coverage and colour sums through difference arrays.
+ * With colours by buffer name an average colour means nothing, so the
+ * raster keeps coverage only (one float a cell, drawn in one neutral
+ * colour); the other modes keep coverage and coverage-weighted red, green
+ * and blue (four floats a cell).
+ */
 struct dens {
 	int w, h;
-	float *vd; /* (h + 1) x w x 4: down the columns */
-	float *hd; /* h x (w + 1) x 4: along the rows */
+	int ch;    /* floats a cell: 1 (coverage) or 4 (and colour) */
+	float *vd; /* (h + 1) x w cells: down the columns */
+	float *hd; /* h x (w + 1) cells: along the rows */
 	bool any;
 };
 
-static inline void dens_put(float *d, size_t at, double v,
-			    const float *rgb)
+#define C_DENSITY 0x3d4f63u /* slate: many small buffers */
+
+static inline void dens_put(const struct dens *d, float *arr, size_t cell,
+			    double v, const float *rgb)
 {
-	d[at] += (float)v;
-	d[at + 1] += (float)(v * rgb[0]);
-	d[at + 2] += (float)(v * rgb[1]);
-	d[at + 3] += (float)(v * rgb[2]);
+	if (d->ch == 1) {
+		arr[cell] += (float)v;
+		return;
+	}
+	float *p = arr + cell * 4;
+	p[0] += (float)v;
+	p[1] += (float)(v * rgb[0]);
+	p[2] += (float)(v * rgb[1]);
+	p[3] += (float)(v * rgb[2]);
 }
 
 /* Add v to one cell: through the row differences, whose two entries
@@ -1474,9 +1495,9 @@ static inline void dens_put(float *d, size_t at, double v,
 static inline void cell_add(struct dens *d, int row, int col, double v,
 			    const float *rgb)
 {
-	size_t at = ((size_t)row * (d->w + 1) + col) * 4;
-	dens_put(d->hd, at, v, rgb);
-	dens_put(d->hd, at + 4, -v, rgb);
+	size_t at = (size_t)row * (d->w + 1) + col;
+	dens_put(d, d->hd, at, v, rgb);
+	dens_put(d, d->hd, at + 1, -v, rgb);
 }
 
 /* Add a rectangle in plot pixels (clipped, x0 < x1, y0 < y1). */
@@ -1510,9 +1531,9 @@ static void dens_add(struct dens *d, double x0, double x1, double y0,
 			if (y1 > rb && rb < H)
 				cell_add(d, rb, col, f * (y1 - rb), rgb);
 			if (rb > ra + 1) {
-				dens_put(d->vd, ((size_t)(ra + 1) * W + col) * 4, f,
+				dens_put(d, d->vd, (size_t)(ra + 1) * W + col, f,
 					 rgb);
-				dens_put(d->vd, ((size_t)rb * W + col) * 4, -f, rgb);
+				dens_put(d, d->vd, (size_t)rb * W + col, -f, rgb);
 			}
 		}
 	} else {
@@ -1529,54 +1550,58 @@ static void dens_add(struct dens *d, double x0, double x1, double y0,
 			size_t base = (size_t)row * RW;
 			if (ca == cb) {
 				double v = f * (x1 - x0);
-				dens_put(d->hd, (base + ca) * 4, v, rgb);
-				dens_put(d->hd, (base + ca + 1) * 4, -v, rgb);
+				dens_put(d, d->hd, base + ca, v, rgb);
+				dens_put(d, d->hd, base + ca + 1, -v, rgb);
 				continue;
 			}
 			double left = f * (ca + 1 - x0), right = f * (x1 - cb);
-			dens_put(d->hd, (base + ca) * 4, left, rgb);
-			dens_put(d->hd, (base + ca + 1) * 4, -left, rgb);
+			dens_put(d, d->hd, base + ca, left, rgb);
+			dens_put(d, d->hd, base + ca + 1, -left, rgb);
 			if (right > 0 && cb < W) {
-				dens_put(d->hd, (base + cb) * 4, right, rgb);
-				dens_put(d->hd, (base + cb + 1) * 4, -right, rgb);
+				dens_put(d, d->hd, base + cb, right, rgb);
+				dens_put(d, d->hd, base + cb + 1, -right, rgb);
 			}
 			if (cb > ca + 1) {
-				dens_put(d->hd, (base + ca + 1) * 4, f, rgb);
-				dens_put(d->hd, (base + cb) * 4, -f, rgb);
+				dens_put(d, d->hd, base + ca + 1, f, rgb);
+				dens_put(d, d->hd, base + cb, -f, rgb);
 			}
 		}
 	}
 }
 
-/* Resolve the sums into premultiplied ARGB32 (opacity grows as the square
- * root of the coverage so that sparse columns stay visible). */
+/*
+ * Resolve the sums into premultiplied ARGB32. Opacity grows as the square
+ * root of the coverage so that sparse columns stay visible; it is kept to
+ * 16 steps and colours to 32 per channel, which nobody sees and which makes
+ * the raster compress far better in SVG files.
+ */
 static void dens_resolve(struct dens *d, uint32_t *out)
 {
-	const int W = d->w, H = d->h;
-	float *acc = d->vd + (size_t)H * W * 4; /* row H is scratch */
-	memset(acc, 0, sizeof(float) * 4 * W);
+	const int W = d->w, H = d->h, C = d->ch;
+	float *acc = d->vd + (size_t)H * W * C; /* row H is scratch */
+	memset(acc, 0, sizeof(float) * C * W);
+	float mono[3];
+	rgb_f(C_DENSITY, mono);
 	for (int row = 0; row < H; row++) {
-		float *vrow = d->vd + (size_t)row * W * 4;
-		float *hrow = d->hd + (size_t)row * (W + 1) * 4;
+		float *vrow = d->vd + (size_t)row * W * C;
+		float *hrow = d->hd + (size_t)row * (W + 1) * C;
 		float h4[4] = {0, 0, 0, 0};
 		for (int col = 0; col < W; col++) {
 			float cell[4];
-			for (int ch = 0; ch < 4; ch++) {
-				acc[col * 4 + ch] += vrow[col * 4 + ch];
-				h4[ch] += hrow[col * 4 + ch];
-				cell[ch] = acc[col * 4 + ch] + h4[ch];
+			for (int ch = 0; ch < C; ch++) {
+				acc[col * C + ch] += vrow[col * C + ch];
+				h4[ch] += hrow[col * C + ch];
+				cell[ch] = acc[col * C + ch] + h4[ch];
 			}
 			uint32_t px = 0;
 			if (cell[0] > 1e-4f) {
-				/* Opacity in 16 steps, colour in 32 per
-				 * channel: nobody sees it, and the raster
-				 * compresses far better in SVG files. */
 				float a = sqrtf(cell[0]);
 				uint32_t A = a >= 1 ? 15 : (uint32_t)ceilf(a * 15);
 				float inv = 1.0f / cell[0];
 				uint32_t q[3];
 				for (int ch = 0; ch < 3; ch++) {
-					float v = cell[ch + 1] * inv;
+					float v = C == 1 ? mono[ch]
+							 : cell[ch + 1] * inv;
 					v = v < 0 ? 0 : (v > 1 ? 1 : v);
 					q[ch] = (uint32_t)(v * 31 + 0.5f);
 				}
@@ -1591,7 +1616,8 @@ static void dens_resolve(struct dens *d, uint32_t *out)
 	}
 }
 
-static int dens_init(struct as_render *r, struct dens *d, int w, int h)
+static int dens_init(struct as_render *r, struct dens *d, int w, int h,
+		     int ch)
 {
 	size_t cells = (size_t)(w + 1) * (h + 1);
 	if (cells > r->scratch_cells) {
@@ -1607,20 +1633,15 @@ static int dens_init(struct as_render *r, struct dens *d, int w, int h)
 	}
 	d->w = w;
 	d->h = h;
+	d->ch = ch;
 	d->vd = r->vd;
 	d->hd = r->hd;
 	d->any = false;
-	memset(d->vd, 0, (size_t)(h + 1) * w * 4 * sizeof(float));
-	memset(d->hd, 0, (size_t)h * (w + 1) * 4 * sizeof(float));
+	memset(d->vd, 0, (size_t)(h + 1) * w * ch * sizeof(float));
+	memset(d->hd, 0, (size_t)h * (w + 1) * ch * sizeof(float));
 	return AS_OK;
 }
 
-static void rgb_f(uint32_t c, float *out)
-{
-	out[0] = ((c >> 16) & 0xff) / 255.0f;
-	out[1] = ((c >> 8) & 0xff) / 255.0f;
-	out[2] = (c & 0xff) / 255.0f;
-}
 
 /*
  * A buffer in words, for SVG tooltips and the viewer:
@@ -2072,7 +2093,8 @@ static inline double fast_u(const struct panel *pn, uint64_t a)
 static int lod_pass(struct as_render *r, struct panel *pn)
 {
 	struct dens d;
-	int err = dens_init(r, &d, pn->pw, pn->ph);
+	int err = dens_init(r, &d, pn->pw, pn->ph,
+			    r->o.color_by == AS_COLOR_BUFFER ? 1 : 4);
 	if (err)
 		return err;
 	struct cand *cand = malloc(sizeof(*cand) * (pn->nplaced + 1));
