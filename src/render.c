@@ -449,6 +449,7 @@ void as_render_opts_init(struct as_render_opts *o)
 	o->compress = true;
 	o->sidebar = true;
 	o->header = true;
+	o->min_plot_height = 0;
 }
 
 /* -------------------------------------------------------- preparation */
@@ -1151,6 +1152,14 @@ static int layout(struct as_render *r)
 		chrome += TITLE_H + (r->panels[i].failed ? STRIP_H : 0) +
 			  (i + 1 < r->npanels ? PANEL_GAP : 0);
 	int ph = (H - chrome) / (int)r->npanels;
+	if (o->min_plot_height > 0 && ph < o->min_plot_height &&
+	    o->min_plot_height <= 4096) {
+		/* Taller rather than cramped: the picture grows. */
+		ph = o->min_plot_height;
+		long grown = (long)chrome + (long)ph * (long)r->npanels;
+		o->height = grown > 32767 ? 32767 : (int)grown;
+		H = o->height;
+	}
 	if (ph < 40)
 		ph = 40;
 

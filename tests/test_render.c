@@ -776,6 +776,33 @@ static void hostile_offsets_and_sizes_still_draw(void)
 	as_trace_destroy(t);
 }
 
+static void many_panels_grow_the_picture_when_asked(void)
+{
+	struct as_plan *p;
+	struct as_trace *t = make(small, NSMALL, NULL, 0, &p);
+	struct as_render_panel pn[12];
+	for (int k = 0; k < 12; k++)
+		pn[k] = (struct as_render_panel){"same", t, p, NULL, 0};
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(pn, 12, &o, &r, &d) == AS_OK);
+	CHECK_EQ_U64(as_render_get_opts(r)->height, 800);
+	as_render_destroy(r);
+	o.min_plot_height = 100;
+	CHECK(as_render_create(pn, 12, &o, &r, &d) == AS_OK);
+	int h = as_render_get_opts(r)->height;
+	CHECK(h > 12 * 100 && h < 12 * 100 + 800);
+	struct as_render_panel_info in;
+	CHECK(as_render_panel_info(r, 11, &in) == AS_OK);
+	CHECK_EQ_U64(in.h, 100);
+	CHECK(in.y + in.h < h);
+	as_render_destroy(r);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
 static int run(const char *fmt, const char *a, const char *b)
 {
 	char cmd[2048];
@@ -847,6 +874,7 @@ int main(void)
 	TEST_RUN(zoomed_views_clip_and_hidpi_pixels_scale);
 	TEST_RUN(timestamps_far_from_zero_keep_their_precision);
 	TEST_RUN(hostile_offsets_and_sizes_still_draw);
+	TEST_RUN(many_panels_grow_the_picture_when_asked);
 	if (getenv("AS_EXE"))
 		TEST_RUN(the_cli_draws_pictures_and_refuses_bad_options);
 	else

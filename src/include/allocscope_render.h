@@ -74,9 +74,16 @@ struct as_render_opts {
 	bool compress;          /* compress huge empty address ranges */
 	bool sidebar;           /* largest buffers at the peak, rounds chart */
 	bool header;            /* a line naming the trace on top */
+	/*
+	 * When > 0, each plot is at least this many pixels high and the
+	 * picture grows taller as needed (height is then a minimum; read the
+	 * final size back with as_render_get_opts). 0: exactly height.
+	 */
+	int min_plot_height;
 };
 
-/* Defaults: 1280 x 800, colour by buffer, whole view, all extras on. */
+/* Defaults: 1280 x 800 exactly, colour by buffer, whole view, all extras
+ * on. */
 void as_render_opts_init(struct as_render_opts *o);
 
 struct as_render;
