@@ -210,6 +210,7 @@ static int cmd_replay(int argc, char **argv)
 	const char *images[2] = {NULL, NULL};
 	struct as_render_opts ropts;
 	as_render_opts_init(&ropts);
+	ropts.min_plot_height = 110; /* unless --size: taller, not cramped */
 	const char *trace_path = NULL, *json = NULL, *plan_out = NULL;
 	const char *specs[MAX_SPECS];
 	size_t nspecs = 0;
@@ -240,6 +241,7 @@ static int cmd_replay(int argc, char **argv)
 						 &ropts.height) != AS_OK)
 				return usage_error("--size wants WxH, each 200 "
 						   "to 16384, not '%s'", argv[i]);
+			ropts.min_plot_height = 0;
 		} else if (strcmp(a, "--color-by") == 0 && more) {
 			if (as_color_by_from_name(argv[++i], &ropts.color_by))
 				return usage_error("--color-by wants buffer, "
