@@ -89,9 +89,11 @@ void as_render_opts_init(struct as_render_opts *o);
 struct as_render;
 
 /*
- * Prepare `n` panels (the array is copied; what it points to is not).
- * This validates plans without a report, expands multi-space plans and
- * builds the address axes: O(n log n) in the buffers, done once.
+ * Prepare `n` panels (the array is copied; what it points to is not);
+ * `o` may be NULL for the defaults. This validates plans without a report,
+ * expands multi-space plans and builds the address axes: O(n log n) in the
+ * buffers, done once. A struct as_render keeps caches between frames: use
+ * it from one thread at a time.
  */
 int as_render_create(const struct as_render_panel *panels, size_t n,
 		     const struct as_render_opts *o, struct as_render **out,
