@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "allocscope.h"
+#include "allocscope_render.h"
 #include "diff.h"
 #include "runs.h"
 
@@ -21,7 +22,8 @@
 static const char usage_text[] =
 	"usage: allocscope replay TRACE|DIR... [-f FMT] [-s SPEC]...\n"
 	"                         [--json FILE|-] [--plan-out FILE] [--dump]\n"
-	"                         [--no-progress]\n"
+	"                         [--no-progress] [--png FILE] [--svg FILE]\n"
+	"                         [--size WxH] [--color-by buffer|size|pool|lifetime]\n"
 	"       allocscope check TRACE [-f FMT] [--plan PLAN.csv]\n"
 	"       allocscope strategies\n"
 	"       allocscope diff BASE.json NEW.json [--metric M] [--max-regress PCT]\n"
@@ -186,12 +188,36 @@ static void emit_line(void *ctx, const char *line)
 	fprintf((FILE *)ctx, "%s\n", line);
 }
 
+/* --png/--svg (paths[0], paths[1]): one picture of every result. */
+static int write_images(const char *const *paths, size_t npaths,
+			const struct as_trace *t, const struct result *res,
+			size_t nres, const struct as_render_opts *o)
+{
+	struct as_render_panel *pn = calloc(nres + 1, sizeof(*pn));
+	int status = pn ? 0 : EXIT_USAGE;
+	for (size_t i = 0; pn && i < nres; i++)
+		pn[i] = (struct as_render_panel){res[i].spec, t, res[i].plan,
+						 &res[i].report,
+						 AS_RENDER_ALL_SPACES};
+	for (size_t i = 0; pn && i < npaths; i++) {
+		struct as_diag d = {0};
+		if (paths[i] && as_render_file(paths[i], i ? AS_IMAGE_SVG
+							   : AS_IMAGE_PNG,
+					       pn, nres, o, &d))
+			status = report_diag(&d);
+	}
+	free(pn);
+	return status;
+}
+
 /* The options of one replay run, the same for every trace. */
 struct replay_opts {
 	enum as_format fmt;
 	const char **specs;
 	size_t nspecs;          /* 0: every strategy that applies */
 	const char *plan_out;
+	const char *images[2];  /* --png, --svg (one trace only) */
+	struct as_render_opts ropts;
 	struct as_run_hooks hooks;
 	FILE *json;             /* NULL: print tables */
 	bool first;             /* no run written yet */
@@ -262,6 +288,9 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 		}
 		o->first = false;
 	}
+	if ((o->images[0] || o->images[1]) && status != EXIT_USAGE &&
+	    write_images(o->images, 2, t, res, nres, &o->ropts) != 0)
+		status = EXIT_USAGE;
 	if (o->plan_out && status != EXIT_USAGE) {
 		struct as_atomic *a;
 		FILE *f;
@@ -300,6 +329,8 @@ static int cmd_replay(int argc, char **argv)
 	struct replay_opts o = {.first = true};
 	if (!args)
 		return EXIT_USAGE;
+	as_render_opts_init(&o.ropts);
+	o.ropts.min_plot_height = 110; /* unless --size: taller, not cramped */
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
@@ -321,6 +352,20 @@ static int cmd_replay(int argc, char **argv)
 			dump = true;
 		} else if (strcmp(a, "--no-progress") == 0) {
 			progress = false;
+		} else if ((strcmp(a, "--png") == 0 ||
+			    strcmp(a, "--svg") == 0) && more) {
+			o.images[a[2] == 's'] = argv[++i];
+		} else if (strcmp(a, "--size") == 0 && more) {
+			if (as_render_parse_size(argv[++i], &o.ropts.width,
+						 &o.ropts.height) != AS_OK)
+				bad = usage_error("--size wants WxH, each 200 "
+						  "to 16384, not '%s'", argv[i]);
+			o.ropts.min_plot_height = 0;
+		} else if (strcmp(a, "--color-by") == 0 && more) {
+			if (as_color_by_from_name(argv[++i], &o.ropts.color_by))
+				bad = usage_error("--color-by wants buffer, "
+						  "size, pool or lifetime, not "
+						  "'%s'", argv[i]);
 		} else if (a[0] == '-' && a[1]) {
 			bad = usage_error("unknown or incomplete option '%s'",
 					  a);
@@ -337,6 +382,10 @@ static int cmd_replay(int argc, char **argv)
 		return usage_error("replay needs a TRACE%s", "");
 	}
 	bool multi = nargs > 1 || cli_is_dir(args[0]);
+	if ((o.images[0] || o.images[1]) && multi) {
+		free(args);
+		return usage_error("--png and --svg draw one TRACE%s", "");
+	}
 	if (o.plan_out && (nspecs != 1 || multi)) {
 		free(args);
 		return usage_error("--plan-out needs exactly one -s and one "
