@@ -129,10 +129,19 @@ expect 2 "one_result_file_is_bad_input" "$exe" diff "$tmp/base.json"
 expect 2 "svg_needs_two_specs" \
 	"$exe" diff "$tmp/base.json" "$tmp/base.json" --svg "$tmp/svg"
 grep_out "svg_says_it_needs_plans" "needs -s A -s B" "$tmp/err"
-expect 2 "svg_is_refused_in_this_build" \
+expect 1 "svg_draws_the_traces_whose_peak_changed" \
 	"$exe" diff -s greedy-size -s recorded $fx/recorded-worse.csv --svg "$tmp/svg"
-grep_out "svg_says_why" "not available in this build" "$tmp/err"
-[ ! -e "$tmp/svg" ] && ok "svg_refusal_creates_nothing" || not_ok "svg_refusal_creates_nothing"
+grep_out "the_visual_diff_is_an_svg" "<svg" \
+	"$tmp/svg/tests_diff_recorded-worse.csv.svg"
+grep_out "the_new_plan_names_what_moved" \
+	"5 buffers moved, peak reached by g" \
+	"$tmp/svg/tests_diff_recorded-worse.csv.svg"
+expect 0 "svg_of_unchanged_peaks_passes" \
+	"$exe" diff -s greedy-size -s greedy-size traces/transformer-step.ops \
+	--svg "$tmp/svg2"
+[ -z "$(ls "$tmp/svg2" 2>/dev/null)" ] &&
+	ok "traces_whose_peak_did_not_change_get_no_picture" ||
+	not_ok "traces_whose_peak_did_not_change_get_no_picture"
 
 # Multi-trace replay.
 expect 0 "replay_takes_a_directory" \

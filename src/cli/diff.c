@@ -12,9 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "allocscope.h"
 #include "allocscope_compare.h"
+#include "allocscope_render.h"
 #include "diff.h"
 #include "runs.h"
 
@@ -37,8 +39,8 @@ static const char diff_usage[] =
 	"                      milliseconds (default 2)\n"
 	"  --fail-missing      rows of BASE missing from NEW fail too\n"
 	"  --markdown FILE     write a Markdown report (regressions first)\n"
-	"  --svg DIR           with -s: visual diff of the traces whose peak\n"
-	"                      changed (needs the renderer)\n"
+	"  --svg DIR           with -s: for each trace whose peak changed,\n"
+	"                      DIR/<trace>.svg with plan A above plan B\n"
 	"  --all               list unchanged rows too\n"
 	"  --no-progress       no progress bar on stderr\n"
 	"\n"
@@ -75,30 +77,56 @@ static bool parse_pct(const char *s, double *out)
 /* ---- The visual diff ---- */
 
 /*
- * The picture of one trace: plan A above plan B, the buffers that moved or
- * that sit at B's peak highlighted (as_plan_delta computes both), written
- * to DIR/<trace path with '/' as '_'>.svg. It needs the cairo renderer
- * (src/render.c), which this build does not have yet: cli_diff refuses
- * --svg before doing any work, so this is the one function to fill in
- * when it lands.
+ * The picture of one trace: plan A above plan B, drawn by the renderer
+ * (which marks each plan's peak and lists the buffers live at it), the
+ * buffer that reaches B's peak highlighted in both panels and the number
+ * of buffers that moved in B's title. The renderer highlights one buffer,
+ * so the moved ones are counted, not outlined. Written atomically to
+ * DIR/<trace path with '/' as '_'>.svg. Prints its own errors.
  */
-static bool visual_diff_available(void)
-{
-	return false;
-}
-
 static int write_visual_diff(const char *dir, const struct as_trace *t,
 			     const char *spec_a, const struct as_plan *pa,
 			     const char *spec_b, const struct as_plan *pb)
 {
-	(void)dir;
-	(void)spec_a;
-	(void)spec_b;
 	struct as_plan_delta delta;
 	int err = as_plan_delta(t, pa, pb, NULL, &delta);
-	if (err != AS_OK)
+	if (err != AS_OK) {
+		fprintf(stderr, "%s: visual diff: %s\n", t->path,
+			as_strerror(err));
 		return err;
-	return AS_EUNSUPPORTED;
+	}
+	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+		fprintf(stderr, "%s: cannot create: %s\n", dir,
+			strerror(errno));
+		return AS_EIO;
+	}
+	char path[1024], name[512], ta[320], tb[480];
+	snprintf(name, sizeof(name), "%s", t->path);
+	for (char *q = name; *q; q++)
+		if (*q == '/' || *q == '\\')
+			*q = '_';
+	snprintf(path, sizeof(path), "%s/%s.svg", dir, name);
+	snprintf(ta, sizeof(ta), "base: %s", spec_a);
+	snprintf(tb, sizeof(tb), "new: %s, %u buffers moved, peak reached by %s",
+		 spec_b, delta.moved,
+		 delta.peak_buffer == AS_NONE
+			 ? "none"
+			 : t->buffers[delta.peak_buffer].name);
+	struct as_render_panel pn[2] = {
+		{ta, t, pa, NULL, AS_RENDER_ALL_SPACES},
+		{tb, t, pb, NULL, AS_RENDER_ALL_SPACES},
+	};
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	o.highlight = delta.peak_buffer;
+	struct as_diag d = {0};
+	err = as_render_file(path, AS_IMAGE_SVG, pn, 2, &o, &d);
+	if (err != AS_OK) {
+		diag_error(&d);
+		return err;
+	}
+	fprintf(stderr, "visual diff: %s\n", path);
+	return AS_OK;
 }
 
 /* ---- Running two strategies on traces (diff -s A -s B) ---- */
@@ -154,14 +182,10 @@ static int run_specs(char **args, size_t nargs, enum as_format fmt,
 			status = diag_error(&d);
 		} else if (svg_dir && a->rows[a->nrows - 1].peak !=
 					      b->rows[b->nrows - 1].peak) {
-			int err = write_visual_diff(svg_dir, t, spec_a, pa,
-						    spec_b, pb);
-			if (err != AS_OK) {
-				cli_progress_end(&pr);
-				fprintf(stderr, "%s: visual diff of %s: %s\n",
-					svg_dir, paths[i], as_strerror(err));
+			cli_progress_end(&pr);
+			if (write_visual_diff(svg_dir, t, spec_a, pa, spec_b,
+					      pb) != AS_OK)
 				status = EXIT_USAGE;
-			}
 		}
 		as_plan_destroy(pa);
 		as_plan_destroy(pb);
@@ -405,12 +429,6 @@ int cli_diff(int argc, char **argv)
 		status = diff_usage_error("--svg needs -s A -s B: result files "
 					  "hold numbers, not plans%s",
 					  "");
-	if (!status && svg && !visual_diff_available()) {
-		fprintf(stderr, "allocscope diff: --svg: the visual diff is not "
-				"available in this build (it needs the cairo "
-				"renderer, src/render.c)\n");
-		status = EXIT_USAGE;
-	}
 	if (status) {
 		free(args);
 		return status;
