@@ -1,8 +1,9 @@
 /*
  * allocscope diff: the command. It reads or produces two result sets,
  * hands them to the library's comparison (src/compare.c) and reports: a
- * table on stdout, optionally Markdown for CI. All matching and classifying
- * is in the library; this file parses arguments and prints.
+ * table on stdout, optionally Markdown for CI and (with -s) pictures of the
+ * two plans through the renderer. All matching and classifying is in the
+ * library; this file parses arguments and prints.
  *
  * Exit status: 0 no regression, 1 some row regressed (or became invalid, or
  * failed more allocations), 2 usage or input error.
