@@ -325,8 +325,10 @@ static double ov_size(const struct as_render_overlay *b)
 	return b->font_size > 0 ? b->font_size : 12.0;
 }
 
-/* Line k of b->text (clean UTF-8) into buf; returns the rest or NULL. */
-static const char *ov_line(const char *s, char *buf, size_t len)
+/* The next line of text, as clean UTF-8 in buf and, after a tab, in col2
+ * (else ""); returns the rest of the text or NULL. */
+static const char *ov_line(const char *s, char *buf, size_t len, char *col2,
+			   size_t len2)
 {
 	const char *nl = strchr(s, '\n');
 	size_t l = nl ? (size_t)(nl - s) : strlen(s);
@@ -335,6 +337,12 @@ static const char *ov_line(const char *s, char *buf, size_t len)
 		l = sizeof(raw) - 1;
 	memcpy(raw, s, l);
 	raw[l] = 0;
+	char *tab = strchr(raw, '\t');
+	col2[0] = 0;
+	if (tab) {
+		*tab = 0;
+		render_clean_text(tab + 1, col2, len2);
+	}
 	render_clean_text(raw, buf, len);
 	return nl ? nl + 1 : NULL;
 }
@@ -352,12 +360,17 @@ static void ov_measure(cairo_t *cr, const struct as_render_overlay *b,
 	double size = ov_size(b), widest = 0;
 	size_t lines = 0;
 	for (const char *s = b->text; s && *s; lines++) {
-		char line[768];
-		s = ov_line(s, line, sizeof(line));
+		char line[768], col2[768];
+		s = ov_line(s, line, sizeof(line), col2, sizeof(col2));
 		select_font(cr, size, b->bold_first && lines == 0);
 		cairo_text_extents_t e;
 		cairo_text_extents(cr, line, &e);
-		double lw = e.x_advance +
+		double lw = e.x_advance;
+		if (col2[0] && b->tab > 0) {
+			cairo_text_extents(cr, col2, &e);
+			lw = b->tab + e.x_advance;
+		}
+		lw +=
 			    (b->swatch && ov_line_color(b, lines) ? OV_SWATCH + 4
 								   : 0);
 		if (lw > widest)
@@ -401,8 +414,8 @@ static void ov_paint(cairo_t *cr, const struct as_render_overlay *b)
 	double y = b->y + OV_PAD + size * 0.8;
 	size_t k = 0;
 	for (const char *s = b->text; s && *s; k++, y += size * 1.35) {
-		char line[768];
-		s = ov_line(s, line, sizeof(line));
+		char line[768], col2[768];
+		s = ov_line(s, line, sizeof(line), col2, sizeof(col2));
 		double x = b->x + OV_PAD;
 		uint32_t lc = ov_line_color(b, k), tc = b->color;
 		if (lc && b->swatch) {
@@ -418,6 +431,10 @@ static void ov_paint(cairo_t *cr, const struct as_render_overlay *b)
 		set_color(cr, tc);
 		cairo_move_to(cr, x, y);
 		cairo_show_text(cr, line);
+		if (col2[0] && b->tab > 0) {
+			cairo_move_to(cr, x + b->tab, y);
+			cairo_show_text(cr, col2);
+		}
 		cairo_new_path(cr);
 	}
 	cairo_restore(cr);

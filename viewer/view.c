@@ -22,23 +22,23 @@
 
 static const char help_text[] =
 	"allocscope-view keys\n"
-	"wheel                  zoom time at the mouse\n"
-	"Ctrl or Shift + wheel  zoom addresses at the mouse\n"
-	"drag                   pan time and addresses\n"
-	"double click           zoom to the buffer\n"
-	"click                  select (highlighted in every panel)\n"
-	"f                      fit everything\n"
-	"+ / -, arrows          zoom time, pan\n"
-	"Tab, Shift+Tab, 1-9    switch strategy\n"
-	"c                      compare: all strategies, one time axis\n"
-	"p                      jump to the peak, list buffers live there\n"
-	"/ text Enter, n        search buffers by name, next match\n"
-	"v                      list validation failures\n"
-	"b                      colour by buffer, size, pool, lifetime\n"
-	"s                      save the view as PNG and SVG\n"
-	"r                      reload the trace (or drop a file here)\n"
-	"Esc                    close lists, clear selection\n"
-	"? / q                  this help / quit";
+	"wheel\tzoom time at the mouse\n"
+	"Ctrl or Shift + wheel\tzoom addresses at the mouse\n"
+	"drag\tpan time and addresses\n"
+	"double click\tzoom to the buffer\n"
+	"click\tselect (highlighted in every panel)\n"
+	"f\tfit everything\n"
+	"+ / -, arrows\tzoom time, pan\n"
+	"Tab, Shift+Tab, 1-9\tswitch strategy\n"
+	"c\tcompare: all strategies, one time axis\n"
+	"p\tjump to the peak, list buffers live there\n"
+	"/ text Enter, n\tsearch buffers by name, next match\n"
+	"v\tlist validation failures\n"
+	"b\tcolour by buffer, size, pool, lifetime\n"
+	"s\tsave the view as PNG and SVG\n"
+	"r\treload the trace (or drop a file here)\n"
+	"Esc\tclose lists, clear selection\n"
+	"? / q\tthis help / quit";
 
 void view_message(struct viewer *v, uint32_t color, const char *fmt, ...)
 {
@@ -259,7 +259,10 @@ static void zoom_to_buffer(struct viewer *v, int panel, uint32_t b)
 	cv.t0 = (double)x->start - len * 0.15;
 	cv.t1 = (double)x->start + len * 1.15;
 	uint64_t off = s->plan->offset[b];
-	if (off != AS_NO_OFFSET && panel >= 0) {
+	if (v->compare) {
+		/* Panels have addresses of their own: zoom time only. */
+		cv.y0 = cv.y1 = 0;
+	} else if (off != AS_NO_OFFSET && panel >= 0) {
 		double a0 = as_render_axis_at(v->r, (size_t)panel, off);
 		double a1 = as_render_axis_at(v->r, (size_t)panel,
 					      off + (x->size ? x->size : 1));
@@ -340,12 +343,14 @@ static void peak(struct viewer *v)
 	struct as_render_panel_info info;
 	if (!v->r || as_render_panel_info(v->r, (size_t)panel, &info))
 		return;
-	struct as_render_view cv;
-	current_view(v, &cv);
-	double span = cv.t1 - cv.t0;
-	cv.t0 = (double)info.peak_time - span / 2;
-	cv.t1 = cv.t0 + span;
-	set_view(v, cv);
+	if (v->view.t1 > v->view.t0) { /* zoomed in: centre on the peak */
+		struct as_render_view cv;
+		current_view(v, &cv);
+		double span = cv.t1 - cv.t0;
+		cv.t0 = (double)info.peak_time - span / 2;
+		cv.t1 = cv.t0 + span;
+		set_view(v, cv);
+	}
 	v->peak_panel = (size_t)panel;
 	v->npeak = as_render_live_at(v->r, (size_t)panel,
 				     (double)info.peak_time, v->peak_bufs,
@@ -843,7 +848,7 @@ int view_paint(struct viewer *v)
 		*b = (struct as_render_overlay){
 			.fill = 0xf8ffffffu, .border = C_BORDER,
 			.color = C_TEXT, .font_size = 13, .text = help_text,
-			.bold_first = true,
+			.bold_first = true, .tab = 190,
 		};
 		double w, h;
 		as_render_overlay_measure(b, &w, &h);

@@ -223,6 +223,8 @@ struct as_render_overlay {
 	size_t nline_colors;
 	bool swatch;
 	bool bold_first;        /* the first line in bold */
+	/* > 0: a tab in a line starts a second column this far right. */
+	double tab;
 };
 
 /* The size a box takes when w or h is 0 (logical pixels). */
