@@ -67,7 +67,7 @@ empty=$(pixel "$tmp/plain.png" 770 400)
 ok "a screenshot shows each buffer's colour where it lies and background elsewhere" $?
 
 script "move 300 400" "wheel 3 at 300 400" "screenshot $tmp/zoom.png" \
-	"key f" "screenshot $tmp/fit.png"
+	"key f" "move 1200 500" "screenshot $tmp/fit.png"
 run "$two" -s recorded --script "$tmp/script"
 same_colour "$(pixel "$tmp/plain.png" 700 700)" "$small" &&
 	same_colour "$(pixel "$tmp/zoom.png" 700 700)" "$big"
@@ -94,7 +94,7 @@ d2=$(differ "$tmp/hover.png" "$tmp/selected.png" 60 60 1010 758)
 d3=$(differ "$tmp/hover.png" "$tmp/unselected.png" 60 60 1010 758)
 [ "$d1" -gt 500 ]
 ok "hovering a buffer shows a tooltip" $?
-[ "$d2" -gt 500 ] && [ "$(pixel "$tmp/selected.png" 534 400)" = 000000 ]
+[ "$d2" -gt 500 ] && [ "$(pixel "$tmp/selected.png" 536 400)" = 000000 ]
 ok "a click selects the buffer and outlines it" $?
 [ "$d3" -lt 20 ]
 ok "Escape clears the selection" $?
@@ -102,7 +102,7 @@ ok "Escape clears the selection" $?
 script "dclick 770 700" "screenshot $tmp/dclick.png"
 run "$two" -s recorded --script "$tmp/script"
 same_colour "$(pixel "$tmp/dclick.png" 500 400)" "$small" &&
-	same_colour "$(pixel "$tmp/dclick.png" 900 300)" "$small"
+	same_colour "$(pixel "$tmp/dclick.png" 800 300)" "$small"
 ok "a double click zooms to the buffer" $?
 
 script "key /" "type small" "key Return" "screenshot $tmp/search.png"
@@ -112,7 +112,7 @@ ok "/ finds a buffer by name and zooms to it" $?
 
 script "screenshot $tmp/s1.png" "key Tab" "screenshot $tmp/s2.png" \
 	"key 1" "screenshot $tmp/s3.png" "key c" "screenshot $tmp/s4.png"
-run "$two" -s recorded -s greedy-size:order=size --script "$tmp/script"
+run "$two" -s recorded -s greedy-size --script "$tmp/script"
 [ "$(differ "$tmp/s1.png" "$tmp/s2.png" 0 30 700 48)" -gt 50 ] &&
 	[ "$(differ "$tmp/s1.png" "$tmp/s3.png" 0 30 700 48)" -lt 5 ] &&
 	[ "$(differ "$tmp/s1.png" "$tmp/s4.png" 0 300 1010 790)" -gt 1000 ]
@@ -123,7 +123,7 @@ run "$two" -s recorded --script "$tmp/script"
 [ "$(differ "$tmp/plain.png" "$tmp/peak.png" 63 60 400 200)" -gt 200 ]
 ok "p lists the buffers live at the peak" $?
 
-script "key question" "screenshot $tmp/help.png"
+script "key ?" "screenshot $tmp/help.png"
 run "$two" -s recorded --script "$tmp/script"
 [ "$(differ "$tmp/plain.png" "$tmp/help.png" 300 250 900 550)" -gt 2000 ]
 ok "? shows the keys" $?
@@ -141,15 +141,10 @@ red=$(pixel "$tmp/drop.png" 530 500)
 [ $((16#${red:0:2})) -gt 180 ] && [ $((16#${red:2:2})) -lt 100 ]
 ok "a dropped trace opens, and its invalid overlap is drawn red" $?
 
-cp "$two" "$tmp/reload.csv"
-script "screenshot $tmp/r1.png" "wait 1"
-printf 'id,lower,upper,size,offset\nbig,0,50,2048,0\n' >"$tmp/other.csv"
-printf 'key r\nscreenshot %s\n' "$tmp/r2.png" >>"$tmp/script"
-# The script copies the other trace over the file before `r`? It cannot:
-# reload a file changed beforehand instead.
-cp "$tmp/other.csv" "$tmp/reload.csv"
-run "$tmp/reload.csv" -s recorded --script "$tmp/script"
-[ "$(differ "$tmp/r1.png" "$tmp/r2.png" 0 0 1280 790)" -lt 20 ]
+script "move 1200 500" "screenshot $tmp/r1.png" "key r" "screenshot $tmp/r2.png"
+run "$two" -s recorded --script "$tmp/script"
+[ "$(differ "$tmp/r1.png" "$tmp/r2.png" 0 0 1280 790)" -lt 20 ] &&
+	[ "$(differ "$tmp/r1.png" "$tmp/r2.png" 0 820 1280 840)" -gt 100 ]
 ok "r reloads the trace" $?
 
 # Errors: a clear message and exit status 2.
@@ -162,7 +157,6 @@ ok "an out-of-range frame count is refused with status 2" $?
 out=$(run "$two" --size 10x10 2>&1); rc=$?
 [ $rc -eq 2 ]
 ok "a window size out of range is refused with status 2" $?
-out=$(run free-twice.ops 2>&1); rc=$?
 cd "$src/tests/bad"
 out=$(run free-twice.ops --frames 1 2>&1); rc=$?
 cd "$src"
