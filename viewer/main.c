@@ -175,9 +175,10 @@ static void print_times(const char *what, double *ms, long n)
  * each time), then N frames moving the mouse (hover: hit test, tooltip). */
 static int bench(struct viewer *v, long n)
 {
-	double *ms = malloc((size_t)n * sizeof(*ms));
+	double *ms = malloc((size_t)n * 3 * sizeof(*ms));
 	if (!ms)
 		return EXIT_USAGE;
+	double *draw = ms + n, *over = ms + 2 * n;
 	double freq = (double)SDL_GetPerformanceFrequency();
 	struct as_render_panel_info info;
 	as_render_panel_info(v->r, 0, &info);
@@ -201,10 +202,14 @@ static int bench(struct viewer *v, long n)
 			}
 			ms[i] = (double)(SDL_GetPerformanceCounter() - t0) *
 				1000.0 / freq;
+			draw[i] = v->draw_ms;
+			over[i] = v->overlay_ms;
 		}
 		print_times(phase ? "hover (hit test, tooltip)"
 				  : "pan (level of detail recomputed)",
 			    ms, n);
+		print_times("  of which the picture", draw, n);
+		print_times("  of which the overlays", over, n);
 	}
 	free(ms);
 	return 0;

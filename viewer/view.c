@@ -151,7 +151,10 @@ static void apply_view(struct viewer *v)
 	v->dirty = true;
 }
 
-/* The range shown now, read back from the renderer (also when fitted). */
+/*
+ * The range shown now, read back from the renderer (also when fitted).
+ * The points lie left of the plot, where a hit test does no buffer search.
+ */
 static void current_view(const struct viewer *v, struct as_render_view *out)
 {
 	struct as_render_panel_info info;
@@ -159,14 +162,28 @@ static void current_view(const struct viewer *v, struct as_render_view *out)
 	if (!v->r || as_render_panel_info(v->r, 0, &info) != AS_OK)
 		return;
 	struct as_render_hit a, b;
-	double ya = info.y + info.h * 0.25, yb = info.y + info.h * 0.75;
-	as_render_hit_test(v->r, info.x + info.w * 0.25, ya, 0, &a);
-	as_render_hit_test(v->r, info.x + info.w * 0.75, yb, 0, &b);
-	double dt = (b.time - a.time) * 2, da = (a.axis - b.axis) * 2;
-	out->t0 = a.time - dt / 4;
+	double x = info.x - 1, ya = info.y + info.h * 0.25,
+	       yb = info.y + info.h * 0.75;
+	as_render_hit_test(v->r, x - 1, ya, 0, &a);
+	as_render_hit_test(v->r, x, yb, 0, &b);
+	double dt = (b.time - a.time) * info.w; /* per pixel, times width */
+	double da = (a.axis - b.axis) * 2;
+	out->t0 = b.time + (b.time - a.time) * (info.x - x);
 	out->t1 = out->t0 + dt;
 	out->y0 = b.axis - da / 4;
 	out->y1 = out->y0 + da;
+}
+
+/* The drawn panel whose rows hold y (no buffer search), or 0. */
+static int panel_at(const struct viewer *v, double y)
+{
+	struct as_render_panel_info info;
+	size_t n = v->r ? as_render_panel_count(v->r) : 0;
+	for (size_t i = 0; i < n; i++)
+		if (as_render_panel_info(v->r, i, &info) == AS_OK &&
+		    y < info.y + info.h + 8)
+			return (int)i;
+	return n ? (int)n - 1 : 0;
 }
 
 /* Plot of the panel under (x, y), or panel 0. */
@@ -200,7 +217,7 @@ void view_zoom_time(struct viewer *v, double factor, double at_x)
 	struct as_render_view cv;
 	current_view(v, &cv);
 	struct as_render_panel_info info;
-	plot_of(v, v->hover.panel, &info);
+	plot_of(v, panel_at(v, v->my), &info);
 	double f = (at_x - info.x) / info.w;
 	if (f < 0 || f > 1)
 		f = 0.5;
@@ -215,7 +232,7 @@ static void zoom_axis(struct viewer *v, double factor, double at_y)
 	struct as_render_view cv;
 	current_view(v, &cv);
 	struct as_render_panel_info info;
-	plot_of(v, v->hover.panel, &info);
+	plot_of(v, panel_at(v, at_y), &info);
 	double f = (info.y + info.h - at_y) / info.h;
 	if (f < 0 || f > 1)
 		f = 0.5;
@@ -579,7 +596,7 @@ void view_event(struct viewer *v, const SDL_Event *e)
 				v->drag_moved = true;
 			if (v->drag_moved) {
 				struct as_render_panel_info info;
-				plot_of(v, v->hover.panel, &info);
+				plot_of(v, panel_at(v, v->drag_y), &info);
 				struct as_render_view cv = v->drag_view;
 				double st = (cv.t1 - cv.t0) * dx / info.w;
 				double sy = (cv.y1 - cv.y0) * dy / info.h;
@@ -590,7 +607,8 @@ void view_event(struct viewer *v, const SDL_Event *e)
 				set_view(v, cv);
 			}
 		}
-		update_hover(v);
+		v->hover_stale = true; /* one hit test a frame, not an event */
+		v->dirty = true;
 		break;
 	case SDL_MOUSEBUTTONDOWN:
 		if (e->button.button != SDL_BUTTON_LEFT)
@@ -636,7 +654,7 @@ void view_event(struct viewer *v, const SDL_Event *e)
 			zoom_axis(v, f, v->my);
 		else
 			view_zoom_time(v, f, v->mx);
-		update_hover(v);
+		v->hover_stale = true;
 		break;
 	}
 	case SDL_DROPFILE:
@@ -713,13 +731,20 @@ int view_paint(struct viewer *v)
 {
 	if (!v->px || !v->r)
 		return AS_EINVAL;
+	if (v->hover_stale && !v->dragging)
+		update_hover(v);
+	v->hover_stale = v->dragging && v->hover_stale;
 	int stride = v->px_w * 4;
 	int ph = (int)lround(pic_h(v) * v->scale);
 	if (ph > v->px_h)
 		ph = v->px_h;
+	double freq = (double)SDL_GetPerformanceFrequency();
+	Uint64 c0 = SDL_GetPerformanceCounter();
 	int err = as_render_draw_argb32(v->r, v->px, v->px_w, ph, stride);
 	if (err)
 		return err;
+	Uint64 c1 = SDL_GetPerformanceCounter();
+	v->draw_ms = (double)(c1 - c0) * 1000.0 / freq;
 	struct as_render_overlay box[8];
 	size_t nb = 0;
 	char line1[1024], line2[1024], text[2048];
@@ -856,6 +881,8 @@ int view_paint(struct viewer *v)
 	}
 	err = as_render_overlay_argb32(v->px, v->px_w, v->px_h, stride,
 				       v->scale, box, nb);
+	v->overlay_ms = (double)(SDL_GetPerformanceCounter() - c1) * 1000.0 /
+			freq;
 	v->dirty = false;
 	return err;
 }

@@ -65,11 +65,13 @@ struct viewer {
 	double scale;
 	uint32_t *px;
 	bool dirty;
+	double draw_ms, overlay_ms; /* the last paint: picture, overlays */
 
 	/* Mouse. */
 	int mx, my;
 	bool mouse_in;
 	struct as_render_hit hover;
+	bool hover_stale;          /* the mouse moved: hit-test when painting */
 	bool dragging, drag_moved;
 	int drag_x, drag_y;
 	struct as_render_view drag_view;
