@@ -19,7 +19,7 @@ static const char usage_text[] =
 	"                       [--color-by buffer|size|pool|lifetime]\n"
 	"                       [--script FILE] [--screenshot FILE]\n"
 	"                       [--frames N] [--bench-frames N]\n"
-	"                       [--save-dir DIR]\n"
+	"                       [--compare] [--save-dir DIR]\n"
 	"\n"
 	"SPEC is NAME[:key=value[,key=value]...]; without -s every strategy\n"
 	"that applies to the trace is shown. --script, --screenshot, --frames\n"
@@ -245,6 +245,8 @@ int main(int argc, char **argv)
 			script_path = argv[++i];
 		} else if (strcmp(a, "--screenshot") == 0 && more) {
 			screenshot = argv[++i];
+		} else if (strcmp(a, "--compare") == 0) {
+			v.compare = true;
 		} else if (strcmp(a, "--save-dir") == 0 && more) {
 			snprintf(v.save_dir, sizeof(v.save_dir), "%s", argv[++i]);
 		} else if (strcmp(a, "--frames") == 0 && more) {
