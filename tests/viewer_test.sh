@@ -152,6 +152,13 @@ run "$two" -s recorded --script "$tmp/script"
 	[ "$(differ "$tmp/r1.png" "$tmp/r2.png" 0 820 1280 840)" -gt 100 ]
 ok "r reloads the trace" $?
 
+script "resize 900 600" "move 850 300" "screenshot $tmp/resized.png"
+run "$two" -s recorded --script "$tmp/script"
+[ "$("$probe" "$tmp/resized.png" 899 599)" != "" ] &&
+	! "$probe" "$tmp/resized.png" 900 300 >/dev/null 2>&1 &&
+	same_colour "$(pixel "$tmp/resized.png" 200 300)" "$big"
+ok "the window resizes and the picture fills it" $?
+
 # Errors: a clear message and exit status 2.
 out=$(run "$two" --bogus 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "unknown or incomplete option '--bogus'"

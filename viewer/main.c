@@ -89,7 +89,8 @@ static void set_title(struct viewer *v)
 	snprintf(title, sizeof(title), "allocscope-view: %s: %s",
 		 p ? p + 1 : v->doc.path,
 		 v->compare ? "all strategies" : v->doc.s[v->cur].spec);
-	SDL_SetWindowTitle(v->win, title);
+	if (strcmp(title, SDL_GetWindowTitle(v->win)) != 0)
+		SDL_SetWindowTitle(v->win, title);
 }
 
 /* Handle every pending event, then draw if anything changed. */
@@ -102,6 +103,10 @@ static int frame(struct viewer *v)
 		} else if (e.type == SDL_WINDOWEVENT &&
 			   (e.window.event == SDL_WINDOWEVENT_SIZE_CHANGED ||
 			    e.window.event == SDL_WINDOWEVENT_RESIZED)) {
+			if (!v->win) { /* scripted, without a window */
+				v->win_w = e.window.data1;
+				v->win_h = e.window.data2;
+			}
 			if (sync_size(v)) {
 				fputs("allocscope-view: out of memory\n", stderr);
 				return EXIT_USAGE;

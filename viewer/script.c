@@ -12,6 +12,7 @@
  *   drag X0 Y0 X1 Y1          press at X0 Y0, move, release at X1 Y1
  *   wheel N [at] X Y [ctrl|shift]   N wheel steps (negative: out)
  *   drop FILE                 a file dropped onto the window
+ *   resize W H                the window's new size (logical pixels)
  *   wait N                    draw N frames
  *   screenshot FILE           draw a frame and save the window as PNG
  */
@@ -24,7 +25,7 @@
 
 enum step_kind {
 	S_KEY, S_TYPE, S_MOVE, S_CLICK, S_DCLICK, S_DRAG, S_WHEEL, S_DROP,
-	S_WAIT, S_SHOT,
+	S_WAIT, S_SHOT, S_RESIZE,
 };
 
 struct script_step {
@@ -38,7 +39,7 @@ struct script_step {
 
 static const char *const step_names[] = {
 	"key", "type", "move", "click", "dclick", "drag", "wheel", "drop",
-	"wait", "screenshot", NULL,
+	"wait", "screenshot", "resize", NULL,
 };
 
 void script_finish(struct script *s)
@@ -130,7 +131,7 @@ static int parse_line(char *s, uint64_t line, struct script_step *st,
 	if (!step_names[k])
 		return fail(d, line, "unknown script step '%s' (key, type, "
 				     "move, click, dclick, drag, wheel, drop, "
-				     "wait, screenshot)", s);
+				     "wait, screenshot, resize)", s);
 	*sp = save;
 	char *rest = trimmed(sp);
 	st->kind = (enum step_kind)k;
@@ -181,6 +182,12 @@ static int parse_line(char *s, uint64_t line, struct script_step *st,
 			return fail(d, line, "wheel wants N [at] X Y "
 					     "[ctrl|shift], N in -100..100%s",
 				    "");
+		break;
+	case S_RESIZE:
+		n = ints(&rest, st->a, 2, 200, 16384, &bad);
+		if (bad || n != 2 || *rest)
+			return fail(d, line, "resize wants W H, each 200 to "
+					     "16384%s", "");
 		break;
 	case S_WAIT:
 		n = ints(&rest, st->a, 1, 0, 100000, &bad);
@@ -339,6 +346,23 @@ int script_play(const struct script *s, struct viewer *v,
 			if (frame(v) || shot(v, st->text))
 				return 2;
 			continue;
+		case S_RESIZE:
+			/* The window system answers with a size event. */
+			if (v->win) {
+				SDL_SetWindowSize(v->win, st->a[0], st->a[1]);
+			} else {
+				e.type = SDL_WINDOWEVENT;
+				e.window.event = SDL_WINDOWEVENT_SIZE_CHANGED;
+				e.window.data1 = st->a[0];
+				e.window.data2 = st->a[1];
+				SDL_PushEvent(&e);
+			}
+			for (int k = 0; k < 100 && v->win_w != st->a[0]; k++) {
+				if (frame(v)) /* until it arrives, at most 1 s */
+					return 2;
+				SDL_Delay(10);
+			}
+			break;
 		}
 		if (frame(v))
 			return 2;

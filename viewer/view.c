@@ -455,9 +455,11 @@ static void key(struct viewer *v, SDL_Keycode k, Uint16 mod)
 	if (v->typing) {
 		if (k == SDLK_RETURN || k == SDLK_KP_ENTER) {
 			v->typing = false;
+			SDL_StopTextInput();
 			search(v, 0);
 		} else if (k == SDLK_ESCAPE) {
 			v->typing = false;
+			SDL_StopTextInput();
 			view_message(v, C_BAR_TEXT, "search cancelled");
 		} else if (k == SDLK_BACKSPACE) {
 			size_t n = strlen(v->query);
