@@ -198,12 +198,13 @@ static void plot_of(const struct viewer *v, int panel,
 
 static void set_view(struct viewer *v, struct as_render_view nv)
 {
-	if (!(nv.t1 - nv.t0 >= 1e-3)) {
+	bool fit_t = nv.t0 == 0 && nv.t1 == 0, fit_y = nv.y0 == 0 && nv.y1 == 0;
+	if (!fit_t && !(nv.t1 - nv.t0 >= 1e-3)) {
 		double c = (nv.t0 + nv.t1) / 2;
 		nv.t0 = c - 5e-4;
 		nv.t1 = c + 5e-4;
 	}
-	if (!(nv.y1 - nv.y0 >= 1e-12)) {
+	if (!fit_y && !(nv.y1 - nv.y0 >= 1e-12)) {
 		double c = (nv.y0 + nv.y1) / 2;
 		nv.y0 = c - 5e-13;
 		nv.y1 = c + 5e-13;
@@ -261,12 +262,29 @@ static void fit(struct viewer *v)
 }
 
 /* Zoom onto buffer b of drawn panel `panel` (time, and address if placed). */
+/* The drawn panel of strategy panel `panel` that holds buffer b (its
+ * address space), or `panel` itself. */
+static int panel_of_buffer(const struct viewer *v, int panel, uint32_t b)
+{
+	struct as_render_panel_info want, info;
+	if (panel < 0 || as_render_panel_info(v->r, (size_t)panel, &want))
+		return panel;
+	const struct strat *s = strat_of_panel(v, panel);
+	uint16_t space = as_plan_space_of(s->plan, v->doc.t, b);
+	for (size_t i = 0; i < as_render_panel_count(v->r); i++)
+		if (as_render_panel_info(v->r, i, &info) == AS_OK &&
+		    info.source == want.source && info.space == space)
+			return (int)i;
+	return panel;
+}
+
 static void zoom_to_buffer(struct viewer *v, int panel, uint32_t b)
 {
 	const struct as_trace *t = v->doc.t;
 	if (b >= t->nbuffers)
 		return;
 	const struct as_buffer *x = &t->buffers[b];
+	panel = panel_of_buffer(v, panel, b);
 	const struct strat *s = strat_of_panel(v, panel);
 	struct as_render_view cv;
 	current_view(v, &cv);
@@ -360,19 +378,26 @@ static void peak(struct viewer *v)
 	struct as_render_panel_info info;
 	if (!v->r || as_render_panel_info(v->r, (size_t)panel, &info))
 		return;
-	if (v->view.t1 > v->view.t0) { /* zoomed in: centre on the peak */
-		struct as_render_view cv;
-		current_view(v, &cv);
-		double span = cv.t1 - cv.t0;
-		cv.t0 = (double)info.peak_time - span / 2;
-		cv.t1 = cv.t0 + span;
-		set_view(v, cv);
-	}
-	v->peak_panel = (size_t)panel;
 	v->npeak = as_render_live_at(v->r, (size_t)panel,
 				     (double)info.peak_time, v->peak_bufs,
 				     sizeof(v->peak_bufs) /
 					     sizeof(v->peak_bufs[0]));
+	/* Jump: time spans the lives of the largest buffers live there,
+	 * addresses the whole panel, so the peak line shows. */
+	if (v->npeak > 0) {
+		uint64_t lo = UINT64_MAX, hi = 0;
+		int64_t shown = v->npeak < 24 ? v->npeak : 24;
+		for (int64_t k = 0; k < shown; k++) {
+			const struct as_buffer *x =
+				&v->doc.t->buffers[v->peak_bufs[k]];
+			lo = x->start < lo ? x->start : lo;
+			hi = x->end > hi ? x->end : hi;
+		}
+		double pad = (double)(hi - lo) * 0.1 + 0.5;
+		set_view(v, (struct as_render_view){(double)lo - pad,
+						    (double)hi + pad, 0, 0});
+	}
+	v->peak_panel = (size_t)panel;
 	v->show_peak = v->npeak >= 0;
 	char hb[32];
 	view_message(v, C_OK, "peak %s of %s at time %llu: %lld buffers live",
@@ -661,6 +686,9 @@ void view_event(struct viewer *v, const SDL_Event *e)
 	}
 	case SDL_DROPFILE:
 		open_trace(v, e->drop.file);
+		SDL_free(e->drop.file);
+		break;
+	case SDL_DROPTEXT:
 		SDL_free(e->drop.file);
 		break;
 	case SDL_WINDOWEVENT:
