@@ -146,6 +146,20 @@ red=$(pixel "$tmp/drop.png" 530 500)
 [ $((16#${red:0:2})) -gt 180 ] && [ $((16#${red:2:2})) -lt 100 ]
 ok "a dropped trace opens, and its invalid overlap is drawn red" $?
 
+script "screenshot $tmp/v0.png" "key v" "screenshot $tmp/v1.png"
+run "$overlap" -s recorded --script "$tmp/script"
+[ "$(differ "$tmp/v0.png" "$tmp/v1.png" 60 40 700 200)" -gt 500 ] &&
+	[ "$(pixel "$tmp/v1.png" 60 40)" = d62728 ]
+ok "v lists the validation failures in a red box" $?
+
+script "key /" "type t" "key Return" "move 1200 500" "screenshot $tmp/n1.png" \
+	"key n" "screenshot $tmp/n2.png" "key n" "screenshot $tmp/n3.png"
+run "$overlap" -s recorded --script "$tmp/script"
+c1=$(pixel "$tmp/n1.png" 500 400) c2=$(pixel "$tmp/n2.png" 500 400)
+[ "$c1" != ffffff ] && [ "$c2" != ffffff ] && [ "$c1" != "$c2" ] &&
+	[ "$(differ "$tmp/n1.png" "$tmp/n3.png" 0 0 1280 790)" -lt 20 ]
+ok "n goes to the next match and wraps around" $?
+
 script "move 1200 500" "screenshot $tmp/r1.png" "key r" "screenshot $tmp/r2.png"
 run "$two" -s recorded --script "$tmp/script"
 [ "$(differ "$tmp/r1.png" "$tmp/r2.png" 0 0 1280 790)" -lt 20 ] &&
