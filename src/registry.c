@@ -10,10 +10,16 @@
 
 extern const struct as_strategy_impl as_strategy_recorded;
 extern const struct as_strategy_impl as_strategy_greedy_size;
+extern const struct as_strategy_impl as_strategy_greedy_breadth;
+extern const struct as_strategy_impl as_strategy_bestfit;
+extern const struct as_strategy_impl as_strategy_strip;
 
 static const struct as_strategy_impl *const registry[] = {
 	&as_strategy_recorded,
 	&as_strategy_greedy_size,
+	&as_strategy_greedy_breadth,
+	&as_strategy_bestfit,
+	&as_strategy_strip,
 };
 
 #define NREG (sizeof(registry) / sizeof(registry[0]))

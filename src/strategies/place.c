@@ -1,0 +1,919 @@
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "options.h"
+#include "place.h"
+
+double as_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Index of x in the sorted unique array v[0..n). */
+static uint32_t rank_of(const uint64_t *v, uint32_t n, uint64_t x)
+{
+	uint32_t lo = 0, hi = n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (v[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool needs_room(const struct as_buffer *b)
+{
+	return b->alias_of == AS_NONE && b->size > 0 && b->start < b->end;
+}
+
+int as_problem_init(struct as_problem *pb, const struct as_trace *t,
+		    uint16_t space)
+{
+	memset(pb, 0, sizeof(*pb));
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		if (t->buffers[i].space == space && needs_room(&t->buffers[i]))
+			n++;
+	if (n == 0)
+		return AS_OK;
+	pb->r = calloc(n, sizeof(*pb->r));
+	uint64_t *tv = malloc(2 * (size_t)n * sizeof(*tv));
+	if (!pb->r || !tv) {
+		free(tv);
+		return AS_ENOMEM;
+	}
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		const struct as_buffer *b = &t->buffers[i];
+		if (b->space != space || !needs_room(b))
+			continue;
+		tv[2 * k] = b->start;
+		tv[2 * k + 1] = b->end;
+		pb->r[k].size = b->size;
+		pb->r[k].buf = i;
+		pb->r[k].align_log2 = b->align_log2;
+		k++;
+	}
+	qsort(tv, 2 * (size_t)n, sizeof(*tv), cmp_u64);
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < 2 * n; i++)
+		if (m == 0 || tv[m - 1] != tv[i])
+			tv[m++] = tv[i];
+	pb->times = tv;
+	pb->nsections = m - 1;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct as_buffer *b = &t->buffers[pb->r[i].buf];
+		pb->r[i].t0 = rank_of(tv, m, b->start);
+		pb->r[i].t1 = rank_of(tv, m, b->end);
+	}
+	pb->n = n;
+	uint64_t *load = malloc(((size_t)pb->nsections + 1) * sizeof(*load));
+	if (!load)
+		return AS_ENOMEM;
+	as_problem_load(pb, load);
+	for (uint32_t s = 0; s < pb->nsections; s++)
+		if (load[s] > pb->lower_bound)
+			pb->lower_bound = load[s];
+	free(load);
+	return AS_OK;
+}
+
+void as_problem_finish(struct as_problem *pb)
+{
+	free(pb->r);
+	free(pb->times);
+	memset(pb, 0, sizeof(*pb));
+}
+
+void as_problem_load(const struct as_problem *pb, uint64_t *out)
+{
+	/* Difference array; the sums stay exact modulo 2^64. */
+	memset(out, 0, ((size_t)pb->nsections + 1) * sizeof(*out));
+	for (uint32_t i = 0; i < pb->n; i++) {
+		out[pb->r[i].t0] += pb->r[i].size;
+		out[pb->r[i].t1] -= pb->r[i].size;
+	}
+	for (uint32_t s = 1; s < pb->nsections; s++)
+		out[s] += out[s - 1];
+}
+
+int as_plan_spaces(const struct as_trace *t, struct as_plan *p,
+		   as_space_plan_fn fn, void *ctx, struct as_diag *diag)
+{
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		const struct as_buffer *b = &t->buffers[i];
+		if (b->alias_of == AS_NONE && !needs_room(b))
+			p->offset[i] = 0;
+	}
+	for (uint16_t s = 0; s < t->nspaces || s == 0; s++) {
+		struct as_problem pb;
+		int err = as_problem_init(&pb, t, s);
+		uint64_t *off = NULL;
+		if (err == AS_OK && pb.n > 0) {
+			off = calloc(pb.n, sizeof(*off));
+			err = off ? fn(&pb, off, ctx, p, diag) : AS_ENOMEM;
+		}
+		if (err == AS_OK)
+			for (uint32_t i = 0; i < pb.n; i++)
+				p->offset[pb.r[i].buf] = off[i];
+		free(off);
+		as_problem_finish(&pb);
+		if (err == AS_ENOMEM)
+			return as_diag_set(diag, 0, err, "out of memory");
+		if (err)
+			return err;
+		if (t->nspaces <= 1)
+			break;
+	}
+	return AS_OK;
+}
+
+uint64_t as_place_peak(const struct as_problem *pb, const uint64_t *off)
+{
+	uint64_t peak = 0;
+	for (uint32_t i = 0; i < pb->n; i++)
+		if (off[i] + pb->r[i].size > peak)
+			peak = off[i] + pb->r[i].size;
+	return peak;
+}
+
+/* ---- The placer ----
+ *
+ * Invariants: leaves are nodes [size, size + nsections); a rectangle placed
+ * at offset off[i] is listed in items[base[v] .. base[v] + fill[v]) of every
+ * node v of its canonical cover of [t0, t1); sub[v] counts the listed
+ * entries in v's subtree, v included, so empty subtrees are never walked.
+ */
+struct span {
+	uint64_t lo, hi;
+};
+
+struct as_placer {
+	const struct as_problem *pb;
+	uint32_t size;          /* leaves, a power of two */
+	uint32_t *base, *fill, *sub, *vis;
+	uint32_t *items;
+	uint32_t *seen;         /* per rectangle: stamp of the last query */
+	uint32_t stamp;
+	uint64_t *off;
+	struct span *g;         /* query scratch */
+	uint32_t *stack;
+};
+
+#define FOR_COVER(pl, r, v, body)                                    \
+	do {                                                         \
+		uint32_t l_ = (r)->t0 + (pl)->size;                  \
+		uint32_t h_ = (r)->t1 + (pl)->size;                  \
+		while (l_ < h_) {                                    \
+			if (l_ & 1) {                                \
+				uint32_t v = l_++;                   \
+				body;                                \
+			}                                            \
+			if (h_ & 1) {                                \
+				uint32_t v = --h_;                   \
+				body;                                \
+			}                                            \
+			l_ >>= 1;                                    \
+			h_ >>= 1;                                    \
+		}                                                    \
+	} while (0)
+
+struct as_placer *as_placer_create(const struct as_problem *pb)
+{
+	struct as_placer *pl = calloc(1, sizeof(*pl));
+	if (!pl)
+		return NULL;
+	pl->pb = pb;
+	pl->size = 1;
+	while (pl->size < pb->nsections)
+		pl->size <<= 1;
+	size_t nodes = 2 * (size_t)pl->size;
+	pl->base = calloc(nodes + 1, sizeof(uint32_t));
+	pl->fill = calloc(nodes, sizeof(uint32_t));
+	pl->sub = calloc(nodes, sizeof(uint32_t));
+	pl->vis = calloc(nodes, sizeof(uint32_t));
+	pl->seen = calloc(pb->n + 1, sizeof(uint32_t));
+	pl->off = calloc(pb->n + 1, sizeof(uint64_t));
+	pl->g = calloc(pb->n + 1, sizeof(struct span));
+	pl->stack = calloc(nodes, sizeof(uint32_t));
+	if (!pl->base || !pl->fill || !pl->sub || !pl->vis || !pl->seen ||
+	    !pl->off || !pl->g || !pl->stack) {
+		as_placer_destroy(pl);
+		return NULL;
+	}
+	/* Count the cover entries per node, then lay them out. */
+	for (uint32_t i = 0; i < pb->n; i++)
+		FOR_COVER(pl, &pb->r[i], v, pl->base[v + 1]++);
+	for (size_t v = 0; v < nodes; v++)
+		pl->base[v + 1] += pl->base[v];
+	pl->items = malloc(((size_t)pl->base[nodes] + 1) * sizeof(uint32_t));
+	if (!pl->items) {
+		as_placer_destroy(pl);
+		return NULL;
+	}
+	return pl;
+}
+
+void as_placer_destroy(struct as_placer *pl)
+{
+	if (!pl)
+		return;
+	free(pl->base);
+	free(pl->fill);
+	free(pl->sub);
+	free(pl->vis);
+	free(pl->items);
+	free(pl->seen);
+	free(pl->off);
+	free(pl->g);
+	free(pl->stack);
+	free(pl);
+}
+
+void as_placer_reset(struct as_placer *pl)
+{
+	size_t nodes = 2 * (size_t)pl->size;
+	memset(pl->fill, 0, nodes * sizeof(uint32_t));
+	memset(pl->sub, 0, nodes * sizeof(uint32_t));
+}
+
+void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
+{
+	pl->off[i] = off;
+	FOR_COVER(pl, &pl->pb->r[i], v, {
+		pl->items[pl->base[v] + pl->fill[v]++] = i;
+		for (uint32_t a = v; a >= 1; a >>= 1)
+			pl->sub[a]++;
+	});
+}
+
+void as_placer_pop(struct as_placer *pl, uint32_t i)
+{
+	FOR_COVER(pl, &pl->pb->r[i], v, {
+		pl->fill[v]--;
+		for (uint32_t a = v; a >= 1; a >>= 1)
+			pl->sub[a]--;
+	});
+}
+
+static void take_node(struct as_placer *pl, uint32_t v, uint32_t *k)
+{
+	const uint32_t *it = pl->items + pl->base[v];
+	for (uint32_t j = 0; j < pl->fill[v]; j++) {
+		uint32_t o = it[j];
+		if (pl->seen[o] == pl->stamp)
+			continue;
+		pl->seen[o] = pl->stamp;
+		pl->g[*k].lo = pl->off[o];
+		pl->g[*k].hi = pl->off[o] + pl->pb->r[o].size;
+		(*k)++;
+	}
+}
+
+/* The placed rectangles sharing time with r, as spans, into pl->g. */
+static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
+{
+	uint32_t k = 0;
+	if (++pl->stamp == 0) {
+		memset(pl->seen, 0, (pl->pb->n + 1) * sizeof(uint32_t));
+		memset(pl->vis, 0, 2 * (size_t)pl->size * sizeof(uint32_t));
+		pl->stamp = 1;
+	}
+	FOR_COVER(pl, r, v, {
+		/* Ancestors (v included) cover part of v's range. */
+		for (uint32_t a = v; a >= 1 && pl->vis[a] != pl->stamp;
+		     a >>= 1) {
+			pl->vis[a] = pl->stamp;
+			if (pl->fill[a])
+				take_node(pl, a, &k);
+		}
+		/* Descendants lie inside r's range. */
+		uint32_t sp = 0;
+		if (v < pl->size) {
+			pl->stack[sp++] = 2 * v;
+			pl->stack[sp++] = 2 * v + 1;
+		}
+		while (sp) {
+			uint32_t w = pl->stack[--sp];
+			if (!pl->sub[w])
+				continue;
+			if (pl->fill[w])
+				take_node(pl, w, &k);
+			if (w < pl->size) {
+				pl->stack[sp++] = 2 * w;
+				pl->stack[sp++] = 2 * w + 1;
+			}
+		}
+	});
+	return k;
+}
+
+static void sort_spans(struct span *g, uint32_t n)
+{
+	/* Insertion sort for short lists, else heap sort: no recursion. */
+	if (n < 24) {
+		for (uint32_t i = 1; i < n; i++) {
+			struct span x = g[i];
+			uint32_t j = i;
+			while (j > 0 && g[j - 1].lo > x.lo) {
+				g[j] = g[j - 1];
+				j--;
+			}
+			g[j] = x;
+		}
+		return;
+	}
+	for (uint32_t s = n / 2; s-- > 0;) {
+		uint32_t r = s;
+		for (;;) {
+			uint32_t c = 2 * r + 1;
+			if (c >= n)
+				break;
+			if (c + 1 < n && g[c + 1].lo > g[c].lo)
+				c++;
+			if (g[r].lo >= g[c].lo)
+				break;
+			struct span x = g[r];
+			g[r] = g[c];
+			g[c] = x;
+			r = c;
+		}
+	}
+	for (uint32_t e = n; e-- > 1;) {
+		struct span x = g[0];
+		g[0] = g[e];
+		g[e] = x;
+		uint32_t r = 0;
+		for (;;) {
+			uint32_t c = 2 * r + 1;
+			if (c >= e)
+				break;
+			if (c + 1 < e && g[c + 1].lo > g[c].lo)
+				c++;
+			if (g[r].lo >= g[c].lo)
+				break;
+			struct span y = g[r];
+			g[r] = g[c];
+			g[c] = y;
+			r = c;
+		}
+	}
+}
+
+bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
+		    uint64_t *off, uint64_t *gap_out)
+{
+	const struct as_rect *r = &pl->pb->r[i];
+	uint32_t k = gather(pl, r);
+	sort_spans(pl->g, k);
+	uint64_t cand = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
+	for (uint32_t j = 0; j < k; j++) {
+		const struct span *s = &pl->g[j];
+		if (s->lo > cand) {
+			uint64_t a;
+			if (!as_align_up(cand, r->align_log2, &a))
+				return false;
+			if (a <= s->lo && s->lo - a >= r->size) {
+				uint64_t gap = s->lo - cand;
+				if (fit == AS_FIT_LOWEST) {
+					*off = a;
+					if (gap_out)
+						*gap_out = gap;
+					return true;
+				}
+				if (gap < best_gap) {
+					best_gap = gap;
+					best = a;
+				}
+			}
+		}
+		if (s->hi > cand)
+			cand = s->hi;
+	}
+	if (best != UINT64_MAX) {
+		*off = best;
+		if (gap_out)
+			*gap_out = best_gap;
+		return true;
+	}
+	uint64_t a;
+	if (!as_align_up(cand, r->align_log2, &a) || a > UINT64_MAX - r->size)
+		return false;
+	*off = a;
+	if (gap_out)
+		*gap_out = UINT64_MAX;
+	return true;
+}
+
+uint64_t as_place_order(struct as_placer *pl, const uint32_t *order,
+			uint32_t n, enum as_fit fit, uint64_t *off)
+{
+	uint64_t peak = 0;
+	as_placer_reset(pl);
+	for (uint32_t j = 0; j < n; j++) {
+		uint32_t i = order[j];
+		uint64_t o;
+		if (!as_placer_find(pl, i, fit, &o, NULL))
+			return UINT64_MAX;
+		off[i] = o;
+		as_placer_put(pl, i, o);
+		if (o + pl->pb->r[i].size > peak)
+			peak = o + pl->pb->r[i].size;
+	}
+	return peak;
+}
+
+/* ---- Exact search ----
+ *
+ * A placement is canonical when every rectangle rests on the floor or on a
+ * rectangle that shares time with it (any placement can be pushed down into
+ * one without raising its peak). Listing a canonical placement by offset
+ * (ties by a fixed priority) and dropping the rectangles one by one onto a
+ * skyline, each at the highest floor under its lifetime, rebuilds it
+ * exactly: a rectangle never sees a floor above its own offset, because
+ * everything dropped before it lies lower. So the search enumerates drop
+ * sequences whose offsets never decrease; that reaches every canonical
+ * placement once. A partial sequence is pruned when
+ *  - an unplaced rectangle no longer fits under cap at its skyline offset
+ *    (floors only rise);
+ *  - dominance: some unplaced rectangle fits wholly below the candidate's
+ *    offset; any completion could move it down into that room, and the
+ *    placement with the least sum of offsets is never pruned this way;
+ *  - a section cannot hold the bytes still to come: they stack above
+ *    max(last offset, the least skyline offset of the unplaced rectangles
+ *    covering it).
+ * When no unplaced rectangle crosses some section boundary any more, the
+ * rest splits into independent parts, solved one after the other (the
+ * canonical order restarts in each). The search runs in rounds with a node
+ * limit that doubles, cycling through a few static priorities (the most
+ * loaded section under a rectangle, its area, its length), so one bad early
+ * decision does not eat the budget.
+ *
+ * Invariants: floor[t] is the skyline of section t; rem[t] the bytes of the
+ * unplaced rectangles covering t; x[j] == max(floor[t0_j .. t1_j)) for
+ * every unplaced j; cuts[t] counts the unplaced rectangles covering both t
+ * and t + 1.
+ */
+struct xsave {
+	uint32_t j;
+	uint64_t v;
+};
+
+struct xcand {
+	uint64_t at;
+	uint32_t key, j;
+};
+
+struct xs {
+	const struct as_problem *pb;
+	uint64_t cap;
+	uint32_t n, S;
+	uint64_t *floor, *rem, *x, *sol, *lowest;
+	uint32_t *cuts;
+	uint8_t *placed;
+	uint32_t *key;          /* priority rank per rectangle, this round */
+	uint32_t *ovb, *ov;     /* overlap lists (CSR) */
+	uint64_t *fsave;
+	size_t nfsave;
+	struct xsave *xsave;
+	size_t nxsave;
+	struct xcand *cand;
+	size_t ncand;
+	uint64_t nodes, limit;
+	double deadline;
+	bool timeout;
+};
+
+enum { X_FAIL, X_FOUND, X_STOP };
+
+struct xpart {
+	const uint32_t *ids;
+	uint32_t n;
+	uint32_t sa, sb;        /* sections [sa, sb) */
+};
+
+static void sort_cand(struct xcand *c, size_t n)
+{
+	/* Shell sort: small lists, no recursion, no comparator calls. */
+	static const size_t gaps[] = {701, 301, 132, 57, 23, 10, 4, 1};
+	for (size_t g = 0; g < sizeof(gaps) / sizeof(gaps[0]); g++) {
+		size_t h = gaps[g];
+		for (size_t i = h; i < n; i++) {
+			struct xcand v = c[i];
+			size_t j = i;
+			while (j >= h && (c[j - h].at > v.at ||
+					  (c[j - h].at == v.at &&
+					   c[j - h].key > v.key))) {
+				c[j] = c[j - h];
+				j -= h;
+			}
+			c[j] = v;
+		}
+	}
+}
+
+static int xs_dfs(struct xs *s, const struct xpart *pt, uint64_t last,
+		  uint32_t last_key);
+
+/* Solve part pt from scratch of canonical order. */
+static int xs_part(struct xs *s, const struct xpart *pt)
+{
+	return xs_dfs(s, pt, 0, 0);
+}
+
+/* Place c at `at`; false when a check fails (undo with xs_unplace). */
+static bool xs_place(struct xs *s, const struct xpart *pt, uint32_t c,
+		     uint64_t at, uint64_t last)
+{
+	const struct as_rect *r = s->pb->r;
+	uint64_t top = at + r[c].size;
+	bool ok = true;
+	for (uint32_t t = r[c].t0; t < r[c].t1; t++) {
+		s->fsave[s->nfsave++] = s->floor[t];
+		s->floor[t] = top;
+		s->rem[t] -= r[c].size;
+		if (top + s->rem[t] > s->cap)
+			ok = false;
+	}
+	s->placed[c] = 1;
+	s->sol[c] = at;
+	for (uint32_t e = s->ovb[c]; e < s->ovb[c + 1]; e++) {
+		uint32_t j = s->ov[e];
+		if (s->placed[j] || s->x[j] >= top)
+			continue;
+		s->xsave[s->nxsave].j = j;
+		s->xsave[s->nxsave].v = s->x[j];
+		s->nxsave++;
+		s->x[j] = top;
+		uint64_t a;
+		if (!as_align_up(top, r[j].align_log2, &a) ||
+		    a + r[j].size > s->cap)
+			ok = false;
+	}
+	if (ok && at > last)
+		for (uint32_t t = pt->sa; t < pt->sb; t++) {
+			uint64_t f = s->floor[t] > at ? s->floor[t] : at;
+			if (s->rem[t] && f + s->rem[t] > s->cap)
+				return false;
+		}
+	return ok;
+}
+
+static void xs_unplace(struct xs *s, uint32_t c, size_t x0)
+{
+	const struct as_rect *r = s->pb->r;
+	while (s->nxsave > x0) {
+		s->nxsave--;
+		s->x[s->xsave[s->nxsave].j] = s->xsave[s->nxsave].v;
+	}
+	for (uint32_t t = r[c].t1; t-- > r[c].t0;) {
+		s->floor[t] = s->fsave[--s->nfsave];
+		s->rem[t] += r[c].size;
+	}
+	s->placed[c] = 0;
+}
+
+/* After placing c: split pt where no unplaced rectangle crosses any more. */
+static int xs_after(struct xs *s, const struct xpart *pt, uint32_t c,
+		    uint64_t at)
+{
+	const struct as_rect *r = s->pb->r;
+	uint32_t ncut = 0;
+	for (uint32_t t = r[c].t0; t + 1 < r[c].t1; t++)
+		if (--s->cuts[t] == 0)
+			ncut++;
+	int res;
+	if (ncut == 0) {
+		res = xs_dfs(s, pt, at, s->key[c]);
+	} else {
+		/* Boundaries: pt->sa, every zero cut inside c, pt->sb. */
+		uint32_t *ids = malloc(((size_t)pt->n + 1) * sizeof(uint32_t));
+		if (!ids) {
+			res = X_STOP;
+			goto restore;
+		}
+		res = X_FOUND;
+		uint32_t lo = pt->sa;
+		for (uint32_t t = r[c].t0;; t++) {
+			bool end = t + 1 >= r[c].t1;
+			if (!end && s->cuts[t] != 0)
+				continue;
+			uint32_t hi = end ? pt->sb : t + 1;
+			struct xpart sub = {ids, 0, lo, hi};
+			for (uint32_t k = 0; k < pt->n; k++) {
+				uint32_t j = pt->ids[k];
+				if (!s->placed[j] && r[j].t0 < hi &&
+				    lo < r[j].t1)
+					ids[sub.n++] = j;
+			}
+			if (sub.n)
+				res = xs_part(s, &sub);
+			if (res != X_FOUND || end)
+				break;
+			lo = hi;
+		}
+		free(ids);
+	}
+restore:
+	for (uint32_t t = r[c].t0; t + 1 < r[c].t1; t++)
+		s->cuts[t]++;
+	return res;
+}
+
+static int xs_dfs(struct xs *s, const struct xpart *pt, uint64_t last,
+		  uint32_t last_key)
+{
+	const struct as_rect *r = s->pb->r;
+	if ((++s->nodes & 1023) == 0 && as_now_ms() > s->deadline) {
+		s->timeout = true;
+		return X_STOP;
+	}
+	if (s->nodes > s->limit)
+		return X_STOP;
+	/*
+	 * Section inference: the lowest rectangle still to come over section
+	 * t starts no lower than max(last, the least skyline offset of the
+	 * unplaced rectangles covering t); the bytes still to come there
+	 * must fit above that.
+	 */
+	uint32_t left = 0;
+	for (uint32_t t = pt->sa; t < pt->sb; t++)
+		s->lowest[t] = UINT64_MAX;
+	for (uint32_t k = 0; k < pt->n; k++) {
+		uint32_t j = pt->ids[k];
+		if (s->placed[j])
+			continue;
+		left++;
+		for (uint32_t t = r[j].t0; t < r[j].t1; t++)
+			if (s->x[j] < s->lowest[t])
+				s->lowest[t] = s->x[j];
+	}
+	if (left == 0)
+		return X_FOUND;
+	for (uint32_t t = pt->sa; t < pt->sb; t++) {
+		uint64_t lo = s->lowest[t];
+		if (lo == UINT64_MAX)
+			continue;
+		if (lo < last)
+			lo = last;
+		if (lo + s->rem[t] > s->cap)
+			return X_FAIL;
+	}
+	/*
+	 * Candidates in canonical order; dominance drops those at or above
+	 * the lowest top any unplaced rectangle could reach.
+	 */
+	size_t c0 = s->ncand;
+	uint64_t min_top = UINT64_MAX;
+	for (uint32_t k = 0; k < pt->n; k++) {
+		uint32_t j = pt->ids[k];
+		if (s->placed[j])
+			continue;
+		uint64_t at = s->x[j];
+		as_align_up(s->x[j], r[j].align_log2, &at);
+		if (at + r[j].size < min_top)
+			min_top = at + r[j].size;
+		if (at < last || (at == last && s->key[j] < last_key))
+			continue;
+		s->cand[s->ncand].at = at;
+		s->cand[s->ncand].key = s->key[j];
+		s->cand[s->ncand].j = j;
+		s->ncand++;
+	}
+	size_t w = c0;
+	for (size_t k = c0; k < s->ncand; k++)
+		if (s->cand[k].at < min_top)
+			s->cand[w++] = s->cand[k];
+	s->ncand = w;
+	size_t nc = s->ncand - c0;
+	sort_cand(s->cand + c0, nc);
+	int res = X_FAIL;
+	for (size_t k = 0; k < nc && res == X_FAIL; k++) {
+		uint32_t c = s->cand[c0 + k].j;
+		uint64_t at = s->cand[c0 + k].at;
+		size_t x0 = s->nxsave;
+		if (xs_place(s, pt, c, at, last))
+			res = xs_after(s, pt, c, at);
+		xs_unplace(s, c, x0);
+	}
+	s->ncand = c0;
+	return res;
+}
+
+/* Priorities: how rectangles are ranked for ties at equal offsets. */
+enum {
+	PRI_LENGTH_AREA_TOTAL,
+	PRI_TOTAL_AREA_LENGTH,
+	PRI_TOTAL_LENGTH_AREA,
+	PRI_N
+};
+
+struct pri_item {
+	uint64_t a, b, c;
+	uint32_t i;
+};
+
+static bool pri_less(const struct pri_item *p, const struct pri_item *q)
+{
+	if (p->a != q->a)
+		return p->a > q->a;
+	if (p->b != q->b)
+		return p->b > q->b;
+	if (p->c != q->c)
+		return p->c > q->c;
+	return p->i < q->i;
+}
+
+static void rank_by(const struct as_problem *pb, const uint64_t *total,
+		    int mode, struct pri_item *it, uint32_t *key)
+{
+	uint32_t n = pb->n;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct as_rect *r = &pb->r[i];
+		uint64_t len = pb->times[r->t1] - pb->times[r->t0];
+		double area = (double)len * (double)r->size;
+		uint64_t a = area > 1.8e19 ? UINT64_MAX : (uint64_t)area;
+		it[i].i = i;
+		if (mode == PRI_LENGTH_AREA_TOTAL) {
+			it[i].a = len, it[i].b = a, it[i].c = total[i];
+		} else if (mode == PRI_TOTAL_AREA_LENGTH) {
+			it[i].a = total[i], it[i].b = a, it[i].c = len;
+		} else {
+			it[i].a = total[i], it[i].b = len, it[i].c = a;
+		}
+	}
+	/* Heap sort by pri_less. */
+	for (uint32_t st = n / 2; st-- > 0;) {
+		for (uint32_t q = st;;) {
+			uint32_t c = 2 * q + 1;
+			if (c >= n)
+				break;
+			if (c + 1 < n && pri_less(&it[c], &it[c + 1]))
+				c++;
+			if (!pri_less(&it[q], &it[c]))
+				break;
+			struct pri_item tmp = it[q];
+			it[q] = it[c];
+			it[c] = tmp;
+			q = c;
+		}
+	}
+	for (uint32_t e = n; e-- > 1;) {
+		struct pri_item tmp = it[0];
+		it[0] = it[e];
+		it[e] = tmp;
+		for (uint32_t q = 0;;) {
+			uint32_t c = 2 * q + 1;
+			if (c >= e)
+				break;
+			if (c + 1 < e && pri_less(&it[c], &it[c + 1]))
+				c++;
+			if (!pri_less(&it[q], &it[c]))
+				break;
+			struct pri_item t2 = it[q];
+			it[q] = it[c];
+			it[c] = t2;
+			q = c;
+		}
+	}
+	for (uint32_t k = 0; k < n; k++)
+		key[it[k].i] = k;
+}
+
+int as_exact_solve(const struct as_problem *pb, uint64_t cap,
+		   double deadline_ms, uint64_t seed, uint64_t *off,
+		   struct as_exact_stats *st)
+{
+	struct xs s;
+	memset(&s, 0, sizeof(s));
+	uint32_t n = pb->n;
+	int ret = AS_ENOMEM;
+	if (n == 0)
+		return AS_EXACT_FOUND;
+	if (pb->lower_bound > cap)
+		return AS_EXACT_NONE;
+	s.pb = pb;
+	s.cap = cap;
+	s.n = n;
+	s.S = pb->nsections;
+	s.deadline = deadline_ms;
+	size_t spans = 0;
+	for (uint32_t i = 0; i < n; i++)
+		spans += pb->r[i].t1 - pb->r[i].t0;
+	uint32_t *all = calloc(n, sizeof(uint32_t));
+	uint64_t *total = calloc(n, sizeof(uint64_t));
+	struct pri_item *it = calloc(n, sizeof(*it));
+	uint32_t (*keys)[1] = NULL;
+	uint32_t *pkeys = calloc((size_t)n * PRI_N, sizeof(uint32_t));
+	s.floor = calloc(s.S + 1, sizeof(uint64_t));
+	s.rem = calloc(s.S + 1, sizeof(uint64_t));
+	s.lowest = calloc(s.S + 1, sizeof(uint64_t));
+	s.cuts = calloc(s.S + 1, sizeof(uint32_t));
+	s.x = calloc(n, sizeof(uint64_t));
+	s.sol = calloc(n, sizeof(uint64_t));
+	s.placed = calloc(n, 1);
+	s.ovb = calloc(n + 1, sizeof(uint32_t));
+	s.fsave = calloc(spans + 1, sizeof(uint64_t));
+	s.cand = calloc((size_t)n * (n + 1) / 2 + 1, sizeof(*s.cand));
+	(void)keys;
+	if (!all || !total || !it || !pkeys || !s.floor || !s.rem ||
+	    !s.lowest || !s.cuts || !s.x || !s.sol || !s.placed || !s.ovb ||
+	    !s.fsave || !s.cand)
+		goto out;
+	/* Overlap lists: sweep by start, O(n log n + pairs). */
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t j = 0; j < n; j++)
+			if (i != j && pb->r[i].t0 < pb->r[j].t1 &&
+			    pb->r[j].t0 < pb->r[i].t1)
+				s.ovb[i + 1]++;
+	for (uint32_t i = 0; i < n; i++)
+		s.ovb[i + 1] += s.ovb[i];
+	s.ov = calloc((size_t)s.ovb[n] + 1, sizeof(uint32_t));
+	s.xsave = calloc((size_t)s.ovb[n] + 1, sizeof(*s.xsave));
+	if (!s.ov || !s.xsave)
+		goto out;
+	for (uint32_t i = 0, e = 0; i < n; i++)
+		for (uint32_t j = 0; j < n; j++)
+			if (i != j && pb->r[i].t0 < pb->r[j].t1 &&
+			    pb->r[j].t0 < pb->r[i].t1)
+				s.ov[e++] = j;
+	as_problem_load(pb, s.rem);
+	for (uint32_t i = 0; i < n; i++) {
+		all[i] = i;
+		for (uint32_t t = pb->r[i].t0; t < pb->r[i].t1; t++)
+			if (s.rem[t] > total[i])
+				total[i] = s.rem[t];
+	}
+	for (int m = 0; m < PRI_N; m++)
+		rank_by(pb, total, m, it, pkeys + (size_t)m * n);
+	s.key = pkeys;
+
+	uint64_t rng = seed;
+	uint64_t limit = 2 * (uint64_t)n;
+	ret = AS_EXACT_TIMEOUT;
+	for (uint32_t round = 0;; round++) {
+		int m = (int)((round + seed) % PRI_N);
+		if (m == 0)
+			limit *= 2;
+		s.key = pkeys + (size_t)m * n;
+		(void)rng;
+		memset(s.floor, 0, (s.S + 1) * sizeof(uint64_t));
+		memset(s.x, 0, n * sizeof(uint64_t));
+		memset(s.placed, 0, n);
+		as_problem_load(pb, s.rem);
+		memset(s.cuts, 0, (s.S + 1) * sizeof(uint32_t));
+		for (uint32_t i = 0; i < n; i++)
+			for (uint32_t t = pb->r[i].t0; t + 1 < pb->r[i].t1;
+			     t++)
+				s.cuts[t]++;
+		s.nfsave = s.nxsave = s.ncand = 0;
+		s.nodes = 0;
+		s.limit = limit;
+		struct xpart whole = {all, n, 0, s.S};
+		int r = xs_part(&s, &whole);
+		if (st) {
+			st->nodes += s.nodes;
+			st->restarts++;
+		}
+		if (r == X_FOUND) {
+			memcpy(off, s.sol, n * sizeof(uint64_t));
+			ret = AS_EXACT_FOUND;
+			break;
+		}
+		if (r == X_FAIL) {
+			ret = AS_EXACT_NONE;
+			break;
+		}
+		if (s.timeout)
+			break;
+	}
+out:
+	free(all);
+	free(total);
+	free(it);
+	free(pkeys);
+	free(s.floor);
+	free(s.rem);
+	free(s.lowest);
+	free(s.cuts);
+	free(s.x);
+	free(s.sol);
+	free(s.placed);
+	free(s.ovb);
+	free(s.ov);
+	free(s.fsave);
+	free(s.xsave);
+	free(s.cand);
+	return ret;
+}

@@ -1,0 +1,591 @@
+/*
+ * `strip`: lifetime strip packing with peak suppression.
+ *
+ * Each buffer is a rectangle (lifetime x size) dropped into a container
+ * whose floor is offset 0; the lower bound is the threshold a perfect plan
+ * reaches. Per address space:
+ *
+ *  1. The seed's method. Order the rectangles by a metric (option metric=)
+ *     and place each at the lowest offset that fits among the placed
+ *     rectangles sharing its time. While the top is above the threshold,
+ *     classify (high, medium, low, no risk), split the high and medium
+ *     rectangles into groups linked by time overlap, tune the groups one by
+ *     one on top of what the earlier groups left (trying the metrics in turn
+ *     until the group stays under the threshold, keeping its best), then
+ *     place tuned high, tuned medium, low and no-risk rectangles again. Stop
+ *     at the threshold, when an order repeats (fixed point) or after
+ *     rounds= rounds. Every round is recorded with as_plan_round.
+ *  2. An improving search until the threshold or budget_ms= runs out:
+ *     on traces up to exact_max= rectangles, the exact branch and bound of
+ *     place.c (first at the threshold, then bisecting between it and the
+ *     best height found); on larger ones an iterated local search over
+ *     orders that pulls the rectangles at the peak forward. Both are
+ *     deterministic for a given seed=.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "place.h"
+#include "sort.h"
+#include "strategy.h"
+
+enum { SEARCH_AUTO, SEARCH_EXACT, SEARCH_LOCAL, SEARCH_NONE };
+static const char *const search_names[] = {"auto", "exact", "local", "none",
+					   NULL};
+
+const char *const as_strip_metrics[] = {
+	"size-length", /* size, then length (lexicographic) */
+	"size",
+	"length",
+	"overlap",     /* sum of time overlaps with all others */
+	"area",        /* size x length (product) */
+	"sum",         /* size / max size + length / max length */
+	"ratio",       /* size / length */
+	"length-size",
+	"size-overlap",
+	"overlap-size",
+	NULL,
+};
+#define NMETRICS (sizeof(as_strip_metrics) / sizeof(as_strip_metrics[0]) - 1)
+
+struct cfg {
+	int metric, search;
+	uint64_t rounds, budget_ms, seed, exact_max;
+	double start_ms;
+	uint32_t nspace;
+};
+
+/* ---- Metrics ---- */
+
+struct keys {
+	const double *k1, *k2;
+};
+
+static bool by_keys(uint32_t a, uint32_t b, const void *ctx)
+{
+	const struct keys *k = ctx;
+	if (k->k1[a] != k->k1[b])
+		return k->k1[a] > k->k1[b];
+	if (k->k2[a] != k->k2[b])
+		return k->k2[a] > k->k2[b];
+	return a < b;
+}
+
+int as_strip_order(const struct as_problem *pb, int m, uint32_t *ids,
+		   uint32_t n)
+{
+	uint32_t N = pb->n, S = pb->nsections;
+	double *k1 = calloc((size_t)N + 1, sizeof(double));
+	double *k2 = calloc((size_t)N + 1, sizeof(double));
+	double *cum = NULL;
+	int err = AS_ENOMEM;
+	if (!k1 || !k2)
+		goto out;
+	bool want_ovl = m == 3 || m == 8 || m == 9;
+	if (want_ovl) {
+		/* cum[s]: sum over sections < s of (live - 1) x duration. */
+		uint64_t *cnt = calloc((size_t)S + 1, sizeof(uint64_t));
+		cum = calloc((size_t)S + 1, sizeof(double));
+		if (!cnt || !cum) {
+			free(cnt);
+			goto out;
+		}
+		for (uint32_t i = 0; i < N; i++) {
+			cnt[pb->r[i].t0]++;
+			cnt[pb->r[i].t1]--;
+		}
+		for (uint32_t s = 1; s < S; s++)
+			cnt[s] += cnt[s - 1];
+		for (uint32_t s = 0; s < S; s++)
+			cum[s + 1] = cum[s] + (double)cnt[s] *
+					       (double)(pb->times[s + 1] -
+							pb->times[s]);
+		free(cnt);
+	}
+	double maxs = 1, maxl = 1;
+	for (uint32_t i = 0; i < N; i++) {
+		const struct as_rect *r = &pb->r[i];
+		double len = (double)(pb->times[r->t1] - pb->times[r->t0]);
+		if ((double)r->size > maxs)
+			maxs = (double)r->size;
+		if (len > maxl)
+			maxl = len;
+	}
+	for (uint32_t i = 0; i < N; i++) {
+		const struct as_rect *r = &pb->r[i];
+		double size = (double)r->size;
+		double len = (double)(pb->times[r->t1] - pb->times[r->t0]);
+		double ovl = want_ovl ? cum[r->t1] - cum[r->t0] - len : 0;
+		switch (m) {
+		case 0: k1[i] = size; k2[i] = len; break;
+		case 1: k1[i] = size; k2[i] = 0; break;
+		case 2: k1[i] = len; k2[i] = 0; break;
+		case 3: k1[i] = ovl; k2[i] = size; break;
+		case 4: k1[i] = size * len; k2[i] = size; break;
+		case 5: k1[i] = size / maxs + len / maxl; k2[i] = size; break;
+		case 6: k1[i] = size / len; k2[i] = size; break;
+		case 7: k1[i] = len; k2[i] = size; break;
+		case 8: k1[i] = size; k2[i] = ovl; break;
+		default: k1[i] = ovl; k2[i] = size; break;
+		}
+	}
+	struct keys k = {k1, k2};
+	err = as_sort_u32(ids, n, by_keys, &k);
+out:
+	free(k1);
+	free(k2);
+	free(cum);
+	return err;
+}
+
+/* ---- Risk classification and groups ---- */
+
+/* mark[s] (S + 1 entries, zeroed): prefix counts of sections covered. */
+static void cover(const struct as_problem *pb, const uint8_t *risk,
+		  uint8_t lo, uint32_t *mark)
+{
+	uint32_t S = pb->nsections;
+	memset(mark, 0, ((size_t)S + 1) * sizeof(*mark));
+	for (uint32_t i = 0; i < pb->n; i++)
+		if (risk[i] >= lo) {
+			mark[pb->r[i].t0]++;
+			mark[pb->r[i].t1]--;
+		}
+	/* Running count, then prefix sums of "covered" flags. */
+	uint32_t run = 0, acc = 0;
+	for (uint32_t s = 0; s <= S; s++) {
+		run += mark[s];
+		uint32_t covered = s < S && run > 0;
+		mark[s] = acc;
+		acc += covered;
+	}
+}
+
+static bool touches(const uint32_t *mark, const struct as_rect *r)
+{
+	return mark[r->t1] - mark[r->t0] > 0;
+}
+
+void as_strip_classify(const struct as_problem *pb, const uint64_t *off,
+		       uint64_t threshold, uint8_t *risk)
+{
+	uint32_t n = pb->n;
+	uint32_t *mark = malloc(((size_t)pb->nsections + 1) * sizeof(*mark));
+	uint8_t *seed = calloc((size_t)n + 1, 1);
+	if (!mark || !seed) {
+		/* Without scratch, call everything high risk: still valid. */
+		memset(risk, AS_RISK_HIGH, n);
+		free(mark);
+		free(seed);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t top = off[i] + pb->r[i].size;
+		seed[i] = top > threshold    ? AS_RISK_HIGH
+			  : top == threshold ? AS_RISK_MEDIUM
+					     : AS_RISK_NONE;
+	}
+	/* High: above the threshold, and what shares time with those. */
+	cover(pb, seed, AS_RISK_HIGH, mark);
+	for (uint32_t i = 0; i < n; i++)
+		risk[i] = touches(mark, &pb->r[i]) ? AS_RISK_HIGH
+						   : AS_RISK_NONE;
+	/* Medium: at the threshold, and what shares time with those. */
+	for (uint32_t i = 0; i < n; i++)
+		if (seed[i] != AS_RISK_MEDIUM)
+			seed[i] = AS_RISK_NONE;
+	cover(pb, seed, AS_RISK_MEDIUM, mark);
+	for (uint32_t i = 0; i < n; i++)
+		if (risk[i] == AS_RISK_NONE && touches(mark, &pb->r[i]))
+			risk[i] = AS_RISK_MEDIUM;
+	/* Low: shares time with a high or medium one. */
+	cover(pb, risk, AS_RISK_MEDIUM, mark);
+	for (uint32_t i = 0; i < n; i++)
+		if (risk[i] == AS_RISK_NONE && touches(mark, &pb->r[i]))
+			risk[i] = AS_RISK_LOW;
+	free(mark);
+	free(seed);
+}
+
+static bool by_t0(uint32_t a, uint32_t b, const void *ctx)
+{
+	const struct as_problem *pb = ctx;
+	return pb->r[a].t0 < pb->r[b].t0;
+}
+
+int as_strip_group(const struct as_problem *pb, uint32_t *ids, uint32_t n,
+		   uint32_t *first)
+{
+	if (as_sort_u32(ids, n, by_t0, pb))
+		return AS_ENOMEM;
+	uint32_t g = 0, reach = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		const struct as_rect *r = &pb->r[ids[k]];
+		if (k == 0 || r->t0 >= reach)
+			first[g++] = k;
+		if (k == 0 || r->t1 > reach)
+			reach = r->t1;
+	}
+	first[g] = n;
+	return (int)g;
+}
+
+/* ---- One address space ---- */
+
+struct space {
+	const struct as_problem *pb;
+	struct cfg *cfg;
+	struct as_plan *p;
+	struct as_placer *pl;
+	uint64_t *off, *best;   /* scratch placement, best placement */
+	uint64_t best_peak;
+	uint32_t *order, *next, *tmp, *first;
+	uint8_t *risk;
+	uint64_t *hashes;
+	uint32_t nhashes;
+	uint32_t nrounds;
+};
+
+static int round_note(struct space *sp, const char *what, uint64_t peak)
+{
+	char label[48];
+	if (sp->cfg->nspace > 1)
+		snprintf(label, sizeof(label), "s%u %s", sp->cfg->nspace - 1,
+			 what);
+	else
+		snprintf(label, sizeof(label), "%s", what);
+	sp->nrounds++;
+	return as_plan_round(sp->p, label, peak);
+}
+
+static void keep_if_better(struct space *sp, const uint64_t *off,
+			   uint64_t peak)
+{
+	if (peak < sp->best_peak) {
+		sp->best_peak = peak;
+		memcpy(sp->best, off, sp->pb->n * sizeof(uint64_t));
+	}
+}
+
+static uint64_t hash_order(const uint32_t *v, uint32_t n)
+{
+	uint64_t h = 0x243f6a8885a308d3ULL;
+	for (uint32_t i = 0; i < n; i++)
+		h = (h ^ v[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/*
+ * Tune one group: try the metrics in turn on top of what is placed, keep the
+ * order with the lowest top, stop early once under the threshold. Places the
+ * group in its best order and appends it to out.
+ */
+static int tune_group(struct space *sp, uint32_t *ids, uint32_t n,
+		      uint32_t *out, uint32_t *nout)
+{
+	const struct as_problem *pb = sp->pb;
+	uint64_t best_top = UINT64_MAX;
+	int best_m = sp->cfg->metric;
+	for (uint32_t k = 0; k < NMETRICS; k++) {
+		int m = (int)((sp->cfg->metric + k) % NMETRICS);
+		if (as_strip_order(pb, m, ids, n))
+			return AS_ENOMEM;
+		uint64_t top = 0;
+		uint32_t j;
+		for (j = 0; j < n; j++) {
+			uint64_t o;
+			if (!as_placer_find(sp->pl, ids[j], AS_FIT_LOWEST, &o,
+					    NULL))
+				break;
+			as_placer_put(sp->pl, ids[j], o);
+			if (o + pb->r[ids[j]].size > top)
+				top = o + pb->r[ids[j]].size;
+		}
+		while (j-- > 0)
+			as_placer_pop(sp->pl, ids[j]);
+		if (top < best_top) {
+			best_top = top;
+			best_m = m;
+		}
+		if (best_top <= pb->lower_bound)
+			break;
+	}
+	if (as_strip_order(pb, best_m, ids, n))
+		return AS_ENOMEM;
+	for (uint32_t j = 0; j < n; j++) {
+		uint64_t o = 0;
+		as_placer_find(sp->pl, ids[j], AS_FIT_LOWEST, &o, NULL);
+		as_placer_put(sp->pl, ids[j], o);
+		out[(*nout)++] = ids[j];
+	}
+	return AS_OK;
+}
+
+/* The seed's method; leaves the best placement in sp->best. */
+static int seed_method(struct space *sp)
+{
+	const struct as_problem *pb = sp->pb;
+	uint32_t n = pb->n;
+	uint64_t lb = pb->lower_bound;
+	for (uint32_t i = 0; i < n; i++)
+		sp->order[i] = i;
+	if (as_strip_order(pb, sp->cfg->metric, sp->order, n))
+		return AS_ENOMEM;
+	uint64_t peak = as_place_order(sp->pl, sp->order, n, AS_FIT_LOWEST,
+				       sp->off);
+	if (peak == UINT64_MAX)
+		return AS_EUNSUPPORTED;
+	keep_if_better(sp, sp->off, peak);
+	char label[48];
+	snprintf(label, sizeof(label), "metric=%s",
+		 as_strip_metrics[sp->cfg->metric]);
+	if (round_note(sp, label, peak))
+		return AS_ENOMEM;
+	sp->hashes[sp->nhashes++] = hash_order(sp->order, n);
+	for (uint64_t round = 1; round <= sp->cfg->rounds && peak > lb;
+	     round++) {
+		as_strip_classify(pb, sp->off, lb, sp->risk);
+		uint32_t nn = 0;
+		as_placer_reset(sp->pl);
+		/* Tuned high groups, then tuned medium groups. */
+		for (int lvl = AS_RISK_HIGH; lvl >= AS_RISK_MEDIUM; lvl--) {
+			uint32_t m = 0;
+			for (uint32_t k = 0; k < n; k++)
+				if (sp->risk[sp->order[k]] == lvl)
+					sp->tmp[m++] = sp->order[k];
+			int ng = as_strip_group(pb, sp->tmp, m, sp->first);
+			if (ng < 0)
+				return ng;
+			for (int g = 0; g < ng; g++) {
+				uint32_t a = sp->first[g], b = sp->first[g + 1];
+				int err = tune_group(sp, sp->tmp + a, b - a,
+						     sp->next, &nn);
+				if (err)
+					return err;
+			}
+		}
+		/* Then low, then no risk, in the current order. */
+		for (int lvl = AS_RISK_LOW; lvl >= AS_RISK_NONE; lvl--)
+			for (uint32_t k = 0; k < n; k++)
+				if (sp->risk[sp->order[k]] == lvl)
+					sp->next[nn++] = sp->order[k];
+		uint64_t h = hash_order(sp->next, n);
+		bool seen = false;
+		for (uint32_t k = 0; k < sp->nhashes; k++)
+			seen = seen || sp->hashes[k] == h;
+		if (seen) {
+			if (round_note(sp, "fixed point", peak))
+				return AS_ENOMEM;
+			break;
+		}
+		sp->hashes[sp->nhashes++] = h;
+		memcpy(sp->order, sp->next, n * sizeof(uint32_t));
+		peak = as_place_order(sp->pl, sp->order, n, AS_FIT_LOWEST,
+				      sp->off);
+		if (peak == UINT64_MAX)
+			return AS_EUNSUPPORTED;
+		keep_if_better(sp, sp->off, peak);
+		snprintf(label, sizeof(label), "tuned %u", (unsigned)round);
+		if (round_note(sp, label, peak))
+			return AS_ENOMEM;
+	}
+	return AS_OK;
+}
+
+/* Exact search: the threshold first, then bisect towards it. */
+static int exact_phase(struct space *sp, double deadline)
+{
+	const struct as_problem *pb = sp->pb;
+	uint64_t lo = pb->lower_bound;
+	struct as_exact_stats st = {0};
+	char label[48];
+	double now = as_now_ms();
+	/* Half of what is left goes to the threshold itself. */
+	int r = as_exact_solve(pb, lo, now + (deadline - now) * 0.5,
+			       sp->cfg->seed, sp->off, &st);
+	if (r < 0)
+		return r;
+	if (r == AS_EXACT_FOUND) {
+		keep_if_better(sp, sp->off, as_place_peak(pb, sp->off));
+		return round_note(sp, "exact at bound", sp->best_peak);
+	}
+	lo++;
+	while (lo < sp->best_peak && as_now_ms() < deadline) {
+		now = as_now_ms();
+		uint64_t cap = lo + (sp->best_peak - lo) / 2;
+		r = as_exact_solve(pb, cap, now + (deadline - now) * 0.5,
+				   sp->cfg->seed, sp->off, &st);
+		if (r < 0)
+			return r;
+		if (r == AS_EXACT_FOUND) {
+			keep_if_better(sp, sp->off, as_place_peak(pb, sp->off));
+			snprintf(label, sizeof(label), "exact <= %llu",
+				 (unsigned long long)cap);
+			if (round_note(sp, label, sp->best_peak))
+				return AS_ENOMEM;
+		} else {
+			/* Proven or not found in time: look higher. */
+			lo = cap + 1;
+		}
+	}
+	return as_plan_stat_int(sp->p, "search_nodes", st.nodes);
+}
+
+/*
+ * Iterated local search over orders: move the rectangles that touch the
+ * peak, plus a few random others, to the front of the best order, re-place,
+ * keep the result when it is no worse.
+ */
+static int local_phase(struct space *sp, double deadline)
+{
+	const struct as_problem *pb = sp->pb;
+	uint32_t n = pb->n;
+	uint64_t rng = sp->cfg->seed * 0x9e3779b97f4a7c15ULL + 1;
+	uint64_t cur_peak = sp->best_peak;
+	uint32_t tries = 0, better = 0;
+	/* Start from the order of the seed's best. */
+	memcpy(sp->off, sp->best, n * sizeof(uint64_t));
+	while (sp->best_peak > pb->lower_bound && as_now_ms() < deadline) {
+		tries++;
+		as_strip_classify(pb, sp->off, cur_peak - 1, sp->risk);
+		uint32_t m = 0, rest = 0;
+		for (uint32_t k = 0; k < n; k++) {
+			uint32_t i = sp->order[k];
+			bool pick = sp->risk[i] == AS_RISK_HIGH &&
+				    as_rng_next(&rng) % 4 != 0;
+			pick = pick || as_rng_next(&rng) % 64 == 0;
+			if (pick)
+				sp->next[m++] = i;
+			else
+				sp->tmp[rest++] = i;
+		}
+		/* Shuffle the picked ones a little: adjacent swaps. */
+		for (uint32_t k = 1; k < m; k++)
+			if (as_rng_next(&rng) % 3 == 0) {
+				uint32_t t = sp->next[k];
+				sp->next[k] = sp->next[k - 1];
+				sp->next[k - 1] = t;
+			}
+		memcpy(sp->next + m, sp->tmp, rest * sizeof(uint32_t));
+		uint64_t peak = as_place_order(sp->pl, sp->next, n,
+					       AS_FIT_LOWEST, sp->off);
+		if (peak == UINT64_MAX)
+			return AS_EUNSUPPORTED;
+		if (peak <= cur_peak) {
+			memcpy(sp->order, sp->next, n * sizeof(uint32_t));
+			if (peak < sp->best_peak) {
+				better++;
+				keep_if_better(sp, sp->off, peak);
+				if (round_note(sp, "local search", peak))
+					return AS_ENOMEM;
+			}
+			cur_peak = peak;
+		} else {
+			/* Restore the placement of the kept order. */
+			cur_peak = as_place_order(sp->pl, sp->order, n,
+						  AS_FIT_LOWEST, sp->off);
+		}
+	}
+	if (as_plan_stat_int(sp->p, "local_tries", tries))
+		return AS_ENOMEM;
+	return as_plan_stat_int(sp->p, "local_improvements", better);
+}
+
+static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
+		      struct as_plan *p, struct as_diag *diag)
+{
+	struct cfg *cfg = ctx;
+	struct space sp = {.pb = pb, .cfg = cfg, .p = p,
+			   .best_peak = UINT64_MAX};
+	uint32_t n = pb->n;
+	int err = AS_ENOMEM;
+	cfg->nspace++;
+	sp.pl = as_placer_create(pb);
+	sp.off = calloc(n, sizeof(uint64_t));
+	sp.best = calloc(n, sizeof(uint64_t));
+	sp.order = calloc(n, sizeof(uint32_t));
+	sp.next = calloc(n, sizeof(uint32_t));
+	sp.tmp = calloc(n, sizeof(uint32_t));
+	sp.first = calloc((size_t)n + 1, sizeof(uint32_t));
+	sp.risk = calloc(n, 1);
+	sp.hashes = calloc(cfg->rounds + 2, sizeof(uint64_t));
+	if (!sp.pl || !sp.off || !sp.best || !sp.order || !sp.next ||
+	    !sp.tmp || !sp.first || !sp.risk || !sp.hashes)
+		goto out;
+	err = seed_method(&sp);
+	if (err)
+		goto out;
+	double deadline = cfg->start_ms + (double)cfg->budget_ms;
+	bool exact = cfg->search == SEARCH_EXACT ||
+		     (cfg->search == SEARCH_AUTO && n <= cfg->exact_max);
+	if (sp.best_peak > pb->lower_bound && cfg->search != SEARCH_NONE) {
+		if (exact)
+			err = exact_phase(&sp, deadline);
+		else
+			err = local_phase(&sp, deadline);
+		if (err)
+			goto out;
+	}
+	memcpy(off, sp.best, n * sizeof(uint64_t));
+	err = as_plan_stat_int(p, "rounds", sp.nrounds);
+out:
+	if (err == AS_EUNSUPPORTED)
+		err = as_diag_set(diag, 0, err,
+				  "strip: offsets overflow 64 bits");
+	as_placer_destroy(sp.pl);
+	free(sp.off);
+	free(sp.best);
+	free(sp.order);
+	free(sp.next);
+	free(sp.tmp);
+	free(sp.first);
+	free(sp.risk);
+	free(sp.hashes);
+	return err;
+}
+
+static const struct as_option_desc options[] = {
+	{"metric", "size-length",
+	 "first order: size-length, size, length, overlap, area, sum, ratio, "
+	 "length-size, size-overlap, overlap-size"},
+	{"rounds", "8", "seed tuning rounds (0-1000)"},
+	{"budget_ms", "2000",
+	 "time for the improving search, per trace (0-3600000)"},
+	{"seed", "1", "seed of the search's tie-breaks"},
+	{"search", "auto", "auto, exact, local or none"},
+	{"exact_max", "3000",
+	 "largest rectangle count for the exact search under auto"},
+	{NULL, NULL, NULL},
+};
+
+static int plan(const struct as_trace *t, const struct as_opts *o,
+		struct as_plan *p, struct as_diag *diag)
+{
+	struct cfg cfg = {0};
+	int err;
+	cfg.start_ms = as_now_ms();
+	if ((err = as_opts_choice(o, "metric", as_strip_metrics, 0,
+				  &cfg.metric, diag)) ||
+	    (err = as_opts_u64(o, "rounds", 8, 0, 1000, &cfg.rounds, diag)) ||
+	    (err = as_opts_u64(o, "budget_ms", 2000, 0, 3600000,
+			       &cfg.budget_ms, diag)) ||
+	    (err = as_opts_u64(o, "seed", 1, 0, UINT64_MAX, &cfg.seed,
+			       diag)) ||
+	    (err = as_opts_choice(o, "search", search_names, SEARCH_AUTO,
+				  &cfg.search, diag)) ||
+	    (err = as_opts_u64(o, "exact_max", 3000, 0, 20000,
+			       &cfg.exact_max, diag)))
+		return err;
+	return as_plan_spaces(t, p, plan_space, &cfg, diag);
+}
+
+const struct as_strategy_impl as_strategy_strip = {
+	.info = {
+		.name = "strip",
+		.summary = "lifetime strip packing with peak suppression and "
+			   "an exact/local search under a time budget",
+		.online = false,
+		.options = options,
+	},
+	.plan = plan,
+};
