@@ -465,6 +465,8 @@ uint64_t as_place_order(struct as_placer *pl, const uint32_t *order,
  * every unplaced j; cuts[t] counts the unplaced rectangles covering both t
  * and t + 1.
  */
+struct pri_item;
+
 struct xsave {
 	uint32_t j;
 	uint64_t v;
@@ -482,7 +484,10 @@ struct xs {
 	uint64_t *floor, *rem, *x, *sol, *lowest;
 	uint32_t *cuts;
 	uint8_t *placed;
-	uint32_t *key;          /* priority rank per rectangle, this round */
+	uint32_t *key;          /* priority rank per rectangle, this part */
+	uint64_t *total;        /* scratch: most bytes under a rectangle */
+	struct pri_item *items; /* scratch for ranking */
+	int mode;               /* priority of this round */
 	uint32_t *ovb, *ov;     /* overlap lists (CSR) */
 	uint64_t *fsave;
 	size_t nfsave;
@@ -526,10 +531,21 @@ static void sort_cand(struct xcand *c, size_t n)
 static int xs_dfs(struct xs *s, const struct xpart *pt, uint64_t last,
 		  uint32_t last_key);
 
-/* Solve part pt from scratch of canonical order. */
-static int xs_part(struct xs *s, const struct xpart *pt)
+static void xs_rank(struct xs *s, const struct xpart *pt);
+
+/*
+ * Solve part pt from the start of a canonical order, its rectangles ranked
+ * afresh; `saved` (pt->n entries) keeps the keys the caller still needs.
+ */
+static int xs_part(struct xs *s, const struct xpart *pt, uint32_t *saved)
 {
-	return xs_dfs(s, pt, 0, 0);
+	for (uint32_t k = 0; k < pt->n; k++)
+		saved[k] = s->key[pt->ids[k]];
+	xs_rank(s, pt);
+	int res = xs_dfs(s, pt, 0, 0);
+	for (uint32_t k = 0; k < pt->n; k++)
+		s->key[pt->ids[k]] = saved[k];
+	return res;
 }
 
 /* Place c at `at`; false when a check fails (undo with xs_unplace). */
@@ -584,6 +600,40 @@ static void xs_unplace(struct xs *s, uint32_t c, size_t x0)
 	s->placed[c] = 0;
 }
 
+/*
+ * Solve the unplaced rectangles of pt as independent parts, cut at every
+ * boundary t in [a, b - 1) that no unplaced rectangle crosses.
+ */
+static int xs_split(struct xs *s, const struct xpart *pt, uint32_t a,
+		    uint32_t b)
+{
+	const struct as_rect *r = s->pb->r;
+	uint32_t *ids = malloc((2 * (size_t)pt->n + 1) * sizeof(uint32_t));
+	if (!ids)
+		return X_STOP;
+	int res = X_FOUND;
+	uint32_t lo = pt->sa;
+	for (uint32_t t = a;; t++) {
+		bool end = t + 1 >= b;
+		if (!end && s->cuts[t] != 0)
+			continue;
+		uint32_t hi = end ? pt->sb : t + 1;
+		struct xpart sub = {ids, 0, lo, hi};
+		for (uint32_t k = 0; k < pt->n; k++) {
+			uint32_t j = pt->ids[k];
+			if (!s->placed[j] && r[j].t0 < hi && lo < r[j].t1)
+				ids[sub.n++] = j;
+		}
+		if (sub.n)
+			res = xs_part(s, &sub, ids + pt->n);
+		if (res != X_FOUND || end)
+			break;
+		lo = hi;
+	}
+	free(ids);
+	return res;
+}
+
 /* After placing c: split pt where no unplaced rectangle crosses any more. */
 static int xs_after(struct xs *s, const struct xpart *pt, uint32_t c,
 		    uint64_t at)
@@ -593,39 +643,8 @@ static int xs_after(struct xs *s, const struct xpart *pt, uint32_t c,
 	for (uint32_t t = r[c].t0; t + 1 < r[c].t1; t++)
 		if (--s->cuts[t] == 0)
 			ncut++;
-	int res;
-	if (ncut == 0) {
-		res = xs_dfs(s, pt, at, s->key[c]);
-	} else {
-		/* Boundaries: pt->sa, every zero cut inside c, pt->sb. */
-		uint32_t *ids = malloc(((size_t)pt->n + 1) * sizeof(uint32_t));
-		if (!ids) {
-			res = X_STOP;
-			goto restore;
-		}
-		res = X_FOUND;
-		uint32_t lo = pt->sa;
-		for (uint32_t t = r[c].t0;; t++) {
-			bool end = t + 1 >= r[c].t1;
-			if (!end && s->cuts[t] != 0)
-				continue;
-			uint32_t hi = end ? pt->sb : t + 1;
-			struct xpart sub = {ids, 0, lo, hi};
-			for (uint32_t k = 0; k < pt->n; k++) {
-				uint32_t j = pt->ids[k];
-				if (!s->placed[j] && r[j].t0 < hi &&
-				    lo < r[j].t1)
-					ids[sub.n++] = j;
-			}
-			if (sub.n)
-				res = xs_part(s, &sub);
-			if (res != X_FOUND || end)
-				break;
-			lo = hi;
-		}
-		free(ids);
-	}
-restore:
+	int res = ncut ? xs_split(s, pt, r[c].t0, r[c].t1)
+		       : xs_dfs(s, pt, at, s->key[c]);
 	for (uint32_t t = r[c].t0; t + 1 < r[c].t1; t++)
 		s->cuts[t]++;
 	return res;
@@ -713,8 +732,8 @@ static int xs_dfs(struct xs *s, const struct xpart *pt, uint64_t last,
 
 /* Priorities: how rectangles are ranked for ties at equal offsets. */
 enum {
-	PRI_LENGTH_AREA_TOTAL,
-	PRI_TOTAL_AREA_LENGTH,
+	PRI_AREA_TOTAL,
+	PRI_TOTAL_AREA,
 	PRI_TOTAL_LENGTH_AREA,
 	PRI_N
 };
@@ -735,22 +754,23 @@ static bool pri_less(const struct pri_item *p, const struct pri_item *q)
 	return p->i < q->i;
 }
 
-static void rank_by(const struct as_problem *pb, const uint64_t *total,
-		    int mode, struct pri_item *it, uint32_t *key)
+static void rank_by(const struct as_problem *pb, const uint32_t *ids,
+		    uint32_t n, const uint64_t *total, int mode,
+		    struct pri_item *it, uint32_t *key)
 {
-	uint32_t n = pb->n;
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = ids[k];
 		const struct as_rect *r = &pb->r[i];
 		uint64_t len = pb->times[r->t1] - pb->times[r->t0];
 		double area = (double)len * (double)r->size;
 		uint64_t a = area > 1.8e19 ? UINT64_MAX : (uint64_t)area;
-		it[i].i = i;
-		if (mode == PRI_LENGTH_AREA_TOTAL) {
-			it[i].a = len, it[i].b = a, it[i].c = total[i];
-		} else if (mode == PRI_TOTAL_AREA_LENGTH) {
-			it[i].a = total[i], it[i].b = a, it[i].c = len;
+		it[k].i = i;
+		if (mode == PRI_AREA_TOTAL) {
+			it[k].a = a, it[k].b = total[i], it[k].c = 0;
+		} else if (mode == PRI_TOTAL_AREA) {
+			it[k].a = total[i], it[k].b = a, it[k].c = 0;
 		} else {
-			it[i].a = total[i], it[i].b = len, it[i].c = a;
+			it[k].a = total[i], it[k].b = len, it[k].c = a;
 		}
 	}
 	/* Heap sort by pri_less. */
@@ -791,6 +811,24 @@ static void rank_by(const struct as_problem *pb, const uint64_t *total,
 		key[it[k].i] = k;
 }
 
+/*
+ * Rank the rectangles of a fresh part by the current priority, with the
+ * totals of what is still to be placed.
+ */
+static void xs_rank(struct xs *s, const struct xpart *pt)
+{
+	const struct as_rect *r = s->pb->r;
+	for (uint32_t k = 0; k < pt->n; k++) {
+		uint32_t j = pt->ids[k];
+		uint64_t tot = 0;
+		for (uint32_t t = r[j].t0; t < r[j].t1; t++)
+			if (s->rem[t] > tot)
+				tot = s->rem[t];
+		s->total[j] = tot;
+	}
+	rank_by(s->pb, pt->ids, pt->n, s->total, s->mode, s->items, s->key);
+}
+
 int as_exact_solve(const struct as_problem *pb, uint64_t cap,
 		   double deadline_ms, uint64_t seed, uint64_t *off,
 		   struct as_exact_stats *st)
@@ -814,7 +852,6 @@ int as_exact_solve(const struct as_problem *pb, uint64_t cap,
 	uint32_t *all = calloc(n, sizeof(uint32_t));
 	uint64_t *total = calloc(n, sizeof(uint64_t));
 	struct pri_item *it = calloc(n, sizeof(*it));
-	uint32_t (*keys)[1] = NULL;
 	uint32_t *pkeys = calloc((size_t)n * PRI_N, sizeof(uint32_t));
 	s.floor = calloc(s.S + 1, sizeof(uint64_t));
 	s.rem = calloc(s.S + 1, sizeof(uint64_t));
@@ -826,7 +863,6 @@ int as_exact_solve(const struct as_problem *pb, uint64_t cap,
 	s.ovb = calloc(n + 1, sizeof(uint32_t));
 	s.fsave = calloc(spans + 1, sizeof(uint64_t));
 	s.cand = calloc((size_t)n * (n + 1) / 2 + 1, sizeof(*s.cand));
-	(void)keys;
 	if (!all || !total || !it || !pkeys || !s.floor || !s.rem ||
 	    !s.lowest || !s.cuts || !s.x || !s.sol || !s.placed || !s.ovb ||
 	    !s.fsave || !s.cand)
@@ -855,9 +891,11 @@ int as_exact_solve(const struct as_problem *pb, uint64_t cap,
 			if (s.rem[t] > total[i])
 				total[i] = s.rem[t];
 	}
-	for (int m = 0; m < PRI_N; m++)
-		rank_by(pb, total, m, it, pkeys + (size_t)m * n);
-	s.key = pkeys;
+	s.key = calloc(n, sizeof(uint32_t));
+	s.total = total;
+	s.items = it;
+	if (!s.key)
+		goto out;
 
 	uint64_t rng = seed;
 	uint64_t limit = 2 * (uint64_t)n;
@@ -866,7 +904,7 @@ int as_exact_solve(const struct as_problem *pb, uint64_t cap,
 		int m = (int)((round + seed) % PRI_N);
 		if (m == 0)
 			limit *= 2;
-		s.key = pkeys + (size_t)m * n;
+		s.mode = m;
 		(void)rng;
 		memset(s.floor, 0, (s.S + 1) * sizeof(uint64_t));
 		memset(s.x, 0, n * sizeof(uint64_t));
@@ -881,7 +919,7 @@ int as_exact_solve(const struct as_problem *pb, uint64_t cap,
 		s.nodes = 0;
 		s.limit = limit;
 		struct xpart whole = {all, n, 0, s.S};
-		int r = xs_part(&s, &whole);
+		int r = xs_split(&s, &whole, 0, s.S);
 		if (st) {
 			st->nodes += s.nodes;
 			st->restarts++;
@@ -903,6 +941,7 @@ out:
 	free(total);
 	free(it);
 	free(pkeys);
+	free(s.key);
 	free(s.floor);
 	free(s.rem);
 	free(s.lowest);

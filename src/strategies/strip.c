@@ -400,8 +400,8 @@ static int exact_phase(struct space *sp, double deadline)
 	struct as_exact_stats st = {0};
 	char label[48];
 	double now = as_now_ms();
-	/* Half of what is left goes to the threshold itself. */
-	int r = as_exact_solve(pb, lo, now + (deadline - now) * 0.5,
+	/* Three quarters of what is left go to the threshold itself. */
+	int r = as_exact_solve(pb, lo, now + (deadline - now) * 0.75,
 			       sp->cfg->seed, sp->off, &st);
 	if (r < 0)
 		return r;
