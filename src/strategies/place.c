@@ -4,6 +4,7 @@
 
 #include "options.h"
 #include "place.h"
+#include "sort.h"
 
 double as_now_ms(void)
 {
@@ -150,25 +151,38 @@ uint64_t as_place_peak(const struct as_problem *pb, const uint64_t *off)
 
 /* ---- The placer ----
  *
- * Invariants: leaves are nodes [size, size + nsections); a rectangle placed
- * at offset off[i] is listed in items[base[v] .. base[v] + fill[v]) of every
- * node v of its canonical cover of [t0, t1); sub[v] counts the listed
- * entries in v's subtree, v included, so empty subtrees are never walked.
+ * A segment tree over sections. A placed rectangle is recorded at the nodes
+ * of the canonical cover of its range [t0, t1). All rectangles recorded at
+ * one node share the node's whole time range, so their offset ranges are
+ * disjoint: each node keeps them as a sorted array of *runs*, maximal ranges
+ * of touching rectangles, so a tightly packed stack of long-lived buffers
+ * costs one entry, not thousands. sub[v] counts the rectangles recorded in
+ * v's subtree, v included, so empty subtrees are never walked.
+ *
+ * A query for [t0, t1) reads the runs of every ancestor of its cover nodes
+ * (rectangles covering part of its range) and of every non-empty node below
+ * them (rectangles inside its range), sorts them and scans for the gap.
  */
 struct span {
 	uint64_t lo, hi;
 };
 
+struct runs {
+	struct span *v;
+	uint32_t n, cap;
+};
+
 struct as_placer {
 	const struct as_problem *pb;
 	uint32_t size;          /* leaves, a power of two */
-	uint32_t *base, *fill, *sub, *vis;
-	uint32_t *items;
-	uint32_t *seen;         /* per rectangle: stamp of the last query */
+	struct runs *node;      /* 2 * size */
+	uint32_t *sub, *vis;
 	uint32_t stamp;
 	uint64_t *off;
 	struct span *g;         /* query scratch */
+	uint32_t ng, gcap;
 	uint32_t *stack;
+	bool nomem;
 };
 
 #define FOR_COVER(pl, r, v, body)                                    \
@@ -199,26 +213,15 @@ struct as_placer *as_placer_create(const struct as_problem *pb)
 	while (pl->size < pb->nsections)
 		pl->size <<= 1;
 	size_t nodes = 2 * (size_t)pl->size;
-	pl->base = calloc(nodes + 1, sizeof(uint32_t));
-	pl->fill = calloc(nodes, sizeof(uint32_t));
+	pl->node = calloc(nodes, sizeof(*pl->node));
 	pl->sub = calloc(nodes, sizeof(uint32_t));
 	pl->vis = calloc(nodes, sizeof(uint32_t));
-	pl->seen = calloc(pb->n + 1, sizeof(uint32_t));
-	pl->off = calloc(pb->n + 1, sizeof(uint64_t));
-	pl->g = calloc(pb->n + 1, sizeof(struct span));
-	pl->stack = calloc(nodes, sizeof(uint32_t));
-	if (!pl->base || !pl->fill || !pl->sub || !pl->vis || !pl->seen ||
-	    !pl->off || !pl->g || !pl->stack) {
-		as_placer_destroy(pl);
-		return NULL;
-	}
-	/* Count the cover entries per node, then lay them out. */
-	for (uint32_t i = 0; i < pb->n; i++)
-		FOR_COVER(pl, &pb->r[i], v, pl->base[v + 1]++);
-	for (size_t v = 0; v < nodes; v++)
-		pl->base[v + 1] += pl->base[v];
-	pl->items = malloc(((size_t)pl->base[nodes] + 1) * sizeof(uint32_t));
-	if (!pl->items) {
+	pl->off = calloc((size_t)pb->n + 1, sizeof(uint64_t));
+	pl->gcap = 1024;
+	pl->g = calloc(pl->gcap, sizeof(struct span));
+	pl->stack = calloc(nodes + 64, sizeof(uint32_t));
+	if (!pl->node || !pl->sub || !pl->vis || !pl->off || !pl->g ||
+	    !pl->stack) {
 		as_placer_destroy(pl);
 		return NULL;
 	}
@@ -229,12 +232,12 @@ void as_placer_destroy(struct as_placer *pl)
 {
 	if (!pl)
 		return;
-	free(pl->base);
-	free(pl->fill);
+	if (pl->node)
+		for (size_t v = 0; v < 2 * (size_t)pl->size; v++)
+			free(pl->node[v].v);
+	free(pl->node);
 	free(pl->sub);
 	free(pl->vis);
-	free(pl->items);
-	free(pl->seen);
 	free(pl->off);
 	free(pl->g);
 	free(pl->stack);
@@ -244,15 +247,99 @@ void as_placer_destroy(struct as_placer *pl)
 void as_placer_reset(struct as_placer *pl)
 {
 	size_t nodes = 2 * (size_t)pl->size;
-	memset(pl->fill, 0, nodes * sizeof(uint32_t));
+	for (size_t v = 0; v < nodes; v++)
+		pl->node[v].n = 0;
 	memset(pl->sub, 0, nodes * sizeof(uint32_t));
+}
+
+/* First run of ru with hi > x. */
+static uint32_t run_find(const struct runs *ru, uint64_t x)
+{
+	uint32_t lo = 0, hi = ru->n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (ru->v[mid].hi <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool run_insert(struct runs *ru, uint64_t lo, uint64_t hi)
+{
+	uint32_t k = run_find(ru, lo);
+	/* Runs before k end at or below lo; run k (if any) starts >= hi. */
+	bool left = k > 0 && ru->v[k - 1].hi == lo;
+	bool right = k < ru->n && ru->v[k].lo == hi;
+	if (left && right) {
+		ru->v[k - 1].hi = ru->v[k].hi;
+		memmove(ru->v + k, ru->v + k + 1,
+			(ru->n - k - 1) * sizeof(*ru->v));
+		ru->n--;
+	} else if (left) {
+		ru->v[k - 1].hi = hi;
+	} else if (right) {
+		ru->v[k].lo = lo;
+	} else {
+		if (ru->n == ru->cap) {
+			uint32_t cap = ru->cap ? 2 * ru->cap : 4;
+			struct span *nv = realloc(ru->v, cap * sizeof(*nv));
+			if (!nv)
+				return false;
+			ru->v = nv;
+			ru->cap = cap;
+		}
+		memmove(ru->v + k + 1, ru->v + k,
+			(ru->n - k) * sizeof(*ru->v));
+		ru->v[k].lo = lo;
+		ru->v[k].hi = hi;
+		ru->n++;
+	}
+	return true;
+}
+
+static bool run_remove(struct runs *ru, uint64_t lo, uint64_t hi)
+{
+	uint32_t k = run_find(ru, lo);
+	if (k == ru->n || ru->v[k].lo > lo || ru->v[k].hi < hi)
+		return true; /* not recorded: nothing to do */
+	struct span r = ru->v[k];
+	if (r.lo < lo && r.hi > hi) {
+		/* Split in two. */
+		if (ru->n == ru->cap) {
+			uint32_t cap = 2 * ru->cap;
+			struct span *nv = realloc(ru->v, cap * sizeof(*nv));
+			if (!nv)
+				return false;
+			ru->v = nv;
+			ru->cap = cap;
+		}
+		memmove(ru->v + k + 2, ru->v + k + 1,
+			(ru->n - k - 1) * sizeof(*ru->v));
+		ru->v[k].hi = lo;
+		ru->v[k + 1].lo = hi;
+		ru->v[k + 1].hi = r.hi;
+		ru->n++;
+	} else if (r.lo < lo) {
+		ru->v[k].hi = lo;
+	} else if (r.hi > hi) {
+		ru->v[k].lo = hi;
+	} else {
+		memmove(ru->v + k, ru->v + k + 1,
+			(ru->n - k - 1) * sizeof(*ru->v));
+		ru->n--;
+	}
+	return true;
 }
 
 void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 {
+	uint64_t hi = off + pl->pb->r[i].size;
 	pl->off[i] = off;
 	FOR_COVER(pl, &pl->pb->r[i], v, {
-		pl->items[pl->base[v] + pl->fill[v]++] = i;
+		if (!run_insert(&pl->node[v], off, hi))
+			pl->nomem = true;
 		for (uint32_t a = v; a >= 1; a >>= 1)
 			pl->sub[a]++;
 	});
@@ -260,33 +347,39 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 
 void as_placer_pop(struct as_placer *pl, uint32_t i)
 {
+	uint64_t lo = pl->off[i], hi = lo + pl->pb->r[i].size;
 	FOR_COVER(pl, &pl->pb->r[i], v, {
-		pl->fill[v]--;
+		if (!run_remove(&pl->node[v], lo, hi))
+			pl->nomem = true;
 		for (uint32_t a = v; a >= 1; a >>= 1)
 			pl->sub[a]--;
 	});
 }
 
-static void take_node(struct as_placer *pl, uint32_t v, uint32_t *k)
+static void take_node(struct as_placer *pl, uint32_t v)
 {
-	const uint32_t *it = pl->items + pl->base[v];
-	for (uint32_t j = 0; j < pl->fill[v]; j++) {
-		uint32_t o = it[j];
-		if (pl->seen[o] == pl->stamp)
-			continue;
-		pl->seen[o] = pl->stamp;
-		pl->g[*k].lo = pl->off[o];
-		pl->g[*k].hi = pl->off[o] + pl->pb->r[o].size;
-		(*k)++;
+	const struct runs *ru = &pl->node[v];
+	if (pl->ng + ru->n > pl->gcap) {
+		uint32_t cap = pl->gcap;
+		while (cap < pl->ng + ru->n)
+			cap *= 2;
+		struct span *ng = realloc(pl->g, cap * sizeof(*ng));
+		if (!ng) {
+			pl->nomem = true;
+			return;
+		}
+		pl->g = ng;
+		pl->gcap = cap;
 	}
+	memcpy(pl->g + pl->ng, ru->v, ru->n * sizeof(*ru->v));
+	pl->ng += ru->n;
 }
 
-/* The placed rectangles sharing time with r, as spans, into pl->g. */
+/* The runs of placed rectangles sharing time with r, into pl->g. */
 static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 {
-	uint32_t k = 0;
+	pl->ng = 0;
 	if (++pl->stamp == 0) {
-		memset(pl->seen, 0, (pl->pb->n + 1) * sizeof(uint32_t));
 		memset(pl->vis, 0, 2 * (size_t)pl->size * sizeof(uint32_t));
 		pl->stamp = 1;
 	}
@@ -295,8 +388,8 @@ static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 		for (uint32_t a = v; a >= 1 && pl->vis[a] != pl->stamp;
 		     a >>= 1) {
 			pl->vis[a] = pl->stamp;
-			if (pl->fill[a])
-				take_node(pl, a, &k);
+			if (pl->node[a].n)
+				take_node(pl, a);
 		}
 		/* Descendants lie inside r's range. */
 		uint32_t sp = 0;
@@ -308,15 +401,15 @@ static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 			uint32_t w = pl->stack[--sp];
 			if (!pl->sub[w])
 				continue;
-			if (pl->fill[w])
-				take_node(pl, w, &k);
+			if (pl->node[w].n)
+				take_node(pl, w);
 			if (w < pl->size) {
 				pl->stack[sp++] = 2 * w;
 				pl->stack[sp++] = 2 * w + 1;
 			}
 		}
 	});
-	return k;
+	return pl->ng;
 }
 
 static void sort_spans(struct span *g, uint32_t n)
@@ -376,6 +469,8 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 {
 	const struct as_rect *r = &pl->pb->r[i];
 	uint32_t k = gather(pl, r);
+	if (pl->nomem)
+		return false;
 	sort_spans(pl->g, k);
 	uint64_t cand = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
 	for (uint32_t j = 0; j < k; j++) {
@@ -955,4 +1050,341 @@ out:
 	free(s.xsave);
 	free(s.cand);
 	return ret;
+}
+
+uint64_t as_problem_pairs(const struct as_problem *pb)
+{
+	/*
+	 * Rectangles live in section t: c[t]; pairs = sum over sections of
+	 * new rectangles there times the ones already live.
+	 */
+	uint32_t S = pb->nsections;
+	uint64_t *starts = calloc((size_t)S + 1, sizeof(uint64_t));
+	uint64_t *ends = calloc((size_t)S + 1, sizeof(uint64_t));
+	uint64_t pairs = 0, live = 0;
+	if (!starts || !ends) {
+		free(starts);
+		free(ends);
+		return UINT64_MAX;
+	}
+	for (uint32_t i = 0; i < pb->n; i++) {
+		starts[pb->r[i].t0]++;
+		ends[pb->r[i].t1]++;
+	}
+	for (uint32_t t = 0; t <= S; t++) {
+		live -= ends[t];
+		/* New ones meet the live ones and each other. */
+		pairs += starts[t] * live + starts[t] * (starts[t] - 1) / 2;
+		live += starts[t];
+	}
+	free(starts);
+	free(ends);
+	return pairs;
+}
+
+/* ---- The sweep placer: free gaps in two treaps ----
+ *
+ * Invariants: the gaps are disjoint, none touches another (frees merge
+ * them), and the last one is the unbounded room above the top. Treap `by
+ * offset` keeps max gap length per subtree (first fit); treap `by size`
+ * orders by (length, offset) (best fit). Node k is the same gap in both.
+ */
+struct gap {
+	uint64_t lo, len, maxlen;
+	uint32_t l[2], r[2];    /* children in treap 0 (offset), 1 (size) */
+	uint32_t prio;
+};
+
+struct gaps {
+	struct gap *g;          /* g[0] is the nil node */
+	uint32_t n, cap, free_list;
+	uint32_t root[2];
+	uint64_t rng;
+};
+
+static bool gap_less(const struct gaps *G, int t, uint32_t a, uint32_t b)
+{
+	const struct gap *x = &G->g[a], *y = &G->g[b];
+	if (t == 1 && x->len != y->len)
+		return x->len < y->len;
+	return x->lo < y->lo;
+}
+
+static void gap_pull(struct gaps *G, uint32_t k)
+{
+	struct gap *x = &G->g[k];
+	uint64_t m = x->len;
+	if (x->l[0] && G->g[x->l[0]].maxlen > m)
+		m = G->g[x->l[0]].maxlen;
+	if (x->r[0] && G->g[x->r[0]].maxlen > m)
+		m = G->g[x->r[0]].maxlen;
+	x->maxlen = m;
+}
+
+/* Split treap t at node key k: left < k, right >= k. */
+static void gap_split(struct gaps *G, int t, uint32_t root, uint32_t k,
+		      uint32_t *a, uint32_t *b)
+{
+	if (!root) {
+		*a = *b = 0;
+		return;
+	}
+	struct gap *x = &G->g[root];
+	if (gap_less(G, t, root, k)) {
+		gap_split(G, t, x->r[t], k, &x->r[t], b);
+		*a = root;
+	} else {
+		gap_split(G, t, x->l[t], k, a, &x->l[t]);
+		*b = root;
+	}
+	if (t == 0)
+		gap_pull(G, root);
+}
+
+static uint32_t gap_merge(struct gaps *G, int t, uint32_t a, uint32_t b)
+{
+	if (!a || !b)
+		return a ? a : b;
+	if (G->g[a].prio > G->g[b].prio) {
+		G->g[a].r[t] = gap_merge(G, t, G->g[a].r[t], b);
+		if (t == 0)
+			gap_pull(G, a);
+		return a;
+	}
+	G->g[b].l[t] = gap_merge(G, t, a, G->g[b].l[t]);
+	if (t == 0)
+		gap_pull(G, b);
+	return b;
+}
+
+static void gap_insert_tree(struct gaps *G, int t, uint32_t k)
+{
+	uint32_t a, b;
+	gap_split(G, t, G->root[t], k, &a, &b);
+	G->root[t] = gap_merge(G, t, gap_merge(G, t, a, k), b);
+}
+
+/* Unlink the least node of the treap at root; returns the new root. */
+static uint32_t gap_pop_least(struct gaps *G, int t, uint32_t root)
+{
+	struct gap *x = &G->g[root];
+	if (!x->l[t])
+		return x->r[t];
+	x->l[t] = gap_pop_least(G, t, x->l[t]);
+	if (t == 0)
+		gap_pull(G, root);
+	return root;
+}
+
+static void gap_erase_tree(struct gaps *G, int t, uint32_t k)
+{
+	uint32_t a, b;
+	gap_split(G, t, G->root[t], k, &a, &b);
+	/* k is the least node of b. */
+	b = gap_pop_least(G, t, b);
+	G->root[t] = gap_merge(G, t, a, b);
+}
+
+static int gap_new(struct gaps *G, uint64_t lo, uint64_t len, uint32_t *out)
+{
+	uint32_t k;
+	if (G->free_list) {
+		k = G->free_list;
+		G->free_list = G->g[k].l[0];
+	} else {
+		if (G->n == G->cap) {
+			uint32_t cap = G->cap ? 2 * G->cap : 1024;
+			struct gap *ng = realloc(G->g, cap * sizeof(*ng));
+			if (!ng)
+				return AS_ENOMEM;
+			G->g = ng;
+			G->cap = cap;
+		}
+		k = G->n++;
+	}
+	memset(&G->g[k], 0, sizeof(G->g[k]));
+	G->g[k].lo = lo;
+	G->g[k].len = len;
+	G->g[k].maxlen = len;
+	G->g[k].prio = (uint32_t)as_rng_next(&G->rng);
+	gap_insert_tree(G, 0, k);
+	gap_insert_tree(G, 1, k);
+	*out = k;
+	return AS_OK;
+}
+
+static void gap_del(struct gaps *G, uint32_t k)
+{
+	gap_erase_tree(G, 0, k);
+	gap_erase_tree(G, 1, k);
+	G->g[k].l[0] = G->free_list;
+	G->free_list = k;
+}
+
+/* The gap starting at lo, or 0. */
+static uint32_t gap_at(const struct gaps *G, uint64_t lo)
+{
+	uint32_t k = G->root[0];
+	while (k && G->g[k].lo != lo)
+		k = lo < G->g[k].lo ? G->g[k].l[0] : G->g[k].r[0];
+	return k;
+}
+
+/* The gap with the greatest lo < x, or 0. */
+static uint32_t gap_before(const struct gaps *G, uint64_t x)
+{
+	uint32_t k = G->root[0], best = 0;
+	while (k) {
+		if (G->g[k].lo < x) {
+			best = k;
+			k = G->g[k].r[0];
+		} else {
+			k = G->g[k].l[0];
+		}
+	}
+	return best;
+}
+
+static bool gap_fits(const struct gap *x, uint64_t size, uint8_t lg,
+		     uint64_t *at)
+{
+	uint64_t a;
+	if (!as_align_up(x->lo, lg, &a) || a - x->lo > x->len)
+		return false;
+	if (x->len - (a - x->lo) < size)
+		return false;
+	*at = a;
+	return true;
+}
+
+/* Lowest gap that holds size (aligned): in-order walk pruned by maxlen. */
+static uint32_t gap_first(const struct gaps *G, uint32_t k, uint64_t size,
+			  uint8_t lg, uint64_t *at)
+{
+	if (!k || G->g[k].maxlen < size)
+		return 0;
+	uint32_t f = gap_first(G, G->g[k].l[0], size, lg, at);
+	if (f)
+		return f;
+	if (gap_fits(&G->g[k], size, lg, at))
+		return k;
+	return gap_first(G, G->g[k].r[0], size, lg, at);
+}
+
+/* Tightest gap that holds size (aligned). */
+static uint32_t gap_best(const struct gaps *G, uint64_t size, uint8_t lg,
+			 uint64_t *at)
+{
+	/* Least (len, lo) with len >= size, then onwards while unaligned. */
+	uint32_t k = G->root[1], cand = 0;
+	while (k) {
+		if (G->g[k].len >= size) {
+			cand = k;
+			k = G->g[k].l[1];
+		} else {
+			k = G->g[k].r[1];
+		}
+	}
+	if (cand && gap_fits(&G->g[cand], size, lg, at))
+		return cand;
+	/* Rare: alignment spoils the tightest; fall back to first fit. */
+	return gap_first(G, G->root[0], size, lg, at);
+}
+
+struct sweep_ctx {
+	const struct as_problem *pb;
+};
+
+static bool by_start_size(uint32_t a, uint32_t b, const void *cv)
+{
+	const struct as_problem *pb = ((const struct sweep_ctx *)cv)->pb;
+	const struct as_rect *p = &pb->r[a], *q = &pb->r[b];
+	if (p->t0 != q->t0)
+		return p->t0 < q->t0;
+	if (p->size != q->size)
+		return p->size > q->size;
+	if (p->t1 != q->t1)
+		return p->t1 > q->t1;
+	return a < b;
+}
+
+static bool by_end(uint32_t a, uint32_t b, const void *cv)
+{
+	const struct as_problem *pb = ((const struct sweep_ctx *)cv)->pb;
+	return pb->r[a].t1 < pb->r[b].t1;
+}
+
+uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
+			uint64_t *off, int *err)
+{
+	uint32_t n = pb->n;
+	struct gaps G = {0};
+	uint32_t *st = malloc(((size_t)n + 1) * sizeof(uint32_t));
+	uint32_t *en = malloc(((size_t)n + 1) * sizeof(uint32_t));
+	uint64_t peak = 0;
+	uint32_t k;
+	*err = AS_ENOMEM;
+	G.rng = 0x5eed;
+	G.cap = 1024;
+	G.g = calloc(G.cap, sizeof(*G.g));
+	G.n = 1; /* g[0] is nil */
+	/* The room above everything: [0, UINT64_MAX). */
+	if (!G.g || !st || !en || gap_new(&G, 0, UINT64_MAX, &k))
+		goto out;
+	for (uint32_t i = 0; i < n; i++)
+		st[i] = en[i] = i;
+	struct sweep_ctx c = {pb};
+	if (as_sort_u32(st, n, by_start_size, &c) ||
+	    as_sort_u32(en, n, by_end, &c))
+		goto out;
+	uint32_t ie = 0;
+	for (uint32_t is = 0; is < n; is++) {
+		uint32_t i = st[is];
+		const struct as_rect *r = &pb->r[i];
+		/* Frees first: everything ending at or before this start. */
+		for (; ie < n && pb->r[en[ie]].t1 <= r->t0; ie++) {
+			uint32_t j = en[ie];
+			uint64_t lo = off[j], len = pb->r[j].size;
+			uint32_t nx = gap_at(&G, lo + len);
+			/* Gaps end at most at UINT64_MAX: no overflow. */
+			if (nx) {
+				len += G.g[nx].len;
+				gap_del(&G, nx);
+			}
+			uint32_t pv = gap_before(&G, lo);
+			if (pv && G.g[pv].lo + G.g[pv].len == lo) {
+				lo = G.g[pv].lo;
+				len += G.g[pv].len;
+				gap_del(&G, pv);
+			}
+			if (gap_new(&G, lo, len, &k))
+				goto out;
+		}
+		uint64_t at = 0;
+		uint32_t g = fit == AS_FIT_BEST
+				     ? gap_best(&G, r->size, r->align_log2, &at)
+				     : gap_first(&G, G.root[0], r->size,
+						 r->align_log2, &at);
+		if (!g) {
+			*err = AS_OK;
+			peak = UINT64_MAX;
+			goto out;
+		}
+		uint64_t glo = G.g[g].lo, glen = G.g[g].len;
+		gap_del(&G, g);
+		if (at > glo && gap_new(&G, glo, at - glo, &k))
+			goto out;
+		uint64_t rest = glen - (at - glo) - r->size;
+		if (rest && gap_new(&G, at + r->size, rest, &k))
+			goto out;
+		off[i] = at;
+		if (at + r->size > peak)
+			peak = at + r->size;
+	}
+	*err = AS_OK;
+out:
+	free(G.g);
+	free(st);
+	free(en);
+	return *err ? 0 : peak;
 }

@@ -94,6 +94,20 @@ void as_placer_pop(struct as_placer *pl, uint32_t i);
 uint64_t as_place_order(struct as_placer *pl, const uint32_t *order,
 			uint32_t n, enum as_fit fit, uint64_t *off);
 
+/*
+ * Place every rectangle in time order, sweeping the sections once: frees
+ * first, then the rectangles starting there (larger first), each into a free
+ * gap between the live ones (`fit`: the lowest or the tightest), or on top.
+ * The gaps sit in balanced trees, so a pass costs O(n log n) whatever the
+ * overlaps. Returns the peak, UINT64_MAX on 64-bit overflow, or 0 with
+ * *err = AS_ENOMEM.
+ */
+uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
+			uint64_t *off, int *err);
+
+/* Overlapping pairs of rectangles (what one as_place_order pass visits). */
+uint64_t as_problem_pairs(const struct as_problem *pb);
+
 /* Peak of a placement: largest off + size. */
 uint64_t as_place_peak(const struct as_problem *pb, const uint64_t *off);
 
