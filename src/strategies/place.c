@@ -578,6 +578,7 @@ struct xs {
 	uint32_t n, S;
 	uint64_t *floor, *rem, *x, *sol, *lowest;
 	uint32_t *cuts;
+	uint32_t *nxt;          /* scratch skip pointers over sections */
 	uint8_t *placed;
 	uint32_t *key;          /* priority rank per rectangle, this part */
 	uint64_t *total;        /* scratch: most bytes under a rectangle */
@@ -624,7 +625,7 @@ static void sort_cand(struct xcand *c, size_t n)
 }
 
 static int xs_dfs(struct xs *s, const struct xpart *pt, uint64_t last,
-		  uint32_t last_key);
+		  uint32_t last_key, const struct xcand *plist, size_t pn);
 
 static void xs_rank(struct xs *s, const struct xpart *pt);
 
@@ -637,7 +638,7 @@ static int xs_part(struct xs *s, const struct xpart *pt, uint32_t *saved)
 	for (uint32_t k = 0; k < pt->n; k++)
 		saved[k] = s->key[pt->ids[k]];
 	xs_rank(s, pt);
-	int res = xs_dfs(s, pt, 0, 0);
+	int res = xs_dfs(s, pt, 0, 0, NULL, 0);
 	for (uint32_t k = 0; k < pt->n; k++)
 		s->key[pt->ids[k]] = saved[k];
 	return res;
@@ -729,9 +730,12 @@ static int xs_split(struct xs *s, const struct xpart *pt, uint32_t a,
 	return res;
 }
 
-/* After placing c: split pt where no unplaced rectangle crosses any more. */
+/*
+ * After placing c: split pt where no unplaced rectangle crosses any more,
+ * else go on with the parent's sorted list as the starting point.
+ */
 static int xs_after(struct xs *s, const struct xpart *pt, uint32_t c,
-		    uint64_t at)
+		    uint64_t at, const struct xcand *list, size_t n)
 {
 	const struct as_rect *r = s->pb->r;
 	uint32_t ncut = 0;
@@ -739,14 +743,30 @@ static int xs_after(struct xs *s, const struct xpart *pt, uint32_t c,
 		if (--s->cuts[t] == 0)
 			ncut++;
 	int res = ncut ? xs_split(s, pt, r[c].t0, r[c].t1)
-		       : xs_dfs(s, pt, at, s->key[c]);
+		       : xs_dfs(s, pt, at, s->key[c], list, n);
 	for (uint32_t t = r[c].t0; t + 1 < r[c].t1; t++)
 		s->cuts[t]++;
 	return res;
 }
 
+static void push_cand(struct xs *s, uint32_t j)
+{
+	const struct as_rect *r = s->pb->r;
+	uint64_t at = s->x[j];
+	as_align_up(s->x[j], r[j].align_log2, &at);
+	s->cand[s->ncand].at = at;
+	s->cand[s->ncand].key = s->key[j];
+	s->cand[s->ncand].j = j;
+	s->ncand++;
+}
+
+static bool cand_less(const struct xcand *a, const struct xcand *b)
+{
+	return a->at < b->at || (a->at == b->at && a->key < b->key);
+}
+
 static int xs_dfs(struct xs *s, const struct xpart *pt, uint64_t last,
-		  uint32_t last_key)
+		  uint32_t last_key, const struct xcand *plist, size_t pn)
 {
 	const struct as_rect *r = s->pb->r;
 	if ((++s->nodes & 1023) == 0 && as_now_ms() > s->deadline) {
@@ -756,69 +776,87 @@ static int xs_dfs(struct xs *s, const struct xpart *pt, uint64_t last,
 	if (s->nodes > s->limit)
 		return X_STOP;
 	/*
-	 * Section inference: the lowest rectangle still to come over section
-	 * t starts no lower than max(last, the least skyline offset of the
-	 * unplaced rectangles covering t); the bytes still to come there
-	 * must fit above that.
-	 */
-	uint32_t left = 0;
-	for (uint32_t t = pt->sa; t < pt->sb; t++)
-		s->lowest[t] = UINT64_MAX;
-	for (uint32_t k = 0; k < pt->n; k++) {
-		uint32_t j = pt->ids[k];
-		if (s->placed[j])
-			continue;
-		left++;
-		for (uint32_t t = r[j].t0; t < r[j].t1; t++)
-			if (s->x[j] < s->lowest[t])
-				s->lowest[t] = s->x[j];
-	}
-	if (left == 0)
-		return X_FOUND;
-	for (uint32_t t = pt->sa; t < pt->sb; t++) {
-		uint64_t lo = s->lowest[t];
-		if (lo == UINT64_MAX)
-			continue;
-		if (lo < last)
-			lo = last;
-		if (lo + s->rem[t] > s->cap)
-			return X_FAIL;
-	}
-	/*
-	 * Candidates in canonical order; dominance drops those at or above
-	 * the lowest top any unplaced rectangle could reach.
+	 * The unplaced rectangles with their skyline offsets, sorted by
+	 * (offset, priority). A child starts from its parent's sorted list:
+	 * only the rectangles the last placement raised move, so insertion
+	 * sort is nearly linear.
 	 */
 	size_t c0 = s->ncand;
-	uint64_t min_top = UINT64_MAX;
-	for (uint32_t k = 0; k < pt->n; k++) {
-		uint32_t j = pt->ids[k];
-		if (s->placed[j])
-			continue;
-		uint64_t at = s->x[j];
-		as_align_up(s->x[j], r[j].align_log2, &at);
-		if (at + r[j].size < min_top)
-			min_top = at + r[j].size;
-		if (at < last || (at == last && s->key[j] < last_key))
-			continue;
-		s->cand[s->ncand].at = at;
-		s->cand[s->ncand].key = s->key[j];
-		s->cand[s->ncand].j = j;
-		s->ncand++;
+	if (plist) {
+		for (size_t k = 0; k < pn; k++)
+			if (!s->placed[plist[k].j])
+				push_cand(s, plist[k].j);
+		struct xcand *v = s->cand + c0;
+		size_t m = s->ncand - c0;
+		for (size_t i = 1; i < m; i++) {
+			struct xcand x = v[i];
+			size_t j = i;
+			while (j > 0 && cand_less(&x, &v[j - 1])) {
+				v[j] = v[j - 1];
+				j--;
+			}
+			v[j] = x;
+		}
+	} else {
+		for (uint32_t k = 0; k < pt->n; k++)
+			if (!s->placed[pt->ids[k]])
+				push_cand(s, pt->ids[k]);
+		sort_cand(s->cand + c0, s->ncand - c0);
 	}
-	size_t w = c0;
-	for (size_t k = c0; k < s->ncand; k++)
-		if (s->cand[k].at < min_top)
-			s->cand[w++] = s->cand[k];
-	s->ncand = w;
 	size_t nc = s->ncand - c0;
-	sort_cand(s->cand + c0, nc);
+	if (nc == 0)
+		return X_FOUND;
+	uint64_t min_top = UINT64_MAX;
+	for (size_t k = c0; k < s->ncand; k++) {
+		uint64_t top = s->cand[k].at + r[s->cand[k].j].size;
+		if (top < min_top)
+			min_top = top;
+	}
+	/*
+	 * Section inference: the lowest rectangle still to come over section
+	 * t starts no lower than max(last, the least offset of the unplaced
+	 * rectangles covering t), and the bytes still to come there must fit
+	 * above it. Taking the rectangles by rising offset, the first to reach
+	 * a section gives its least offset; skip pointers (nxt, a union-find)
+	 * visit each section once, so this costs O(S + n), not the spans.
+	 */
+	for (uint32_t t = pt->sa; t <= pt->sb; t++)
+		s->nxt[t] = t;
+	for (size_t k = c0; k < s->ncand; k++) {
+		const struct as_rect *rj = &r[s->cand[k].j];
+		uint64_t v = s->cand[k].at > last ? s->cand[k].at : last;
+		uint32_t t = rj->t0;
+		for (;;) {
+			/* find with path halving */
+			while (s->nxt[t] != t) {
+				s->nxt[t] = s->nxt[s->nxt[t]];
+				t = s->nxt[t];
+			}
+			if (t >= rj->t1)
+				break;
+			if (v + s->rem[t] > s->cap) {
+				s->ncand = c0;
+				return X_FAIL;
+			}
+			s->nxt[t] = t + 1;
+		}
+	}
+	/*
+	 * Candidates in canonical order (offsets never decrease, ties by
+	 * priority); dominance drops those at or above the lowest top.
+	 */
+	const struct xcand *list = s->cand + c0;
 	int res = X_FAIL;
 	for (size_t k = 0; k < nc && res == X_FAIL; k++) {
-		uint32_t c = s->cand[c0 + k].j;
-		uint64_t at = s->cand[c0 + k].at;
+		uint64_t at = list[k].at;
+		if (at >= min_top)
+			break;
+		if (at < last || (at == last && list[k].key < last_key))
+			continue;
+		uint32_t c = list[k].j;
 		size_t x0 = s->nxsave;
 		if (xs_place(s, pt, c, at, last))
-			res = xs_after(s, pt, c, at);
+			res = xs_after(s, pt, c, at, list, nc);
 		xs_unplace(s, c, x0);
 	}
 	s->ncand = c0;
@@ -925,8 +963,8 @@ static void xs_rank(struct xs *s, const struct xpart *pt)
 }
 
 int as_exact_solve(const struct as_problem *pb, uint64_t cap,
-		   double deadline_ms, uint64_t seed, uint64_t *off,
-		   struct as_exact_stats *st)
+		   double deadline_ms, uint64_t max_nodes, uint64_t seed,
+		   uint64_t *off, struct as_exact_stats *st)
 {
 	struct xs s;
 	memset(&s, 0, sizeof(s));
@@ -952,6 +990,7 @@ int as_exact_solve(const struct as_problem *pb, uint64_t cap,
 	s.rem = calloc(s.S + 1, sizeof(uint64_t));
 	s.lowest = calloc(s.S + 1, sizeof(uint64_t));
 	s.cuts = calloc(s.S + 1, sizeof(uint32_t));
+	s.nxt = calloc(s.S + 2, sizeof(uint32_t));
 	s.x = calloc(n, sizeof(uint64_t));
 	s.sol = calloc(n, sizeof(uint64_t));
 	s.placed = calloc(n, 1);
@@ -959,7 +998,7 @@ int as_exact_solve(const struct as_problem *pb, uint64_t cap,
 	s.fsave = calloc(spans + 1, sizeof(uint64_t));
 	s.cand = calloc((size_t)n * (n + 1) / 2 + 1, sizeof(*s.cand));
 	if (!all || !total || !it || !pkeys || !s.floor || !s.rem ||
-	    !s.lowest || !s.cuts || !s.x || !s.sol || !s.placed || !s.ovb ||
+	    !s.lowest || !s.cuts || !s.nxt || !s.x || !s.sol || !s.placed || !s.ovb ||
 	    !s.fsave || !s.cand)
 		goto out;
 	/* Overlap lists: sweep by start, O(n log n + pairs). */
@@ -992,15 +1031,13 @@ int as_exact_solve(const struct as_problem *pb, uint64_t cap,
 	if (!s.key)
 		goto out;
 
-	uint64_t rng = seed;
-	uint64_t limit = 2 * (uint64_t)n;
+	uint64_t limit = 2 * (uint64_t)n, spent = 0;
 	ret = AS_EXACT_TIMEOUT;
 	for (uint32_t round = 0;; round++) {
 		int m = (int)((round + seed) % PRI_N);
 		if (m == 0)
 			limit *= 2;
 		s.mode = m;
-		(void)rng;
 		memset(s.floor, 0, (s.S + 1) * sizeof(uint64_t));
 		memset(s.x, 0, n * sizeof(uint64_t));
 		memset(s.placed, 0, n);
@@ -1013,8 +1050,11 @@ int as_exact_solve(const struct as_problem *pb, uint64_t cap,
 		s.nfsave = s.nxsave = s.ncand = 0;
 		s.nodes = 0;
 		s.limit = limit;
+		if (max_nodes && spent + limit > max_nodes)
+			s.limit = max_nodes > spent ? max_nodes - spent : 0;
 		struct xpart whole = {all, n, 0, s.S};
 		int r = xs_split(&s, &whole, 0, s.S);
+		spent += s.nodes;
 		if (st) {
 			st->nodes += s.nodes;
 			st->restarts++;
@@ -1028,7 +1068,7 @@ int as_exact_solve(const struct as_problem *pb, uint64_t cap,
 			ret = AS_EXACT_NONE;
 			break;
 		}
-		if (s.timeout)
+		if (s.timeout || (max_nodes && spent >= max_nodes))
 			break;
 	}
 out:
@@ -1041,6 +1081,7 @@ out:
 	free(s.rem);
 	free(s.lowest);
 	free(s.cuts);
+	free(s.nxt);
 	free(s.x);
 	free(s.sol);
 	free(s.placed);

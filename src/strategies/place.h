@@ -136,14 +136,16 @@ struct as_exact_stats {
 
 /*
  * Look for a placement of every rectangle of pb with peak <= cap before the
- * monotonic clock reaches deadline_ms (see as_now_ms). `seed` varies the
- * tie-breaks of the restarts. off[] is written only on AS_EXACT_FOUND; st
- * (may be NULL) gets the search effort added. Returns an enum
+ * monotonic clock reaches deadline_ms (see as_now_ms) and within max_nodes
+ * search nodes (0: no limit). `seed` picks which priority the rounds start
+ * with. The search is deterministic: with the same nodes it gives the same
+ * answer; only the deadline depends on the machine. off[] is written only on
+ * AS_EXACT_FOUND; st (may be NULL) gets the effort added. Returns an enum
  * as_exact_result, or AS_ENOMEM.
  */
 int as_exact_solve(const struct as_problem *pb, uint64_t cap,
-		   double deadline_ms, uint64_t seed, uint64_t *off,
-		   struct as_exact_stats *st);
+		   double deadline_ms, uint64_t max_nodes, uint64_t seed,
+		   uint64_t *off, struct as_exact_stats *st);
 
 /* ---- Strategy strip: the seed's method, exposed for the tests ---- */
 

@@ -50,7 +50,7 @@ const char *const as_strip_metrics[] = {
 
 struct cfg {
 	int metric, search;
-	uint64_t rounds, budget_ms, seed, exact_max;
+	uint64_t rounds, budget_ms, seed, exact_max, nodes;
 	double start_ms;
 	uint32_t nspace;
 };
@@ -392,29 +392,37 @@ static int seed_method(struct space *sp)
 	return AS_OK;
 }
 
-/* Exact search: the threshold first, then bisect towards it. */
+/*
+ * Exact search: the threshold first (three quarters of the budget), then
+ * bisect between it and the best height, each probe taking half of what is
+ * left; a probe that fails or runs out sends the bisection higher.
+ */
 static int exact_phase(struct space *sp, double deadline)
 {
 	const struct as_problem *pb = sp->pb;
-	uint64_t lo = pb->lower_bound;
+	uint64_t lo = pb->lower_bound, nodes = sp->cfg->nodes;
 	struct as_exact_stats st = {0};
 	char label[48];
 	double now = as_now_ms();
-	/* Three quarters of what is left go to the threshold itself. */
 	int r = as_exact_solve(pb, lo, now + (deadline - now) * 0.75,
-			       sp->cfg->seed, sp->off, &st);
+			       nodes ? nodes / 4 * 3 : 0, sp->cfg->seed,
+			       sp->off, &st);
 	if (r < 0)
 		return r;
 	if (r == AS_EXACT_FOUND) {
 		keep_if_better(sp, sp->off, as_place_peak(pb, sp->off));
-		return round_note(sp, "exact at bound", sp->best_peak);
+		if (round_note(sp, "exact at bound", sp->best_peak))
+			return AS_ENOMEM;
+	} else {
+		lo++;
 	}
-	lo++;
-	while (lo < sp->best_peak && as_now_ms() < deadline) {
+	while (lo < sp->best_peak && as_now_ms() < deadline &&
+	       (!nodes || st.nodes < nodes)) {
 		now = as_now_ms();
 		uint64_t cap = lo + (sp->best_peak - lo) / 2;
+		uint64_t share = nodes ? (nodes - st.nodes + 1) / 2 : 0;
 		r = as_exact_solve(pb, cap, now + (deadline - now) * 0.5,
-				   sp->cfg->seed, sp->off, &st);
+				   share, sp->cfg->seed, sp->off, &st);
 		if (r < 0)
 			return r;
 		if (r == AS_EXACT_FOUND) {
@@ -445,7 +453,8 @@ static int local_phase(struct space *sp, double deadline)
 	uint32_t tries = 0, better = 0;
 	/* Start from the order of the seed's best. */
 	memcpy(sp->off, sp->best, n * sizeof(uint64_t));
-	while (sp->best_peak > pb->lower_bound && as_now_ms() < deadline) {
+	while (sp->best_peak > pb->lower_bound && as_now_ms() < deadline &&
+	       (!sp->cfg->nodes || (uint64_t)tries * n < sp->cfg->nodes)) {
 		tries++;
 		as_strip_classify(pb, sp->off, cur_peak - 1, sp->risk);
 		uint32_t m = 0, rest = 0;
@@ -555,6 +564,8 @@ static const struct as_option_desc options[] = {
 	{"search", "auto", "auto, exact, local or none"},
 	{"exact_max", "3000",
 	 "largest rectangle count for the exact search under auto"},
+	{"nodes", "0",
+	 "search effort cap, machine independent (0: the budget only)"},
 	{NULL, NULL, NULL},
 };
 
@@ -574,7 +585,9 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	    (err = as_opts_choice(o, "search", search_names, SEARCH_AUTO,
 				  &cfg.search, diag)) ||
 	    (err = as_opts_u64(o, "exact_max", 3000, 0, 20000,
-			       &cfg.exact_max, diag)))
+			       &cfg.exact_max, diag)) ||
+	    (err = as_opts_u64(o, "nodes", 0, 0, UINT64_MAX, &cfg.nodes,
+			       diag)))
 		return err;
 	return as_plan_spaces(t, p, plan_space, &cfg, diag);
 }
