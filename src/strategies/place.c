@@ -1332,6 +1332,45 @@ static uint32_t gap_best(const struct gaps *G, uint64_t size, uint8_t lg,
 	return gap_first(G, G->root[0], size, lg, at);
 }
 
+/* Leftmost gap with lo >= y that holds size (aligned). */
+static uint32_t gap_first_ge(const struct gaps *G, uint32_t k, uint64_t y,
+			     uint64_t size, uint8_t lg, uint64_t *at)
+{
+	while (k && G->g[k].maxlen >= size) {
+		if (G->g[k].lo < y) {
+			k = G->g[k].r[0];
+			continue;
+		}
+		uint32_t f = gap_first_ge(G, G->g[k].l[0], y, size, lg, at);
+		if (f)
+			return f;
+		if (gap_fits(&G->g[k], size, lg, at))
+			return k;
+		k = G->g[k].r[0];
+	}
+	return 0;
+}
+
+/*
+ * The lowest offset >= y where size fits in a free gap (aligned); the gap
+ * is returned (0: none).
+ */
+static uint32_t gap_from(const struct gaps *G, uint64_t y, uint64_t size,
+			 uint8_t lg, uint64_t *at)
+{
+	uint32_t p = y ? gap_before(G, y + 1) : gap_at(G, 0);
+	if (p && G->g[p].lo + G->g[p].len > y) {
+		uint64_t a;
+		if (as_align_up(y, lg, &a) && a >= G->g[p].lo &&
+		    a - G->g[p].lo <= G->g[p].len &&
+		    G->g[p].len - (a - G->g[p].lo) >= size) {
+			*at = a;
+			return p;
+		}
+	}
+	return gap_first_ge(G, G->root[0], y + 1, size, lg, at);
+}
+
 struct sweep_ctx {
 	const struct as_problem *pb;
 };
@@ -1356,6 +1395,7 @@ static bool by_end(uint32_t a, uint32_t b, const void *cv)
 }
 
 uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
+			const uint8_t *fixed, struct as_placer *obst,
 			uint64_t *off, int *err)
 {
 	uint32_t n = pb->n;
@@ -1372,12 +1412,21 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 	/* The room above everything: [0, UINT64_MAX). */
 	if (!G.g || !st || !en || gap_new(&G, 0, UINT64_MAX, &k))
 		goto out;
-	for (uint32_t i = 0; i < n; i++)
-		st[i] = en[i] = i;
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (fixed && fixed[i]) {
+			if (off[i] + pb->r[i].size > peak)
+				peak = off[i] + pb->r[i].size;
+			continue;
+		}
+		st[m] = en[m] = i;
+		m++;
+	}
 	struct sweep_ctx c = {pb};
-	if (as_sort_u32(st, n, by_start_size, &c) ||
-	    as_sort_u32(en, n, by_end, &c))
+	if (as_sort_u32(st, m, by_start_size, &c) ||
+	    as_sort_u32(en, m, by_end, &c))
 		goto out;
+	n = m;
 	uint32_t ie = 0;
 	for (uint32_t is = 0; is < n; is++) {
 		uint32_t i = st[is];
@@ -1402,10 +1451,45 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 				goto out;
 		}
 		uint64_t at = 0;
-		uint32_t g = fit == AS_FIT_BEST
-				     ? gap_best(&G, r->size, r->align_log2, &at)
-				     : gap_first(&G, G.root[0], r->size,
-						 r->align_log2, &at);
+		uint32_t g;
+		if (obst) {
+			/*
+			 * Fixed rectangles are not in the gaps: alternate
+			 * between the lowest free gap and the obstacles met
+			 * there (jumping over the highest one) until both
+			 * agree.
+			 */
+			uint32_t ko = gather(obst, r);
+			if (obst->nomem)
+				goto out;
+			sort_spans(obst->g, ko);
+			for (uint32_t q = 1; q < ko; q++)
+				if (obst->g[q].hi < obst->g[q - 1].hi)
+					obst->g[q].hi = obst->g[q - 1].hi;
+			uint64_t y = 0;
+			for (;;) {
+				g = gap_from(&G, y, r->size, r->align_log2, &at);
+				if (!g)
+					break;
+				/* Last obstacle starting below at + size. */
+				uint32_t lo = 0, hi = ko;
+				while (lo < hi) {
+					uint32_t mid = lo + (hi - lo) / 2;
+					if (obst->g[mid].lo < at + r->size)
+						lo = mid + 1;
+					else
+						hi = mid;
+				}
+				if (lo == 0 || obst->g[lo - 1].hi <= at)
+					break;
+				y = obst->g[lo - 1].hi;
+			}
+		} else {
+			g = fit == AS_FIT_BEST
+				    ? gap_best(&G, r->size, r->align_log2, &at)
+				    : gap_first(&G, G.root[0], r->size,
+						r->align_log2, &at);
+		}
 		if (!g) {
 			*err = AS_OK;
 			peak = UINT64_MAX;

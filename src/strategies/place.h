@@ -99,10 +99,14 @@ uint64_t as_place_order(struct as_placer *pl, const uint32_t *order,
  * first, then the rectangles starting there (larger first), each into a free
  * gap between the live ones (`fit`: the lowest or the tightest), or on top.
  * The gaps sit in balanced trees, so a pass costs O(n log n) whatever the
- * overlaps. Returns the peak, UINT64_MAX on 64-bit overflow, or 0 with
- * *err = AS_ENOMEM.
+ * overlaps. With `fixed` (may be NULL), the rectangles marked there keep
+ * their off[] and the others go to the lowest offset clear of both the live
+ * ones and the fixed ones that share their time, which `obst` (a placer
+ * holding exactly the fixed ones) finds. Returns the peak, UINT64_MAX on
+ * 64-bit overflow, or 0 with *err = AS_ENOMEM.
  */
 uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
+			const uint8_t *fixed, struct as_placer *obst,
 			uint64_t *off, int *err);
 
 /* Overlapping pairs of rectangles (what one as_place_order pass visits). */

@@ -48,6 +48,12 @@ const char *const as_strip_metrics[] = {
 };
 #define NMETRICS (sizeof(as_strip_metrics) / sizeof(as_strip_metrics[0]) - 1)
 
+/*
+ * Above this many overlapping pairs a pass of the general placer costs
+ * seconds: such traces take the sweep (see strip_large).
+ */
+#define AS_STRIP_PAIRS_MAX 4000000ULL
+
 struct cfg {
 	int metric, search;
 	uint64_t rounds, budget_ms, seed, exact_max, nodes;
@@ -500,15 +506,14 @@ static int local_phase(struct space *sp, double deadline)
 	return as_plan_stat_int(sp->p, "local_improvements", better);
 }
 
-static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
-		      struct as_plan *p, struct as_diag *diag)
+/* The seed's method and the search, on a problem of moderate overlap. */
+static int strip_full(const struct as_problem *pb, uint64_t *off,
+		      struct cfg *cfg, struct as_plan *p, double deadline)
 {
-	struct cfg *cfg = ctx;
 	struct space sp = {.pb = pb, .cfg = cfg, .p = p,
 			   .best_peak = UINT64_MAX};
 	uint32_t n = pb->n;
 	int err = AS_ENOMEM;
-	cfg->nspace++;
 	sp.pl = as_placer_create(pb);
 	sp.off = calloc(n, sizeof(uint64_t));
 	sp.best = calloc(n, sizeof(uint64_t));
@@ -524,7 +529,6 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 	err = seed_method(&sp);
 	if (err)
 		goto out;
-	double deadline = cfg->start_ms + (double)cfg->budget_ms;
 	bool exact = cfg->search == SEARCH_EXACT ||
 		     (cfg->search == SEARCH_AUTO && n <= cfg->exact_max);
 	if (sp.best_peak > pb->lower_bound && cfg->search != SEARCH_NONE) {
@@ -536,11 +540,8 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 			goto out;
 	}
 	memcpy(off, sp.best, n * sizeof(uint64_t));
-	err = as_plan_stat_int(p, "rounds", sp.nrounds);
+	err = AS_OK;
 out:
-	if (err == AS_EUNSUPPORTED)
-		err = as_diag_set(diag, 0, err,
-				  "strip: offsets overflow 64 bits");
 	as_placer_destroy(sp.pl);
 	free(sp.off);
 	free(sp.best);
@@ -550,6 +551,129 @@ out:
 	free(sp.first);
 	free(sp.risk);
 	free(sp.hashes);
+	return err;
+}
+
+/*
+ * Traces with too many overlapping pairs for the seed's method (hundreds of
+ * thousands to millions of buffers): the O(n log n) time sweep, first fit
+ * and best fit; then "big first": the big rectangles (where the bytes are)
+ * get the full method on their own, and the sweep fits the rest around them.
+ * The best of these is kept.
+ */
+static int strip_large(const struct as_problem *pb, uint64_t *off,
+		       struct cfg *cfg, struct as_plan *p, double deadline)
+{
+	uint32_t n = pb->n;
+	uint64_t *tmp = calloc(n, sizeof(uint64_t));
+	uint8_t *fixed = calloc(n, 1);
+	uint32_t *map = calloc(n, sizeof(uint32_t));
+	struct as_problem sub = *pb;
+	struct as_placer *obst = NULL;
+	uint64_t best = UINT64_MAX, peak;
+	int err = AS_ENOMEM;
+	sub.r = calloc(n, sizeof(*sub.r));
+	if (!tmp || !fixed || !map || !sub.r)
+		goto out;
+	for (int f = 0; f < 2; f++) {
+		peak = as_place_sweep(pb, f ? AS_FIT_BEST : AS_FIT_LOWEST, NULL,
+				      NULL, tmp, &err);
+		if (err)
+			goto out;
+		if (peak == UINT64_MAX) {
+			err = AS_EUNSUPPORTED;
+			goto out;
+		}
+		if ((err = as_plan_round(p, f ? "sweep best fit"
+					      : "sweep first fit", peak)))
+			goto out;
+		if (peak < best) {
+			best = peak;
+			memcpy(off, tmp, n * sizeof(uint64_t));
+		}
+	}
+	/* Big: at least 1/256 of the bound, halving the cut while too many. */
+	for (uint64_t cut = pb->lower_bound / 256 + 1;; cut *= 2) {
+		sub.n = 0;
+		for (uint32_t i = 0; i < n; i++)
+			if (pb->r[i].size >= cut) {
+				map[sub.n] = i;
+				sub.r[sub.n++] = pb->r[i];
+			}
+		if (as_problem_pairs(&sub) <= AS_STRIP_PAIRS_MAX)
+			break;
+	}
+	if (sub.n == 0 || sub.n == n)
+		goto done;
+	{
+		uint64_t *so = calloc(sub.n, sizeof(uint64_t));
+		uint64_t *load = calloc((size_t)sub.nsections + 1,
+					sizeof(uint64_t));
+		if (!so || !load) {
+			free(so);
+			free(load);
+			goto out;
+		}
+		as_problem_load(&sub, load);
+		sub.lower_bound = 0;
+		for (uint32_t t = 0; t < sub.nsections; t++)
+			if (load[t] > sub.lower_bound)
+				sub.lower_bound = load[t];
+		free(load);
+		double now = as_now_ms();
+		err = strip_full(&sub, so, cfg, p, now + (deadline - now) / 2);
+		for (uint32_t k = 0; err == AS_OK && k < sub.n; k++) {
+			tmp[map[k]] = so[k];
+			fixed[map[k]] = 1;
+		}
+		free(so);
+		if (err)
+			goto out;
+	}
+	obst = as_placer_create(pb);
+	if (!obst)
+		goto out;
+	for (uint32_t i = 0; i < n; i++)
+		if (fixed[i])
+			as_placer_put(obst, i, tmp[i]);
+	peak = as_place_sweep(pb, AS_FIT_LOWEST, fixed, obst, tmp, &err);
+	if (err)
+		goto out;
+	if (peak == UINT64_MAX) {
+		err = AS_EUNSUPPORTED;
+		goto out;
+	}
+	if ((err = as_plan_round(p, "big first, sweep", peak)))
+		goto out;
+	if (peak < best) {
+		best = peak;
+		memcpy(off, tmp, n * sizeof(uint64_t));
+	}
+done:
+	err = AS_OK;
+out:
+	as_placer_destroy(obst);
+	free(tmp);
+	free(fixed);
+	free(map);
+	free(sub.r);
+	return err;
+}
+
+static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
+		      struct as_plan *p, struct as_diag *diag)
+{
+	struct cfg *cfg = ctx;
+	double deadline = cfg->start_ms + (double)cfg->budget_ms;
+	int err;
+	cfg->nspace++;
+	if (as_problem_pairs(pb) <= AS_STRIP_PAIRS_MAX)
+		err = strip_full(pb, off, cfg, p, deadline);
+	else
+		err = strip_large(pb, off, cfg, p, deadline);
+	if (err == AS_EUNSUPPORTED)
+		return as_diag_set(diag, 0, err,
+				   "strip: offsets overflow 64 bits");
 	return err;
 }
 
