@@ -8,7 +8,10 @@ Kinds (all deterministic for a given seed):
   infer N   inference over a network with skip connections, repeated blocks
             of equal-sized tensors;
   malloc N  a recorded malloc stream: many small size classes, mostly short
-            lifetimes, some long-lived buffers, a few large ones.
+            lifetimes, some long-lived buffers, a few large ones;
+  tile N FILE  copies of a real MiniMalloc CSV (e.g. idealloc's resnet50)
+            until N buffers, each copy shifted by a third of the file's span
+            so neighbouring copies overlap: real sizes, many equal ones.
 """
 import random
 import sys
@@ -84,13 +87,33 @@ def malloc(n, rng):
     return rows
 
 
+def tile(n, rng, path):
+    import csv
+    base = [(int(r["lower"]), int(r["upper"]), int(r["size"]))
+            for r in csv.DictReader(open(path))]
+    span = max(b for _, b, _ in base)
+    step = max(1, span // 3)
+    rows = []
+    k = 0
+    while len(rows) < n:
+        shift = k * step + rng.randrange(0, max(1, step // 4))
+        for (a, b, s) in base:
+            rows.append([a + shift, b + shift, s])
+        k += 1
+    return rows[:n]
+
+
 def main():
     if len(sys.argv) < 3:
-        sys.exit("usage: strip_gen.py train|infer|malloc N [SEED] > out.csv")
+        sys.exit("usage: strip_gen.py train|infer|malloc N [SEED] > out.csv\n"
+                 "       strip_gen.py tile N FILE.csv > out.csv")
     kind, n = sys.argv[1], int(sys.argv[2])
-    seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    seed = int(sys.argv[3]) if len(sys.argv) > 3 and kind != "tile" else 1
     rng = random.Random(seed)
-    rows = {"train": train, "infer": infer, "malloc": malloc}[kind](n, rng)
+    if kind == "tile":
+        rows = tile(n, random.Random(1), sys.argv[3])
+    else:
+        rows = {"train": train, "infer": infer, "malloc": malloc}[kind](n, rng)
     out = sys.stdout
     out.write("id,lower,upper,size\n")
     for i, (a, b, s) in enumerate(rows):

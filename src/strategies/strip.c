@@ -53,10 +53,11 @@ const char *const as_strip_metrics[] = {
  * seconds: such traces take the sweep (see strip_large).
  */
 #define AS_STRIP_PAIRS_MAX 4000000ULL
+#define AS_STRIP_PAIRS_TIER 20000000ULL
 
 struct cfg {
 	int metric, search;
-	uint64_t rounds, budget_ms, seed, exact_max, nodes;
+	uint64_t rounds, budget_ms, seed, exact_max, nodes, big;
 	double start_ms;
 	uint32_t nspace;
 };
@@ -592,17 +593,23 @@ static int strip_large(const struct as_problem *pb, uint64_t *off,
 			memcpy(off, tmp, n * sizeof(uint64_t));
 		}
 	}
-	/* Big: at least 1/256 of the bound, halving the cut while too many. */
-	for (uint64_t cut = pb->lower_bound / 256 + 1;; cut *= 2) {
+	/* Big: at least 1/big of the bound, doubling the cut while too many. */
+	uint64_t cut;
+	for (cut = pb->lower_bound / cfg->big + 1;; cut *= 2) {
 		sub.n = 0;
+		if (cut == 0)
+			break;
 		for (uint32_t i = 0; i < n; i++)
 			if (pb->r[i].size >= cut) {
 				map[sub.n] = i;
 				sub.r[sub.n++] = pb->r[i];
 			}
-		if (as_problem_pairs(&sub) <= AS_STRIP_PAIRS_MAX)
+		if (as_problem_pairs(&sub) <= AS_STRIP_PAIRS_MAX &&
+		    sub.n <= cfg->exact_max)
 			break;
 	}
+	if ((err = as_plan_stat_int(p, "big_rects", sub.n)))
+		goto out;
 	if (sub.n == 0 || sub.n == n)
 		goto done;
 	{
@@ -620,8 +627,11 @@ static int strip_large(const struct as_problem *pb, uint64_t *off,
 			if (load[t] > sub.lower_bound)
 				sub.lower_bound = load[t];
 		free(load);
+		/* No tuning rounds there: the exact search's dive does better. */
+		struct cfg c2 = *cfg;
+		c2.rounds = 0;
 		double now = as_now_ms();
-		err = strip_full(&sub, so, cfg, p, now + (deadline - now) / 2);
+		err = strip_full(&sub, so, &c2, p, now + (deadline - now) / 2);
 		for (uint32_t k = 0; err == AS_OK && k < sub.n; k++) {
 			tmp[map[k]] = so[k];
 			fixed[map[k]] = 1;
@@ -648,6 +658,49 @@ static int strip_large(const struct as_problem *pb, uint64_t *off,
 	if (peak < best) {
 		best = peak;
 		memcpy(off, tmp, n * sizeof(uint64_t));
+	}
+	/*
+	 * A middle tier, when the pairs allow one pass of the general placer:
+	 * buffers down to cut/16 go largest first onto the big ones (lowest
+	 * fit), the sweep fits the rest around both.
+	 */
+	uint64_t cut2 = cut / 16 + 1;
+	sub.n = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (pb->r[i].size >= cut2)
+			sub.r[sub.n++] = pb->r[i];
+	if (as_problem_pairs(&sub) <= AS_STRIP_PAIRS_TIER &&
+	    as_now_ms() < deadline) {
+		uint32_t m = 0;
+		for (uint32_t i = 0; i < n; i++)
+			if (!fixed[i] && pb->r[i].size >= cut2)
+				map[m++] = i;
+		if ((err = as_strip_order(pb, 0, map, m)))
+			goto out;
+		for (uint32_t k = 0; k < m; k++) {
+			uint32_t i = map[k];
+			if (!as_placer_find(obst, i, AS_FIT_LOWEST, &tmp[i],
+					    NULL)) {
+				err = AS_EUNSUPPORTED;
+				goto out;
+			}
+			as_placer_put(obst, i, tmp[i]);
+			fixed[i] = 1;
+		}
+		peak = as_place_sweep(pb, AS_FIT_LOWEST, fixed, obst, tmp,
+				      &err);
+		if (err)
+			goto out;
+		if (peak == UINT64_MAX) {
+			err = AS_EUNSUPPORTED;
+			goto out;
+		}
+		if ((err = as_plan_round(p, "big, middle, sweep", peak)))
+			goto out;
+		if (peak < best) {
+			best = peak;
+			memcpy(off, tmp, n * sizeof(uint64_t));
+		}
 	}
 done:
 	err = AS_OK;
@@ -688,6 +741,9 @@ static const struct as_option_desc options[] = {
 	{"search", "auto", "auto, exact, local or none"},
 	{"exact_max", "3000",
 	 "largest rectangle count for the exact search under auto"},
+	{"big", "256",
+	 "large traces: buffers of at least 1/big of the bound go first "
+	 "(2-65536)"},
 	{"nodes", "0",
 	 "search effort cap, machine independent (0: the budget only)"},
 	{NULL, NULL, NULL},
@@ -711,7 +767,8 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	    (err = as_opts_u64(o, "exact_max", 3000, 0, 20000,
 			       &cfg.exact_max, diag)) ||
 	    (err = as_opts_u64(o, "nodes", 0, 0, UINT64_MAX, &cfg.nodes,
-			       diag)))
+			       diag)) ||
+	    (err = as_opts_u64(o, "big", 256, 2, 65536, &cfg.big, diag)))
 		return err;
 	return as_plan_spaces(t, p, plan_space, &cfg, diag);
 }
