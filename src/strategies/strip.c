@@ -400,7 +400,7 @@ static int seed_method(struct space *sp)
 }
 
 /*
- * Exact search: the threshold first (three quarters of the budget), then
+ * Exact search: the threshold first (four fifths of the budget), then
  * bisect between it and the best height, each probe taking half of what is
  * left; a probe that fails or runs out sends the bisection higher.
  */
@@ -411,8 +411,8 @@ static int exact_phase(struct space *sp, double deadline)
 	struct as_exact_stats st = {0};
 	char label[48];
 	double now = as_now_ms();
-	int r = as_exact_solve(pb, lo, now + (deadline - now) * 0.75,
-			       nodes ? nodes / 4 * 3 : 0, sp->cfg->seed,
+	int r = as_exact_solve(pb, lo, now + (deadline - now) * 0.8,
+			       nodes ? nodes / 5 * 4 : 0, sp->cfg->seed,
 			       sp->off, &st);
 	if (r < 0)
 		return r;
@@ -735,7 +735,7 @@ static const struct as_option_desc options[] = {
 	 "first order: size-length, size, length, overlap, area, sum, ratio, "
 	 "length-size, size-overlap, overlap-size"},
 	{"rounds", "8", "seed tuning rounds (0-1000)"},
-	{"budget_ms", "2000",
+	{"budget_ms", "3000",
 	 "time for the improving search, per trace (0-3600000)"},
 	{"seed", "1", "seed of the search's tie-breaks"},
 	{"search", "auto", "auto, exact, local or none"},
@@ -758,7 +758,7 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	if ((err = as_opts_choice(o, "metric", as_strip_metrics, 0,
 				  &cfg.metric, diag)) ||
 	    (err = as_opts_u64(o, "rounds", 8, 0, 1000, &cfg.rounds, diag)) ||
-	    (err = as_opts_u64(o, "budget_ms", 2000, 0, 3600000,
+	    (err = as_opts_u64(o, "budget_ms", 3000, 0, 3600000,
 			       &cfg.budget_ms, diag)) ||
 	    (err = as_opts_u64(o, "seed", 1, 0, UINT64_MAX, &cfg.seed,
 			       diag)) ||
