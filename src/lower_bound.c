@@ -30,9 +30,20 @@ static uint64_t sweep(const struct as_trace *t, int space)
 	return best > UINT64_MAX ? UINT64_MAX : (uint64_t)best;
 }
 
+/*
+ * Spaces are separate memories, each its own container: the floor of a plan
+ * is the sum of each space's floor (with one space, the classic bound).
+ */
 uint64_t as_trace_lower_bound(const struct as_trace *t)
 {
-	return sweep(t, -1);
+	if (t->nspaces <= 1)
+		return sweep(t, -1);
+	uint64_t sum = 0;
+	for (uint16_t s = 0; s < t->nspaces; s++) {
+		uint64_t b = sweep(t, s);
+		sum = b > UINT64_MAX - sum ? UINT64_MAX : sum + b;
+	}
+	return sum;
 }
 
 uint64_t as_trace_lower_bound_space(const struct as_trace *t, uint16_t space)

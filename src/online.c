@@ -2,30 +2,68 @@
  * The driver of online allocators: events in trace order, a fresh allocator
  * per case with that case's options (the spec's options win), failures
  * recorded as AS_NO_OFFSET, aliases left to the caller (they take no memory
- * of their own).
+ * of their own). Address spaces are separate memories, so each gets an
+ * allocator of its own.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "strategy.h"
 
-/* End the running case (its stats go to the plan) and start case c. */
-static int start_case(const struct as_strategy_impl *impl,
-		      const struct as_trace *t, uint32_t c,
-		      const char *spec_opts, as_emit_fn emit, void *ctx,
-		      struct as_plan *p, void **st, struct as_diag *diag)
+struct replay {
+	const struct as_strategy_impl *impl;
+	const struct as_trace *t;
+	const char *spec_opts;
+	as_emit_fn emit;
+	void *ctx;
+	struct as_plan *p;
+	void **st;              /* one allocator per space */
+};
+
+/* End the running case: its statistics go to the plan. */
+static void end_case(struct replay *r, bool keep_stats)
 {
-	const struct as_online_impl *on = impl->online;
-	struct as_opts o;
-	if (*st) {
-		if (on->stats)
-			on->stats(*st, p);
-		on->destroy(*st);
-		*st = NULL;
+	const struct as_online_impl *on = r->impl->online;
+	for (uint16_t s = 0; s < r->t->nspaces; s++) {
+		if (!r->st[s])
+			continue;
+		if (keep_stats && on->stats)
+			on->stats(r->st[s], r->p);
+		on->destroy(r->st[s]);
+		r->st[s] = NULL;
 	}
-	int err = as_opts_parse(&o, impl->info.name, impl->info.options,
-				t->cases[c].options, spec_opts, diag);
-	return err ? err : on->create(&o, emit, ctx, st, diag);
+}
+
+static int start_case(struct replay *r, uint32_t c, struct as_diag *diag)
+{
+	struct as_opts o;
+	end_case(r, true);
+	int err = as_opts_parse(&o, r->impl->info.name, r->impl->info.options,
+				r->t->cases[c].options, r->spec_opts, diag);
+	for (uint16_t s = 0; err == AS_OK && s < r->t->nspaces; s++)
+		err = r->impl->online->create(&o, r->emit, r->ctx, &r->st[s],
+					      diag);
+	return err;
+}
+
+static void query_all(struct replay *r, enum as_query q)
+{
+	for (uint16_t s = 0; s < r->t->nspaces; s++)
+		if (r->st[s])
+			r->impl->online->query(r->st[s], q);
+}
+
+static int check(struct replay *r, uint16_t s, uint32_t e,
+		 struct as_diag *diag)
+{
+	char msg[256] = "";
+	uint64_t broken = r->impl->online->check(r->st[s], msg, sizeof(msg));
+	if (!broken)
+		return AS_OK;
+	return as_diag_set(diag, 0, AS_EINVAL,
+			   "%s: %llu broken invariants after event %u: %s",
+			   r->impl->info.name, (unsigned long long)broken, e,
+			   msg);
 }
 
 int as_online_replay(const struct as_strategy_impl *impl,
@@ -34,36 +72,43 @@ int as_online_replay(const struct as_strategy_impl *impl,
 		     struct as_diag *diag)
 {
 	const struct as_online_impl *on = impl->online;
-	as_emit_fn emit = hooks ? hooks->emit : NULL;
-	void *ctx = hooks ? hooks->ctx : NULL;
+	struct replay r = {
+		.impl = impl,
+		.t = t,
+		.spec_opts = spec_opts,
+		.emit = hooks ? hooks->emit : NULL,
+		.ctx = hooks ? hooks->ctx : NULL,
+		.p = p,
+	};
 	bool checks = hooks && hooks->check_every_event && on->check;
 #ifdef AS_EXPENSIVE_CHECKS
 	checks = on->check != NULL;
 #endif
-	void *st = NULL;
 	uint8_t *placed = calloc((size_t)t->nbuffers + 1, 1);
-	if (!placed || as_plan_want_chunks(p) != AS_OK) {
+	r.st = calloc(t->nspaces, sizeof(*r.st));
+	if (!placed || !r.st || as_plan_want_chunks(p) != AS_OK) {
 		free(placed);
+		free(r.st);
 		return AS_ENOMEM;
 	}
-	int err = start_case(impl, t, 0, spec_opts, emit, ctx, p, &st, diag);
+	int err = start_case(&r, 0, diag);
 	for (uint32_t e = 0; e < t->nevents && err == AS_OK; e++) {
 		const struct as_event *ev = &t->events[e];
 		uint32_t i = ev->arg;
+		uint16_t s = i < t->nbuffers ? t->buffers[i].space : 0;
 		switch (ev->kind) {
 		case AS_EV_CASE:
-			err = start_case(impl, t, i, spec_opts, emit, ctx, p,
-					 &st, diag);
+			err = start_case(&r, i, diag);
 			continue;
 		case AS_EV_QUERY:
 			if (on->query)
-				on->query(st, (enum as_query)i);
+				query_all(&r, (enum as_query)i);
 			continue;
 		case AS_EV_ALLOC: {
 			if (t->buffers[i].alias_of != AS_NONE)
 				continue;
 			uint64_t off = AS_NO_OFFSET, chunk = 0;
-			err = on->alloc(st, t, i, &off, &chunk);
+			err = on->alloc(r.st[s], t, i, &off, &chunk);
 			if (err == 1) {
 				err = AS_OK;
 				off = AS_NO_OFFSET;
@@ -75,31 +120,19 @@ int as_online_replay(const struct as_strategy_impl *impl,
 			break;
 		}
 		case AS_EV_FREE:
-			if (placed[i]) {
-				on->free(st, t, i);
-				placed[i] = 0;
-			}
+			if (!placed[i])
+				continue;
+			on->free(r.st[s], t, i);
+			placed[i] = 0;
 			break;
 		}
-		if (checks && err == AS_OK) {
-			char msg[256] = "";
-			uint64_t broken = on->check(st, msg, sizeof(msg));
-			if (broken)
-				err = as_diag_set(diag, 0, AS_EINVAL,
-						  "%s: %llu broken invariants "
-						  "after event %u: %s",
-						  impl->info.name,
-						  (unsigned long long)broken, e,
-						  msg);
-		}
+		if (checks && err == AS_OK)
+			err = check(&r, s, e, diag);
 	}
-	if (st) {
-		if (err == AS_OK && hooks && hooks->dump_at_end && on->query)
-			on->query(st, AS_Q_DUMP);
-		if (err == AS_OK && on->stats)
-			on->stats(st, p);
-		on->destroy(st);
-	}
+	if (err == AS_OK && hooks && hooks->dump_at_end && on->query)
+		query_all(&r, AS_Q_DUMP);
+	end_case(&r, err == AS_OK);
+	free(r.st);
 	free(placed);
 	return err;
 }

@@ -188,18 +188,15 @@ static int parse_line(struct as_builder *b, struct tok *tk, int n,
 			   (int)tk[0].len, tk[0].s);
 }
 
-int as_parse_ops(struct as_builder *b, const char *data, size_t len,
-		 struct as_diag *diag)
+int as_parse_ops(struct as_builder *b, struct as_line_state *st,
+		 const char *data, size_t len, struct as_diag *diag)
 {
 	const char *p = data, *end = data + len, *s;
 	size_t n;
-	uint64_t line = 0;
+	uint64_t line = st->line;
 	while ((s = as_next_line(&p, end, &n))) {
 		struct tok tk[MAX_TOKENS];
 		line++;
-		if (memchr(s, 0, n))
-			return as_diag_set(diag, line, AS_EPARSE,
-					   "NUL byte in text");
 		int ntok = split(s, n, tk);
 		if (ntok < 0)
 			return as_diag_set(diag, line, AS_EPARSE,
@@ -210,5 +207,6 @@ int as_parse_ops(struct as_builder *b, const char *data, size_t len,
 		if (err)
 			return err;
 	}
+	st->line = line;
 	return AS_OK;
 }

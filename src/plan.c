@@ -30,6 +30,7 @@ void as_plan_destroy(struct as_plan *p)
 	free(p->chunk);
 	free(p->alias_of);
 	free(p->space_capacity);
+	free(p->space_name);
 	free(p->stats);
 	free(p->rounds);
 	free(p);
@@ -56,9 +57,15 @@ int as_plan_want_spaces(struct as_plan *p, const struct as_trace *t,
 	uint64_t *cap = realloc(p->space_capacity, nspaces * sizeof(*cap) + 1);
 	if (!cap)
 		return AS_ENOMEM;
+	p->space_capacity = cap;
+	const char **names = realloc(p->space_name, nspaces * sizeof(*names) + 1);
+	if (!names)
+		return AS_ENOMEM;
+	for (uint16_t s = 0; s < nspaces; s++)
+		names[s] = NULL;
+	p->space_name = names;
 	for (uint16_t s = 0; s < nspaces; s++)
 		cap[s] = s < t->nspaces ? t->spaces[s].capacity : 0;
-	p->space_capacity = cap;
 	p->nspaces = nspaces;
 	return AS_OK;
 }
@@ -113,9 +120,27 @@ int as_plan_round(struct as_plan *p, const char *label, uint64_t peak)
 	return AS_OK;
 }
 
+const char *as_plan_space_name(const struct as_plan *p,
+			       const struct as_trace *t, uint16_t space)
+{
+	if (p->space_name && space < p->nspaces && p->space_name[space])
+		return p->space_name[space];
+	if (space < t->nspaces)
+		return t->spaces[space].name;
+	return "space";
+}
+
 uint64_t as_plan_peak(const struct as_plan *p, const struct as_trace *t,
 		      int space)
 {
+	if (space < 0 && p->nspaces > 1) {
+		uint64_t sum = 0;
+		for (uint16_t s = 0; s < p->nspaces; s++) {
+			uint64_t x = as_plan_peak(p, t, s);
+			sum = x > UINT64_MAX - sum ? UINT64_MAX : sum + x;
+		}
+		return sum;
+	}
 	uint64_t peak = 0;
 	for (uint32_t i = 0; i < t->nbuffers; i++) {
 		uint64_t off = p->offset[i];

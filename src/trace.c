@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "options.h"
+#include "sort.h"
 #include "trace_private.h"
 
 /* ---- Arena ---- */
@@ -62,7 +63,7 @@ void as_arena_finish(struct as_arena *a)
 struct as_builder {
 	struct as_trace *t;
 	uint32_t cap_buffers, cap_events, cap_cases, cap_symbols,
-		cap_frames;
+		cap_frames, nframes;
 	/*
 	 * Live names: open addressing with linear probing over buffer
 	 * indices (AS_NONE marks an empty slot); deletion shifts back, so
@@ -285,10 +286,10 @@ static int64_t new_buffer(struct as_builder *b, const char *name,
 				   "size %llu overflows 64 bits with its "
 				   "alignment",
 				   (unsigned long long)size);
-	if (t->nbuffers == AS_NONE - 1)
+	if (t->nbuffers == AS_MAX_BUFFERS)
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "too many buffers (at most %u)",
-				   AS_NONE - 1);
+				   AS_MAX_BUFFERS);
 	if (!grow((void **)&t->buffers, &b->cap_buffers, t->nbuffers + 1,
 		  sizeof(*t->buffers)))
 		return AS_ENOMEM;
@@ -302,7 +303,6 @@ static int64_t new_buffer(struct as_builder *b, const char *name,
 		.recorded = AS_NO_OFFSET,
 		.alias_of = AS_NONE,
 		.symbol = AS_NONE,
-		.frames = AS_NONE,
 		.align_log2 = log2,
 	};
 	return t->nbuffers++;
@@ -449,15 +449,18 @@ int64_t as_builder_symbol(struct as_builder *b, const char *name)
 	return t->nsymbols++;
 }
 
-int64_t as_builder_frames(struct as_builder *b, const char *frames)
+int as_builder_frames(struct as_builder *b, uint32_t idx, const char *frames)
 {
 	struct as_trace *t = b->t;
-	if (!grow((void **)&t->frames, &b->cap_frames, t->nframes + 1,
+	if (!grow((void **)&t->frames, &b->cap_frames, t->nbuffers,
 		  sizeof(*t->frames)))
 		return AS_ENOMEM;
-	if (!(t->frames[t->nframes] = as_builder_intern(b, frames)))
+	for (uint32_t i = b->nframes; i < t->nbuffers; i++)
+		t->frames[i] = NULL;
+	b->nframes = t->nbuffers;
+	if (!(t->frames[idx] = as_builder_intern(b, frames)))
 		return AS_ENOMEM;
-	return t->nframes++;
+	return AS_OK;
 }
 
 int64_t as_builder_lookup(struct as_builder *b, const char *name)
@@ -471,50 +474,121 @@ int64_t as_builder_lookup(struct as_builder *b, const char *name)
 	return -1;
 }
 
-/* Sort key of a derived event: time, then frees first, then index. */
-struct timed_ev {
-	uint64_t time;
-	uint32_t is_alloc;
-	uint32_t buf;
-};
-
-static int cmp_timed(const void *pa, const void *pb)
+static bool by_start(uint32_t a, uint32_t b, const void *ctx)
 {
-	const struct timed_ev *a = pa, *b = pb;
-	if (a->time != b->time)
-		return a->time < b->time ? -1 : 1;
-	if (a->is_alloc != b->is_alloc)
-		return a->is_alloc < b->is_alloc ? -1 : 1;
-	return (a->buf > b->buf) - (a->buf < b->buf);
+	const struct as_trace *t = ctx;
+	return t->buffers[a].start < t->buffers[b].start;
 }
 
+static bool by_end(uint32_t a, uint32_t b, const void *ctx)
+{
+	const struct as_trace *t = ctx;
+	return t->buffers[a].end < t->buffers[b].end;
+}
+
+/*
+ * Indices sorted stably by 32-bit times: an LSD radix sort of (time << 32 |
+ * index) over the time bytes only, since the indices start in order and each
+ * pass is stable. Returns false when memory is short.
+ */
+static bool radix_indices(const struct as_trace *t, bool by_end_time,
+			  uint64_t max_time, uint32_t *out)
+{
+	uint32_t n = t->nbuffers;
+	uint64_t *a = malloc(((size_t)n + 1) * sizeof(*a));
+	uint64_t *b = malloc(((size_t)n + 1) * sizeof(*b));
+	if (!a || !b) {
+		free(a);
+		free(b);
+		return false;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct as_buffer *buf = &t->buffers[i];
+		a[i] = (by_end_time ? buf->end : buf->start) << 32 | i;
+	}
+	for (unsigned shift = 32; shift < 64 && (max_time >> (shift - 32));
+	     shift += 8) {
+		size_t count[257] = {0};
+		for (uint32_t i = 0; i < n; i++)
+			count[((a[i] >> shift) & 0xff) + 1]++;
+		for (int d = 0; d < 256; d++)
+			count[d + 1] += count[d];
+		for (uint32_t i = 0; i < n; i++)
+			b[count[(a[i] >> shift) & 0xff]++] = a[i];
+		uint64_t *s = a;
+		a = b;
+		b = s;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		out[i] = (uint32_t)a[i];
+	free(a);
+	free(b);
+	return true;
+}
+
+/* Indices 0..n-1 sorted stably by `less` (skipped when already in order). */
+static uint32_t *sorted_indices(const struct as_trace *t, as_less_fn less)
+{
+	uint32_t n = t->nbuffers;
+	uint32_t *v = malloc(((size_t)n + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	bool in_order = true;
+	uint64_t max_time = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		v[i] = i;
+		if (i && less(i, i - 1, t))
+			in_order = false;
+		if (t->buffers[i].end > max_time)
+			max_time = t->buffers[i].end;
+	}
+	if (in_order)
+		return v;
+	if (max_time <= UINT32_MAX) {
+		if (radix_indices(t, less == by_end, max_time, v))
+			return v;
+	} else if (as_sort_u32(v, n, less, t) == AS_OK) {
+		return v;
+	}
+	free(v);
+	return NULL;
+}
+
+/*
+ * Events of buffers with explicit lifetimes: allocations by start and frees
+ * by end, merged with frees first at equal times, ties by index. Sorting
+ * 4-byte indices keeps the peak small on 10^7-buffer traces.
+ */
 static int derive_events(struct as_builder *b)
 {
 	struct as_trace *t = b->t;
-	if ((uint64_t)t->nbuffers * 2 > UINT32_MAX)
+	uint32_t n = t->nbuffers;
+	uint32_t *alloc = sorted_indices(t, by_start);
+	uint32_t *frees = alloc ? sorted_indices(t, by_end) : NULL;
+	struct as_event *ev = frees ? malloc(((size_t)n * 2 + 1) * sizeof(*ev))
+				    : NULL;
+	if (!ev) {
+		free(alloc);
+		free(frees);
 		return AS_ENOMEM;
-	uint32_t n = t->nbuffers * 2;
-	struct timed_ev *ev = malloc((size_t)n * sizeof(*ev) + 1);
-	if (!ev)
-		return AS_ENOMEM;
-	for (uint32_t i = 0; i < t->nbuffers; i++) {
-		ev[2 * i] = (struct timed_ev){t->buffers[i].start, 1, i};
-		ev[2 * i + 1] = (struct timed_ev){t->buffers[i].end, 0, i};
-		if (t->buffers[i].end > b->time)
-			b->time = t->buffers[i].end;
 	}
-	qsort(ev, n, sizeof(*ev), cmp_timed);
+	uint32_t i = 0, j = 0, k = 0;
+	while (i < n || j < n) {
+		bool take_free =
+			j < n && (i == n || t->buffers[frees[j]].end <=
+						    t->buffers[alloc[i]].start);
+		if (take_free)
+			ev[k++] = (struct as_event){AS_EV_FREE, frees[j++]};
+		else
+			ev[k++] = (struct as_event){AS_EV_ALLOC, alloc[i++]};
+	}
+	if (n)
+		b->time = t->buffers[frees[n - 1]].end;
+	free(alloc);
+	free(frees);
 	free(t->events);
-	t->events = malloc((size_t)n * sizeof(*t->events) + 1);
-	if (!t->events) {
-		free(ev);
-		return AS_ENOMEM;
-	}
-	for (uint32_t i = 0; i < n; i++)
-		t->events[i] = (struct as_event){
-			ev[i].is_alloc ? AS_EV_ALLOC : AS_EV_FREE, ev[i].buf};
-	t->nevents = n;
-	free(ev);
+	t->events = ev;
+	t->nevents = 2 * n;
 	return AS_OK;
 }
 
@@ -530,6 +604,13 @@ int as_builder_finish(struct as_builder *b, struct as_trace **out,
 	if (err)
 		return err;
 	t->end_time = b->time;
+	if (t->frames && b->nframes < t->nbuffers) {
+		if (!grow((void **)&t->frames, &b->cap_frames, t->nbuffers,
+			  sizeof(*t->frames)))
+			return AS_ENOMEM;
+		for (uint32_t i = b->nframes; i < t->nbuffers; i++)
+			t->frames[i] = NULL;
+	}
 	for (uint32_t i = 0; i < t->nbuffers; i++) {
 		struct as_buffer *buf = &t->buffers[i];
 		if (buf->space >= t->nspaces)
@@ -631,33 +712,32 @@ static enum as_format detect(const char *name, const char *data, size_t len)
 	return AS_FMT_OPS;
 }
 
-int as_trace_parse(const char *name, const char *data, size_t len,
-		   enum as_format fmt, struct as_trace **out,
-		   struct as_diag *diag)
+static const char *const fmt_names[] = {"auto", "ops", "json", "csv"};
+
+static int start(const char *name, enum as_format fmt,
+		 struct as_builder **b, struct as_diag *diag)
 {
-	static const char *const fmt_names[] = {"auto", "ops", "json", "csv"};
-	struct as_diag local;
-	if (!diag)
-		diag = &local;
-	memset(diag, 0, sizeof(*diag));
-	snprintf(diag->file, sizeof(diag->file), "%s", name);
-	if (fmt == AS_FMT_AUTO)
-		fmt = detect(name, data, len);
-	struct as_builder *b = as_builder_create(name, fmt_names[fmt]);
-	if (!b)
-		return as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
-	int err;
-	switch (fmt) {
-	case AS_FMT_JSON:
-		err = as_parse_json(b, data, len, diag);
-		break;
-	case AS_FMT_CSV:
-		err = as_parse_csv(b, data, len, diag);
-		break;
-	default:
-		err = as_parse_ops(b, data, len, diag);
-		break;
-	}
+	*b = as_builder_create(name, fmt_names[fmt]);
+	return *b ? AS_OK : as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
+}
+
+static int feed(struct as_builder *b, enum as_format fmt,
+		struct as_line_state *st, const char *data, size_t len,
+		struct as_diag *diag)
+{
+	if (memchr(data, 0, len)) /* the line parsers stop at NUL */
+		return as_diag_set(diag, st->line + 1, AS_EPARSE,
+				   "NUL byte in a text file");
+	return fmt == AS_FMT_CSV ? as_parse_csv(b, st, data, len, diag)
+				 : as_parse_ops(b, st, data, len, diag);
+}
+
+static int finish(struct as_builder *b, enum as_format fmt,
+		  struct as_line_state *st, int err, struct as_trace **out,
+		  struct as_diag *diag)
+{
+	if (err == AS_OK && fmt == AS_FMT_CSV)
+		err = as_parse_csv_end(st, diag);
 	if (err == AS_OK)
 		return as_builder_finish(b, out, diag);
 	if (err == AS_ENOMEM)
@@ -666,14 +746,105 @@ int as_trace_parse(const char *name, const char *data, size_t len,
 	return err;
 }
 
+static void diag_start(struct as_diag *diag, const char *name)
+{
+	memset(diag, 0, sizeof(*diag));
+	snprintf(diag->file, sizeof(diag->file), "%s", name);
+}
+
+int as_trace_parse(const char *name, const char *data, size_t len,
+		   enum as_format fmt, struct as_trace **out,
+		   struct as_diag *diag)
+{
+	struct as_diag local;
+	struct as_builder *b;
+	struct as_line_state st = {0};
+	if (!diag)
+		diag = &local;
+	diag_start(diag, name);
+	if (fmt == AS_FMT_AUTO)
+		fmt = detect(name, data, len);
+	int err = start(name, fmt, &b, diag);
+	if (err)
+		return err;
+	if (fmt == AS_FMT_JSON)
+		err = as_parse_json(b, data, len, diag);
+	else
+		err = feed(b, fmt, &st, data, len, diag);
+	return finish(b, fmt, &st, err, out, diag);
+}
+
+#define WINDOW (4u << 20)
+
+/*
+ * Line formats stream through a window of whole lines, so a 10^7-buffer
+ * trace never sits in memory as text; JSON is read whole.
+ */
+static int load_stream(FILE *f, const char *path, enum as_format fmt,
+		       struct as_trace **out, struct as_diag *diag)
+{
+	size_t cap = WINDOW, have = 0;
+	char *buf = malloc(cap);
+	struct as_builder *b = NULL;
+	struct as_line_state st = {0};
+	int err = buf ? AS_OK : AS_ENOMEM;
+	bool eof = false;
+	while (err == AS_OK && !eof) {
+		if (have == cap) { /* one line longer than the window */
+			char *n = realloc(buf, cap * 2);
+			if (!n) {
+				err = AS_ENOMEM;
+				break;
+			}
+			buf = n;
+			cap *= 2;
+		}
+		size_t got = fread(buf + have, 1, cap - have, f);
+		if (got == 0) {
+			if (ferror(f)) {
+				err = as_diag_set(diag, 0, AS_EIO, "read error");
+				break;
+			}
+			eof = true;
+		}
+		have += got;
+		if (!b) {
+			if (fmt == AS_FMT_AUTO)
+				fmt = detect(path, buf, have);
+			if (fmt == AS_FMT_JSON && !eof)
+				continue; /* read it whole */
+			if ((err = start(path, fmt, &b, diag)))
+				break;
+			if (fmt == AS_FMT_JSON) {
+				err = as_parse_json(b, buf, have, diag);
+				break;
+			}
+		}
+		size_t used = have;
+		while (!eof && used > 0 && buf[used - 1] != '\n')
+			used--;
+		if (used == 0)
+			continue;
+		err = feed(b, fmt, &st, buf, used, diag);
+		memmove(buf, buf + used, have - used);
+		have -= used;
+	}
+	free(buf);
+	if (!b) {
+		if (err == AS_ENOMEM)
+			as_diag_set(diag, 0, err, "out of memory");
+		return err;
+	}
+	return finish(b, fmt, &st, err, out, diag);
+}
+
 int as_trace_load(const char *path, enum as_format fmt, struct as_trace **out,
 		  struct as_diag *diag)
 {
 	struct as_diag local;
 	if (!diag)
 		diag = &local;
-	memset(diag, 0, sizeof(*diag));
-	snprintf(diag->file, sizeof(diag->file), "%s", path);
+	diag_start(diag, path);
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return as_diag_set(diag, 0, AS_EIO, "cannot open: %s",
@@ -683,21 +854,8 @@ int as_trace_load(const char *path, enum as_format fmt, struct as_trace **out,
 		fclose(f);
 		return as_diag_set(diag, 0, AS_EIO, "not a regular file");
 	}
-	size_t len = (size_t)st.st_size;
-	char *data = malloc(len + 1);
-	if (!data) {
-		fclose(f);
-		return as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
-	}
-	size_t got = fread(data, 1, len, f);
+	int err = load_stream(f, path, fmt, out, diag);
 	fclose(f);
-	if (got != len) {
-		free(data);
-		return as_diag_set(diag, 0, AS_EIO, "short read");
-	}
-	data[len] = 0;
-	int err = as_trace_parse(path, data, len, fmt, out, diag);
-	free(data);
 	return err;
 }
 

@@ -16,8 +16,14 @@
 
 #include "allocscope.h"
 
+/*
+ * Treap nodes come from a pool that only ever holds the live buffers, so the
+ * validator's memory follows the most buffers live at once, not the trace.
+ * A node's key is (offset, buffer index).
+ */
 struct treap {
-	uint32_t *left, *right;
+	uint32_t *buf, *left, *right;   /* per node */
+	uint32_t n, cap, free_list;     /* free nodes chain through left */
 	const uint64_t *off;
 };
 
@@ -29,29 +35,54 @@ static uint32_t prio(uint32_t i)
 	return x ^ (x >> 13);
 }
 
+/* Whether buffer a sorts before buffer b. */
 static bool less(const struct treap *tr, uint32_t a, uint32_t b)
 {
 	return tr->off[a] != tr->off[b] ? tr->off[a] < tr->off[b] : a < b;
 }
 
+static uint32_t node_new(struct treap *tr, uint32_t buf)
+{
+	uint32_t n = tr->free_list;
+	if (n != AS_NONE) {
+		tr->free_list = tr->left[n];
+	} else {
+		if (tr->n == tr->cap) {
+			uint32_t cap = tr->cap ? tr->cap * 2 : 1024;
+			uint32_t *b = realloc(tr->buf, cap * sizeof(*b));
+			if (b)
+				tr->buf = b;
+			uint32_t *l = realloc(tr->left, cap * sizeof(*l));
+			if (l)
+				tr->left = l;
+			uint32_t *r = realloc(tr->right, cap * sizeof(*r));
+			if (r)
+				tr->right = r;
+			if (!b || !l || !r)
+				return AS_NONE;
+			tr->cap = cap;
+		}
+		n = tr->n++;
+	}
+	tr->buf[n] = buf;
+	tr->left[n] = tr->right[n] = AS_NONE;
+	return n;
+}
+
 static uint32_t insert(struct treap *tr, uint32_t root, uint32_t n)
 {
-	if (root == AS_NONE) {
-		tr->left[n] = tr->right[n] = AS_NONE;
+	if (root == AS_NONE)
 		return n;
-	}
-	if (less(tr, n, root)) {
-		tr->left[root] = insert(tr, tr->left[root], n);
-		uint32_t l = tr->left[root];
-		if (prio(l) > prio(root)) {
+	if (less(tr, tr->buf[n], tr->buf[root])) {
+		uint32_t l = tr->left[root] = insert(tr, tr->left[root], n);
+		if (prio(tr->buf[l]) > prio(tr->buf[root])) {
 			tr->left[root] = tr->right[l];
 			tr->right[l] = root;
 			return l;
 		}
 	} else {
-		tr->right[root] = insert(tr, tr->right[root], n);
-		uint32_t r = tr->right[root];
-		if (prio(r) > prio(root)) {
+		uint32_t r = tr->right[root] = insert(tr, tr->right[root], n);
+		if (prio(tr->buf[r]) > prio(tr->buf[root])) {
 			tr->right[root] = tr->left[r];
 			tr->left[r] = root;
 			return r;
@@ -66,7 +97,7 @@ static uint32_t merge(struct treap *tr, uint32_t a, uint32_t b)
 		return b;
 	if (b == AS_NONE)
 		return a;
-	if (prio(a) > prio(b)) {
+	if (prio(tr->buf[a]) > prio(tr->buf[b])) {
 		tr->right[a] = merge(tr, tr->right[a], b);
 		return a;
 	}
@@ -74,30 +105,35 @@ static uint32_t merge(struct treap *tr, uint32_t a, uint32_t b)
 	return b;
 }
 
-static uint32_t erase(struct treap *tr, uint32_t root, uint32_t n)
+/* Remove the node of buffer `buf`, returning its node to the pool. */
+static uint32_t erase(struct treap *tr, uint32_t root, uint32_t buf)
 {
 	if (root == AS_NONE)
 		return AS_NONE;
-	if (root == n)
-		return merge(tr, tr->left[n], tr->right[n]);
-	if (less(tr, n, root))
-		tr->left[root] = erase(tr, tr->left[root], n);
+	if (tr->buf[root] == buf) {
+		uint32_t m = merge(tr, tr->left[root], tr->right[root]);
+		tr->left[root] = tr->free_list;
+		tr->free_list = root;
+		return m;
+	}
+	if (less(tr, buf, tr->buf[root]))
+		tr->left[root] = erase(tr, tr->left[root], buf);
 	else
-		tr->right[root] = erase(tr, tr->right[root], n);
+		tr->right[root] = erase(tr, tr->right[root], buf);
 	return root;
 }
 
-/* Nearest keys below and above n (n itself not in the tree). */
-static void neighbours(const struct treap *tr, uint32_t root, uint32_t n,
+/* Buffers nearest below and above `buf` (not in the tree). */
+static void neighbours(const struct treap *tr, uint32_t root, uint32_t buf,
 		       uint32_t *pred, uint32_t *succ)
 {
 	*pred = *succ = AS_NONE;
 	while (root != AS_NONE) {
-		if (less(tr, n, root)) {
-			*succ = root;
+		if (less(tr, buf, tr->buf[root])) {
+			*succ = tr->buf[root];
 			root = tr->left[root];
 		} else {
-			*pred = root;
+			*pred = tr->buf[root];
 			root = tr->right[root];
 		}
 	}
@@ -110,9 +146,23 @@ struct run {
 	struct treap tr;
 	uint32_t *roots;      /* per group */
 	uint32_t *alias;      /* plan's aliases, or NULL */
-	uint8_t *in_tree;
+	uint8_t *in_tree;     /* bitmap over buffers */
 	uint64_t *capacity;
+	bool nomem;
 };
+
+static bool in_tree(const struct run *v, uint32_t i)
+{
+	return v->in_tree[i >> 3] & (1u << (i & 7));
+}
+
+static void set_in_tree(struct run *v, uint32_t i, bool on)
+{
+	if (on)
+		v->in_tree[i >> 3] |= (uint8_t)(1u << (i & 7));
+	else
+		v->in_tree[i >> 3] &= (uint8_t)~(1u << (i & 7));
+}
 
 static void violation(struct run *v, enum as_violation_kind k, uint32_t a,
 		      uint32_t b)
@@ -182,17 +232,22 @@ static void place(struct run *v, uint32_t i)
 		violation(v, AS_V_OVERLAP, i, succ);
 		return;
 	}
-	v->roots[g] = insert(&v->tr, v->roots[g], i);
-	v->in_tree[i] = 1;
+	uint32_t n = node_new(&v->tr, i);
+	if (n == AS_NONE) {
+		v->nomem = true;
+		return;
+	}
+	v->roots[g] = insert(&v->tr, v->roots[g], n);
+	set_in_tree(v, i, true);
 }
 
 static void unplace(struct run *v, uint32_t i)
 {
-	if (!v->in_tree[i])
+	if (!in_tree(v, i))
 		return;
 	uint32_t g = group_of(v, i);
 	v->roots[g] = erase(&v->tr, v->roots[g], i);
-	v->in_tree[i] = 0;
+	set_in_tree(v, i, false);
 }
 
 /* Fast path: the trace's own events, when no buffer is an alias. */
@@ -204,7 +259,9 @@ static void sweep_events(struct run *v, uint32_t ngroups)
 		if (ev->kind == AS_EV_CASE) {
 			for (uint32_t g = 0; g < ngroups; g++)
 				v->roots[g] = AS_NONE;
-			memset(v->in_tree, 0, t->nbuffers);
+			memset(v->in_tree, 0, (t->nbuffers + 7) / 8);
+			v->tr.n = 0;
+			v->tr.free_list = AS_NONE;
 		} else if (ev->kind == AS_EV_ALLOC) {
 			if (check_one(v, ev->arg))
 				place(v, ev->arg);
@@ -287,16 +344,15 @@ int as_validate(const struct as_trace *t, const struct as_plan *p,
 		aliases = as_plan_alias_of(p, t, i) != AS_NONE;
 	uint32_t ngroups = p->nspaces + (aliases ? t->nbuffers : 0);
 	size_t n = (size_t)t->nbuffers + 1;
-	v.tr.left = malloc(n * sizeof(uint32_t));
-	v.tr.right = malloc(n * sizeof(uint32_t));
 	v.tr.off = p->offset;
-	v.in_tree = calloc(n, 1);
+	v.tr.free_list = AS_NONE;
+	v.in_tree = calloc(n / 8 + 1, 1);
 	v.roots = malloc(((size_t)ngroups + 1) * sizeof(uint32_t));
 	v.capacity = calloc((size_t)p->nspaces + 1, sizeof(uint64_t));
 	if (aliases)
 		v.alias = malloc(n * sizeof(uint32_t));
 	int err = AS_ENOMEM;
-	if (!v.tr.left || !v.tr.right || !v.in_tree || !v.roots ||
+	if (!v.in_tree || !v.roots ||
 	    !v.capacity || (aliases && !v.alias))
 		goto out;
 	for (uint32_t g = 0; g < ngroups; g++)
@@ -317,9 +373,12 @@ int as_validate(const struct as_trace *t, const struct as_plan *p,
 		sweep_events(&v, ngroups);
 		err = AS_OK;
 	}
+	if (err == AS_OK && v.nomem)
+		err = AS_ENOMEM;
 	if (err == AS_OK)
 		*out = r;
 out:
+	free(v.tr.buf);
 	free(v.tr.left);
 	free(v.tr.right);
 	free(v.in_tree);

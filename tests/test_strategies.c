@@ -78,7 +78,15 @@ static void conform(const struct as_trace *t, const char *what)
 			tap_cur_failed = 1;
 		}
 		uint64_t peak = as_plan_peak(p, t, -1);
-		if (as_plan_failed(p, t) == 0 && peak < lb) {
+		/*
+		 * A plan that places buffers inside others by its own choice
+		 * (in-place reuse, shared address symbols) may go below a
+		 * bound that counts every buffer apart.
+		 */
+		bool own_aliases = false;
+		for (uint32_t i = 0; p->alias_of && i < t->nbuffers; i++)
+			own_aliases |= p->alias_of[i] != t->buffers[i].alias_of;
+		if (as_plan_failed(p, t) == 0 && !own_aliases && peak < lb) {
 			printf("#   %s on %s: peak %llu below the lower bound "
 			       "%llu\n",
 			       name, what, (unsigned long long)peak,

@@ -64,6 +64,31 @@ static uint64_t count_ops(const struct as_trace *t)
 	return n;
 }
 
+/* Per space: name, peak, capacity, and the space's own lower bound. */
+static void write_spaces(FILE *f, const struct as_trace *t,
+			 const struct as_plan *p)
+{
+	fputs(",\n   \"spaces\": [", f);
+	for (uint16_t s = 0; s < p->nspaces; s++) {
+		uint64_t cap = p->space_capacity ? p->space_capacity[s]
+			     : s < t->nspaces	 ? t->spaces[s].capacity
+						 : 0;
+		fputs(s ? ", {\"name\": " : "{\"name\": ", f);
+		as_json_string(f, as_plan_space_name(p, t, s));
+		fprintf(f, ", \"peak\": %llu, \"capacity\": %llu",
+			(unsigned long long)as_plan_peak(p, t, s),
+			(unsigned long long)cap);
+		/* The trace's bound of a space holds when spaces are the
+		 * trace's own (not levels the strategy chose). */
+		if (s < t->nspaces && p->nspaces == t->nspaces)
+			fprintf(f, ", \"lower_bound\": %llu",
+				(unsigned long long)as_trace_lower_bound_space(
+					t, s));
+		fputs("}", f);
+	}
+	fputs("]", f);
+}
+
 static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
 		       const struct result *r, size_t n)
 {
@@ -100,6 +125,8 @@ static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
 				fprintf(f, "%.6g", st->value);
 		}
 		fputs("}", f);
+		if (x->plan->nspaces > 1)
+			write_spaces(f, t, x->plan);
 		if (x->plan->nrounds) {
 			fputs(",\n   \"rounds\": [", f);
 			for (uint32_t k = 0; k < x->plan->nrounds; k++) {

@@ -65,7 +65,6 @@ struct as_buffer {
 	uint64_t alias_offset;   /* offset inside alias_of */
 	uint32_t alias_of;       /* buffer this one lives inside, or AS_NONE */
 	uint32_t symbol;         /* address symbol (index in trace->symbols) */
-	uint32_t frames;         /* stack frames (index in trace->frames) */
 	uint16_t space;          /* address space: pool, level or core */
 	uint16_t stream;
 	uint8_t align_log2;      /* alignment is 1 << align_log2 */
@@ -83,6 +82,9 @@ static inline uint64_t as_buffer_align(const struct as_buffer *b)
 	return (uint64_t)1 << b->align_log2;
 }
 
+/* A buffer is kept to 64 bytes: traces of 10^7 buffers are common. */
+_Static_assert(sizeof(struct as_buffer) <= 64, "as_buffer grew");
+
 enum as_event_kind {
 	AS_EV_ALLOC,
 	AS_EV_FREE,
@@ -92,11 +94,16 @@ enum as_event_kind {
 
 enum as_query { AS_Q_DUMP, AS_Q_STATS, AS_Q_RENDER, AS_Q_CURR };
 
-/* An event in trace order. `arg` is a buffer index, case index or query. */
+/*
+ * An event in trace order. `arg` is a buffer index, case index or query.
+ * Packed into 4 bytes: a trace holds at most AS_MAX_BUFFERS buffers.
+ */
 struct as_event {
-	uint32_t kind;
-	uint32_t arg;
+	uint32_t kind : 2;
+	uint32_t arg : 30;
 };
+
+#define AS_MAX_BUFFERS ((1u << 30) - 1)
 
 /* An address space: the default pool, a named pool or level, or a core. */
 struct as_space {
@@ -140,12 +147,13 @@ struct as_trace {
 	uint32_t ncases;
 	const char **symbols;   /* address symbols by index */
 	uint32_t nsymbols;
-	const char **frames;    /* one string of stack frames per index */
-	uint32_t nframes;
+	const char **frames;    /* per buffer: stack frames, '\n'-joined, or
+				 * NULL; the array is NULL when none has any */
 	struct as_op *ops;      /* graph operators in execution order, or NULL */
 	uint32_t nops;
 	struct as_tensor_shape *shapes; /* per buffer when ops != NULL, else NULL */
 	const char *metadata;   /* JSON text of the input's metadata, or NULL */
+	const struct as_numa *numa; /* bundle structure (allocscope_numa.h) */
 	struct as_trace_private *priv;
 };
 
@@ -170,8 +178,9 @@ void as_trace_destroy(struct as_trace *t);
 
 /*
  * The lower bound: the largest total size of buffers live at one time
- * (frees before allocations at equal times), over all spaces together.
- * Buffers living inside another (aliases) take no space of their own.
+ * (frees before allocations at equal times). Buffers living inside another
+ * (aliases) take no space of their own. Address spaces are separate
+ * memories: with several, the bound is the sum of each space's bound.
  */
 uint64_t as_trace_lower_bound(const struct as_trace *t);
 
@@ -236,6 +245,8 @@ struct as_plan {
 	uint64_t *chunk;        /* NULL: chunk == size */
 	uint32_t *alias_of;     /* NULL: the trace's aliases */
 	uint64_t *space_capacity; /* nspaces entries, NULL: the trace's */
+	const char **space_name;  /* nspaces entries (static strings), or NULL:
+				   * the trace's names */
 	uint16_t nspaces;
 	struct as_stat *stats;
 	uint32_t nstats;
@@ -268,7 +279,14 @@ static inline uint32_t as_plan_alias_of(const struct as_plan *p,
 	return p->alias_of ? p->alias_of[i] : t->buffers[i].alias_of;
 }
 
-/* Largest offset + size over placed buffers (in `space`, or all: -1). */
+/* The name of a plan's space (its own, else the trace's, else "space"). */
+const char *as_plan_space_name(const struct as_plan *p,
+			       const struct as_trace *t, uint16_t space);
+
+/*
+ * Largest offset + size over placed buffers in `space`; with -1, the sum of
+ * that over the plan's spaces (with one space: the largest offset + size).
+ */
 uint64_t as_plan_peak(const struct as_plan *p, const struct as_trace *t,
 		      int space);
 /* Number of non-empty allocations the strategy failed. */

@@ -10,6 +10,7 @@
  * plan costs O(n log n + sum k log k) instead of O(n^2) over all pairs.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "sort.h"
 #include "strategy.h"
@@ -24,8 +25,15 @@ struct tree {
 
 static bool by_start(uint32_t ia, uint32_t ib, const void *ctx)
 {
+	const struct as_buffer *a = &((const struct as_trace *)ctx)->buffers[ia];
+	const struct as_buffer *b = &((const struct as_trace *)ctx)->buffers[ib];
+	return a->start < b->start;
+}
+
+static bool by_space(uint32_t ia, uint32_t ib, const void *ctx)
+{
 	const struct as_trace *t = ctx;
-	return t->buffers[ia].start < t->buffers[ib].start;
+	return t->buffers[ia].space < t->buffers[ib].space;
 }
 
 /* Size descending, then longer lifetime, then trace order (stable sort). */
@@ -102,60 +110,73 @@ static int query(const struct tree *tr, uint32_t lo, uint32_t hi, uint64_t s,
 	return query(tr, mid + 1, hi, s, e, h);
 }
 
+/* Place the n buffers ids[] of one space; tr's arrays have room for n. */
+static int place_space(struct tree *tr, struct as_plan *p, uint32_t *ids,
+		       uint32_t n, uint32_t *pos, struct hits *h)
+{
+	const struct as_trace *t = tr->t;
+	memcpy(tr->by_start, ids, n * sizeof(*ids));
+	memset(tr->maxend, 0, n * sizeof(*tr->maxend));
+	memset(tr->placed, 0, n);
+	tr->n = n;
+	if (as_sort_u32(tr->by_start, n, by_start, t) ||
+	    as_sort_u32(ids, n, by_size, t))
+		return AS_ENOMEM;
+	for (uint32_t k = 0; k < n; k++)
+		pos[tr->by_start[k]] = k;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = ids[k];
+		const struct as_buffer *b = &t->buffers[i];
+		uint64_t align = as_buffer_align(b), cand = 0;
+		h->n = 0;
+		int err = query(tr, 0, n, b->start, b->end, h);
+		if (err == AS_OK)
+			err = as_sort_u32(h->v, h->n, by_offset, p->offset);
+		if (err)
+			return err;
+		for (uint32_t j = 0; j < h->n; j++) {
+			uint64_t at = (cand + align - 1) & ~(align - 1);
+			uint64_t jo = p->offset[h->v[j]];
+			if (at + b->size <= jo)
+				break;
+			uint64_t top = jo + t->buffers[h->v[j]].size;
+			if (top > cand)
+				cand = top;
+		}
+		p->offset[i] = (cand + align - 1) & ~(align - 1);
+		mark(tr, 0, n, pos[i]);
+	}
+	return AS_OK;
+}
+
+/* Each address space is planned on its own. */
 static int plan(const struct as_trace *t, const struct as_opts *o,
 		struct as_plan *p, struct as_diag *diag)
 {
 	uint32_t n = 0;
 	size_t sz = (size_t)t->nbuffers + 1;
 	struct tree tr = {.t = t};
-	uint32_t *order = malloc(sz * sizeof(*order));
+	uint32_t *ids = malloc(sz * sizeof(*ids));
 	uint32_t *pos = malloc(sz * sizeof(*pos));
 	tr.by_start = malloc(sz * sizeof(*tr.by_start));
-	tr.maxend = calloc(sz, sizeof(*tr.maxend));
-	tr.placed = calloc(sz, 1);
+	tr.maxend = malloc(sz * sizeof(*tr.maxend));
+	tr.placed = malloc(sz);
 	struct hits h = {0};
 	int err = AS_ENOMEM;
-	if (!order || !pos || !tr.by_start || !tr.maxend || !tr.placed)
+	if (!ids || !pos || !tr.by_start || !tr.maxend || !tr.placed)
 		goto out;
 	for (uint32_t i = 0; i < t->nbuffers; i++)
 		if (t->buffers[i].alias_of == AS_NONE && t->buffers[i].size)
-			order[n++] = i;
-	for (uint32_t i = 0; i < n; i++)
-		tr.by_start[i] = order[i];
-	tr.n = n;
-	if (as_sort_u32(tr.by_start, n, by_start, t) ||
-	    as_sort_u32(order, n, by_size, t)) {
-		err = AS_ENOMEM;
-		goto out;
-	}
-	for (uint32_t k = 0; k < n; k++)
-		pos[tr.by_start[k]] = k;
-	err = AS_OK;
-	for (uint32_t k = 0; k < n && err == AS_OK; k++) {
-		uint32_t i = order[k];
-		const struct as_buffer *b = &t->buffers[i];
-		uint64_t align = as_buffer_align(b), cand = 0;
-		h.n = 0;
-		err = query(&tr, 0, n, b->start, b->end, &h);
-		if (err)
-			break;
-		if ((err = as_sort_u32(h.v, h.n, by_offset, p->offset)))
-			break;
-		for (uint32_t j = 0; j < h.n; j++) {
-			uint64_t at = (cand + align - 1) & ~(align - 1);
-			uint64_t jo = p->offset[h.v[j]];
-			if (at + b->size <= jo)
-				break;
-			uint64_t top = jo + t->buffers[h.v[j]].size;
-			if (top > cand)
-				cand = top;
-		}
-		cand = (cand + align - 1) & ~(align - 1);
-		p->offset[i] = cand;
-		mark(&tr, 0, n, pos[i]);
+			ids[n++] = i;
+	err = as_sort_u32(ids, n, by_space, t);
+	for (uint32_t lo = 0, hi; err == AS_OK && lo < n; lo = hi) {
+		uint16_t space = t->buffers[ids[lo]].space;
+		for (hi = lo; hi < n && t->buffers[ids[hi]].space == space;)
+			hi++;
+		err = place_space(&tr, p, ids + lo, hi - lo, pos, &h);
 	}
 out:
-	free(order);
+	free(ids);
 	free(pos);
 	free(tr.by_start);
 	free(tr.maxend);

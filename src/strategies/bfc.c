@@ -1,0 +1,1176 @@
+/*
+ * bfc: TensorFlow/XLA's "best-fit with coalescing" allocator, replayed
+ * address for address (issue 3). The behaviour follows the facts listed in
+ * ../shared/bfc-vectors/README.md; no TensorFlow code is used.
+ *
+ * Memory is a list of regions obtained from a bump sub-allocator. Each region
+ * is tiled by chunks kept in a doubly linked list in address order. A request
+ * is rounded up to 256 bytes and takes the smallest free chunk that fits (the
+ * lowest address among equal sizes); the tail is split off when the chunk is
+ * large enough. A freed chunk merges with its next, then its previous free
+ * neighbour. When nothing fits, a new region is requested (growth, back-off,
+ * garbage collection of fully free regions).
+ *
+ * Free chunks live in 21 bins (bin b: sizes [256 << b, 256 << (b + 1)), the
+ * last bin unbounded), each a treap ordered by (size, offset), plus a bitmap
+ * of non-empty bins: the best-fit search is a lower bound in one bin and, if
+ * that fails, the minimum of the next non-empty bin: O(log n).
+ *
+ * Offsets are relative to the base of the first region (the bump allocator
+ * starts at 0), so they are the same on every run.
+ *
+ * Ownership: the online driver creates one state per case (create) and
+ * releases it with destroy, which accepts NULL and reports the regions it
+ * gives back as "[sub] Free" lines. Text goes only to the emit callback.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strategy.h"
+
+#define MIN_ALLOC 256u
+#define NUM_BINS 21
+#define NIL UINT32_MAX
+#define DEFAULT_SPLIT_CAP (128ull << 20)
+#define MAX_BYTES (1ull << 62)
+
+/*
+ * +--------------------------------------------------------------------+
+ * | A chunk: [off, off + size) inside one region.                        |
+ * | - size is a non-zero multiple of 256; chunks of a region tile it in  |
+ * |   address order through prev/next, which are NIL at region ends.     |
+ * | - in_use chunks hold exactly one buffer (req = its requested bytes); |
+ * |   free chunks keep the req of the chunk that absorbed the others;   |
+ * |   a chunk created by a split or a new region takes the req left in  |
+ * |   its recycled slot (0 for a fresh slot), as TensorFlow's recycled  |
+ * |   chunk handles do. Slots are recycled last freed, first reused.    |
+ * | - a free chunk is in exactly one bin treap, bin == bin_of(size);     |
+ * |   left/right are meaningful only then. Treap order is (size, off); |
+ * |   prio (random, fixed per slot use) is >= the children's prio.     |
+ * | - no two neighbours (prev/next) are both free.                       |
+ * | - unused slots form a stack through `next`.                          |
+ * +--------------------------------------------------------------------+
+ */
+struct chunk {
+	/* what the best-fit search reads first, together */
+	uint64_t size, off;
+	uint32_t left, right;
+	uint32_t prio;
+	uint8_t in_use;
+	uint8_t bin;
+	uint32_t prev, next;
+	uint64_t req;
+};
+
+/*
+ * +--------------------------------------------------------------------+
+ * | A region held from the sub-allocator, sorted by address (the bump   |
+ * | allocator only moves up). `first` is its lowest chunk. With         |
+ * | coalesce=1 a region that starts where the last one ends is merged   |
+ * | into it, so no two regions in the list touch then.                  |
+ * +--------------------------------------------------------------------+
+ */
+struct region {
+	uint64_t off, size;
+	uint32_t first;
+};
+
+/*
+ * +--------------------------------------------------------------------+
+ * | The live buffers: an open-addressing hash (linear probing, deletion  |
+ * | by backward shift) from buffer index to chunk. It holds only live   |
+ * | buffers, so it stays small and in cache however long the trace.     |
+ * | - every entry's key is found from its home slot without crossing an |
+ * |   empty slot; empty slots have key NIL; 2n <= cap.                  |
+ * +--------------------------------------------------------------------+
+ */
+struct live_entry {
+	uint32_t buf, chunk;
+};
+
+struct live {
+	struct live_entry *e;
+	uint32_t cap, n, shift; /* cap = 1 << (32 - shift) */
+};
+
+struct bfc {
+	/* options */
+	uint64_t total, capacity, first_region, split_cap;
+	double frag;
+	bool growth, gc, coalesce, align_new;
+
+	as_emit_fn emit;
+	void *ctx;
+
+	struct chunk *c;
+	uint32_t nchunks, cap_chunks, free_slot, live_chunks;
+
+	struct region *r;
+	uint32_t nregions, cap_regions;
+
+	uint32_t root[NUM_BINS];
+	uint32_t nonempty;      /* bit b: root[b] != NIL */
+	uint64_t nfree;         /* free chunks in all bins */
+
+	struct live live;       /* live buffer -> its chunk */
+
+	uint64_t bump;          /* next free address of the sub-allocator */
+	uint64_t curr_region;   /* size target of the next region */
+
+	/* statistics, chunk sizes as TensorFlow counts them */
+	uint64_t num_allocs, bytes_in_use, peak_bytes_in_use;
+	uint64_t largest_alloc_size, pool_bytes, peak_pool_bytes;
+	uint64_t req_in_use, waste_at_peak;
+	uint64_t sub_allocs, sub_fails, sub_frees, gc_runs;
+	uint64_t prio_state;
+};
+
+static const struct as_option_desc bfc_options[] = {
+	{"total", "16G", "memory limit: the single region (growth=0) or the ceiling for growth"},
+	{"growth", "0", "allow_growth: first region min(total, first_region), then doubling"},
+	{"gc", "0", "garbage collection: on failure release fully free regions and retry"},
+	{"frag", "0", "fragmentation fraction: split cap = frag*total instead of 128 MiB"},
+	{"coalesce", "0", "sub-allocator coalesces: a region that starts where the last ends extends it"},
+	{"capacity", "0", "device size: region requests beyond it fail (0: unlimited)"},
+	{"align", "new", "new: honour alignment above 256 with a free prefix chunk; old: ignore it"},
+	{"first_region", "2M", "first region size with growth=1 (older TensorFlow: 1M)"},
+	{NULL, NULL, NULL},
+};
+
+/* ---- small helpers ---- */
+
+static uint64_t round_up(uint64_t n, uint64_t a)
+{
+	return (n + a - 1) / a * a;
+}
+
+static int bin_of(uint64_t size)
+{
+	uint64_t v = size >> 8;
+	if (v <= 1)
+		return 0;
+	int b = 63 - __builtin_clzll(v);
+	return b < NUM_BINS - 1 ? b : NUM_BINS - 1;
+}
+
+static void emitf(struct bfc *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void emitf(struct bfc *s, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+	if (!s->emit)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	s->emit(s->ctx, line);
+}
+
+static uint32_t next_prio(struct bfc *s)
+{
+	/* splitmix64: deterministic treap priorities */
+	uint64_t z = (s->prio_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return (uint32_t)(z ^ (z >> 31));
+}
+
+/* ---- chunk slots ---- */
+
+static uint32_t chunk_new(struct bfc *s)
+{
+	uint32_t i;
+	if (s->free_slot != NIL) {
+		i = s->free_slot;
+		s->free_slot = s->c[i].next;
+	} else {
+		if (s->nchunks == s->cap_chunks) {
+			uint32_t n = s->cap_chunks ? s->cap_chunks * 2 : 64;
+			if (n <= s->cap_chunks || n >= NIL)
+				return NIL;
+			struct chunk *c = realloc(s->c, (size_t)n * sizeof(*c));
+			if (!c)
+				return NIL;
+			s->c = c;
+			s->cap_chunks = n;
+		}
+		i = s->nchunks++;
+		s->c[i].req = 0;
+	}
+	/* a recycled slot keeps its stale req, as TensorFlow's chunk handles
+	 * do: dumps show it on free chunks */
+	uint64_t req = s->c[i].req;
+	memset(&s->c[i], 0, sizeof(s->c[i]));
+	s->c[i].req = req;
+	s->c[i].prev = s->c[i].next = s->c[i].left = s->c[i].right = NIL;
+	s->c[i].prio = next_prio(s);
+	s->live_chunks++;
+	return i;
+}
+
+static void chunk_delete(struct bfc *s, uint32_t i)
+{
+	s->c[i].next = s->free_slot;
+	s->c[i].size = 0;
+	s->free_slot = i;
+	s->live_chunks--;
+}
+
+/* ---- bins: one treap per bin, ordered by (size, off) ---- */
+
+static bool key_less(const struct chunk *a, const struct chunk *b)
+{
+	return a->size < b->size || (a->size == b->size && a->off < b->off);
+}
+
+/*
+ * Insert x into the treap at *root: walk down while the nodes' priorities are
+ * not below x's, then split the subtree found there around x's key into x's
+ * children. Iterative: links are followed through pointers into `c`, which
+ * does not move during the call.
+ */
+static void treap_insert(struct chunk *c, uint32_t *root, uint32_t x)
+{
+	uint32_t *link = root;
+	while (*link != NIL && c[*link].prio >= c[x].prio)
+		link = key_less(&c[x], &c[*link]) ? &c[*link].left
+						  : &c[*link].right;
+	uint32_t t = *link, *l = &c[x].left, *r = &c[x].right;
+	while (t != NIL) {
+		if (key_less(&c[t], &c[x])) {
+			*l = t;
+			l = &c[t].right;
+			t = c[t].right;
+		} else {
+			*r = t;
+			r = &c[t].left;
+			t = c[t].left;
+		}
+	}
+	*l = *r = NIL;
+	*link = x;
+}
+
+/* Unlink the node *link points to: its two subtrees are zipped together in
+ * its place, the higher priority on top. */
+static void treap_unlink(struct chunk *c, uint32_t *link)
+{
+	uint32_t x = *link;
+	uint32_t l = c[x].left, r = c[x].right;
+	while (l != NIL && r != NIL) {
+		if (c[l].prio > c[r].prio) {
+			*link = l;
+			link = &c[l].right;
+			l = c[l].right;
+		} else {
+			*link = r;
+			link = &c[r].left;
+			r = c[r].left;
+		}
+	}
+	*link = l != NIL ? l : r;
+}
+
+/* Remove x from the treap at *root. A missing x is left for check(). */
+static void treap_erase(struct chunk *c, uint32_t *root, uint32_t x)
+{
+	uint32_t *link = root;
+	while (*link != x) {
+		if (*link == NIL)
+			return;
+		link = key_less(&c[x], &c[*link]) ? &c[*link].left
+						  : &c[*link].right;
+	}
+	treap_unlink(c, link);
+}
+
+static void bin_insert(struct bfc *s, uint32_t i)
+{
+	struct chunk *ch = &s->c[i];
+	int b = bin_of(ch->size);
+	ch->bin = (uint8_t)b;
+	ch->left = ch->right = NIL;
+	treap_insert(s->c, &s->root[b], i);
+	s->nonempty |= 1u << b;
+	s->nfree++;
+}
+
+static void bin_remove(struct bfc *s, uint32_t i)
+{
+	int b = s->c[i].bin;
+	treap_erase(s->c, &s->root[b], i);
+	if (s->root[b] == NIL)
+		s->nonempty &= ~(1u << b);
+	s->nfree--;
+}
+
+/* The first chunk of treap t with size >= size, or NIL. */
+static uint32_t treap_lower_bound(const struct chunk *c, uint32_t t,
+				  uint64_t size)
+{
+	uint32_t best = NIL;
+	while (t != NIL) {
+		if (c[t].size >= size) {
+			best = t;
+			t = c[t].left;
+		} else {
+			t = c[t].right;
+		}
+	}
+	return best;
+}
+
+/* The chunk after x in treap t, or NIL. */
+static uint32_t treap_next(const struct chunk *c, uint32_t t, uint32_t x)
+{
+	uint32_t best = NIL;
+	while (t != NIL) {
+		if (key_less(&c[x], &c[t])) {
+			best = t;
+			t = c[t].left;
+		} else {
+			t = c[t].right;
+		}
+	}
+	return best;
+}
+
+static uint32_t treap_max(const struct chunk *c, uint32_t t)
+{
+	if (t == NIL)
+		return NIL;
+	while (c[t].right != NIL)
+		t = c[t].right;
+	return t;
+}
+
+/* Bytes needed in front of a chunk at `off` to reach alignment `align`. */
+static uint64_t padding(uint64_t off, uint64_t align)
+{
+	return (align - (off & (align - 1))) & (align - 1);
+}
+
+/*
+ * Best fit: the first free chunk in (size, off) order with size >= rounded
+ * that also holds the aligned request. Without alignment above 256 that is
+ * one lower bound; with it, chunks whose padding does not fit are skipped.
+ */
+static uint32_t find_fit(const struct bfc *s, uint64_t rounded, uint64_t align,
+			 uint64_t *pad)
+{
+	int b0 = bin_of(rounded);
+	uint32_t mask = s->nonempty & ~((1u << b0) - 1);
+	while (mask) {
+		int b = __builtin_ctz(mask);
+		mask &= mask - 1;
+		uint32_t i = treap_lower_bound(s->c, s->root[b], rounded);
+		for (; i != NIL; i = treap_next(s->c, s->root[b], i)) {
+			uint64_t p = align > MIN_ALLOC ?
+					     padding(s->c[i].off, align) :
+					     0;
+			if (s->c[i].size >= p && s->c[i].size - p >= rounded) {
+				*pad = p;
+				return i;
+			}
+			if (align <= MIN_ALLOC)
+				break;
+		}
+	}
+	return NIL;
+}
+
+/*
+ * find_fit without alignment, and the chunk taken out of its bin at once:
+ * the lower bound is found with the link that points to it, so unlinking it
+ * needs no second walk from the root.
+ */
+static uint32_t take_best_fit(struct bfc *s, uint64_t rounded)
+{
+	int b0 = bin_of(rounded);
+	uint32_t mask = s->nonempty & ~((1u << b0) - 1);
+	while (mask) {
+		int b = __builtin_ctz(mask);
+		mask &= mask - 1;
+		uint32_t *link = &s->root[b], *best = NULL;
+		while (*link != NIL) {
+			if (s->c[*link].size >= rounded) {
+				best = link;
+				link = &s->c[*link].left;
+			} else {
+				link = &s->c[*link].right;
+			}
+		}
+		if (best) {
+			uint32_t i = *best;
+			treap_unlink(s->c, best);
+			if (s->root[b] == NIL)
+				s->nonempty &= ~(1u << b);
+			s->nfree--;
+			return i;
+		}
+	}
+	return NIL;
+}
+
+/* Cut chunk i at `at` bytes; the new upper part is returned. */
+static uint32_t split(struct bfc *s, uint32_t i, uint64_t at)
+{
+	uint32_t n = chunk_new(s);
+	if (n == NIL)
+		return NIL;
+	struct chunk *c = &s->c[i], *nc = &s->c[n];
+	nc->off = c->off + at;
+	nc->size = c->size - at;
+	c->size = at;
+	nc->prev = i;
+	nc->next = c->next;
+	if (c->next != NIL)
+		s->c[c->next].prev = n;
+	c->next = n;
+	return n;
+}
+
+/* Chunk b (after a, both outside bins) is absorbed by a. */
+static void merge(struct bfc *s, uint32_t a, uint32_t b)
+{
+	struct chunk *ca = &s->c[a], *cb = &s->c[b];
+	ca->size += cb->size;
+	ca->next = cb->next;
+	if (cb->next != NIL)
+		s->c[cb->next].prev = a;
+	chunk_delete(s, b);
+}
+
+/* ---- regions: the bump sub-allocator ---- */
+
+static uint64_t region_end(const struct region *r)
+{
+	return r->off + r->size;
+}
+
+/*
+ * Ask the sub-allocator for `bytes`: the region starts at the bump pointer
+ * aligned up to `align`. Fails beyond `capacity` bytes held at once.
+ */
+static bool sub_alloc(struct bfc *s, uint64_t align, uint64_t bytes,
+		      uint64_t *off)
+{
+	if (s->capacity && (bytes > s->capacity ||
+			    s->pool_bytes > s->capacity - bytes)) {
+		emitf(s, "  [sub] Alloc(%" PRIu64 ") -> FAIL (capacity)",
+		      bytes);
+		s->sub_fails++;
+		return false;
+	}
+	uint64_t a = align > MIN_ALLOC ? align : MIN_ALLOC;
+	if (s->bump > MAX_BYTES || bytes > MAX_BYTES || a > MAX_BYTES) {
+		s->sub_fails++; /* beyond any address space we model */
+		return false;
+	}
+	uint64_t start = round_up(s->bump, a);
+	emitf(s, "  [sub] Alloc(align=%" PRIu64 ", %" PRIu64
+		 ") -> base+0x%" PRIx64,
+	      s->align_new ? a : align, bytes, start);
+	s->bump = start + bytes;
+	s->sub_allocs++;
+	*off = start;
+	return true;
+}
+
+static int regions_reserve(struct bfc *s)
+{
+	if (s->nregions < s->cap_regions)
+		return AS_OK;
+	uint32_t n = s->cap_regions ? s->cap_regions * 2 : 8;
+	struct region *r = realloc(s->r, (size_t)n * sizeof(*r));
+	if (!r)
+		return AS_ENOMEM;
+	s->r = r;
+	s->cap_regions = n;
+	return AS_OK;
+}
+
+static uint64_t backoff(uint64_t bytes)
+{
+	/* 0.9 in single precision, truncated, rounded up to 256 */
+	float f = (float)((float)bytes * 0.9f);
+	uint64_t n = round_up((uint64_t)f, MIN_ALLOC);
+	if (n >= bytes)
+		n = bytes >= MIN_ALLOC ? bytes - MIN_ALLOC : 0;
+	return n;
+}
+
+/*
+ * Grow the pool by one region able to hold `rounded` bytes. Returns 1 when a
+ * region was added, 0 when none could be, a negative code on no memory.
+ */
+static int extend(struct bfc *s, uint64_t align, uint64_t rounded)
+{
+	uint64_t avail = (s->total - s->pool_bytes) / MIN_ALLOC * MIN_ALLOC;
+	if (rounded > avail)
+		return 0;
+	bool doubled = false;
+	while (rounded > s->curr_region) {
+		s->curr_region *= 2;
+		doubled = true;
+	}
+	uint64_t bytes = s->curr_region < avail ? s->curr_region : avail;
+	uint64_t off;
+	bool ok = sub_alloc(s, align, bytes, &off);
+	while (!ok) {
+		bytes = backoff(bytes);
+		if (bytes < rounded || bytes == 0)
+			return 0;
+		ok = sub_alloc(s, align, bytes, &off);
+	}
+	if (!doubled && s->curr_region <= (UINT64_MAX >> 1))
+		s->curr_region *= 2;
+
+	if (regions_reserve(s) != AS_OK)
+		return AS_ENOMEM;
+	uint32_t h = chunk_new(s);
+	if (h == NIL)
+		return AS_ENOMEM;
+	s->c[h].off = off;
+	s->c[h].size = bytes;
+	s->pool_bytes += bytes;
+	if (s->pool_bytes > s->peak_pool_bytes)
+		s->peak_pool_bytes = s->pool_bytes;
+
+	struct region *last = s->nregions ? &s->r[s->nregions - 1] : NULL;
+	if (s->coalesce && last && region_end(last) == off) {
+		/* the sub-allocator merged it: extend the last region */
+		uint32_t t = last->first;
+		while (s->c[t].next != NIL)
+			t = s->c[t].next;
+		last->size += bytes;
+		s->c[t].next = h;
+		s->c[h].prev = t;
+		if (!s->c[t].in_use) {
+			bin_remove(s, t);
+			merge(s, t, h);
+			h = t;
+		}
+	} else {
+		s->r[s->nregions++] = (struct region){off, bytes, h};
+	}
+	bin_insert(s, h);
+	return 1;
+}
+
+/*
+ * Garbage collection: release every region that is one free chunk, if the
+ * released room could hold the request. Returns whether any was released.
+ */
+static bool release_free_regions(struct bfc *s, uint64_t rounded)
+{
+	uint64_t free_bytes = 0;
+	for (uint32_t i = 0; i < s->nregions; i++) {
+		const struct chunk *c = &s->c[s->r[i].first];
+		if (!c->in_use && c->size == s->r[i].size)
+			free_bytes += s->r[i].size;
+	}
+	if (free_bytes == 0 ||
+	    rounded > s->total - s->pool_bytes + free_bytes)
+		return false;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < s->nregions; i++) {
+		struct region r = s->r[i];
+		const struct chunk *c = &s->c[r.first];
+		if (!c->in_use && c->size == r.size) {
+			emitf(s, "  [sub] Free(base+0x%" PRIx64 ", %" PRIu64 ")",
+			      r.off, r.size);
+			bin_remove(s, r.first);
+			chunk_delete(s, r.first);
+			s->pool_bytes -= r.size;
+			s->sub_frees++;
+		} else {
+			s->r[k++] = r;
+		}
+	}
+	s->nregions = k;
+	s->gc_runs++;
+	return true;
+}
+
+/* ---- the online interface ---- */
+
+static void bfc_destroy(void *state)
+{
+	struct bfc *s = state;
+	if (!s)
+		return;
+	for (uint32_t i = 0; i < s->nregions; i++)
+		emitf(s, "  [sub] Free(base+0x%" PRIx64 ", %" PRIu64 ")",
+		      s->r[i].off, s->r[i].size);
+	free(s->c);
+	free(s->r);
+	free(s->live.e);
+	free(s);
+}
+
+static int bfc_create(const struct as_opts *o, as_emit_fn emit, void *ctx,
+		      void **state, struct as_diag *diag)
+{
+	static const char *const modes[] = {"old", "new", NULL};
+	uint64_t growth, gc, coalesce;
+	int mode, err;
+	struct bfc *s = calloc(1, sizeof(*s));
+	if (!s)
+		return AS_ENOMEM;
+	if ((err = as_opts_u64(o, "total", 16ull << 30, MIN_ALLOC, MAX_BYTES,
+			       &s->total, diag)) ||
+	    (err = as_opts_u64(o, "growth", 0, 0, 1, &growth, diag)) ||
+	    (err = as_opts_u64(o, "gc", 0, 0, 1, &gc, diag)) ||
+	    (err = as_opts_u64(o, "coalesce", 0, 0, 1, &coalesce, diag)) ||
+	    (err = as_opts_u64(o, "capacity", 0, 0, MAX_BYTES, &s->capacity,
+			       diag)) ||
+	    (err = as_opts_u64(o, "first_region", 2ull << 20, MIN_ALLOC,
+			       MAX_BYTES, &s->first_region, diag)) ||
+	    (err = as_opts_double(o, "frag", 0.0, 0.0, 1.0, &s->frag, diag)) ||
+	    (err = as_opts_choice(o, "align", modes, 1, &mode, diag))) {
+		free(s);
+		return err;
+	}
+	s->growth = growth;
+	s->gc = gc;
+	s->coalesce = coalesce;
+	s->align_new = mode == 1;
+	/* the split cap, converted to an integer as TensorFlow's int64 */
+	s->split_cap = s->frag > 0.0 ? (uint64_t)(s->frag * (double)s->total)
+				     : DEFAULT_SPLIT_CAP;
+	s->curr_region = round_up(s->growth && s->first_region < s->total ?
+					  s->first_region :
+					  s->total,
+				  MIN_ALLOC);
+	s->emit = emit;
+	s->ctx = ctx;
+	s->free_slot = NIL;
+	for (int b = 0; b < NUM_BINS; b++)
+		s->root[b] = NIL;
+	*state = s;
+	return AS_OK;
+}
+
+static uint32_t live_home(const struct live *m, uint32_t buf)
+{
+	return (uint32_t)(buf * 2654435769u) >> m->shift;
+}
+
+static int live_grow(struct live *m)
+{
+	uint32_t cap = m->cap ? m->cap * 2 : 1024;
+	if (cap <= m->cap)
+		return AS_ENOMEM;
+	struct live_entry *e = malloc((size_t)cap * sizeof(*e));
+	if (!e)
+		return AS_ENOMEM;
+	for (uint32_t i = 0; i < cap; i++)
+		e[i].buf = NIL;
+	struct live old = *m;
+	m->e = e;
+	m->cap = cap;
+	m->shift = (uint32_t)__builtin_clz(cap) + 1;
+	for (uint32_t i = 0; i < old.cap; i++) {
+		if (old.e[i].buf == NIL)
+			continue;
+		uint32_t j = live_home(m, old.e[i].buf);
+		while (e[j].buf != NIL)
+			j = (j + 1) & (cap - 1);
+		e[j] = old.e[i];
+	}
+	free(old.e);
+	return AS_OK;
+}
+
+static int live_put(struct live *m, uint32_t buf, uint32_t chunk)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		int err = live_grow(m);
+		if (err)
+			return err;
+	}
+	uint32_t j = live_home(m, buf);
+	while (m->e[j].buf != NIL)
+		j = (j + 1) & (m->cap - 1);
+	m->e[j] = (struct live_entry){buf, chunk};
+	m->n++;
+	return AS_OK;
+}
+
+/* Remove buf; returns its chunk, or NIL when it is not live. */
+static uint32_t live_take(struct live *m, uint32_t buf)
+{
+	if (!m->cap)
+		return NIL;
+	uint32_t mask = m->cap - 1, i = live_home(m, buf);
+	while (m->e[i].buf != buf) {
+		if (m->e[i].buf == NIL)
+			return NIL;
+		i = (i + 1) & mask;
+	}
+	uint32_t chunk = m->e[i].chunk;
+	/* backward shift: pull later entries of the run into the hole */
+	for (uint32_t j = (i + 1) & mask; m->e[j].buf != NIL;
+	     j = (j + 1) & mask) {
+		uint32_t k = live_home(m, m->e[j].buf);
+		/* j's entry may move to i unless its home lies in (i, j] */
+		bool stays = i <= j ? (k > i && k <= j) : (k > i || k <= j);
+		if (!stays) {
+			m->e[i] = m->e[j];
+			i = j;
+		}
+	}
+	m->e[i].buf = NIL;
+	m->n--;
+	return chunk;
+}
+
+/* Hand chunk i (out of the bins) to a request of `req` bytes. */
+static int take(struct bfc *s, uint32_t i, uint64_t pad, uint64_t rounded,
+		uint64_t req)
+{
+	if (pad) {
+		/* the free prefix stays in the bins; the rest is handed out */
+		uint32_t n = split(s, i, pad);
+		if (n == NIL)
+			return AS_ENOMEM;
+		bin_insert(s, i);
+		i = n;
+	}
+	struct chunk *c = &s->c[i];
+	uint64_t rest = c->size - rounded;
+	if (rest > 0 && (c->size / 2 >= rounded || rest >= s->split_cap)) {
+		uint32_t n = split(s, i, rounded);
+		if (n == NIL)
+			return AS_ENOMEM;
+		bin_insert(s, n);
+		c = &s->c[i];
+	}
+	c->in_use = 1;
+	c->req = req;
+	s->num_allocs++;
+	s->bytes_in_use += c->size;
+	s->req_in_use += req;
+	if (s->bytes_in_use > s->peak_bytes_in_use) {
+		s->peak_bytes_in_use = s->bytes_in_use;
+		s->waste_at_peak = s->bytes_in_use - s->req_in_use;
+	}
+	if (c->size > s->largest_alloc_size)
+		s->largest_alloc_size = c->size;
+	return (int)i;
+}
+
+static int try_place(struct bfc *s, uint64_t rounded, uint64_t align,
+		     uint64_t req, uint32_t *out)
+{
+	uint64_t pad = 0;
+	uint32_t i;
+	if (align <= MIN_ALLOC) {
+		i = take_best_fit(s, rounded);
+		if (i == NIL)
+			return 0;
+	} else {
+		i = find_fit(s, rounded, align, &pad);
+		if (i == NIL)
+			return 0;
+		bin_remove(s, i);
+	}
+	int r = take(s, i, pad, rounded, req);
+	if (r < 0)
+		return r;
+	*out = (uint32_t)r;
+	return 1;
+}
+
+static int bfc_alloc(void *state, const struct as_trace *t, uint32_t buf,
+		     uint64_t *offset, uint64_t *chunk)
+{
+	struct bfc *s = state;
+	const struct as_buffer *b = &t->buffers[buf];
+	uint64_t align = as_buffer_align(b);
+	if (b->size == 0 || b->size > MAX_BYTES || align > MAX_BYTES)
+		return 1;
+	uint64_t rounded = round_up(b->size, MIN_ALLOC);
+	/* old releases ignore alignment; so does everything up to 256 */
+	uint64_t place_align = s->align_new ? align : 1;
+	uint32_t i;
+	int r = try_place(s, rounded, place_align, b->size, &i);
+	if (r == 0) {
+		r = extend(s, align, rounded);
+		if (r > 0)
+			r = try_place(s, rounded, place_align, b->size, &i);
+	}
+	if (r == 0 && s->gc && release_free_regions(s, rounded)) {
+		r = extend(s, align, rounded);
+		if (r > 0)
+			r = try_place(s, rounded, place_align, b->size, &i);
+	}
+	if (r < 0)
+		return r;
+	if (r == 0)
+		return 1;
+	if (live_put(&s->live, buf, i) != AS_OK)
+		return AS_ENOMEM;
+	*offset = s->c[i].off;
+	*chunk = s->c[i].size;
+	return 0;
+}
+
+static void bfc_free(void *state, const struct as_trace *t, uint32_t buf)
+{
+	struct bfc *s = state;
+	uint32_t h = live_take(&s->live, buf);
+	if (h == NIL)
+		return; /* failed allocations: freeing NULL is a no-op */
+	struct chunk *c = &s->c[h];
+	c->in_use = 0;
+	s->bytes_in_use -= c->size;
+	s->req_in_use -= c->req;
+	uint32_t n = c->next;
+	if (n != NIL && !s->c[n].in_use) {
+		bin_remove(s, n);
+		merge(s, h, n);
+	}
+	uint32_t p = s->c[h].prev;
+	if (p != NIL && !s->c[p].in_use) {
+		bin_remove(s, p);
+		merge(s, p, h);
+		h = p;
+	}
+	bin_insert(s, h);
+}
+
+/* ---- queries ---- */
+
+static uint64_t largest_free(const struct bfc *s)
+{
+	if (!s->nonempty)
+		return 0;
+	int b = 31 - __builtin_clz(s->nonempty);
+	return s->c[treap_max(s->c, s->root[b])].size;
+}
+
+static void emit_stats(struct bfc *s)
+{
+	emitf(s,
+	      "stats num_allocs=%" PRIu64 " bytes_in_use=%" PRIu64
+	      " peak_bytes_in_use=%" PRIu64 " largest_alloc_size=%" PRIu64
+	      " pool_bytes=%" PRIu64 " peak_pool_bytes=%" PRIu64
+	      " largest_free_block=%" PRIu64 " bytes_reserved=0",
+	      s->num_allocs, s->bytes_in_use, s->peak_bytes_in_use,
+	      s->largest_alloc_size, s->pool_bytes, s->peak_pool_bytes,
+	      largest_free(s));
+}
+
+static void emit_dump(struct bfc *s)
+{
+	uint64_t cnt[NUM_BINS] = {0}, used[NUM_BINS] = {0};
+	uint64_t bytes[NUM_BINS] = {0}, ubytes[NUM_BINS] = {0};
+	emitf(s, "dump chunks=%" PRIu32, s->live_chunks);
+	for (uint32_t r = 0; r < s->nregions; r++) {
+		for (uint32_t i = s->r[r].first; i != NIL; i = s->c[i].next) {
+			const struct chunk *c = &s->c[i];
+			int b = bin_of(c->size);
+			cnt[b]++;
+			bytes[b] += c->size;
+			if (c->in_use) {
+				used[b]++;
+				ubytes[b] += c->size;
+			}
+			emitf(s,
+			      "  %s base+0x%" PRIx64 " size=%" PRIu64
+			      " req=%" PRIu64 " bin=%d",
+			      c->in_use ? "InUse" : "Free ", c->off, c->size,
+			      c->req, c->in_use ? -1 : (int)c->bin);
+		}
+	}
+	for (int b = 0; b < NUM_BINS; b++)
+		if (cnt[b])
+			emitf(s,
+			      "  bin %d: chunks_in_bin=%" PRIu64
+			      " in_use=%" PRIu64 " bytes_in_bin=%" PRIu64
+			      " bytes_in_use=%" PRIu64,
+			      b, cnt[b], used[b], bytes[b], ubytes[b]);
+}
+
+/* floor(x * 100 / total) without overflowing 64 bits */
+static uint64_t cell(uint64_t x, uint64_t total, uint64_t res)
+{
+	return x / total * res + (x % total) * res / total;
+}
+
+static void paint(char *line, uint64_t res, uint64_t total, uint64_t at,
+		  uint64_t len, char ch)
+{
+	uint64_t a = cell(at, total, res), e = cell(at + len - 1, total, res);
+	for (uint64_t k = a; k <= e && k < res; k++)
+		line[k] = ch;
+}
+
+/*
+ * The occupancy line: the regions laid end to end over 100 cells; each
+ * in-use chunk paints its padding 'x' (size - requested) and then its
+ * requested bytes '*'; everything else stays '_'.
+ */
+static void emit_render(struct bfc *s)
+{
+	enum { RES = 100 };
+	char line[RES + 1];
+	uint64_t total = 0;
+	for (uint32_t r = 0; r < s->nregions; r++)
+		total += s->r[r].size;
+	if (total == 0) {
+		emitf(s, "render <allocator contains no memory>");
+		return;
+	}
+	memset(line, '_', RES);
+	line[RES] = 0;
+	uint64_t base = 0;
+	for (uint32_t r = 0; r < s->nregions; r++) {
+		for (uint32_t i = s->r[r].first; i != NIL; i = s->c[i].next) {
+			const struct chunk *c = &s->c[i];
+			if (!c->in_use)
+				continue;
+			uint64_t at = base + (c->off - s->r[r].off);
+			if (c->size > c->req)
+				paint(line, RES, total, at + c->req,
+				      c->size - c->req, 'x');
+			paint(line, RES, total, at, c->req, '*');
+		}
+		base += s->r[r].size;
+	}
+	emitf(s, "render %s", line);
+}
+
+static void bfc_query(void *state, enum as_query q)
+{
+	struct bfc *s = state;
+	switch (q) {
+	case AS_Q_DUMP:
+		emit_dump(s);
+		break;
+	case AS_Q_STATS:
+		emit_stats(s);
+		break;
+	case AS_Q_RENDER:
+		emit_render(s);
+		break;
+	case AS_Q_CURR:
+		emitf(s, "curr_region_allocation_bytes=%" PRIu64,
+		      s->curr_region);
+		break;
+	}
+}
+
+static void bfc_stats(void *state, struct as_plan *p)
+{
+	struct bfc *s = state;
+	uint64_t lf = largest_free(s);
+	uint64_t free_pool = s->pool_bytes - s->bytes_in_use;
+	as_plan_stat_int(p, "num_allocs", s->num_allocs);
+	as_plan_stat_int(p, "bytes_in_use", s->bytes_in_use);
+	as_plan_stat_int(p, "peak_bytes_in_use", s->peak_bytes_in_use);
+	as_plan_stat_int(p, "largest_alloc_size", s->largest_alloc_size);
+	as_plan_stat_int(p, "pool_bytes", s->pool_bytes);
+	as_plan_stat_int(p, "peak_pool_bytes", s->peak_pool_bytes);
+	as_plan_stat_int(p, "largest_free_block", lf);
+	as_plan_stat_int(p, "bytes_reserved", 0);
+	as_plan_stat(p, "fragmentation",
+		     free_pool ? (double)(free_pool - lf) / (double)free_pool
+			       : 0.0);
+	as_plan_stat_int(p, "regions", s->nregions);
+	as_plan_stat_int(p, "internal_waste_at_peak", s->waste_at_peak);
+	as_plan_stat_int(p, "region_requests", s->sub_allocs);
+	as_plan_stat_int(p, "region_refusals", s->sub_fails);
+	as_plan_stat_int(p, "regions_released", s->sub_frees);
+}
+
+/* ---- check ---- */
+
+struct problems {
+	uint64_t n;
+	char *msg;
+	size_t len;
+};
+
+static void problem(struct problems *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void problem(struct problems *p, const char *fmt, ...)
+{
+	if (p->n++ == 0 && p->msg && p->len) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(p->msg, p->len, fmt, ap);
+		va_end(ap);
+	}
+}
+
+/* Walk treap t: order, heap property, bin; returns its node count. */
+static uint64_t check_treap(const struct bfc *s, uint32_t t, int bin,
+			    const struct chunk *lo, const struct chunk *hi,
+			    struct problems *p, int depth)
+{
+	if (t == NIL)
+		return 0;
+	if (t >= s->nchunks || depth > 200) {
+		problem(p, "bin %d: broken tree link %" PRIu32, bin, t);
+		return 0;
+	}
+	const struct chunk *c = &s->c[t];
+	if (c->in_use || c->size == 0)
+		problem(p, "bin %d holds chunk base+0x%" PRIx64
+			   " which is not free",
+			bin, c->off);
+	if (c->bin != bin || bin_of(c->size) != bin)
+		problem(p, "chunk base+0x%" PRIx64 " size=%" PRIu64
+			   " is in bin %d",
+			c->off, c->size, bin);
+	if ((lo && !key_less(lo, c)) || (hi && !key_less(c, hi)))
+		problem(p, "bin %d out of (size, address) order at base+0x%" PRIx64,
+			bin, c->off);
+	for (int k = 0; k < 2; k++) {
+		uint32_t ch = k ? c->right : c->left;
+		if (ch != NIL && ch < s->nchunks && s->c[ch].prio > c->prio)
+			problem(p, "bin %d: heap order broken", bin);
+	}
+	return 1 +
+	       check_treap(s, c->left, bin, lo, c, p, depth + 1) +
+	       check_treap(s, c->right, bin, c, hi, p, depth + 1);
+}
+
+static uint64_t bfc_check(void *state, char *msg, size_t len)
+{
+	struct bfc *s = state;
+	struct problems p = {0, msg, len};
+	uint64_t nfree = 0, nused = 0, used_bytes = 0, used_req = 0, pool = 0;
+	uint64_t nchunks = 0;
+	if (msg && len)
+		msg[0] = 0;
+	for (uint32_t r = 0; r < s->nregions; r++) {
+		const struct region *rg = &s->r[r];
+		uint64_t at = rg->off;
+		uint32_t prev = NIL;
+		pool += rg->size;
+		if (r > 0 && s->r[r - 1].off + s->r[r - 1].size > rg->off)
+			problem(&p, "regions overlap at base+0x%" PRIx64,
+				rg->off);
+		if (r > 0 && s->coalesce && region_end(&s->r[r - 1]) == rg->off)
+			problem(&p, "touching regions at base+0x%" PRIx64
+				    " were not coalesced",
+				rg->off);
+		for (uint32_t i = rg->first; i != NIL; i = s->c[i].next) {
+			if (i >= s->nchunks || nchunks > s->live_chunks) {
+				problem(&p, "region base+0x%" PRIx64
+					    ": broken chunk list",
+					rg->off);
+				break;
+			}
+			const struct chunk *c = &s->c[i];
+			nchunks++;
+			if (c->prev != prev)
+				problem(&p, "chunk base+0x%" PRIx64
+					    ": prev link broken",
+					c->off);
+			if (c->off != at)
+				problem(&p, "chunk base+0x%" PRIx64
+					    " should start at base+0x%" PRIx64,
+					c->off, at);
+			if (c->size == 0 || c->size % MIN_ALLOC)
+				problem(&p, "chunk base+0x%" PRIx64
+					    " has size %" PRIu64,
+					c->off, c->size);
+			if (prev != NIL && !c->in_use && !s->c[prev].in_use)
+				problem(&p, "free neighbours at base+0x%" PRIx64,
+					c->off);
+			if (c->in_use) {
+				nused++;
+				used_bytes += c->size;
+				used_req += c->req;
+				if (c->req == 0 || c->req > c->size)
+					problem(&p, "chunk base+0x%" PRIx64
+						    " req=%" PRIu64 " size=%" PRIu64,
+						c->off, c->req, c->size);
+			} else {
+				nfree++;
+			}
+			at += c->size;
+			prev = i;
+		}
+		if (at != region_end(rg))
+			problem(&p, "chunks of region base+0x%" PRIx64
+				    " end at base+0x%" PRIx64 ", not base+0x%" PRIx64,
+				rg->off, at, region_end(rg));
+	}
+	uint64_t in_bins = 0;
+	for (int b = 0; b < NUM_BINS; b++) {
+		if ((s->root[b] != NIL) != !!(s->nonempty & (1u << b)))
+			problem(&p, "bin %d: non-empty bit is wrong", b);
+		in_bins += check_treap(s, s->root[b], b, NULL, NULL, &p, 0);
+	}
+	if (in_bins != nfree || s->nfree != nfree)
+		problem(&p, "bins hold %" PRIu64 " chunks, %" PRIu64
+			    " chunks are free",
+			in_bins, nfree);
+	if (nchunks != s->live_chunks)
+		problem(&p, "%" PRIu64 " chunks in regions, %" PRIu32 " allocated",
+			nchunks, s->live_chunks);
+	if (nused != s->live.n)
+		problem(&p, "%" PRIu64 " chunks in use, %" PRIu32 " live buffers",
+			nused, s->live.n);
+	uint64_t in_map = 0;
+	for (uint32_t k = 0; k < s->live.cap; k++) {
+		const struct live_entry *le = &s->live.e[k];
+		if (le->buf == NIL)
+			continue;
+		in_map++;
+		uint32_t j = live_home(&s->live, le->buf);
+		while (j != k && s->live.e[j].buf != NIL)
+			j = (j + 1) & (s->live.cap - 1);
+		if (j != k)
+			problem(&p, "live buffer %" PRIu32 " is unreachable", le->buf);
+		if (le->chunk >= s->nchunks || !s->c[le->chunk].in_use)
+			problem(&p, "buffer %" PRIu32 " maps to a chunk not in use",
+				le->buf);
+	}
+	if (in_map != s->live.n)
+		problem(&p, "live map holds %" PRIu64 " entries, counts %" PRIu32,
+			in_map, s->live.n);
+	if (used_bytes != s->bytes_in_use || used_req != s->req_in_use)
+		problem(&p, "bytes_in_use=%" PRIu64 " but chunks in use hold %" PRIu64,
+			s->bytes_in_use, used_bytes);
+	if (pool != s->pool_bytes)
+		problem(&p, "pool_bytes=%" PRIu64 " but regions hold %" PRIu64,
+			s->pool_bytes, pool);
+	if (s->bytes_in_use > s->peak_bytes_in_use ||
+	    s->pool_bytes > s->peak_pool_bytes || s->pool_bytes > s->total)
+		problem(&p, "peaks or limit below current values");
+	if (s->capacity && s->pool_bytes > s->capacity)
+		problem(&p, "pool_bytes=%" PRIu64 " exceeds capacity %" PRIu64,
+			s->pool_bytes, s->capacity);
+	return p.n;
+}
+
+static const struct as_online_impl bfc_online = {
+	.create = bfc_create,
+	.alloc = bfc_alloc,
+	.free = bfc_free,
+	.query = bfc_query,
+	.stats = bfc_stats,
+	.check = bfc_check,
+	.destroy = bfc_destroy,
+};
+
+const struct as_strategy_impl as_strategy_bfc = {
+	.info = {
+		.name = "bfc",
+		.summary = "TensorFlow/XLA BFC allocator, address for address",
+		.online = true,
+		.options = bfc_options,
+	},
+	.online = &bfc_online,
+};

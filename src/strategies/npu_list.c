@@ -1,0 +1,489 @@
+/*
+ * `npu-list`: linked-list first fit for NPU instruction streams.
+ *
+ * All memory (option `capacity`) starts as one node of a singly linked
+ * list; a node holds its start address, size, in-use flag and next link. A
+ * request (its size rounded up to `granule`) walks from the head and takes
+ * the first free node that fits: a node of exactly the size is taken whole,
+ * a larger one is split into the request (kept by this node) and the rest
+ * (a new free successor); used and smaller nodes are skipped. A node whose
+ * start breaks the buffer's alignment first splits off the padding as a free
+ * node of its own.
+ *
+ * Instructions name buffers by address symbol (`symbol=` in the text format,
+ * "symbol" in JSON). A symbol table maps each symbol to the node that holds
+ * it: a request whose symbol is mapped gets that very node; an unknown symbol
+ * gets a new node and an entry. The plan records a sharing buffer as an alias
+ * of the newest live buffer of the node (its host), so the validator knows
+ * the sharing is intended; nested that way, two sharers never sit side by
+ * side in one parent. A sharer larger than its host, or whose alignment the
+ * node breaks, cannot get the same memory and fails (symbol_conflicts).
+ * A node is released when the last buffer using it is freed; its symbol
+ * entry goes with it. With merge=immediate a released node merges with a
+ * free successor and a free predecessor (found by walking from the head: the
+ * list is singly linked); with merge=never it stays as it is.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strategy.h"
+
+enum merge_mode { MERGE_IMMEDIATE, MERGE_NEVER };
+
+#define UNLIMITED (1ull << 60) /* capacity=0: as good as unlimited */
+
+/*
+ * ┌──────────────────────────────────────────────────────────────────────┐
+ * │ Invariants (checked by check()):                                     │
+ * │  - following `next` from `head` visits every node once; the nodes    │
+ * │    tile [0, capacity): each starts where the previous one ends, the  │
+ * │    first at 0, the last ends at capacity; every size is > 0;         │
+ * │  - a used node has refs > 0 and an owner buffer; a free one refs 0;  │
+ * │  - with merge=immediate no two neighbouring nodes are both free;     │
+ * │  - a symbol maps to a used node whose `symbol` is that symbol.       │
+ * └──────────────────────────────────────────────────────────────────────┘
+ */
+struct node {
+	uint64_t start, size;
+	uint32_t next;          /* node index, AS_NONE at the end */
+	uint32_t refs;          /* live buffers placed in this node */
+	uint32_t owner;         /* first buffer placed here */
+	uint32_t host;          /* newest live buffer placed here */
+	uint32_t symbol;        /* mapped symbol, or AS_NONE */
+	bool used;
+};
+
+struct npu {
+	uint64_t capacity, granule;
+	enum merge_mode merge;
+	as_emit_fn emit;
+	void *ctx;
+	const struct as_trace *t;
+
+	struct node *nodes;
+	uint32_t nnodes, capnodes;
+	uint32_t spare;         /* recycled node slots, linked by next */
+	uint32_t head;
+	uint32_t live_nodes, peak_nodes;
+
+	uint32_t *sym_node;     /* per symbol: node or AS_NONE */
+	uint32_t *buf_node;     /* per buffer: node or AS_NONE */
+	uint32_t *alias;        /* per buffer: owner it shares, or AS_NONE */
+
+	uint64_t walks, exact, splits, pads, merges, symbol_hits,
+		symbol_conflicts, in_use, peak_in_use;
+};
+
+static const struct as_option_desc options[] = {
+	{"capacity", "1G", "bytes of memory the list starts with (0: "
+			   "unlimited)"},
+	{"merge", "immediate", "immediate|never: merge released nodes with "
+			       "free neighbours"},
+	{"granule", "64", "request sizes are rounded up to this power of two"},
+	{NULL, NULL, NULL},
+};
+
+static uint32_t node_new(struct npu *s, uint64_t start, uint64_t size)
+{
+	uint32_t i;
+	if (s->spare != AS_NONE) {
+		i = s->spare;
+		s->spare = s->nodes[i].next;
+	} else {
+		if (s->nnodes == s->capnodes) {
+			uint32_t cap = s->capnodes ? s->capnodes * 2 : 64;
+			struct node *n = realloc(s->nodes, cap * sizeof(*n));
+			if (!n)
+				return AS_NONE;
+			s->nodes = n;
+			s->capnodes = cap;
+		}
+		i = s->nnodes++;
+	}
+	s->nodes[i] = (struct node){start, size, AS_NONE, 0, AS_NONE,
+				    AS_NONE, AS_NONE, false};
+	if (++s->live_nodes > s->peak_nodes)
+		s->peak_nodes = s->live_nodes;
+	return i;
+}
+
+static void node_drop(struct npu *s, uint32_t i)
+{
+	s->nodes[i].next = s->spare;
+	s->spare = i;
+	s->live_nodes--;
+}
+
+/* Split node i at `at` bytes: i keeps [start, start+at), a new free node
+ * takes the rest. */
+static bool split_node(struct npu *s, uint32_t i, uint64_t at)
+{
+	uint32_t n = node_new(s, s->nodes[i].start + at, s->nodes[i].size - at);
+	if (n == AS_NONE)
+		return false;
+	s->nodes[n].next = s->nodes[i].next;
+	s->nodes[i].next = n;
+	s->nodes[i].size = at;
+	return true;
+}
+
+static int create(const struct as_opts *o, as_emit_fn emit, void *ctx,
+		  void **state, struct as_diag *diag)
+{
+	struct npu *s = calloc(1, sizeof(*s));
+	int merge, err;
+	if (!s)
+		return AS_ENOMEM;
+	if ((err = as_opts_u64(o, "capacity", 1ull << 30, 0, 1ull << 56,
+			       &s->capacity, diag)) ||
+	    (err = as_opts_u64(o, "granule", 64, 1, 1ull << 20, &s->granule,
+			       diag)) ||
+	    (err = as_opts_choice(o, "merge",
+				  (const char *const[]){"immediate", "never",
+							NULL},
+				  MERGE_IMMEDIATE, &merge, diag))) {
+		free(s);
+		return err;
+	}
+	if (s->granule & (s->granule - 1)) {
+		unsigned long long g = s->granule;
+		free(s);
+		return as_diag_set(diag, 0, AS_EINVAL,
+				   "npu-list: option granule=%llu: not a power "
+				   "of two",
+				   g);
+	}
+	if (s->capacity == 0)
+		s->capacity = UNLIMITED;
+	s->merge = (enum merge_mode)merge;
+	s->emit = emit;
+	s->ctx = ctx;
+	s->spare = AS_NONE;
+	s->head = node_new(s, 0, s->capacity);
+	if (s->head == AS_NONE) {
+		free(s);
+		return AS_ENOMEM;
+	}
+	s->peak_nodes = s->live_nodes = 1;
+	*state = s;
+	return AS_OK;
+}
+
+static void destroy(void *state)
+{
+	struct npu *s = state;
+	if (!s)
+		return;
+	free(s->nodes);
+	free(s->sym_node);
+	free(s->buf_node);
+	free(s->alias);
+	free(s);
+}
+
+/* Per-trace tables, made at the first request of a case. */
+static int attach(struct npu *s, const struct as_trace *t)
+{
+	if (s->t == t)
+		return AS_OK;
+	s->t = t;
+	s->sym_node = malloc(((size_t)t->nsymbols + 1) * sizeof(uint32_t));
+	s->buf_node = malloc(((size_t)t->nbuffers + 1) * sizeof(uint32_t));
+	s->alias = malloc(((size_t)t->nbuffers + 1) * sizeof(uint32_t));
+	if (!s->sym_node || !s->buf_node || !s->alias)
+		return AS_ENOMEM;
+	memset(s->sym_node, 0xff, ((size_t)t->nsymbols + 1) * sizeof(uint32_t));
+	memset(s->buf_node, 0xff, ((size_t)t->nbuffers + 1) * sizeof(uint32_t));
+	memset(s->alias, 0xff, ((size_t)t->nbuffers + 1) * sizeof(uint32_t));
+	return AS_OK;
+}
+
+static uint64_t round_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) & ~(a - 1);
+}
+
+/* First fit from the head; AS_NONE when nothing fits. */
+static uint32_t first_fit(struct npu *s, uint64_t size, uint64_t align,
+			  bool *nomem)
+{
+	for (uint32_t i = s->head; i != AS_NONE; i = s->nodes[i].next) {
+		struct node *n = &s->nodes[i];
+		s->walks++;
+		if (n->used || n->size < size)
+			continue;
+		uint64_t pad = round_up(n->start, align) - n->start;
+		if (pad) {
+			if (n->size - size < pad)
+				continue;
+			/* The padding stays free as this node. */
+			if (!split_node(s, i, pad)) {
+				*nomem = true;
+				return AS_NONE;
+			}
+			s->pads++;
+			continue; /* the successor now starts aligned */
+		}
+		if (n->size == size) {
+			s->exact++;
+		} else {
+			if (!split_node(s, i, size)) {
+				*nomem = true;
+				return AS_NONE;
+			}
+			s->splits++;
+		}
+		return i;
+	}
+	return AS_NONE;
+}
+
+static int alloc(void *state, const struct as_trace *t, uint32_t buf,
+		 uint64_t *offset, uint64_t *chunk)
+{
+	struct npu *s = state;
+	const struct as_buffer *b = &t->buffers[buf];
+	int err = attach(s, t);
+	if (err)
+		return err;
+	if (b->size == 0 || b->size > s->capacity)
+		return 1;
+	uint32_t sym = b->symbol < t->nsymbols ? b->symbol : AS_NONE;
+	if (sym != AS_NONE && s->sym_node[sym] != AS_NONE) {
+		struct node *n = &s->nodes[s->sym_node[sym]];
+		/* The same memory: it must fit inside the buffer it joins. */
+		if (b->size > t->buffers[n->host].size ||
+		    (n->start & (as_buffer_align(b) - 1))) {
+			s->symbol_conflicts++;
+			return 1;
+		}
+		n->refs++;
+		s->symbol_hits++;
+		s->buf_node[buf] = s->sym_node[sym];
+		s->alias[buf] = n->host;
+		n->host = buf;
+		*offset = n->start;
+		*chunk = b->size;
+		return AS_OK;
+	}
+	uint64_t align = as_buffer_align(b);
+	uint64_t size = round_up(b->size, s->granule);
+	if (size < b->size) /* rounding overflowed */
+		return 1;
+	bool nomem = false;
+	uint32_t i = first_fit(s, size, align > s->granule ? align
+							  : s->granule,
+			       &nomem);
+	if (nomem)
+		return AS_ENOMEM;
+	if (i == AS_NONE)
+		return 1;
+	struct node *n = &s->nodes[i];
+	n->used = true;
+	n->refs = 1;
+	n->owner = n->host = buf;
+	n->symbol = sym;
+	if (sym != AS_NONE)
+		s->sym_node[sym] = i;
+	s->buf_node[buf] = i;
+	s->in_use += n->size;
+	if (s->in_use > s->peak_in_use)
+		s->peak_in_use = s->in_use;
+	*offset = n->start;
+	*chunk = n->size;
+	return AS_OK;
+}
+
+/* Merge node i with its successor when both are free. */
+static void merge_next(struct npu *s, uint32_t i)
+{
+	uint32_t j = s->nodes[i].next;
+	if (j == AS_NONE || s->nodes[i].used || s->nodes[j].used)
+		return;
+	s->nodes[i].size += s->nodes[j].size;
+	s->nodes[i].next = s->nodes[j].next;
+	node_drop(s, j);
+	s->merges++;
+}
+
+static void release(void *state, const struct as_trace *t, uint32_t buf)
+{
+	struct npu *s = state;
+	uint32_t i = s->buf_node[buf];
+	if (i == AS_NONE)
+		return;
+	s->buf_node[buf] = AS_NONE;
+	struct node *n = &s->nodes[i];
+	/* The host chain is a stack: drop the dead from its top. */
+	while (n->host != AS_NONE && s->buf_node[n->host] == AS_NONE)
+		n->host = s->alias[n->host];
+	if (--n->refs > 0)
+		return;
+	n->used = false;
+	s->in_use -= n->size;
+	if (n->symbol != AS_NONE)
+		s->sym_node[n->symbol] = AS_NONE;
+	n->symbol = AS_NONE;
+	n->owner = n->host = AS_NONE;
+	if (s->merge == MERGE_NEVER)
+		return;
+	merge_next(s, i);
+	uint32_t prev = AS_NONE;
+	for (uint32_t k = s->head; k != i; k = s->nodes[k].next)
+		prev = k;
+	if (prev != AS_NONE)
+		merge_next(s, prev);
+}
+
+static void dump(struct npu *s)
+{
+	char line[160];
+	if (!s->emit)
+		return;
+	snprintf(line, sizeof(line), "npu-list capacity=%llu nodes=%u",
+		 (unsigned long long)s->capacity, s->live_nodes);
+	s->emit(s->ctx, line);
+	for (uint32_t i = s->head; i != AS_NONE; i = s->nodes[i].next) {
+		const struct node *n = &s->nodes[i];
+		const char *sym = n->symbol != AS_NONE && s->t
+					  ? s->t->symbols[n->symbol]
+					  : NULL;
+		snprintf(line, sizeof(line), "  [%llu, %llu) %llu %s%s%s",
+			 (unsigned long long)n->start,
+			 (unsigned long long)(n->start + n->size),
+			 (unsigned long long)n->size,
+			 n->used ? "used" : "free", sym ? " symbol=" : "",
+			 sym ? sym : "");
+		s->emit(s->ctx, line);
+	}
+}
+
+static void query(void *state, enum as_query q)
+{
+	if (q == AS_Q_DUMP)
+		dump(state);
+}
+
+static void stats(void *state, struct as_plan *p)
+{
+	struct npu *s = state;
+	as_plan_stat_int(p, "nodes", s->live_nodes);
+	as_plan_stat_int(p, "peak_nodes", s->peak_nodes);
+	as_plan_stat_int(p, "peak_in_use", s->peak_in_use);
+	as_plan_stat_int(p, "exact_fits", s->exact);
+	as_plan_stat_int(p, "splits", s->splits);
+	as_plan_stat_int(p, "alignment_pads", s->pads);
+	as_plan_stat_int(p, "merges", s->merges);
+	as_plan_stat_int(p, "nodes_walked", s->walks);
+	as_plan_stat_int(p, "symbol_hits", s->symbol_hits);
+	as_plan_stat_int(p, "symbol_conflicts", s->symbol_conflicts);
+	/*
+	 * Buffers that share a symbol live inside the node's first buffer:
+	 * the only plan entries alloc() cannot return, written here.
+	 */
+	if (!s->t || s->symbol_hits == 0)
+		return;
+	if (as_plan_want_aliases(p, s->t) != AS_OK)
+		return;
+	for (uint32_t i = 0; i < s->t->nbuffers; i++)
+		if (s->alias[i] != AS_NONE)
+			p->alias_of[i] = s->alias[i];
+}
+
+/* Count a broken invariant; the first one is described in msg. */
+static void note(uint64_t *broken, char *msg, size_t len, const char *fmt,
+		 ...) __attribute__((format(printf, 4, 5)));
+
+static void note(uint64_t *broken, char *msg, size_t len, const char *fmt,
+		 ...)
+{
+	if ((*broken)++ == 0) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(msg, len, fmt, ap);
+		va_end(ap);
+	}
+}
+
+static uint64_t check(void *state, char *msg, size_t len)
+{
+	struct npu *s = state;
+	uint64_t broken = 0, at = 0, seen = 0;
+	bool prev_free = false;
+	for (uint32_t i = s->head; i != AS_NONE; i = s->nodes[i].next) {
+		const struct node *n = &s->nodes[i];
+		unsigned long long start = n->start;
+		if (++seen > s->live_nodes) {
+			note(&broken, msg, len,
+			     "the list is longer than its %u nodes (a cycle?)",
+			     s->live_nodes);
+			break;
+		}
+		if (n->start != at)
+			note(&broken, msg, len,
+			     "node at %llu should start at %llu", start,
+			     (unsigned long long)at);
+		if (n->size == 0)
+			note(&broken, msg, len, "empty node at %llu", start);
+		if (n->used != (n->refs > 0) ||
+		    (n->used && n->owner == AS_NONE))
+			note(&broken, msg, len,
+			     "node at %llu: used=%d with %u buffers", start,
+			     n->used, n->refs);
+		if (s->merge == MERGE_IMMEDIATE && prev_free && !n->used)
+			note(&broken, msg, len,
+			     "free nodes at %llu and before it are not merged",
+			     start);
+		if (n->symbol != AS_NONE &&
+		    (!s->sym_node || s->sym_node[n->symbol] != i))
+			note(&broken, msg, len,
+			     "node at %llu holds a symbol that does not map "
+			     "to it",
+			     start);
+		prev_free = !n->used;
+		at = n->start + n->size;
+	}
+	if (at != s->capacity)
+		note(&broken, msg, len,
+		     "the nodes end at %llu, not at the capacity %llu",
+		     (unsigned long long)at, (unsigned long long)s->capacity);
+	for (uint32_t k = 0; s->t && s->sym_node && k < s->t->nsymbols; k++) {
+		uint32_t i = s->sym_node[k];
+		if (i != AS_NONE &&
+		    (!s->nodes[i].used || s->nodes[i].symbol != k))
+			note(&broken, msg, len,
+			     "symbol '%s' maps to a node that does not hold it",
+			     s->t->symbols[k]);
+	}
+	return broken;
+}
+
+static const struct as_online_impl online = {
+	.create = create,
+	.alloc = alloc,
+	.free = release,
+	.query = query,
+	.stats = stats,
+	.check = check,
+	.destroy = destroy,
+};
+
+/* One list over one memory: traces of separate memories are not its. */
+static bool applies(const struct as_trace *t)
+{
+	return t->nspaces == 1;
+}
+
+const struct as_strategy_impl as_strategy_npu_list = {
+	.info = {
+		.name = "npu-list",
+		.summary = "needs a trace of one address space: linked-list "
+			   "first fit with address symbols (NPU instruction "
+			   "streams)",
+		.online = true,
+		.options = options,
+	},
+	.applies = applies,
+	.online = &online,
+};

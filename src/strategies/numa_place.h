@@ -1,0 +1,57 @@
+/*
+ * Private to the numa strategies: per-core placement of rectangles, shared
+ * by numa-flat (every block) and numa-bundle (every block bundle) so that
+ * both are measured with the same placement algorithm.
+ */
+#ifndef AS_NUMA_PLACE_H
+#define AS_NUMA_PLACE_H
+
+#include <stdint.h>
+
+/* A rectangle to place: lifetime [start, end), size, alignment. */
+struct numa_item {
+	uint64_t size;
+	uint64_t start, end;
+	uint64_t align;          /* a power of two */
+	uint64_t offset;         /* out */
+};
+
+/* Scratch memory reused across calls; zero-initialise, then finish. */
+struct numa_ws {
+	void *order, *by_start, *hits;
+	uint64_t *maxend;
+	uint32_t *pos;
+	uint8_t *placed;
+	uint32_t cap, hitcap;
+};
+
+/*
+ * Greedy by size: largest first (ties: longer lifetime, then index), each
+ * at the lowest aligned offset where it overlaps no placed item whose
+ * lifetime meets its own. Placed items sit in a static interval tree, so a
+ * call costs O(n log n + sum k log k), k the overlapping items. Writes every
+ * item's offset and *peak (largest offset + size); returns 0 or AS_ENOMEM.
+ * Items of size 0 get offset 0.
+ */
+int numa_place(struct numa_ws *ws, struct numa_item *items, uint32_t n,
+	       uint64_t *peak);
+void numa_ws_finish(struct numa_ws *ws);
+
+struct as_trace;
+struct as_plan;
+
+/*
+ * Give the plan one address space per core with its capacity (like
+ * as_plan_want_spaces), filling plan->space from the bundle structure in
+ * trace order rather than from every buffer. Returns 0 or AS_ENOMEM.
+ */
+int numa_want_spaces(const struct as_trace *t, struct as_plan *p);
+
+/*
+ * Add the per-core statistics every numa strategy reports: the largest,
+ * smallest and mean per-core peak, and the largest and mean utilisation
+ * (peak / capacity, cores with a capacity only). Returns 0 or a code.
+ */
+int numa_core_stats(const struct as_trace *t, struct as_plan *p);
+
+#endif

@@ -1,0 +1,529 @@
+/*
+ * npu-list: one linked list of nodes over all memory, first fit from the
+ * head (exact nodes taken whole, larger ones split, smaller and used ones
+ * skipped), address symbols that map dependent instructions to one node,
+ * and merge=immediate|never on release.
+ */
+#include "allocscope.h"
+#include "tap.h"
+
+struct capture {
+	char text[16384];
+	size_t used;
+};
+
+static void capture_line(void *ctx, const char *line)
+{
+	struct capture *c = ctx;
+	int w = snprintf(c->text + c->used, sizeof(c->text) - c->used, "%s\n",
+			 line);
+	if (w > 0 && c->used + (size_t)w < sizeof(c->text))
+		c->used += (size_t)w;
+}
+
+struct run {
+	struct as_trace *t;
+	struct as_plan *p;
+	struct capture dump;
+	int err;
+	struct as_diag d;
+};
+
+/* Parse ops text, run spec with every-event checks, validate the plan. */
+static void run(struct run *r, const char *spec, const char *text)
+{
+	memset(r, 0, sizeof(*r));
+	if (as_trace_parse("t.ops", text, strlen(text), AS_FMT_OPS, &r->t,
+			   &r->d) != AS_OK) {
+		printf("#   parse: %llu: %s\n", (unsigned long long)r->d.line,
+		       r->d.msg);
+		tap_cur_failed = 1;
+		return;
+	}
+	struct as_run_hooks h = {.emit = capture_line,
+				 .ctx = &r->dump,
+				 .check_every_event = true};
+	r->err = as_strategy_run(spec, r->t, &h, &r->p, &r->d);
+	if (r->err != AS_OK)
+		return;
+	struct as_report rep;
+	CHECK(as_validate(r->t, r->p, &rep) == AS_OK);
+	if (!rep.valid) {
+		char buf[512];
+		printf("#   invalid: %s\n",
+		       as_violation_text(r->t, r->p, &rep.first[0], buf,
+					 sizeof(buf)));
+		tap_cur_failed = 1;
+	}
+}
+
+/* The run succeeded: report its error otherwise. */
+static bool ok(const struct run *r)
+{
+	if (r->err == AS_OK && r->p)
+		return true;
+	printf("#   run failed: %s\n", r->d.msg);
+	tap_cur_failed = 1;
+	return false;
+}
+
+static void done(struct run *r)
+{
+	as_plan_destroy(r->p);
+	as_trace_destroy(r->t);
+}
+
+static int64_t idx(const struct as_trace *t, const char *name)
+{
+	for (uint32_t i = t->nbuffers; i-- > 0;)
+		if (strcmp(t->buffers[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static uint64_t off(const struct run *r, const char *name)
+{
+	int64_t i = idx(r->t, name);
+	return i < 0 || !r->p ? AS_NO_OFFSET - 1 : r->p->offset[i];
+}
+
+static double stat(const struct as_plan *p, const char *key)
+{
+	for (uint32_t i = 0; p && i < p->nstats; i++)
+		if (strcmp(p->stats[i].key, key) == 0)
+			return p->stats[i].value;
+	return -1;
+}
+
+static void has(const struct run *r, const char *line)
+{
+	if (!strstr(r->dump.text, line)) {
+		printf("#   dump lacks '%s':\n", line);
+		for (const char *l = r->dump.text; *l;) {
+			const char *e = strchr(l, '\n');
+			printf("#     %.*s\n", (int)(e - l), l);
+			l = e + 1;
+		}
+		tap_cur_failed = 1;
+	}
+}
+
+static void all_memory_starts_as_one_free_node(void)
+{
+	struct run r;
+	run(&r, "npu-list:capacity=4096", "dump\nalloc a 64\nfree a\n");
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
+	has(&r, "npu-list capacity=4096 nodes=1\n  [0, 4096) 4096 free\n");
+	done(&r);
+}
+
+static void a_larger_free_node_is_split_into_the_request_and_a_free_successor(void)
+{
+	struct run r;
+	run(&r, "npu-list:capacity=1024,granule=1", "alloc a 100 1\ndump\n");
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
+	CHECK_EQ_U64(off(&r, "a"), 0);
+	has(&r, "  [0, 100) 100 used\n  [100, 1024) 924 free\n");
+	CHECK_EQ_U64(stat(r.p, "splits"), 1);
+	done(&r);
+}
+
+static void a_free_node_of_exactly_the_size_is_taken_whole(void)
+{
+	struct run r;
+	run(&r, "npu-list:capacity=1024,granule=1",
+	    "alloc a 100 1\nalloc b 50 1\nalloc c 100 1\nfree b\n"
+	    "alloc d 50 1\ndump\n");
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
+	CHECK_EQ_U64(off(&r, "d"), 100);
+	CHECK_EQ_U64(stat(r.p, "exact_fits"), 1);
+	CHECK_EQ_U64(stat(r.p, "splits"), 3);
+	has(&r, "  [100, 150) 50 used\n  [150, 250) 100 used\n");
+	done(&r);
+}
+
+static void smaller_and_used_nodes_are_skipped(void)
+{
+	struct run r;
+	run(&r, "npu-list:capacity=1024,granule=1",
+	    "alloc a 100 1\nalloc b 50 1\nalloc c 100 1\nfree b\n"
+	    "alloc d 80 1\n");
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
+	CHECK_EQ_U64(off(&r, "d"), 250); /* b's 50-byte node is too small */
+	done(&r);
+}
+
+static void requests_are_rounded_to_the_granule_and_aligned(void)
+{
+	struct run r;
+	run(&r, "npu-list:capacity=4096,granule=1",
+	    "alloc a 10 1\nalloc b 64 64\ndump\n");
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
+	CHECK_EQ_U64(off(&r, "b"), 64);
+	has(&r, "  [10, 64) 54 free\n  [64, 128) 64 used\n");
+	CHECK_EQ_U64(stat(r.p, "alignment_pads"), 1);
+	done(&r);
+	run(&r, "npu-list:capacity=4096", "alloc a 10\nalloc b 10\n");
+	CHECK_EQ_U64(off(&r, "b"), 64); /* granule 64 by default */
+	CHECK_EQ_U64(r.p->chunk[idx(r.t, "a")], 64);
+	done(&r);
+}
+
+static void a_request_that_fits_nowhere_fails_and_replay_goes_on(void)
+{
+	struct run r;
+	run(&r, "npu-list:capacity=256,granule=1",
+	    "alloc a 200 1\nalloc b 100 1\nalloc c 56 1\nalloc z 0 1\n");
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
+	CHECK_EQ_U64(off(&r, "b"), AS_NO_OFFSET);
+	CHECK_EQ_U64(off(&r, "c"), 200);
+	CHECK_EQ_U64(as_plan_failed(r.p, r.t), 1);
+	done(&r);
+}
+
+static void a_known_symbol_gets_the_same_node_and_the_plan_says_so(void)
+{
+	struct run r;
+	run(&r, "npu-list:capacity=65536",
+	    "alloc other 64\nalloc dma 4096 symbol=act0\n"
+	    "alloc conv 4096 symbol=act0\nfree dma\nalloc next 64\n"
+	    "free conv\n");
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
+	CHECK_EQ_U64(off(&r, "dma"), 64);
+	CHECK_EQ_U64(off(&r, "conv"), 64);
+	CHECK(r.p->alias_of != NULL);
+	if (r.p->alias_of)
+		CHECK_EQ_U64(r.p->alias_of[idx(r.t, "conv")], idx(r.t, "dma"));
+	/* the node is still held by conv: next goes after it */
+	CHECK_EQ_U64(off(&r, "next"), 64 + 4096);
+	CHECK_EQ_U64(stat(r.p, "symbol_hits"), 1);
+	done(&r);
+}
+
+static void json_traces_carry_symbols_too(void)
+{
+	const char *text =
+		"{\"format\": \"allocscope-trace\", \"version\": 1, "
+		"\"events\": ["
+		"{\"op\": \"alloc\", \"name\": \"dma\", \"size\": 4096,"
+		" \"symbol\": \"act0\"},"
+		"{\"op\": \"alloc\", \"name\": \"conv\", \"size\": 4096,"
+		" \"symbol\": \"act0\"},"
+		"{\"op\": \"free\", \"name\": \"dma\"},"
+		"{\"op\": \"free\", \"name\": \"conv\"}]}";
+	struct as_trace *t = NULL;
+	struct as_plan *p = NULL;
+	struct as_diag d;
+	struct as_report rep;
+	CHECK(as_trace_parse("s.json", text, strlen(text), AS_FMT_AUTO, &t,
+			     &d) == AS_OK);
+	if (!t)
+		return;
+	CHECK(as_strategy_run("npu-list", t, NULL, &p, &d) == AS_OK);
+	if (p) {
+		CHECK_EQ_U64(p->offset[1], p->offset[0]);
+		CHECK(as_validate(t, p, &rep) == AS_OK && rep.valid);
+		CHECK_EQ_U64(stat(p, "symbol_hits"), 1);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void an_unknown_symbol_gets_a_new_node_and_an_entry(void)
+{
+	struct run r;
+	run(&r, "npu-list:capacity=65536",
+	    "alloc a 64 symbol=s\nalloc b 64 symbol=t\nalloc c 64 symbol=t\n");
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
+	CHECK_EQ_U64(off(&r, "a"), 0);
+	CHECK_EQ_U64(off(&r, "b"), 64);
+	CHECK_EQ_U64(off(&r, "c"), 64);
+	done(&r);
+	run(&r, "npu-list:capacity=65536",
+	    "alloc a 64 symbol=s\nalloc b 64 symbol=t\ndump\n");
+	has(&r, "  [0, 64) 64 used symbol=s\n  [64, 128) 64 used symbol=t\n");
+	done(&r);
+}
+
+static void a_symbol_is_forgotten_when_its_node_is_released(void)
+{
+	struct run r;
+	run(&r, "npu-list:capacity=65536",
+	    "alloc x 64 symbol=s\nfree x\nalloc y 64\nalloc z 64 symbol=s\n");
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
+	CHECK_EQ_U64(off(&r, "y"), 0);
+	CHECK_EQ_U64(off(&r, "z"), 64); /* a new node, not y's */
+	CHECK_EQ_U64(stat(r.p, "symbol_hits"), 0);
+	done(&r);
+}
+
+static void sharers_nest_in_the_newest_live_buffer_of_the_node(void)
+{
+	struct run r;
+	run(&r, "npu-list:capacity=65536",
+	    "alloc a 256 symbol=s\nalloc b 256 symbol=s\nalloc c 128 symbol=s\n"
+	    "free b\nfree c\nalloc d 256 symbol=s\nfree a\nalloc e 64 "
+	    "symbol=s\nfree d\nfree e\nalloc f 64\n");
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
+	if (r.p && r.p->alias_of) {
+		CHECK_EQ_U64(r.p->alias_of[idx(r.t, "b")], idx(r.t, "a"));
+		CHECK_EQ_U64(r.p->alias_of[idx(r.t, "c")], idx(r.t, "b"));
+		CHECK_EQ_U64(r.p->alias_of[idx(r.t, "d")], idx(r.t, "a"));
+		CHECK_EQ_U64(r.p->alias_of[idx(r.t, "e")], idx(r.t, "d"));
+		CHECK_EQ_U64(r.p->alias_of[idx(r.t, "f")], AS_NONE);
+	}
+	CHECK_EQ_U64(off(&r, "e"), 0);
+	CHECK_EQ_U64(off(&r, "f"), 0); /* released after e */
+	CHECK_EQ_U64(stat(r.p, "symbol_hits"), 4);
+	done(&r);
+}
+
+static void a_sharer_larger_than_its_host_fails(void)
+{
+	struct run r;
+	run(&r, "npu-list:capacity=65536",
+	    "alloc a 64 symbol=s\nalloc b 128 symbol=s\n");
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
+	CHECK_EQ_U64(off(&r, "b"), AS_NO_OFFSET);
+	CHECK_EQ_U64(stat(r.p, "symbol_conflicts"), 1);
+	done(&r);
+}
+
+static const char *frag =
+	"alloc a 100 1\nalloc b 100 1\nalloc c 100 1\nfree a\nfree c\n"
+	"free b\ndump\nalloc d 200 1\n";
+
+static void release_merges_with_a_free_successor_and_predecessor(void)
+{
+	struct run r;
+	run(&r, "npu-list:capacity=300,granule=1", frag);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
+	has(&r, "nodes=1\n  [0, 300) 300 free\n");
+	CHECK_EQ_U64(stat(r.p, "merges"), 2);
+	CHECK_EQ_U64(off(&r, "d"), 0);
+	done(&r);
+	/* predecessor only, successor only */
+	run(&r, "npu-list:capacity=300,granule=1",
+	    "alloc a 100 1\nalloc b 100 1\nalloc c 100 1\nfree a\nfree b\n"
+	    "dump\n");
+	has(&r, "  [0, 200) 200 free\n  [200, 300) 100 used\n");
+	done(&r);
+	run(&r, "npu-list:capacity=300,granule=1",
+	    "alloc a 100 1\nalloc b 100 1\nalloc c 100 1\nfree c\nfree b\n"
+	    "dump\n");
+	has(&r, "  [0, 100) 100 used\n  [100, 300) 200 free\n");
+	done(&r);
+}
+
+static void merge_never_keeps_released_nodes_apart(void)
+{
+	struct run r;
+	run(&r, "npu-list:capacity=300,granule=1,merge=never", frag);
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
+	has(&r, "nodes=3\n  [0, 100) 100 free\n  [100, 200) 100 free\n"
+		"  [200, 300) 100 free\n");
+	CHECK_EQ_U64(off(&r, "d"), AS_NO_OFFSET); /* what merging buys */
+	CHECK_EQ_U64(stat(r.p, "merges"), 0);
+	done(&r);
+}
+
+static void options_out_of_range_are_refused_by_name(void)
+{
+	struct run r;
+	run(&r, "npu-list:merge=sometimes", "alloc a 8\n");
+	CHECK(r.err == AS_EINVAL);
+	CHECK(strstr(r.d.msg, "merge=sometimes: expected one of "
+			      "immediate|never") != NULL);
+	done(&r);
+	run(&r, "npu-list:granule=48", "alloc a 8\n");
+	CHECK(r.err == AS_EINVAL);
+	CHECK(strstr(r.d.msg, "granule=48: not a power of two") != NULL);
+	done(&r);
+	run(&r, "npu-list:capacity=lots", "alloc a 8\n");
+	CHECK(r.err == AS_EINVAL);
+	CHECK(strstr(r.d.msg, "capacity=lots") != NULL);
+	done(&r);
+	run(&r, "npu-list:size=1", "alloc a 8\n");
+	CHECK(r.err == AS_ENOTFOUND);
+	CHECK(strstr(r.d.msg, "unknown option 'size'") != NULL);
+	done(&r);
+	run(&r, "npu-list:capacity=0", "alloc a 8\nalloc b 1000000000000\n");
+	CHECK(r.err == AS_OK); /* 0: unlimited */
+	CHECK_EQ_U64(as_plan_failed(r.p, r.t), 0);
+	done(&r);
+}
+
+static void config_lines_set_options_per_case(void)
+{
+	struct run r;
+	run(&r, "npu-list",
+	    "config capacity=128 granule=1\nalloc a 100 1\nalloc b 100 1\n"
+	    "config capacity=1024 granule=1\nalloc c 100 1\nalloc d 100 1\n");
+	if (!ok(&r)) {
+		done(&r);
+		return;
+	}
+	CHECK_EQ_U64(off(&r, "b"), AS_NO_OFFSET);
+	CHECK_EQ_U64(off(&r, "c"), 0);
+	CHECK_EQ_U64(off(&r, "d"), 100);
+	done(&r);
+}
+
+static void the_bundled_instruction_stream_shares_symbols_validly(void)
+{
+	const char *src = getenv("AS_SOURCE_DIR");
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/traces/npu-stream.ops",
+		 src ? src : ".");
+	struct as_trace *t = NULL;
+	struct as_plan *p = NULL;
+	struct as_diag d;
+	struct as_report rep;
+	CHECK(as_trace_load(path, AS_FMT_AUTO, &t, &d) == AS_OK);
+	if (!t)
+		return;
+	CHECK(t->nsymbols > 0);
+	CHECK(as_strategy_run("npu-list", t, NULL, &p, &d) == AS_OK);
+	if (p) {
+		CHECK(as_validate(t, p, &rep) == AS_OK && rep.valid);
+		CHECK(stat(p, "symbol_hits") >= 4);
+		CHECK_EQ_U64(as_plan_failed(p, t), 0);
+		CHECK_EQ_U64(p->offset[idx(t, "conv1.src")],
+			     p->offset[idx(t, "dma0.in.dst")]);
+		CHECK_EQ_U64(p->offset[idx(t, "pool.src")],
+			     p->offset[idx(t, "conv2.dst")]);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+/* ---- Conformance: random streams with symbols, and traces/ ---- */
+
+static uint64_t rng;
+
+static uint64_t rnd(void)
+{
+	uint64_t x = rng += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static char *random_stream(uint64_t seed, uint32_t n)
+{
+	size_t cap = (size_t)n * 64 + 256, used = 0;
+	char *text = malloc(cap);
+	uint32_t *live = malloc(n * sizeof(*live)), nlive = 0;
+	rng = seed;
+	for (uint32_t i = 0; i < n; i++) {
+		while (nlive && rnd() % 3 == 0) {
+			uint32_t k = (uint32_t)(rnd() % nlive);
+			used += (size_t)snprintf(text + used, cap - used,
+						 "free b%u\n", live[k]);
+			live[k] = live[--nlive];
+		}
+		uint64_t size = rnd() % 5 == 0 ? 4096 : 1 + rnd() % 20000;
+		uint64_t align = (uint64_t)1 << (rnd() % 8);
+		used += (size_t)snprintf(text + used, cap - used,
+					 "alloc b%u %llu %llu", i,
+					 (unsigned long long)size,
+					 (unsigned long long)align);
+		if (rnd() % 2)
+			used += (size_t)snprintf(text + used, cap - used,
+						 " symbol=s%u",
+						 (unsigned)(rnd() % 8));
+		used += (size_t)snprintf(text + used, cap - used, "\n");
+		live[nlive++] = i;
+	}
+	free(live);
+	return text;
+}
+
+static void plans_validate_on_seeded_random_streams_with_symbols(void)
+{
+	uint64_t base = getenv("AS_SEED") ? strtoull(getenv("AS_SEED"), 0, 10)
+					  : 4242;
+	printf("# seed %llu (set AS_SEED to replay)\n",
+	       (unsigned long long)base);
+	static const char *const specs[] = {
+		"npu-list", "npu-list:merge=never",
+		"npu-list:capacity=200000,granule=1",
+		"npu-list:capacity=100000,merge=never"};
+	for (uint64_t k = 0; k < 24; k++) {
+		char *text = random_stream(base + k, 40 + (uint32_t)k * 20);
+		for (size_t s = 0; s < sizeof(specs) / sizeof(specs[0]); s++) {
+			struct run r;
+			run(&r, specs[s], text);
+			if (r.err != AS_OK) {
+				printf("#   %s, seed %llu: %s\n", specs[s],
+				       (unsigned long long)(base + k),
+				       r.d.msg);
+				tap_cur_failed = 1;
+			}
+			done(&r);
+		}
+		free(text);
+	}
+}
+
+int main(void)
+{
+	TEST_RUN(all_memory_starts_as_one_free_node);
+	TEST_RUN(a_larger_free_node_is_split_into_the_request_and_a_free_successor);
+	TEST_RUN(a_free_node_of_exactly_the_size_is_taken_whole);
+	TEST_RUN(smaller_and_used_nodes_are_skipped);
+	TEST_RUN(requests_are_rounded_to_the_granule_and_aligned);
+	TEST_RUN(a_request_that_fits_nowhere_fails_and_replay_goes_on);
+	TEST_RUN(a_known_symbol_gets_the_same_node_and_the_plan_says_so);
+	TEST_RUN(json_traces_carry_symbols_too);
+	TEST_RUN(an_unknown_symbol_gets_a_new_node_and_an_entry);
+	TEST_RUN(a_symbol_is_forgotten_when_its_node_is_released);
+	TEST_RUN(sharers_nest_in_the_newest_live_buffer_of_the_node);
+	TEST_RUN(a_sharer_larger_than_its_host_fails);
+	TEST_RUN(release_merges_with_a_free_successor_and_predecessor);
+	TEST_RUN(merge_never_keeps_released_nodes_apart);
+	TEST_RUN(options_out_of_range_are_refused_by_name);
+	TEST_RUN(config_lines_set_options_per_case);
+	TEST_RUN(the_bundled_instruction_stream_shares_symbols_validly);
+	TEST_RUN(plans_validate_on_seeded_random_streams_with_symbols);
+	return tap_done();
+}
