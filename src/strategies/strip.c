@@ -54,6 +54,7 @@ const char *const as_strip_metrics[] = {
  */
 #define AS_STRIP_PAIRS_MAX 4000000ULL
 #define AS_STRIP_PAIRS_TIER 20000000ULL
+#define AS_STRIP_REPAIR_MAX 300000
 
 struct cfg {
 	int metric, search;
@@ -556,6 +557,150 @@ out:
 }
 
 /*
+ * Peak repair, a large-neighbourhood search: take a rectangle at the peak,
+ * lift out every movable rectangle sharing time with it (the window), and
+ * put them back one by one at the lowest offset that fits, in a few orders
+ * (largest first, earliest first, seeded shuffles). Keep the first order
+ * whose highest top is below the peak, else restore the window and widen
+ * it once to everything sharing time with the window. Stops when a peak
+ * rectangle cannot be lowered or the time is up. Returns the new peak.
+ */
+struct repair {
+	const struct as_problem *pb;
+	struct as_placer *pl;
+	uint64_t *off, *save;
+	const uint8_t *fixed;
+	uint32_t *win;
+	uint32_t nwin;
+	uint64_t rng;
+};
+
+/* Re-place the window in its current order; highest top, or UINT64_MAX. */
+static uint64_t refill(struct repair *rp)
+{
+	uint64_t high = 0;
+	for (uint32_t k = 0; k < rp->nwin; k++)
+		as_placer_pop(rp->pl, rp->win[k]);
+	for (uint32_t k = 0; k < rp->nwin; k++) {
+		uint32_t i = rp->win[k];
+		uint64_t y;
+		if (!as_placer_find(rp->pl, i, AS_FIT_LOWEST, &y, NULL))
+			return UINT64_MAX; /* leaves the window half placed */
+		rp->off[i] = y;
+		as_placer_put(rp->pl, i, y);
+		if (y + rp->pb->r[i].size > high)
+			high = y + rp->pb->r[i].size;
+	}
+	return high;
+}
+
+static void restore(struct repair *rp)
+{
+	for (uint32_t k = 0; k < rp->nwin; k++)
+		as_placer_pop(rp->pl, rp->win[k]);
+	for (uint32_t k = 0; k < rp->nwin; k++) {
+		uint32_t i = rp->win[k];
+		rp->off[i] = rp->save[k];
+		as_placer_put(rp->pl, i, rp->off[i]);
+	}
+}
+
+static bool by_start(uint32_t a, uint32_t b, const void *cv)
+{
+	const struct as_problem *pb = cv;
+	return pb->r[a].t0 < pb->r[b].t0 ||
+	       (pb->r[a].t0 == pb->r[b].t0 && a < b);
+}
+
+static uint64_t repair_peak(const struct as_problem *pb, uint64_t *off,
+			    const uint8_t *fixed, uint64_t seed,
+			    double deadline, uint32_t *moves, int *err)
+{
+	uint32_t n = pb->n;
+	struct repair rp = {.pb = pb, .off = off, .fixed = fixed,
+			    .rng = seed * 0x2545f4914f6cdd1dULL + 7};
+	uint64_t peak = as_place_peak(pb, off);
+	rp.pl = as_placer_create(pb);
+	rp.win = calloc(n, sizeof(uint32_t));
+	rp.save = calloc(n, sizeof(uint64_t));
+	*err = AS_ENOMEM;
+	*moves = 0;
+	if (!rp.pl || !rp.win || !rp.save)
+		goto out;
+	for (uint32_t i = 0; i < n; i++)
+		as_placer_put(rp.pl, i, off[i]);
+	*err = AS_OK;
+	while (peak > pb->lower_bound && as_now_ms() < deadline) {
+		uint32_t top = 0;
+		while (off[top] + pb->r[top].size != peak)
+			top++;
+		uint32_t t0 = pb->r[top].t0, t1 = pb->r[top].t1;
+		bool done = false;
+		for (int wide = 0; wide < 2 && !done; wide++) {
+			if (wide) {
+				/*
+				 * Everything sharing time with the window,
+				 * the fixed ones too.
+				 */
+				for (uint32_t k = 0; k < rp.nwin; k++) {
+					const struct as_rect *r =
+						&pb->r[rp.win[k]];
+					t0 = r->t0 < t0 ? r->t0 : t0;
+					t1 = r->t1 > t1 ? r->t1 : t1;
+				}
+			}
+			rp.nwin = 0;
+			for (uint32_t i = 0; i < n; i++)
+				if ((wide || !fixed[i]) && pb->r[i].t0 < t1 &&
+				    t0 < pb->r[i].t1)
+					rp.win[rp.nwin++] = i;
+			for (uint32_t k = 0; k < rp.nwin; k++)
+				rp.save[k] = off[rp.win[k]];
+			for (int o = 0; o < 4 && !done; o++) {
+				if (o == 0 &&
+				    as_strip_order(pb, 0, rp.win, rp.nwin))
+					goto out;
+				if (o == 1 && as_sort_u32(rp.win, rp.nwin,
+							  by_start, pb))
+					goto out;
+				for (uint32_t k = rp.nwin; o >= 2 && k > 1;
+				     k--) {
+					uint32_t j = (uint32_t)(as_rng_next(
+								&rp.rng) %
+							k);
+					uint32_t t = rp.win[k - 1];
+					rp.win[k - 1] = rp.win[j];
+					rp.win[j] = t;
+				}
+				/* save[] follows win[]: refresh it. */
+				for (uint32_t k = 0; k < rp.nwin; k++)
+					rp.save[k] = off[rp.win[k]];
+				uint64_t high = refill(&rp);
+				if (high < peak) {
+					done = true;
+					(*moves)++;
+				} else if (high != UINT64_MAX) {
+					restore(&rp);
+				} else {
+					*err = AS_EUNSUPPORTED;
+					goto out;
+				}
+				if (as_now_ms() > deadline)
+					break;
+			}
+		}
+		if (!done)
+			break;
+		peak = as_place_peak(pb, off);
+	}
+out:
+	as_placer_destroy(rp.pl);
+	free(rp.win);
+	free(rp.save);
+	return as_place_peak(pb, off);
+}
+
+/*
  * Traces with too many overlapping pairs for the seed's method (hundreds of
  * thousands to millions of buffers): the O(n log n) time sweep, first fit
  * and best fit; then "big first": the big rectangles (where the bytes are)
@@ -703,6 +848,23 @@ static int strip_large(const struct as_problem *pb, uint64_t *off,
 		}
 	}
 done:
+	if (n <= AS_STRIP_REPAIR_MAX && as_now_ms() < deadline) {
+		uint32_t moves;
+		/* The big ones stay; `fixed` marks them, or nothing. */
+		if (sub.n == 0 || sub.n == n)
+			memset(fixed, 0, n);
+		else
+			for (uint32_t i = 0; i < n; i++)
+				fixed[i] = pb->r[i].size >= cut;
+		peak = repair_peak(pb, off, fixed, cfg->seed, deadline, &moves,
+				   &err);
+		if (err)
+			goto out;
+		if (moves && (err = as_plan_round(p, "peak repair", peak)))
+			goto out;
+		if ((err = as_plan_stat_int(p, "repair_moves", moves)))
+			goto out;
+	}
 	err = AS_OK;
 out:
 	as_placer_destroy(obst);
