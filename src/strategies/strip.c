@@ -55,6 +55,7 @@ const char *const as_strip_metrics[] = {
 #define AS_STRIP_PAIRS_MAX 4000000ULL
 #define AS_STRIP_PAIRS_TIER 20000000ULL
 #define AS_STRIP_REPAIR_MAX 300000
+#define AS_STRIP_WINDOW_MAX 3000
 
 struct cfg {
 	int metric, search;
@@ -654,6 +655,9 @@ static uint64_t repair_peak(const struct as_problem *pb, uint64_t *off,
 				if ((wide || !fixed[i]) && pb->r[i].t0 < t1 &&
 				    t0 < pb->r[i].t1)
 					rp.win[rp.nwin++] = i;
+			/* A refill cannot be cut short: keep windows small. */
+			if (rp.nwin > AS_STRIP_WINDOW_MAX)
+				break;
 			for (uint32_t k = 0; k < rp.nwin; k++)
 				rp.save[k] = off[rp.win[k]];
 			for (int o = 0; o < 4 && !done; o++) {
