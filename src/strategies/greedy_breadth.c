@@ -84,8 +84,11 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *unused,
 	if (as_sort_u32(order, n, before, &c))
 		goto out;
 	if (as_place_order(pl, order, n, AS_FIT_BEST, off) == UINT64_MAX) {
-		err = as_diag_set(diag, 0, AS_EUNSUPPORTED,
-				  "greedy-breadth: offsets overflow 64 bits");
+		err = as_placer_nomem(pl)
+			      ? AS_ENOMEM
+			      : as_diag_set(diag, 0, AS_EUNSUPPORTED,
+					    "greedy-breadth: offsets overflow "
+					    "64 bits");
 		goto out;
 	}
 	err = AS_OK;

@@ -333,6 +333,11 @@ static bool run_remove(struct runs *ru, uint64_t lo, uint64_t hi)
 	return true;
 }
 
+bool as_placer_nomem(const struct as_placer *pl)
+{
+	return pl->nomem;
+}
+
 void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 {
 	uint64_t hi = off + pl->pb->r[i].size;

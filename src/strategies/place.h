@@ -84,12 +84,15 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 		    uint64_t *off, uint64_t *gap_out);
 /* Record rectangle i at offset off. */
 void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off);
-/* Take back the latest placements, newest first (i must be the newest). */
+/* Whether a placement ran out of memory (finds then fail). */
+bool as_placer_nomem(const struct as_placer *pl);
+/* Take a placed rectangle out again (any order). */
 void as_placer_pop(struct as_placer *pl, uint32_t i);
 
 /*
  * Place rectangles in `order` (n entries), each where `fit` says; writes
- * off[] and returns the peak, or UINT64_MAX on 64-bit overflow.
+ * off[] and returns the peak, or UINT64_MAX on 64-bit overflow or when
+ * memory ran out (as_placer_nomem tells which).
  */
 uint64_t as_place_order(struct as_placer *pl, const uint32_t *order,
 			uint32_t n, enum as_fit fit, uint64_t *off);

@@ -343,7 +343,7 @@ static int seed_method(struct space *sp)
 	uint64_t peak = as_place_order(sp->pl, sp->order, n, AS_FIT_LOWEST,
 				       sp->off);
 	if (peak == UINT64_MAX)
-		return AS_EUNSUPPORTED;
+		return as_placer_nomem(sp->pl) ? AS_ENOMEM : AS_EUNSUPPORTED;
 	keep_if_better(sp, sp->off, peak);
 	char label[48];
 	snprintf(label, sizeof(label), "metric=%s",
@@ -392,7 +392,8 @@ static int seed_method(struct space *sp)
 		peak = as_place_order(sp->pl, sp->order, n, AS_FIT_LOWEST,
 				      sp->off);
 		if (peak == UINT64_MAX)
-			return AS_EUNSUPPORTED;
+			return as_placer_nomem(sp->pl) ? AS_ENOMEM
+						       : AS_EUNSUPPORTED;
 		keep_if_better(sp, sp->off, peak);
 		snprintf(label, sizeof(label), "tuned %u", (unsigned)round);
 		if (round_note(sp, label, peak))
@@ -488,7 +489,8 @@ static int local_phase(struct space *sp, double deadline)
 		uint64_t peak = as_place_order(sp->pl, sp->next, n,
 					       AS_FIT_LOWEST, sp->off);
 		if (peak == UINT64_MAX)
-			return AS_EUNSUPPORTED;
+			return as_placer_nomem(sp->pl) ? AS_ENOMEM
+						       : AS_EUNSUPPORTED;
 		if (peak <= cur_peak) {
 			memcpy(sp->order, sp->next, n * sizeof(uint32_t));
 			if (peak < sp->best_peak) {
