@@ -252,6 +252,7 @@ struct space {
 	uint8_t *risk;
 	uint64_t *hashes;
 	uint32_t nhashes;
+	uint64_t metric_use[16]; /* rectangles tuned with each metric */
 	uint32_t nrounds;
 };
 
@@ -321,6 +322,7 @@ static int tune_group(struct space *sp, uint32_t *ids, uint32_t n,
 	}
 	if (as_strip_order(pb, best_m, ids, n))
 		return AS_ENOMEM;
+	sp->metric_use[best_m] += n;
 	for (uint32_t j = 0; j < n; j++) {
 		uint64_t o = 0;
 		as_placer_find(sp->pl, ids[j], AS_FIT_LOWEST, &o, NULL);
@@ -355,6 +357,7 @@ static int seed_method(struct space *sp)
 	     round++) {
 		as_strip_classify(pb, sp->off, lb, sp->risk);
 		uint32_t nn = 0;
+		memset(sp->metric_use, 0, sizeof(sp->metric_use));
 		as_placer_reset(sp->pl);
 		/* Tuned high groups, then tuned medium groups. */
 		for (int lvl = AS_RISK_HIGH; lvl >= AS_RISK_MEDIUM; lvl--) {
@@ -395,7 +398,13 @@ static int seed_method(struct space *sp)
 			return as_placer_nomem(sp->pl) ? AS_ENOMEM
 						       : AS_EUNSUPPORTED;
 		keep_if_better(sp, sp->off, peak);
-		snprintf(label, sizeof(label), "tuned %u", (unsigned)round);
+		/* Name the metric that ordered most of the tuned ones. */
+		int top_m = 0;
+		for (int m = 1; m < (int)NMETRICS; m++)
+			if (sp->metric_use[m] > sp->metric_use[top_m])
+				top_m = m;
+		snprintf(label, sizeof(label), "tuned %u, metric=%s",
+			 (unsigned)round, as_strip_metrics[top_m]);
 		if (round_note(sp, label, peak))
 			return AS_ENOMEM;
 	}
