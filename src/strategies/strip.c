@@ -291,7 +291,7 @@ static uint64_t hash_order(const uint32_t *v, uint32_t n)
  * group in its best order and appends it to out.
  */
 static int tune_group(struct space *sp, uint32_t *ids, uint32_t n,
-		      uint32_t *out, uint32_t *nout)
+		      uint32_t *out, uint32_t *nout, double stop)
 {
 	const struct as_problem *pb = sp->pb;
 	uint64_t best_top = UINT64_MAX;
@@ -317,7 +317,7 @@ static int tune_group(struct space *sp, uint32_t *ids, uint32_t n,
 			best_top = top;
 			best_m = m;
 		}
-		if (best_top <= pb->lower_bound)
+		if (best_top <= pb->lower_bound || as_now_ms() > stop)
 			break;
 	}
 	if (as_strip_order(pb, best_m, ids, n))
@@ -332,8 +332,12 @@ static int tune_group(struct space *sp, uint32_t *ids, uint32_t n,
 	return AS_OK;
 }
 
-/* The seed's method; leaves the best placement in sp->best. */
-static int seed_method(struct space *sp)
+/*
+ * The seed's method; leaves the best placement in sp->best. It may use
+ * 40% of the time left (`stop`): a round that would run past it is not
+ * started, and tuning inside a round stops there (the round is dropped).
+ */
+static int seed_method(struct space *sp, double stop)
 {
 	const struct as_problem *pb = sp->pb;
 	uint32_t n = pb->n;
@@ -355,6 +359,11 @@ static int seed_method(struct space *sp)
 	sp->hashes[sp->nhashes++] = hash_order(sp->order, n);
 	for (uint64_t round = 1; round <= sp->cfg->rounds && peak > lb;
 	     round++) {
+		if (as_now_ms() > stop) {
+			if (round_note(sp, "tuning out of time", peak))
+				return AS_ENOMEM;
+			break;
+		}
 		as_strip_classify(pb, sp->off, lb, sp->risk);
 		uint32_t nn = 0;
 		memset(sp->metric_use, 0, sizeof(sp->metric_use));
@@ -370,8 +379,10 @@ static int seed_method(struct space *sp)
 				return ng;
 			for (int g = 0; g < ng; g++) {
 				uint32_t a = sp->first[g], b = sp->first[g + 1];
+				if (as_now_ms() > stop)
+					return AS_OK;
 				int err = tune_group(sp, sp->tmp + a, b - a,
-						     sp->next, &nn);
+						     sp->next, &nn, stop);
 				if (err)
 					return err;
 			}
@@ -540,7 +551,7 @@ static int strip_full(const struct as_problem *pb, uint64_t *off,
 	if (!sp.pl || !sp.off || !sp.best || !sp.order || !sp.next ||
 	    !sp.tmp || !sp.first || !sp.risk || !sp.hashes)
 		goto out;
-	err = seed_method(&sp);
+	err = seed_method(&sp, as_now_ms() + (deadline - as_now_ms()) * 0.4);
 	if (err)
 		goto out;
 	bool exact = cfg->search == SEARCH_EXACT ||
