@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "allocscope.h"
@@ -35,6 +36,10 @@ int as_atomic_open(const char *path, struct as_atomic **out, FILE **f)
 		a->tmp = NULL;
 		goto fail;
 	}
+	/* mkstemp makes the file private; give it the usual mode. */
+	mode_t mask = umask(0);
+	umask(mask);
+	fchmod(fd, 0666 & ~mask);
 	a->f = fdopen(fd, "w");
 	if (!a->f) {
 		close(fd);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "allocscope.h"
+#include "allocscope_render.h"
 
 #define EXIT_INVALID 1
 #define EXIT_USAGE 2
@@ -19,6 +20,8 @@
 static const char usage_text[] =
 	"usage: allocscope replay TRACE [-f FMT] [-s SPEC]... [--json FILE|-]\n"
 	"                         [--plan-out FILE] [--dump]\n"
+	"                         [--png FILE] [--svg FILE] [--size WxH]\n"
+	"                         [--color-by buffer|size|pool|lifetime]\n"
 	"       allocscope check TRACE [-f FMT] [--plan PLAN.csv]\n"
 	"       allocscope strategies\n"
 	"\n"
@@ -180,8 +183,34 @@ static void emit_line(void *ctx, const char *line)
 	fprintf((FILE *)ctx, "%s\n", line);
 }
 
+/* --png/--svg (paths[0], paths[1]): one picture of every result. */
+static int write_images(const char *const *paths, size_t npaths,
+			const struct as_trace *t, const struct result *res,
+			size_t nres, const struct as_render_opts *o)
+{
+	struct as_render_panel *pn = calloc(nres + 1, sizeof(*pn));
+	int status = pn ? 0 : EXIT_USAGE;
+	for (size_t i = 0; pn && i < nres; i++)
+		pn[i] = (struct as_render_panel){res[i].spec, t, res[i].plan,
+						 &res[i].report,
+						 AS_RENDER_ALL_SPACES};
+	for (size_t i = 0; pn && i < npaths; i++) {
+		struct as_diag d = {0};
+		if (paths[i] && as_render_file(paths[i], i ? AS_IMAGE_SVG
+							   : AS_IMAGE_PNG,
+					       pn, nres, o, &d))
+			status = report_diag(&d);
+	}
+	free(pn);
+	return status;
+}
+
 static int cmd_replay(int argc, char **argv)
 {
+	const char *images[2] = {NULL, NULL};
+	struct as_render_opts ropts;
+	as_render_opts_init(&ropts);
+	ropts.min_plot_height = 110; /* unless --size: taller, not cramped */
 	const char *trace_path = NULL, *json = NULL, *plan_out = NULL;
 	const char *specs[MAX_SPECS];
 	size_t nspecs = 0;
@@ -204,6 +233,20 @@ static int cmd_replay(int argc, char **argv)
 			plan_out = argv[++i];
 		} else if (strcmp(a, "--dump") == 0) {
 			dump = true;
+		} else if ((strcmp(a, "--png") == 0 ||
+			    strcmp(a, "--svg") == 0) && more) {
+			images[a[2] == 's'] = argv[++i];
+		} else if (strcmp(a, "--size") == 0 && more) {
+			if (as_render_parse_size(argv[++i], &ropts.width,
+						 &ropts.height) != AS_OK)
+				return usage_error("--size wants WxH, each 200 "
+						   "to 16384, not '%s'", argv[i]);
+			ropts.min_plot_height = 0;
+		} else if (strcmp(a, "--color-by") == 0 && more) {
+			if (as_color_by_from_name(argv[++i], &ropts.color_by))
+				return usage_error("--color-by wants buffer, "
+						   "size, pool or lifetime, not "
+						   "'%s'", argv[i]);
 		} else if (a[0] == '-' && a[1]) {
 			return usage_error("unknown or incomplete option '%s'",
 					   a);
@@ -282,6 +325,9 @@ static int cmd_replay(int argc, char **argv)
 		} else {
 			print_table(t, lb, res, nres);
 		}
+		if ((images[0] || images[1]) && status != EXIT_USAGE &&
+		    write_images(images, 2, t, res, nres, &ropts) != 0)
+			status = EXIT_USAGE;
 		if (plan_out && status != EXIT_USAGE) {
 			if (as_atomic_open(plan_out, &a, &f) != AS_OK) {
 				fprintf(stderr, "%s: cannot write\n", plan_out);

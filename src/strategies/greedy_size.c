@@ -20,6 +20,7 @@ struct tree {
 	uint32_t *by_start;     /* buffer indices sorted by start */
 	uint64_t *maxend;       /* per position: max end placed in subtree */
 	uint8_t *placed;        /* per position */
+	const uint64_t *offset; /* the plan's offsets */
 	uint32_t n;
 };
 
@@ -46,12 +47,6 @@ static bool by_size(uint32_t ia, uint32_t ib, const void *ctx)
 	return a->end - a->start > b->end - b->start;
 }
 
-static bool by_offset(uint32_t ia, uint32_t ib, const void *ctx)
-{
-	const uint64_t *off = ctx;
-	return off[ia] < off[ib];
-}
-
 /* Mark position pos placed and refresh maxend on the path to it. */
 static uint64_t mark(struct tree *tr, uint32_t lo, uint32_t hi, uint32_t pos)
 {
@@ -76,8 +71,13 @@ static uint64_t mark(struct tree *tr, uint32_t lo, uint32_t hi, uint32_t pos)
 	return m;
 }
 
+/* Address ranges of the placed buffers that share time with a new one. */
+struct range {
+	uint64_t lo, hi;
+};
+
 struct hits {
-	uint32_t *v;
+	struct range *v;
 	uint32_t n, cap;
 };
 
@@ -99,15 +99,57 @@ static int query(const struct tree *tr, uint32_t lo, uint32_t hi, uint64_t s,
 	if (tr->placed[mid] && b->end > s) {
 		if (h->n == h->cap) {
 			uint32_t cap = h->cap ? h->cap * 2 : 64;
-			uint32_t *n = realloc(h->v, cap * sizeof(*n));
+			struct range *n = realloc(h->v, cap * sizeof(*n));
 			if (!n)
 				return AS_ENOMEM;
 			h->v = n;
 			h->cap = cap;
 		}
-		h->v[h->n++] = tr->by_start[mid];
+		uint64_t off = tr->offset[tr->by_start[mid]];
+		h->v[h->n++] = (struct range){off, off + b->size};
 	}
 	return query(tr, mid + 1, hi, s, e, h);
+}
+
+/* Min-heap of ranges by their low end. */
+static void sift_down(struct range *v, uint32_t n, uint32_t i)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1, m = i;
+		if (l < n && v[l].lo < v[m].lo)
+			m = l;
+		if (l + 1 < n && v[l + 1].lo < v[m].lo)
+			m = l + 1;
+		if (m == i)
+			return;
+		struct range x = v[i];
+		v[i] = v[m];
+		v[m] = x;
+		i = m;
+	}
+}
+
+/*
+ * The lowest aligned offset where `size` bytes fit between the ranges.
+ * Ranges come off a heap in address order, and only until the gap is
+ * found: O(k + m log k) for the m ranges below the answer.
+ */
+static uint64_t first_fit(struct range *v, uint32_t n, uint64_t size,
+			  uint64_t align)
+{
+	uint64_t cand = 0;
+	for (uint32_t i = n / 2; i-- > 0;)
+		sift_down(v, n, i);
+	while (n > 0) {
+		uint64_t at = (cand + align - 1) & ~(align - 1);
+		if (at + size <= v[0].lo)
+			break;
+		if (v[0].hi > cand)
+			cand = v[0].hi;
+		v[0] = v[--n];
+		sift_down(v, n, 0);
+	}
+	return (cand + align - 1) & ~(align - 1);
 }
 
 /* Place the n buffers ids[] of one space; tr's arrays have room for n. */
@@ -127,23 +169,12 @@ static int place_space(struct tree *tr, struct as_plan *p, uint32_t *ids,
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t i = ids[k];
 		const struct as_buffer *b = &t->buffers[i];
-		uint64_t align = as_buffer_align(b), cand = 0;
+		uint64_t align = as_buffer_align(b);
 		h->n = 0;
 		int err = query(tr, 0, n, b->start, b->end, h);
-		if (err == AS_OK)
-			err = as_sort_u32(h->v, h->n, by_offset, p->offset);
 		if (err)
 			return err;
-		for (uint32_t j = 0; j < h->n; j++) {
-			uint64_t at = (cand + align - 1) & ~(align - 1);
-			uint64_t jo = p->offset[h->v[j]];
-			if (at + b->size <= jo)
-				break;
-			uint64_t top = jo + t->buffers[h->v[j]].size;
-			if (top > cand)
-				cand = top;
-		}
-		p->offset[i] = (cand + align - 1) & ~(align - 1);
+		p->offset[i] = first_fit(h->v, h->n, b->size, align);
 		mark(tr, 0, n, pos[i]);
 	}
 	return AS_OK;
@@ -155,7 +186,7 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 {
 	uint32_t n = 0;
 	size_t sz = (size_t)t->nbuffers + 1;
-	struct tree tr = {.t = t};
+	struct tree tr = {.t = t, .offset = p->offset};
 	uint32_t *ids = malloc(sz * sizeof(*ids));
 	uint32_t *pos = malloc(sz * sizeof(*pos));
 	tr.by_start = malloc(sz * sizeof(*tr.by_start));

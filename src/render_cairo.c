@@ -1,0 +1,313 @@
+/*
+ * The cairo backend of the renderer: paints canvas primitives into any
+ * cairo_t, measures text, and writes PNG. With render_svg.c (which uses
+ * cairo only to encode the density raster) this is the only place cairo
+ * appears.
+ */
+#include <cairo.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render_private.h"
+
+#define FONT_FACE "DejaVu Sans"
+
+struct cairo_canvas {
+	struct canvas base;
+	cairo_t *cr;
+};
+
+static void set_color(cairo_t *cr, uint32_t c)
+{
+	cairo_set_source_rgba(cr, ((c >> 16) & 0xff) / 255.0,
+			      ((c >> 8) & 0xff) / 255.0, (c & 0xff) / 255.0,
+			      (c >> 24) / 255.0);
+}
+
+static void select_font(cairo_t *cr, double size, bool bold)
+{
+	cairo_select_font_face(cr, FONT_FACE, CAIRO_FONT_SLANT_NORMAL,
+			       bold ? CAIRO_FONT_WEIGHT_BOLD
+				    : CAIRO_FONT_WEIGHT_NORMAL);
+	cairo_set_font_size(cr, size);
+}
+
+static void c_rect(struct canvas *c, double x, double y, double w, double h,
+		   uint32_t fill, uint32_t stroke, double sw, const char *title)
+{
+	cairo_t *cr = ((struct cairo_canvas *)c)->cr;
+	if (fill >> 24) {
+		set_color(cr, fill);
+		cairo_rectangle(cr, x, y, w, h);
+		cairo_fill(cr);
+	}
+	if ((stroke >> 24) && sw > 0 && w > sw && h > sw) {
+		set_color(cr, stroke);
+		cairo_set_line_width(cr, sw);
+		cairo_set_dash(cr, NULL, 0, 0);
+		cairo_rectangle(cr, x + sw / 2, y + sw / 2, w - sw, h - sw);
+		cairo_stroke(cr);
+	}
+}
+
+static void c_line(struct canvas *c, double x0, double y0, double x1,
+		   double y1, uint32_t color, double width, double dash)
+{
+	cairo_t *cr = ((struct cairo_canvas *)c)->cr;
+	set_color(cr, color);
+	cairo_set_line_width(cr, width);
+	if (dash > 0) {
+		double d[2] = {dash, dash};
+		cairo_set_dash(cr, d, 2, 0);
+	} else {
+		cairo_set_dash(cr, NULL, 0, 0);
+	}
+	cairo_move_to(cr, x0, y0);
+	cairo_line_to(cr, x1, y1);
+	cairo_stroke(cr);
+	cairo_set_dash(cr, NULL, 0, 0);
+}
+
+static void c_poly(struct canvas *c, const double *xy, int n, bool closed,
+		   uint32_t fill, uint32_t stroke, double sw)
+{
+	cairo_t *cr = ((struct cairo_canvas *)c)->cr;
+	if (n < 2)
+		return;
+	cairo_new_path(cr);
+	cairo_move_to(cr, xy[0], xy[1]);
+	for (int i = 1; i < n; i++)
+		cairo_line_to(cr, xy[2 * i], xy[2 * i + 1]);
+	if (closed)
+		cairo_close_path(cr);
+	if (closed && (fill >> 24)) {
+		set_color(cr, fill);
+		cairo_fill_preserve(cr);
+	}
+	if ((stroke >> 24) && sw > 0) {
+		set_color(cr, stroke);
+		cairo_set_line_width(cr, sw);
+		cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+		cairo_stroke_preserve(cr);
+	}
+	cairo_new_path(cr);
+}
+
+static void c_text(struct canvas *c, double x, double y, const char *s,
+		   double size, bool bold, uint32_t color, int anchor)
+{
+	cairo_t *cr = ((struct cairo_canvas *)c)->cr;
+	select_font(cr, size, bold);
+	if (anchor != ANCHOR_START) {
+		cairo_text_extents_t e;
+		cairo_text_extents(cr, s, &e);
+		x -= anchor == ANCHOR_MIDDLE ? e.x_advance / 2 : e.x_advance;
+	}
+	set_color(cr, color);
+	cairo_move_to(cr, x, y);
+	cairo_show_text(cr, s);
+	cairo_new_path(cr);
+}
+
+static void c_image(struct canvas *c, double x, double y, int w, int h,
+		    const uint32_t *argb)
+{
+	cairo_t *cr = ((struct cairo_canvas *)c)->cr;
+	/* cairo only reads a source surface; the cast does not write. */
+	cairo_surface_t *s = cairo_image_surface_create_for_data(
+		(unsigned char *)(uintptr_t)argb, CAIRO_FORMAT_ARGB32, w, h,
+		w * 4);
+	if (cairo_surface_status(s) == CAIRO_STATUS_SUCCESS) {
+		cairo_save(cr);
+		cairo_set_source_surface(cr, s, x, y);
+		cairo_pattern_set_filter(cairo_get_source(cr),
+					 CAIRO_FILTER_NEAREST);
+		cairo_rectangle(cr, x, y, w, h);
+		cairo_fill(cr);
+		cairo_restore(cr);
+	}
+	cairo_surface_destroy(s);
+}
+
+static void c_begin_group(struct canvas *c, const char *cls) {}
+static void c_end_group(struct canvas *c) {}
+
+static const struct canvas_impl cairo_impl = {
+	.rect = c_rect,
+	.line = c_line,
+	.poly = c_poly,
+	.text = c_text,
+	.image = c_image,
+	.begin_group = c_begin_group,
+	.end_group = c_end_group,
+};
+
+struct canvas *cairo_canvas_create(void *cr)
+{
+	struct cairo_canvas *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->base.impl = &cairo_impl;
+	c->cr = cr;
+	return &c->base;
+}
+
+void cairo_canvas_destroy(struct canvas *c)
+{
+	free(c);
+}
+
+struct measurer {
+	cairo_surface_t *s;
+	cairo_t *cr;
+};
+
+struct measurer *measurer_create(void)
+{
+	struct measurer *m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
+	m->cr = cairo_create(m->s);
+	if (cairo_status(m->cr) != CAIRO_STATUS_SUCCESS) {
+		measurer_destroy(m);
+		return NULL;
+	}
+	return m;
+}
+
+void measurer_destroy(struct measurer *m)
+{
+	if (!m)
+		return;
+	if (m->cr)
+		cairo_destroy(m->cr);
+	if (m->s)
+		cairo_surface_destroy(m->s);
+	free(m);
+}
+
+double measure_text(struct measurer *m, const char *s, double size,
+		    bool bold)
+{
+	cairo_text_extents_t e;
+	select_font(m->cr, size, bold);
+	cairo_text_extents(m->cr, s, &e);
+	return e.x_advance;
+}
+
+static int draw_into(struct as_render *r, cairo_t *cr)
+{
+	struct canvas *c = cairo_canvas_create(cr);
+	if (!c)
+		return AS_ENOMEM;
+	cairo_save(cr);
+	int err = render_emit(r, c);
+	cairo_restore(cr);
+	cairo_canvas_destroy(c);
+	if (err == AS_OK && cairo_status(cr) != CAIRO_STATUS_SUCCESS)
+		err = cairo_status(cr) == CAIRO_STATUS_NO_MEMORY ? AS_ENOMEM
+								  : AS_EIO;
+	return err;
+}
+
+int as_render_draw_cairo(struct as_render *r, void *cr)
+{
+	if (!r || !cr)
+		return AS_EINVAL;
+	return draw_into(r, cr);
+}
+
+int as_render_draw_argb32(struct as_render *r, uint32_t *pixels, int width,
+			  int height, int stride)
+{
+	if (!r || !pixels || width <= 0 || height <= 0 || stride < width * 4)
+		return AS_EINVAL;
+	const struct as_render_opts *o = as_render_get_opts(r);
+	cairo_surface_t *s = cairo_image_surface_create_for_data(
+		(unsigned char *)pixels, CAIRO_FORMAT_ARGB32, width, height,
+		stride);
+	if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
+		cairo_surface_destroy(s);
+		return AS_EINVAL;
+	}
+	cairo_t *cr = cairo_create(s);
+	cairo_scale(cr, (double)width / o->width, (double)height / o->height);
+	int err = draw_into(r, cr);
+	cairo_destroy(cr);
+	cairo_surface_flush(s);
+	cairo_surface_destroy(s);
+	return err;
+}
+
+static cairo_status_t write_file(void *closure, const unsigned char *data,
+				 unsigned int len)
+{
+	return fwrite(data, 1, len, closure) == len ? CAIRO_STATUS_SUCCESS
+						    : CAIRO_STATUS_WRITE_ERROR;
+}
+
+int png_write(struct as_render *r, FILE *f, int w, int h, double scale)
+{
+	int pw = (int)(w * scale + 0.5), ph = (int)(h * scale + 0.5);
+	cairo_surface_t *s =
+		cairo_image_surface_create(CAIRO_FORMAT_ARGB32, pw, ph);
+	if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
+		cairo_surface_destroy(s);
+		return AS_ENOMEM;
+	}
+	cairo_t *cr = cairo_create(s);
+	cairo_scale(cr, scale, scale);
+	int err = draw_into(r, cr);
+	cairo_destroy(cr);
+	if (err == AS_OK &&
+	    cairo_surface_write_to_png_stream(s, write_file, f) !=
+		    CAIRO_STATUS_SUCCESS)
+		err = AS_EIO;
+	cairo_surface_destroy(s);
+	return err;
+}
+
+struct membuf {
+	unsigned char *p;
+	size_t len, cap;
+};
+
+static cairo_status_t write_mem(void *closure, const unsigned char *data,
+				unsigned int len)
+{
+	struct membuf *m = closure;
+	if (m->len + len > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 4096;
+		while (cap < m->len + len)
+			cap *= 2;
+		unsigned char *p = realloc(m->p, cap);
+		if (!p)
+			return CAIRO_STATUS_NO_MEMORY;
+		m->p = p;
+		m->cap = cap;
+	}
+	memcpy(m->p + m->len, data, len);
+	m->len += len;
+	return CAIRO_STATUS_SUCCESS;
+}
+
+int png_encode(const uint32_t *argb, int w, int h, unsigned char **out,
+	       size_t *len)
+{
+	struct membuf m = {0};
+	cairo_surface_t *s = cairo_image_surface_create_for_data(
+		(unsigned char *)(uintptr_t)argb, CAIRO_FORMAT_ARGB32, w, h,
+		w * 4);
+	cairo_status_t st = cairo_surface_status(s);
+	if (st == CAIRO_STATUS_SUCCESS)
+		st = cairo_surface_write_to_png_stream(s, write_mem, &m);
+	cairo_surface_destroy(s);
+	if (st != CAIRO_STATUS_SUCCESS) {
+		free(m.p);
+		return st == CAIRO_STATUS_NO_MEMORY ? AS_ENOMEM : AS_EIO;
+	}
+	*out = m.p;
+	*len = m.len;
+	return AS_OK;
+}

@@ -1,0 +1,884 @@
+/*
+ * Tests of the renderer: golden SVGs of small traces, pixels of the drawn
+ * picture at known positions, determinism, level of detail on 10^6
+ * buffers, hit-testing and the file writers.
+ *
+ * AS_UPDATE_GOLDEN=1 rewrites the golden SVGs (tests/golden) from the current output;
+ * AS_RENDER_KEEP=DIR keeps the pictures the tests draw, to look at them.
+ */
+#define _GNU_SOURCE /* mkstemps */
+#include <cairo.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "allocscope_render.h"
+#include "tap.h"
+
+struct tbuf {
+	const char *name;
+	uint64_t size, start, end, offset; /* offset AS_NO_OFFSET: failed */
+	uint16_t space;
+	uint64_t chunk;                    /* 0: same as size */
+};
+
+/* A trace with explicit lifetimes and a plan giving every offset. */
+static struct as_trace *make(const struct tbuf *b, size_t n,
+			     const char *const *spaces, size_t nspaces,
+			     struct as_plan **plan)
+{
+	struct as_diag d;
+	struct as_builder *bl = as_builder_create("small.csv", "csv");
+	struct as_trace *t = NULL;
+	for (size_t s = 0; s < nspaces; s++)
+		CHECK(as_builder_space(bl, spaces[s], 0) >= 0);
+	for (size_t i = 0; i < n; i++) {
+		int64_t k = as_builder_add_timed(bl, b[i].name, b[i].size, 1,
+						 b[i].start, b[i].end, i + 1, &d);
+		CHECK(k == (int64_t)i);
+		if (k >= 0)
+			as_builder_buffer(bl, (uint32_t)k)->space = b[i].space;
+	}
+	CHECK(as_builder_finish(bl, &t, &d) == AS_OK);
+	if (!t)
+		return NULL;
+	struct as_plan *p = as_plan_create(t);
+	bool chunks = false;
+	for (size_t i = 0; i < n; i++) {
+		p->offset[i] = b[i].offset;
+		chunks |= b[i].chunk != 0;
+	}
+	if (chunks) {
+		CHECK(as_plan_want_chunks(p) == AS_OK);
+		for (size_t i = 0; i < n; i++)
+			p->chunk[i] = b[i].chunk ? b[i].chunk : b[i].size;
+	}
+	*plan = p;
+	return t;
+}
+
+static char *render_svg(const struct as_render_panel *pn, size_t n,
+			const struct as_render_opts *o, size_t *len)
+{
+	struct as_render *r = NULL;
+	struct as_diag d;
+	char *buf = NULL;
+	size_t sz = 0;
+	CHECK(as_render_create(pn, n, o, &r, &d) == AS_OK);
+	if (!r)
+		return NULL;
+	FILE *f = open_memstream(&buf, &sz);
+	CHECK(as_render_write_stream(r, f, AS_IMAGE_SVG) == AS_OK);
+	fclose(f);
+	as_render_destroy(r);
+	*len = sz;
+	return buf;
+}
+
+static void keep(const char *name, const struct as_render_panel *pn,
+		 size_t n, const struct as_render_opts *o)
+{
+	const char *dir = getenv("AS_RENDER_KEEP");
+	char path[1024];
+	struct as_diag d;
+	if (!dir)
+		return;
+	snprintf(path, sizeof(path), "%s/%s.png", dir, name);
+	CHECK(as_render_file(path, AS_IMAGE_AUTO, pn, n, o, &d) == AS_OK);
+	snprintf(path, sizeof(path), "%s/%s.svg", dir, name);
+	CHECK(as_render_file(path, AS_IMAGE_AUTO, pn, n, o, &d) == AS_OK);
+}
+
+static void golden(const char *name, const char *svg, size_t len)
+{
+	const char *src = getenv("AS_SOURCE_DIR");
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/tests/golden/%s", src ? src : ".",
+		 name);
+	if (getenv("AS_UPDATE_GOLDEN")) {
+		FILE *f = fopen(path, "wb");
+		CHECK(f != NULL);
+		if (f) {
+			fwrite(svg, 1, len, f);
+			fclose(f);
+		}
+		printf("# wrote %s\n", path);
+		return;
+	}
+	FILE *f = fopen(path, "rb");
+	CHECK(f != NULL);
+	if (!f) {
+		printf("#   missing %s (run with AS_UPDATE_GOLDEN=1)\n", path);
+		return;
+	}
+	char *want = malloc(len + 2);
+	size_t got = fread(want, 1, len + 1, f);
+	fclose(f);
+	CHECK_EQ_U64(got, len);
+	bool same = got == len && memcmp(want, svg, len) == 0;
+	CHECK(same);
+	if (!same) {
+		size_t i = 0;
+		while (i < got && i < len && want[i] == svg[i])
+			i++;
+		printf("#   %s differs from byte %zu: got \"%.60s\"\n", name, i,
+		       svg + i);
+	}
+	free(want);
+}
+
+/* The CNN-like example used by several tests (offsets from a plan). */
+static const struct tbuf small[] = {
+	{"input", 3072, 0, 4, 0, 0, 0},
+	{"conv1.out", 8192, 1, 6, 3072, 0, 0},
+	{"bn1.out", 8192, 4, 9, 12288, 0, 0},
+	{"pool.out", 2048, 6, 12, 0, 0, 0},
+	{"fc.w", 1024, 2, 12, 11264, 0, 0},
+	{"fc.out", 512, 9, 12, 2048, 0, 0},
+};
+#define NSMALL (sizeof(small) / sizeof(small[0]))
+
+static void small_trace_renders_as_the_golden_svg(void)
+{
+	struct as_plan *p;
+	struct as_trace *t = make(small, NSMALL, NULL, 0, &p);
+	static const uint64_t rounds[] = {26624, 24576, 20480, 22528, 20480};
+	for (int k = 0; k < 5; k++)
+		CHECK(as_plan_round(p, "order", rounds[k]) == AS_OK);
+	struct as_render_panel pn = {"strip:rounds=5", t, p, NULL, 0};
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	o.width = 900;
+	o.height = 420;
+	size_t len;
+	char *svg = render_svg(&pn, 1, &o, &len);
+	CHECK(svg && strstr(svg, "<title>conv1.out\n8.00 KiB (8192 B) at "
+				 "offset 3072 (0xc00)\nlive [1, 6)</title>"));
+	struct as_render *r = NULL;
+	struct as_diag d;
+	char text[256];
+	CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+	CHECK_STR(as_render_buffer_text(r, 0, 1, text, sizeof(text)),
+		  "conv1.out\n8.00 KiB (8192 B) at offset 3072 (0xc00)\n"
+		  "live [1, 6)");
+	CHECK_STR(as_render_buffer_text(r, 0, 99, text, sizeof(text)), "");
+	as_render_destroy(r);
+	CHECK(svg && strstr(svg, ">peak 20.0 KiB</text>"));
+	CHECK(svg && strstr(svg, ">peak per round (5), best 20.0 KiB</text>"));
+	if (svg)
+		golden("small.svg", svg, len);
+	keep("small", &pn, 1, &o);
+	free(svg);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+/* Two spaces, a failed allocation, an overlap and internal waste. */
+static const struct tbuf bad[] = {
+	{"a", 4096, 0, 10, 0, 0, 0},
+	{"b", 4096, 5, 15, 2048, 0, 0},      /* overlaps a in [5, 10) */
+	{"c", 8192, 2, 8, AS_NO_OFFSET, 0, 0}, /* failed */
+	{"d", 3000, 12, 20, 8192, 0, 4096},  /* chunk above the request */
+	{"w0", 1024, 0, 20, 0, 1, 0},
+	{"w1", 2048, 4, 16, 1024, 1, 0},
+};
+#define NBAD (sizeof(bad) / sizeof(bad[0]))
+
+static void invalid_plan_with_failures_renders_as_the_golden_svg(void)
+{
+	static const char *const spaces[] = {"sram"};
+	struct as_plan *p;
+	struct as_trace *t = make(bad, NBAD, spaces, 1, &p);
+	struct as_render_panel pn = {"recorded", t, p, NULL,
+				     AS_RENDER_ALL_SPACES};
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	o.width = 900;
+	o.height = 520;
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+	CHECK_EQ_U64(as_render_panel_count(r), 2);
+	struct as_render_panel_info in;
+	CHECK(as_render_panel_info(r, 0, &in) == AS_OK);
+	CHECK(!in.valid);
+	CHECK_EQ_U64(in.failed, 1);
+	CHECK(as_render_panel_info(r, 1, &in) == AS_OK);
+	CHECK(in.valid);
+	CHECK_STR(in.space_name, "sram");
+	as_render_destroy(r);
+	size_t len;
+	char *svg = render_svg(&pn, 1, &o, &len);
+	CHECK(svg && strstr(svg, "INVALID: 1 violation"));
+	CHECK(svg && strstr(svg, "overlap: a \xc3\x97 b"));
+	CHECK(svg && strstr(svg, ">1 failed</text>"));
+	CHECK(svg && strstr(svg, "chunk 4.00 KiB, waste 1.07 KiB"));
+	CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+	char text[256];
+	CHECK_STR(as_render_buffer_text(r, 0, 2, text, sizeof(text)),
+		  "c\n8.00 KiB (8192 B): FAILED, no address\nlive [2, 8)");
+	as_render_destroy(r);
+	if (svg)
+		golden("invalid.svg", svg, len);
+	keep("invalid", &pn, 1, &o);
+	free(svg);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void the_same_input_gives_byte_identical_svg_and_png(void)
+{
+	struct as_plan *p;
+	struct as_trace *t = make(bad, NBAD, (const char *const[]){"x"}, 1, &p);
+	struct as_render_panel pn[2] = {
+		{"one", t, p, NULL, AS_RENDER_ALL_SPACES},
+		{"two", t, p, NULL, 1},
+	};
+	size_t l1, l2;
+	char *a = render_svg(pn, 2, NULL, &l1);
+	char *b = render_svg(pn, 2, NULL, &l2);
+	CHECK(a && b && l1 == l2 && memcmp(a, b, l1) == 0);
+	free(a);
+	free(b);
+	/* PNG too. */
+	char *png[2] = {NULL, NULL};
+	size_t plen[2] = {0, 0};
+	for (int k = 0; k < 2; k++) {
+		struct as_render *r = NULL;
+		struct as_diag d;
+		CHECK(as_render_create(pn, 2, NULL, &r, &d) == AS_OK);
+		FILE *f = open_memstream(&png[k], &plen[k]);
+		CHECK(as_render_write_stream(r, f, AS_IMAGE_PNG) == AS_OK);
+		fclose(f);
+		as_render_destroy(r);
+	}
+	CHECK(plen[0] > 0 && plen[0] == plen[1] &&
+	      memcmp(png[0], png[1], plen[0]) == 0);
+	free(png[0]);
+	free(png[1]);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+/* Draw to pixels and read one back (0xRRGGBB, alpha dropped). */
+static uint32_t *draw(struct as_render *r, int w, int h)
+{
+	uint32_t *px = calloc((size_t)w * h, 4);
+	CHECK(as_render_draw_argb32(r, px, w, h, w * 4) == AS_OK);
+	return px;
+}
+
+static uint32_t at(const uint32_t *px, int w, double x, double y)
+{
+	return px[(size_t)y * w + (size_t)x] & 0xffffff;
+}
+
+static void buffers_have_their_colour_and_empty_space_stays_white(void)
+{
+	struct as_plan *p;
+	struct as_trace *t = make(small, NSMALL, NULL, 0, &p);
+	struct as_render_panel pn = {"greedy-size", t, p, NULL, 0};
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+	uint32_t *px = draw(r, o.width, o.height);
+	for (uint32_t i = 0; i < NSMALL; i++) {
+		double x0, y0, x1, y1;
+		CHECK(as_render_to_pixel(r, 0, small[i].start, small[i].offset,
+					 &x0, &y0) == AS_OK);
+		CHECK(as_render_to_pixel(r, 0, small[i].end,
+					 small[i].offset + small[i].size, &x1,
+					 &y1) == AS_OK);
+		/* A point inside, away from outlines and name labels. */
+		double x = x0 + 3, y = y0 - 3;
+		CHECK_EQ_U64(at(px, o.width, x, y),
+			     as_render_buffer_color(r, 0, i));
+	}
+	/* At t = 10.5 only [0, 2560) and fc.w are used: 6500 is empty. */
+	double x, y;
+	CHECK(as_render_to_pixel(r, 0, 10.5, 6500, &x, &y) == AS_OK);
+	CHECK_EQ_U64(at(px, o.width, x, y), 0xffffff);
+	/* The peak line is black across the plot. */
+	struct as_render_panel_info in;
+	CHECK(as_render_panel_info(r, 0, &in) == AS_OK);
+	CHECK(as_render_to_pixel(r, 0, 3, in.peak, &x, &y) == AS_OK);
+	CHECK_EQ_U64(at(px, o.width, x, y - 0.5), 0x000000);
+	free(px);
+	as_render_destroy(r);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void the_png_file_holds_the_same_pixels(void)
+{
+	struct as_plan *p;
+	struct as_trace *t = make(small, NSMALL, NULL, 0, &p);
+	struct as_render_panel pn = {"greedy-size", t, p, NULL, 0};
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	struct as_render *r = NULL;
+	struct as_diag d;
+	char path[] = "/tmp/as_render_testXXXXXX.png";
+	int fd = mkstemps(path, 4);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+	CHECK(as_render_write(r, path, AS_IMAGE_AUTO, &d) == AS_OK);
+	cairo_surface_t *s = cairo_image_surface_create_from_png(path);
+	CHECK(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS);
+	CHECK_EQ_U64(cairo_image_surface_get_width(s), 1280);
+	CHECK_EQ_U64(cairo_image_surface_get_height(s), 800);
+	uint32_t *px = draw(r, o.width, o.height);
+	const unsigned char *data = cairo_image_surface_get_data(s);
+	int stride = cairo_image_surface_get_stride(s);
+	double x, y;
+	/* Inside bn1.out, inside fc.w, and empty space. */
+	static const double probe[][2] = {{5, 14000}, {7, 11500}, {10.5, 6500}};
+	for (size_t k = 0; k < 3 && data; k++) {
+		CHECK(as_render_to_pixel(r, 0, probe[k][0], (uint64_t)probe[k][1],
+					 &x, &y) == AS_OK);
+		uint32_t v = *(const uint32_t *)(const void *)(data +
+							       (size_t)y * stride +
+							       (size_t)x * 4);
+		CHECK_EQ_U64(v & 0xffffff, at(px, o.width, x, y));
+	}
+	CHECK(as_render_to_pixel(r, 0, 5, 14000, &x, &y) == AS_OK);
+	CHECK_EQ_U64(at(px, o.width, x, y), as_render_buffer_color(r, 0, 2));
+	free(px);
+	cairo_surface_destroy(s);
+	unlink(path);
+	as_render_destroy(r);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static bool reddish(uint32_t c)
+{
+	unsigned R = c >> 16, G = (c >> 8) & 0xff, B = c & 0xff;
+	return R > 150 && G < 90 && B < 90;
+}
+
+static void failures_overlaps_and_waste_are_drawn_where_they_happen(void)
+{
+	struct as_plan *p;
+	struct as_trace *t = make(bad, NBAD, (const char *const[]){"x"}, 1, &p);
+	struct as_render_panel pn = {"recorded", t, p, NULL,
+				     AS_RENDER_ALL_SPACES};
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+	uint32_t *px = draw(r, o.width, o.height);
+	double x, y;
+	/* The overlap of a and b: [5, 10) x [2048, 4096). */
+	CHECK(as_render_to_pixel(r, 0, 7.5, 3072, &x, &y) == AS_OK);
+	CHECK(reddish(at(px, o.width, x, y)));
+	/* The failed c lives [2, 8): its mark in the strip above the plot. */
+	struct as_render_panel_info in;
+	CHECK(as_render_panel_info(r, 0, &in) == AS_OK);
+	CHECK(as_render_to_pixel(r, 0, 5, 0, &x, &y) == AS_OK);
+	CHECK(reddish(at(px, o.width, x, in.y - 6)));
+	CHECK(as_render_to_pixel(r, 0, 1, 0, &x, &y) == AS_OK);
+	CHECK(!reddish(at(px, o.width, x, in.y - 6)));
+	/* d: the request in its colour, the chunk above it lighter. */
+	uint32_t col = as_render_buffer_color(r, 0, 3);
+	CHECK(as_render_to_pixel(r, 0, 16, 8192 + 1500, &x, &y) == AS_OK);
+	CHECK_EQ_U64(at(px, o.width, x, y), col);
+	CHECK(as_render_to_pixel(r, 0, 16, 8192 + 3600, &x, &y) == AS_OK);
+	uint32_t light = at(px, o.width, x, y);
+	CHECK(light != col);
+	CHECK(((light >> 8) & 0xff) >= ((col >> 8) & 0xff));
+	free(px);
+	as_render_destroy(r);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void hit_test_names_the_buffer_under_the_pointer(void)
+{
+	struct as_plan *p;
+	struct as_trace *t = make(small, NSMALL, NULL, 0, &p);
+	struct as_render_panel pn = {"greedy-size", t, p, NULL, 0};
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(&pn, 1, NULL, &r, &d) == AS_OK);
+	double x, y;
+	struct as_render_hit h;
+	CHECK(as_render_to_pixel(r, 0, 5, 14000, &x, &y) == AS_OK);
+	CHECK(as_render_hit_test(r, x, y, 3, &h) == AS_OK);
+	CHECK_EQ_U64(h.panel, 0);
+	CHECK(h.in_plot);
+	CHECK_EQ_U64(h.buffer, 2); /* bn1.out */
+	CHECK(h.time > 4.9 && h.time < 5.1);
+	CHECK(h.address > 13900 && h.address < 14100);
+	CHECK(as_render_to_pixel(r, 0, 10.5, 6500, &x, &y) == AS_OK);
+	CHECK(as_render_hit_test(r, x, y, 3, &h) == AS_OK);
+	CHECK_EQ_U64(h.buffer, AS_NONE);
+	CHECK(as_render_hit_test(r, 2, 2, 3, &h) == AS_OK);
+	CHECK_EQ_U64((uint64_t)(int64_t)h.panel, (uint64_t)(int64_t)-1);
+	uint32_t live[8];
+	CHECK_EQ_U64(as_render_live_at(r, 0, 4.5, live, 8), 3);
+	CHECK_EQ_U64(live[0], 1); /* conv1.out and bn1.out: 8 KiB each */
+	CHECK_EQ_U64(live[1], 2);
+	CHECK_EQ_U64(live[2], 4);
+	as_render_destroy(r);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void far_apart_address_ranges_are_compressed_with_a_break(void)
+{
+	static const struct tbuf far[] = {
+		{"heap1", 1 << 20, 0, 10, 0x555555550000ull, 0, 0},
+		{"heap2", 1 << 20, 5, 20, 0x555555650000ull, 0, 0},
+		{"mmap1", 4 << 20, 2, 18, 0x7ffff7a00000ull, 0, 0},
+	};
+	struct as_plan *p;
+	struct as_trace *t = make(far, 3, NULL, 0, &p);
+	struct as_render_panel pn = {"recorded", t, p, NULL, 0};
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(&pn, 1, NULL, &r, &d) == AS_OK);
+	struct as_render_panel_info in;
+	CHECK(as_render_panel_info(r, 0, &in) == AS_OK);
+	double x, ya, yb;
+	for (int i = 0; i < 3; i++) {
+		CHECK(as_render_to_pixel(r, 0, 0, far[i].offset, &x, &ya) == 0);
+		CHECK(as_render_to_pixel(r, 0, 0, far[i].offset + far[i].size,
+					 &x, &yb) == 0);
+		/* Each buffer takes a real share of the height, not a sliver. */
+		CHECK(ya - yb > in.h * 0.1);
+	}
+	size_t len;
+	char *svg = render_svg(&pn, 1, NULL, &len);
+	CHECK(svg && strstr(svg, "unused, not to scale"));
+	CHECK(svg && strstr(svg, ">0x7ffff7a00000</text>"));
+	keep("compressed", &pn, 1, NULL);
+	free(svg);
+	/* Without compression the heap is a sliver. */
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	o.compress = false;
+	CHECK(as_render_set_opts(r, &o) == AS_OK);
+	CHECK(as_render_to_pixel(r, 0, 0, far[0].offset, &x, &ya) == 0);
+	CHECK(as_render_to_pixel(r, 0, 0, far[0].offset + far[0].size, &x,
+				 &yb) == 0);
+	CHECK(ya - yb < 1);
+	as_render_destroy(r);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+/* 10^6 buffers in 2000 lanes; lane k is a row of short-lived buffers. */
+static struct as_trace *make_big(uint32_t n, struct as_plan **plan)
+{
+	struct as_diag d;
+	struct as_builder *bl = as_builder_create("big.csv", "csv");
+	const uint32_t lanes = 2000;
+	uint64_t *clock = calloc(lanes, sizeof(*clock));
+	uint64_t seed = 12345;
+	char name[32];
+	for (uint32_t i = 0; i < n; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		uint32_t lane = i % lanes;
+		uint64_t len = 1 + (seed >> 33) % 8;
+		uint64_t size = 64 + (seed >> 40) % 4000;
+		snprintf(name, sizeof(name), "t%u", i);
+		as_builder_add_timed(bl, name, size, 1, clock[lane],
+				     clock[lane] + len, 0, &d);
+		clock[lane] += len + (seed >> 50) % 3;
+	}
+	struct as_trace *t = NULL;
+	CHECK(as_builder_finish(bl, &t, &d) == AS_OK);
+	struct as_plan *p = as_plan_create(t);
+	for (uint32_t i = 0; i < n; i++)
+		p->offset[i] = (uint64_t)(i % lanes) * 4096;
+	free(clock);
+	*plan = p;
+	return t;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void a_million_buffers_render_fast_into_a_bounded_svg(void)
+{
+	struct as_plan *p;
+	struct as_trace *t = make_big(1000000, &p);
+	struct as_report rep;
+	CHECK(as_validate(t, p, &rep) == AS_OK && rep.valid);
+	struct as_render_panel pn[2] = {
+		{"lanes", t, p, &rep, 0},
+		{"lanes again", t, p, &rep, 0},
+	};
+	double t0 = now();
+	size_t len;
+	char *svg = render_svg(pn, 2, NULL, &len);
+	double t1 = now();
+	struct as_render *r = NULL;
+	struct as_diag d;
+	char *png = NULL;
+	size_t plen = 0;
+	CHECK(as_render_create(pn, 2, NULL, &r, &d) == AS_OK);
+	FILE *f = open_memstream(&png, &plen);
+	CHECK(as_render_write_stream(r, f, AS_IMAGE_PNG) == AS_OK);
+	fclose(f);
+	double t2 = now();
+	printf("# 10^6 buffers, 2 panels: SVG %zu bytes in %.2f s, PNG %zu "
+	       "bytes in %.2f s\n",
+	       len, t1 - t0, plen, t2 - t1);
+	CHECK(len < 2 * 1024 * 1024);
+	CHECK(svg && strstr(svg, "data:image/png;base64,"));
+	CHECK(t1 - t0 < 20 && t2 - t1 < 20); /* generous: sanitizers, valgrind */
+	/* Viewer frames: after a pan (level of detail recomputed), then
+	 * again (a hover: reused). */
+	uint32_t *px = calloc((size_t)1280 * 800, 4);
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	o.view = (struct as_render_view){10, 2000, 0, 0};
+	CHECK(as_render_set_opts(r, &o) == AS_OK);
+	double t3 = now();
+	CHECK(as_render_draw_argb32(r, px, 1280, 800, 1280 * 4) == AS_OK);
+	double t4 = now();
+	o.highlight = 77;
+	CHECK(as_render_set_opts(r, &o) == AS_OK);
+	CHECK(as_render_draw_argb32(r, px, 1280, 800, 1280 * 4) == AS_OK);
+	double t5 = now();
+	printf("# 10^6 buffers, 2 panels, 1280x800 frame: %.0f ms after a pan, "
+	       "%.0f ms after a hover\n",
+	       (t4 - t3) * 1000, (t5 - t4) * 1000);
+	free(px);
+	keep("million", pn, 2, NULL);
+	free(svg);
+	free(png);
+	as_render_destroy(r);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void colours_follow_the_name_in_every_panel_and_mode(void)
+{
+	static const struct tbuf twice[] = {
+		{"same", 1024, 0, 4, 0, 0, 0},
+		{"other", 512, 0, 8, 1024, 0, 0},
+		{"same", 1024, 5, 8, 0, 0, 0},
+	};
+	struct as_plan *p, *q;
+	struct as_trace *t = make(twice, 3, NULL, 0, &p);
+	q = as_plan_create(t);
+	q->offset[0] = 512;
+	q->offset[1] = 0;
+	q->offset[2] = 512;
+	struct as_render_panel pn[2] = {{"p", t, p, NULL, 0},
+					{"q", t, q, NULL, 0}};
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(pn, 2, &o, &r, &d) == AS_OK);
+	CHECK_EQ_U64(as_render_buffer_color(r, 0, 0),
+		     as_render_buffer_color(r, 1, 2));
+	o.color_by = AS_COLOR_SIZE;
+	CHECK(as_render_set_opts(r, &o) == AS_OK);
+	CHECK(as_render_buffer_color(r, 0, 0) != as_render_buffer_color(r, 0, 1));
+	o.color_by = AS_COLOR_LIFETIME;
+	CHECK(as_render_set_opts(r, &o) == AS_OK);
+	CHECK(as_render_buffer_color(r, 0, 0) != as_render_buffer_color(r, 0, 1));
+	keep("lifetime", pn, 2, &o);
+	as_render_destroy(r);
+	as_plan_destroy(p);
+	as_plan_destroy(q);
+	as_trace_destroy(t);
+}
+
+static void option_parsers_accept_good_values_and_reject_bad_ones(void)
+{
+	int w = 0, h = 0;
+	enum as_image_format f;
+	enum as_color_by c;
+	CHECK(as_render_parse_size("1280x800", &w, &h) == AS_OK);
+	CHECK(w == 1280 && h == 800);
+	CHECK(as_render_parse_size("100x800", &w, &h) == AS_EINVAL);
+	CHECK(as_render_parse_size("1280x", &w, &h) == AS_EINVAL);
+	CHECK(as_render_parse_size("12a0x800", &w, &h) == AS_EINVAL);
+	CHECK(as_render_parse_size("99999999999999999999x800", &w, &h) ==
+	      AS_EINVAL);
+	CHECK(as_image_format_from_path("a/b.PNG", &f) == AS_OK &&
+	      f == AS_IMAGE_PNG);
+	CHECK(as_image_format_from_path("b.svg", &f) == AS_OK &&
+	      f == AS_IMAGE_SVG);
+	CHECK(as_image_format_from_path("b.jpg", &f) == AS_EINVAL);
+	CHECK(as_color_by_from_name("pool", &c) == AS_OK &&
+	      c == AS_COLOR_SPACE);
+	CHECK(as_color_by_from_name("lifetime", &c) == AS_OK &&
+	      c == AS_COLOR_LIFETIME);
+	CHECK(as_color_by_from_name("rainbow", &c) == AS_EINVAL);
+}
+
+static void a_file_that_cannot_be_written_leaves_nothing_behind(void)
+{
+	struct as_plan *p;
+	struct as_trace *t = make(small, NSMALL, NULL, 0, &p);
+	struct as_render_panel pn = {"x", t, p, NULL, 0};
+	struct as_diag d = {0};
+	CHECK(as_render_file("/nonexistent-dir/x.png", AS_IMAGE_AUTO, &pn, 1,
+			     NULL, &d) != AS_OK);
+	CHECK_STR(d.file, "/nonexistent-dir/x.png");
+	CHECK(as_render_file("/tmp/x.gif", AS_IMAGE_AUTO, &pn, 1, NULL, &d) ==
+	      AS_EINVAL);
+	struct stat st;
+	CHECK(stat("/tmp/x.gif", &st) != 0);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void names_that_are_not_utf8_still_render(void)
+{
+	static const struct tbuf odd[] = {
+		{"bad\xff\xfename<&>\"", 4096, 0, 10, 0, 0, 0},
+		{"tab\there", 4096, 0, 10, 4096, 0, 0},
+	};
+	struct as_plan *p;
+	struct as_trace *t = make(odd, 2, NULL, 0, &p);
+	struct as_render_panel pn = {"odd <title>", t, p, NULL, 0};
+	size_t len;
+	char *svg = render_svg(&pn, 1, NULL, &len);
+	CHECK(svg && strstr(svg, "bad??name&lt;&amp;&gt;&quot;"));
+	CHECK(svg && !strstr(svg, "\xff"));
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(&pn, 1, NULL, &r, &d) == AS_OK);
+	uint32_t *px = draw(r, 1280, 800);
+	free(px);
+	as_render_destroy(r);
+	free(svg);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void zoomed_views_clip_and_hidpi_pixels_scale(void)
+{
+	struct as_plan *p;
+	struct as_trace *t = make(small, NSMALL, NULL, 0, &p);
+	struct as_render_panel pn = {"greedy-size", t, p, NULL, 0};
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	o.view = (struct as_render_view){4, 8, 0.2, 0.6};
+	o.highlight = 2;
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+	struct as_render_hit h;
+	struct as_render_panel_info in;
+	CHECK(as_render_panel_info(r, 0, &in) == AS_OK);
+	CHECK(as_render_hit_test(r, in.x + 1, in.y + in.h - 1, 0, &h) == 0);
+	CHECK(h.time > 3.9 && h.time < 4.1);
+	CHECK(h.axis > 0.19 && h.axis < 0.21);
+	/* Zoom onto fc.w with the axis fractions of its addresses. */
+	double u0 = as_render_axis_at(r, 0, small[4].offset);
+	double u1 = as_render_axis_at(r, 0, small[4].offset + small[4].size);
+	CHECK(u0 > 0 && u1 > u0 && u1 <= 1);
+	struct as_render_opts z = o;
+	z.view = (struct as_render_view){small[4].start, small[4].end, u0, u1};
+	CHECK(as_render_set_opts(r, &z) == AS_OK);
+	CHECK(as_render_hit_test(r, in.x + in.w / 2, in.y + in.h / 2, 0, &h) ==
+	      AS_OK);
+	CHECK_EQ_U64(h.buffer, 4);
+	CHECK(as_render_set_opts(r, &o) == AS_OK);
+	uint32_t *px = calloc((size_t)2560 * 1600, 4);
+	CHECK(as_render_draw_argb32(r, px, 2560, 1600, 2560 * 4) == AS_OK);
+	/* The background far right of the header is white at 2x too. */
+	CHECK_EQ_U64(px[(size_t)30 * 2560 + 2000] & 0xffffff, 0xffffff);
+	free(px);
+	keep("zoomed", &pn, 1, &o);
+	as_render_destroy(r);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void timestamps_far_from_zero_keep_their_precision(void)
+{
+	static const struct tbuf late[] = {
+		{"a", 100, 1000000000000000000ull, 1000000000000000010ull, 0, 0, 0},
+		{"b", 100, 1000000000000000005ull, 1000000000000000020ull, 100, 0,
+		 0},
+	};
+	struct as_plan *p;
+	struct as_trace *t = make(late, 2, NULL, 0, &p);
+	struct as_render_panel pn = {"recorded", t, p, NULL, 0};
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(&pn, 1, NULL, &r, &d) == AS_OK);
+	struct as_render_panel_info in;
+	CHECK(as_render_panel_info(r, 0, &in) == AS_OK);
+	/* b starts halfway along the axis [start of a, end of b) ... */
+	double x, y;
+	uint32_t *px = draw(r, 1280, 800);
+	CHECK(as_render_to_pixel(r, 0, 0, 150, &x, &y) == AS_OK);
+	struct as_render_hit h;
+	double xb = in.x + in.w * 5 / 20.0 + 4, xa = in.x + 4;
+	CHECK(as_render_hit_test(r, xb, y, 0, &h) == AS_OK);
+	CHECK_EQ_U64(h.buffer, 1);
+	CHECK(as_render_hit_test(r, xa, y, 0, &h) == AS_OK);
+	CHECK_EQ_U64(h.buffer, AS_NONE);
+	CHECK_EQ_U64(at(px, 1280, xb, y), as_render_buffer_color(r, 0, 1));
+	CHECK_EQ_U64(at(px, 1280, xa, y), 0xffffff);
+	free(px);
+	size_t len;
+	char *svg = render_svg(&pn, 1, NULL, &len);
+	CHECK(svg && strstr(svg, ">time since 1000000000000000000</text>"));
+	CHECK(svg && strstr(svg, ">+10</text>"));
+	free(svg);
+	as_render_destroy(r);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void hostile_offsets_and_sizes_still_draw(void)
+{
+	static const struct tbuf wild[] = {
+		{"top", 100, 0, 10, UINT64_MAX - 10, 0, 0},
+		{"huge", UINT64_MAX / 2, 2, 8, 0, 0, 0},
+		{"one", 1, 3, 4, 1ull << 63, 0, 0},
+		{"zero-life", 8, 5, 6, 12345, 0, 0},
+	};
+	struct as_plan *p;
+	struct as_trace *t = make(wild, 4, NULL, 0, &p);
+	struct as_render_panel pn = {"wild", t, p, NULL, 0};
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+	uint32_t *px = draw(r, o.width, o.height);
+	free(px);
+	o.compress = false;
+	o.view = (struct as_render_view){-5, 1e30, 0.999999, 1.0};
+	CHECK(as_render_set_opts(r, &o) == AS_OK);
+	px = draw(r, o.width, o.height);
+	free(px);
+	struct as_render_hit h;
+	CHECK(as_render_hit_test(r, 300, 300, 2, &h) == AS_OK);
+	size_t len;
+	char *svg = render_svg(&pn, 1, &o, &len);
+	CHECK(svg != NULL);
+	free(svg);
+	as_render_destroy(r);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void many_panels_grow_the_picture_when_asked(void)
+{
+	struct as_plan *p;
+	struct as_trace *t = make(small, NSMALL, NULL, 0, &p);
+	struct as_render_panel pn[12];
+	for (int k = 0; k < 12; k++)
+		pn[k] = (struct as_render_panel){"same", t, p, NULL, 0};
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(pn, 12, &o, &r, &d) == AS_OK);
+	CHECK_EQ_U64(as_render_get_opts(r)->height, 800);
+	as_render_destroy(r);
+	o.min_plot_height = 100;
+	CHECK(as_render_create(pn, 12, &o, &r, &d) == AS_OK);
+	int h = as_render_get_opts(r)->height;
+	CHECK(h > 12 * 100 && h < 12 * 100 + 800);
+	struct as_render_panel_info in;
+	CHECK(as_render_panel_info(r, 11, &in) == AS_OK);
+	CHECK_EQ_U64(in.h, 100);
+	CHECK(in.y + in.h < h);
+	as_render_destroy(r);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static int run(const char *fmt, const char *a, const char *b)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof(cmd), fmt, getenv("AS_EXE"), a, b);
+	int rc = system(cmd);
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static bool file_starts(const char *path, const char *magic, size_t n)
+{
+	char buf[16] = {0};
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return false;
+	size_t got = fread(buf, 1, n, f);
+	fclose(f);
+	return got == n && memcmp(buf, magic, n) == 0;
+}
+
+static void the_cli_draws_pictures_and_refuses_bad_options(void)
+{
+	const char *src = getenv("AS_SOURCE_DIR");
+	char dir[] = "/tmp/as_render_cliXXXXXX", trace[1024], out[1200];
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(trace, sizeof(trace), "%s/traces/small-cnn.json",
+		 src ? src : ".");
+	snprintf(out, sizeof(out), "--png %s/a.png --svg %s/a.svg", dir, dir);
+	CHECK_EQ_U64(run("%s replay %s %s --size 1024x640 --color-by size "
+			 ">/dev/null",
+			 trace, out),
+		     0);
+	snprintf(out, sizeof(out), "%s/a.png", dir);
+	CHECK(file_starts(out, "\x89PNG\r\n", 6));
+	unlink(out);
+	snprintf(out, sizeof(out), "%s/a.svg", dir);
+	CHECK(file_starts(out, "<?xml", 5));
+	unlink(out);
+	/* Bad options: status 2 before any work, nothing written. */
+	snprintf(out, sizeof(out), "--png %s/b.png --size 10x10", dir);
+	CHECK_EQ_U64(run("%s replay %s %s 2>/dev/null >/dev/null", trace, out),
+		     2);
+	snprintf(out, sizeof(out), "--png %s/b.png --color-by rainbow", dir);
+	CHECK_EQ_U64(run("%s replay %s %s 2>/dev/null >/dev/null", trace, out),
+		     2);
+	CHECK_EQ_U64(run("%s replay %s %s 2>/dev/null >/dev/null", trace,
+			 "--png /nonexistent-dir/b.png"),
+		     2);
+	snprintf(out, sizeof(out), "%s/b.png", dir);
+	struct stat st;
+	CHECK(stat(out, &st) != 0);
+	CHECK(rmdir(dir) == 0); /* empty: no temporary file left behind */
+}
+
+int main(void)
+{
+	TEST_RUN(small_trace_renders_as_the_golden_svg);
+	TEST_RUN(invalid_plan_with_failures_renders_as_the_golden_svg);
+	TEST_RUN(the_same_input_gives_byte_identical_svg_and_png);
+	TEST_RUN(buffers_have_their_colour_and_empty_space_stays_white);
+	TEST_RUN(the_png_file_holds_the_same_pixels);
+	TEST_RUN(failures_overlaps_and_waste_are_drawn_where_they_happen);
+	TEST_RUN(hit_test_names_the_buffer_under_the_pointer);
+	TEST_RUN(far_apart_address_ranges_are_compressed_with_a_break);
+	TEST_RUN(a_million_buffers_render_fast_into_a_bounded_svg);
+	TEST_RUN(colours_follow_the_name_in_every_panel_and_mode);
+	TEST_RUN(option_parsers_accept_good_values_and_reject_bad_ones);
+	TEST_RUN(a_file_that_cannot_be_written_leaves_nothing_behind);
+	TEST_RUN(names_that_are_not_utf8_still_render);
+	TEST_RUN(zoomed_views_clip_and_hidpi_pixels_scale);
+	TEST_RUN(timestamps_far_from_zero_keep_their_precision);
+	TEST_RUN(hostile_offsets_and_sizes_still_draw);
+	TEST_RUN(many_panels_grow_the_picture_when_asked);
+	if (getenv("AS_EXE"))
+		TEST_RUN(the_cli_draws_pictures_and_refuses_bad_options);
+	else
+		TEST_SKIP(the_cli_draws_pictures_and_refuses_bad_options,
+			  "AS_EXE is not set");
+	return tap_done();
+}
