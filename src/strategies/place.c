@@ -581,7 +581,7 @@ struct xs {
 	const struct as_problem *pb;
 	uint64_t cap;
 	uint32_t n, S;
-	uint64_t *floor, *rem, *x, *sol, *lowest;
+	uint64_t *floor, *rem, *x, *sol;
 	uint32_t *cuts;
 	uint32_t *nxt;          /* scratch skip pointers over sections */
 	uint8_t *placed;
@@ -876,6 +876,12 @@ enum {
 	PRI_N
 };
 
+static bool by_t0_rect(uint32_t a, uint32_t b, const void *cv)
+{
+	const struct as_problem *pb = cv;
+	return pb->r[a].t0 < pb->r[b].t0;
+}
+
 struct pri_item {
 	uint64_t a, b, c;
 	uint32_t i;
@@ -990,10 +996,8 @@ int as_exact_solve(const struct as_problem *pb, uint64_t cap,
 	uint32_t *all = calloc(n, sizeof(uint32_t));
 	uint64_t *total = calloc(n, sizeof(uint64_t));
 	struct pri_item *it = calloc(n, sizeof(*it));
-	uint32_t *pkeys = calloc((size_t)n * PRI_N, sizeof(uint32_t));
 	s.floor = calloc(s.S + 1, sizeof(uint64_t));
 	s.rem = calloc(s.S + 1, sizeof(uint64_t));
-	s.lowest = calloc(s.S + 1, sizeof(uint64_t));
 	s.cuts = calloc(s.S + 1, sizeof(uint32_t));
 	s.nxt = calloc(s.S + 2, sizeof(uint32_t));
 	s.x = calloc(n, sizeof(uint64_t));
@@ -1002,27 +1006,46 @@ int as_exact_solve(const struct as_problem *pb, uint64_t cap,
 	s.ovb = calloc(n + 1, sizeof(uint32_t));
 	s.fsave = calloc(spans + 1, sizeof(uint64_t));
 	s.cand = calloc((size_t)n * (n + 1) / 2 + 1, sizeof(*s.cand));
-	if (!all || !total || !it || !pkeys || !s.floor || !s.rem ||
-	    !s.lowest || !s.cuts || !s.nxt || !s.x || !s.sol || !s.placed || !s.ovb ||
+	if (!all || !total || !it || !s.floor || !s.rem ||
+	    !s.cuts || !s.nxt || !s.x || !s.sol || !s.placed || !s.ovb ||
 	    !s.fsave || !s.cand)
 		goto out;
-	/* Overlap lists: sweep by start, O(n log n + pairs). */
+	/*
+	 * Overlap lists, O(n log n + pairs): by start, each rectangle meets
+	 * the ones starting before it ends; count, lay out, then fill.
+	 */
 	for (uint32_t i = 0; i < n; i++)
-		for (uint32_t j = 0; j < n; j++)
-			if (i != j && pb->r[i].t0 < pb->r[j].t1 &&
-			    pb->r[j].t0 < pb->r[i].t1)
-				s.ovb[i + 1]++;
-	for (uint32_t i = 0; i < n; i++)
-		s.ovb[i + 1] += s.ovb[i];
-	s.ov = calloc((size_t)s.ovb[n] + 1, sizeof(uint32_t));
-	s.xsave = calloc((size_t)s.ovb[n] + 1, sizeof(*s.xsave));
-	if (!s.ov || !s.xsave)
+		all[i] = i;
+	if (as_sort_u32(all, n, by_t0_rect, pb))
 		goto out;
-	for (uint32_t i = 0, e = 0; i < n; i++)
-		for (uint32_t j = 0; j < n; j++)
-			if (i != j && pb->r[i].t0 < pb->r[j].t1 &&
-			    pb->r[j].t0 < pb->r[i].t1)
-				s.ov[e++] = j;
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t p = 0; p < n; p++) {
+			uint32_t i = all[p];
+			for (uint32_t q = p + 1;
+			     q < n && pb->r[all[q]].t0 < pb->r[i].t1; q++) {
+				uint32_t j = all[q];
+				if (pass == 0) {
+					s.ovb[i + 1]++;
+					s.ovb[j + 1]++;
+				} else {
+					s.ov[s.ovb[i] + s.cuts[i]++] = j;
+					s.ov[s.ovb[j] + s.cuts[j]++] = i;
+				}
+			}
+		}
+		if (pass == 1)
+			break;
+		for (uint32_t i = 0; i < n; i++)
+			s.ovb[i + 1] += s.ovb[i];
+		s.ov = calloc((size_t)s.ovb[n] + 1, sizeof(uint32_t));
+		s.xsave = calloc((size_t)s.ovb[n] + 1, sizeof(*s.xsave));
+		/* cuts[] is free scratch until the rounds start. */
+		free(s.cuts);
+		s.cuts = calloc((size_t)(n > s.S ? n : s.S) + 1,
+				sizeof(uint32_t));
+		if (!s.ov || !s.xsave || !s.cuts)
+			goto out;
+	}
 	as_problem_load(pb, s.rem);
 	for (uint32_t i = 0; i < n; i++) {
 		all[i] = i;
@@ -1080,11 +1103,9 @@ out:
 	free(all);
 	free(total);
 	free(it);
-	free(pkeys);
 	free(s.key);
 	free(s.floor);
 	free(s.rem);
-	free(s.lowest);
 	free(s.cuts);
 	free(s.nxt);
 	free(s.x);
