@@ -112,6 +112,18 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 			const uint8_t *fixed, struct as_placer *obst,
 			uint64_t *off, int *err);
 
+/*
+ * Skyline greedy: repeatedly drop the unplaced rectangle whose skyline
+ * offset (the highest top among the placed ones sharing its time) is
+ * lowest, ties by `rank` (lower first, NULL: index), at that offset. It is
+ * the exact search's first dive without pruning; it leaves the room under a
+ * rectangle's skyline unused, which on packed traces costs less than
+ * lowest-fit orders lose. O(pairs log n) time, O(pairs) memory. Returns the
+ * peak, UINT64_MAX on overflow, or 0 with *err = AS_ENOMEM.
+ */
+uint64_t as_place_skyline(const struct as_problem *pb, const uint32_t *rank,
+			  uint64_t *off, int *err);
+
 /* Overlapping pairs of rectangles (what one as_place_order pass visits). */
 uint64_t as_problem_pairs(const struct as_problem *pb);
 

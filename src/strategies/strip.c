@@ -423,6 +423,80 @@ static int seed_method(struct space *sp, double stop)
 }
 
 /*
+ * Rank for the skyline greedy: the most bytes live under a rectangle
+ * (largest first), then its area (the exact search's favourite priority).
+ */
+struct sky_key {
+	const struct as_problem *pb;
+	const uint64_t *total;
+};
+
+static bool sky_before(uint32_t a, uint32_t b, const void *cv)
+{
+	const struct sky_key *k = cv;
+	const struct as_rect *p = &k->pb->r[a], *q = &k->pb->r[b];
+	if (k->total[a] != k->total[b])
+		return k->total[a] > k->total[b];
+	double ap = (double)p->size *
+		    (double)(k->pb->times[p->t1] - k->pb->times[p->t0]);
+	double aq = (double)q->size *
+		    (double)(k->pb->times[q->t1] - k->pb->times[q->t0]);
+	if (ap != aq)
+		return ap > aq;
+	return a < b;
+}
+
+/* Skyline greedy as one more candidate; returns its peak. */
+static uint64_t skyline_try(const struct as_problem *pb, uint64_t *out,
+			    int *err)
+{
+	uint32_t n = pb->n, S = pb->nsections, lv = 1;
+	while ((1u << lv) <= S)
+		lv++;
+	uint64_t *load = calloc((size_t)S + 1, sizeof(uint64_t));
+	uint64_t *sp = calloc((size_t)lv * (S + 1), sizeof(uint64_t));
+	uint64_t *total = calloc(n, sizeof(uint64_t));
+	uint32_t *ids = calloc(n, sizeof(uint32_t));
+	uint32_t *rank = calloc(n, sizeof(uint32_t));
+	uint64_t peak = 0;
+	*err = AS_ENOMEM;
+	if (!load || !sp || !total || !ids || !rank)
+		goto out;
+	/* Most bytes under each rectangle: a sparse table of range maxima. */
+	as_problem_load(pb, load);
+	memcpy(sp, load, ((size_t)S + 1) * sizeof(uint64_t));
+	for (uint32_t l = 1; l < lv; l++)
+		for (uint32_t t = 0; t + (1u << l) <= S; t++) {
+			uint64_t a = sp[(size_t)(l - 1) * (S + 1) + t];
+			uint64_t b = sp[(size_t)(l - 1) * (S + 1) + t +
+					(1u << (l - 1))];
+			sp[(size_t)l * (S + 1) + t] = a > b ? a : b;
+		}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t a = pb->r[i].t0, b = pb->r[i].t1, l = 0;
+		while ((2u << l) <= b - a)
+			l++;
+		uint64_t x = sp[(size_t)l * (S + 1) + a];
+		uint64_t y = sp[(size_t)l * (S + 1) + b - (1u << l)];
+		total[i] = x > y ? x : y;
+		ids[i] = i;
+	}
+	struct sky_key k = {pb, total};
+	if (as_sort_u32(ids, n, sky_before, &k))
+		goto out;
+	for (uint32_t r = 0; r < n; r++)
+		rank[ids[r]] = r;
+	peak = as_place_skyline(pb, rank, out, err);
+out:
+	free(load);
+	free(sp);
+	free(total);
+	free(ids);
+	free(rank);
+	return peak;
+}
+
+/*
  * Exact search: the threshold first (four fifths of the budget), then
  * bisect between it and the best height, each probe taking half of what is
  * left; a probe that fails or runs out sends the bisection higher.
@@ -554,6 +628,18 @@ static int strip_full(const struct as_problem *pb, uint64_t *off,
 	err = seed_method(&sp, as_now_ms() + (deadline - as_now_ms()) * 0.4);
 	if (err)
 		goto out;
+	if (sp.best_peak > pb->lower_bound) {
+		uint64_t peak = skyline_try(pb, sp.off, &err);
+		if (err)
+			goto out;
+		if (peak == UINT64_MAX) {
+			err = AS_EUNSUPPORTED;
+			goto out;
+		}
+		keep_if_better(&sp, sp.off, peak);
+		if ((err = round_note(&sp, "skyline greedy", peak)))
+			goto out;
+	}
 	bool exact = cfg->search == SEARCH_EXACT ||
 		     (cfg->search == SEARCH_AUTO && n <= cfg->exact_max);
 	if (sp.best_peak > pb->lower_bound && cfg->search != SEARCH_NONE) {
@@ -758,6 +844,22 @@ static int strip_large(const struct as_problem *pb, uint64_t *off,
 		}
 		if ((err = as_plan_round(p, f ? "sweep best fit"
 					      : "sweep first fit", peak)))
+			goto out;
+		if (peak < best) {
+			best = peak;
+			memcpy(off, tmp, n * sizeof(uint64_t));
+		}
+	}
+	/* The skyline greedy over everything, when its pair lists fit. */
+	if (as_problem_pairs(pb) <= AS_STRIP_PAIRS_TIER) {
+		peak = skyline_try(pb, tmp, &err);
+		if (err)
+			goto out;
+		if (peak == UINT64_MAX) {
+			err = AS_EUNSUPPORTED;
+			goto out;
+		}
+		if ((err = as_plan_round(p, "skyline greedy", peak)))
 			goto out;
 		if (peak < best) {
 			best = peak;
