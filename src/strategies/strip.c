@@ -628,7 +628,10 @@ static int strip_full(const struct as_problem *pb, uint64_t *off,
 	err = seed_method(&sp, as_now_ms() + (deadline - as_now_ms()) * 0.4);
 	if (err)
 		goto out;
-	if (sp.best_peak > pb->lower_bound) {
+	bool exact = cfg->search == SEARCH_EXACT ||
+		     (cfg->search == SEARCH_AUTO && n <= cfg->exact_max);
+	/* The exact search dives this way itself; others get it here. */
+	if (!exact && sp.best_peak > pb->lower_bound) {
 		uint64_t peak = skyline_try(pb, sp.off, &err);
 		if (err)
 			goto out;
@@ -640,8 +643,6 @@ static int strip_full(const struct as_problem *pb, uint64_t *off,
 		if ((err = round_note(&sp, "skyline greedy", peak)))
 			goto out;
 	}
-	bool exact = cfg->search == SEARCH_EXACT ||
-		     (cfg->search == SEARCH_AUTO && n <= cfg->exact_max);
 	if (sp.best_peak > pb->lower_bound && cfg->search != SEARCH_NONE) {
 		if (exact)
 			err = exact_phase(&sp, deadline);
