@@ -404,7 +404,7 @@ static void strip_rejects_unknown_and_out_of_range_options(void)
 		"strip:budget_ms=3600001", "strip:metric=height",
 		"strip:rounds=1001",       "strip:seed=-1",
 		"strip:search=fast",       "strip:big=1",
-		"strip:exact_max=20001",   "strip:colour=red",
+		"strip:exact_max=6001",   "strip:colour=red",
 	};
 	for (size_t k = 0; t && k < sizeof(bad) / sizeof(bad[0]); k++) {
 		struct as_plan *p = NULL;
