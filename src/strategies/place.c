@@ -585,6 +585,7 @@ struct xs {
 	uint32_t *cuts;
 	uint32_t *nxt;          /* scratch skip pointers over sections */
 	uint8_t *placed;
+	const uint64_t *fixed;  /* forced offsets (AS_NO_OFFSET: free), or NULL */
 	uint32_t *key;          /* priority rank per rectangle, this part */
 	uint64_t *total;        /* scratch: most bytes under a rectangle */
 	struct pri_item *items; /* scratch for ranking */
@@ -758,7 +759,10 @@ static void push_cand(struct xs *s, uint32_t j)
 {
 	const struct as_rect *r = s->pb->r;
 	uint64_t at = s->x[j];
-	as_align_up(s->x[j], r[j].align_log2, &at);
+	if (s->fixed && s->fixed[j] != AS_NO_OFFSET)
+		at = s->fixed[j];
+	else
+		as_align_up(s->x[j], r[j].align_log2, &at);
 	s->cand[s->ncand].at = at;
 	s->cand[s->ncand].key = s->key[j];
 	s->cand[s->ncand].j = j;
@@ -813,7 +817,20 @@ static int xs_dfs(struct xs *s, const struct xpart *pt, uint64_t last,
 		return X_FOUND;
 	uint64_t min_top = UINT64_MAX;
 	for (size_t k = c0; k < s->ncand; k++) {
-		uint64_t top = s->cand[k].at + r[s->cand[k].j].size;
+		uint32_t j = s->cand[k].j;
+		if (s->fixed && s->fixed[j] != AS_NO_OFFSET) {
+			/*
+			 * A fixed rectangle is dead once the skyline under it
+			 * rose above its offset or the order passed it; it
+			 * cannot be moved, so it takes no part in dominance.
+			 */
+			if (s->x[j] > s->fixed[j] || s->fixed[j] < last) {
+				s->ncand = c0;
+				return X_FAIL;
+			}
+			continue;
+		}
+		uint64_t top = s->cand[k].at + r[j].size;
 		if (top < min_top)
 			min_top = top;
 	}
@@ -977,8 +994,18 @@ int as_exact_solve(const struct as_problem *pb, uint64_t cap,
 		   double deadline_ms, uint64_t max_nodes, uint64_t seed,
 		   uint64_t *off, struct as_exact_stats *st)
 {
+	return as_exact_solve_fixed(pb, NULL, cap, deadline_ms, max_nodes,
+				    seed, off, st);
+}
+
+int as_exact_solve_fixed(const struct as_problem *pb, const uint64_t *fixed,
+			 uint64_t cap, double deadline_ms, uint64_t max_nodes,
+			 uint64_t seed, uint64_t *off,
+			 struct as_exact_stats *st)
+{
 	struct xs s;
 	memset(&s, 0, sizeof(s));
+	s.fixed = fixed;
 	uint32_t n = pb->n;
 	int ret = AS_ENOMEM;
 	if (n == 0)

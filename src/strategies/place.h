@@ -195,6 +195,19 @@ extern const char *const as_strip_metrics[];
 int as_strip_order(const struct as_problem *pb, int m, uint32_t *ids,
 		   uint32_t n);
 
+/*
+ * The same with some rectangles held where they are: fixed[i] is the forced
+ * offset of rectangle i, or AS_NO_OFFSET when it is free (fixed may be
+ * NULL). A fixed rectangle is dropped in canonical order at its own offset
+ * (the room between the skyline and it stays empty unless free rectangles
+ * fill it first) and takes no part in dominance, which only moves free
+ * ones. Used to re-solve a window of a larger plan exactly.
+ */
+int as_exact_solve_fixed(const struct as_problem *pb, const uint64_t *fixed,
+			 uint64_t cap, double deadline_ms, uint64_t max_nodes,
+			 uint64_t seed, uint64_t *off,
+			 struct as_exact_stats *st);
+
 /* Deterministic generator (splitmix64) for seeded searches. */
 static inline uint64_t as_rng_next(uint64_t *s)
 {

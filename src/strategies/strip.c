@@ -820,6 +820,173 @@ out:
 }
 
 /*
+ * Window search: around a rectangle at the peak, free every rectangle that
+ * shares its time (the window), hold every other rectangle that shares
+ * time with the window where it is, and ask the exact search for the
+ * window below the peak. Repeats while it succeeds and time is left.
+ * Returns the number of windows improved; off[] is updated.
+ */
+#define AS_STRIP_WINDOW_FREE 512
+
+struct by_off_desc_ctx {
+	const uint64_t *off;
+	const struct as_problem *pb;
+};
+
+/* Highest top first. */
+static bool by_top_desc_off(uint32_t a, uint32_t b, const void *cv)
+{
+	const struct by_off_desc_ctx *c = cv;
+	uint64_t ta = c->off[a] + c->pb->r[a].size;
+	uint64_t tb = c->off[b] + c->pb->r[b].size;
+	return ta > tb || (ta == tb && a < b);
+}
+#define AS_STRIP_WINDOW_ALL 4000
+
+static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
+			     uint64_t seed, double deadline, int *err)
+{
+	uint32_t n = pb->n, S = pb->nsections, wins = 0;
+	uint32_t *mark = calloc((size_t)S + 2, sizeof(uint32_t));
+	uint32_t *map = calloc(n, sizeof(uint32_t));
+	uint8_t *role = calloc(n, 1); /* 1 free, 2 held */
+	struct as_problem sub = *pb;
+	uint64_t *fixed = calloc(AS_STRIP_WINDOW_ALL, sizeof(uint64_t));
+	uint64_t *so = calloc(AS_STRIP_WINDOW_ALL, sizeof(uint64_t));
+	uint64_t *load = calloc((size_t)S + 1, sizeof(uint64_t));
+	sub.r = calloc(AS_STRIP_WINDOW_ALL, sizeof(*sub.r));
+	*err = AS_ENOMEM;
+	if (!mark || !map || !role || !fixed || !so || !load || !sub.r)
+		goto out;
+	*err = AS_OK;
+	uint32_t limit = AS_STRIP_WINDOW_FREE;
+	while (as_now_ms() < deadline && limit >= 32) {
+		uint64_t peak = as_place_peak(pb, off);
+		if (peak <= pb->lower_bound)
+			break;
+		uint32_t top = 0;
+		while (off[top] + pb->r[top].size != peak)
+			top++;
+		const struct as_rect *rt = &pb->r[top];
+		/*
+		 * Free: the `want` highest rectangles sharing time with the
+		 * top one (a window in time and in space); held: the others
+		 * sharing time with those. Halve the window until it fits.
+		 */
+		uint32_t nf = 0, m = 0;
+		uint64_t base = 0;
+		bool fits = false;
+		for (uint32_t want = limit; want >= 16; want /= 2) {
+			m = 0;
+			for (uint32_t i = 0; i < n; i++)
+				if (pb->r[i].t0 < rt->t1 && rt->t0 < pb->r[i].t1)
+					map[m++] = i;
+			if (m > want) {
+				struct by_off_desc_ctx c = {off, pb};
+				if (as_sort_u32(map, m, by_top_desc_off, &c)) {
+					*err = AS_ENOMEM;
+					goto out;
+				}
+				m = want;
+			}
+			nf = m;
+			/*
+			 * The band: from the lowest free offset (aligned
+			 * down) up. Held rectangles wholly below it do not
+			 * matter; those reaching into it are clipped to it.
+			 */
+			uint8_t lg = 0;
+			base = UINT64_MAX;
+			for (uint32_t k = 0; k < m; k++) {
+				uint32_t i = map[k];
+				if (off[i] < base)
+					base = off[i];
+				if (pb->r[i].align_log2 > lg)
+					lg = pb->r[i].align_log2;
+			}
+			base &= ~(((uint64_t)1 << lg) - 1);
+			memset(role, 0, n);
+			for (uint32_t k = 0; k < m; k++)
+				role[map[k]] = 1;
+			memset(mark, 0, ((size_t)S + 2) * sizeof(uint32_t));
+			for (uint32_t k = 0; k < m; k++) {
+				mark[pb->r[map[k]].t0]++;
+				mark[pb->r[map[k]].t1]--;
+			}
+			uint32_t run = 0, acc = 0;
+			for (uint32_t t = 0; t <= S; t++) {
+				run += mark[t];
+				uint32_t c = t < S && run > 0;
+				mark[t] = acc;
+				acc += c;
+			}
+			for (uint32_t i = 0; i < n && m <= AS_STRIP_WINDOW_ALL;
+			     i++)
+				if (!role[i] &&
+				    off[i] + pb->r[i].size > base &&
+				    mark[pb->r[i].t1] - mark[pb->r[i].t0] > 0) {
+					role[i] = 2;
+					map[m++] = i;
+				}
+			if (m <= AS_STRIP_WINDOW_ALL) {
+				fits = true;
+				break;
+			}
+		}
+		if (!fits)
+			break;
+		/* Offsets in the band are counted from base. */
+		for (uint32_t k = 0; k < m; k++) {
+			uint32_t i = map[k];
+			sub.r[k] = pb->r[i];
+			fixed[k] = AS_NO_OFFSET;
+			if (role[i] == 2) {
+				uint64_t lo = off[i] > base ? off[i] : base;
+				sub.r[k].size = off[i] + pb->r[i].size - lo;
+				sub.r[k].align_log2 = 0;
+				fixed[k] = lo - base;
+			}
+		}
+		sub.n = m;
+		as_problem_load(&sub, load);
+		sub.lower_bound = 0;
+		for (uint32_t t = 0; t < S; t++)
+			if (load[t] > sub.lower_bound)
+				sub.lower_bound = load[t];
+		double now = as_now_ms();
+		if (sub.lower_bound > peak - 1 - base)
+			break;
+		double slice = (deadline - now) / 4;
+		if (slice > 1000)
+			slice = 1000;
+		int r = as_exact_solve_fixed(&sub, fixed, peak - 1 - base,
+					     now + slice, 0, seed, so, NULL);
+		if (r < 0) {
+			*err = r;
+			break;
+		}
+		if (r != AS_EXACT_FOUND) {
+			limit = nf / 2; /* a smaller window */
+			continue;
+		}
+		limit = AS_STRIP_WINDOW_FREE;
+		for (uint32_t k = 0; k < m; k++)
+			if (role[map[k]] == 1)
+				off[map[k]] = so[k] + base;
+		wins++;
+	}
+out:
+	free(mark);
+	free(map);
+	free(role);
+	free(fixed);
+	free(so);
+	free(load);
+	free(sub.r);
+	return wins;
+}
+
+/*
  * Traces with too many overlapping pairs for the seed's method (hundreds of
  * thousands to millions of buffers): the O(n log n) time sweep, first fit
  * and best fit; then "big first": the big rectangles (where the bytes are)
@@ -938,6 +1105,22 @@ static int strip_large(const struct as_problem *pb, uint64_t *off,
 	if (peak < best) {
 		best = peak;
 		memcpy(off, tmp, n * sizeof(uint64_t));
+	}
+	/*
+	 * Window search on the best so far, with 60% of the time left; the
+	 * middle tier below gets what remains.
+	 */
+	if (as_now_ms() < deadline) {
+		double now = as_now_ms();
+		uint32_t wins = window_exact(pb, off, cfg->seed,
+					     now + (deadline - now) * 0.6, &err);
+		if (err)
+			goto out;
+		best = as_place_peak(pb, off);
+		if (wins && (err = as_plan_round(p, "window search", best)))
+			goto out;
+		if ((err = as_plan_stat_int(p, "windows_improved", wins)))
+			goto out;
 	}
 	/*
 	 * A middle tier, when the pairs allow one pass of the general placer:
