@@ -310,6 +310,35 @@ static void exact_search_packs_the_minimalloc_example_at_capacity(void)
 	as_trace_destroy(t);
 }
 
+static void exact_search_keeps_fixed_rectangles_where_they_are(void)
+{
+	struct as_trace *t = csv_trace("id,lower,upper,size\nb1,0,3,4\n"
+				       "b2,3,9,4\nb3,0,9,4\nb4,9,21,4\n"
+				       "b5,0,21,4\n");
+	struct as_problem pb;
+	CHECK(t && as_problem_init(&pb, t, 0) == AS_OK);
+	if (!t)
+		return;
+	uint64_t fixed[5], off[5];
+	for (int i = 0; i < 5; i++)
+		fixed[i] = AS_NO_OFFSET;
+	/* b5 held at 8: the rest packs below it. */
+	fixed[4] = 8;
+	CHECK_EQ_U64(as_exact_solve_fixed(&pb, fixed, 12, as_now_ms() + 10000,
+					  0, 1, off, NULL),
+		     AS_EXACT_FOUND);
+	CHECK_EQ_U64(off[4], 8);
+	CHECK(as_place_peak(&pb, off) <= 12);
+	CHECK(!overlapping(&pb, off));
+	/* Held at 2 it leaves 2 + 6 bytes around it: b1 and b3 need 8. */
+	fixed[4] = 2;
+	CHECK_EQ_U64(as_exact_solve_fixed(&pb, fixed, 12, as_now_ms() + 10000,
+					  0, 1, off, NULL),
+		     AS_EXACT_NONE);
+	as_problem_finish(&pb);
+	as_trace_destroy(t);
+}
+
 static void exact_search_proves_alignment_leaves_no_room(void)
 {
 	/* Two 1-byte buffers aligned to 4 at the same time: peak 5. */
@@ -629,6 +658,7 @@ int main(void)
 	TEST_RUN(placer_finds_the_lowest_and_the_tightest_gap);
 	TEST_RUN(sweep_placer_plans_are_valid_and_fixed_rectangles_stay);
 	TEST_RUN(exact_search_packs_the_minimalloc_example_at_capacity);
+	TEST_RUN(exact_search_keeps_fixed_rectangles_where_they_are);
 	TEST_RUN(exact_search_proves_alignment_leaves_no_room);
 	TEST_RUN(exact_search_splits_independent_parts);
 	TEST_RUN(strip_stops_tuning_at_a_fixed_point_or_the_threshold);
