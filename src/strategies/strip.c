@@ -3,24 +3,31 @@
  *
  * Each buffer is a rectangle (lifetime x size) dropped into a container
  * whose floor is offset 0; the lower bound is the threshold a perfect plan
- * reaches. Per address space:
+ * reaches. Per address space, by size of the problem:
  *
- *  1. The seed's method. Order the rectangles by a metric (option metric=)
- *     and place each at the lowest offset that fits among the placed
- *     rectangles sharing its time. While the top is above the threshold,
- *     classify (high, medium, low, no risk), split the high and medium
- *     rectangles into groups linked by time overlap, tune the groups one by
- *     one on top of what the earlier groups left (trying the metrics in turn
- *     until the group stays under the threshold, keeping its best), then
- *     place tuned high, tuned medium, low and no-risk rectangles again. Stop
- *     at the threshold, when an order repeats (fixed point) or after
- *     rounds= rounds. Every round is recorded with as_plan_round.
- *  2. An improving search until the threshold or budget_ms= runs out:
- *     on traces up to exact_max= rectangles, the exact branch and bound of
- *     place.c (first at the threshold, then bisecting between it and the
- *     best height found); on larger ones an iterated local search over
- *     orders that pulls the rectangles at the peak forward. Both are
- *     deterministic for a given seed=.
+ *  - Up to exact_max= rectangles with few overlapping pairs (strip_full):
+ *    1. the seed's method: order by a metric (metric=), place each at the
+ *       lowest offset that fits among the placed rectangles sharing its
+ *       time; while above the threshold classify (high, medium, low, no
+ *       risk), split high and medium into groups linked by time overlap,
+ *       tune group by group on top of what earlier groups left (metrics in
+ *       turn until the group stays under the threshold, keeping its best),
+ *       place tuned high, tuned medium, low and no-risk again; stop at the
+ *       threshold, a repeated order (fixed point) or rounds= rounds.
+ *    2. the exact branch and bound of place.c, first at the threshold, then
+ *       bisecting between it and the best height, until budget_ms=/nodes=.
+ *  - More rectangles, still few pairs: the same with the skyline greedy
+ *    and a local search over orders instead of the exact search, and the
+ *    large-trace path below with half the time; the better plan wins.
+ *  - Many overlapping pairs (strip_large): O(n log n) time sweeps, the
+ *    skyline greedy when affordable, "big first" (the biggest rectangles
+ *    by the method above, the rest swept around them), the window search
+ *    (the exact search on a band around the peak with the rest held), a
+ *    middle tier and a peak repair.
+ *
+ * Every step that yields a plan is recorded with as_plan_round (label,
+ * peak). Everything is deterministic for a given seed= except where the
+ * wall-clock budget cuts; nodes= fixes the effort instead.
  */
 #include <stdlib.h>
 #include <string.h>
