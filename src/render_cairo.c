@@ -5,9 +5,12 @@
  * appears.
  */
 #include <cairo.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "options.h"
 #include "render_private.h"
 
 #define FONT_FACE "DejaVu Sans"
@@ -309,5 +312,193 @@ int png_encode(const uint32_t *argb, int w, int h, unsigned char **out,
 	}
 	*out = m.p;
 	*len = m.len;
+	return AS_OK;
+}
+
+/* ---- Window overlays ---- */
+
+#define OV_PAD 6.0
+#define OV_SWATCH 10.0
+
+static double ov_size(const struct as_render_overlay *b)
+{
+	return b->font_size > 0 ? b->font_size : 12.0;
+}
+
+/* The next line of text, as clean UTF-8 in buf and, after a tab, in col2
+ * (else ""); returns the rest of the text or NULL. */
+static const char *ov_line(const char *s, char *buf, size_t len, char *col2,
+			   size_t len2)
+{
+	const char *nl = strchr(s, '\n');
+	size_t l = nl ? (size_t)(nl - s) : strlen(s);
+	char raw[512];
+	if (l >= sizeof(raw))
+		l = sizeof(raw) - 1;
+	memcpy(raw, s, l);
+	raw[l] = 0;
+	char *tab = strchr(raw, '\t');
+	col2[0] = 0;
+	if (tab) {
+		*tab = 0;
+		render_clean_text(tab + 1, col2, len2);
+	}
+	render_clean_text(raw, buf, len);
+	return nl ? nl + 1 : NULL;
+}
+
+static uint32_t ov_line_color(const struct as_render_overlay *b, size_t k)
+{
+	return k < b->nline_colors && b->line_colors[k] ? b->line_colors[k]
+							  : 0;
+}
+
+/* Measure with `cr`: widest line and line count. */
+static void ov_measure(cairo_t *cr, const struct as_render_overlay *b,
+		       double *w, double *h)
+{
+	double size = ov_size(b), widest = 0;
+	size_t lines = 0;
+	for (const char *s = b->text; s && *s; lines++) {
+		char line[768], col2[768];
+		s = ov_line(s, line, sizeof(line), col2, sizeof(col2));
+		select_font(cr, size, b->bold_first && lines == 0);
+		cairo_text_extents_t e;
+		cairo_text_extents(cr, line, &e);
+		double lw = e.x_advance;
+		if (col2[0] && b->tab > 0) {
+			cairo_text_extents(cr, col2, &e);
+			lw = b->tab + e.x_advance;
+		}
+		lw +=
+			    (b->swatch && ov_line_color(b, lines) ? OV_SWATCH + 4
+								   : 0);
+		if (lw > widest)
+			widest = lw;
+	}
+	*w = b->w > 0 ? b->w : ceil(widest + 2 * OV_PAD);
+	*h = b->h > 0 ? b->h : ceil((double)lines * size * 1.35 + 2 * OV_PAD - size * 0.35);
+}
+
+int as_render_overlay_measure(const struct as_render_overlay *b, double *w,
+			      double *h)
+{
+	if (!b || !w || !h)
+		return AS_EINVAL;
+	struct measurer *m = measurer_create();
+	if (!m)
+		return AS_ENOMEM;
+	ov_measure(m->cr, b, w, h);
+	measurer_destroy(m);
+	return AS_OK;
+}
+
+static void ov_paint(cairo_t *cr, const struct as_render_overlay *b)
+{
+	double w, h, size = ov_size(b);
+	ov_measure(cr, b, &w, &h);
+	if (b->fill >> 24) {
+		set_color(cr, b->fill);
+		cairo_rectangle(cr, b->x, b->y, w, h);
+		cairo_fill(cr);
+	}
+	if (b->border >> 24) {
+		set_color(cr, b->border);
+		cairo_set_line_width(cr, 1);
+		cairo_rectangle(cr, b->x + 0.5, b->y + 0.5, w - 1, h - 1);
+		cairo_stroke(cr);
+	}
+	cairo_save(cr);
+	cairo_rectangle(cr, b->x, b->y, w, h);
+	cairo_clip(cr);
+	double y = b->y + OV_PAD + size * 0.8;
+	size_t k = 0;
+	for (const char *s = b->text; s && *s; k++, y += size * 1.35) {
+		char line[768], col2[768];
+		s = ov_line(s, line, sizeof(line), col2, sizeof(col2));
+		double x = b->x + OV_PAD;
+		uint32_t lc = ov_line_color(b, k), tc = b->color;
+		if (lc && b->swatch) {
+			set_color(cr, lc);
+			cairo_rectangle(cr, x, y - OV_SWATCH + 1, OV_SWATCH,
+					OV_SWATCH);
+			cairo_fill(cr);
+			x += OV_SWATCH + 4;
+		} else if (lc) {
+			tc = lc;
+		}
+		select_font(cr, size, b->bold_first && k == 0);
+		set_color(cr, tc);
+		cairo_move_to(cr, x, y);
+		cairo_show_text(cr, line);
+		if (col2[0] && b->tab > 0) {
+			cairo_move_to(cr, x + b->tab, y);
+			cairo_show_text(cr, col2);
+		}
+		cairo_new_path(cr);
+	}
+	cairo_restore(cr);
+}
+
+int as_render_overlay_argb32(uint32_t *pixels, int width, int height,
+			     int stride, double scale,
+			     const struct as_render_overlay *boxes, size_t n)
+{
+	if (!pixels || width <= 0 || height <= 0 || stride < width * 4 ||
+	    !(scale > 0) || (n && !boxes))
+		return AS_EINVAL;
+	cairo_surface_t *s = cairo_image_surface_create_for_data(
+		(unsigned char *)pixels, CAIRO_FORMAT_ARGB32, width, height,
+		stride);
+	if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
+		cairo_surface_destroy(s);
+		return AS_EINVAL;
+	}
+	cairo_t *cr = cairo_create(s);
+	cairo_scale(cr, scale, scale);
+	for (size_t i = 0; i < n; i++)
+		ov_paint(cr, &boxes[i]);
+	int err = cairo_status(cr) == CAIRO_STATUS_SUCCESS ? AS_OK : AS_ENOMEM;
+	cairo_destroy(cr);
+	cairo_surface_flush(s);
+	cairo_surface_destroy(s);
+	return err;
+}
+
+int as_render_write_png_argb32(const char *path, const uint32_t *pixels,
+			       int width, int height, int stride,
+			       struct as_diag *diag)
+{
+	if (diag) {
+		snprintf(diag->file, sizeof(diag->file), "%s", path ? path : "");
+		diag->line = 0;
+	}
+	if (!path || !pixels || width <= 0 || height <= 0 ||
+	    stride < width * 4)
+		return as_diag_set(diag, 0, AS_EINVAL, "no pixels to write");
+	cairo_surface_t *s = cairo_image_surface_create_for_data(
+		(unsigned char *)(uintptr_t)pixels, CAIRO_FORMAT_ARGB32, width,
+		height, stride);
+	if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
+		cairo_surface_destroy(s);
+		return as_diag_set(diag, 0, AS_EINVAL, "bad pixel buffer");
+	}
+	struct as_atomic *at = NULL;
+	FILE *f = NULL;
+	int err = as_atomic_open(path, &at, &f);
+	if (err) {
+		cairo_surface_destroy(s);
+		return as_diag_set(diag, 0, err, "cannot create the file");
+	}
+	if (cairo_surface_write_to_png_stream(s, write_file, f) !=
+	    CAIRO_STATUS_SUCCESS) {
+		cairo_surface_destroy(s);
+		as_atomic_abort(at);
+		return as_diag_set(diag, 0, AS_EIO, "cannot write the PNG");
+	}
+	cairo_surface_destroy(s);
+	err = as_atomic_commit(at);
+	if (err)
+		return as_diag_set(diag, 0, err, "cannot write the file");
 	return AS_OK;
 }

@@ -856,6 +856,59 @@ static void the_cli_draws_pictures_and_refuses_bad_options(void)
 	CHECK(rmdir(dir) == 0); /* empty: no temporary file left behind */
 }
 
+static void overlay_boxes_fill_fit_their_text_and_scale(void)
+{
+	const int W = 200, H = 100;
+	uint32_t *px = calloc((size_t)W * H * 4, 4);
+	CHECK(px != NULL);
+	if (!px)
+		return;
+	struct as_render_overlay b[2] = {
+		{.x = 10, .y = 10, .w = 50, .h = 20, .fill = 0xff0000ffu},
+		{.x = 10, .y = 40, .fill = 0xffffffffu, .border = 0xff000000u,
+		 .color = 0xff000000u, .text = "name\nsize\t4 KiB",
+		 .bold_first = true, .tab = 40},
+	};
+	double w, h, w1, h1;
+	CHECK(as_render_overlay_measure(&b[1], &w, &h) == AS_OK);
+	CHECK(w > 60 && w < 160 && h > 30 && h < 50); /* two lines, two columns */
+	struct as_render_overlay one = b[1];
+	one.text = "name";
+	CHECK(as_render_overlay_measure(&one, &w1, &h1) == AS_OK);
+	CHECK(h1 < h && w1 < w);
+	CHECK(as_render_overlay_argb32(px, W, H, W * 4, 1.0, b, 2) == AS_OK);
+	CHECK_EQ_U64(px[20 * W + 30], 0xff0000ffu);  /* the filled box */
+	CHECK_EQ_U64(px[5 * W + 5], 0);              /* outside: untouched */
+	CHECK_EQ_U64(px[40 * W + 10], 0xff000000u);  /* the border */
+	int dark = 0;                                /* some text is drawn */
+	for (int y = 42; y < 40 + (int)h - 2; y++)
+		for (int x = 12; x < 10 + (int)w - 2; x++)
+			dark += (px[y * W + x] & 0xff) < 100;
+	CHECK(dark > 20);
+	/* At scale 2 the same box covers twice the pixels. */
+	memset(px, 0, (size_t)W * H * 4 * 4);
+	CHECK(as_render_overlay_argb32(px, 2 * W, 2 * H, 2 * W * 4, 2.0, b,
+				       1) == AS_OK);
+	CHECK_EQ_U64(px[58 * 2 * W + 118], 0xff0000ffu);
+	CHECK_EQ_U64(px[62 * 2 * W + 122], 0);
+	CHECK(as_render_overlay_argb32(px, W, H, W, 1.0, b, 1) == AS_EINVAL);
+	/* Raw pixels to a PNG file, read back. */
+	char path[] = "/tmp/as_overlay_testXXXXXX.png";
+	int fd = mkstemps(path, 4);
+	CHECK(fd >= 0);
+	close(fd);
+	struct as_diag d;
+	CHECK(as_render_write_png_argb32(path, px, W, H, W * 4, &d) == AS_OK);
+	cairo_surface_t *s = cairo_image_surface_create_from_png(path);
+	CHECK(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS);
+	CHECK_EQ_U64(cairo_image_surface_get_width(s), W);
+	cairo_surface_destroy(s);
+	unlink(path);
+	CHECK(as_render_write_png_argb32("/nonexistent/dir/x.png", px, W, H,
+					 W * 4, &d) != AS_OK);
+	free(px);
+}
+
 int main(void)
 {
 	TEST_RUN(small_trace_renders_as_the_golden_svg);
@@ -875,6 +928,7 @@ int main(void)
 	TEST_RUN(timestamps_far_from_zero_keep_their_precision);
 	TEST_RUN(hostile_offsets_and_sizes_still_draw);
 	TEST_RUN(many_panels_grow_the_picture_when_asked);
+	TEST_RUN(overlay_boxes_fill_fit_their_text_and_scale);
 	if (getenv("AS_EXE"))
 		TEST_RUN(the_cli_draws_pictures_and_refuses_bad_options);
 	else

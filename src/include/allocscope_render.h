@@ -203,4 +203,47 @@ int as_render_file(const char *path, enum as_image_format fmt,
 /* Parse "WxH" (e.g. "1280x800"), each within [200, 16384]. */
 int as_render_parse_size(const char *s, int *width, int *height);
 
+/* ---- Window overlays (the viewer's status bar, tooltips and help) ---- */
+
+/*
+ * A box with lines of text, painted over pixels already drawn: what a
+ * window needs besides the picture, drawn with the renderer's font so the
+ * viewer needs no text library of its own.
+ */
+struct as_render_overlay {
+	double x, y;            /* top-left corner, logical pixels */
+	double w, h;            /* size; 0: fit the text (with padding) */
+	uint32_t fill, border;  /* 0xAARRGGBB; alpha 0: none */
+	uint32_t color;         /* text colour, 0xAARRGGBB */
+	double font_size;       /* 0: 12 */
+	const char *text;       /* lines separated by '\n'; NULL: no text */
+	/* Per line: a colour (0: `color`), and when `swatch` a small square
+	 * of that colour before the line instead of coloured text. */
+	const uint32_t *line_colors;
+	size_t nline_colors;
+	bool swatch;
+	bool bold_first;        /* the first line in bold */
+	/* > 0: a tab in a line starts a second column this far right. */
+	double tab;
+};
+
+/* The size a box takes when w or h is 0 (logical pixels). */
+int as_render_overlay_measure(const struct as_render_overlay *b, double *w,
+			      double *h);
+
+/*
+ * Paint `n` boxes in order over caller-owned pixels (premultiplied ARGB32,
+ * native order, as as_render_draw_argb32), `scale` device pixels per
+ * logical pixel. Text is cut at the box's right edge.
+ */
+int as_render_overlay_argb32(uint32_t *pixels, int width, int height,
+			     int stride, double scale,
+			     const struct as_render_overlay *boxes, size_t n);
+
+/* Write caller-owned ARGB32 pixels as a PNG file, whole or not at all
+ * (screenshots). */
+int as_render_write_png_argb32(const char *path, const uint32_t *pixels,
+			       int width, int height, int stride,
+			       struct as_diag *diag);
+
 #endif

@@ -1,0 +1,918 @@
+/*
+ * What the window shows and how keys and the mouse change it. The picture
+ * is the renderer's; the status bar, tooltip, lists and help are overlay
+ * boxes the renderer paints on top (as_render_overlay_argb32).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "viewer.h"
+
+#define C_TEXT 0xff1a1a1au
+#define C_BAR 0xff262a30u
+#define C_BAR_TEXT 0xffeeeeeeu
+#define C_RED 0xffd62728u
+#define C_RED_LIGHT 0xffff7b7bu
+#define C_PROMPT 0xffffd75eu
+#define C_OK 0xff8fd18fu
+#define C_BOX 0xf2ffffffu
+#define C_BORDER 0xff555555u
+
+static const char help_text[] =
+	"allocscope-view keys\n"
+	"wheel\tzoom time at the mouse\n"
+	"Ctrl or Shift + wheel\tzoom addresses at the mouse\n"
+	"drag\tpan time and addresses\n"
+	"double click\tzoom to the buffer\n"
+	"click\tselect (highlighted in every panel)\n"
+	"f\tfit everything\n"
+	"+ / -, arrows\tzoom time, pan\n"
+	"Tab, Shift+Tab, 1-9\tswitch strategy\n"
+	"c\tcompare: all strategies, one time axis\n"
+	"p\tjump to the peak, list buffers live there\n"
+	"/ text Enter, n\tsearch buffers by name, next match\n"
+	"v\tlist validation failures\n"
+	"b\tcolour by buffer, size, pool, lifetime\n"
+	"s\tsave the view as PNG and SVG\n"
+	"r\treload the trace (or drop a file here)\n"
+	"Esc\tclose lists, clear selection\n"
+	"? / q\tthis help / quit";
+
+void view_message(struct viewer *v, uint32_t color, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(v->msg, sizeof(v->msg), fmt, ap);
+	va_end(ap);
+	v->msg_color = color;
+	v->dirty = true;
+}
+
+static int pic_h(const struct viewer *v)
+{
+	int h = v->win_h - STATUS_H;
+	return h < 100 ? 100 : h;
+}
+
+static const struct strat *strat_of_panel(const struct viewer *v, int panel)
+{
+	struct as_render_panel_info info;
+	if (!v->r || panel < 0 ||
+	    as_render_panel_info(v->r, (size_t)panel, &info) != AS_OK)
+		return &v->doc.s[v->cur];
+	return &v->doc.s[v->compare ? info.source : v->cur];
+}
+
+int view_rebuild(struct viewer *v)
+{
+	as_render_destroy(v->r);
+	v->r = NULL;
+	v->show_peak = false;
+	v->hover.panel = -1;
+	v->hover.buffer = AS_NONE;
+	if (v->cur >= v->doc.ns)
+		v->cur = 0;
+	size_t n = v->compare ? v->doc.ns : 1;
+	struct as_render_panel *pn = calloc(n, sizeof(*pn));
+	if (!pn)
+		return AS_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct strat *s = &v->doc.s[v->compare ? i : v->cur];
+		pn[i] = (struct as_render_panel){s->spec, v->doc.t, s->plan,
+						 &s->report,
+						 AS_RENDER_ALL_SPACES};
+	}
+	v->o.width = v->win_w;
+	v->o.height = pic_h(v);
+	v->o.view = v->view;
+	v->o.highlight = v->selected;
+	struct as_diag d = {0};
+	int err = as_render_create(pn, n, &v->o, &v->r, &d);
+	free(pn);
+	v->dirty = true;
+	return err;
+}
+
+int view_init(struct viewer *v, int w, int h)
+{
+	as_render_opts_init(&v->o);
+	v->o.min_plot_height = 0;
+	v->selected = AS_NONE;
+	v->match = AS_NONE;
+	v->hover.panel = -1;
+	v->hover.buffer = AS_NONE;
+	v->win_w = w;
+	v->win_h = h;
+	v->scale = 1;
+	if (!v->save_dir[0])
+		snprintf(v->save_dir, sizeof(v->save_dir), ".");
+	return AS_OK;
+}
+
+void view_finish(struct viewer *v)
+{
+	as_render_destroy(v->r);
+	v->r = NULL;
+	free(v->px);
+	v->px = NULL;
+	doc_finish(&v->doc);
+}
+
+int view_resize(struct viewer *v, int win_w, int win_h, int px_w, int px_h)
+{
+	if (win_w < 1 || win_h < 1 || px_w < 1 || px_h < 1)
+		return AS_EINVAL;
+	if (px_w != v->px_w || px_h != v->px_h || !v->px) {
+		uint32_t *p = calloc((size_t)px_w * (size_t)px_h, 4);
+		if (!p)
+			return AS_ENOMEM;
+		free(v->px);
+		v->px = p;
+	}
+	v->win_w = win_w;
+	v->win_h = win_h;
+	v->px_w = px_w;
+	v->px_h = px_h;
+	v->scale = (double)px_w / win_w;
+	v->o.width = win_w;
+	v->o.height = pic_h(v);
+	v->dirty = true;
+	return v->r ? as_render_set_opts(v->r, &v->o) : AS_OK;
+}
+
+static void apply_view(struct viewer *v)
+{
+	v->o.view = v->view;
+	v->o.highlight = v->selected;
+	if (v->r)
+		as_render_set_opts(v->r, &v->o);
+	v->dirty = true;
+}
+
+/*
+ * The range shown now, read back from the renderer (also when fitted).
+ * The points lie left of the plot, where a hit test does no buffer search.
+ */
+static void current_view(const struct viewer *v, struct as_render_view *out)
+{
+	struct as_render_panel_info info;
+	*out = v->view;
+	if (!v->r || as_render_panel_info(v->r, 0, &info) != AS_OK)
+		return;
+	struct as_render_hit a, b;
+	double x = info.x - 1, ya = info.y + info.h * 0.25,
+	       yb = info.y + info.h * 0.75;
+	as_render_hit_test(v->r, x - 1, ya, 0, &a);
+	as_render_hit_test(v->r, x, yb, 0, &b);
+	double dt = (b.time - a.time) * info.w; /* per pixel, times width */
+	double da = (a.axis - b.axis) * 2;
+	out->t0 = b.time + (b.time - a.time) * (info.x - x);
+	out->t1 = out->t0 + dt;
+	out->y0 = b.axis - da / 4;
+	out->y1 = out->y0 + da;
+}
+
+/* The drawn panel whose rows hold y (no buffer search), or 0. */
+static int panel_at(const struct viewer *v, double y)
+{
+	struct as_render_panel_info info;
+	size_t n = v->r ? as_render_panel_count(v->r) : 0;
+	for (size_t i = 0; i < n; i++)
+		if (as_render_panel_info(v->r, i, &info) == AS_OK &&
+		    y < info.y + info.h + 8)
+			return (int)i;
+	return n ? (int)n - 1 : 0;
+}
+
+/* Plot of the panel under (x, y), or panel 0. */
+static void plot_of(const struct viewer *v, int panel,
+		    struct as_render_panel_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	if (!v->r || as_render_panel_info(v->r, panel < 0 ? 0 : (size_t)panel,
+					   info) != AS_OK)
+		info->w = info->h = 1;
+}
+
+static void set_view(struct viewer *v, struct as_render_view nv)
+{
+	bool fit_t = nv.t0 == 0 && nv.t1 == 0, fit_y = nv.y0 == 0 && nv.y1 == 0;
+	if (!fit_t && !(nv.t1 - nv.t0 >= 1e-3)) {
+		double c = (nv.t0 + nv.t1) / 2;
+		nv.t0 = c - 5e-4;
+		nv.t1 = c + 5e-4;
+	}
+	if (!fit_y && !(nv.y1 - nv.y0 >= 1e-12)) {
+		double c = (nv.y0 + nv.y1) / 2;
+		nv.y0 = c - 5e-13;
+		nv.y1 = c + 5e-13;
+	}
+	v->view = nv;
+	apply_view(v);
+}
+
+void view_zoom_time(struct viewer *v, double factor, double at_x)
+{
+	struct as_render_view cv;
+	current_view(v, &cv);
+	struct as_render_panel_info info;
+	plot_of(v, panel_at(v, v->my), &info);
+	double f = (at_x - info.x) / info.w;
+	if (f < 0 || f > 1)
+		f = 0.5;
+	double tm = cv.t0 + f * (cv.t1 - cv.t0);
+	cv.t0 = tm - (tm - cv.t0) * factor;
+	cv.t1 = tm + (cv.t1 - tm) * factor;
+	set_view(v, cv);
+}
+
+static void zoom_axis(struct viewer *v, double factor, double at_y)
+{
+	struct as_render_view cv;
+	current_view(v, &cv);
+	struct as_render_panel_info info;
+	plot_of(v, panel_at(v, at_y), &info);
+	double f = (info.y + info.h - at_y) / info.h;
+	if (f < 0 || f > 1)
+		f = 0.5;
+	double am = cv.y0 + f * (cv.y1 - cv.y0);
+	cv.y0 = am - (am - cv.y0) * factor;
+	cv.y1 = am + (cv.y1 - am) * factor;
+	set_view(v, cv);
+}
+
+void view_pan(struct viewer *v, double ft, double fy)
+{
+	struct as_render_view cv;
+	current_view(v, &cv);
+	double dt = (cv.t1 - cv.t0) * ft, dy = (cv.y1 - cv.y0) * fy;
+	cv.t0 += dt;
+	cv.t1 += dt;
+	cv.y0 += dy;
+	cv.y1 += dy;
+	set_view(v, cv);
+}
+
+static void fit(struct viewer *v)
+{
+	v->view = (struct as_render_view){0, 0, 0, 0};
+	apply_view(v);
+}
+
+/* Zoom onto buffer b of drawn panel `panel` (time, and address if placed). */
+/* The drawn panel of strategy panel `panel` that holds buffer b (its
+ * address space), or `panel` itself. */
+static int panel_of_buffer(const struct viewer *v, int panel, uint32_t b)
+{
+	struct as_render_panel_info want, info;
+	if (panel < 0 || as_render_panel_info(v->r, (size_t)panel, &want))
+		return panel;
+	const struct strat *s = strat_of_panel(v, panel);
+	uint16_t space = as_plan_space_of(s->plan, v->doc.t, b);
+	for (size_t i = 0; i < as_render_panel_count(v->r); i++)
+		if (as_render_panel_info(v->r, i, &info) == AS_OK &&
+		    info.source == want.source && info.space == space)
+			return (int)i;
+	return panel;
+}
+
+static void zoom_to_buffer(struct viewer *v, int panel, uint32_t b)
+{
+	const struct as_trace *t = v->doc.t;
+	if (b >= t->nbuffers)
+		return;
+	const struct as_buffer *x = &t->buffers[b];
+	panel = panel_of_buffer(v, panel, b);
+	const struct strat *s = strat_of_panel(v, panel);
+	struct as_render_view cv;
+	current_view(v, &cv);
+	double len = (double)(x->end - x->start);
+	if (len < 1)
+		len = 1;
+	cv.t0 = (double)x->start - len * 0.15;
+	cv.t1 = (double)x->start + len * 1.15;
+	uint64_t off = s->plan->offset[b];
+	if (v->compare) {
+		/* Panels have addresses of their own: zoom time only. */
+		cv.y0 = cv.y1 = 0;
+	} else if (off != AS_NO_OFFSET && panel >= 0) {
+		double a0 = as_render_axis_at(v->r, (size_t)panel, off);
+		double a1 = as_render_axis_at(v->r, (size_t)panel,
+					      off + (x->size ? x->size : 1));
+		if (a0 >= 0 && a1 > a0) {
+			double h = a1 - a0;
+			cv.y0 = a0 - h * 0.3;
+			cv.y1 = a1 + h * 0.3;
+		}
+	}
+	set_view(v, cv);
+}
+
+static void select_buffer(struct viewer *v, uint32_t b)
+{
+	v->selected = b;
+	apply_view(v);
+}
+
+static void update_hover(struct viewer *v)
+{
+	if (!v->r)
+		return;
+	struct as_render_hit h;
+	as_render_hit_test(v->r, v->mx, v->my, 3.0, &h);
+	if (!v->mouse_in)
+		h.panel = -1, h.buffer = AS_NONE;
+	if (h.panel != v->hover.panel || h.buffer != v->hover.buffer ||
+	    h.in_plot)
+		v->dirty = true;
+	v->hover = h;
+}
+
+/* ---- search ---- */
+
+static uint32_t find_from(const struct viewer *v, uint32_t from)
+{
+	const struct as_trace *t = v->doc.t;
+	if (!v->query[0] || !t->nbuffers)
+		return AS_NONE;
+	for (uint32_t k = 0; k < t->nbuffers; k++) {
+		uint32_t i = (uint32_t)(((uint64_t)from + k) % t->nbuffers);
+		const char *n = t->buffers[i].name;
+		if (n && strstr(n, v->query))
+			return i;
+	}
+	return AS_NONE;
+}
+
+static void search(struct viewer *v, uint32_t from)
+{
+	uint32_t m = find_from(v, from);
+	if (m == AS_NONE) {
+		view_message(v, C_RED_LIGHT, "no buffer name contains \"%s\"",
+			     v->query);
+		return;
+	}
+	uint32_t count = 0, rank = 0;
+	for (uint32_t i = 0; i < v->doc.t->nbuffers; i++) {
+		const char *n = v->doc.t->buffers[i].name;
+		if (n && strstr(n, v->query)) {
+			count++;
+			if (i <= m)
+				rank++;
+		}
+	}
+	v->match = m;
+	v->selected = m;
+	zoom_to_buffer(v, 0, m);
+	view_message(v, C_OK, "match %u of %u for \"%s\": %s (n: next)", rank,
+		     count, v->query, v->doc.t->buffers[m].name);
+}
+
+/* ---- keys ---- */
+
+static void peak(struct viewer *v)
+{
+	int panel = v->hover.panel >= 0 ? v->hover.panel : 0;
+	struct as_render_panel_info info;
+	if (!v->r || as_render_panel_info(v->r, (size_t)panel, &info))
+		return;
+	v->npeak = as_render_live_at(v->r, (size_t)panel,
+				     (double)info.peak_time, v->peak_bufs,
+				     sizeof(v->peak_bufs) /
+					     sizeof(v->peak_bufs[0]));
+	/* Jump: time spans the lives of the largest buffers live there,
+	 * addresses the whole panel, so the peak line shows. */
+	if (v->npeak > 0) {
+		uint64_t lo = UINT64_MAX, hi = 0;
+		int64_t shown = v->npeak < 24 ? v->npeak : 24;
+		for (int64_t k = 0; k < shown; k++) {
+			const struct as_buffer *x =
+				&v->doc.t->buffers[v->peak_bufs[k]];
+			lo = x->start < lo ? x->start : lo;
+			hi = x->end > hi ? x->end : hi;
+		}
+		double pad = (double)(hi - lo) * 0.1 + 0.5;
+		set_view(v, (struct as_render_view){(double)lo - pad,
+						    (double)hi + pad, 0, 0});
+	}
+	v->peak_panel = (size_t)panel;
+	v->show_peak = v->npeak >= 0;
+	char hb[32];
+	view_message(v, C_OK, "peak %s of %s at time %llu: %lld buffers live",
+		     as_human_bytes(info.peak, hb, sizeof(hb)), info.title,
+		     (unsigned long long)info.peak_time, (long long)v->npeak);
+}
+
+static void switch_to(struct viewer *v, size_t i, bool compare)
+{
+	if (i >= v->doc.ns)
+		return;
+	v->cur = i;
+	v->compare = compare;
+	if (view_rebuild(v))
+		view_message(v, C_RED_LIGHT, "out of memory");
+	else
+		view_message(v, C_BAR_TEXT, "%s%s", compare ? "compare: " : "",
+			     compare ? "every strategy, one time axis"
+				     : v->doc.s[i].spec);
+}
+
+static void save(struct viewer *v)
+{
+	char png[1100], svg[1100];
+	for (;;) {
+		v->saves++;
+		snprintf(png, sizeof(png), "%s/allocscope-view-%d.png",
+			 v->save_dir, v->saves);
+		snprintf(svg, sizeof(svg), "%s/allocscope-view-%d.svg",
+			 v->save_dir, v->saves);
+		FILE *f = fopen(png, "rb");
+		if (!f)
+			break;
+		fclose(f);
+	}
+	struct as_diag d = {0};
+	char buf[1024];
+	if (as_render_write(v->r, png, AS_IMAGE_PNG, &d) ||
+	    as_render_write(v->r, svg, AS_IMAGE_SVG, &d))
+		view_message(v, C_RED_LIGHT, "%s",
+			     as_diag_text(&d, buf, sizeof(buf)));
+	else
+		view_message(v, C_OK, "saved %s and %s", png, svg);
+}
+
+static void open_trace(struct viewer *v, const char *path)
+{
+	struct doc n;
+	struct as_diag d = {0};
+	char buf[1024];
+	if (doc_load(&n, path, v->specs, v->nspecs, &d)) {
+		view_message(v, C_RED_LIGHT, "%s",
+			     as_diag_text(&d, buf, sizeof(buf)));
+		return;
+	}
+	as_render_destroy(v->r);
+	v->r = NULL;
+	bool same = strcmp(n.path, v->doc.path) == 0;
+	doc_finish(&v->doc);
+	v->doc = n;
+	if (!same) {
+		v->view = (struct as_render_view){0, 0, 0, 0};
+		v->cur = 0;
+	}
+	if (v->selected != AS_NONE && v->selected >= v->doc.t->nbuffers)
+		v->selected = AS_NONE;
+	if (!same)
+		v->selected = AS_NONE;
+	v->match = AS_NONE;
+	if (view_rebuild(v))
+		view_message(v, C_RED_LIGHT, "out of memory");
+	else
+		view_message(v, C_OK, "%s %s: %u buffers, %zu strategies",
+			     same ? "reloaded" : "opened", path,
+			     v->doc.t->nbuffers, v->doc.ns);
+}
+
+static void key(struct viewer *v, SDL_Keycode k, Uint16 mod)
+{
+	if (v->typing) {
+		if (k == SDLK_RETURN || k == SDLK_KP_ENTER) {
+			v->typing = false;
+			SDL_StopTextInput();
+			search(v, 0);
+		} else if (k == SDLK_ESCAPE) {
+			v->typing = false;
+			SDL_StopTextInput();
+			view_message(v, C_BAR_TEXT, "search cancelled");
+		} else if (k == SDLK_BACKSPACE) {
+			size_t n = strlen(v->query);
+			while (n > 0 && (v->query[n - 1] & 0xc0) == 0x80)
+				n--; /* a whole UTF-8 character */
+			if (n > 0)
+				n--;
+			v->query[n] = 0;
+		}
+		v->dirty = true;
+		return;
+	}
+	bool shift = mod & KMOD_SHIFT;
+	/* '?' arrives as Shift+/ on most layouts. */
+	if (k == SDLK_QUESTION || (k == SDLK_SLASH && shift)) {
+		v->help = !v->help;
+		v->dirty = true;
+		return;
+	}
+	switch (k) {
+	case SDLK_q:
+		v->quit = true;
+		break;
+	case SDLK_ESCAPE:
+		if (v->help || v->show_peak || v->show_violations) {
+			v->help = v->show_peak = v->show_violations = false;
+			v->dirty = true;
+		} else {
+			select_buffer(v, AS_NONE);
+		}
+		break;
+	case SDLK_f:
+		fit(v);
+		break;
+	case SDLK_TAB:
+		switch_to(v, (v->cur + (shift ? v->doc.ns - 1 : 1)) % v->doc.ns,
+			  false);
+		break;
+	case SDLK_c:
+		switch_to(v, v->cur, !v->compare);
+		break;
+	case SDLK_p:
+		if (v->show_peak) {
+			v->show_peak = false;
+			v->dirty = true;
+		} else {
+			peak(v);
+		}
+		break;
+	case SDLK_SLASH:
+	case SDLK_KP_DIVIDE:
+		v->typing = true;
+		v->query[0] = 0;
+		SDL_StartTextInput();
+		v->dirty = true;
+		break;
+	case SDLK_n:
+		if (v->query[0])
+			search(v, v->match == AS_NONE ? 0 : v->match + 1);
+		else
+			view_message(v, C_BAR_TEXT, "/ to search first");
+		break;
+	case SDLK_v:
+		v->show_violations = !v->show_violations;
+		v->dirty = true;
+		break;
+	case SDLK_b:
+		v->o.color_by = (enum as_color_by)((v->o.color_by + 1) % 4);
+		apply_view(v);
+		view_message(v, C_BAR_TEXT, "colour by %s",
+			     as_color_by_name(v->o.color_by));
+		break;
+	case SDLK_s:
+		save(v);
+		break;
+	case SDLK_r:
+		open_trace(v, v->doc.path);
+		break;
+	case SDLK_PLUS:
+	case SDLK_EQUALS:
+	case SDLK_KP_PLUS:
+		view_zoom_time(v, 0.5, -1);
+		break;
+	case SDLK_MINUS:
+	case SDLK_KP_MINUS:
+		view_zoom_time(v, 2.0, -1);
+		break;
+	case SDLK_LEFT:
+		view_pan(v, -0.1, 0);
+		break;
+	case SDLK_RIGHT:
+		view_pan(v, 0.1, 0);
+		break;
+	case SDLK_UP:
+		view_pan(v, 0, 0.1);
+		break;
+	case SDLK_DOWN:
+		view_pan(v, 0, -0.1);
+		break;
+	default:
+		if (k >= SDLK_1 && k <= SDLK_9 && !shift) {
+			if ((size_t)(k - SDLK_1) < v->doc.ns)
+				switch_to(v, (size_t)(k - SDLK_1), false);
+			else
+				view_message(v, C_RED_LIGHT,
+					     "there are %zu strategies",
+					     v->doc.ns);
+		}
+		break;
+	}
+}
+
+void view_event(struct viewer *v, const SDL_Event *e)
+{
+	switch (e->type) {
+	case SDL_KEYDOWN:
+		key(v, e->key.keysym.sym, e->key.keysym.mod);
+		break;
+	case SDL_TEXTINPUT:
+		if (v->typing && !(v->query[0] == 0 &&
+				   strcmp(e->text.text, "/") == 0)) {
+			size_t n = strlen(v->query), l = strlen(e->text.text);
+			if (n + l < sizeof(v->query)) {
+				memcpy(v->query + n, e->text.text, l + 1);
+				v->dirty = true;
+			}
+		}
+		break;
+	case SDL_MOUSEMOTION:
+		v->mx = e->motion.x;
+		v->my = e->motion.y;
+		v->mouse_in = true;
+		if (v->dragging) {
+			int dx = v->mx - v->drag_x, dy = v->my - v->drag_y;
+			if (abs(dx) + abs(dy) > 2)
+				v->drag_moved = true;
+			if (v->drag_moved) {
+				struct as_render_panel_info info;
+				plot_of(v, panel_at(v, v->drag_y), &info);
+				struct as_render_view cv = v->drag_view;
+				double st = (cv.t1 - cv.t0) * dx / info.w;
+				double sy = (cv.y1 - cv.y0) * dy / info.h;
+				cv.t0 -= st;
+				cv.t1 -= st;
+				cv.y0 += sy;
+				cv.y1 += sy;
+				set_view(v, cv);
+			}
+		}
+		v->hover_stale = true; /* one hit test a frame, not an event */
+		v->dirty = true;
+		break;
+	case SDL_MOUSEBUTTONDOWN:
+		if (e->button.button != SDL_BUTTON_LEFT)
+			break;
+		v->mx = e->button.x;
+		v->my = e->button.y;
+		v->mouse_in = true;
+		update_hover(v);
+		if (e->button.clicks >= 2) {
+			if (v->hover.buffer != AS_NONE)
+				zoom_to_buffer(v, v->hover.panel,
+					       v->hover.buffer);
+			v->dragging = false;
+			break;
+		}
+		v->dragging = true;
+		v->drag_moved = false;
+		v->drag_x = v->mx;
+		v->drag_y = v->my;
+		current_view(v, &v->drag_view);
+		break;
+	case SDL_MOUSEBUTTONUP:
+		if (e->button.button != SDL_BUTTON_LEFT || !v->dragging)
+			break;
+		v->dragging = false;
+		if (!v->drag_moved) {
+			update_hover(v);
+			select_buffer(v, v->hover.buffer);
+			if (v->hover.buffer != AS_NONE)
+				view_message(v, C_BAR_TEXT, "selected %s",
+					     v->doc.t->buffers[v->hover.buffer]
+						     .name);
+		}
+		break;
+	case SDL_MOUSEWHEEL: {
+		int y = e->wheel.y;
+		if (e->wheel.direction == SDL_MOUSEWHEEL_FLIPPED)
+			y = -y;
+		if (y == 0)
+			break;
+		double f = pow(0.8, y);
+		if (SDL_GetModState() & (KMOD_CTRL | KMOD_SHIFT))
+			zoom_axis(v, f, v->my);
+		else
+			view_zoom_time(v, f, v->mx);
+		v->hover_stale = true;
+		break;
+	}
+	case SDL_DROPFILE:
+		open_trace(v, e->drop.file);
+		SDL_free(e->drop.file);
+		break;
+	case SDL_DROPTEXT:
+		SDL_free(e->drop.file);
+		break;
+	case SDL_WINDOWEVENT:
+		if (e->window.event == SDL_WINDOWEVENT_LEAVE) {
+			v->mouse_in = false;
+			v->hover.panel = -1;
+			v->hover.buffer = AS_NONE;
+		}
+		v->dirty = true;
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---- painting ---- */
+
+static void fmt_time(double t, char *buf, size_t len)
+{
+	if (fabs(t) < 1e15)
+		snprintf(buf, len, "%.0f", t);
+	else
+		snprintf(buf, len, "%.4g", t);
+}
+
+static void status_line(struct viewer *v, char *buf, size_t len)
+{
+	const struct strat *s = strat_of_panel(v, v->hover.panel);
+	char pk[32], lb[32], base[256];
+	const char *p = strrchr(v->doc.path, '/');
+	snprintf(base, sizeof(base), "%.200s", p ? p + 1 : v->doc.path);
+	double gap = v->doc.lb ? ((double)s->peak - (double)v->doc.lb) *
+					 100.0 / (double)v->doc.lb
+			       : 0;
+	size_t idx = (size_t)(s - v->doc.s) + 1;
+	int n = snprintf(buf, len,
+			 "%s  |  %s%s (%zu/%zu)  |  peak %s  |  lower bound %s"
+			 "  |  gap %.1f%%  |  %s  |  failed %u",
+			 base, v->compare ? "compare · " : "", s->spec, idx,
+			 v->doc.ns, as_human_bytes(s->peak, pk, sizeof(pk)),
+			 as_human_bytes(v->doc.lb, lb, sizeof(lb)), gap,
+			 s->report.valid ? "valid" : "INVALID", s->failed);
+	if (v->hover.panel >= 0 && v->hover.in_plot && n > 0 &&
+	    (size_t)n < len) {
+		char tb[48], ab[32];
+		fmt_time(v->hover.time, tb, sizeof(tb));
+		snprintf(buf + n, len - (size_t)n,
+			 "  |  t %s  addr 0x%llx (%s)%s", tb,
+			 (unsigned long long)v->hover.address,
+			 as_human_bytes(v->hover.address, ab, sizeof(ab)),
+			 v->hover.in_break ? " break" : "");
+	}
+}
+
+/* Keep a box of size w x h inside the window, near (x, y). */
+static void place(const struct viewer *v, struct as_render_overlay *b,
+		  double x, double y)
+{
+	double w, h;
+	as_render_overlay_measure(b, &w, &h);
+	if (x + w > v->win_w - 2)
+		x = v->win_w - 2 - w;
+	if (y + h > v->win_h - STATUS_H - 2)
+		y = v->win_h - STATUS_H - 2 - h;
+	b->x = x < 2 ? 2 : x;
+	b->y = y < 2 ? 2 : y;
+}
+
+int view_paint(struct viewer *v)
+{
+	if (!v->px || !v->r)
+		return AS_EINVAL;
+	if (v->hover_stale && !v->dragging)
+		update_hover(v);
+	v->hover_stale = v->dragging && v->hover_stale;
+	int stride = v->px_w * 4;
+	int ph = (int)lround(pic_h(v) * v->scale);
+	if (ph > v->px_h)
+		ph = v->px_h;
+	double freq = (double)SDL_GetPerformanceFrequency();
+	Uint64 c0 = SDL_GetPerformanceCounter();
+	int err = as_render_draw_argb32(v->r, v->px, v->px_w, ph, stride);
+	if (err)
+		return err;
+	Uint64 c1 = SDL_GetPerformanceCounter();
+	v->draw_ms = (double)(c1 - c0) * 1000.0 / freq;
+	struct as_render_overlay box[8];
+	size_t nb = 0;
+	char line1[1024], line2[1024], text[2048];
+	const struct strat *s = strat_of_panel(v, v->hover.panel);
+
+	/* Status bar: facts, then a message, prompt or the first failure. */
+	status_line(v, line1, sizeof(line1));
+	uint32_t c2 = v->msg_color ? v->msg_color : C_BAR_TEXT;
+	if (v->typing) {
+		snprintf(line2, sizeof(line2), "search: %s_   (Enter: find, "
+					       "Esc: cancel)", v->query);
+		c2 = C_PROMPT;
+	} else if (v->msg[0]) {
+		snprintf(line2, sizeof(line2), "%s", v->msg);
+	} else if (!s->report.valid) {
+		char vt[512];
+		snprintf(line2, sizeof(line2), "INVALID: %llu violations; "
+			 "first: %s   (v: list)",
+			 (unsigned long long)s->report.violations,
+			 as_violation_text(v->doc.t, s->plan,
+					   &s->report.first[0], vt, sizeof(vt)));
+		c2 = C_RED_LIGHT;
+	} else {
+		snprintf(line2, sizeof(line2), "? keys   wheel zoom   drag pan"
+					       "   f fit   Tab strategy   c "
+					       "compare   p peak   / search");
+		c2 = 0xffaaaaaau;
+	}
+	snprintf(text, sizeof(text), "%s\n%s", line1, line2);
+	uint32_t lc[2] = {s->report.valid ? C_BAR_TEXT : C_RED_LIGHT, c2};
+	box[nb++] = (struct as_render_overlay){
+		.x = 0, .y = v->win_h - STATUS_H, .w = v->win_w, .h = STATUS_H,
+		.fill = C_BAR, .color = C_BAR_TEXT, .font_size = 12,
+		.text = text, .line_colors = lc, .nline_colors = 2,
+	};
+
+	/* Tooltip of the buffer under the mouse. */
+	char tip[2048];
+	if (v->hover.panel >= 0 && v->hover.buffer != AS_NONE &&
+	    !v->dragging) {
+		as_render_buffer_text(v->r, (size_t)v->hover.panel,
+				      v->hover.buffer, tip, sizeof(tip));
+		struct as_render_overlay *b = &box[nb++];
+		*b = (struct as_render_overlay){
+			.fill = C_BOX, .border = C_BORDER, .color = C_TEXT,
+			.font_size = 12, .text = tip, .bold_first = true,
+		};
+		place(v, b, v->mx + 16, v->my + 16);
+	}
+
+	/* Buffers live at the peak, largest first, with their colours. */
+	char peak_text[4096];
+	uint32_t peak_col[26] = {0};
+	if (v->show_peak && v->npeak >= 0) {
+		struct as_render_panel_info info;
+		as_render_panel_info(v->r, v->peak_panel, &info);
+		char hb[32];
+		int n = snprintf(peak_text, sizeof(peak_text),
+				 "live at the peak (t %llu), largest first",
+				 (unsigned long long)info.peak_time);
+		size_t shown = (size_t)v->npeak < 24 ? (size_t)v->npeak : 24;
+		for (size_t i = 0; i < shown && n > 0 &&
+				   (size_t)n < sizeof(peak_text);
+		     i++) {
+			const struct as_buffer *x =
+				&v->doc.t->buffers[v->peak_bufs[i]];
+			peak_col[i + 1] = 0xff000000u |
+					  as_render_buffer_color(
+						  v->r, v->peak_panel,
+						  v->peak_bufs[i]);
+			n += snprintf(peak_text + n, sizeof(peak_text) - (size_t)n,
+				      "\n%-10s %.60s",
+				      as_human_bytes(x->size, hb, sizeof(hb)),
+				      x->name ? x->name : "?");
+		}
+		if ((size_t)v->npeak > shown && n > 0 &&
+		    (size_t)n < sizeof(peak_text))
+			snprintf(peak_text + n, sizeof(peak_text) - (size_t)n,
+				 "\n... and %lld more",
+				 (long long)v->npeak - (long long)shown);
+		struct as_render_overlay *b = &box[nb++];
+		*b = (struct as_render_overlay){
+			.fill = C_BOX, .border = C_BORDER, .color = C_TEXT,
+			.font_size = 12, .text = peak_text, .bold_first = true,
+			.line_colors = peak_col, .nline_colors = shown + 1,
+			.swatch = true,
+		};
+		place(v, b, info.x + 8, info.y + 8);
+	}
+
+	/* Validation failures of the strategy in view. */
+	char vio[4096];
+	uint32_t vio_col[18] = {0};
+	if (v->show_violations) {
+		int n;
+		if (s->report.valid)
+			n = snprintf(vio, sizeof(vio),
+				     "%s: valid, no violations", s->spec);
+		else
+			n = snprintf(vio, sizeof(vio),
+				     "%s: %llu violations (%llu overlaps)",
+				     s->spec,
+				     (unsigned long long)s->report.violations,
+				     (unsigned long long)s->report.overlaps);
+		for (uint32_t i = 0; i < s->report.nfirst && n > 0 &&
+				     (size_t)n < sizeof(vio);
+		     i++) {
+			char vt[512];
+			vio_col[i + 1] = C_RED;
+			n += snprintf(vio + n, sizeof(vio) - (size_t)n, "\n%s",
+				      as_violation_text(v->doc.t, s->plan,
+							&s->report.first[i],
+							vt, sizeof(vt)));
+		}
+		struct as_render_overlay *b = &box[nb++];
+		*b = (struct as_render_overlay){
+			.fill = C_BOX, .border = C_RED, .color = C_TEXT,
+			.font_size = 12, .text = vio, .bold_first = true,
+			.line_colors = vio_col, .nline_colors = 17,
+		};
+		place(v, b, 60, 40);
+	}
+
+	if (v->help) {
+		struct as_render_overlay *b = &box[nb++];
+		*b = (struct as_render_overlay){
+			.fill = 0xf8ffffffu, .border = C_BORDER,
+			.color = C_TEXT, .font_size = 13, .text = help_text,
+			.bold_first = true, .tab = 190,
+		};
+		double w, h;
+		as_render_overlay_measure(b, &w, &h);
+		place(v, b, (v->win_w - w) / 2, (v->win_h - STATUS_H - h) / 2);
+	}
+	err = as_render_overlay_argb32(v->px, v->px_w, v->px_h, stride,
+				       v->scale, box, nb);
+	v->overlay_ms = (double)(SDL_GetPerformanceCounter() - c1) * 1000.0 /
+			freq;
+	v->dirty = false;
+	return err;
+}

@@ -1,0 +1,127 @@
+/*
+ * allocscope-view: the interactive viewer. SDL2 lives in this directory
+ * only; every picture and every piece of text in the window is drawn by the
+ * library's renderer (allocscope_render.h) into pixels that are uploaded to
+ * a streaming SDL texture.
+ *
+ * doc.c     a trace and its plans (loading, reloading), no SDL
+ * view.c    what is shown: view range, selection, search, overlays, keys
+ * script.c  --script: key and mouse events played from a file
+ * main.c    arguments, window, event loop, --bench-frames
+ */
+#ifndef AS_VIEWER_H
+#define AS_VIEWER_H
+
+#include <SDL.h>
+
+#include "allocscope.h"
+#include "allocscope_render.h"
+
+#define MAX_SPECS 64
+#define STATUS_H 40 /* logical pixels: two lines of text */
+
+/* One strategy's plan of the loaded trace. */
+struct strat {
+	char spec[256];
+	struct as_plan *plan;
+	struct as_report report;
+	uint64_t peak;
+	uint32_t failed;
+};
+
+/* A loaded trace and its plans; everything here belongs to the doc. */
+struct doc {
+	char path[1024];
+	struct as_trace *t;
+	struct strat *s;
+	size_t ns;
+	uint64_t lb;
+};
+
+/* Load `path` and run `specs` (none: every strategy that applies). On
+ * failure returns a negative code with diag filled and leaves *d alone. */
+int doc_load(struct doc *d, const char *path, const char *const *specs,
+	     size_t nspecs, struct as_diag *diag);
+void doc_finish(struct doc *d);
+
+struct viewer {
+	struct doc doc;
+	const char *specs[MAX_SPECS];
+	size_t nspecs;
+
+	/* What is drawn: one strategy, or all of them stacked (compare). */
+	size_t cur;
+	bool compare;
+	struct as_render *r;
+	struct as_render_opts o;
+	struct as_render_view view; /* t1 <= t0: everything */
+
+	/* Window and pixels. */
+	SDL_Window *win;
+	SDL_Renderer *ren;
+	SDL_Texture *tex;
+	int win_w, win_h;          /* logical pixels */
+	int px_w, px_h;            /* device pixels */
+	double scale;
+	uint32_t *px;
+	bool dirty;
+	double draw_ms, overlay_ms; /* the last paint: picture, overlays */
+
+	/* Mouse. */
+	int mx, my;
+	bool mouse_in;
+	struct as_render_hit hover;
+	bool hover_stale;          /* the mouse moved: hit-test when painting */
+	bool dragging, drag_moved;
+	int drag_x, drag_y;
+	struct as_render_view drag_view;
+
+	/* Selection, search, overlays. */
+	uint32_t selected;
+	bool typing;
+	char query[128];
+	uint32_t match;
+	bool help, show_peak, show_violations;
+	size_t peak_panel;
+	uint32_t peak_bufs[24];
+	int64_t npeak;
+	char msg[512];
+	uint32_t msg_color;
+	char save_dir[512];
+	int saves;
+	bool quit;
+};
+
+/* view.c */
+int view_init(struct viewer *v, int w, int h);
+void view_finish(struct viewer *v);
+/* Rebuild the picture after a new doc, strategy or compare mode. */
+int view_rebuild(struct viewer *v);
+/* The window's logical and device size changed (or was first set). */
+int view_resize(struct viewer *v, int win_w, int win_h, int px_w, int px_h);
+/* Paint the whole window into v->px. */
+int view_paint(struct viewer *v);
+/* Handle one SDL event; mod is the keyboard modifier state. */
+void view_event(struct viewer *v, const SDL_Event *e);
+/* Pan by a fraction of the view (bench, arrows). */
+void view_pan(struct viewer *v, double ft, double fy);
+void view_zoom_time(struct viewer *v, double factor, double at_x);
+void view_message(struct viewer *v, uint32_t color, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* script.c: a parsed script. */
+struct script_step;
+struct script {
+	struct script_step *steps;
+	size_t n;
+};
+/* Parse `path`; on error prints nothing, fills diag (FILE:LINE). */
+int script_load(const char *path, struct script *s, struct as_diag *diag);
+void script_finish(struct script *s);
+/* Play every step; `frame` draws and presents one frame, `shot` saves a
+ * screenshot. Returns 0, or 2 when a step failed (message printed). */
+int script_play(const struct script *s, struct viewer *v,
+		int (*frame)(struct viewer *v),
+		int (*shot)(struct viewer *v, const char *path));
+
+#endif
