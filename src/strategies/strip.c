@@ -851,8 +851,10 @@ static bool by_top_desc_off(uint32_t a, uint32_t b, const void *cv)
 #define AS_STRIP_WINDOW_ALL 4000
 
 static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
-			     uint64_t seed, double deadline, int *err)
+			     uint64_t seed, double deadline, uint64_t nodes,
+			     int *err)
 {
+	struct as_exact_stats st = {0};
 	uint32_t n = pb->n, S = pb->nsections, wins = 0;
 	uint32_t *mark = calloc((size_t)S + 2, sizeof(uint32_t));
 	uint32_t *map = calloc(n, sizeof(uint32_t));
@@ -867,7 +869,8 @@ static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 		goto out;
 	*err = AS_OK;
 	uint32_t limit = AS_STRIP_WINDOW_FREE;
-	while (as_now_ms() < deadline && limit >= 32) {
+	while (as_now_ms() < deadline && limit >= 32 &&
+	       (!nodes || st.nodes < nodes)) {
 		uint64_t peak = as_place_peak(pb, off);
 		if (peak <= pb->lower_bound)
 			break;
@@ -963,11 +966,16 @@ static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 		double now = as_now_ms();
 		if (sub.lower_bound > peak - 1 - base)
 			break;
+		/* A quarter of the time, at most 1 s (nodes= decides alone). */
 		double slice = (deadline - now) / 4;
 		if (slice > 1000)
 			slice = 1000;
+		if (nodes)
+			slice = deadline - now;
+		/* With nodes=, each window gets an eighth of what is left. */
+		uint64_t share = nodes ? (nodes - st.nodes) / 8 + 1 : 0;
 		int r = as_exact_solve_fixed(&sub, fixed, peak - 1 - base,
-					     now + slice, 0, seed, so, NULL);
+					     now + slice, share, seed, so, &st);
 		if (r < 0) {
 			*err = r;
 			break;
@@ -1120,7 +1128,8 @@ static int strip_large(const struct as_problem *pb, uint64_t *off,
 	if (as_now_ms() < deadline) {
 		double now = as_now_ms();
 		uint32_t wins = window_exact(pb, off, cfg->seed,
-					     now + (deadline - now) * 0.6, &err);
+					     now + (deadline - now) * 0.6,
+					     cfg->nodes, &err);
 		if (err)
 			goto out;
 		best = as_place_peak(pb, off);
