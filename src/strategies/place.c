@@ -417,55 +417,59 @@ static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 	return pl->ng;
 }
 
+static void span_swap(struct span *a, struct span *b)
+{
+	struct span t = *a;
+	*a = *b;
+	*b = t;
+}
+
+/*
+ * Sort spans by lo: quicksort (median of three) down to short runs, the
+ * smaller side first so the stack stays O(log n), then insertion sort.
+ */
 static void sort_spans(struct span *g, uint32_t n)
 {
-	/* Insertion sort for short lists, else heap sort: no recursion. */
-	if (n < 24) {
-		for (uint32_t i = 1; i < n; i++) {
-			struct span x = g[i];
-			uint32_t j = i;
-			while (j > 0 && g[j - 1].lo > x.lo) {
-				g[j] = g[j - 1];
+	while (n > 16) {
+		uint32_t mid = n / 2, last = n - 1;
+		if (g[mid].lo < g[0].lo)
+			span_swap(&g[mid], &g[0]);
+		if (g[last].lo < g[0].lo)
+			span_swap(&g[last], &g[0]);
+		if (g[last].lo < g[mid].lo)
+			span_swap(&g[last], &g[mid]);
+		uint64_t pivot = g[mid].lo;
+		uint32_t i = 0, j = last;
+		for (;;) {
+			while (g[i].lo < pivot)
+				i++;
+			while (g[j].lo > pivot)
 				j--;
-			}
-			g[j] = x;
+			if (i >= j)
+				break;
+			span_swap(&g[i], &g[j]);
+			i++;
+			j--;
 		}
-		return;
-	}
-	for (uint32_t s = n / 2; s-- > 0;) {
-		uint32_t r = s;
-		for (;;) {
-			uint32_t c = 2 * r + 1;
-			if (c >= n)
-				break;
-			if (c + 1 < n && g[c + 1].lo > g[c].lo)
-				c++;
-			if (g[r].lo >= g[c].lo)
-				break;
-			struct span x = g[r];
-			g[r] = g[c];
-			g[c] = x;
-			r = c;
+		/* [0, j] <= pivot <= [j + 1, n) */
+		uint32_t left = j + 1;
+		if (left < n - left) {
+			sort_spans(g, left);
+			g += left;
+			n -= left;
+		} else {
+			sort_spans(g + left, n - left);
+			n = left;
 		}
 	}
-	for (uint32_t e = n; e-- > 1;) {
-		struct span x = g[0];
-		g[0] = g[e];
-		g[e] = x;
-		uint32_t r = 0;
-		for (;;) {
-			uint32_t c = 2 * r + 1;
-			if (c >= e)
-				break;
-			if (c + 1 < e && g[c + 1].lo > g[c].lo)
-				c++;
-			if (g[r].lo >= g[c].lo)
-				break;
-			struct span y = g[r];
-			g[r] = g[c];
-			g[c] = y;
-			r = c;
+	for (uint32_t i = 1; i < n; i++) {
+		struct span x = g[i];
+		uint32_t j = i;
+		while (j > 0 && g[j - 1].lo > x.lo) {
+			g[j] = g[j - 1];
+			j--;
 		}
+		g[j] = x;
 	}
 }
 

@@ -868,8 +868,9 @@ static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 	if (!mark || !map || !role || !fixed || !so || !load || !sub.r)
 		goto out;
 	*err = AS_OK;
-	uint32_t limit = AS_STRIP_WINDOW_FREE;
-	while (as_now_ms() < deadline && limit >= 32 &&
+	/* Start small: big windows rarely finish; grow after a success. */
+	uint32_t limit = 64;
+	while (as_now_ms() < deadline && limit >= 16 &&
 	       (!nodes || st.nodes < nodes)) {
 		uint64_t peak = as_place_peak(pb, off);
 		if (peak <= pb->lower_bound)
@@ -966,10 +967,10 @@ static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 		double now = as_now_ms();
 		if (sub.lower_bound > peak - 1 - base)
 			break;
-		/* A quarter of the time, at most 1 s (nodes= decides alone). */
+		/* A quarter of the time, at most 0.3 s (nodes= decides alone). */
 		double slice = (deadline - now) / 4;
-		if (slice > 1000)
-			slice = 1000;
+		if (slice > 300)
+			slice = 300;
 		if (nodes)
 			slice = deadline - now;
 		/* With nodes=, each window gets an eighth of what is left. */
@@ -984,7 +985,8 @@ static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 			limit = nf / 2; /* a smaller window */
 			continue;
 		}
-		limit = AS_STRIP_WINDOW_FREE;
+		limit = nf * 2 < AS_STRIP_WINDOW_FREE ? nf * 2
+						      : AS_STRIP_WINDOW_FREE;
 		for (uint32_t k = 0; k < m; k++)
 			if (role[map[k]] == 1)
 				off[map[k]] = so[k] + base;
