@@ -868,8 +868,8 @@ static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 	if (!mark || !map || !role || !fixed || !so || !load || !sub.r)
 		goto out;
 	*err = AS_OK;
-	/* Start small: big windows rarely finish; grow after a success. */
-	uint32_t limit = 64;
+	/* Start wide, halve after a failure, double after a success. */
+	uint32_t limit = AS_STRIP_WINDOW_FREE;
 	while (as_now_ms() < deadline && limit >= 16 &&
 	       (!nodes || st.nodes < nodes)) {
 		uint64_t peak = as_place_peak(pb, off);
