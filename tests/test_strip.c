@@ -496,7 +496,7 @@ static void strip_large_mode_stays_within_half_a_percent(void)
 {
 	/* 150k malloc-like buffers: too many pairs for the seed's method. */
 	struct as_trace *t = random_timed(99, 150000, true);
-	struct as_plan *p = t ? run("strip", t) : NULL;
+	struct as_plan *p = t ? run("strip:budget_ms=20000", t) : NULL;
 	CHECK(p != NULL);
 	if (p) {
 		uint64_t lb = as_trace_lower_bound(t);
