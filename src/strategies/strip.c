@@ -73,7 +73,8 @@ struct cfg {
 	int metric, search;
 	uint64_t rounds, budget_ms, seed, exact_max, nodes, big;
 	double start_ms;
-	uint32_t nspace;
+	uint32_t nspace;        /* address spaces planned so far */
+	bool multi;             /* the trace has several spaces */
 };
 
 /* ---- Metrics ---- */
@@ -268,16 +269,23 @@ struct space {
 	uint32_t nrounds;
 };
 
-static int round_note(struct space *sp, const char *what, uint64_t peak)
+/* Record a round, naming the space when the trace has several. */
+static int note(const struct cfg *cfg, struct as_plan *p, const char *what,
+		uint64_t peak)
 {
-	char label[48];
-	if (sp->cfg->nspace > 1)
-		snprintf(label, sizeof(label), "s%u %s", sp->cfg->nspace - 1,
+	char label[64]; /* as_round keeps 47 characters */
+	if (cfg->multi)
+		snprintf(label, sizeof(label), "s%u %.40s", cfg->nspace - 1,
 			 what);
 	else
-		snprintf(label, sizeof(label), "%s", what);
+		snprintf(label, sizeof(label), "%.47s", what);
+	return as_plan_round(p, label, peak);
+}
+
+static int round_note(struct space *sp, const char *what, uint64_t peak)
+{
 	sp->nrounds++;
-	return as_plan_round(sp->p, label, peak);
+	return note(sp->cfg, sp->p, what, peak);
 }
 
 static void keep_if_better(struct space *sp, const uint64_t *off,
@@ -1033,7 +1041,7 @@ static int strip_large(const struct as_problem *pb, uint64_t *off,
 			err = AS_EUNSUPPORTED;
 			goto out;
 		}
-		if ((err = as_plan_round(p, f ? "sweep best fit"
+		if ((err = note(cfg, p, f ? "sweep best fit"
 					      : "sweep first fit", peak)))
 			goto out;
 		if (peak < best) {
@@ -1050,7 +1058,7 @@ static int strip_large(const struct as_problem *pb, uint64_t *off,
 			err = AS_EUNSUPPORTED;
 			goto out;
 		}
-		if ((err = as_plan_round(p, "skyline greedy", peak)))
+		if ((err = note(cfg, p, "skyline greedy", peak)))
 			goto out;
 		if (peak < best) {
 			best = peak;
@@ -1117,7 +1125,7 @@ static int strip_large(const struct as_problem *pb, uint64_t *off,
 		err = AS_EUNSUPPORTED;
 		goto out;
 	}
-	if ((err = as_plan_round(p, "big first, sweep", peak)))
+	if ((err = note(cfg, p, "big first, sweep", peak)))
 		goto out;
 	if (peak < best) {
 		best = peak;
@@ -1135,7 +1143,7 @@ static int strip_large(const struct as_problem *pb, uint64_t *off,
 		if (err)
 			goto out;
 		best = as_place_peak(pb, off);
-		if (wins && (err = as_plan_round(p, "window search", best)))
+		if (wins && (err = note(cfg, p, "window search", best)))
 			goto out;
 		if ((err = as_plan_stat_int(p, "windows_improved", wins)))
 			goto out;
@@ -1178,7 +1186,7 @@ static int strip_large(const struct as_problem *pb, uint64_t *off,
 			err = AS_EUNSUPPORTED;
 			goto out;
 		}
-		if ((err = as_plan_round(p, "big, middle, sweep", peak)))
+		if ((err = note(cfg, p, "big, middle, sweep", peak)))
 			goto out;
 		if (peak < best) {
 			best = peak;
@@ -1198,7 +1206,7 @@ done:
 				   &err);
 		if (err)
 			goto out;
-		if (moves && (err = as_plan_round(p, "peak repair", peak)))
+		if (moves && (err = note(cfg, p, "peak repair", peak)))
 			goto out;
 		if ((err = as_plan_stat_int(p, "repair_moves", moves)))
 			goto out;
@@ -1275,6 +1283,7 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	struct cfg cfg = {0};
 	int err;
 	cfg.start_ms = as_now_ms();
+	cfg.multi = t->nspaces > 1;
 	if ((err = as_opts_choice(o, "metric", as_strip_metrics, 0,
 				  &cfg.metric, diag)) ||
 	    (err = as_opts_u64(o, "rounds", 8, 0, 1000, &cfg.rounds, diag)) ||
