@@ -15,6 +15,9 @@ extern const struct as_strategy_impl as_strategy_tiered;
 extern const struct as_strategy_impl as_strategy_numa_bundle;
 extern const struct as_strategy_impl as_strategy_numa_flat;
 extern const struct as_strategy_impl as_strategy_bfc;
+extern const struct as_strategy_impl as_strategy_greedy_breadth;
+extern const struct as_strategy_impl as_strategy_bestfit;
+extern const struct as_strategy_impl as_strategy_strip;
 
 static const struct as_strategy_impl *const registry[] = {
 	&as_strategy_recorded,
@@ -24,6 +27,9 @@ static const struct as_strategy_impl *const registry[] = {
 	&as_strategy_numa_bundle,
 	&as_strategy_numa_flat,
 	&as_strategy_bfc,
+	&as_strategy_greedy_breadth,
+	&as_strategy_bestfit,
+	&as_strategy_strip,
 };
 
 #define NREG (sizeof(registry) / sizeof(registry[0]))

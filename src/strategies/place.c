@@ -1,0 +1,1709 @@
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "options.h"
+#include "place.h"
+#include "sort.h"
+
+double as_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Index of x in the sorted unique array v[0..n). */
+static uint32_t rank_of(const uint64_t *v, uint32_t n, uint64_t x)
+{
+	uint32_t lo = 0, hi = n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (v[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool needs_room(const struct as_buffer *b)
+{
+	return b->alias_of == AS_NONE && b->size > 0 && b->start < b->end;
+}
+
+int as_problem_init(struct as_problem *pb, const struct as_trace *t,
+		    uint16_t space)
+{
+	memset(pb, 0, sizeof(*pb));
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		if (t->buffers[i].space == space && needs_room(&t->buffers[i]))
+			n++;
+	if (n == 0)
+		return AS_OK;
+	pb->r = calloc(n, sizeof(*pb->r));
+	uint64_t *tv = malloc(2 * (size_t)n * sizeof(*tv));
+	if (!pb->r || !tv) {
+		free(tv);
+		return AS_ENOMEM;
+	}
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		const struct as_buffer *b = &t->buffers[i];
+		if (b->space != space || !needs_room(b))
+			continue;
+		tv[2 * k] = b->start;
+		tv[2 * k + 1] = b->end;
+		pb->r[k].size = b->size;
+		pb->r[k].buf = i;
+		pb->r[k].align_log2 = b->align_log2;
+		k++;
+	}
+	qsort(tv, 2 * (size_t)n, sizeof(*tv), cmp_u64);
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < 2 * n; i++)
+		if (m == 0 || tv[m - 1] != tv[i])
+			tv[m++] = tv[i];
+	pb->times = tv;
+	pb->nsections = m - 1;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct as_buffer *b = &t->buffers[pb->r[i].buf];
+		pb->r[i].t0 = rank_of(tv, m, b->start);
+		pb->r[i].t1 = rank_of(tv, m, b->end);
+	}
+	pb->n = n;
+	uint64_t *load = malloc(((size_t)pb->nsections + 1) * sizeof(*load));
+	if (!load)
+		return AS_ENOMEM;
+	as_problem_load(pb, load);
+	for (uint32_t s = 0; s < pb->nsections; s++)
+		if (load[s] > pb->lower_bound)
+			pb->lower_bound = load[s];
+	free(load);
+	return AS_OK;
+}
+
+void as_problem_finish(struct as_problem *pb)
+{
+	free(pb->r);
+	free(pb->times);
+	memset(pb, 0, sizeof(*pb));
+}
+
+void as_problem_load(const struct as_problem *pb, uint64_t *out)
+{
+	/* Difference array; the sums stay exact modulo 2^64. */
+	memset(out, 0, ((size_t)pb->nsections + 1) * sizeof(*out));
+	for (uint32_t i = 0; i < pb->n; i++) {
+		out[pb->r[i].t0] += pb->r[i].size;
+		out[pb->r[i].t1] -= pb->r[i].size;
+	}
+	for (uint32_t s = 1; s < pb->nsections; s++)
+		out[s] += out[s - 1];
+}
+
+int as_plan_spaces(const struct as_trace *t, struct as_plan *p,
+		   as_space_plan_fn fn, void *ctx, struct as_diag *diag)
+{
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		const struct as_buffer *b = &t->buffers[i];
+		if (b->alias_of == AS_NONE && !needs_room(b))
+			p->offset[i] = 0;
+	}
+	for (uint16_t s = 0; s < t->nspaces || s == 0; s++) {
+		struct as_problem pb;
+		int err = as_problem_init(&pb, t, s);
+		uint64_t *off = NULL;
+		if (err == AS_OK && pb.n > 0) {
+			off = calloc(pb.n, sizeof(*off));
+			err = off ? fn(&pb, off, ctx, p, diag) : AS_ENOMEM;
+		}
+		if (err == AS_OK)
+			for (uint32_t i = 0; i < pb.n; i++)
+				p->offset[pb.r[i].buf] = off[i];
+		free(off);
+		as_problem_finish(&pb);
+		if (err == AS_ENOMEM)
+			return as_diag_set(diag, 0, err, "out of memory");
+		if (err)
+			return err;
+		if (t->nspaces <= 1)
+			break;
+	}
+	return AS_OK;
+}
+
+uint64_t as_place_peak(const struct as_problem *pb, const uint64_t *off)
+{
+	uint64_t peak = 0;
+	for (uint32_t i = 0; i < pb->n; i++)
+		if (off[i] + pb->r[i].size > peak)
+			peak = off[i] + pb->r[i].size;
+	return peak;
+}
+
+/* ---- The placer ----
+ *
+ * A segment tree over sections. A placed rectangle is recorded at the nodes
+ * of the canonical cover of its range [t0, t1). All rectangles recorded at
+ * one node share the node's whole time range, so their offset ranges are
+ * disjoint: each node keeps them as a sorted array of *runs*, maximal ranges
+ * of touching rectangles, so a tightly packed stack of long-lived buffers
+ * costs one entry, not thousands. sub[v] counts the rectangles recorded in
+ * v's subtree, v included, so empty subtrees are never walked.
+ *
+ * A query for [t0, t1) reads the runs of every ancestor of its cover nodes
+ * (rectangles covering part of its range) and of every non-empty node below
+ * them (rectangles inside its range), sorts them and scans for the gap.
+ */
+struct span {
+	uint64_t lo, hi;
+};
+
+struct runs {
+	struct span *v;
+	uint32_t n, cap;
+};
+
+struct as_placer {
+	const struct as_problem *pb;
+	uint32_t size;          /* leaves, a power of two */
+	struct runs *node;      /* 2 * size */
+	uint32_t *sub, *vis;
+	uint32_t stamp;
+	uint64_t *off;
+	struct span *g;         /* query scratch */
+	uint32_t ng, gcap;
+	uint32_t *stack;
+	bool nomem;
+};
+
+#define FOR_COVER(pl, r, v, body)                                    \
+	do {                                                         \
+		uint32_t l_ = (r)->t0 + (pl)->size;                  \
+		uint32_t h_ = (r)->t1 + (pl)->size;                  \
+		while (l_ < h_) {                                    \
+			if (l_ & 1) {                                \
+				uint32_t v = l_++;                   \
+				body;                                \
+			}                                            \
+			if (h_ & 1) {                                \
+				uint32_t v = --h_;                   \
+				body;                                \
+			}                                            \
+			l_ >>= 1;                                    \
+			h_ >>= 1;                                    \
+		}                                                    \
+	} while (0)
+
+struct as_placer *as_placer_create(const struct as_problem *pb)
+{
+	struct as_placer *pl = calloc(1, sizeof(*pl));
+	if (!pl)
+		return NULL;
+	pl->pb = pb;
+	pl->size = 1;
+	while (pl->size < pb->nsections)
+		pl->size <<= 1;
+	size_t nodes = 2 * (size_t)pl->size;
+	pl->node = calloc(nodes, sizeof(*pl->node));
+	pl->sub = calloc(nodes, sizeof(uint32_t));
+	pl->vis = calloc(nodes, sizeof(uint32_t));
+	pl->off = calloc((size_t)pb->n + 1, sizeof(uint64_t));
+	pl->gcap = 1024;
+	pl->g = calloc(pl->gcap, sizeof(struct span));
+	pl->stack = calloc(nodes + 64, sizeof(uint32_t));
+	if (!pl->node || !pl->sub || !pl->vis || !pl->off || !pl->g ||
+	    !pl->stack) {
+		as_placer_destroy(pl);
+		return NULL;
+	}
+	return pl;
+}
+
+void as_placer_destroy(struct as_placer *pl)
+{
+	if (!pl)
+		return;
+	if (pl->node)
+		for (size_t v = 0; v < 2 * (size_t)pl->size; v++)
+			free(pl->node[v].v);
+	free(pl->node);
+	free(pl->sub);
+	free(pl->vis);
+	free(pl->off);
+	free(pl->g);
+	free(pl->stack);
+	free(pl);
+}
+
+void as_placer_reset(struct as_placer *pl)
+{
+	size_t nodes = 2 * (size_t)pl->size;
+	for (size_t v = 0; v < nodes; v++)
+		pl->node[v].n = 0;
+	memset(pl->sub, 0, nodes * sizeof(uint32_t));
+}
+
+/* First run of ru with hi > x. */
+static uint32_t run_find(const struct runs *ru, uint64_t x)
+{
+	uint32_t lo = 0, hi = ru->n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (ru->v[mid].hi <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool run_insert(struct runs *ru, uint64_t lo, uint64_t hi)
+{
+	uint32_t k = run_find(ru, lo);
+	/* Runs before k end at or below lo; run k (if any) starts >= hi. */
+	bool left = k > 0 && ru->v[k - 1].hi == lo;
+	bool right = k < ru->n && ru->v[k].lo == hi;
+	if (left && right) {
+		ru->v[k - 1].hi = ru->v[k].hi;
+		memmove(ru->v + k, ru->v + k + 1,
+			(ru->n - k - 1) * sizeof(*ru->v));
+		ru->n--;
+	} else if (left) {
+		ru->v[k - 1].hi = hi;
+	} else if (right) {
+		ru->v[k].lo = lo;
+	} else {
+		if (ru->n == ru->cap) {
+			uint32_t cap = ru->cap ? 2 * ru->cap : 4;
+			struct span *nv = realloc(ru->v, cap * sizeof(*nv));
+			if (!nv)
+				return false;
+			ru->v = nv;
+			ru->cap = cap;
+		}
+		memmove(ru->v + k + 1, ru->v + k,
+			(ru->n - k) * sizeof(*ru->v));
+		ru->v[k].lo = lo;
+		ru->v[k].hi = hi;
+		ru->n++;
+	}
+	return true;
+}
+
+static bool run_remove(struct runs *ru, uint64_t lo, uint64_t hi)
+{
+	uint32_t k = run_find(ru, lo);
+	if (k == ru->n || ru->v[k].lo > lo || ru->v[k].hi < hi)
+		return true; /* not recorded: nothing to do */
+	struct span r = ru->v[k];
+	if (r.lo < lo && r.hi > hi) {
+		/* Split in two. */
+		if (ru->n == ru->cap) {
+			uint32_t cap = 2 * ru->cap;
+			struct span *nv = realloc(ru->v, cap * sizeof(*nv));
+			if (!nv)
+				return false;
+			ru->v = nv;
+			ru->cap = cap;
+		}
+		memmove(ru->v + k + 2, ru->v + k + 1,
+			(ru->n - k - 1) * sizeof(*ru->v));
+		ru->v[k].hi = lo;
+		ru->v[k + 1].lo = hi;
+		ru->v[k + 1].hi = r.hi;
+		ru->n++;
+	} else if (r.lo < lo) {
+		ru->v[k].hi = lo;
+	} else if (r.hi > hi) {
+		ru->v[k].lo = hi;
+	} else {
+		memmove(ru->v + k, ru->v + k + 1,
+			(ru->n - k - 1) * sizeof(*ru->v));
+		ru->n--;
+	}
+	return true;
+}
+
+bool as_placer_nomem(const struct as_placer *pl)
+{
+	return pl->nomem;
+}
+
+void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
+{
+	uint64_t hi = off + pl->pb->r[i].size;
+	pl->off[i] = off;
+	FOR_COVER(pl, &pl->pb->r[i], v, {
+		if (!run_insert(&pl->node[v], off, hi))
+			pl->nomem = true;
+		for (uint32_t a = v; a >= 1; a >>= 1)
+			pl->sub[a]++;
+	});
+}
+
+void as_placer_pop(struct as_placer *pl, uint32_t i)
+{
+	uint64_t lo = pl->off[i], hi = lo + pl->pb->r[i].size;
+	FOR_COVER(pl, &pl->pb->r[i], v, {
+		if (!run_remove(&pl->node[v], lo, hi))
+			pl->nomem = true;
+		for (uint32_t a = v; a >= 1; a >>= 1)
+			pl->sub[a]--;
+	});
+}
+
+static void take_node(struct as_placer *pl, uint32_t v)
+{
+	const struct runs *ru = &pl->node[v];
+	if (pl->ng + ru->n > pl->gcap) {
+		uint32_t cap = pl->gcap;
+		while (cap < pl->ng + ru->n)
+			cap *= 2;
+		struct span *ng = realloc(pl->g, cap * sizeof(*ng));
+		if (!ng) {
+			pl->nomem = true;
+			return;
+		}
+		pl->g = ng;
+		pl->gcap = cap;
+	}
+	memcpy(pl->g + pl->ng, ru->v, ru->n * sizeof(*ru->v));
+	pl->ng += ru->n;
+}
+
+/* The runs of placed rectangles sharing time with r, into pl->g. */
+static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
+{
+	pl->ng = 0;
+	if (++pl->stamp == 0) {
+		memset(pl->vis, 0, 2 * (size_t)pl->size * sizeof(uint32_t));
+		pl->stamp = 1;
+	}
+	FOR_COVER(pl, r, v, {
+		/* Ancestors (v included) cover part of v's range. */
+		for (uint32_t a = v; a >= 1 && pl->vis[a] != pl->stamp;
+		     a >>= 1) {
+			pl->vis[a] = pl->stamp;
+			if (pl->node[a].n)
+				take_node(pl, a);
+		}
+		/* Descendants lie inside r's range. */
+		uint32_t sp = 0;
+		if (v < pl->size) {
+			pl->stack[sp++] = 2 * v;
+			pl->stack[sp++] = 2 * v + 1;
+		}
+		while (sp) {
+			uint32_t w = pl->stack[--sp];
+			if (!pl->sub[w])
+				continue;
+			if (pl->node[w].n)
+				take_node(pl, w);
+			if (w < pl->size) {
+				pl->stack[sp++] = 2 * w;
+				pl->stack[sp++] = 2 * w + 1;
+			}
+		}
+	});
+	return pl->ng;
+}
+
+static void span_swap(struct span *a, struct span *b)
+{
+	struct span t = *a;
+	*a = *b;
+	*b = t;
+}
+
+/*
+ * Sort spans by lo: quicksort (median of three) down to short runs, the
+ * smaller side first so the stack stays O(log n), then insertion sort.
+ */
+static void sort_spans(struct span *g, uint32_t n)
+{
+	while (n > 16) {
+		uint32_t mid = n / 2, last = n - 1;
+		if (g[mid].lo < g[0].lo)
+			span_swap(&g[mid], &g[0]);
+		if (g[last].lo < g[0].lo)
+			span_swap(&g[last], &g[0]);
+		if (g[last].lo < g[mid].lo)
+			span_swap(&g[last], &g[mid]);
+		uint64_t pivot = g[mid].lo;
+		uint32_t i = 0, j = last;
+		for (;;) {
+			while (g[i].lo < pivot)
+				i++;
+			while (g[j].lo > pivot)
+				j--;
+			if (i >= j)
+				break;
+			span_swap(&g[i], &g[j]);
+			i++;
+			j--;
+		}
+		/* [0, j] <= pivot <= [j + 1, n) */
+		uint32_t left = j + 1;
+		if (left < n - left) {
+			sort_spans(g, left);
+			g += left;
+			n -= left;
+		} else {
+			sort_spans(g + left, n - left);
+			n = left;
+		}
+	}
+	for (uint32_t i = 1; i < n; i++) {
+		struct span x = g[i];
+		uint32_t j = i;
+		while (j > 0 && g[j - 1].lo > x.lo) {
+			g[j] = g[j - 1];
+			j--;
+		}
+		g[j] = x;
+	}
+}
+
+bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
+		    uint64_t *off, uint64_t *gap_out)
+{
+	const struct as_rect *r = &pl->pb->r[i];
+	uint32_t k = gather(pl, r);
+	if (pl->nomem)
+		return false;
+	sort_spans(pl->g, k);
+	uint64_t cand = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
+	for (uint32_t j = 0; j < k; j++) {
+		const struct span *s = &pl->g[j];
+		if (s->lo > cand) {
+			uint64_t a;
+			if (!as_align_up(cand, r->align_log2, &a))
+				return false;
+			if (a <= s->lo && s->lo - a >= r->size) {
+				uint64_t gap = s->lo - cand;
+				if (fit == AS_FIT_LOWEST) {
+					*off = a;
+					if (gap_out)
+						*gap_out = gap;
+					return true;
+				}
+				if (gap < best_gap) {
+					best_gap = gap;
+					best = a;
+				}
+			}
+		}
+		if (s->hi > cand)
+			cand = s->hi;
+	}
+	if (best != UINT64_MAX) {
+		*off = best;
+		if (gap_out)
+			*gap_out = best_gap;
+		return true;
+	}
+	uint64_t a;
+	if (!as_align_up(cand, r->align_log2, &a) || a > UINT64_MAX - r->size)
+		return false;
+	*off = a;
+	if (gap_out)
+		*gap_out = UINT64_MAX;
+	return true;
+}
+
+uint64_t as_place_order(struct as_placer *pl, const uint32_t *order,
+			uint32_t n, enum as_fit fit, uint64_t *off)
+{
+	uint64_t peak = 0;
+	as_placer_reset(pl);
+	for (uint32_t j = 0; j < n; j++) {
+		uint32_t i = order[j];
+		uint64_t o;
+		if (!as_placer_find(pl, i, fit, &o, NULL))
+			return UINT64_MAX;
+		off[i] = o;
+		as_placer_put(pl, i, o);
+		if (o + pl->pb->r[i].size > peak)
+			peak = o + pl->pb->r[i].size;
+	}
+	return peak;
+}
+
+/* ---- Exact search ----
+ *
+ * A placement is canonical when every rectangle rests on the floor or on a
+ * rectangle that shares time with it (any placement can be pushed down into
+ * one without raising its peak). Listing a canonical placement by offset
+ * (ties by a fixed priority) and dropping the rectangles one by one onto a
+ * skyline, each at the highest floor under its lifetime, rebuilds it
+ * exactly: a rectangle never sees a floor above its own offset, because
+ * everything dropped before it lies lower. So the search enumerates drop
+ * sequences whose offsets never decrease; that reaches every canonical
+ * placement once. A partial sequence is pruned when
+ *  - an unplaced rectangle no longer fits under cap at its skyline offset
+ *    (floors only rise);
+ *  - dominance: some unplaced rectangle fits wholly below the candidate's
+ *    offset; any completion could move it down into that room, and the
+ *    placement with the least sum of offsets is never pruned this way;
+ *  - a section cannot hold the bytes still to come: they stack above
+ *    max(last offset, the least skyline offset of the unplaced rectangles
+ *    covering it).
+ * When no unplaced rectangle crosses some section boundary any more, the
+ * rest splits into independent parts, solved one after the other (the
+ * canonical order restarts in each). The search runs in rounds with a node
+ * limit that doubles, cycling through a few static priorities (the most
+ * loaded section under a rectangle, its area, its length), so one bad early
+ * decision does not eat the budget.
+ *
+ * Invariants: floor[t] is the skyline of section t; rem[t] the bytes of the
+ * unplaced rectangles covering t; x[j] == max(floor[t0_j .. t1_j)) for
+ * every unplaced j; cuts[t] counts the unplaced rectangles covering both t
+ * and t + 1.
+ */
+struct pri_item;
+
+struct xsave {
+	uint32_t j;
+	uint64_t v;
+};
+
+struct xcand {
+	uint64_t at;
+	uint32_t key, j;
+};
+
+struct xs {
+	const struct as_problem *pb;
+	uint64_t cap;
+	uint32_t n, S;
+	uint64_t *floor, *rem, *x, *sol;
+	uint32_t *cuts;
+	uint32_t *nxt;          /* scratch skip pointers over sections */
+	uint8_t *placed;
+	const uint64_t *fixed;  /* forced offsets (AS_NO_OFFSET: free), or NULL */
+	uint32_t *key;          /* priority rank per rectangle, this part */
+	uint64_t *total;        /* scratch: most bytes under a rectangle */
+	struct pri_item *items; /* scratch for ranking */
+	int mode;               /* priority of this round */
+	uint32_t *ovb, *ov;     /* overlap lists (CSR) */
+	uint64_t *fsave;
+	size_t nfsave;
+	struct xsave *xsave;
+	size_t nxsave;
+	struct xcand *cand;
+	size_t ncand;
+	uint64_t nodes, limit;
+	double deadline;
+	bool timeout;
+};
+
+enum { X_FAIL, X_FOUND, X_STOP };
+
+struct xpart {
+	const uint32_t *ids;
+	uint32_t n;
+	uint32_t sa, sb;        /* sections [sa, sb) */
+};
+
+static void sort_cand(struct xcand *c, size_t n)
+{
+	/* Shell sort: small lists, no recursion, no comparator calls. */
+	static const size_t gaps[] = {701, 301, 132, 57, 23, 10, 4, 1};
+	for (size_t g = 0; g < sizeof(gaps) / sizeof(gaps[0]); g++) {
+		size_t h = gaps[g];
+		for (size_t i = h; i < n; i++) {
+			struct xcand v = c[i];
+			size_t j = i;
+			while (j >= h && (c[j - h].at > v.at ||
+					  (c[j - h].at == v.at &&
+					   c[j - h].key > v.key))) {
+				c[j] = c[j - h];
+				j -= h;
+			}
+			c[j] = v;
+		}
+	}
+}
+
+static int xs_dfs(struct xs *s, const struct xpart *pt, uint64_t last,
+		  uint32_t last_key, const struct xcand *plist, size_t pn);
+
+static void xs_rank(struct xs *s, const struct xpart *pt);
+
+/*
+ * Solve part pt from the start of a canonical order, its rectangles ranked
+ * afresh; `saved` (pt->n entries) keeps the keys the caller still needs.
+ */
+static int xs_part(struct xs *s, const struct xpart *pt, uint32_t *saved)
+{
+	for (uint32_t k = 0; k < pt->n; k++)
+		saved[k] = s->key[pt->ids[k]];
+	xs_rank(s, pt);
+	int res = xs_dfs(s, pt, 0, 0, NULL, 0);
+	for (uint32_t k = 0; k < pt->n; k++)
+		s->key[pt->ids[k]] = saved[k];
+	return res;
+}
+
+/* Place c at `at`; false when a check fails (undo with xs_unplace). */
+static bool xs_place(struct xs *s, const struct xpart *pt, uint32_t c,
+		     uint64_t at, uint64_t last)
+{
+	const struct as_rect *r = s->pb->r;
+	uint64_t top = at + r[c].size;
+	bool ok = true;
+	for (uint32_t t = r[c].t0; t < r[c].t1; t++) {
+		s->fsave[s->nfsave++] = s->floor[t];
+		s->floor[t] = top;
+		s->rem[t] -= r[c].size;
+		if (top + s->rem[t] > s->cap)
+			ok = false;
+	}
+	s->placed[c] = 1;
+	s->sol[c] = at;
+	for (uint32_t e = s->ovb[c]; e < s->ovb[c + 1]; e++) {
+		uint32_t j = s->ov[e];
+		if (s->placed[j] || s->x[j] >= top)
+			continue;
+		s->xsave[s->nxsave].j = j;
+		s->xsave[s->nxsave].v = s->x[j];
+		s->nxsave++;
+		s->x[j] = top;
+		uint64_t a;
+		if (!as_align_up(top, r[j].align_log2, &a) ||
+		    a + r[j].size > s->cap)
+			ok = false;
+	}
+	if (ok && at > last)
+		for (uint32_t t = pt->sa; t < pt->sb; t++) {
+			uint64_t f = s->floor[t] > at ? s->floor[t] : at;
+			if (s->rem[t] && f + s->rem[t] > s->cap)
+				return false;
+		}
+	return ok;
+}
+
+static void xs_unplace(struct xs *s, uint32_t c, size_t x0)
+{
+	const struct as_rect *r = s->pb->r;
+	while (s->nxsave > x0) {
+		s->nxsave--;
+		s->x[s->xsave[s->nxsave].j] = s->xsave[s->nxsave].v;
+	}
+	for (uint32_t t = r[c].t1; t-- > r[c].t0;) {
+		s->floor[t] = s->fsave[--s->nfsave];
+		s->rem[t] += r[c].size;
+	}
+	s->placed[c] = 0;
+}
+
+/*
+ * Solve the unplaced rectangles of pt as independent parts, cut at every
+ * boundary t in [a, b - 1) that no unplaced rectangle crosses.
+ */
+static int xs_split(struct xs *s, const struct xpart *pt, uint32_t a,
+		    uint32_t b)
+{
+	const struct as_rect *r = s->pb->r;
+	uint32_t *ids = malloc((2 * (size_t)pt->n + 1) * sizeof(uint32_t));
+	if (!ids)
+		return X_STOP;
+	int res = X_FOUND;
+	uint32_t lo = pt->sa;
+	for (uint32_t t = a;; t++) {
+		bool end = t + 1 >= b;
+		if (!end && s->cuts[t] != 0)
+			continue;
+		uint32_t hi = end ? pt->sb : t + 1;
+		struct xpart sub = {ids, 0, lo, hi};
+		for (uint32_t k = 0; k < pt->n; k++) {
+			uint32_t j = pt->ids[k];
+			if (!s->placed[j] && r[j].t0 < hi && lo < r[j].t1)
+				ids[sub.n++] = j;
+		}
+		if (sub.n)
+			res = xs_part(s, &sub, ids + pt->n);
+		if (res != X_FOUND || end)
+			break;
+		lo = hi;
+	}
+	free(ids);
+	return res;
+}
+
+/*
+ * After placing c: split pt where no unplaced rectangle crosses any more,
+ * else go on with the parent's sorted list as the starting point.
+ */
+static int xs_after(struct xs *s, const struct xpart *pt, uint32_t c,
+		    uint64_t at, const struct xcand *list, size_t n)
+{
+	const struct as_rect *r = s->pb->r;
+	uint32_t ncut = 0;
+	for (uint32_t t = r[c].t0; t + 1 < r[c].t1; t++)
+		if (--s->cuts[t] == 0)
+			ncut++;
+	int res = ncut ? xs_split(s, pt, r[c].t0, r[c].t1)
+		       : xs_dfs(s, pt, at, s->key[c], list, n);
+	for (uint32_t t = r[c].t0; t + 1 < r[c].t1; t++)
+		s->cuts[t]++;
+	return res;
+}
+
+static void push_cand(struct xs *s, uint32_t j)
+{
+	const struct as_rect *r = s->pb->r;
+	uint64_t at = s->x[j];
+	if (s->fixed && s->fixed[j] != AS_NO_OFFSET)
+		at = s->fixed[j];
+	else
+		as_align_up(s->x[j], r[j].align_log2, &at);
+	s->cand[s->ncand].at = at;
+	s->cand[s->ncand].key = s->key[j];
+	s->cand[s->ncand].j = j;
+	s->ncand++;
+}
+
+static bool cand_less(const struct xcand *a, const struct xcand *b)
+{
+	return a->at < b->at || (a->at == b->at && a->key < b->key);
+}
+
+static int xs_dfs(struct xs *s, const struct xpart *pt, uint64_t last,
+		  uint32_t last_key, const struct xcand *plist, size_t pn)
+{
+	const struct as_rect *r = s->pb->r;
+	if ((++s->nodes & 1023) == 0 && as_now_ms() > s->deadline) {
+		s->timeout = true;
+		return X_STOP;
+	}
+	if (s->nodes > s->limit)
+		return X_STOP;
+	/*
+	 * The unplaced rectangles with their skyline offsets, sorted by
+	 * (offset, priority). A child starts from its parent's sorted list:
+	 * only the rectangles the last placement raised move, so insertion
+	 * sort is nearly linear.
+	 */
+	size_t c0 = s->ncand;
+	if (plist) {
+		for (size_t k = 0; k < pn; k++)
+			if (!s->placed[plist[k].j])
+				push_cand(s, plist[k].j);
+		struct xcand *v = s->cand + c0;
+		size_t m = s->ncand - c0;
+		for (size_t i = 1; i < m; i++) {
+			struct xcand x = v[i];
+			size_t j = i;
+			while (j > 0 && cand_less(&x, &v[j - 1])) {
+				v[j] = v[j - 1];
+				j--;
+			}
+			v[j] = x;
+		}
+	} else {
+		for (uint32_t k = 0; k < pt->n; k++)
+			if (!s->placed[pt->ids[k]])
+				push_cand(s, pt->ids[k]);
+		sort_cand(s->cand + c0, s->ncand - c0);
+	}
+	size_t nc = s->ncand - c0;
+	if (nc == 0)
+		return X_FOUND;
+	uint64_t min_top = UINT64_MAX;
+	for (size_t k = c0; k < s->ncand; k++) {
+		uint32_t j = s->cand[k].j;
+		if (s->fixed && s->fixed[j] != AS_NO_OFFSET) {
+			/*
+			 * A fixed rectangle is dead once the skyline under it
+			 * rose above its offset or the order passed it; it
+			 * cannot be moved, so it takes no part in dominance.
+			 */
+			if (s->x[j] > s->fixed[j] || s->fixed[j] < last) {
+				s->ncand = c0;
+				return X_FAIL;
+			}
+			continue;
+		}
+		uint64_t top = s->cand[k].at + r[j].size;
+		if (top < min_top)
+			min_top = top;
+	}
+	/*
+	 * Section inference: the lowest rectangle still to come over section
+	 * t starts no lower than max(last, the least offset of the unplaced
+	 * rectangles covering t), and the bytes still to come there must fit
+	 * above it. Taking the rectangles by rising offset, the first to reach
+	 * a section gives its least offset; skip pointers (nxt, a union-find)
+	 * visit each section once, so this costs O(S + n), not the spans.
+	 */
+	for (uint32_t t = pt->sa; t <= pt->sb; t++)
+		s->nxt[t] = t;
+	for (size_t k = c0; k < s->ncand; k++) {
+		const struct as_rect *rj = &r[s->cand[k].j];
+		uint64_t v = s->cand[k].at > last ? s->cand[k].at : last;
+		uint32_t t = rj->t0;
+		for (;;) {
+			/* find with path halving */
+			while (s->nxt[t] != t) {
+				s->nxt[t] = s->nxt[s->nxt[t]];
+				t = s->nxt[t];
+			}
+			if (t >= rj->t1)
+				break;
+			if (v + s->rem[t] > s->cap) {
+				s->ncand = c0;
+				return X_FAIL;
+			}
+			s->nxt[t] = t + 1;
+		}
+	}
+	/*
+	 * Candidates in canonical order (offsets never decrease, ties by
+	 * priority); dominance drops those at or above the lowest top.
+	 */
+	const struct xcand *list = s->cand + c0;
+	int res = X_FAIL;
+	for (size_t k = 0; k < nc && res == X_FAIL; k++) {
+		uint64_t at = list[k].at;
+		if (at >= min_top)
+			break;
+		if (at < last || (at == last && list[k].key < last_key))
+			continue;
+		uint32_t c = list[k].j;
+		size_t x0 = s->nxsave;
+		if (xs_place(s, pt, c, at, last))
+			res = xs_after(s, pt, c, at, list, nc);
+		xs_unplace(s, c, x0);
+	}
+	s->ncand = c0;
+	return res;
+}
+
+/* Priorities: how rectangles are ranked for ties at equal offsets. */
+enum {
+	PRI_AREA_TOTAL,
+	PRI_TOTAL_AREA,
+	PRI_TOTAL_LENGTH_AREA,
+	PRI_N
+};
+
+static bool by_t0_rect(uint32_t a, uint32_t b, const void *cv)
+{
+	const struct as_problem *pb = cv;
+	return pb->r[a].t0 < pb->r[b].t0;
+}
+
+struct pri_item {
+	uint64_t a, b, c;
+	uint32_t i;
+};
+
+static bool pri_less(const struct pri_item *p, const struct pri_item *q)
+{
+	if (p->a != q->a)
+		return p->a > q->a;
+	if (p->b != q->b)
+		return p->b > q->b;
+	if (p->c != q->c)
+		return p->c > q->c;
+	return p->i < q->i;
+}
+
+static void rank_by(const struct as_problem *pb, const uint32_t *ids,
+		    uint32_t n, const uint64_t *total, int mode,
+		    struct pri_item *it, uint32_t *key)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = ids[k];
+		const struct as_rect *r = &pb->r[i];
+		uint64_t len = pb->times[r->t1] - pb->times[r->t0];
+		double area = (double)len * (double)r->size;
+		uint64_t a = area > 1.8e19 ? UINT64_MAX : (uint64_t)area;
+		it[k].i = i;
+		if (mode == PRI_AREA_TOTAL) {
+			it[k].a = a, it[k].b = total[i], it[k].c = 0;
+		} else if (mode == PRI_TOTAL_AREA) {
+			it[k].a = total[i], it[k].b = a, it[k].c = 0;
+		} else {
+			it[k].a = total[i], it[k].b = len, it[k].c = a;
+		}
+	}
+	/* Heap sort by pri_less. */
+	for (uint32_t st = n / 2; st-- > 0;) {
+		for (uint32_t q = st;;) {
+			uint32_t c = 2 * q + 1;
+			if (c >= n)
+				break;
+			if (c + 1 < n && pri_less(&it[c], &it[c + 1]))
+				c++;
+			if (!pri_less(&it[q], &it[c]))
+				break;
+			struct pri_item tmp = it[q];
+			it[q] = it[c];
+			it[c] = tmp;
+			q = c;
+		}
+	}
+	for (uint32_t e = n; e-- > 1;) {
+		struct pri_item tmp = it[0];
+		it[0] = it[e];
+		it[e] = tmp;
+		for (uint32_t q = 0;;) {
+			uint32_t c = 2 * q + 1;
+			if (c >= e)
+				break;
+			if (c + 1 < e && pri_less(&it[c], &it[c + 1]))
+				c++;
+			if (!pri_less(&it[q], &it[c]))
+				break;
+			struct pri_item t2 = it[q];
+			it[q] = it[c];
+			it[c] = t2;
+			q = c;
+		}
+	}
+	for (uint32_t k = 0; k < n; k++)
+		key[it[k].i] = k;
+}
+
+/*
+ * Rank the rectangles of a fresh part by the current priority, with the
+ * totals of what is still to be placed.
+ */
+static void xs_rank(struct xs *s, const struct xpart *pt)
+{
+	const struct as_rect *r = s->pb->r;
+	for (uint32_t k = 0; k < pt->n; k++) {
+		uint32_t j = pt->ids[k];
+		uint64_t tot = 0;
+		for (uint32_t t = r[j].t0; t < r[j].t1; t++)
+			if (s->rem[t] > tot)
+				tot = s->rem[t];
+		s->total[j] = tot;
+	}
+	rank_by(s->pb, pt->ids, pt->n, s->total, s->mode, s->items, s->key);
+}
+
+int as_exact_solve(const struct as_problem *pb, uint64_t cap,
+		   double deadline_ms, uint64_t max_nodes, uint64_t seed,
+		   uint64_t *off, struct as_exact_stats *st)
+{
+	return as_exact_solve_fixed(pb, NULL, cap, deadline_ms, max_nodes,
+				    seed, off, st);
+}
+
+int as_exact_solve_fixed(const struct as_problem *pb, const uint64_t *fixed,
+			 uint64_t cap, double deadline_ms, uint64_t max_nodes,
+			 uint64_t seed, uint64_t *off,
+			 struct as_exact_stats *st)
+{
+	struct xs s;
+	memset(&s, 0, sizeof(s));
+	s.fixed = fixed;
+	uint32_t n = pb->n;
+	int ret = AS_ENOMEM;
+	if (n == 0)
+		return AS_EXACT_FOUND;
+	if (pb->lower_bound > cap)
+		return AS_EXACT_NONE;
+	s.pb = pb;
+	s.cap = cap;
+	s.n = n;
+	s.S = pb->nsections;
+	s.deadline = deadline_ms;
+	size_t spans = 0;
+	for (uint32_t i = 0; i < n; i++)
+		spans += pb->r[i].t1 - pb->r[i].t0;
+	uint32_t *all = calloc(n, sizeof(uint32_t));
+	uint64_t *total = calloc(n, sizeof(uint64_t));
+	struct pri_item *it = calloc(n, sizeof(*it));
+	s.floor = calloc(s.S + 1, sizeof(uint64_t));
+	s.rem = calloc(s.S + 1, sizeof(uint64_t));
+	s.cuts = calloc(s.S + 1, sizeof(uint32_t));
+	s.nxt = calloc(s.S + 2, sizeof(uint32_t));
+	s.x = calloc(n, sizeof(uint64_t));
+	s.sol = calloc(n, sizeof(uint64_t));
+	s.placed = calloc(n, 1);
+	s.ovb = calloc(n + 1, sizeof(uint32_t));
+	s.fsave = calloc(spans + 1, sizeof(uint64_t));
+	s.cand = calloc((size_t)n * (n + 1) / 2 + 1, sizeof(*s.cand));
+	if (!all || !total || !it || !s.floor || !s.rem ||
+	    !s.cuts || !s.nxt || !s.x || !s.sol || !s.placed || !s.ovb ||
+	    !s.fsave || !s.cand)
+		goto out;
+	/*
+	 * Overlap lists, O(n log n + pairs): by start, each rectangle meets
+	 * the ones starting before it ends; count, lay out, then fill.
+	 */
+	for (uint32_t i = 0; i < n; i++)
+		all[i] = i;
+	if (as_sort_u32(all, n, by_t0_rect, pb))
+		goto out;
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t p = 0; p < n; p++) {
+			uint32_t i = all[p];
+			for (uint32_t q = p + 1;
+			     q < n && pb->r[all[q]].t0 < pb->r[i].t1; q++) {
+				uint32_t j = all[q];
+				if (pass == 0) {
+					s.ovb[i + 1]++;
+					s.ovb[j + 1]++;
+				} else {
+					s.ov[s.ovb[i] + s.cuts[i]++] = j;
+					s.ov[s.ovb[j] + s.cuts[j]++] = i;
+				}
+			}
+		}
+		if (pass == 1)
+			break;
+		for (uint32_t i = 0; i < n; i++)
+			s.ovb[i + 1] += s.ovb[i];
+		s.ov = calloc((size_t)s.ovb[n] + 1, sizeof(uint32_t));
+		s.xsave = calloc((size_t)s.ovb[n] + 1, sizeof(*s.xsave));
+		/* cuts[] is free scratch until the rounds start. */
+		free(s.cuts);
+		s.cuts = calloc((size_t)(n > s.S ? n : s.S) + 1,
+				sizeof(uint32_t));
+		if (!s.ov || !s.xsave || !s.cuts)
+			goto out;
+	}
+	as_problem_load(pb, s.rem);
+	for (uint32_t i = 0; i < n; i++) {
+		all[i] = i;
+		for (uint32_t t = pb->r[i].t0; t < pb->r[i].t1; t++)
+			if (s.rem[t] > total[i])
+				total[i] = s.rem[t];
+	}
+	s.key = calloc(n, sizeof(uint32_t));
+	s.total = total;
+	s.items = it;
+	if (!s.key)
+		goto out;
+
+	uint64_t limit = 2 * (uint64_t)n, spent = 0;
+	ret = AS_EXACT_TIMEOUT;
+	for (uint32_t round = 0;; round++) {
+		int m = (int)((round + seed) % PRI_N);
+		if (m == 0)
+			limit *= 2;
+		s.mode = m;
+		memset(s.floor, 0, (s.S + 1) * sizeof(uint64_t));
+		memset(s.x, 0, n * sizeof(uint64_t));
+		memset(s.placed, 0, n);
+		as_problem_load(pb, s.rem);
+		memset(s.cuts, 0, (s.S + 1) * sizeof(uint32_t));
+		for (uint32_t i = 0; i < n; i++)
+			for (uint32_t t = pb->r[i].t0; t + 1 < pb->r[i].t1;
+			     t++)
+				s.cuts[t]++;
+		s.nfsave = s.nxsave = s.ncand = 0;
+		s.nodes = 0;
+		s.limit = limit;
+		if (max_nodes && spent + limit > max_nodes)
+			s.limit = max_nodes > spent ? max_nodes - spent : 0;
+		struct xpart whole = {all, n, 0, s.S};
+		int r = xs_split(&s, &whole, 0, s.S);
+		spent += s.nodes;
+		if (st) {
+			st->nodes += s.nodes;
+			st->restarts++;
+		}
+		if (r == X_FOUND) {
+			memcpy(off, s.sol, n * sizeof(uint64_t));
+			ret = AS_EXACT_FOUND;
+			break;
+		}
+		if (r == X_FAIL) {
+			ret = AS_EXACT_NONE;
+			break;
+		}
+		if (s.timeout || (max_nodes && spent >= max_nodes))
+			break;
+	}
+out:
+	free(all);
+	free(total);
+	free(it);
+	free(s.key);
+	free(s.floor);
+	free(s.rem);
+	free(s.cuts);
+	free(s.nxt);
+	free(s.x);
+	free(s.sol);
+	free(s.placed);
+	free(s.ovb);
+	free(s.ov);
+	free(s.fsave);
+	free(s.xsave);
+	free(s.cand);
+	return ret;
+}
+
+uint64_t as_problem_pairs(const struct as_problem *pb)
+{
+	/*
+	 * Rectangles live in section t: c[t]; pairs = sum over sections of
+	 * new rectangles there times the ones already live.
+	 */
+	uint32_t S = pb->nsections;
+	uint64_t *starts = calloc((size_t)S + 1, sizeof(uint64_t));
+	uint64_t *ends = calloc((size_t)S + 1, sizeof(uint64_t));
+	uint64_t pairs = 0, live = 0;
+	if (!starts || !ends) {
+		free(starts);
+		free(ends);
+		return UINT64_MAX;
+	}
+	for (uint32_t i = 0; i < pb->n; i++) {
+		starts[pb->r[i].t0]++;
+		ends[pb->r[i].t1]++;
+	}
+	for (uint32_t t = 0; t <= S; t++) {
+		live -= ends[t];
+		/* New ones meet the live ones and each other. */
+		pairs += starts[t] * live + starts[t] * (starts[t] - 1) / 2;
+		live += starts[t];
+	}
+	free(starts);
+	free(ends);
+	return pairs;
+}
+
+/* ---- The sweep placer: free gaps in two treaps ----
+ *
+ * Invariants: the gaps are disjoint, none touches another (frees merge
+ * them), and the last one is the unbounded room above the top. Treap `by
+ * offset` keeps max gap length per subtree (first fit); treap `by size`
+ * orders by (length, offset) (best fit). Node k is the same gap in both.
+ */
+struct gap {
+	uint64_t lo, len, maxlen;
+	uint32_t l[2], r[2];    /* children in treap 0 (offset), 1 (size) */
+	uint32_t prio;
+};
+
+struct gaps {
+	struct gap *g;          /* g[0] is the nil node */
+	uint32_t n, cap, free_list;
+	uint32_t root[2];
+	uint64_t rng;
+};
+
+static bool gap_less(const struct gaps *G, int t, uint32_t a, uint32_t b)
+{
+	const struct gap *x = &G->g[a], *y = &G->g[b];
+	if (t == 1 && x->len != y->len)
+		return x->len < y->len;
+	return x->lo < y->lo;
+}
+
+static void gap_pull(struct gaps *G, uint32_t k)
+{
+	struct gap *x = &G->g[k];
+	uint64_t m = x->len;
+	if (x->l[0] && G->g[x->l[0]].maxlen > m)
+		m = G->g[x->l[0]].maxlen;
+	if (x->r[0] && G->g[x->r[0]].maxlen > m)
+		m = G->g[x->r[0]].maxlen;
+	x->maxlen = m;
+}
+
+/* Split treap t at node key k: left < k, right >= k. */
+static void gap_split(struct gaps *G, int t, uint32_t root, uint32_t k,
+		      uint32_t *a, uint32_t *b)
+{
+	if (!root) {
+		*a = *b = 0;
+		return;
+	}
+	struct gap *x = &G->g[root];
+	if (gap_less(G, t, root, k)) {
+		gap_split(G, t, x->r[t], k, &x->r[t], b);
+		*a = root;
+	} else {
+		gap_split(G, t, x->l[t], k, a, &x->l[t]);
+		*b = root;
+	}
+	if (t == 0)
+		gap_pull(G, root);
+}
+
+static uint32_t gap_merge(struct gaps *G, int t, uint32_t a, uint32_t b)
+{
+	if (!a || !b)
+		return a ? a : b;
+	if (G->g[a].prio > G->g[b].prio) {
+		G->g[a].r[t] = gap_merge(G, t, G->g[a].r[t], b);
+		if (t == 0)
+			gap_pull(G, a);
+		return a;
+	}
+	G->g[b].l[t] = gap_merge(G, t, a, G->g[b].l[t]);
+	if (t == 0)
+		gap_pull(G, b);
+	return b;
+}
+
+static void gap_insert_tree(struct gaps *G, int t, uint32_t k)
+{
+	uint32_t a, b;
+	gap_split(G, t, G->root[t], k, &a, &b);
+	G->root[t] = gap_merge(G, t, gap_merge(G, t, a, k), b);
+}
+
+/* Unlink the least node of the treap at root; returns the new root. */
+static uint32_t gap_pop_least(struct gaps *G, int t, uint32_t root)
+{
+	struct gap *x = &G->g[root];
+	if (!x->l[t])
+		return x->r[t];
+	x->l[t] = gap_pop_least(G, t, x->l[t]);
+	if (t == 0)
+		gap_pull(G, root);
+	return root;
+}
+
+static void gap_erase_tree(struct gaps *G, int t, uint32_t k)
+{
+	uint32_t a, b;
+	gap_split(G, t, G->root[t], k, &a, &b);
+	/* k is the least node of b. */
+	b = gap_pop_least(G, t, b);
+	G->root[t] = gap_merge(G, t, a, b);
+}
+
+static int gap_new(struct gaps *G, uint64_t lo, uint64_t len, uint32_t *out)
+{
+	uint32_t k;
+	if (G->free_list) {
+		k = G->free_list;
+		G->free_list = G->g[k].l[0];
+	} else {
+		if (G->n == G->cap) {
+			uint32_t cap = G->cap ? 2 * G->cap : 1024;
+			struct gap *ng = realloc(G->g, cap * sizeof(*ng));
+			if (!ng)
+				return AS_ENOMEM;
+			G->g = ng;
+			G->cap = cap;
+		}
+		k = G->n++;
+	}
+	memset(&G->g[k], 0, sizeof(G->g[k]));
+	G->g[k].lo = lo;
+	G->g[k].len = len;
+	G->g[k].maxlen = len;
+	G->g[k].prio = (uint32_t)as_rng_next(&G->rng);
+	gap_insert_tree(G, 0, k);
+	gap_insert_tree(G, 1, k);
+	*out = k;
+	return AS_OK;
+}
+
+static void gap_del(struct gaps *G, uint32_t k)
+{
+	gap_erase_tree(G, 0, k);
+	gap_erase_tree(G, 1, k);
+	G->g[k].l[0] = G->free_list;
+	G->free_list = k;
+}
+
+/* The gap starting at lo, or 0. */
+static uint32_t gap_at(const struct gaps *G, uint64_t lo)
+{
+	uint32_t k = G->root[0];
+	while (k && G->g[k].lo != lo)
+		k = lo < G->g[k].lo ? G->g[k].l[0] : G->g[k].r[0];
+	return k;
+}
+
+/* The gap with the greatest lo < x, or 0. */
+static uint32_t gap_before(const struct gaps *G, uint64_t x)
+{
+	uint32_t k = G->root[0], best = 0;
+	while (k) {
+		if (G->g[k].lo < x) {
+			best = k;
+			k = G->g[k].r[0];
+		} else {
+			k = G->g[k].l[0];
+		}
+	}
+	return best;
+}
+
+static bool gap_fits(const struct gap *x, uint64_t size, uint8_t lg,
+		     uint64_t *at)
+{
+	uint64_t a;
+	if (!as_align_up(x->lo, lg, &a) || a - x->lo > x->len)
+		return false;
+	if (x->len - (a - x->lo) < size)
+		return false;
+	*at = a;
+	return true;
+}
+
+/* Lowest gap that holds size (aligned): in-order walk pruned by maxlen. */
+static uint32_t gap_first(const struct gaps *G, uint32_t k, uint64_t size,
+			  uint8_t lg, uint64_t *at)
+{
+	if (!k || G->g[k].maxlen < size)
+		return 0;
+	uint32_t f = gap_first(G, G->g[k].l[0], size, lg, at);
+	if (f)
+		return f;
+	if (gap_fits(&G->g[k], size, lg, at))
+		return k;
+	return gap_first(G, G->g[k].r[0], size, lg, at);
+}
+
+/* Tightest gap that holds size (aligned). */
+static uint32_t gap_best(const struct gaps *G, uint64_t size, uint8_t lg,
+			 uint64_t *at)
+{
+	/* Least (len, lo) with len >= size, then onwards while unaligned. */
+	uint32_t k = G->root[1], cand = 0;
+	while (k) {
+		if (G->g[k].len >= size) {
+			cand = k;
+			k = G->g[k].l[1];
+		} else {
+			k = G->g[k].r[1];
+		}
+	}
+	if (cand && gap_fits(&G->g[cand], size, lg, at))
+		return cand;
+	/* Rare: alignment spoils the tightest; fall back to first fit. */
+	return gap_first(G, G->root[0], size, lg, at);
+}
+
+/* Leftmost gap with lo >= y that holds size (aligned). */
+static uint32_t gap_first_ge(const struct gaps *G, uint32_t k, uint64_t y,
+			     uint64_t size, uint8_t lg, uint64_t *at)
+{
+	while (k && G->g[k].maxlen >= size) {
+		if (G->g[k].lo < y) {
+			k = G->g[k].r[0];
+			continue;
+		}
+		uint32_t f = gap_first_ge(G, G->g[k].l[0], y, size, lg, at);
+		if (f)
+			return f;
+		if (gap_fits(&G->g[k], size, lg, at))
+			return k;
+		k = G->g[k].r[0];
+	}
+	return 0;
+}
+
+/*
+ * The lowest offset >= y where size fits in a free gap (aligned); the gap
+ * is returned (0: none).
+ */
+static uint32_t gap_from(const struct gaps *G, uint64_t y, uint64_t size,
+			 uint8_t lg, uint64_t *at)
+{
+	uint32_t p = y ? gap_before(G, y + 1) : gap_at(G, 0);
+	if (p && G->g[p].lo + G->g[p].len > y) {
+		uint64_t a;
+		if (as_align_up(y, lg, &a) && a >= G->g[p].lo &&
+		    a - G->g[p].lo <= G->g[p].len &&
+		    G->g[p].len - (a - G->g[p].lo) >= size) {
+			*at = a;
+			return p;
+		}
+	}
+	return gap_first_ge(G, G->root[0], y + 1, size, lg, at);
+}
+
+struct sweep_ctx {
+	const struct as_problem *pb;
+};
+
+static bool by_start_size(uint32_t a, uint32_t b, const void *cv)
+{
+	const struct as_problem *pb = ((const struct sweep_ctx *)cv)->pb;
+	const struct as_rect *p = &pb->r[a], *q = &pb->r[b];
+	if (p->t0 != q->t0)
+		return p->t0 < q->t0;
+	if (p->size != q->size)
+		return p->size > q->size;
+	if (p->t1 != q->t1)
+		return p->t1 > q->t1;
+	return a < b;
+}
+
+static bool by_end(uint32_t a, uint32_t b, const void *cv)
+{
+	const struct as_problem *pb = ((const struct sweep_ctx *)cv)->pb;
+	return pb->r[a].t1 < pb->r[b].t1;
+}
+
+uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
+			const uint8_t *fixed, struct as_placer *obst,
+			uint64_t *off, int *err)
+{
+	uint32_t n = pb->n;
+	struct gaps G = {0};
+	uint32_t *st = malloc(((size_t)n + 1) * sizeof(uint32_t));
+	uint32_t *en = malloc(((size_t)n + 1) * sizeof(uint32_t));
+	uint64_t peak = 0;
+	uint32_t k;
+	*err = AS_ENOMEM;
+	G.rng = 0x5eed;
+	G.cap = 1024;
+	G.g = calloc(G.cap, sizeof(*G.g));
+	G.n = 1; /* g[0] is nil */
+	/* The room above everything: [0, UINT64_MAX). */
+	if (!G.g || !st || !en || gap_new(&G, 0, UINT64_MAX, &k))
+		goto out;
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (fixed && fixed[i]) {
+			if (off[i] + pb->r[i].size > peak)
+				peak = off[i] + pb->r[i].size;
+			continue;
+		}
+		st[m] = en[m] = i;
+		m++;
+	}
+	struct sweep_ctx c = {pb};
+	if (as_sort_u32(st, m, by_start_size, &c) ||
+	    as_sort_u32(en, m, by_end, &c))
+		goto out;
+	n = m;
+	uint32_t ie = 0;
+	for (uint32_t is = 0; is < n; is++) {
+		uint32_t i = st[is];
+		const struct as_rect *r = &pb->r[i];
+		/* Frees first: everything ending at or before this start. */
+		for (; ie < n && pb->r[en[ie]].t1 <= r->t0; ie++) {
+			uint32_t j = en[ie];
+			uint64_t lo = off[j], len = pb->r[j].size;
+			uint32_t nx = gap_at(&G, lo + len);
+			/* Gaps end at most at UINT64_MAX: no overflow. */
+			if (nx) {
+				len += G.g[nx].len;
+				gap_del(&G, nx);
+			}
+			uint32_t pv = gap_before(&G, lo);
+			if (pv && G.g[pv].lo + G.g[pv].len == lo) {
+				lo = G.g[pv].lo;
+				len += G.g[pv].len;
+				gap_del(&G, pv);
+			}
+			if (gap_new(&G, lo, len, &k))
+				goto out;
+		}
+		uint64_t at = 0;
+		uint32_t g;
+		if (obst) {
+			/*
+			 * Fixed rectangles are not in the gaps: alternate
+			 * between the lowest free gap and the obstacles met
+			 * there (jumping over the highest one) until both
+			 * agree.
+			 */
+			uint32_t ko = gather(obst, r);
+			if (obst->nomem)
+				goto out;
+			sort_spans(obst->g, ko);
+			for (uint32_t q = 1; q < ko; q++)
+				if (obst->g[q].hi < obst->g[q - 1].hi)
+					obst->g[q].hi = obst->g[q - 1].hi;
+			uint64_t y = 0;
+			for (;;) {
+				g = gap_from(&G, y, r->size, r->align_log2, &at);
+				if (!g)
+					break;
+				/* Last obstacle starting below at + size. */
+				uint32_t lo = 0, hi = ko;
+				while (lo < hi) {
+					uint32_t mid = lo + (hi - lo) / 2;
+					if (obst->g[mid].lo < at + r->size)
+						lo = mid + 1;
+					else
+						hi = mid;
+				}
+				if (lo == 0 || obst->g[lo - 1].hi <= at)
+					break;
+				y = obst->g[lo - 1].hi;
+			}
+		} else {
+			g = fit == AS_FIT_BEST
+				    ? gap_best(&G, r->size, r->align_log2, &at)
+				    : gap_first(&G, G.root[0], r->size,
+						r->align_log2, &at);
+		}
+		if (!g) {
+			*err = AS_OK;
+			peak = UINT64_MAX;
+			goto out;
+		}
+		uint64_t glo = G.g[g].lo, glen = G.g[g].len;
+		gap_del(&G, g);
+		if (at > glo && gap_new(&G, glo, at - glo, &k))
+			goto out;
+		uint64_t rest = glen - (at - glo) - r->size;
+		if (rest && gap_new(&G, at + r->size, rest, &k))
+			goto out;
+		off[i] = at;
+		if (at + r->size > peak)
+			peak = at + r->size;
+	}
+	*err = AS_OK;
+out:
+	free(G.g);
+	free(st);
+	free(en);
+	return *err ? 0 : peak;
+}
+
+/* ---- Skyline greedy ---- */
+
+struct sky_item {
+	uint64_t at;
+	uint32_t rank, j;
+};
+
+static bool sky_less(const struct sky_item *a, const struct sky_item *b)
+{
+	return a->at < b->at || (a->at == b->at && a->rank < b->rank);
+}
+
+static void sky_push(struct sky_item *h, size_t *n, struct sky_item x)
+{
+	size_t i = (*n)++; /* the caller made room */
+	while (i > 0 && sky_less(&x, &h[(i - 1) / 2])) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = x;
+}
+
+static struct sky_item sky_pop(struct sky_item *h, size_t *n)
+{
+	struct sky_item top = h[0], x = h[--*n];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && sky_less(&h[c + 1], &h[c]))
+			c++;
+		if (!sky_less(&h[c], &x))
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*n)
+		h[i] = x;
+	return top;
+}
+
+uint64_t as_place_skyline(const struct as_problem *pb, const uint32_t *rank,
+			  uint64_t *off, int *err)
+{
+	uint32_t n = pb->n;
+	uint64_t pairs = as_problem_pairs(pb), peak = 0;
+	uint32_t *ord = calloc((size_t)n + 1, sizeof(uint32_t));
+	uint64_t *ovb = calloc((size_t)n + 1, sizeof(uint64_t));
+	uint64_t *fill = calloc((size_t)n + 1, sizeof(uint64_t));
+	uint64_t *x = calloc((size_t)n + 1, sizeof(uint64_t));
+	uint8_t *placed = calloc((size_t)n + 1, 1);
+	uint32_t *ov = NULL;
+	struct sky_item *h = NULL;
+	size_t nh = 0;
+	*err = AS_ENOMEM;
+	if (pairs > SIZE_MAX / 16 || !ord || !ovb || !fill || !x || !placed)
+		goto out;
+	ov = malloc((2 * pairs + 1) * sizeof(uint32_t));
+	size_t hcap = (size_t)n + 1024;
+	h = malloc(hcap * sizeof(*h));
+	if (!ov || !h)
+		goto out;
+	for (uint32_t i = 0; i < n; i++)
+		ord[i] = i;
+	if (as_sort_u32(ord, n, by_t0_rect, pb))
+		goto out;
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t p = 0; p < n; p++) {
+			uint32_t i = ord[p];
+			for (uint32_t q = p + 1;
+			     q < n && pb->r[ord[q]].t0 < pb->r[i].t1; q++) {
+				uint32_t j = ord[q];
+				if (pass == 0) {
+					ovb[i + 1]++;
+					ovb[j + 1]++;
+				} else {
+					ov[ovb[i] + fill[i]++] = j;
+					ov[ovb[j] + fill[j]++] = i;
+				}
+			}
+		}
+		if (pass == 0)
+			for (uint32_t i = 0; i < n; i++)
+				ovb[i + 1] += ovb[i];
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct sky_item it = {0, rank ? rank[i] : i, i};
+		sky_push(h, &nh, it);
+	}
+	while (nh) {
+		struct sky_item it = sky_pop(h, &nh);
+		uint32_t j = it.j;
+		uint64_t at;
+		if (placed[j] || it.at != x[j])
+			continue; /* placed, or a stale entry */
+		const struct as_rect *r = &pb->r[j];
+		if (!as_align_up(x[j], r->align_log2, &at) ||
+		    at > UINT64_MAX - r->size) {
+			*err = AS_OK;
+			peak = UINT64_MAX;
+			goto out;
+		}
+		placed[j] = 1;
+		off[j] = at;
+		uint64_t top = at + r->size;
+		if (top > peak)
+			peak = top;
+		for (uint64_t e = ovb[j]; e < ovb[j + 1]; e++) {
+			uint32_t k = ov[e];
+			if (placed[k] || x[k] >= top)
+				continue;
+			x[k] = top;
+			if (nh == hcap) {
+				struct sky_item *nh2 =
+					realloc(h, 2 * hcap * sizeof(*h));
+				if (!nh2)
+					goto out;
+				h = nh2;
+				hcap *= 2;
+			}
+			struct sky_item nx = {top, rank ? rank[k] : k, k};
+			sky_push(h, &nh, nx);
+		}
+	}
+	*err = AS_OK;
+out:
+	free(ord);
+	free(ovb);
+	free(fill);
+	free(x);
+	free(placed);
+	free(ov);
+	free(h);
+	return *err ? 0 : peak;
+}

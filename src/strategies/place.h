@@ -1,0 +1,223 @@
+/*
+ * Private: placement machinery shared by the offline planners (strip,
+ * greedy-breadth, bestfit).
+ *
+ * A planning problem is the set of buffers of one address space that need
+ * room of their own: aliases are placed by the driver and zero-size buffers
+ * take offset 0, so neither appears here. Lifetimes are compressed to
+ * *sections*: the distinct start and end times, sorted, cut time into
+ * sections, and a rectangle covers sections [t0, t1). Two rectangles share
+ * time exactly when their section ranges intersect.
+ *
+ * The placer answers "the lowest (or the tightest) offset where rectangle i
+ * fits among the already placed rectangles that share time with it". Placed
+ * rectangles are kept in a segment tree over sections (each one at the
+ * O(log S) nodes that cover its range), so a query visits only the placed
+ * rectangles that share time with i, never all pairs.
+ */
+#ifndef AS_PLACE_H
+#define AS_PLACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "allocscope.h"
+
+struct as_rect {
+	uint64_t size;
+	uint32_t t0, t1;   /* sections [t0, t1), t0 < t1 */
+	uint32_t buf;      /* index in the trace */
+	uint8_t align_log2;
+};
+
+struct as_problem {
+	struct as_rect *r;
+	uint32_t n;
+	uint32_t nsections;
+	uint64_t lower_bound;   /* most bytes live in one section */
+	uint64_t *times;        /* nsections + 1 boundaries (trace times) */
+};
+
+/*
+ * Build the problem of address space `space`; returns 0 or AS_ENOMEM.
+ * Release with as_problem_finish (also after a failure).
+ */
+int as_problem_init(struct as_problem *pb, const struct as_trace *t,
+		    uint16_t space);
+void as_problem_finish(struct as_problem *pb);
+
+/* Bytes live in each section (out has nsections entries). */
+void as_problem_load(const struct as_problem *pb, uint64_t *out);
+
+/*
+ * A per-space planner: fill off[i] for every rectangle of pb. Returns 0 or
+ * a negative code (diag filled).
+ */
+typedef int (*as_space_plan_fn)(const struct as_problem *pb, uint64_t *off,
+				void *ctx, struct as_plan *p,
+				struct as_diag *diag);
+
+/*
+ * Run `fn` once per address space that has buffers to place and write the
+ * offsets into p->offset; zero-size buffers get 0, aliases are left alone.
+ */
+int as_plan_spaces(const struct as_trace *t, struct as_plan *p,
+		   as_space_plan_fn fn, void *ctx, struct as_diag *diag);
+
+enum as_fit {
+	AS_FIT_LOWEST,   /* the lowest offset that fits */
+	AS_FIT_BEST,     /* the smallest gap that fits, else the top */
+};
+
+struct as_placer;
+
+struct as_placer *as_placer_create(const struct as_problem *pb);
+void as_placer_destroy(struct as_placer *pl);
+/* Forget every placement. */
+void as_placer_reset(struct as_placer *pl);
+/*
+ * Where rectangle i would go; false when the offset would overflow 64 bits.
+ * With AS_FIT_BEST, *gap_out (may be NULL) is the size of the chosen gap,
+ * UINT64_MAX when it goes on top.
+ */
+bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
+		    uint64_t *off, uint64_t *gap_out);
+/* Record rectangle i at offset off. */
+void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off);
+/* Whether a placement ran out of memory (finds then fail). */
+bool as_placer_nomem(const struct as_placer *pl);
+/* Take a placed rectangle out again (any order). */
+void as_placer_pop(struct as_placer *pl, uint32_t i);
+
+/*
+ * Place rectangles in `order` (n entries), each where `fit` says; writes
+ * off[] and returns the peak, or UINT64_MAX on 64-bit overflow or when
+ * memory ran out (as_placer_nomem tells which).
+ */
+uint64_t as_place_order(struct as_placer *pl, const uint32_t *order,
+			uint32_t n, enum as_fit fit, uint64_t *off);
+
+/*
+ * Place every rectangle in time order, sweeping the sections once: frees
+ * first, then the rectangles starting there (larger first), each into a free
+ * gap between the live ones (`fit`: the lowest or the tightest), or on top.
+ * The gaps sit in balanced trees, so a pass costs O(n log n) whatever the
+ * overlaps. With `fixed` (may be NULL), the rectangles marked there keep
+ * their off[] and the others go to the lowest offset clear of both the live
+ * ones and the fixed ones that share their time, which `obst` (a placer
+ * holding exactly the fixed ones) finds. Returns the peak, UINT64_MAX on
+ * 64-bit overflow, or 0 with *err = AS_ENOMEM.
+ */
+uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
+			const uint8_t *fixed, struct as_placer *obst,
+			uint64_t *off, int *err);
+
+/*
+ * Skyline greedy: repeatedly drop the unplaced rectangle whose skyline
+ * offset (the highest top among the placed ones sharing its time) is
+ * lowest, ties by `rank` (lower first, NULL: index), at that offset. It is
+ * the exact search's first dive without pruning; it leaves the room under a
+ * rectangle's skyline unused, which on packed traces costs less than
+ * lowest-fit orders lose. O(pairs log n) time, O(pairs) memory. Returns the
+ * peak, UINT64_MAX on overflow, or 0 with *err = AS_ENOMEM.
+ */
+uint64_t as_place_skyline(const struct as_problem *pb, const uint32_t *rank,
+			  uint64_t *off, int *err);
+
+/* Overlapping pairs of rectangles (what one as_place_order pass visits). */
+uint64_t as_problem_pairs(const struct as_problem *pb);
+
+/* Peak of a placement: largest off + size. */
+uint64_t as_place_peak(const struct as_problem *pb, const uint64_t *off);
+
+/* Round x up to a multiple of 1 << lg; false on overflow. */
+static inline bool as_align_up(uint64_t x, uint8_t lg, uint64_t *out)
+{
+	uint64_t a = ((uint64_t)1 << lg) - 1;
+	if (x > UINT64_MAX - a)
+		return false;
+	*out = (x + a) & ~a;
+	return true;
+}
+
+/* ---- Exact search: branch and bound over canonical placements ---- */
+
+enum as_exact_result {
+	AS_EXACT_FOUND,      /* off[] holds a placement with peak <= cap */
+	AS_EXACT_NONE,       /* proven: no placement has peak <= cap */
+	AS_EXACT_TIMEOUT,    /* the budget ran out first */
+};
+
+struct as_exact_stats {
+	uint64_t nodes;
+	uint32_t restarts;
+};
+
+/*
+ * Look for a placement of every rectangle of pb with peak <= cap before the
+ * monotonic clock reaches deadline_ms (see as_now_ms) and within max_nodes
+ * search nodes (0: no limit). `seed` picks which priority the rounds start
+ * with. The search is deterministic: with the same nodes it gives the same
+ * answer; only the deadline depends on the machine. off[] is written only on
+ * AS_EXACT_FOUND; st (may be NULL) gets the effort added. Returns an enum
+ * as_exact_result, or AS_ENOMEM.
+ */
+int as_exact_solve(const struct as_problem *pb, uint64_t cap,
+		   double deadline_ms, uint64_t max_nodes, uint64_t seed,
+		   uint64_t *off, struct as_exact_stats *st);
+
+/* ---- Strategy strip: the seed's method, exposed for the tests ---- */
+
+enum as_risk { AS_RISK_NONE, AS_RISK_LOW, AS_RISK_MEDIUM, AS_RISK_HIGH };
+
+/*
+ * Classify every rectangle of a placement against `threshold`: high risk =
+ * tops above it and whatever shares time with them; medium = tops exactly at
+ * it and whatever shares time with them (unless high); low = sharing time
+ * with a high or medium one; none = the rest. O(n + sections).
+ */
+void as_strip_classify(const struct as_problem *pb, const uint64_t *off,
+		       uint64_t threshold, uint8_t *risk);
+
+/*
+ * Split ids[0..n) into groups of rectangles linked by time overlap; ids are
+ * reordered group by group (by start inside a group) and first[g] is where
+ * group g starts (first[ngroups] == n). Returns the number of groups, or
+ * AS_ENOMEM. first needs n + 1 entries.
+ */
+int as_strip_group(const struct as_problem *pb, uint32_t *ids, uint32_t n,
+		   uint32_t *first);
+
+/* The order metrics of option metric=, NULL terminated. */
+extern const char *const as_strip_metrics[];
+
+/* Sort ids[0..n) by metric m (an index into as_strip_metrics). */
+int as_strip_order(const struct as_problem *pb, int m, uint32_t *ids,
+		   uint32_t n);
+
+/*
+ * The same with some rectangles held where they are: fixed[i] is the forced
+ * offset of rectangle i, or AS_NO_OFFSET when it is free (fixed may be
+ * NULL). A fixed rectangle is dropped in canonical order at its own offset
+ * (the room between the skyline and it stays empty unless free rectangles
+ * fill it first) and takes no part in dominance, which only moves free
+ * ones. Used to re-solve a window of a larger plan exactly.
+ */
+int as_exact_solve_fixed(const struct as_problem *pb, const uint64_t *fixed,
+			 uint64_t cap, double deadline_ms, uint64_t max_nodes,
+			 uint64_t seed, uint64_t *off,
+			 struct as_exact_stats *st);
+
+/* Deterministic generator (splitmix64) for seeded searches. */
+static inline uint64_t as_rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* Milliseconds of a monotonic clock. */
+double as_now_ms(void);
+
+#endif

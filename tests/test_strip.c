@@ -1,0 +1,677 @@
+/*
+ * The offline planners of issue 5: strip (the seed's method, the exact and
+ * the large-trace searches), greedy-breadth and bestfit, and the placement
+ * machinery they share (place.h). Benchmarks from ../shared are replayed
+ * with the heights reached so far, so they cannot silently regress.
+ */
+#include <math.h>
+
+#include "allocscope.h"
+#include "strategies/place.h"
+#include "tap.h"
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+	return as_rng_next(&rng_state);
+}
+
+/* A problem built by hand: rectangles over sections 0..S of unit length. */
+struct hand {
+	struct as_problem pb;
+	struct as_rect r[64];
+	uint64_t times[65];
+};
+
+static void hand_init(struct hand *h, uint32_t nsections)
+{
+	memset(h, 0, sizeof(*h));
+	h->pb.r = h->r;
+	h->pb.times = h->times;
+	h->pb.nsections = nsections;
+	for (uint32_t t = 0; t <= nsections; t++)
+		h->times[t] = t;
+}
+
+static uint32_t hand_add(struct hand *h, uint32_t t0, uint32_t t1,
+			 uint64_t size)
+{
+	uint32_t i = h->pb.n++;
+	h->r[i].t0 = t0;
+	h->r[i].t1 = t1;
+	h->r[i].size = size;
+	h->r[i].buf = i;
+	return i;
+}
+
+static void hand_finish(struct hand *h)
+{
+	uint64_t load[65];
+	as_problem_load(&h->pb, load);
+	h->pb.lower_bound = 0;
+	for (uint32_t t = 0; t < h->pb.nsections; t++)
+		if (load[t] > h->pb.lower_bound)
+			h->pb.lower_bound = load[t];
+}
+
+/* Do any two rectangles that share time share addresses? */
+static bool overlapping(const struct as_problem *pb, const uint64_t *off)
+{
+	for (uint32_t i = 0; i < pb->n; i++)
+		for (uint32_t j = i + 1; j < pb->n; j++) {
+			const struct as_rect *a = &pb->r[i], *b = &pb->r[j];
+			if (a->t0 < b->t1 && b->t0 < a->t1 &&
+			    off[i] < off[j] + b->size &&
+			    off[j] < off[i] + a->size)
+				return true;
+		}
+	return false;
+}
+
+static struct as_trace *csv_trace(const char *text)
+{
+	struct as_trace *t = NULL;
+	struct as_diag d;
+	if (as_trace_parse("t.csv", text, strlen(text), AS_FMT_CSV, &t, &d))
+		printf("#   parse: %s\n", d.msg);
+	return t;
+}
+
+/* A random timed trace (CSV): n buffers, equal sizes common. */
+static struct as_trace *random_timed(uint64_t seed, uint32_t n,
+				     bool malloc_like)
+{
+	struct as_builder *b = as_builder_create("random.csv", "csv");
+	struct as_diag d;
+	char name[32];
+	rng_state = seed;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t start = malloc_like ? i : rnd() % (n / 2 + 1);
+		uint64_t life = malloc_like
+					? (rnd() % 50 == 0 ? 1 + rnd() % 20000
+							   : 1 + rnd() % 80)
+					: 1 + rnd() % 40;
+		static const uint64_t sizes[] = {16, 32, 64, 64, 128, 256,
+						 1024, 4096};
+		uint64_t size = rnd() % 500 == 0 ? 65536 * (1 + rnd() % 8)
+						 : sizes[rnd() % 8];
+		snprintf(name, sizeof(name), "b%u", i);
+		if (as_builder_add_timed(b, name, size, 1, start, start + life,
+					 i + 2, &d) < 0)
+			printf("#   builder: %s\n", d.msg);
+	}
+	struct as_trace *t = NULL;
+	if (as_builder_finish(b, &t, &d))
+		printf("#   finish: %s\n", d.msg);
+	return t;
+}
+
+static struct as_plan *run(const char *spec, const struct as_trace *t)
+{
+	struct as_plan *p = NULL;
+	struct as_diag d = {0};
+	if (as_strategy_run(spec, t, NULL, &p, &d) != AS_OK) {
+		printf("#   %s: %s\n", spec, d.msg);
+		return NULL;
+	}
+	return p;
+}
+
+static bool valid(const struct as_trace *t, const struct as_plan *p)
+{
+	struct as_report r;
+	if (as_validate(t, p, &r) != AS_OK)
+		return false;
+	if (!r.valid) {
+		char buf[512];
+		printf("#   invalid: %s\n",
+		       as_violation_text(t, p, &r.first[0], buf, sizeof(buf)));
+	}
+	return r.valid;
+}
+
+/* ---- Risk classification, groups, metrics ---- */
+
+static void risk_is_high_above_the_threshold_and_for_what_shares_its_time(void)
+{
+	struct hand h;
+	hand_init(&h, 10);
+	uint32_t a = hand_add(&h, 0, 2, 4);  /* off 0: top 4 */
+	uint32_t b = hand_add(&h, 1, 3, 4);  /* off 4: top 8 > 6, high */
+	uint32_t c = hand_add(&h, 2, 4, 2);  /* off 0: shares [2,3) with b */
+	uint32_t d = hand_add(&h, 5, 6, 6);  /* off 0: top 6, medium */
+	uint32_t e = hand_add(&h, 5, 7, 0);  /* zero bytes, shares d's time */
+	uint32_t f = hand_add(&h, 3, 5, 1);  /* off 2: shares c's time only */
+	uint32_t g = hand_add(&h, 8, 9, 1);  /* alone */
+	uint32_t k = hand_add(&h, 6, 8, 1);  /* shares e's time (medium) */
+	hand_finish(&h);
+	uint64_t off[8] = {0, 4, 0, 0, 0, 2, 0, 0};
+	uint8_t risk[8];
+	as_strip_classify(&h.pb, off, 6, risk);
+	CHECK_EQ_U64(risk[b], AS_RISK_HIGH);
+	CHECK_EQ_U64(risk[a], AS_RISK_HIGH);
+	CHECK_EQ_U64(risk[c], AS_RISK_HIGH);
+	CHECK_EQ_U64(risk[d], AS_RISK_MEDIUM);
+	CHECK_EQ_U64(risk[e], AS_RISK_MEDIUM);
+	CHECK_EQ_U64(risk[f], AS_RISK_LOW);
+	CHECK_EQ_U64(risk[k], AS_RISK_LOW);
+	CHECK_EQ_U64(risk[g], AS_RISK_NONE);
+}
+
+static void groups_join_rectangles_linked_by_time_overlap(void)
+{
+	struct hand h;
+	hand_init(&h, 20);
+	hand_add(&h, 0, 3, 1);   /* 0 \ chain 0-1-2 */
+	hand_add(&h, 2, 5, 1);   /* 1 | */
+	hand_add(&h, 4, 6, 1);   /* 2 / */
+	hand_add(&h, 6, 8, 1);   /* 3: touches 2 at 6 only: a new group */
+	hand_add(&h, 10, 12, 1); /* 4 */
+	hand_add(&h, 11, 20, 1); /* 5 joins 4 */
+	hand_finish(&h);
+	uint32_t ids[6] = {5, 3, 1, 4, 0, 2}, first[7];
+	int ng = as_strip_group(&h.pb, ids, 6, first);
+	CHECK_EQ_U64(ng, 3);
+	CHECK_EQ_U64(first[0], 0);
+	CHECK_EQ_U64(first[1], 3);
+	CHECK_EQ_U64(first[2], 4);
+	CHECK_EQ_U64(first[3], 6);
+	CHECK_EQ_U64(ids[0], 0);
+	CHECK_EQ_U64(ids[3], 3);
+	CHECK_EQ_U64(ids[5], 5);
+}
+
+static void every_metric_orders_and_ties_go_by_index(void)
+{
+	struct hand h;
+	hand_init(&h, 10);
+	hand_add(&h, 0, 2, 8);
+	hand_add(&h, 0, 9, 2);
+	hand_add(&h, 3, 5, 8);
+	hand_add(&h, 1, 4, 4);
+	hand_finish(&h);
+	uint32_t ids[4];
+	for (int m = 0; as_strip_metrics[m]; m++) {
+		for (uint32_t i = 0; i < 4; i++)
+			ids[i] = 3 - i;
+		CHECK(as_strip_order(&h.pb, m, ids, 4) == AS_OK);
+		bool seen[4] = {0};
+		for (uint32_t i = 0; i < 4; i++)
+			seen[ids[i]] = true;
+		CHECK(seen[0] && seen[1] && seen[2] && seen[3]);
+		if (strcmp(as_strip_metrics[m], "size") == 0) {
+			CHECK_EQ_U64(ids[0], 0); /* size 8, lower index */
+			CHECK_EQ_U64(ids[1], 2);
+			CHECK_EQ_U64(ids[3], 1);
+		}
+		if (strcmp(as_strip_metrics[m], "length") == 0)
+			CHECK_EQ_U64(ids[0], 1);
+	}
+}
+
+/* ---- The placers ---- */
+
+static void placer_finds_the_lowest_and_the_tightest_gap(void)
+{
+	struct hand h;
+	hand_init(&h, 4);
+	hand_add(&h, 0, 4, 10); /* 0 at 0 */
+	hand_add(&h, 0, 4, 10); /* 1 at 30: a gap of 20 below */
+	hand_add(&h, 0, 4, 10); /* 2 at 45: a gap of 5 below */
+	hand_add(&h, 1, 2, 4);  /* query */
+	hand_finish(&h);
+	struct as_placer *pl = as_placer_create(&h.pb);
+	CHECK(pl != NULL);
+	if (!pl)
+		return;
+	as_placer_put(pl, 0, 0);
+	as_placer_put(pl, 1, 30);
+	as_placer_put(pl, 2, 45);
+	uint64_t off = 0, gap = 0;
+	CHECK(as_placer_find(pl, 3, AS_FIT_LOWEST, &off, NULL));
+	CHECK_EQ_U64(off, 10);
+	CHECK(as_placer_find(pl, 3, AS_FIT_BEST, &off, &gap));
+	CHECK_EQ_U64(off, 40);
+	CHECK_EQ_U64(gap, 5);
+	as_placer_pop(pl, 2);
+	CHECK(as_placer_find(pl, 3, AS_FIT_BEST, &off, &gap));
+	CHECK_EQ_U64(off, 10);
+	as_placer_destroy(pl);
+}
+
+static void sweep_placer_plans_are_valid_and_fixed_rectangles_stay(void)
+{
+	for (uint64_t seed = 1; seed <= 20; seed++) {
+		struct as_trace *t = random_timed(seed, 400, seed & 1);
+		struct as_problem pb;
+		CHECK(t && as_problem_init(&pb, t, 0) == AS_OK);
+		if (!t)
+			continue;
+		uint64_t *off = calloc(pb.n, sizeof(uint64_t));
+		uint8_t *fixed = calloc(pb.n, 1);
+		int err = 0;
+		for (int f = 0; f < 2; f++) {
+			uint64_t peak = as_place_sweep(&pb, f, NULL, NULL, off,
+						       &err);
+			CHECK(err == AS_OK && peak >= pb.lower_bound);
+			CHECK(!overlapping(&pb, off));
+		}
+		/* Fix the big ones where greedy put them, sweep the rest. */
+		struct as_placer *pl = as_placer_create(&pb);
+		uint32_t *order = calloc(pb.n, sizeof(uint32_t));
+		uint32_t m = 0;
+		for (uint32_t i = 0; i < pb.n; i++)
+			if (pb.r[i].size >= 1024)
+				order[m++] = i;
+		CHECK(as_place_order(pl, order, m, AS_FIT_LOWEST, off) !=
+		      UINT64_MAX);
+		uint64_t keep = m ? off[order[0]] : 0;
+		for (uint32_t k = 0; k < m; k++)
+			fixed[order[k]] = 1;
+		as_place_sweep(&pb, AS_FIT_LOWEST, fixed, pl, off, &err);
+		CHECK(err == AS_OK);
+		CHECK(!overlapping(&pb, off));
+		if (m)
+			CHECK_EQ_U64(off[order[0]], keep);
+		as_placer_destroy(pl);
+		free(order);
+		free(off);
+		free(fixed);
+		as_problem_finish(&pb);
+		as_trace_destroy(t);
+	}
+}
+
+/* ---- The exact search ---- */
+
+static void exact_search_packs_the_minimalloc_example_at_capacity(void)
+{
+	struct as_trace *t = csv_trace("id,lower,upper,size\nb1,0,3,4\n"
+				       "b2,3,9,4\nb3,0,9,4\nb4,9,21,4\n"
+				       "b5,0,21,4\n");
+	struct as_problem pb;
+	CHECK(t && as_problem_init(&pb, t, 0) == AS_OK);
+	if (!t)
+		return;
+	uint64_t off[5];
+	struct as_exact_stats st = {0};
+	CHECK_EQ_U64(pb.lower_bound, 12);
+	CHECK_EQ_U64(as_exact_solve(&pb, 12, as_now_ms() + 10000, 0, 1, off,
+				    &st),
+		     AS_EXACT_FOUND);
+	CHECK_EQ_U64(as_place_peak(&pb, off), 12);
+	CHECK(!overlapping(&pb, off));
+	/* Below the bound there is nothing to search. */
+	CHECK_EQ_U64(as_exact_solve(&pb, 11, as_now_ms() + 10000, 0, 1, off,
+				    NULL),
+		     AS_EXACT_NONE);
+	as_problem_finish(&pb);
+	as_trace_destroy(t);
+}
+
+static void exact_search_keeps_fixed_rectangles_where_they_are(void)
+{
+	struct as_trace *t = csv_trace("id,lower,upper,size\nb1,0,3,4\n"
+				       "b2,3,9,4\nb3,0,9,4\nb4,9,21,4\n"
+				       "b5,0,21,4\n");
+	struct as_problem pb;
+	CHECK(t && as_problem_init(&pb, t, 0) == AS_OK);
+	if (!t)
+		return;
+	uint64_t fixed[5], off[5];
+	for (int i = 0; i < 5; i++)
+		fixed[i] = AS_NO_OFFSET;
+	/* b5 held at 8: the rest packs below it. */
+	fixed[4] = 8;
+	CHECK_EQ_U64(as_exact_solve_fixed(&pb, fixed, 12, as_now_ms() + 10000,
+					  0, 1, off, NULL),
+		     AS_EXACT_FOUND);
+	CHECK_EQ_U64(off[4], 8);
+	CHECK(as_place_peak(&pb, off) <= 12);
+	CHECK(!overlapping(&pb, off));
+	/* Held at 2 it leaves 2 + 6 bytes around it: b1 and b3 need 8. */
+	fixed[4] = 2;
+	CHECK_EQ_U64(as_exact_solve_fixed(&pb, fixed, 12, as_now_ms() + 10000,
+					  0, 1, off, NULL),
+		     AS_EXACT_NONE);
+	as_problem_finish(&pb);
+	as_trace_destroy(t);
+}
+
+static void exact_search_proves_alignment_leaves_no_room(void)
+{
+	/* Two 1-byte buffers aligned to 4 at the same time: peak 5. */
+	struct hand h;
+	hand_init(&h, 1);
+	hand_add(&h, 0, 1, 1);
+	hand_add(&h, 0, 1, 1);
+	h.r[0].align_log2 = h.r[1].align_log2 = 2;
+	hand_finish(&h);
+	uint64_t off[2];
+	CHECK_EQ_U64(h.pb.lower_bound, 2);
+	CHECK_EQ_U64(as_exact_solve(&h.pb, 4, as_now_ms() + 10000, 0, 1, off,
+				    NULL),
+		     AS_EXACT_NONE);
+	CHECK_EQ_U64(as_exact_solve(&h.pb, 5, as_now_ms() + 10000, 0, 1, off,
+				    NULL),
+		     AS_EXACT_FOUND);
+	CHECK_EQ_U64(as_place_peak(&h.pb, off), 5);
+}
+
+static void exact_search_splits_independent_parts(void)
+{
+	/* Two halves that share no time: each packs to its own bound. */
+	struct hand h;
+	hand_init(&h, 8);
+	hand_add(&h, 0, 2, 3);
+	hand_add(&h, 1, 4, 2);
+	hand_add(&h, 2, 4, 3);
+	hand_add(&h, 4, 6, 5);
+	hand_add(&h, 5, 8, 1);
+	hand_add(&h, 4, 5, 1);
+	hand_finish(&h);
+	uint64_t off[6];
+	CHECK_EQ_U64(as_exact_solve(&h.pb, h.pb.lower_bound,
+				    as_now_ms() + 10000, 0, 1, off, NULL),
+		     AS_EXACT_FOUND);
+	CHECK(!overlapping(&h.pb, off));
+	CHECK(as_place_peak(&h.pb, off) <= h.pb.lower_bound);
+}
+
+/* ---- Strategy strip ---- */
+
+static void strip_stops_tuning_at_a_fixed_point_or_the_threshold(void)
+{
+	for (uint64_t seed = 1; seed <= 6; seed++) {
+		struct as_trace *t = random_timed(seed * 77, 300, false);
+		struct as_plan *p = t ? run("strip:search=none,rounds=1000", t)
+				      : NULL;
+		CHECK(p != NULL);
+		if (!p) {
+			as_trace_destroy(t);
+			continue;
+		}
+		CHECK(valid(t, p));
+		/* One round per order tried: far fewer than 1000. */
+		CHECK(p->nrounds >= 1 && p->nrounds < 1000);
+		bool stopped = false;
+		for (uint32_t k = 0; k < p->nrounds; k++)
+			stopped = stopped ||
+				  strcmp(p->rounds[k].label, "fixed point") ==
+					  0 ||
+				  p->rounds[k].peak == as_trace_lower_bound(t);
+		CHECK(stopped);
+		CHECK(strncmp(p->rounds[0].label, "metric=", 7) == 0);
+		as_plan_destroy(p);
+		as_trace_destroy(t);
+	}
+}
+
+static void strip_is_deterministic_for_a_seed_and_effort(void)
+{
+	struct as_trace *t = random_timed(4242, 250, false);
+	const char *spec = "strip:seed=7,nodes=20000,budget_ms=60000";
+	struct as_plan *a = t ? run(spec, t) : NULL;
+	struct as_plan *b = t ? run(spec, t) : NULL;
+	CHECK(a && b);
+	if (a && b) {
+		CHECK(valid(t, a));
+		CHECK(memcmp(a->offset, b->offset,
+			     t->nbuffers * sizeof(uint64_t)) == 0);
+		CHECK_EQ_U64(a->nrounds, b->nrounds);
+	}
+	as_plan_destroy(a);
+	as_plan_destroy(b);
+	as_trace_destroy(t);
+}
+
+static void strip_rejects_unknown_and_out_of_range_options(void)
+{
+	struct as_trace *t = csv_trace("id,lower,upper,size\na,0,2,4\n");
+	static const char *const bad[] = {
+		"strip:budget_ms=3600001", "strip:metric=height",
+		"strip:rounds=1001",       "strip:seed=-1",
+		"strip:search=fast",       "strip:big=1",
+		"strip:exact_max=6001",   "strip:colour=red",
+	};
+	for (size_t k = 0; t && k < sizeof(bad) / sizeof(bad[0]); k++) {
+		struct as_plan *p = NULL;
+		struct as_diag d = {0};
+		int err = as_strategy_run(bad[k], t, NULL, &p, &d);
+		CHECK(err != AS_OK && p == NULL);
+		CHECK(strstr(d.msg, "strip") != NULL);
+		if (err == AS_OK)
+			printf("#   %s was accepted\n", bad[k]);
+		as_plan_destroy(p);
+	}
+	as_trace_destroy(t);
+}
+
+static void strip_places_zero_sizes_aliases_and_spaces(void)
+{
+	/* x and y in two pools at once, z takes no room, w lives inside x. */
+	const char *text =
+		"{\"format\": \"allocscope-trace\", \"version\": 1,"
+		" \"pools\": [{\"name\": \"a\"}, {\"name\": \"b\"}],"
+		" \"events\": ["
+		"{\"op\": \"alloc\", \"name\": \"x\", \"size\": 8, "
+		"\"pool\": \"a\"},"
+		"{\"op\": \"alloc\", \"name\": \"y\", \"size\": 8, "
+		"\"pool\": \"b\"},"
+		"{\"op\": \"alloc\", \"name\": \"z\", \"size\": 0, "
+		"\"pool\": \"a\"},"
+		"{\"op\": \"alloc\", \"name\": \"w\", \"size\": 4, "
+		"\"pool\": \"a\", \"alias_of\": \"x\", "
+		"\"alias_offset\": 4},"
+		"{\"op\": \"free\", \"name\": \"z\"}]}";
+	struct as_trace *t = NULL;
+	struct as_diag d;
+	CHECK(as_trace_parse("s.json", text, strlen(text), AS_FMT_JSON, &t,
+			     &d) == AS_OK);
+	if (!t)
+		printf("#   %s\n", d.msg);
+	const char *specs[] = {"strip", "greedy-breadth", "bestfit"};
+	for (int k = 0; t && k < 3; k++) {
+		struct as_plan *p = run(specs[k], t);
+		CHECK(p != NULL);
+		if (!p)
+			continue;
+		CHECK(valid(t, p));
+		for (uint32_t i = 0; i < t->nbuffers; i++) {
+			CHECK(p->offset[i] != AS_NO_OFFSET);
+			if (t->buffers[i].size == 0)
+				CHECK_EQ_U64(p->offset[i], 0);
+		}
+		/* Each pool on its own: both start at 0. */
+		CHECK_EQ_U64(p->offset[0], 0);
+		CHECK_EQ_U64(p->offset[1], 0);
+		CHECK_EQ_U64(p->offset[3], p->offset[0] + 4);
+		as_plan_destroy(p);
+	}
+	as_trace_destroy(t);
+}
+
+static void strip_large_mode_stays_within_half_a_percent(void)
+{
+	/* 150k malloc-like buffers: too many pairs for the seed's method. */
+	struct as_trace *t = random_timed(99, 150000, true);
+	struct as_plan *p = t ? run("strip:budget_ms=20000", t) : NULL;
+	CHECK(p != NULL);
+	if (p) {
+		uint64_t lb = as_trace_lower_bound(t);
+		uint64_t peak = as_plan_peak(p, t, -1);
+		printf("#   150k buffers: peak %llu, bound %llu (+%.3f%%), "
+		       "%.0f ms\n",
+		       (unsigned long long)peak, (unsigned long long)lb,
+		       100.0 * (double)(peak - lb) / (double)lb, p->plan_ms);
+		CHECK(valid(t, p));
+		CHECK(peak >= lb);
+		CHECK((double)peak <= (double)lb * 1.005);
+		bool swept = false;
+		for (uint32_t k = 0; k < p->nrounds; k++)
+			swept = swept || strstr(p->rounds[k].label, "sweep");
+		CHECK(swept);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+/* ---- Baselines ---- */
+
+static void greedy_breadth_serves_the_broadest_operator_first(void)
+{
+	/*
+	 * Time 1 is the broadest (a, b, c live: 13 bytes); its buffers go
+	 * first, largest first, then d at time 3.
+	 */
+	struct as_trace *t = csv_trace("id,lower,upper,size\n"
+				       "a,0,2,6\nb,1,3,4\nc,1,2,3\nd,3,4,20\n");
+	struct as_plan *p = t ? run("greedy-breadth", t) : NULL;
+	CHECK(p != NULL);
+	if (p) {
+		CHECK(valid(t, p));
+		CHECK_EQ_U64(p->offset[0], 0);  /* a: largest at time 1 */
+		CHECK_EQ_U64(p->offset[1], 6);  /* b */
+		CHECK_EQ_U64(p->offset[2], 10); /* c */
+		CHECK_EQ_U64(p->offset[3], 0);  /* d: alone */
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void bestfit_takes_the_tightest_gap_and_keeps_the_better_order(void)
+{
+	struct as_trace *t = csv_trace("id,lower,upper,size\n"
+				       "big,0,10,8\nlong,0,10,2\n"
+				       "mid,2,4,5\nsmall,5,6,2\n");
+	struct as_plan *p = t ? run("bestfit", t) : NULL;
+	CHECK(p != NULL);
+	if (p) {
+		CHECK(valid(t, p));
+		CHECK_EQ_U64(p->nrounds, 2);
+		uint64_t a = p->rounds[0].peak, b = p->rounds[1].peak;
+		CHECK_EQ_U64(as_plan_peak(p, t, -1), a < b ? a : b);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+/* ---- Every strategy on every benchmark, with the heights reached ---- */
+
+struct expect {
+	const char *file;
+	uint64_t breadth, bestfit, strip; /* heights reached (strip: at most) */
+	const char *strip_spec;
+};
+
+/*
+ * strip runs with a node budget so the figures do not depend on the
+ * machine (the wall-clock budget is only a safety net here).
+ */
+#define STRIP_SPEC "strip:budget_ms=60000,nodes=1000000"
+/* Where the bound is out of reach, the effort is all spent: keep it short. */
+#define STRIP_SHORT "strip:budget_ms=60000,nodes=250000"
+static const struct expect expected[] = {
+	{"minimalloc/A.1048576.csv", 1611776, 1374208, 1048576, STRIP_SPEC},
+	{"minimalloc/B.1048576.csv", 1681408, 1412096, 1048576, STRIP_SPEC},
+	{"minimalloc/C.1048576.csv", 1752064, 1417216, 1039360, STRIP_SPEC},
+	{"minimalloc/D.1048576.csv", 1511424, 1304576, 1042432, STRIP_SHORT},
+	{"minimalloc/E.1048576.csv", 1759232, 1469440, 1048576, STRIP_SPEC},
+	{"minimalloc/F.1048576.csv", 1436672, 1433600, 1048576, STRIP_SPEC},
+	{"minimalloc/G.1048576.csv", 1291264, 1428480, 1048576, STRIP_SPEC},
+	{"minimalloc/H.1048576.csv", 1293312, 1405952, 1048576, STRIP_SPEC},
+	{"minimalloc/I.1048576.csv", 1752064, 1478656, 1048576, STRIP_SPEC},
+	{"minimalloc/J.1048576.csv", 1471488, 1333248, 1043456, STRIP_SHORT},
+	{"minimalloc/K.1048576.csv", 2472960, 1397760, 1048576, STRIP_SPEC},
+	{"minimalloc/input.12.csv", 12, 12, 12, STRIP_SPEC},
+	{"idealloc/G_1.csv", 3030937746ULL, 3041655938ULL, 3030937746ULL,
+	 STRIP_SPEC},
+	{"idealloc/resnet50.csv", 1524909740ULL, 1522216620ULL, 1515472556ULL,
+	 STRIP_SPEC},
+};
+
+static void every_strategy_plans_every_benchmark_at_its_recorded_height(void)
+{
+	const char *shared = tap_shared_dir();
+	for (size_t k = 0; k < sizeof(expected) / sizeof(expected[0]); k++) {
+		const struct expect *e = &expected[k];
+		char path[1024];
+		struct as_trace *t;
+		struct as_diag d;
+		snprintf(path, sizeof(path), "%s/benchmarks/%s", shared,
+			 e->file);
+		if (as_trace_load(path, AS_FMT_AUTO, &t, &d) != AS_OK) {
+			printf("#   %s\n", d.msg);
+			tap_cur_failed = 1;
+			continue;
+		}
+		uint64_t lb = as_trace_lower_bound(t);
+		for (size_t s = 0; s < as_strategy_count(); s++) {
+			const char *name = as_strategy_at(s)->name;
+			if (!as_strategy_applies(name, t))
+				continue;
+			bool is_strip = strcmp(name, "strip") == 0;
+			struct as_plan *p = run(is_strip ? e->strip_spec : name,
+						t);
+			CHECK(p != NULL);
+			if (!p)
+				continue;
+			uint64_t peak = as_plan_peak(p, t, -1);
+			/*
+			 * The bound holds for plans that place everything in
+			 * the trace's own spaces (others may fail buffers or
+			 * spread them over several levels).
+			 */
+			bool bounded = as_plan_failed(p, t) == 0 && !p->space;
+			if (!valid(t, p) || (bounded && peak < lb)) {
+				printf("#   %s on %s: peak %llu, bound %llu\n",
+				       name, e->file, (unsigned long long)peak,
+				       (unsigned long long)lb);
+				tap_cur_failed = 1;
+			}
+			uint64_t want = 0;
+			if (strcmp(name, "greedy-breadth") == 0)
+				want = e->breadth;
+			else if (strcmp(name, "bestfit") == 0)
+				want = e->bestfit;
+			else if (is_strip)
+				want = e->strip;
+			if (want && (is_strip ? peak > want : peak != want)) {
+				printf("#   %s on %s: height %llu, recorded "
+				       "%llu\n",
+				       name, e->file, (unsigned long long)peak,
+				       (unsigned long long)want);
+				tap_cur_failed = 1;
+			}
+			as_plan_destroy(p);
+		}
+		as_trace_destroy(t);
+	}
+}
+
+int main(void)
+{
+	TEST_RUN(risk_is_high_above_the_threshold_and_for_what_shares_its_time);
+	TEST_RUN(groups_join_rectangles_linked_by_time_overlap);
+	TEST_RUN(every_metric_orders_and_ties_go_by_index);
+	TEST_RUN(placer_finds_the_lowest_and_the_tightest_gap);
+	TEST_RUN(sweep_placer_plans_are_valid_and_fixed_rectangles_stay);
+	TEST_RUN(exact_search_packs_the_minimalloc_example_at_capacity);
+	TEST_RUN(exact_search_keeps_fixed_rectangles_where_they_are);
+	TEST_RUN(exact_search_proves_alignment_leaves_no_room);
+	TEST_RUN(exact_search_splits_independent_parts);
+	TEST_RUN(strip_stops_tuning_at_a_fixed_point_or_the_threshold);
+	TEST_RUN(strip_is_deterministic_for_a_seed_and_effort);
+	TEST_RUN(strip_rejects_unknown_and_out_of_range_options);
+	TEST_RUN(strip_places_zero_sizes_aliases_and_spaces);
+	TEST_RUN(strip_large_mode_stays_within_half_a_percent);
+	TEST_RUN(greedy_breadth_serves_the_broadest_operator_first);
+	TEST_RUN(bestfit_takes_the_tightest_gap_and_keeps_the_better_order);
+	if (tap_shared_dir())
+		TEST_RUN(every_strategy_plans_every_benchmark_at_its_recorded_height);
+	else
+		TEST_SKIP(every_strategy_plans_every_benchmark_at_its_recorded_height,
+			  "../shared is absent (AS_SHARED_DIR)");
+	return tap_done();
+}
