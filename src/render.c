@@ -1739,10 +1739,17 @@ struct dens {
 
 #define C_DENSITY 0x3d4f63u /* slate: many small buffers */
 
-static inline void dens_put(const struct dens *d, float *arr, size_t cell,
-			    double v, const float *rgb)
+/* Inlined even when large: a copy per constant channel count. */
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
+static inline void dens_put(int ch, float *arr, size_t cell, double v,
+			    const float *rgb)
 {
-	if (d->ch == 1) {
+	if (ch == 1) {
 		arr[cell] += (float)v;
 		return;
 	}
@@ -1756,11 +1763,11 @@ static inline void dens_put(const struct dens *d, float *arr, size_t cell,
 /* Add v to one cell: through the row differences, whose two entries
  * share a cache line (the column ones are a row apart). */
 static inline void cell_add(struct dens *d, int row, int col, double v,
-			    const float *rgb)
+			    const float *rgb, const int ch)
 {
 	size_t at = (size_t)row * (d->w + 1) + col;
-	dens_put(d, d->hd, at, v, rgb);
-	dens_put(d, d->hd, at + 1, -v, rgb);
+	dens_put(ch, d->hd, at, v, rgb);
+	dens_put(ch, d->hd, at + 1, -v, rgb);
 }
 
 /*
@@ -1772,7 +1779,8 @@ static inline void cell_add(struct dens *d, int row, int col, double v,
  * -0). Row h of both arrays is scratch.
  */
 static inline void dens_col(struct dens *d, int col, double x0, double x1,
-			    double y0, double y1, const float *rgb)
+			    double y0, double y1, const float *rgb,
+			    const int ch)
 {
 	const int W = d->w, H = d->h;
 	const size_t RW = (size_t)W + 1;
@@ -1782,23 +1790,28 @@ static inline void dens_col(struct dens *d, int col, double x0, double x1,
 	const double bot = f * (y1 - rb) * (double)(rb > ra && y1 > rb && rb < H);
 	const double mid = f * (double)(rb > ra + 1);
 	const size_t a = (size_t)ra * RW + col, b = (size_t)rb * RW + col;
-	dens_put(d, d->hd, a, top, rgb);
-	dens_put(d, d->hd, a + 1, -top, rgb);
-	dens_put(d, d->hd, b, bot, rgb);
-	dens_put(d, d->hd, b + 1, -bot, rgb);
-	dens_put(d, d->vd, (size_t)(ra + 1) * W + col, mid, rgb);
-	dens_put(d, d->vd, (size_t)rb * W + col, -mid, rgb);
+	dens_put(ch, d->hd, a, top, rgb);
+	dens_put(ch, d->hd, a + 1, -top, rgb);
+	dens_put(ch, d->hd, b, bot, rgb);
+	dens_put(ch, d->hd, b + 1, -bot, rgb);
+	dens_put(ch, d->vd, (size_t)(ra + 1) * W + col, mid, rgb);
+	dens_put(ch, d->vd, (size_t)rb * W + col, -mid, rgb);
 }
 
-/* Add a rectangle in plot pixels (clipped, x0 < x1, y0 < y1). */
-static void dens_add(struct dens *d, double x0, double x1, double y0,
-		     double y1, const float *rgb)
+/*
+ * Add a rectangle in plot pixels (clipped, x0 < x1, y0 < y1); ch is
+ * d->ch, a constant in each of the two copies below.
+ */
+static ALWAYS_INLINE void dens_add_ch(struct dens *d, double x0, double x1,
+			       double y0, double y1, const float *rgb,
+			       const int ch)
 {
 	const int W = d->w, H = d->h;
 	d->any = true;
 	int cx = (int)x0, cy = (int)y0;
-	if (x1 <= cx + 1 && (y1 <= cy + 1 || x1 - x0 <= y1 - y0)) {
-		dens_col(d, cx, x0, x1, y0, y1, rgb);
+	/* | and not ||: whether a buffer fits its row is unpredictable. */
+	if (x1 <= cx + 1 && ((y1 <= cy + 1) | (x1 - x0 <= y1 - y0))) {
+		dens_col(d, cx, x0, x1, y0, y1, rgb, ch);
 		return;
 	}
 	if (x1 - x0 <= y1 - y0) {
@@ -1812,16 +1825,16 @@ static void dens_add(struct dens *d, double x0, double x1, double y0,
 				continue;
 			int ra = (int)y0, rb = (int)y1;
 			if (ra == rb) {
-				cell_add(d, ra, col, f * (y1 - y0), rgb);
+				cell_add(d, ra, col, f * (y1 - y0), rgb, ch);
 				continue;
 			}
-			cell_add(d, ra, col, f * (ra + 1 - y0), rgb);
+			cell_add(d, ra, col, f * (ra + 1 - y0), rgb, ch);
 			if (y1 > rb && rb < H)
-				cell_add(d, rb, col, f * (y1 - rb), rgb);
+				cell_add(d, rb, col, f * (y1 - rb), rgb, ch);
 			if (rb > ra + 1) {
-				dens_put(d, d->vd, (size_t)(ra + 1) * W + col, f,
+				dens_put(ch, d->vd, (size_t)(ra + 1) * W + col, f,
 					 rgb);
-				dens_put(d, d->vd, (size_t)rb * W + col, -f, rgb);
+				dens_put(ch, d->vd, (size_t)rb * W + col, -f, rgb);
 			}
 		}
 	} else {
@@ -1838,23 +1851,44 @@ static void dens_add(struct dens *d, double x0, double x1, double y0,
 			size_t base = (size_t)row * RW;
 			if (ca == cb) {
 				double v = f * (x1 - x0);
-				dens_put(d, d->hd, base + ca, v, rgb);
-				dens_put(d, d->hd, base + ca + 1, -v, rgb);
+				dens_put(ch, d->hd, base + ca, v, rgb);
+				dens_put(ch, d->hd, base + ca + 1, -v, rgb);
 				continue;
 			}
 			double left = f * (ca + 1 - x0), right = f * (x1 - cb);
-			dens_put(d, d->hd, base + ca, left, rgb);
-			dens_put(d, d->hd, base + ca + 1, -left, rgb);
+			dens_put(ch, d->hd, base + ca, left, rgb);
+			dens_put(ch, d->hd, base + ca + 1, -left, rgb);
 			if (right > 0 && cb < W) {
-				dens_put(d, d->hd, base + cb, right, rgb);
-				dens_put(d, d->hd, base + cb + 1, -right, rgb);
+				dens_put(ch, d->hd, base + cb, right, rgb);
+				dens_put(ch, d->hd, base + cb + 1, -right, rgb);
 			}
 			if (cb > ca + 1) {
-				dens_put(d, d->hd, base + ca + 1, f, rgb);
-				dens_put(d, d->hd, base + cb, -f, rgb);
+				dens_put(ch, d->hd, base + ca + 1, f, rgb);
+				dens_put(ch, d->hd, base + cb, -f, rgb);
 			}
 		}
 	}
+}
+
+static void dens_add_mono(struct dens *d, double x0, double x1, double y0,
+			  double y1)
+{
+	dens_add_ch(d, x0, x1, y0, y1, NULL, 1);
+}
+
+static void dens_add_rgb(struct dens *d, double x0, double x1, double y0,
+			 double y1, const float *rgb)
+{
+	dens_add_ch(d, x0, x1, y0, y1, rgb, 4);
+}
+
+static void dens_add(struct dens *d, double x0, double x1, double y0,
+		     double y1, const float *rgb)
+{
+	if (d->ch == 1)
+		dens_add_mono(d, x0, x1, y0, y1);
+	else
+		dens_add_rgb(d, x0, x1, y0, y1, rgb);
 }
 
 /*
@@ -2468,10 +2502,15 @@ static int lod_pass(struct as_render *r, struct panel *pn)
 			cand[nc++] = (struct cand){(float)x0, (float)y0,
 						   (float)x1, (float)y1, k};
 		} else if (x1 > x0 && y1 > y0) {
-			float rgb[3] = {0, 0, 0};
-			if (!mono)
+			float rgb[3];
+			if (mono) {
+				dens_add_mono(&d, x0 - X0, x1 - X0, y0 - Y0,
+					      y1 - Y0);
+			} else {
 				rgb_f(pn->colors[k], rgb);
-			dens_add(&d, x0 - X0, x1 - X0, y0 - Y0, y1 - Y0, rgb);
+				dens_add_rgb(&d, x0 - X0, x1 - X0, y0 - Y0,
+					     y1 - Y0, rgb);
+			}
 		}
 	}
 	if (nc > MAX_RECTS) {
