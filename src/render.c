@@ -1760,16 +1760,6 @@ static inline void dens_put(int ch, float *arr, size_t cell, double v,
 	p[3] += (float)(v * rgb[2]);
 }
 
-/* Add v to one cell: through the row differences, whose two entries
- * share a cache line (the column ones are a row apart). */
-static inline void cell_add(struct dens *d, int row, int col, double v,
-			    const float *rgb, const int ch)
-{
-	size_t at = (size_t)row * (d->w + 1) + col;
-	dens_put(ch, d->hd, at, v, rgb);
-	dens_put(ch, d->hd, at + 1, -v, rgb);
-}
-
 /*
  * A rectangle inside pixel column `col` that is no wider than tall (or
  * fits one cell): the common case of many small buffers, added exactly
@@ -1778,17 +1768,28 @@ static inline void cell_add(struct dens *d, int row, int col, double v,
  * not apply adds zero, which leaves every sum as it was (they are never
  * -0). Row h of both arrays is scratch.
  */
-static inline void dens_col(struct dens *d, int col, double x0, double x1,
-			    double y0, double y1, const float *rgb,
-			    const int ch)
+/* c ? a : b through bit masks: compilers turn a ?: of doubles into a
+ * branch, which is mispredicted half the time here. */
+static inline double pick(bool c, double a, double b)
+{
+	uint64_t x, y, m = (uint64_t)0 - (uint64_t)c;
+	memcpy(&x, &a, sizeof(x));
+	memcpy(&y, &b, sizeof(y));
+	x = (x & m) | (y & ~m);
+	memcpy(&a, &x, sizeof(a));
+	return a;
+}
+
+static inline void dens_col(struct dens *d, int col, double f, double y0,
+			    double y1, const float *rgb, const int ch)
 {
 	const int W = d->w, H = d->h;
 	const size_t RW = (size_t)W + 1;
-	const double f = x1 - x0;
 	const int ra = (int)y0, rb = (int)y1;
-	const double top = f * ((y1 < ra + 1 ? y1 : ra + 1) - y0);
-	const double bot = f * (y1 - rb) * (double)(rb > ra && y1 > rb && rb < H);
-	const double mid = f * (double)(rb > ra + 1);
+	const double top = f * (pick(y1 < ra + 1, y1, ra + 1) - y0);
+	const double bot =
+		pick((rb > ra) & (y1 > rb) & (rb < H), f * (y1 - rb), 0);
+	const double mid = pick(rb > ra + 1, f, 0);
 	const size_t a = (size_t)ra * RW + col, b = (size_t)rb * RW + col;
 	dens_put(ch, d->hd, a, top, rgb);
 	dens_put(ch, d->hd, a + 1, -top, rgb);
@@ -1798,74 +1799,63 @@ static inline void dens_col(struct dens *d, int col, double x0, double x1,
 	dens_put(ch, d->vd, (size_t)rb * W + col, -mid, rgb);
 }
 
+/* The same for one pixel row of a rectangle wider than tall (f: the part
+ * of the row it covers); zeros may land one cell past the row's end. */
+static inline void dens_row(struct dens *d, int row, double f, double x0,
+			    double x1, const float *rgb, const int ch)
+{
+	const int W = d->w;
+	const size_t base = (size_t)row * ((size_t)W + 1);
+	const int ca = (int)x0, cb = (int)x1;
+	const double left = f * (pick(x1 < ca + 1, x1, ca + 1) - x0);
+	const double right =
+		pick((cb > ca) & (x1 > cb) & (cb < W), f * (x1 - cb), 0);
+	const double mid = pick(cb > ca + 1, f, 0);
+	dens_put(ch, d->hd, base + ca, left, rgb);
+	dens_put(ch, d->hd, base + ca + 1, -left, rgb);
+	dens_put(ch, d->hd, base + cb, right, rgb);
+	dens_put(ch, d->hd, base + cb + 1, -right, rgb);
+	dens_put(ch, d->hd, base + ca + 1, mid, rgb);
+	dens_put(ch, d->hd, base + cb, -mid, rgb);
+}
+
 /*
- * Add a rectangle in plot pixels (clipped, x0 < x1, y0 < y1); ch is
- * d->ch, a constant in each of the two copies below.
+ * Add a rectangle in plot pixels (clipped, x0 < x1, y0 < y1): column by
+ * column when it is no wider than tall or inside one cell, else row by
+ * row. ch is d->ch, a constant in each of the two copies below.
  */
 static ALWAYS_INLINE void dens_add_ch(struct dens *d, double x0, double x1,
-			       double y0, double y1, const float *rgb,
-			       const int ch)
+				      double y0, double y1, const float *rgb,
+				      const int ch)
 {
 	const int W = d->w, H = d->h;
 	d->any = true;
 	int cx = (int)x0, cy = (int)y0;
-	/* | and not ||: whether a buffer fits its row is unpredictable. */
-	if (x1 <= cx + 1 && ((y1 <= cy + 1) | (x1 - x0 <= y1 - y0))) {
-		dens_col(d, cx, x0, x1, y0, y1, rgb, ch);
-		return;
-	}
-	if (x1 - x0 <= y1 - y0) {
-		int ca = (int)x0, cb = (int)ceil(x1) - 1;
+	/* Small buffers are mostly no wider than tall: that test first, as
+	 * whether one fits its pixel row is unpredictable. */
+	if (x1 - x0 <= y1 - y0 || (x1 <= cx + 1 && y1 <= cy + 1)) {
+		if (x1 <= cx + 1) { /* one column: the loop's f is x1 - x0 */
+			dens_col(d, cx, x1 - x0, y0, y1, rgb, ch);
+			return;
+		}
+		int cb = (int)ceil(x1) - 1;
 		if (cb >= W)
 			cb = W - 1;
-		for (int col = ca; col <= cb; col++) {
+		for (int col = cx; col <= cb; col++) {
 			double f = (x1 < col + 1 ? x1 : col + 1) -
 				   (x0 > col ? x0 : col);
-			if (f <= 0)
-				continue;
-			int ra = (int)y0, rb = (int)y1;
-			if (ra == rb) {
-				cell_add(d, ra, col, f * (y1 - y0), rgb, ch);
-				continue;
-			}
-			cell_add(d, ra, col, f * (ra + 1 - y0), rgb, ch);
-			if (y1 > rb && rb < H)
-				cell_add(d, rb, col, f * (y1 - rb), rgb, ch);
-			if (rb > ra + 1) {
-				dens_put(ch, d->vd, (size_t)(ra + 1) * W + col, f,
-					 rgb);
-				dens_put(ch, d->vd, (size_t)rb * W + col, -f, rgb);
-			}
+			if (f > 0)
+				dens_col(d, col, f, y0, y1, rgb, ch);
 		}
 	} else {
-		int ra = (int)y0, rb = (int)ceil(y1) - 1;
+		int rb = (int)ceil(y1) - 1;
 		if (rb >= H)
 			rb = H - 1;
-		const size_t RW = (size_t)W + 1;
-		for (int row = ra; row <= rb; row++) {
+		for (int row = cy; row <= rb; row++) {
 			double f = (y1 < row + 1 ? y1 : row + 1) -
 				   (y0 > row ? y0 : row);
-			if (f <= 0)
-				continue;
-			int ca = (int)x0, cb = (int)x1;
-			size_t base = (size_t)row * RW;
-			if (ca == cb) {
-				double v = f * (x1 - x0);
-				dens_put(ch, d->hd, base + ca, v, rgb);
-				dens_put(ch, d->hd, base + ca + 1, -v, rgb);
-				continue;
-			}
-			double left = f * (ca + 1 - x0), right = f * (x1 - cb);
-			dens_put(ch, d->hd, base + ca, left, rgb);
-			dens_put(ch, d->hd, base + ca + 1, -left, rgb);
-			if (right > 0 && cb < W) {
-				dens_put(ch, d->hd, base + cb, right, rgb);
-				dens_put(ch, d->hd, base + cb + 1, -right, rgb);
-			}
-			if (cb > ca + 1) {
-				dens_put(ch, d->hd, base + ca + 1, f, rgb);
-				dens_put(ch, d->hd, base + cb, -f, rgb);
-			}
+			if (f > 0)
+				dens_row(d, row, f, x0, x1, rgb, ch);
 		}
 	}
 }
