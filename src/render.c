@@ -1831,13 +1831,16 @@ static ALWAYS_INLINE void dens_add_ch(struct dens *d, double x0, double x1,
 	const int W = d->w, H = d->h;
 	d->any = true;
 	int cx = (int)x0, cy = (int)y0;
-	/* Small buffers are mostly no wider than tall: that test first, as
-	 * whether one fits its pixel row is unpredictable. */
-	if (x1 - x0 <= y1 - y0 || (x1 <= cx + 1 && y1 <= cy + 1)) {
-		if (x1 <= cx + 1) { /* one column: the loop's f is x1 - x0 */
-			dens_col(d, cx, x1 - x0, y0, y1, rgb, ch);
-			return;
-		}
+	/* Flags, not && and ||: which of them hold is unpredictable, the
+	 * common case (one column, by columns) is not. */
+	const int narrow = x1 - x0 <= y1 - y0, one_col = x1 <= cx + 1,
+		  one_row = y1 <= cy + 1;
+	const int by_cols = narrow | (one_col & one_row);
+	if (by_cols & one_col) { /* the loop below, whose f is x1 - x0 */
+		dens_col(d, cx, x1 - x0, y0, y1, rgb, ch);
+		return;
+	}
+	if (by_cols) {
 		int cb = (int)ceil(x1) - 1;
 		if (cb >= W)
 			cb = W - 1;
