@@ -1780,8 +1780,9 @@ static inline double pick(bool c, double a, double b)
 	return a;
 }
 
-static inline void dens_col(struct dens *d, int col, double f, double y0,
-			    double y1, const float *rgb, const int ch)
+static ALWAYS_INLINE void dens_col(struct dens *d, int col, double f,
+				   double y0, double y1, const float *rgb,
+				   const int ch)
 {
 	const int W = d->w, H = d->h;
 	const size_t RW = (size_t)W + 1;
@@ -1932,16 +1933,18 @@ static void dens_resolve(struct dens *d, uint32_t *out)
 		}
 		return;
 	}
+	/* Coverage and colour: four floats a cell (C is 4 from here on; a
+	 * constant lets the compiler keep the four sums in one register). */
 	for (int row = 0; row < H; row++) {
-		float *vrow = d->vd + (size_t)row * W * C;
-		float *hrow = d->hd + (size_t)row * (W + 1) * C;
+		float *vrow = d->vd + (size_t)row * W * 4;
+		float *hrow = d->hd + (size_t)row * (W + 1) * 4;
 		float h4[4] = {0, 0, 0, 0};
 		for (int col = 0; col < W; col++) {
 			float cell[4];
-			for (int ch = 0; ch < C; ch++) {
-				acc[col * C + ch] += vrow[col * C + ch];
-				h4[ch] += hrow[col * C + ch];
-				cell[ch] = acc[col * C + ch] + h4[ch];
+			for (int ch = 0; ch < 4; ch++) {
+				acc[col * 4 + ch] += vrow[col * 4 + ch];
+				h4[ch] += hrow[col * 4 + ch];
+				cell[ch] = acc[col * 4 + ch] + h4[ch];
 			}
 			uint32_t px = 0;
 			if (cell[0] > 1e-4f) {
@@ -1950,8 +1953,7 @@ static void dens_resolve(struct dens *d, uint32_t *out)
 				float inv = 1.0f / cell[0];
 				uint32_t q[3];
 				for (int ch = 0; ch < 3; ch++) {
-					float v = C == 1 ? mono[ch]
-							 : cell[ch + 1] * inv;
+					float v = cell[ch + 1] * inv;
 					v = v < 0 ? 0 : (v > 1 ? 1 : v);
 					q[ch] = (uint32_t)(v * 31 + 0.5f);
 				}
