@@ -826,7 +826,8 @@ static int index_hits(const struct as_render *r, struct panel *pn)
 	/* A counting sort, stable: positions ascend within a bucket. */
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t k = 0; k < n; k++) {
-			const struct as_buffer *b = &pn->t->buffers[pn->bufs[k]];
+			const struct as_buffer *b =
+				&pn->t->buffers[pn->bufs[k]];
 			uint64_t s = b->start - r->tbase;
 			uint32_t j = hix_level(h, b->end - b->start);
 			uint64_t at = h->base[j] + s / (h->w0 << j);
@@ -1644,9 +1645,11 @@ int as_render_hit_test(const struct as_render *r, double x, double y,
 					hi = h->nb[j] - 1;
 				if (lo > hi)
 					continue;
+				uint32_t c = h->off[h->base[j] + lo];
 				uint32_t e = h->off[h->base[j] + hi + 1];
-				for (uint32_t c = h->off[h->base[j] + lo]; c < e; c++)
-					hit_consider(r, pn, h->idx[c], x, y, &hb);
+				for (; c < e; c++)
+					hit_consider(r, pn, h->idx[c], x, y,
+						     &hb);
 			}
 		}
 		out->buffer = hb.in != AS_NONE ? pn->bufs[hb.in]
@@ -1925,8 +1928,9 @@ static void dens_resolve(struct dens *d, uint32_t *out)
 				uint32_t px = 0;
 				if (cell > 1e-4f) {
 					float a = sqrtf(cell);
-					px = lut[a >= 1 ? 15
-							: (uint32_t)ceilf(a * 15)];
+					uint32_t A = a >= 1 ? 15
+						     : (uint32_t)ceilf(a * 15);
+					px = lut[A];
 				}
 				orow[col] = px;
 			}

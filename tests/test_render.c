@@ -471,7 +471,8 @@ static void hit_test_agrees_with_a_scan_of_every_buffer(void)
 		struct as_render_panel_info in;
 		CHECK(as_render_panel_info(r, 0, &in) == AS_OK);
 		for (double y = in.y + 0.5; y < in.y + in.h; y += 9.7) {
-			for (double x = in.x + 0.25; x < in.x + in.w; x += 13.3) {
+			for (double x = in.x + 0.25; x < in.x + in.w;
+			     x += 13.3) {
 				double slop = (int)x % 3 == 0 ? 0 : 4;
 				struct as_render_hit h;
 				CHECK(as_render_hit_test(r, x, y, slop, &h) ==
@@ -481,18 +482,22 @@ static void hit_test_agrees_with_a_scan_of_every_buffer(void)
 				uint32_t in_b = AS_NONE, near = AS_NONE;
 				for (uint32_t i = 0; i < n; i++) {
 					double x0, x1, y0, y1;
-					as_render_to_pixel(r, 0, (double)b[i].start,
-							   b[i].offset, &x0, &y1);
-					as_render_to_pixel(r, 0, (double)b[i].end,
-							   b[i].offset + b[i].size,
-							   &x1, &y0);
+					uint64_t lo = b[i].offset,
+						 hi = lo + b[i].size;
+					as_render_to_pixel(r, 0,
+							   (double)b[i].start,
+							   lo, &x0, &y1);
+					as_render_to_pixel(r, 0,
+							   (double)b[i].end,
+							   hi, &x1, &y0);
 					double dx = x < x0 ? x0 - x
 						    : (x > x1 ? x - x1 : 0);
 					double dy = y < y0 ? y0 - y
 						    : (y > y1 ? y - y1 : 0);
 					double dd = dx > dy ? dx : dy;
 					if (dd == 0) {
-						double a = (x1 - x0) * (y1 - y0);
+						double a = (x1 - x0) *
+							   (y1 - y0);
 						if (a < best_area) {
 							best_area = a;
 							in_b = i;
