@@ -8,28 +8,30 @@
 
 #include "strategy.h"
 
+/* Online allocators and offline planners; baselines before the planners
+ * that improve on them. */
 extern const struct as_strategy_impl as_strategy_recorded;
 extern const struct as_strategy_impl as_strategy_greedy_size;
-extern const struct as_strategy_impl as_strategy_npu_list;
-extern const struct as_strategy_impl as_strategy_tiered;
-extern const struct as_strategy_impl as_strategy_numa_bundle;
-extern const struct as_strategy_impl as_strategy_numa_flat;
-extern const struct as_strategy_impl as_strategy_bfc;
 extern const struct as_strategy_impl as_strategy_greedy_breadth;
 extern const struct as_strategy_impl as_strategy_bestfit;
 extern const struct as_strategy_impl as_strategy_strip;
+extern const struct as_strategy_impl as_strategy_bfc;
+extern const struct as_strategy_impl as_strategy_tiered;
+extern const struct as_strategy_impl as_strategy_npu_list;
+extern const struct as_strategy_impl as_strategy_numa_flat;
+extern const struct as_strategy_impl as_strategy_numa_bundle;
 
 static const struct as_strategy_impl *const registry[] = {
 	&as_strategy_recorded,
 	&as_strategy_greedy_size,
-	&as_strategy_npu_list,
-	&as_strategy_tiered,
-	&as_strategy_numa_bundle,
-	&as_strategy_numa_flat,
-	&as_strategy_bfc,
 	&as_strategy_greedy_breadth,
 	&as_strategy_bestfit,
 	&as_strategy_strip,
+	&as_strategy_bfc,
+	&as_strategy_tiered,
+	&as_strategy_npu_list,
+	&as_strategy_numa_flat,
+	&as_strategy_numa_bundle,
 };
 
 #define NREG (sizeof(registry) / sizeof(registry[0]))

@@ -69,6 +69,36 @@ struct tick {
 	bool major;
 };
 
+/*
+ * One placed buffer as the level of detail sees it: start and end
+ * relative to the render's tbase, axis fractions of its bottom (offset)
+ * and top (offset + extent). The exact values the pass used to compute
+ * per frame, computed once, so the picture does not change.
+ */
+struct geo {
+	double t0, t1, u0, u1;
+};
+
+#define GEO_BLOCK 64
+
+/*
+ * Time buckets for hit tests, over the placed buffers [0, nplaced).
+ * Level j has buckets w0 << j time units wide; a buffer lives at the
+ * lowest level whose width is at least its lifetime, in the bucket of its
+ * start (relative to tbase), so it ends before the next bucket but one.
+ * Buckets are runs of idx (positions in bufs, ascending within a
+ * bucket): level j's bucket b is idx[off[base[j] + b], off[base[j] + b +
+ * 1]). A time range meets only two extra buckets per level.
+ */
+#define HIX_LEVELS 64
+
+struct hit_index {
+	uint32_t *idx, *off;
+	uint64_t w0, tend;      /* tend: the latest end, relative to tbase */
+	uint32_t nlev;
+	uint32_t base[HIX_LEVELS], nb[HIX_LEVELS];
+};
+
 struct panel {
 	const struct as_trace *t;
 	const struct as_plan *p;
@@ -83,6 +113,17 @@ struct panel {
 	uint32_t *bufs;
 	uint32_t nbufs, nplaced, nplain;
 	uint32_t *colors;      /* 0xRRGGBB of bufs[k], for the colour mode */
+	/* What every frame reads, gathered once per axis (index_panel):
+	 * geo[k] for the plain buffers [0, nplain); blk_end[j] the latest
+	 * end of the buffers before block j's end, blk_start[j] the earliest
+	 * start from block j's start on (blocks of GEO_BLOCK), so that a
+	 * view skips whole runs of buffers that end before it or start
+	 * after it; and the time buckets of every placed buffer for hit
+	 * tests. */
+	struct geo *geo;
+	double *blk_end, *blk_start;
+	uint32_t nblk;
+	struct hit_index hix;
 	/* The level-of-detail pass of the last frame (rectangles drawn one by
 	 * one, density raster), reused while the view, the layout and the
 	 * colours stay the same: a viewer redraws on every hover. */
@@ -671,6 +712,148 @@ static double x_of(const struct as_render *r, const struct panel *pn,
 	return pn->px + (t - r->t0) / (r->t1 - r->t0) * pn->pw;
 }
 
+/* Axis fraction, with a fast path for the usual single-piece axis. */
+static inline double fast_u(const struct panel *pn, uint64_t a)
+{
+	if (pn->npieces == 1 && a <= pn->pieces[0].hi)
+		return (double)(a - pn->pieces[0].lo) /
+		       (double)(pn->pieces[0].hi - pn->pieces[0].lo);
+	return addr_u(pn, a, NULL);
+}
+
+/* The geometry and block bounds of the plain buffers (struct geo). */
+static int index_geo(const struct as_render *r, struct panel *pn)
+{
+	const uint32_t n = pn->nplain;
+	const uint32_t nblk = (n + GEO_BLOCK - 1) / GEO_BLOCK;
+	struct geo *g = malloc(sizeof(*g) * ((size_t)n + 1));
+	double *be = malloc(sizeof(double) * ((size_t)nblk + 1));
+	double *bs = malloc(sizeof(double) * ((size_t)nblk + 1));
+	if (!g || !be || !bs) {
+		free(g);
+		free(be);
+		free(bs);
+		return AS_ENOMEM;
+	}
+	const uint64_t *chunk = pn->p->chunk;
+	const uint64_t tb = r->tbase; /* every start is at or after it */
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = pn->bufs[k];
+		const struct as_buffer *b = &pn->t->buffers[i];
+		uint64_t off = pn->p->offset[i];
+		uint64_t ext = chunk && chunk[i] > b->size ? chunk[i] : b->size;
+		uint64_t top = off > UINT64_MAX - ext ? UINT64_MAX : off + ext;
+		g[k].t0 = (double)(b->start - tb);
+		g[k].t1 = (double)(b->end - tb);
+		g[k].u0 = fast_u(pn, off);
+		g[k].u1 = fast_u(pn, top);
+	}
+	double m = -INFINITY;
+	for (uint32_t j = 0; j < nblk; j++) {
+		uint32_t e = (j + 1) * GEO_BLOCK < n ? (j + 1) * GEO_BLOCK : n;
+		for (uint32_t k = j * GEO_BLOCK; k < e; k++)
+			m = g[k].t1 > m ? g[k].t1 : m;
+		be[j] = m;
+	}
+	m = INFINITY;
+	for (uint32_t j = nblk; j-- > 0;) {
+		uint32_t e = (j + 1) * GEO_BLOCK < n ? (j + 1) * GEO_BLOCK : n;
+		for (uint32_t k = j * GEO_BLOCK; k < e; k++)
+			m = g[k].t0 < m ? g[k].t0 : m;
+		bs[j] = m;
+	}
+	free(pn->geo);
+	free(pn->blk_end);
+	free(pn->blk_start);
+	pn->geo = g;
+	pn->blk_end = be;
+	pn->blk_start = bs;
+	pn->nblk = nblk;
+	return AS_OK;
+}
+
+/* Level of a lifetime in the hit index: the first wide enough. */
+static uint32_t hix_level(const struct hit_index *h, uint64_t len)
+{
+	uint32_t j = 0;
+	uint64_t w = h->w0;
+	while (len > w && j + 1 < h->nlev) {
+		w <<= 1;
+		j++;
+	}
+	return j;
+}
+
+static int index_hits(const struct as_render *r, struct panel *pn)
+{
+	struct hit_index *h = &pn->hix;
+	const uint32_t n = pn->nplaced;
+	free(h->idx);
+	free(h->off);
+	memset(h, 0, sizeof(*h));
+	uint64_t tend = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		uint64_t e = pn->t->buffers[pn->bufs[k]].end - r->tbase;
+		tend = e > tend ? e : tend;
+	}
+	/* Beyond 2^50 time units doubles no longer tell every unit apart:
+	 * hit tests then scan every buffer (no index). */
+	if (tend > ((uint64_t)1 << 50))
+		return AS_OK;
+	/* About four buffers a bucket at the lowest level. */
+	uint64_t nb0 = n / 4 > 0 ? n / 4 : 1;
+	if (nb0 > ((uint64_t)1 << 22))
+		nb0 = (uint64_t)1 << 22;
+	h->tend = tend;
+	h->w0 = tend / nb0 + 1;
+	h->nlev = 1;
+	for (uint64_t w = h->w0; w < tend && h->nlev < HIX_LEVELS; w <<= 1)
+		h->nlev++;
+	uint64_t total = 0;
+	for (uint32_t j = 0; j < h->nlev; j++) {
+		h->base[j] = (uint32_t)total;
+		h->nb[j] = (uint32_t)((tend >> j) / h->w0 + 1);
+		total += h->nb[j];
+	}
+	h->idx = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+	h->off = calloc(total + 1, sizeof(uint32_t));
+	if (!h->idx || !h->off) {
+		free(h->idx);
+		free(h->off);
+		memset(h, 0, sizeof(*h));
+		return AS_ENOMEM;
+	}
+	/* A counting sort, stable: positions ascend within a bucket. */
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t k = 0; k < n; k++) {
+			const struct as_buffer *b =
+				&pn->t->buffers[pn->bufs[k]];
+			uint64_t s = b->start - r->tbase;
+			uint32_t j = hix_level(h, b->end - b->start);
+			uint64_t at = h->base[j] + s / (h->w0 << j);
+			if (pass == 0)
+				h->off[at + 1]++;
+			else
+				h->idx[h->off[at]++] = k;
+		}
+		if (pass == 0) {
+			for (uint64_t c = 0; c < total; c++)
+				h->off[c + 1] += h->off[c];
+		} else { /* each off[c] moved to its bucket's end: shift back */
+			memmove(h->off + 1, h->off, sizeof(uint32_t) * total);
+			h->off[0] = 0;
+		}
+	}
+	return AS_OK;
+}
+
+/* What frames need of the panel's buffers, prepared once per axis. */
+static int index_panel(const struct as_render *r, struct panel *pn)
+{
+	int err = index_geo(r, pn);
+	return err ? err : index_hits(r, pn);
+}
+
 struct sized {
 	uint64_t size;
 	uint32_t idx;
@@ -826,6 +1009,11 @@ static void free_panels(struct as_render *r)
 		free(r->panels[i].colors);
 		free(r->panels[i].lod_cand);
 		free(r->panels[i].lod_raster);
+		free(r->panels[i].geo);
+		free(r->panels[i].blk_end);
+		free(r->panels[i].blk_start);
+		free(r->panels[i].hix.idx);
+		free(r->panels[i].hix.off);
 	}
 	free(r->panels);
 	r->panels = NULL;
@@ -987,6 +1175,11 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 	r->time_is_index = ops == panels[0].trace->end_time &&
 			   !(panels[0].trace->format &&
 			     strcmp(panels[0].trace->format, "csv") == 0);
+	for (size_t i = 0; i < r->npanels; i++) {
+		err = index_panel(r, &r->panels[i]);
+		if (err)
+			goto fail;
+	}
 	err = layout(r);
 	if (err)
 		goto fail;
@@ -1225,6 +1418,8 @@ int as_render_set_opts(struct as_render *r, const struct as_render_opts *o)
 			pn->pieces = NULL;
 			pn->lod_valid = false;
 			int err = build_axis(pn, o->compress);
+			if (!err)
+				err = index_panel(r, pn);
 			if (err)
 				return err;
 		}
@@ -1335,6 +1530,63 @@ static double rect_dist(double x, double y, double x0, double x1, double y0,
 	return dx > dy ? dx : dy;
 }
 
+/*
+ * The best hit so far. In the order of bufs a scan keeps the first of the
+ * smallest containing rectangles and the last of the nearest within slop;
+ * the index visits buffers in another order, so ties go by position.
+ */
+struct hit_best {
+	double area, d;
+	uint32_t in, near; /* positions in bufs, or AS_NONE */
+};
+
+static void hit_consider(const struct as_render *r, const struct panel *pn,
+			 uint32_t k, double x, double y, struct hit_best *hb)
+{
+	uint32_t b = pn->bufs[k];
+	double x0, x1, y0, y1;
+	buf_rect(r, pn, b, extent_of(pn, b), &x0, &x1, &y0, &y1);
+	double d = rect_dist(x, y, x0, x1, y0, y1);
+	if (d == 0) {
+		double area = (x1 - x0) * (y1 - y0);
+		if (area < hb->area ||
+		    (area == hb->area && hb->in != AS_NONE && k < hb->in)) {
+			hb->area = area;
+			hb->in = k;
+		}
+	} else if (d < hb->d ||
+		   (d == hb->d && (hb->near == AS_NONE || k > hb->near))) {
+		hb->d = d;
+		hb->near = k;
+	}
+}
+
+/*
+ * The times (relative to tbase, whole units) that a buffer within slop
+ * pixels of x must meet, padded by a pixel and a unit either side; false
+ * when the index cannot answer (no index, odd numbers): scan everything.
+ */
+static bool hit_range(const struct as_render *r, const struct panel *pn,
+		      double x, double slop, uint64_t *qa, uint64_t *qb)
+{
+	if (!pn->hix.idx)
+		return false;
+	double s = slop > 0 ? slop : 0;
+	double k = (r->t1 - r->t0) / pn->pw;
+	double ta = r->t0 + (x - s - 1 - pn->px) * k;
+	double tb = r->t0 + (x + s + 1 - pn->px) * k;
+	if (!isfinite(ta) || !isfinite(tb) || !(tb >= ta))
+		return false;
+	double tend = (double)pn->hix.tend;
+	ta = floor(ta) - 1;
+	tb = ceil(tb) + 1;
+	ta = ta < 0 ? 0 : (ta > tend ? tend : ta);
+	tb = tb < 0 ? 0 : (tb > tend ? tend : tb);
+	*qa = (uint64_t)ta;
+	*qb = (uint64_t)tb;
+	return true;
+}
+
 int as_render_hit_test(const struct as_render *r, double x, double y,
 		       double slop, struct as_render_hit *out)
 {
@@ -1378,26 +1630,31 @@ int as_render_hit_test(const struct as_render *r, double x, double y,
 			return AS_OK;
 		/* The smallest rectangle containing the point (aliases sit
 		 * inside their parents), else the nearest within slop. */
-		double best_area = INFINITY, best_d = slop;
-		uint32_t near = AS_NONE;
-		for (uint32_t k = 0; k < pn->nplaced; k++) {
-			uint32_t b = pn->bufs[k];
-			double x0, x1, y0, y1;
-			buf_rect(r, pn, b, extent_of(pn, b), &x0, &x1, &y0, &y1);
-			double d = rect_dist(x, y, x0, x1, y0, y1);
-			if (d == 0) {
-				double area = (x1 - x0) * (y1 - y0);
-				if (area < best_area) {
-					best_area = area;
-					out->buffer = b;
-				}
-			} else if (d <= best_d) {
-				best_d = d;
-				near = b;
+		struct hit_best hb = {INFINITY, slop, AS_NONE, AS_NONE};
+		uint64_t qa, qb;
+		if (!hit_range(r, pn, x, slop, &qa, &qb)) {
+			for (uint32_t k = 0; k < pn->nplaced; k++)
+				hit_consider(r, pn, k, x, y, &hb);
+		} else {
+			const struct hit_index *h = &pn->hix;
+			for (uint32_t j = 0; j < h->nlev; j++) {
+				uint64_t w = h->w0 << j;
+				uint64_t lo = qa / w, hi = qb / w;
+				lo = lo > 0 ? lo - 1 : 0;
+				if (hi >= h->nb[j])
+					hi = h->nb[j] - 1;
+				if (lo > hi)
+					continue;
+				uint32_t c = h->off[h->base[j] + lo];
+				uint32_t e = h->off[h->base[j] + hi + 1];
+				for (; c < e; c++)
+					hit_consider(r, pn, h->idx[c], x, y,
+						     &hb);
 			}
 		}
-		if (out->buffer == AS_NONE)
-			out->buffer = near;
+		out->buffer = hb.in != AS_NONE ? pn->bufs[hb.in]
+			      : hb.near != AS_NONE ? pn->bufs[hb.near]
+						   : AS_NONE;
 		return AS_OK;
 	}
 	return AS_OK;
@@ -1485,10 +1742,17 @@ struct dens {
 
 #define C_DENSITY 0x3d4f63u /* slate: many small buffers */
 
-static inline void dens_put(const struct dens *d, float *arr, size_t cell,
-			    double v, const float *rgb)
+/* Inlined even when large: a copy per constant channel count. */
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
+static inline void dens_put(int ch, float *arr, size_t cell, double v,
+			    const float *rgb)
 {
-	if (d->ch == 1) {
+	if (ch == 1) {
 		arr[cell] += (float)v;
 		return;
 	}
@@ -1499,83 +1763,129 @@ static inline void dens_put(const struct dens *d, float *arr, size_t cell,
 	p[3] += (float)(v * rgb[2]);
 }
 
-/* Add v to one cell: through the row differences, whose two entries
- * share a cache line (the column ones are a row apart). */
-static inline void cell_add(struct dens *d, int row, int col, double v,
-			    const float *rgb)
+/*
+ * A rectangle inside pixel column `col` that is no wider than tall (or
+ * fits one cell): the common case of many small buffers, added exactly
+ * as the general case below would, without its branches, which the
+ * processor cannot predict when heights are random. A part that does
+ * not apply adds zero, which leaves every sum as it was (they are never
+ * -0). Row h of both arrays is scratch.
+ */
+/* c ? a : b through bit masks: compilers turn a ?: of doubles into a
+ * branch, which is mispredicted half the time here. */
+static inline double pick(bool c, double a, double b)
 {
-	size_t at = (size_t)row * (d->w + 1) + col;
-	dens_put(d, d->hd, at, v, rgb);
-	dens_put(d, d->hd, at + 1, -v, rgb);
+	uint64_t x, y, m = (uint64_t)0 - (uint64_t)c;
+	memcpy(&x, &a, sizeof(x));
+	memcpy(&y, &b, sizeof(y));
+	x = (x & m) | (y & ~m);
+	memcpy(&a, &x, sizeof(a));
+	return a;
 }
 
-/* Add a rectangle in plot pixels (clipped, x0 < x1, y0 < y1). */
-static void dens_add(struct dens *d, double x0, double x1, double y0,
-		     double y1, const float *rgb)
+static ALWAYS_INLINE void dens_col(struct dens *d, int col, double f,
+				   double y0, double y1, const float *rgb,
+				   const int ch)
+{
+	const int W = d->w, H = d->h;
+	const size_t RW = (size_t)W + 1;
+	const int ra = (int)y0, rb = (int)y1;
+	const double top = f * (pick(y1 < ra + 1, y1, ra + 1) - y0);
+	const double bot =
+		pick((rb > ra) & (y1 > rb) & (rb < H), f * (y1 - rb), 0);
+	const double mid = pick(rb > ra + 1, f, 0);
+	const size_t a = (size_t)ra * RW + col, b = (size_t)rb * RW + col;
+	dens_put(ch, d->hd, a, top, rgb);
+	dens_put(ch, d->hd, a + 1, -top, rgb);
+	dens_put(ch, d->hd, b, bot, rgb);
+	dens_put(ch, d->hd, b + 1, -bot, rgb);
+	dens_put(ch, d->vd, (size_t)(ra + 1) * W + col, mid, rgb);
+	dens_put(ch, d->vd, (size_t)rb * W + col, -mid, rgb);
+}
+
+/* The same for one pixel row of a rectangle wider than tall (f: the part
+ * of the row it covers); zeros may land one cell past the row's end. */
+static inline void dens_row(struct dens *d, int row, double f, double x0,
+			    double x1, const float *rgb, const int ch)
+{
+	const int W = d->w;
+	const size_t base = (size_t)row * ((size_t)W + 1);
+	const int ca = (int)x0, cb = (int)x1;
+	const double left = f * (pick(x1 < ca + 1, x1, ca + 1) - x0);
+	const double right =
+		pick((cb > ca) & (x1 > cb) & (cb < W), f * (x1 - cb), 0);
+	const double mid = pick(cb > ca + 1, f, 0);
+	dens_put(ch, d->hd, base + ca, left, rgb);
+	dens_put(ch, d->hd, base + ca + 1, -left, rgb);
+	dens_put(ch, d->hd, base + cb, right, rgb);
+	dens_put(ch, d->hd, base + cb + 1, -right, rgb);
+	dens_put(ch, d->hd, base + ca + 1, mid, rgb);
+	dens_put(ch, d->hd, base + cb, -mid, rgb);
+}
+
+/*
+ * Add a rectangle in plot pixels (clipped, x0 < x1, y0 < y1): column by
+ * column when it is no wider than tall or inside one cell, else row by
+ * row. ch is d->ch, a constant in each of the two copies below.
+ */
+static ALWAYS_INLINE void dens_add_ch(struct dens *d, double x0, double x1,
+				      double y0, double y1, const float *rgb,
+				      const int ch)
 {
 	const int W = d->w, H = d->h;
 	d->any = true;
 	int cx = (int)x0, cy = (int)y0;
-	if (x1 <= cx + 1 && y1 <= cy + 1) {
-		/* Inside one cell: the common case of tiny buffers. */
-		cell_add(d, cy < H ? cy : H - 1, cx < W ? cx : W - 1,
-			 (x1 - x0) * (y1 - y0), rgb);
+	/* Flags, not && and ||: which of them hold is unpredictable, the
+	 * common case (one column, by columns) is not. */
+	const int narrow = x1 - x0 <= y1 - y0, one_col = x1 <= cx + 1,
+		  one_row = y1 <= cy + 1;
+	const int by_cols = narrow | (one_col & one_row);
+	if (by_cols & one_col) { /* the loop below, whose f is x1 - x0 */
+		dens_col(d, cx, x1 - x0, y0, y1, rgb, ch);
 		return;
 	}
-	if (x1 - x0 <= y1 - y0) {
-		int ca = (int)x0, cb = (int)ceil(x1) - 1;
+	if (by_cols) {
+		int cb = (int)ceil(x1) - 1;
 		if (cb >= W)
 			cb = W - 1;
-		for (int col = ca; col <= cb; col++) {
+		for (int col = cx; col <= cb; col++) {
 			double f = (x1 < col + 1 ? x1 : col + 1) -
 				   (x0 > col ? x0 : col);
-			if (f <= 0)
-				continue;
-			int ra = (int)y0, rb = (int)y1;
-			if (ra == rb) {
-				cell_add(d, ra, col, f * (y1 - y0), rgb);
-				continue;
-			}
-			cell_add(d, ra, col, f * (ra + 1 - y0), rgb);
-			if (y1 > rb && rb < H)
-				cell_add(d, rb, col, f * (y1 - rb), rgb);
-			if (rb > ra + 1) {
-				dens_put(d, d->vd, (size_t)(ra + 1) * W + col, f,
-					 rgb);
-				dens_put(d, d->vd, (size_t)rb * W + col, -f, rgb);
-			}
+			if (f > 0)
+				dens_col(d, col, f, y0, y1, rgb, ch);
 		}
 	} else {
-		int ra = (int)y0, rb = (int)ceil(y1) - 1;
+		int rb = (int)ceil(y1) - 1;
 		if (rb >= H)
 			rb = H - 1;
-		const size_t RW = (size_t)W + 1;
-		for (int row = ra; row <= rb; row++) {
+		for (int row = cy; row <= rb; row++) {
 			double f = (y1 < row + 1 ? y1 : row + 1) -
 				   (y0 > row ? y0 : row);
-			if (f <= 0)
-				continue;
-			int ca = (int)x0, cb = (int)x1;
-			size_t base = (size_t)row * RW;
-			if (ca == cb) {
-				double v = f * (x1 - x0);
-				dens_put(d, d->hd, base + ca, v, rgb);
-				dens_put(d, d->hd, base + ca + 1, -v, rgb);
-				continue;
-			}
-			double left = f * (ca + 1 - x0), right = f * (x1 - cb);
-			dens_put(d, d->hd, base + ca, left, rgb);
-			dens_put(d, d->hd, base + ca + 1, -left, rgb);
-			if (right > 0 && cb < W) {
-				dens_put(d, d->hd, base + cb, right, rgb);
-				dens_put(d, d->hd, base + cb + 1, -right, rgb);
-			}
-			if (cb > ca + 1) {
-				dens_put(d, d->hd, base + ca + 1, f, rgb);
-				dens_put(d, d->hd, base + cb, -f, rgb);
-			}
+			if (f > 0)
+				dens_row(d, row, f, x0, x1, rgb, ch);
 		}
 	}
+}
+
+static void dens_add_mono(struct dens *d, double x0, double x1, double y0,
+			  double y1)
+{
+	dens_add_ch(d, x0, x1, y0, y1, NULL, 1);
+}
+
+static void dens_add_rgb(struct dens *d, double x0, double x1, double y0,
+			 double y1, const float *rgb)
+{
+	dens_add_ch(d, x0, x1, y0, y1, rgb, 4);
+}
+
+static void dens_add(struct dens *d, double x0, double x1, double y0,
+		     double y1, const float *rgb)
+{
+	if (d->ch == 1)
+		dens_add_mono(d, x0, x1, y0, y1);
+	else
+		dens_add_rgb(d, x0, x1, y0, y1, rgb);
 }
 
 /*
@@ -1591,16 +1901,54 @@ static void dens_resolve(struct dens *d, uint32_t *out)
 	memset(acc, 0, sizeof(float) * C * W);
 	float mono[3];
 	rgb_f(C_DENSITY, mono);
+	if (C == 1) {
+		/* One colour: a pixel depends on its opacity step only. */
+		uint32_t lut[16];
+		for (uint32_t A = 0; A < 16; A++) {
+			uint32_t q[3];
+			for (int ch = 0; ch < 3; ch++) {
+				float v = mono[ch];
+				v = v < 0 ? 0 : (v > 1 ? 1 : v);
+				q[ch] = (uint32_t)(v * 31 + 0.5f);
+			}
+			lut[A] = (A * 17) << 24 |
+				 ((q[0] * A * 255 + 232) / 465) << 16 |
+				 ((q[1] * A * 255 + 232) / 465) << 8 |
+				 ((q[2] * A * 255 + 232) / 465);
+		}
+		for (int row = 0; row < H; row++) {
+			const float *vrow = d->vd + (size_t)row * W;
+			const float *hrow = d->hd + (size_t)row * (W + 1);
+			uint32_t *orow = out + (size_t)row * W;
+			float h1 = 0;
+			for (int col = 0; col < W; col++) {
+				acc[col] += vrow[col];
+				h1 += hrow[col];
+				float cell = acc[col] + h1;
+				uint32_t px = 0;
+				if (cell > 1e-4f) {
+					float a = sqrtf(cell);
+					uint32_t A = a >= 1 ? 15
+						     : (uint32_t)ceilf(a * 15);
+					px = lut[A];
+				}
+				orow[col] = px;
+			}
+		}
+		return;
+	}
+	/* Coverage and colour: four floats a cell (C is 4 from here on; a
+	 * constant lets the compiler keep the four sums in one register). */
 	for (int row = 0; row < H; row++) {
-		float *vrow = d->vd + (size_t)row * W * C;
-		float *hrow = d->hd + (size_t)row * (W + 1) * C;
+		float *vrow = d->vd + (size_t)row * W * 4;
+		float *hrow = d->hd + (size_t)row * (W + 1) * 4;
 		float h4[4] = {0, 0, 0, 0};
 		for (int col = 0; col < W; col++) {
 			float cell[4];
-			for (int ch = 0; ch < C; ch++) {
-				acc[col * C + ch] += vrow[col * C + ch];
-				h4[ch] += hrow[col * C + ch];
-				cell[ch] = acc[col * C + ch] + h4[ch];
+			for (int ch = 0; ch < 4; ch++) {
+				acc[col * 4 + ch] += vrow[col * 4 + ch];
+				h4[ch] += hrow[col * 4 + ch];
+				cell[ch] = acc[col * 4 + ch] + h4[ch];
 			}
 			uint32_t px = 0;
 			if (cell[0] > 1e-4f) {
@@ -1609,8 +1957,7 @@ static void dens_resolve(struct dens *d, uint32_t *out)
 				float inv = 1.0f / cell[0];
 				uint32_t q[3];
 				for (int ch = 0; ch < 3; ch++) {
-					float v = C == 1 ? mono[ch]
-							 : cell[ch + 1] * inv;
+					float v = cell[ch + 1] * inv;
 					v = v < 0 ? 0 : (v > 1 ? 1 : v);
 					q[ch] = (uint32_t)(v * 31 + 0.5f);
 				}
@@ -1647,7 +1994,7 @@ static int dens_init(struct as_render *r, struct dens *d, int w, int h,
 	d->hd = r->hd;
 	d->any = false;
 	memset(d->vd, 0, (size_t)(h + 1) * w * ch * sizeof(float));
-	memset(d->hd, 0, (size_t)h * (w + 1) * ch * sizeof(float));
+	memset(d->hd, 0, (size_t)(h + 1) * (w + 1) * ch * sizeof(float));
 	return AS_OK;
 }
 
@@ -2085,15 +2432,6 @@ static int panel_colors(struct as_render *r, struct panel *pn)
 	return AS_OK;
 }
 
-/* Axis fraction, with a fast path for the usual single-piece axis. */
-static inline double fast_u(const struct panel *pn, uint64_t a)
-{
-	if (pn->npieces == 1 && a <= pn->pieces[0].hi)
-		return (double)(a - pn->pieces[0].lo) /
-		       (double)(pn->pieces[0].hi - pn->pieces[0].lo);
-	return addr_u(pn, a, NULL);
-}
-
 /*
  * Sort the panel's buffers into rectangles drawn one by one (the largest
  * MAX_RECTS of those at least MIN_RECT_PX both ways) and the density
@@ -2121,20 +2459,41 @@ static int lod_pass(struct as_render *r, struct panel *pn)
 	/* The hot loop: x = ax + t * bx, y = ay - u * by. */
 	const double bx = pn->pw / (r->t1 - r->t0), ax = X0 - r->t0 * bx;
 	const double by = pn->ph / (pn->v1 - pn->v0), ay = Y1 + pn->v0 * by;
-	const uint64_t *chunk = pn->p->chunk;
-	const uint64_t tb = r->tbase; /* every start is at or after it */
-	for (uint32_t k = 0; k < pn->nplain; k++) {
-		uint32_t i = pn->bufs[k];
-		const struct as_buffer *b = &pn->t->buffers[i];
-		double x0 = ax + (double)(b->start - tb) * bx;
-		double x1 = ax + (double)(b->end - tb) * bx;
+	const struct geo *g = pn->geo;
+	uint32_t kb = 0, ke = pn->nplain;
+	if (isfinite(ax) && isfinite(bx)) {
+		/* Blocks ending left of the view, and from the first block
+		 * starting right of it: nothing there is drawn. */
+		uint32_t lo = 0, hi = pn->nblk;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (ax + pn->blk_end[mid] * bx <= X0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		kb = lo * GEO_BLOCK;
+		hi = pn->nblk;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (ax + pn->blk_start[mid] * bx < X1)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if ((uint64_t)lo * GEO_BLOCK < ke)
+			ke = lo * GEO_BLOCK;
+		if (kb > ke)
+			kb = ke;
+	}
+	const bool mono = d.ch == 1;
+	for (uint32_t k = kb; k < ke; k++) {
+		double x0 = ax + g[k].t0 * bx;
+		double x1 = ax + g[k].t1 * bx;
 		if (x1 <= X0 || x0 >= X1)
 			continue;
-		uint64_t off = pn->p->offset[i];
-		uint64_t ext = chunk && chunk[i] > b->size ? chunk[i] : b->size;
-		uint64_t top = off > UINT64_MAX - ext ? UINT64_MAX : off + ext;
-		double y1 = ay - fast_u(pn, off) * by;
-		double y0 = ay - fast_u(pn, top) * by;
+		double y1 = ay - g[k].u0 * by;
+		double y0 = ay - g[k].u1 * by;
 		if (y1 <= Y0 || y0 >= Y1)
 			continue;
 		clip_rect(pn, &x0, &x1, &y0, &y1);
@@ -2143,8 +2502,14 @@ static int lod_pass(struct as_render *r, struct panel *pn)
 						   (float)x1, (float)y1, k};
 		} else if (x1 > x0 && y1 > y0) {
 			float rgb[3];
-			rgb_f(pn->colors[k], rgb);
-			dens_add(&d, x0 - X0, x1 - X0, y0 - Y0, y1 - Y0, rgb);
+			if (mono) {
+				dens_add_mono(&d, x0 - X0, x1 - X0, y0 - Y0,
+					      y1 - Y0);
+			} else {
+				rgb_f(pn->colors[k], rgb);
+				dens_add_rgb(&d, x0 - X0, x1 - X0, y0 - Y0,
+					     y1 - Y0, rgb);
+			}
 		}
 	}
 	if (nc > MAX_RECTS) {

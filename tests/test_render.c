@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE /* mkstemps */
 #include <cairo.h>
+#include <math.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -428,6 +429,96 @@ static void hit_test_names_the_buffer_under_the_pointer(void)
 	as_render_destroy(r);
 	as_plan_destroy(p);
 	as_trace_destroy(t);
+}
+
+/*
+ * The hit test looks buffers up in time buckets; it must answer what a
+ * scan of every buffer answers: the first smallest rectangle holding the
+ * point, else the last nearest one within slop. Short and long lives,
+ * equal rectangles (ties), zoomed views.
+ */
+static void hit_test_agrees_with_a_scan_of_every_buffer(void)
+{
+	const uint32_t n = 3000;
+	struct tbuf *b = calloc(n, sizeof(*b));
+	uint64_t seed = 99;
+	for (uint32_t i = 0; i < n; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t start = (seed >> 33) % 100000;
+		uint64_t len = i % 97 == 0 ? 1 + (seed >> 20) % 90000
+					   : 1 + (seed >> 44) % 300;
+		b[i] = (struct tbuf){"x", 64 + (seed >> 50) % 5000, start,
+				     start + len, (i % 400) * 4096, 0, 0};
+		if (i % 50 == 1) /* a twin of the buffer before: a tie */
+			b[i] = b[i - 1];
+	}
+	struct as_plan *p;
+	struct as_trace *t = make(b, n, NULL, 0, &p);
+	struct as_render_panel pn = {"hits", t, p, NULL, 0};
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(&pn, 1, NULL, &r, &d) == AS_OK);
+	struct as_render_opts o = *as_render_get_opts(r);
+	const struct as_render_view views[] = {
+		{0, 0, 0, 0},
+		{40000, 41000, 0, 0},
+		{50000, 50020, 0.3, 0.31},
+	};
+	uint32_t mismatches = 0, hits = 0;
+	for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++) {
+		o.view = views[v];
+		CHECK(as_render_set_opts(r, &o) == AS_OK);
+		struct as_render_panel_info in;
+		CHECK(as_render_panel_info(r, 0, &in) == AS_OK);
+		for (double y = in.y + 0.5; y < in.y + in.h; y += 9.7) {
+			for (double x = in.x + 0.25; x < in.x + in.w;
+			     x += 13.3) {
+				double slop = (int)x % 3 == 0 ? 0 : 4;
+				struct as_render_hit h;
+				CHECK(as_render_hit_test(r, x, y, slop, &h) ==
+				      AS_OK);
+				/* The scan, from the public pixel mapping. */
+				double best_area = INFINITY, best_d = slop;
+				uint32_t in_b = AS_NONE, near = AS_NONE;
+				for (uint32_t i = 0; i < n; i++) {
+					double x0, x1, y0, y1;
+					uint64_t lo = b[i].offset,
+						 hi = lo + b[i].size;
+					as_render_to_pixel(r, 0,
+							   (double)b[i].start,
+							   lo, &x0, &y1);
+					as_render_to_pixel(r, 0,
+							   (double)b[i].end,
+							   hi, &x1, &y0);
+					double dx = x < x0 ? x0 - x
+						    : (x > x1 ? x - x1 : 0);
+					double dy = y < y0 ? y0 - y
+						    : (y > y1 ? y - y1 : 0);
+					double dd = dx > dy ? dx : dy;
+					if (dd == 0) {
+						double a = (x1 - x0) *
+							   (y1 - y0);
+						if (a < best_area) {
+							best_area = a;
+							in_b = i;
+						}
+					} else if (dd <= best_d) {
+						best_d = dd;
+						near = i;
+					}
+				}
+				uint32_t want = in_b != AS_NONE ? in_b : near;
+				hits += want != AS_NONE;
+				mismatches += h.buffer != want;
+			}
+		}
+	}
+	CHECK(hits > 1000);
+	CHECK_EQ_U64(mismatches, 0);
+	as_render_destroy(r);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+	free(b);
 }
 
 static void far_apart_address_ranges_are_compressed_with_a_break(void)
@@ -918,6 +1009,7 @@ int main(void)
 	TEST_RUN(the_png_file_holds_the_same_pixels);
 	TEST_RUN(failures_overlaps_and_waste_are_drawn_where_they_happen);
 	TEST_RUN(hit_test_names_the_buffer_under_the_pointer);
+	TEST_RUN(hit_test_agrees_with_a_scan_of_every_buffer);
 	TEST_RUN(far_apart_address_ranges_are_compressed_with_a_break);
 	TEST_RUN(a_million_buffers_render_fast_into_a_bounded_svg);
 	TEST_RUN(colours_follow_the_name_in_every_panel_and_mode);

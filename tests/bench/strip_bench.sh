@@ -1,16 +1,16 @@
 #!/bin/sh
 # Benchmark of strategy strip (issue 5) against the baselines.
 #
-#   bench/strip_bench.sh [BUILD_DIR] [SPEC]
+#   tests/bench/strip_bench.sh [BUILD_DIR] [SPEC]
 #
 # BUILD_DIR defaults to build, SPEC to "strip" (default options). Prints two
 # markdown tables: the MiniMalloc "challenging" and idealloc instances of
 # ../shared/benchmarks (with MiniMalloc's own figures from SOURCE.md), then
-# generated large traces (bench/strip_gen.py) of 20k to 1M buffers. Every
+# generated large traces (tests/bench/strip_gen.py) of 20k to 1M buffers. Every
 # plan is validated by allocscope itself; a row says "INVALID" otherwise.
 set -eu
 
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-build}
 spec=${2:-strip}
 exe="$here/$build/allocscope"
@@ -71,7 +71,7 @@ echo "## Generated large traces ($spec)"
 echo
 echo "| trace | buffers | lower bound | height | vs bound | s | - | best baseline |"
 echo "|---|---|---|---|---|---|---|---|"
-gen="$here/bench/strip_gen.py"
+gen="$here/tests/bench/strip_gen.py"
 python3 "$gen" train 60000 > "$tmp/train-60k.csv"
 python3 "$gen" malloc 60000 > "$tmp/malloc-60k.csv"
 python3 "$gen" tile 20400 "$shared/idealloc/G_1.csv" > "$tmp/g1-tile-20k.csv"
