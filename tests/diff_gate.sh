@@ -6,7 +6,7 @@
 # the baseline (a strategy or trace added later) are listed, not failed.
 #
 # When the improvement or the new rows are deliberate, regenerate the
-# baseline: scripts/update-baseline.sh (or: ninja -C build update-baseline).
+# baseline: tests/update-baseline.sh (or: ninja -C build update-baseline).
 # With AS_DIFF_MARKDOWN set, the Markdown report is written there too (CI
 # job summaries).
 set -u
@@ -38,7 +38,7 @@ if [ "$st" -eq 0 ]; then
 	echo "ok 2 - no_planner_is_worse_than_the_baseline"
 else
 	echo "not ok 2 - no_planner_is_worse_than_the_baseline (exit status $st;" \
-		"if the change is deliberate, run scripts/update-baseline.sh)"
+		"if the change is deliberate, run tests/update-baseline.sh)"
 fi
 echo "1..2"
 [ "$st" -eq 0 ]

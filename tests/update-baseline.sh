@@ -5,8 +5,8 @@
 # traces or strategies were added, review `git diff tests/baseline.json`,
 # and commit it with the change that explains it.
 #
-#   scripts/update-baseline.sh            # uses build/allocscope
-#   AS_EXE=path/to/allocscope scripts/update-baseline.sh
+#   tests/update-baseline.sh            # uses build/allocscope
+#   AS_EXE=path/to/allocscope tests/update-baseline.sh
 #   ninja -C build update-baseline        # the same, as a meson run target
 #
 # It refuses to write a baseline that holds an invalid plan, and prints how
