@@ -149,6 +149,22 @@ static uint64_t line_of(const char *text, size_t len, const struct seg *path,
 	return line;
 }
 
+/* "events[3].size": a path in words for messages. */
+static void path_text(const struct seg *path, int n, char *where, size_t len)
+{
+	size_t used = 0;
+	where[0] = 0;
+	for (int i = 0; i < n && used < len; i++) {
+		int w = path[i].key ? snprintf(where + used, len - used, "%s%s",
+					       i ? "." : "", path[i].key)
+				    : snprintf(where + used, len - used,
+					       "[%d]", path[i].index);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+}
+
 /* ---- Reading values ---- */
 
 struct ctx {
@@ -173,18 +189,8 @@ static int fail(const struct ctx *c, const char *field, const char *fmt,
 		at.path[at.depth++] = (struct seg){field, 0};
 	char msg[400];
 	snprintf(msg, sizeof(msg), fmt, arg);
-	char where[96] = "";
-	size_t used = 0;
-	for (int i = 0; i < at.depth && used < sizeof(where); i++) {
-		if (at.path[i].key)
-			used += (size_t)snprintf(where + used,
-						 sizeof(where) - used, "%s%s",
-						 i ? "." : "", at.path[i].key);
-		else
-			used += (size_t)snprintf(where + used,
-						 sizeof(where) - used, "[%d]",
-						 at.path[i].index);
-	}
+	char where[96];
+	path_text(at.path, at.depth, where, sizeof(where));
 	return as_diag_set(c->diag, here(&at), AS_EPARSE, "%s%s%s", where,
 			   *where ? ": " : "", msg);
 }
@@ -1096,18 +1102,8 @@ static int nfail(const struct nx *x, const char *field, const char *fmt, ...)
 	memcpy(path, x->path, sizeof(x->path));
 	if (field)
 		path[n++] = (struct seg){field, 0};
-	char where[160] = "";
-	size_t used = 0;
-	for (int i = 0; i < n && used < sizeof(where); i++) {
-		if (path[i].key)
-			used += (size_t)snprintf(where + used,
-						 sizeof(where) - used, "%s%s",
-						 i ? "." : "", path[i].key);
-		else
-			used += (size_t)snprintf(where + used,
-						 sizeof(where) - used, "[%d]",
-						 path[i].index);
-	}
+	char where[160];
+	path_text(path, n, where, sizeof(where));
 	char msg[400];
 	va_list ap;
 	va_start(ap, fmt);
@@ -1734,18 +1730,8 @@ static int rfail(const struct rctx *c, const char *field, const char *msg)
 	memcpy(path, c->path, sizeof(path));
 	if (field && n < RPATH_MAX)
 		path[n++] = (struct seg){field, 0};
-	char where[128] = "";
-	size_t used = 0;
-	for (int i = 0; i < n && used < sizeof(where); i++) {
-		if (path[i].key)
-			used += (size_t)snprintf(where + used,
-						 sizeof(where) - used, "%s%s",
-						 i ? "." : "", path[i].key);
-		else
-			used += (size_t)snprintf(where + used,
-						 sizeof(where) - used, "[%d]",
-						 path[i].index);
-	}
+	char where[128];
+	path_text(path, n, where, sizeof(where));
 	return as_diag_set(c->diag, line_of(c->text, c->len, path, n),
 			   AS_EPARSE, "%s%s%s", where, *where ? ": " : "",
 			   msg);
