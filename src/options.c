@@ -39,10 +39,6 @@ static int add_pairs(struct as_opts *o, const struct as_option_desc *known,
 					   "%s: option '%.*s' is not key=value",
 					   o->strategy, (int)(end - p), p);
 		size_t vlen = (size_t)(end - eq - 1);
-		if (klen >= sizeof(o->kv[0].key) || vlen >= sizeof(o->kv[0].val))
-			return as_diag_set(diag, 0, AS_EINVAL,
-					   "%s: option '%.*s' is too long",
-					   o->strategy, (int)(end - p), p);
 		bool listed = false;
 		for (const struct as_option_desc *k = known; k && k->key; k++)
 			if (strlen(k->key) == klen &&
@@ -58,6 +54,10 @@ static int add_pairs(struct as_opts *o, const struct as_option_desc *known,
 			p = end;
 			continue;
 		}
+		if (klen >= sizeof(o->kv[0].key) || vlen >= sizeof(o->kv[0].val))
+			return as_diag_set(diag, 0, AS_EINVAL,
+					   "%s: option '%.*s' is too long",
+					   o->strategy, (int)(end - p), p);
 		uint32_t i;
 		for (i = 0; i < o->n; i++)
 			if (strlen(o->kv[i].key) == klen &&

@@ -85,6 +85,9 @@ static int alloc_extra(struct as_builder *b, uint32_t idx,
 		int err = number(&val, "offset", line, &v, diag);
 		if (err)
 			return err;
+		if (v > UINT64_MAX - buf->size)
+			return as_diag_set(diag, line, AS_EPARSE,
+					   "offset + size overflows 64 bits");
 		buf->recorded = v;
 	} else if (klen == 6 && memcmp(t->s, "stream", 6) == 0) {
 		int err = number(&val, "stream", line, &v, diag);

@@ -54,18 +54,22 @@ int as_plan_want_spaces(struct as_plan *p, const struct as_trace *t,
 		for (uint32_t i = 0; i < p->nbuffers; i++)
 			p->space[i] = t->buffers[i].space;
 	}
-	uint64_t *cap = realloc(p->space_capacity, nspaces * sizeof(*cap) + 1);
-	if (!cap)
+	/* Both arrays are had before either is kept. */
+	uint64_t *cap = malloc(((size_t)nspaces + 1) * sizeof(*cap));
+	const char **names = malloc(((size_t)nspaces + 1) * sizeof(*names));
+	if (!cap || !names) {
+		free(cap);
+		free(names);
 		return AS_ENOMEM;
-	p->space_capacity = cap;
-	const char **names = realloc(p->space_name, nspaces * sizeof(*names) + 1);
-	if (!names)
-		return AS_ENOMEM;
-	for (uint16_t s = 0; s < nspaces; s++)
-		names[s] = NULL;
-	p->space_name = names;
-	for (uint16_t s = 0; s < nspaces; s++)
+	}
+	for (uint16_t s = 0; s < nspaces; s++) {
 		cap[s] = s < t->nspaces ? t->spaces[s].capacity : 0;
+		names[s] = NULL;
+	}
+	free(p->space_capacity);
+	free(p->space_name);
+	p->space_capacity = cap;
+	p->space_name = names;
 	p->nspaces = nspaces;
 	return AS_OK;
 }

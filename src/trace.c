@@ -640,6 +640,22 @@ int as_builder_finish(struct as_builder *b, struct as_trace **out,
 					   (unsigned long long)buf->size,
 					   (unsigned long long)buf->alias_offset,
 					   p->name, (unsigned long long)p->size);
+		/*
+		 * Declared aliases live within their parent: every strategy,
+		 * the lower bound and the validator then agree on lifetimes.
+		 * (Aliases a strategy makes may extend their parent instead;
+		 * the validator handles those.)
+		 */
+		if (buf->start < p->start || buf->end > p->end)
+			return as_diag_set(diag, 0, AS_EPARSE,
+					   "alias '%s' (time [%llu, %llu)) "
+					   "outlives '%s' (time [%llu, %llu)), "
+					   "the buffer it lives inside",
+					   buf->name,
+					   (unsigned long long)buf->start,
+					   (unsigned long long)buf->end,
+					   p->name, (unsigned long long)p->start,
+					   (unsigned long long)p->end);
 		buf->space = p->space;
 	}
 	*out = t;
@@ -738,8 +754,11 @@ static int finish(struct as_builder *b, enum as_format fmt,
 {
 	if (err == AS_OK && fmt == AS_FMT_CSV)
 		err = as_parse_csv_end(st, diag);
-	if (err == AS_OK)
-		return as_builder_finish(b, out, diag);
+	if (err == AS_OK) {
+		err = as_builder_finish(b, out, diag);
+		if (err == AS_OK)
+			return AS_OK; /* the builder is consumed */
+	}
 	if (err == AS_ENOMEM)
 		as_diag_set(diag, diag->line, AS_ENOMEM, "out of memory");
 	as_builder_destroy(b);

@@ -213,6 +213,44 @@ static void greedy_size_honours_alignment(void)
 	as_trace_destroy(t);
 }
 
+static void greedy_size_fails_what_would_end_beyond_two_to_the_64(void)
+{
+	const char *text = "alloc a 10000000000000000000 1\n"
+			   "alloc b 10000000000000000000 1\n";
+	struct as_trace *t = NULL;
+	struct as_plan *p = NULL;
+	struct as_diag d;
+	struct as_report r;
+	CHECK(as_trace_parse("g.ops", text, strlen(text), AS_FMT_OPS, &t,
+			     &d) == AS_OK);
+	if (!t)
+		return;
+	CHECK(as_strategy_run("greedy-size", t, NULL, &p, &d) == AS_OK);
+	if (p) {
+		CHECK_EQ_U64(as_plan_failed(p, t), 1);
+		CHECK(as_validate(t, p, &r) == AS_OK && r.valid);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void config_keys_no_strategy_knows_are_ignored_however_long(void)
+{
+	const char *text = "config source=/models/mobilenet_v2_1.0_224_"
+			   "quantized_int8_batch1_rev20240101.tflite\n"
+			   "alloc a 10\n";
+	struct as_trace *t = NULL;
+	struct as_plan *p = NULL;
+	struct as_diag d;
+	CHECK(as_trace_parse("c.ops", text, strlen(text), AS_FMT_OPS, &t,
+			     &d) == AS_OK);
+	if (!t)
+		return;
+	CHECK(as_strategy_run("greedy-size", t, NULL, &p, &d) == AS_OK);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
 static void recorded_needs_offsets_in_the_trace(void)
 {
 	const char *with = "id,lower,upper,size,offset\n0,0,2,8,16\n";
@@ -262,9 +300,10 @@ static void input_aliases_follow_their_parent_in_every_plan(void)
 		"{\"op\": \"alloc\", \"name\": \"v\", \"size\": 32,"
 		" \"alias_of\": \"p\", \"alias_offset\": 32},"
 		"{\"op\": \"alloc\", \"name\": \"q\", \"size\": 64},"
+		"{\"op\": \"free\", \"name\": \"v\"},"
 		"{\"op\": \"free\", \"name\": \"p\"}]}";
-	struct as_trace *t;
-	struct as_plan *p;
+	struct as_trace *t = NULL;
+	struct as_plan *p = NULL;
 	struct as_diag d;
 	CHECK(as_trace_parse("a.json", text, strlen(text), AS_FMT_AUTO, &t,
 			     &d) == AS_OK);
@@ -288,6 +327,8 @@ int main(void)
 			  "../shared is absent");
 	TEST_RUN(greedy_size_places_largest_first_at_the_lowest_fit);
 	TEST_RUN(greedy_size_honours_alignment);
+	TEST_RUN(greedy_size_fails_what_would_end_beyond_two_to_the_64);
+	TEST_RUN(config_keys_no_strategy_knows_are_ignored_however_long);
 	TEST_RUN(recorded_needs_offsets_in_the_trace);
 	TEST_RUN(unknown_strategies_and_options_are_refused_by_name);
 	TEST_RUN(input_aliases_follow_their_parent_in_every_plan);

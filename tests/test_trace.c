@@ -173,6 +173,7 @@ static void json_events_carry_pools_metadata_and_frames(void)
 		"   \"pool\": \"sram\", \"frames\": [\"f.py:1\", \"g.py:2\"]},\n"
 		"  {\"op\": \"alloc\", \"name\": \"v\", \"size\": 50,"
 		"   \"alias_of\": \"a\", \"alias_offset\": 50},\n"
+		"  {\"op\": \"free\", \"name\": \"v\"},\n"
 		"  {\"op\": \"free\", \"name\": \"a\"}]}\n",
 		&d);
 	CHECK(t != NULL);

@@ -207,7 +207,10 @@ int as_builder_space(struct as_builder *b, const char *name,
 		     uint64_t capacity);
 /* Intern a string in the trace (symbols, frames, metadata). */
 const char *as_builder_intern(struct as_builder *b, const char *s);
-/* Finish: the trace takes ownership of everything; b is consumed. */
+/*
+ * Finish: the trace takes ownership of everything and b is consumed. On
+ * failure b is left as it was, for the caller to destroy.
+ */
 int as_builder_finish(struct as_builder *b, struct as_trace **out,
 		      struct as_diag *diag);
 void as_builder_destroy(struct as_builder *b);

@@ -129,19 +129,30 @@ static void sift_down(struct range *v, uint32_t n, uint32_t i)
 	}
 }
 
-/*
- * The lowest aligned offset where `size` bytes fit between the ranges.
- * Ranges come off a heap in address order, and only until the gap is
- * found: O(k + m log k) for the m ranges below the answer.
- */
-static uint64_t first_fit(struct range *v, uint32_t n, uint64_t size,
-			  uint64_t align)
+/* x rounded up to a power-of-two alignment; false when it overflows. */
+static bool align_up(uint64_t x, uint64_t align, uint64_t *out)
 {
-	uint64_t cand = 0;
+	if (x > UINT64_MAX - (align - 1))
+		return false;
+	*out = (x + align - 1) & ~(align - 1);
+	return true;
+}
+
+/*
+ * The lowest aligned offset where `size` bytes fit between the ranges, or
+ * false when no offset below 2^64 does. Ranges come off a heap in address
+ * order, and only until the gap is found: O(k + m log k) for the m ranges
+ * below the answer.
+ */
+static bool first_fit(struct range *v, uint32_t n, uint64_t size,
+		      uint64_t align, uint64_t *out)
+{
+	uint64_t cand = 0, at;
 	for (uint32_t i = n / 2; i-- > 0;)
 		sift_down(v, n, i);
 	while (n > 0) {
-		uint64_t at = (cand + align - 1) & ~(align - 1);
+		if (!align_up(cand, align, &at) || at > UINT64_MAX - size)
+			return false;
 		if (at + size <= v[0].lo)
 			break;
 		if (v[0].hi > cand)
@@ -149,7 +160,10 @@ static uint64_t first_fit(struct range *v, uint32_t n, uint64_t size,
 		v[0] = v[--n];
 		sift_down(v, n, 0);
 	}
-	return (cand + align - 1) & ~(align - 1);
+	if (!align_up(cand, align, &at) || at > UINT64_MAX - size)
+		return false;
+	*out = at;
+	return true;
 }
 
 /* Place the n buffers ids[] of one space; tr's arrays have room for n. */
@@ -174,8 +188,9 @@ static int place_space(struct tree *tr, struct as_plan *p, uint32_t *ids,
 		int err = query(tr, 0, n, b->start, b->end, h);
 		if (err)
 			return err;
-		p->offset[i] = first_fit(h->v, h->n, b->size, align);
-		mark(tr, 0, n, pos[i]);
+		/* Beyond 2^64 the allocation fails, as an online one would. */
+		if (first_fit(h->v, h->n, b->size, align, &p->offset[i]))
+			mark(tr, 0, n, pos[i]);
 	}
 	return AS_OK;
 }
