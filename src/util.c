@@ -24,6 +24,12 @@ int as_atomic_open(const char *path, struct as_atomic **out, FILE **f)
 		*f = a->f;
 		return AS_OK;
 	}
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		free(a);
+		errno = EISDIR;
+		return AS_EIO;
+	}
 	size_t n = strlen(path);
 	a->path = strdup(path);
 	a->tmp = malloc(n + 16);

@@ -220,6 +220,7 @@ struct replay_opts {
 	struct as_render_opts ropts;
 	struct as_run_hooks hooks;
 	FILE *json;             /* NULL: print tables */
+	FILE *plan_f;           /* --plan-out, opened before any work */
 	bool first;             /* no run written yet */
 	struct cli_progress progress;
 };
@@ -291,20 +292,9 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	if ((o->images[0] || o->images[1]) && status != EXIT_USAGE &&
 	    write_images(o->images, 2, t, res, nres, &o->ropts) != 0)
 		status = EXIT_USAGE;
-	if (o->plan_out && status != EXIT_USAGE) {
-		struct as_atomic *a;
-		FILE *f;
-		if (as_atomic_open(o->plan_out, &a, &f) != AS_OK) {
-			fprintf(stderr, "%s: cannot write\n", o->plan_out);
-			status = EXIT_USAGE;
-		} else if (as_plan_write_csv(res[0].plan, t, f) != AS_OK) {
-			as_atomic_abort(a);
-			status = EXIT_USAGE;
-		} else if (as_atomic_commit(a) != AS_OK) {
-			fprintf(stderr, "%s: write failed\n", o->plan_out);
-			status = EXIT_USAGE;
-		}
-	}
+	if (o->plan_f && status != EXIT_USAGE && nres == 1 &&
+	    as_plan_write_csv(res[0].plan, t, o->plan_f) != AS_OK)
+		status = EXIT_USAGE;
 	for (size_t i = 0; i < nres; i++)
 		as_plan_destroy(res[i].plan);
 	free(res);
@@ -409,11 +399,14 @@ static int cmd_replay(int argc, char **argv)
 		.ctx = json && strcmp(json, "-") == 0 ? stderr : stdout,
 		.dump_at_end = dump,
 	};
-	struct as_atomic *a = NULL;
+	/* Outputs are opened before any work, so a bad path costs nothing. */
+	struct as_atomic *a = NULL, *pa = NULL;
 	int status = 0;
-	if (json && as_atomic_open(json, &a, &o.json) != AS_OK) {
-		fprintf(stderr, "%s: cannot write: %s\n", json,
-			strerror(errno));
+	if ((json && as_atomic_open(json, &a, &o.json) != AS_OK) ||
+	    (o.plan_out && as_atomic_open(o.plan_out, &pa, &o.plan_f) != AS_OK)) {
+		fprintf(stderr, "%s: cannot write: %s\n",
+			a || !json ? o.plan_out : json, strerror(errno));
+		as_atomic_abort(a);
 		cli_paths_free(paths, npaths);
 		return EXIT_USAGE;
 	}
@@ -433,7 +426,15 @@ static int cmd_replay(int argc, char **argv)
 	if (a && status == EXIT_USAGE) {
 		as_atomic_abort(a);
 	} else if (a && as_atomic_commit(a) != AS_OK) {
-		fprintf(stderr, "%s: write failed\n", json);
+		fprintf(stderr, "%s: write failed: %s\n", json,
+			strerror(errno));
+		status = EXIT_USAGE;
+	}
+	if (pa && status == EXIT_USAGE) {
+		as_atomic_abort(pa);
+	} else if (pa && as_atomic_commit(pa) != AS_OK) {
+		fprintf(stderr, "%s: write failed: %s\n", o.plan_out,
+			strerror(errno));
 		status = EXIT_USAGE;
 	}
 	cli_paths_free(paths, npaths);
