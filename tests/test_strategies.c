@@ -166,9 +166,11 @@ static void every_strategy_plans_the_minimalloc_benchmarks(void)
 	if (!dp)
 		return;
 	struct dirent *e;
+	int n = 0;
 	while ((e = readdir(dp))) {
 		if (!strstr(e->d_name, ".csv"))
 			continue;
+		n++;
 		char path[2048];
 		struct as_trace *t;
 		struct as_diag d;
@@ -178,6 +180,7 @@ static void every_strategy_plans_the_minimalloc_benchmarks(void)
 		as_trace_destroy(t);
 	}
 	closedir(dp);
+	CHECK_EQ_U64(n, 12); /* the 11 challenging instances and input.12 */
 }
 
 static void greedy_size_places_largest_first_at_the_lowest_fit(void)
