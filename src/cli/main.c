@@ -356,8 +356,13 @@ static int cmd_replay(int argc, char **argv)
 				bad = usage_error("--color-by wants buffer, "
 						  "size, pool or lifetime, not "
 						  "'%s'", argv[i]);
+		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			free(args);
+			fputs(usage_text, stdout);
+			return 0;
 		} else if (a[0] == '-' && a[1]) {
-			bad = usage_error("unknown or incomplete option '%s'",
+			bad = usage_error("unknown option, or one missing its "
+					  "value: '%s'",
 					  a);
 		} else {
 			args[nargs++] = argv[i];
@@ -371,6 +376,15 @@ static int cmd_replay(int argc, char **argv)
 		free(args);
 		return usage_error("replay needs a TRACE%s", "");
 	}
+	/* One destination, one output. */
+	const char *outs[] = {json, o.plan_out, o.images[0], o.images[1]};
+	for (int x = 0; x < 4; x++)
+		for (int y = x + 1; y < 4; y++)
+			if (outs[x] && outs[y] && strcmp(outs[x], outs[y]) == 0) {
+				free(args);
+				return usage_error("two outputs go to '%s'",
+						   outs[x]);
+			}
 	bool multi = nargs > 1 || cli_is_dir(args[0]);
 	if ((o.images[0] || o.images[1]) && multi) {
 		free(args);
