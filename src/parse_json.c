@@ -597,6 +597,18 @@ static int graph_tensor(struct ctx *c, struct graph *g, const cJSON *to,
 	return AS_OK;
 }
 
+/* The index of the tensor an array item of `key` names. */
+static int graph_name_at(struct ctx *c, struct graph *g, const char *key,
+			 const cJSON *it, int64_t *ti)
+{
+	if (!cJSON_IsString(it))
+		return fail(c, key, "expected an array of tensor names%s", "");
+	*ti = graph_find(g, it->valuestring);
+	if (*ti < 0)
+		return fail(c, key, "unknown tensor '%s'", it->valuestring);
+	return AS_OK;
+}
+
 /* Mark the tensors named in graph.inputs or graph.outputs. */
 static int graph_marks(struct ctx *c, struct graph *g, const cJSON *graph,
 		       const char *key, uint8_t flag)
@@ -609,14 +621,10 @@ static int graph_marks(struct ctx *c, struct graph *g, const cJSON *graph,
 		return fail(c, key, "expected an array of tensor names%s", "");
 	cJSON_ArrayForEach(it, list)
 	{
-		if (!cJSON_IsString(it))
-			return fail(c, key, "expected an array of tensor "
-					    "names%s",
-				    "");
-		int64_t ti = graph_find(g, it->valuestring);
-		if (ti < 0)
-			return fail(c, key, "unknown tensor '%s'",
-				    it->valuestring);
+		int64_t ti;
+		int err = graph_name_at(c, g, key, it, &ti);
+		if (err)
+			return err;
 		g->t[ti].flags |= flag;
 	}
 	return AS_OK;
@@ -639,14 +647,10 @@ static int graph_names(struct ctx *c, struct graph *g, const cJSON *op,
 	uint32_t k = 0;
 	cJSON_ArrayForEach(it, list)
 	{
-		if (!cJSON_IsString(it))
-			return fail(c, key, "expected an array of tensor "
-					    "names%s",
-				    "");
-		int64_t ti = graph_find(g, it->valuestring);
-		if (ti < 0)
-			return fail(c, key, "unknown tensor '%s'",
-				    it->valuestring);
+		int64_t ti;
+		int err = graph_name_at(c, g, key, it, &ti);
+		if (err)
+			return err;
 		v[k++] = (uint32_t)ti;
 	}
 	*out = v;

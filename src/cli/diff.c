@@ -57,13 +57,6 @@ static int diff_usage_error(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
-static int diag_error(const struct as_diag *d)
-{
-	char buf[1024];
-	fprintf(stderr, "%s\n", as_diag_text(d, buf, sizeof(buf)));
-	return EXIT_USAGE;
-}
-
 static bool parse_pct(const char *s, double *out)
 {
 	char *end;
@@ -123,7 +116,7 @@ static int write_visual_diff(const char *dir, const struct as_trace *t,
 	struct as_diag d = {0};
 	err = as_render_file(path, AS_IMAGE_SVG, pn, 2, &o, &d);
 	if (err != AS_OK) {
-		diag_error(&d);
+		cli_report_diag(&d);
 		return err;
 	}
 	fprintf(stderr, "visual diff: %s\n", path);
@@ -165,7 +158,7 @@ static int run_specs(char **args, size_t nargs, enum as_format fmt,
 	struct as_diag d;
 	if (cli_expand_traces(args, nargs, fmt != AS_FMT_AUTO, &paths,
 			      &npaths, &d) != AS_OK)
-		return diag_error(&d);
+		return cli_report_diag(&d);
 	struct cli_progress pr;
 	int status = 0;
 	cli_progress_start(&pr, npaths, progress);
@@ -174,13 +167,13 @@ static int run_specs(char **args, size_t nargs, enum as_format fmt,
 		struct as_plan *pa = NULL, *pb = NULL;
 		if (as_trace_load(paths[i], fmt, &t, &d) != AS_OK) {
 			cli_progress_end(&pr);
-			status = diag_error(&d);
+			status = cli_report_diag(&d);
 			break;
 		}
 		if (run_one(a, t, spec_a, &pa, &d) != AS_OK ||
 		    run_one(b, t, spec_b, &pb, &d) != AS_OK) {
 			cli_progress_end(&pr);
-			status = diag_error(&d);
+			status = cli_report_diag(&d);
 		} else if (svg_dir && a->rows[a->nrows - 1].peak !=
 					      b->rows[b->nrows - 1].peak) {
 			cli_progress_end(&pr);
@@ -447,7 +440,7 @@ int cli_diff(int argc, char **argv)
 				   progress, svg, base, new_);
 	} else if (as_results_load(base, args[0], &d) != AS_OK ||
 		   as_results_load(new_, args[1], &d) != AS_OK) {
-		status = diag_error(&d);
+		status = cli_report_diag(&d);
 	}
 	if (!status && as_compare(base, new_, &opts, &c) != AS_OK) {
 		fputs("allocscope diff: out of memory\n", stderr);

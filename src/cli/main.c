@@ -43,13 +43,6 @@ static int usage_error(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
-static int report_diag(const struct as_diag *d)
-{
-	char buf[1024];
-	fprintf(stderr, "%s\n", as_diag_text(d, buf, sizeof(buf)));
-	return EXIT_USAGE;
-}
-
 struct result {
 	char spec[256];
 	struct as_plan *plan;
@@ -204,7 +197,7 @@ static int write_images(const char *const *paths, size_t npaths,
 		if (paths[i] && as_render_file(paths[i], i ? AS_IMAGE_SVG
 							   : AS_IMAGE_PNG,
 					       pn, nres, o, &d))
-			status = report_diag(&d);
+			status = cli_report_diag(&d);
 	}
 	free(pn);
 	return status;
@@ -234,7 +227,7 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	size_t nspecs = o->nspecs;
 	if (as_trace_load(trace_path, o->fmt, &t, &d) != AS_OK) {
 		cli_progress_end(&o->progress);
-		return report_diag(&d);
+		return cli_report_diag(&d);
 	}
 	if (nspecs)
 		memcpy(specs, o->specs, nspecs * sizeof(*specs));
@@ -252,7 +245,7 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 		if (as_strategy_run(specs[i], t, &o->hooks, &r->plan, &d) !=
 		    AS_OK) {
 			cli_progress_end(&o->progress);
-			status = report_diag(&d);
+			status = cli_report_diag(&d);
 			break;
 		}
 		nres++;
@@ -403,7 +396,7 @@ static int cmd_replay(int argc, char **argv)
 				    &npaths, &d);
 	free(args);
 	if (err != AS_OK)
-		return report_diag(&d);
+		return cli_report_diag(&d);
 
 	o.fmt = fmt;
 	o.specs = specs;
@@ -483,18 +476,18 @@ static int cmd_check(int argc, char **argv)
 	struct as_trace *t;
 	struct as_plan *p = NULL;
 	if (as_trace_load(trace_path, fmt, &t, &d) != AS_OK)
-		return report_diag(&d);
+		return cli_report_diag(&d);
 	int status = 0;
 	if (plan_path) {
 		if (as_plan_read_csv(t, plan_path, &p, &d) != AS_OK)
-			status = report_diag(&d);
+			status = cli_report_diag(&d);
 	} else if (!as_strategy_applies("recorded", t)) {
 		fprintf(stderr, "%s: the trace has no offsets of its own; "
 				"give a plan with --plan\n",
 			trace_path);
 		status = EXIT_USAGE;
 	} else if (as_strategy_run("recorded", t, NULL, &p, &d) != AS_OK) {
-		status = report_diag(&d);
+		status = cli_report_diag(&d);
 	}
 	if (p) {
 		struct as_report r;

@@ -204,3 +204,10 @@ void cli_progress_end(struct cli_progress *p)
 	}
 	p->drawn = false;
 }
+
+int cli_report_diag(const struct as_diag *d)
+{
+	char buf[1024];
+	fprintf(stderr, "%s\n", as_diag_text(d, buf, sizeof(buf)));
+	return 2;
+}

@@ -22,6 +22,9 @@ int cli_expand_traces(char *const *args, size_t nargs, bool all_files,
 		      char ***out, size_t *nout, struct as_diag *diag);
 void cli_paths_free(char **paths, size_t n);
 
+/* Print "FILE:LINE: message" on stderr; returns exit status 2. */
+int cli_report_diag(const struct as_diag *d);
+
 /* True when `path` names a directory. */
 bool cli_is_dir(const char *path);
 
