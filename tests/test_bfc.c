@@ -8,8 +8,8 @@
 #include <stdarg.h>
 #include <stdbool.h>
 
-#include "allocscope.h"
-#include "strategy.h"
+#include "allocscope/allocscope.h"
+#include "strategies/strategy.h"
 #include "tap.h"
 
 /* A private copy of the strategy, to reach its state and break it on

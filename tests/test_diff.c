@@ -1,11 +1,11 @@
 /*
- * Results and comparisons (src/results.c, src/compare.c, the results
- * section of src/parse_json.c): matching, thresholds, missing rows, invalid
+ * Results and comparisons (src/compare/results.c, src/compare/compare.c, the results
+ * section of src/formats/json/parse_json.c): matching, thresholds, missing rows, invalid
  * plans, the verdict behind the exit status, and the Markdown report.
  */
 #include <math.h>
 
-#include "allocscope_compare.h"
+#include "allocscope/compare.h"
 #include "tap.h"
 
 static struct as_results *set(void)

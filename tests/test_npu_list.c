@@ -4,7 +4,7 @@
  * skipped), address symbols that map dependent instructions to one node,
  * and merge=immediate|never on release.
  */
-#include "allocscope.h"
+#include "allocscope/allocscope.h"
 #include "tap.h"
 
 struct capture {

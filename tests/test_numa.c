@@ -3,8 +3,8 @@
  * inheritance, the second pass) and numa-flat, and of every generated
  * instance validating under both.
  */
-#include "allocscope.h"
-#include "allocscope_numa.h"
+#include "allocscope/allocscope.h"
+#include "allocscope/numa.h"
 #include "tap.h"
 
 #include <sys/wait.h>

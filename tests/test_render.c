@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "allocscope_render.h"
+#include "allocscope/render.h"
 #include "tap.h"
 
 struct tbuf {

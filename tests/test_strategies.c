@@ -5,7 +5,7 @@
  */
 #include <dirent.h>
 
-#include "allocscope.h"
+#include "allocscope/allocscope.h"
 #include "tap.h"
 
 static uint64_t rng_state;

@@ -6,7 +6,7 @@
  */
 #include <math.h>
 
-#include "allocscope.h"
+#include "allocscope/allocscope.h"
 #include "strategies/place.h"
 #include "tap.h"
 

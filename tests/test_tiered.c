@@ -8,7 +8,7 @@
 #include <dirent.h>
 #include <stdarg.h>
 
-#include "allocscope.h"
+#include "allocscope/allocscope.h"
 #include "tap.h"
 
 #define MiB(x) ((uint64_t)(x) << 20)

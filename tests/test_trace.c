@@ -1,5 +1,5 @@
 /* The trace model, the three input formats and the lower bound. */
-#include "allocscope.h"
+#include "allocscope/allocscope.h"
 #include "tap.h"
 
 static struct as_trace *parse(const char *name, const char *text,

@@ -14,8 +14,8 @@
 
 #include <SDL.h>
 
-#include "allocscope.h"
-#include "allocscope_render.h"
+#include "allocscope/allocscope.h"
+#include "allocscope/render.h"
 
 #define MAX_SPECS 64
 #define STATUS_H 40 /* logical pixels: two lines of text */

@@ -1,6 +1,6 @@
 /*
  * allocscope diff: the command. It reads or produces two result sets,
- * hands them to the library's comparison (src/compare.c) and reports: a
+ * hands them to the library's comparison (src/compare/compare.c) and reports: a
  * table on stdout, optionally Markdown for CI and (with -s) pictures of the
  * two plans through the renderer. All matching and classifying is in the
  * library; this file parses arguments and prints.
@@ -15,9 +15,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "allocscope.h"
-#include "allocscope_compare.h"
-#include "allocscope_render.h"
+#include "allocscope/allocscope.h"
+#include "allocscope/compare.h"
+#include "allocscope/render.h"
 #include "diff.h"
 #include "runs.h"
 

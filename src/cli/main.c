@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "allocscope.h"
-#include "allocscope_render.h"
+#include "allocscope/allocscope.h"
+#include "allocscope/render.h"
 #include "diff.h"
 #include "runs.h"
 

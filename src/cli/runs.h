@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "allocscope.h"
+#include "allocscope/allocscope.h"
 
 /*
  * Expand `args` into trace paths: a file is kept as given; a directory is

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "place.h"
-#include "sort.h"
-#include "strategy.h"
+#include "strategies/place.h"
+#include "core/sort.h"
+#include "strategies/strategy.h"
 
 struct ctx {
 	const struct as_problem *pb;

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strategy.h"
+#include "strategies/strategy.h"
 
 #define MIN_ALLOC 256u
 #define NUM_BINS 21

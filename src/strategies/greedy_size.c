@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sort.h"
-#include "strategy.h"
+#include "core/sort.h"
+#include "strategies/strategy.h"
 
 struct tree {
 	const struct as_trace *t;

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strategy.h"
+#include "strategies/strategy.h"
 
 enum merge_mode { MERGE_IMMEDIATE, MERGE_NEVER };
 

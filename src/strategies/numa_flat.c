@@ -7,9 +7,9 @@
  */
 #include <stdlib.h>
 
-#include "allocscope_numa.h"
-#include "numa_place.h"
-#include "strategy.h"
+#include "allocscope/numa.h"
+#include "strategies/numa_place.h"
+#include "strategies/strategy.h"
 
 static bool applies(const struct as_trace *t)
 {

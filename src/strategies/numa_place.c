@@ -9,8 +9,8 @@
  */
 #include <stdlib.h>
 
-#include "allocscope_numa.h"
-#include "numa_place.h"
+#include "allocscope/numa.h"
+#include "strategies/numa_place.h"
 
 struct by_size {
 	uint64_t size, len;

@@ -2,9 +2,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "options.h"
-#include "place.h"
-#include "sort.h"
+#include "strategies/options.h"
+#include "strategies/place.h"
+#include "core/sort.h"
 
 double as_now_ms(void)
 {

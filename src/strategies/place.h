@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "allocscope.h"
+#include "allocscope/allocscope.h"
 
 struct as_rect {
 	uint64_t size;

@@ -2,7 +2,7 @@
  * `recorded`: the placement the input gives (a CSV offset column, offsets
  * in JSON or text, addresses recorded from a real program).
  */
-#include "strategy.h"
+#include "strategies/strategy.h"
 
 static bool applies(const struct as_trace *t)
 {

@@ -32,9 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "place.h"
-#include "sort.h"
-#include "strategy.h"
+#include "strategies/place.h"
+#include "core/sort.h"
+#include "strategies/strategy.h"
 
 enum { SEARCH_AUTO, SEARCH_EXACT, SEARCH_LOCAL, SEARCH_NONE };
 static const char *const search_names[] = {"auto", "exact", "local", "none",

@@ -45,7 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strategy.h"
+#include "strategies/strategy.h"
 
 #define NLEVELS 2
 #define MAX_CHAIN 32     /* aliases nested at most this deep */

@@ -17,7 +17,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "allocscope.h"
+#include "allocscope/allocscope.h"
 
 static double now(void)
 {

@@ -23,8 +23,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "allocscope.h"
-#include "allocscope_numa.h"
+#include "allocscope/allocscope.h"
+#include "allocscope/numa.h"
 
 static uint64_t rng_state;
 

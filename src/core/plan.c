@@ -1,8 +1,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "options.h"
-#include "trace_private.h"
+#include "strategies/options.h"
+#include "core/trace_private.h"
 
 struct as_plan *as_plan_create(const struct as_trace *t)
 {

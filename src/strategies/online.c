@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strategy.h"
+#include "strategies/strategy.h"
 
 struct replay {
 	const struct as_strategy_impl *impl;

@@ -14,7 +14,7 @@
 #ifndef ALLOCSCOPE_COMPARE_H
 #define ALLOCSCOPE_COMPARE_H
 
-#include "allocscope.h"
+#include "allocscope/allocscope.h"
 
 /* One strategy on one trace: a row of `replay --json`. */
 struct as_result_row {

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "strategy.h"
+#include "strategies/strategy.h"
 
 /* Online allocators and offline planners; baselines before the planners
  * that improve on them. */

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "options.h"
-#include "render_private.h"
+#include "strategies/options.h"
+#include "render/render_private.h"
 
 #define MIN_RECT_PX 2.0
 #define MAX_RECTS 20000

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "allocscope_compare.h"
-#include "options.h"
+#include "allocscope/compare.h"
+#include "strategies/options.h"
 
 struct as_results *as_results_create(void)
 {

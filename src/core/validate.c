@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "allocscope.h"
+#include "allocscope/allocscope.h"
 
 /*
  * Treap nodes come from a pool that only ever holds the live buffers, so the

@@ -1,4 +1,4 @@
-#include "allocscope.h"
+#include "allocscope/allocscope.h"
 
 /*
  * One pass over the events: they are in time order with frees first at equal

@@ -19,7 +19,7 @@
 #ifndef ALLOCSCOPE_RENDER_H
 #define ALLOCSCOPE_RENDER_H
 
-#include "allocscope.h"
+#include "allocscope/allocscope.h"
 
 enum as_image_format {
 	AS_IMAGE_AUTO,    /* from the file name's extension */

@@ -15,9 +15,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "options.h"
-#include "sort.h"
-#include "trace_private.h"
+#include "strategies/options.h"
+#include "core/sort.h"
+#include "core/trace_private.h"
 
 /* ---- Arena ---- */
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "options.h"
+#include "strategies/options.h"
 
 bool as_parse_u64(const char *s, size_t len, uint64_t *out)
 {

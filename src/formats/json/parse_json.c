@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "options.h"
-#include "trace_private.h"
+#include "strategies/options.h"
+#include "core/trace_private.h"
 
 #define FORMAT_NAME "allocscope-trace"
 #define FORMAT_VERSION 1
@@ -1081,7 +1081,7 @@ int as_parse_json(struct as_builder *b, const char *data, size_t len,
 #include <stdarg.h>
 #include <stdlib.h>
 
-#include "allocscope_numa.h"
+#include "allocscope/numa.h"
 
 #define NUMA_MAX_CORES 4096
 #define NUMA_MAX_SUBTASKS (1u << 20)
@@ -1712,7 +1712,7 @@ static int parse_numa(struct ctx *c, const cJSON *root)
 #include <errno.h>
 #include <stdlib.h>
 
-#include "allocscope_compare.h"
+#include "allocscope/compare.h"
 
 #define RESULTS_FORMAT "allocscope-results"
 #define RESULTS_VERSION 1

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "render_private.h"
+#include "render/render_private.h"
 
 struct svg_canvas {
 	struct canvas base;

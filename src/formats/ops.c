@@ -8,8 +8,8 @@
  */
 #include <string.h>
 
-#include "options.h"
-#include "trace_private.h"
+#include "strategies/options.h"
+#include "core/trace_private.h"
 
 #define MAX_TOKENS 16
 #define DEFAULT_ALIGN 64 /* TensorFlow kernels' alignment, as the vectors */

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "allocscope_compare.h"
-#include "sort.h"
+#include "allocscope/compare.h"
+#include "core/sort.h"
 
 static const char *const metric_names[] = {
 	[AS_METRIC_PEAK] = "peak",

@@ -11,7 +11,7 @@
 #ifndef AS_RENDER_PRIVATE_H
 #define AS_RENDER_PRIVATE_H
 
-#include "allocscope_render.h"
+#include "allocscope/render.h"
 
 enum { ANCHOR_START, ANCHOR_MIDDLE, ANCHOR_END };
 

@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "allocscope.h"
-#include "sort.h"
+#include "allocscope/allocscope.h"
+#include "core/sort.h"
 
 struct as_atomic {
 	FILE *f;

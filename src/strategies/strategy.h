@@ -11,8 +11,8 @@
 #ifndef AS_STRATEGY_H
 #define AS_STRATEGY_H
 
-#include "allocscope.h"
-#include "options.h"
+#include "allocscope/allocscope.h"
+#include "strategies/options.h"
 
 struct as_online_impl {
 	/* Start a case with its options (config line + spec). */

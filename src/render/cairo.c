@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "options.h"
-#include "render_private.h"
+#include "strategies/options.h"
+#include "render/render_private.h"
 
 #define FONT_FACE "DejaVu Sans"
 

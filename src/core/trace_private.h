@@ -4,7 +4,7 @@
 #ifndef AS_TRACE_PRIVATE_H
 #define AS_TRACE_PRIVATE_H
 
-#include "allocscope.h"
+#include "allocscope/allocscope.h"
 
 /* A bump arena for strings; blocks are freed with the trace. */
 struct as_arena {

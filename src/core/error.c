@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "options.h"
+#include "strategies/options.h"
 
 const char *as_strerror(int err)
 {

@@ -18,7 +18,7 @@
 #ifndef ALLOCSCOPE_NUMA_H
 #define ALLOCSCOPE_NUMA_H
 
-#include "allocscope.h"
+#include "allocscope/allocscope.h"
 
 /* A data edge of a parent task, with its lifetime inside one sub-task. */
 struct as_numa_edge {

@@ -6,7 +6,7 @@
 #ifndef AS_OPTIONS_H
 #define AS_OPTIONS_H
 
-#include "allocscope.h"
+#include "allocscope/allocscope.h"
 
 #define AS_OPTS_MAX 32
 

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "options.h"
-#include "sort.h"
-#include "trace_private.h"
+#include "strategies/options.h"
+#include "core/sort.h"
+#include "core/trace_private.h"
 
 enum col { C_ID, C_LOWER, C_UPPER, C_SIZE, C_ALIGN, C_OFFSET, C_N };
 
