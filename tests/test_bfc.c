@@ -312,7 +312,7 @@ static int replay_vector_dir(const char *dir)
 		struct as_trace *t = NULL;
 		struct as_diag d = {0};
 		struct lines want = {0}, got = {0};
-		if (as_trace_load(tpath, AS_FMT_OPS, &t, &d) != AS_OK) {
+		if (as_trace_load(tpath, "ops", &t, &d) != AS_OK) {
 			char buf[1024];
 			printf("#   %s\n", as_diag_text(&d, buf, sizeof(buf)));
 			tap_cur_failed = 1;
@@ -370,7 +370,7 @@ static struct run run_ops(const char *text, const char *spec)
 {
 	struct run r = {0};
 	struct as_diag d = {0};
-	r.err = as_trace_parse("inline.ops", text, strlen(text), AS_FMT_OPS,
+	r.err = as_trace_parse("inline.ops", text, strlen(text), "ops",
 			       &r.t, &d);
 	if (r.err) {
 		printf("#   parse: %s\n", d.msg);
@@ -733,7 +733,7 @@ static void bfc_rejects_options_out_of_range_with_a_clear_error(void)
 		struct as_trace *t = NULL;
 		struct as_plan *p = NULL;
 		struct as_diag d = {0};
-		CHECK(as_trace_parse("x.ops", text, strlen(text), AS_FMT_OPS,
+		CHECK(as_trace_parse("x.ops", text, strlen(text), "ops",
 				     &t, &d) == AS_OK);
 		int err = as_strategy_run(bad[i], t, NULL, &p, &d);
 		CHECK(err < 0);
@@ -764,7 +764,7 @@ static struct bfc *broken_state_base(struct as_trace **tp)
 	struct as_diag d = {0};
 	struct as_opts o;
 	void *st = NULL;
-	if (as_trace_parse("x.ops", text, strlen(text), AS_FMT_OPS, tp, &d) ||
+	if (as_trace_parse("x.ops", text, strlen(text), "ops", tp, &d) ||
 	    as_opts_parse(&o, "bfc", bfc_options, (*tp)->cases[0].options, NULL,
 			  &d) ||
 	    bfc_create(&o, NULL, NULL, &st, &d))

@@ -656,7 +656,7 @@ static void running_a_strategy_appends_a_validated_row(void)
 				  "alloc c 100\nfree b\nfree c\n";
 	struct as_trace *t = NULL;
 	struct as_diag d;
-	CHECK(as_trace_parse("mem.ops", ops, strlen(ops), AS_FMT_OPS, &t,
+	CHECK(as_trace_parse("mem.ops", ops, strlen(ops), "ops", &t,
 			     &d) == AS_OK);
 	if (!t)
 		return;
@@ -686,7 +686,7 @@ static void plan_delta_marks_moved_buffers_and_the_peak_cross_section(void)
 				  "free c\nfree d\n";
 	struct as_trace *t = NULL;
 	struct as_diag d;
-	CHECK(as_trace_parse("m.ops", ops, strlen(ops), AS_FMT_OPS, &t, &d) ==
+	CHECK(as_trace_parse("m.ops", ops, strlen(ops), "ops", &t, &d) ==
 	      AS_OK);
 	if (!t)
 		return;

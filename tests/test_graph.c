@@ -11,7 +11,7 @@
 static struct as_trace *parse(const char *text, struct as_diag *d)
 {
 	struct as_trace *t = NULL;
-	if (as_trace_parse("g.json", text, strlen(text), AS_FMT_AUTO, &t, d) !=
+	if (as_trace_parse("g.json", text, strlen(text), NULL, &t, d) !=
 	    AS_OK) {
 		printf("#   parse: %s:%llu: %s\n", d->file,
 		       (unsigned long long)d->line, d->msg);
@@ -153,7 +153,7 @@ static void event_traces_have_no_operators(void)
 	const char *text = "alloc a 8\nfree a\n";
 	struct as_trace *t = NULL;
 	struct as_diag d;
-	CHECK(as_trace_parse("e.ops", text, strlen(text), AS_FMT_AUTO, &t,
+	CHECK(as_trace_parse("e.ops", text, strlen(text), NULL, &t,
 			     &d) == AS_OK);
 	if (t) {
 		CHECK(t->ops == NULL);
@@ -170,7 +170,7 @@ static void the_bundled_cnn_graph_has_a_reshape_a_concat_and_a_split(void)
 		 src ? src : ".");
 	struct as_trace *t = NULL;
 	struct as_diag d;
-	CHECK(as_trace_load(path, AS_FMT_AUTO, &t, &d) == AS_OK);
+	CHECK(as_trace_load(path, NULL, &t, &d) == AS_OK);
 	if (!t) {
 		printf("#   %s\n", d.msg);
 		return;
@@ -198,7 +198,7 @@ static void refused(const char *tensors, const char *ops, const char *io,
 		 tensors, io, ops);
 	struct as_trace *t = NULL;
 	struct as_diag d;
-	int err = as_trace_parse("bad.json", text, strlen(text), AS_FMT_AUTO,
+	int err = as_trace_parse("bad.json", text, strlen(text), NULL,
 				 &t, &d);
 	if (err != AS_EPARSE) {
 		printf("#   accepted, want '%s'\n", want);
@@ -304,14 +304,14 @@ static void a_trace_is_a_graph_or_events_not_both(void)
 	const char *none = HEAD "\"metadata\": {}}";
 	struct as_trace *t = NULL;
 	struct as_diag d;
-	CHECK(as_trace_parse("x.json", both, strlen(both), AS_FMT_AUTO, &t,
+	CHECK(as_trace_parse("x.json", both, strlen(both), NULL, &t,
 			     &d) == AS_EPARSE);
 	CHECK(strstr(d.msg, "one of \"events\", \"buffers\" or \"graph\""));
-	CHECK(as_trace_parse("x.json", none, strlen(none), AS_FMT_AUTO, &t,
+	CHECK(as_trace_parse("x.json", none, strlen(none), NULL, &t,
 			     &d) == AS_EPARSE);
 	CHECK(strstr(d.msg, "\"graph\"") != NULL);
 	const char *notobj = HEAD "\"graph\": []}";
-	CHECK(as_trace_parse("x.json", notobj, strlen(notobj), AS_FMT_AUTO,
+	CHECK(as_trace_parse("x.json", notobj, strlen(notobj), NULL,
 			     &t, &d) == AS_EPARSE);
 	CHECK(strstr(d.msg, "graph: expected an object") != NULL);
 }

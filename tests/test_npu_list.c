@@ -33,7 +33,7 @@ struct run {
 static void run(struct run *r, const char *spec, const char *text)
 {
 	memset(r, 0, sizeof(*r));
-	if (as_trace_parse("t.ops", text, strlen(text), AS_FMT_OPS, &r->t,
+	if (as_trace_parse("t.ops", text, strlen(text), "ops", &r->t,
 			   &r->d) != AS_OK) {
 		printf("#   parse: %llu: %s\n", (unsigned long long)r->d.line,
 		       r->d.msg);
@@ -236,7 +236,7 @@ static void json_traces_carry_symbols_too(void)
 	struct as_plan *p = NULL;
 	struct as_diag d;
 	struct as_report rep;
-	CHECK(as_trace_parse("s.json", text, strlen(text), AS_FMT_AUTO, &t,
+	CHECK(as_trace_parse("s.json", text, strlen(text), NULL, &t,
 			     &d) == AS_OK);
 	if (!t)
 		return;
@@ -418,7 +418,7 @@ static void the_bundled_instruction_stream_shares_symbols_validly(void)
 	struct as_plan *p = NULL;
 	struct as_diag d;
 	struct as_report rep;
-	CHECK(as_trace_load(path, AS_FMT_AUTO, &t, &d) == AS_OK);
+	CHECK(as_trace_load(path, NULL, &t, &d) == AS_OK);
 	if (!t)
 		return;
 	CHECK(t->nsymbols > 0);

@@ -17,7 +17,7 @@ static struct as_trace *parse(const char *json, struct as_diag *d)
 	if (!d)
 		d = &local;
 	memset(d, 0, sizeof(*d));
-	if (as_trace_parse("test.json", json, strlen(json), AS_FMT_JSON, &t,
+	if (as_trace_parse("test.json", json, strlen(json), "json", &t,
 			   d) != AS_OK) {
 		char buf[1024];
 		if (d == &local)
@@ -387,7 +387,7 @@ static void numa_strategies_refuse_traces_without_numa_data(void)
 	struct as_trace *t = NULL;
 	struct as_diag d = {0};
 	const char *ops = "alloc a 10\nfree a\n";
-	CHECK(as_trace_parse("t.ops", ops, strlen(ops), AS_FMT_OPS, &t, &d) ==
+	CHECK(as_trace_parse("t.ops", ops, strlen(ops), "ops", &t, &d) ==
 	      AS_OK);
 	if (!t)
 		return;
@@ -484,7 +484,7 @@ static struct as_trace *generated(uint32_t cores, uint64_t blocks,
 	struct as_diag d = {0};
 	if (system(cmd) != 0) {
 		printf("#   failed: %s\n", cmd);
-	} else if (as_trace_load(path, AS_FMT_AUTO, &t, &d) != AS_OK) {
+	} else if (as_trace_load(path, NULL, &t, &d) != AS_OK) {
 		char buf[1024];
 		printf("#   %s\n", as_diag_text(&d, buf, sizeof(buf)));
 	}

@@ -143,7 +143,7 @@ static void every_strategy_plans_every_bundled_trace(void)
 		struct as_trace *t;
 		struct as_diag d;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		if (as_trace_load(path, AS_FMT_AUTO, &t, &d) != AS_OK) {
+		if (as_trace_load(path, NULL, &t, &d) != AS_OK) {
 			printf("#   %s: %s\n", path, d.msg);
 			tap_cur_failed = 1;
 			continue;
@@ -175,7 +175,7 @@ static void every_strategy_plans_the_minimalloc_benchmarks(void)
 		struct as_trace *t;
 		struct as_diag d;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		CHECK(as_trace_load(path, AS_FMT_AUTO, &t, &d) == AS_OK);
+		CHECK(as_trace_load(path, NULL, &t, &d) == AS_OK);
 		conform(t, e->d_name);
 		as_trace_destroy(t);
 	}
@@ -190,7 +190,7 @@ static void greedy_size_places_largest_first_at_the_lowest_fit(void)
 	struct as_trace *t;
 	struct as_plan *p;
 	struct as_diag d;
-	CHECK(as_trace_parse("g.ops", text, strlen(text), AS_FMT_OPS, &t,
+	CHECK(as_trace_parse("g.ops", text, strlen(text), "ops", &t,
 			     &d) == AS_OK);
 	CHECK(as_strategy_run("greedy-size", t, NULL, &p, &d) == AS_OK);
 	CHECK_EQ_U64(p->offset[1], 0);  /* b, the largest */
@@ -207,7 +207,7 @@ static void greedy_size_honours_alignment(void)
 	struct as_trace *t;
 	struct as_plan *p;
 	struct as_diag d;
-	CHECK(as_trace_parse("g.ops", text, strlen(text), AS_FMT_OPS, &t,
+	CHECK(as_trace_parse("g.ops", text, strlen(text), "ops", &t,
 			     &d) == AS_OK);
 	CHECK(as_strategy_run("greedy-size", t, NULL, &p, &d) == AS_OK);
 	CHECK_EQ_U64(p->offset[0], 0);
@@ -224,7 +224,7 @@ static void greedy_size_fails_what_would_end_beyond_two_to_the_64(void)
 	struct as_plan *p = NULL;
 	struct as_diag d;
 	struct as_report r;
-	CHECK(as_trace_parse("g.ops", text, strlen(text), AS_FMT_OPS, &t,
+	CHECK(as_trace_parse("g.ops", text, strlen(text), "ops", &t,
 			     &d) == AS_OK);
 	if (!t)
 		return;
@@ -245,7 +245,7 @@ static void config_keys_no_strategy_knows_are_ignored_however_long(void)
 	struct as_trace *t = NULL;
 	struct as_plan *p = NULL;
 	struct as_diag d;
-	CHECK(as_trace_parse("c.ops", text, strlen(text), AS_FMT_OPS, &t,
+	CHECK(as_trace_parse("c.ops", text, strlen(text), "ops", &t,
 			     &d) == AS_OK);
 	if (!t)
 		return;
@@ -261,14 +261,14 @@ static void recorded_needs_offsets_in_the_trace(void)
 	struct as_trace *t;
 	struct as_plan *p;
 	struct as_diag d;
-	CHECK(as_trace_parse("r.csv", with, strlen(with), AS_FMT_AUTO, &t,
+	CHECK(as_trace_parse("r.csv", with, strlen(with), NULL, &t,
 			     &d) == AS_OK);
 	CHECK(as_strategy_applies("recorded", t));
 	CHECK(as_strategy_run("recorded", t, NULL, &p, &d) == AS_OK);
 	CHECK_EQ_U64(p->offset[0], 16);
 	as_plan_destroy(p);
 	as_trace_destroy(t);
-	CHECK(as_trace_parse("r.ops", without, strlen(without), AS_FMT_AUTO,
+	CHECK(as_trace_parse("r.ops", without, strlen(without), NULL,
 			     &t, &d) == AS_OK);
 	CHECK(!as_strategy_applies("recorded", t));
 	CHECK(as_strategy_run("recorded", t, NULL, &p, &d) ==
@@ -282,7 +282,7 @@ static void unknown_strategies_and_options_are_refused_by_name(void)
 	struct as_trace *t;
 	struct as_plan *p = NULL;
 	struct as_diag d;
-	CHECK(as_trace_parse("r.ops", text, strlen(text), AS_FMT_AUTO, &t,
+	CHECK(as_trace_parse("r.ops", text, strlen(text), NULL, &t,
 			     &d) == AS_OK);
 	CHECK(as_strategy_run("no-such", t, NULL, &p, &d) == AS_ENOTFOUND);
 	CHECK(strstr(d.msg, "unknown strategy 'no-such'") != NULL);
@@ -308,7 +308,7 @@ static void input_aliases_follow_their_parent_in_every_plan(void)
 	struct as_trace *t = NULL;
 	struct as_plan *p = NULL;
 	struct as_diag d;
-	CHECK(as_trace_parse("a.json", text, strlen(text), AS_FMT_AUTO, &t,
+	CHECK(as_trace_parse("a.json", text, strlen(text), NULL, &t,
 			     &d) == AS_OK);
 	if (!t)
 		return;

@@ -14,7 +14,7 @@ static uint64_t rng_state;
 
 static uint64_t rnd(void)
 {
-	return as_rng_next(&rng_state);
+	return as_splitmix64(&rng_state);
 }
 
 /* A problem built by hand: rectangles over sections 0..S of unit length. */
@@ -73,7 +73,7 @@ static struct as_trace *csv_trace(const char *text)
 {
 	struct as_trace *t = NULL;
 	struct as_diag d;
-	if (as_trace_parse("t.csv", text, strlen(text), AS_FMT_CSV, &t, &d))
+	if (as_trace_parse("t.csv", text, strlen(text), "csv", &t, &d))
 		printf("#   parse: %s\n", d.msg);
 	return t;
 }
@@ -467,7 +467,7 @@ static void strip_places_zero_sizes_aliases_and_spaces(void)
 		"{\"op\": \"free\", \"name\": \"z\"}]}";
 	struct as_trace *t = NULL;
 	struct as_diag d;
-	CHECK(as_trace_parse("s.json", text, strlen(text), AS_FMT_JSON, &t,
+	CHECK(as_trace_parse("s.json", text, strlen(text), "json", &t,
 			     &d) == AS_OK);
 	if (!t)
 		printf("#   %s\n", d.msg);
@@ -601,7 +601,7 @@ static void every_strategy_plans_every_benchmark_at_its_recorded_height(void)
 		struct as_diag d;
 		snprintf(path, sizeof(path), "%s/benchmarks/%s", shared,
 			 e->file);
-		if (as_trace_load(path, AS_FMT_AUTO, &t, &d) != AS_OK) {
+		if (as_trace_load(path, NULL, &t, &d) != AS_OK) {
 			printf("#   %s\n", d.msg);
 			tap_cur_failed = 1;
 			continue;

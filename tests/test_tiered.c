@@ -41,7 +41,7 @@ static void run(struct run *r, const char *spec, const char *name,
 		const char *text)
 {
 	memset(r, 0, sizeof(*r));
-	if (as_trace_parse(name, text, strlen(text), AS_FMT_AUTO, &r->t,
+	if (as_trace_parse(name, text, strlen(text), NULL, &r->t,
 			   &r->d) != AS_OK) {
 		printf("#   parse: %llu: %s\n", (unsigned long long)r->d.line,
 		       r->d.msg);
@@ -742,7 +742,7 @@ static void the_bundled_cnn_graph_shows_in_place_reuse(void)
 		 src ? src : ".");
 	struct as_trace *t = NULL;
 	struct as_diag d;
-	CHECK(as_trace_load(path, AS_FMT_AUTO, &t, &d) == AS_OK);
+	CHECK(as_trace_load(path, NULL, &t, &d) == AS_OK);
 	if (!t)
 		return;
 	struct as_plan *on = NULL, *off_ = NULL;

@@ -6,7 +6,7 @@ static struct as_trace *parse(const char *name, const char *text,
 			      struct as_diag *d)
 {
 	struct as_trace *t = NULL;
-	if (as_trace_parse(name, text, strlen(text), AS_FMT_AUTO, &t, d) !=
+	if (as_trace_parse(name, text, strlen(text), NULL, &t, d) !=
 	    AS_OK)
 		return NULL;
 	return t;
@@ -345,7 +345,7 @@ static void minimalloc_benchmarks_have_the_published_lower_bounds(void)
 		struct as_diag d;
 		struct as_trace *t;
 		snprintf(path, sizeof(path), "%s/%s", shared, b[i].file);
-		CHECK(as_trace_load(path, AS_FMT_AUTO, &t, &d) == AS_OK);
+		CHECK(as_trace_load(path, NULL, &t, &d) == AS_OK);
 		if (t == NULL)
 			continue;
 		CHECK_EQ_U64(as_trace_lower_bound(t), b[i].lb);

@@ -6,7 +6,7 @@ static struct as_trace *parse(const char *text)
 {
 	struct as_trace *t = NULL;
 	struct as_diag d;
-	if (as_trace_parse("v.ops", text, strlen(text), AS_FMT_OPS, &t, &d))
+	if (as_trace_parse("v.ops", text, strlen(text), "ops", &t, &d))
 		printf("# parse: %s\n", d.msg);
 	return t;
 }

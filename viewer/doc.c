@@ -21,7 +21,7 @@ int doc_load(struct doc *d, const char *path, const char *const *specs,
 {
 	struct doc n = {0};
 	snprintf(n.path, sizeof(n.path), "%s", path);
-	int err = as_trace_load(path, AS_FMT_AUTO, &n.t, diag);
+	int err = as_trace_load(path, NULL, &n.t, diag);
 	if (err)
 		return err;
 	const char *all[MAX_SPECS];

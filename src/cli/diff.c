@@ -148,7 +148,7 @@ static int run_one(struct as_results *r, const struct as_trace *t,
 	return AS_OK;
 }
 
-static int run_specs(char **args, size_t nargs, enum as_format fmt,
+static int run_specs(char **args, size_t nargs, const char *fmt,
 		     const char *spec_a, const char *spec_b, bool progress,
 		     const char *svg_dir, struct as_results *a,
 		     struct as_results *b)
@@ -156,7 +156,7 @@ static int run_specs(char **args, size_t nargs, enum as_format fmt,
 	char **paths;
 	size_t npaths;
 	struct as_diag d;
-	if (cli_expand_traces(args, nargs, fmt != AS_FMT_AUTO, &paths,
+	if (cli_expand_traces(args, nargs, fmt != NULL, &paths,
 			      &npaths, &d) != AS_OK)
 		return cli_report_diag(&d);
 	struct cli_progress pr;
@@ -346,7 +346,7 @@ int cli_diff(int argc, char **argv)
 	const char *specs[2], *markdown = NULL, *svg = NULL;
 	size_t nspecs = 0, nargs = 0;
 	bool all = false, progress = true;
-	enum as_format fmt = AS_FMT_AUTO;
+	const char *fmt = NULL;
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
 	if (!args)
 		return EXIT_USAGE;
@@ -380,7 +380,7 @@ int cli_diff(int argc, char **argv)
 			else
 				specs[nspecs++] = argv[++i];
 		} else if (strcmp(a, "-f") == 0 && more) {
-			if (as_format_from_name(argv[++i], &fmt) != AS_OK)
+			if (!as_format_known(fmt = argv[++i]))
 				status = diff_usage_error(
 					"unknown format '%s'", argv[i]);
 		} else if (strcmp(a, "--markdown") == 0 && more) {
@@ -416,7 +416,7 @@ int cli_diff(int argc, char **argv)
 		status = diff_usage_error("diff needs BASE.json and NEW.json "
 					  "(got %s)",
 					  nargs < 2 ? "fewer" : "more");
-	else if (!status && nspecs == 0 && fmt != AS_FMT_AUTO)
+	else if (!status && nspecs == 0 && fmt != NULL)
 		status = diff_usage_error("-f applies to traces (with -s)%s",
 					  "");
 	if (!status && svg && nspecs == 0)

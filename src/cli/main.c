@@ -205,7 +205,7 @@ static int write_images(const char *const *paths, size_t npaths,
 
 /* The options of one replay run, the same for every trace. */
 struct replay_opts {
-	enum as_format fmt;
+	const char *fmt;
 	const char **specs;
 	size_t nspecs;          /* 0: every strategy that applies */
 	const char *plan_out;
@@ -307,7 +307,7 @@ static int cmd_replay(int argc, char **argv)
 	const char *specs[MAX_SPECS];
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
 	size_t nspecs = 0, nargs = 0;
-	enum as_format fmt = AS_FMT_AUTO;
+	const char *fmt = NULL;
 	bool dump = false, progress = true;
 	struct replay_opts o = {.first = true};
 	if (!args)
@@ -319,7 +319,7 @@ static int cmd_replay(int argc, char **argv)
 		bool more = i + 1 < argc;
 		int bad = 0;
 		if (strcmp(a, "-f") == 0 && more) {
-			if (as_format_from_name(argv[++i], &fmt) != AS_OK)
+			if (!as_format_known(fmt = argv[++i]))
 				bad = usage_error("unknown format '%s'",
 						  argv[i]);
 		} else if (strcmp(a, "-s") == 0 && more) {
@@ -392,7 +392,7 @@ static int cmd_replay(int argc, char **argv)
 	char **paths = NULL;
 	size_t npaths = 0;
 	struct as_diag d;
-	int err = cli_expand_traces(args, nargs, fmt != AS_FMT_AUTO, &paths,
+	int err = cli_expand_traces(args, nargs, fmt != NULL, &paths,
 				    &npaths, &d);
 	free(args);
 	if (err != AS_OK)
@@ -451,12 +451,12 @@ static int cmd_replay(int argc, char **argv)
 static int cmd_check(int argc, char **argv)
 {
 	const char *trace_path = NULL, *plan_path = NULL;
-	enum as_format fmt = AS_FMT_AUTO;
+	const char *fmt = NULL;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
 		if (strcmp(a, "-f") == 0 && more) {
-			if (as_format_from_name(argv[++i], &fmt) != AS_OK)
+			if (!as_format_known(fmt = argv[++i]))
 				return usage_error("unknown format '%s'",
 						   argv[i]);
 		} else if (strcmp(a, "--plan") == 0 && more) {

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "allocscope/compare.h"
-#include "core/sort.h"
+#include "core/internal.h"
 
 static const char *const metric_names[] = {
 	[AS_METRIC_PEAK] = "peak",

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "allocscope/compare.h"
-#include "strategies/options.h"
+#include "core/internal.h"
 
 struct as_results *as_results_create(void)
 {

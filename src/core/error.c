@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "strategies/options.h"
+#include "core/internal.h"
 
 const char *as_strerror(int err)
 {

@@ -1,7 +1,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strategies/options.h"
+#include "core/internal.h"
 #include "core/trace_private.h"
 
 struct as_plan *as_plan_create(const struct as_trace *t)

@@ -15,8 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "strategies/options.h"
-#include "core/sort.h"
+#include "core/internal.h"
 #include "core/trace_private.h"
 
 /* ---- Arena ---- */
@@ -73,6 +72,8 @@ struct as_builder {
 	uint32_t live_mask, live_n;
 	uint64_t time;
 	bool timed, ordered;
+	uint32_t cap_marks, cap_segments, cap_info, ninfo, cap_input_stats;
+	uint64_t cap_clock, nclock; /* clock readings held: steps [0, nclock) */
 };
 
 static bool grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
@@ -94,14 +95,6 @@ static bool grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 	return true;
 }
 
-static uint64_t hash_name(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h ^ (h >> 29);
-}
-
 static int live_rehash(struct as_builder *b, uint32_t cap)
 {
 	uint32_t *n = malloc((size_t)cap * sizeof(*n));
@@ -114,7 +107,7 @@ static int live_rehash(struct as_builder *b, uint32_t cap)
 			uint32_t v = b->live[i];
 			if (v == AS_NONE)
 				continue;
-			uint64_t h = hash_name(b->t->buffers[v].name) & mask;
+			uint64_t h = as_hash_str(b->t->buffers[v].name) & mask;
 			while (n[h] != AS_NONE)
 				h = (h + 1) & mask;
 			n[h] = v;
@@ -129,7 +122,7 @@ static int live_rehash(struct as_builder *b, uint32_t cap)
 /* The slot holding `name`, or the empty slot where it would go. */
 static uint32_t live_slot(const struct as_builder *b, const char *name)
 {
-	uint64_t h = hash_name(name) & b->live_mask;
+	uint64_t h = as_hash_str(name) & b->live_mask;
 	while (b->live[h] != AS_NONE &&
 	       strcmp(b->t->buffers[b->live[h]].name, name) != 0)
 		h = (h + 1) & b->live_mask;
@@ -144,7 +137,7 @@ static void live_remove(struct as_builder *b, uint32_t slot)
 		j = (j + 1) & mask;
 		if (b->live[j] == AS_NONE)
 			break;
-		uint32_t k = (uint32_t)(hash_name(b->t->buffers[b->live[j]].name) &
+		uint32_t k = (uint32_t)(as_hash_str(b->t->buffers[b->live[j]].name) &
 					mask);
 		/* Move j back to i unless its home k lies cyclically in (i, j]. */
 		if ((i <= j) ? (i < k && k <= j) : (i < k || k <= j))
@@ -463,6 +456,116 @@ int as_builder_frames(struct as_builder *b, uint32_t idx, const char *frames)
 	return AS_OK;
 }
 
+uint64_t as_builder_time(const struct as_builder *b)
+{
+	return b->time;
+}
+
+/* Clock readings for steps [nclock, step], repeating the last one. */
+static int clock_fill(struct as_builder *b, uint64_t step)
+{
+	struct as_trace *t = b->t;
+	if (step >= b->cap_clock) {
+		uint64_t n = b->cap_clock ? b->cap_clock : 64;
+		while (n <= step)
+			n *= 2;
+		if (n > SIZE_MAX / sizeof(*t->clock))
+			return AS_ENOMEM;
+		uint64_t *c = realloc(t->clock, (size_t)n * sizeof(*c));
+		if (!c)
+			return AS_ENOMEM;
+		t->clock = c;
+		b->cap_clock = n;
+	}
+	uint64_t last = b->nclock ? t->clock[b->nclock - 1] : 0;
+	for (uint64_t i = b->nclock; i <= step; i++)
+		t->clock[i] = last;
+	if (step + 1 > b->nclock)
+		b->nclock = step + 1;
+	return AS_OK;
+}
+
+int as_builder_clock(struct as_builder *b, uint64_t us, uint64_t line,
+		     struct as_diag *diag)
+{
+	if (b->nclock && us < b->t->clock[b->nclock - 1])
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "time %llu us goes back (previous %llu us)",
+				   (unsigned long long)us,
+				   (unsigned long long)
+					   b->t->clock[b->nclock - 1]);
+	int err = clock_fill(b, b->time);
+	if (err)
+		return err;
+	b->t->clock[b->time] = us;
+	return AS_OK;
+}
+
+int as_builder_mark(struct as_builder *b, const struct as_mark *m)
+{
+	struct as_trace *t = b->t;
+	if (t->nmarks == UINT32_MAX ||
+	    !grow((void **)&t->marks, &b->cap_marks, t->nmarks + 1,
+		  sizeof(*t->marks)))
+		return AS_ENOMEM;
+	t->marks[t->nmarks] = *m;
+	t->marks[t->nmarks++].time = b->time;
+	return AS_OK;
+}
+
+int as_builder_segment(struct as_builder *b, const struct as_segment *s)
+{
+	struct as_trace *t = b->t;
+	if (t->nsegments == UINT32_MAX ||
+	    !grow((void **)&t->segments, &b->cap_segments, t->nsegments + 1,
+		  sizeof(*t->segments)))
+		return AS_ENOMEM;
+	t->segments[t->nsegments++] = *s;
+	return AS_OK;
+}
+
+/* Default info for buffers [from, nbuffers). */
+static void info_fill(struct as_trace *t, uint32_t from)
+{
+	for (uint32_t i = from; i < t->nbuffers; i++)
+		t->info[i] = (struct as_buffer_info){
+			.requested = t->buffers[i].size,
+			.free_requested = UINT64_MAX,
+			.realloc_of = AS_NONE,
+		};
+}
+
+struct as_buffer_info *as_builder_info(struct as_builder *b, uint32_t idx)
+{
+	struct as_trace *t = b->t;
+	if (idx >= t->nbuffers)
+		return NULL;
+	if (b->ninfo < t->nbuffers) {
+		if (!grow((void **)&t->info, &b->cap_info, t->nbuffers,
+			  sizeof(*t->info)))
+			return NULL;
+		info_fill(t, b->ninfo);
+		b->ninfo = t->nbuffers;
+	}
+	return &t->info[idx];
+}
+
+int as_builder_count(struct as_builder *b, const char *key, uint64_t n)
+{
+	struct as_trace *t = b->t;
+	for (uint32_t i = 0; i < t->ninput_stats; i++)
+		if (strcmp(t->input_stats[i].key, key) == 0) {
+			t->input_stats[i].value += (double)n;
+			return AS_OK;
+		}
+	if (!grow((void **)&t->input_stats, &b->cap_input_stats,
+		  t->ninput_stats + 1, sizeof(*t->input_stats)))
+		return AS_ENOMEM;
+	t->input_stats[t->ninput_stats++] =
+		(struct as_stat){key, (double)n, true};
+	return AS_OK;
+}
+
 int64_t as_builder_lookup(struct as_builder *b, const char *name)
 {
 	uint32_t slot = live_slot(b, name);
@@ -604,6 +707,19 @@ int as_builder_finish(struct as_builder *b, struct as_trace **out,
 	if (err)
 		return err;
 	t->end_time = b->time;
+	if (t->clock && (err = clock_fill(b, t->end_time)))
+		return err;
+	if (t->info) {
+		if (!grow((void **)&t->info, &b->cap_info, t->nbuffers,
+			  sizeof(*t->info)))
+			return AS_ENOMEM;
+		info_fill(t, b->ninfo);
+		b->ninfo = t->nbuffers;
+		for (uint32_t i = 0; i < t->nbuffers; i++)
+			if (t->info[i].free_requested > t->buffers[i].end)
+				t->info[i].free_requested =
+					t->buffers[i].end;
+	}
 	if (t->frames && b->nframes < t->nbuffers) {
 		if (!grow((void **)&t->frames, &b->cap_frames, t->nbuffers,
 			  sizeof(*t->frames)))
@@ -683,211 +799,10 @@ void as_trace_destroy(struct as_trace *t)
 	free(t->frames);
 	free(t->ops);
 	free(t->shapes);
+	free(t->clock);
+	free(t->marks);
+	free(t->segments);
+	free(t->info);
+	free(t->input_stats);
 	free(t);
-}
-
-/* ---- Loading ---- */
-
-int as_format_from_name(const char *name, enum as_format *out)
-{
-	static const struct {
-		const char *name;
-		enum as_format fmt;
-	} names[] = {
-		{"auto", AS_FMT_AUTO}, {"ops", AS_FMT_OPS},
-		{"txt", AS_FMT_OPS},   {"text", AS_FMT_OPS},
-		{"json", AS_FMT_JSON}, {"csv", AS_FMT_CSV},
-	};
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(names[i].name, name) == 0) {
-			*out = names[i].fmt;
-			return AS_OK;
-		}
-	return AS_EINVAL;
-}
-
-static enum as_format detect(const char *name, const char *data, size_t len)
-{
-	const char *dot = strrchr(name, '.');
-	if (dot) {
-		if (strcmp(dot, ".json") == 0)
-			return AS_FMT_JSON;
-		if (strcmp(dot, ".csv") == 0)
-			return AS_FMT_CSV;
-		if (strcmp(dot, ".ops") == 0 || strcmp(dot, ".txt") == 0)
-			return AS_FMT_OPS;
-	}
-	size_t i = 0;
-	while (i < len && (data[i] == ' ' || data[i] == '\t' ||
-			   data[i] == '\n' || data[i] == '\r'))
-		i++;
-	if (i < len && data[i] == '{')
-		return AS_FMT_JSON;
-	if (len - i >= 3 && memcmp(data + i, "id,", 3) == 0)
-		return AS_FMT_CSV;
-	return AS_FMT_OPS;
-}
-
-static const char *const fmt_names[] = {"auto", "ops", "json", "csv"};
-
-static int start(const char *name, enum as_format fmt,
-		 struct as_builder **b, struct as_diag *diag)
-{
-	*b = as_builder_create(name, fmt_names[fmt]);
-	return *b ? AS_OK : as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
-}
-
-static int feed(struct as_builder *b, enum as_format fmt,
-		struct as_line_state *st, const char *data, size_t len,
-		struct as_diag *diag)
-{
-	if (memchr(data, 0, len)) /* the line parsers stop at NUL */
-		return as_diag_set(diag, st->line + 1, AS_EPARSE,
-				   "NUL byte in a text file");
-	return fmt == AS_FMT_CSV ? as_parse_csv(b, st, data, len, diag)
-				 : as_parse_ops(b, st, data, len, diag);
-}
-
-static int finish(struct as_builder *b, enum as_format fmt,
-		  struct as_line_state *st, int err, struct as_trace **out,
-		  struct as_diag *diag)
-{
-	if (err == AS_OK && fmt == AS_FMT_CSV)
-		err = as_parse_csv_end(st, diag);
-	if (err == AS_OK) {
-		err = as_builder_finish(b, out, diag);
-		if (err == AS_OK)
-			return AS_OK; /* the builder is consumed */
-	}
-	if (err == AS_ENOMEM)
-		as_diag_set(diag, diag->line, AS_ENOMEM, "out of memory");
-	as_builder_destroy(b);
-	return err;
-}
-
-static void diag_start(struct as_diag *diag, const char *name)
-{
-	memset(diag, 0, sizeof(*diag));
-	snprintf(diag->file, sizeof(diag->file), "%s", name);
-}
-
-int as_trace_parse(const char *name, const char *data, size_t len,
-		   enum as_format fmt, struct as_trace **out,
-		   struct as_diag *diag)
-{
-	struct as_diag local;
-	struct as_builder *b;
-	struct as_line_state st = {0};
-	if (!diag)
-		diag = &local;
-	diag_start(diag, name);
-	if (fmt == AS_FMT_AUTO)
-		fmt = detect(name, data, len);
-	int err = start(name, fmt, &b, diag);
-	if (err)
-		return err;
-	if (fmt == AS_FMT_JSON)
-		err = as_parse_json(b, data, len, diag);
-	else
-		err = feed(b, fmt, &st, data, len, diag);
-	return finish(b, fmt, &st, err, out, diag);
-}
-
-#define WINDOW (4u << 20)
-
-/*
- * Line formats stream through a window of whole lines, so a 10^7-buffer
- * trace never sits in memory as text; JSON is read whole.
- */
-static int load_stream(FILE *f, const char *path, enum as_format fmt,
-		       struct as_trace **out, struct as_diag *diag)
-{
-	size_t cap = WINDOW, have = 0;
-	char *buf = malloc(cap);
-	struct as_builder *b = NULL;
-	struct as_line_state st = {0};
-	int err = buf ? AS_OK : AS_ENOMEM;
-	bool eof = false;
-	while (err == AS_OK && !eof) {
-		if (have == cap) { /* one line longer than the window */
-			char *n = realloc(buf, cap * 2);
-			if (!n) {
-				err = AS_ENOMEM;
-				break;
-			}
-			buf = n;
-			cap *= 2;
-		}
-		size_t got = fread(buf + have, 1, cap - have, f);
-		if (got == 0) {
-			if (ferror(f)) {
-				err = as_diag_set(diag, 0, AS_EIO, "read error");
-				break;
-			}
-			eof = true;
-		}
-		have += got;
-		if (!b) {
-			if (fmt == AS_FMT_AUTO)
-				fmt = detect(path, buf, have);
-			if (fmt == AS_FMT_JSON && !eof)
-				continue; /* read it whole */
-			if ((err = start(path, fmt, &b, diag)))
-				break;
-			if (fmt == AS_FMT_JSON) {
-				err = as_parse_json(b, buf, have, diag);
-				break;
-			}
-		}
-		size_t used = have;
-		while (!eof && used > 0 && buf[used - 1] != '\n')
-			used--;
-		if (used == 0)
-			continue;
-		err = feed(b, fmt, &st, buf, used, diag);
-		memmove(buf, buf + used, have - used);
-		have -= used;
-	}
-	free(buf);
-	if (!b) {
-		if (err == AS_ENOMEM)
-			as_diag_set(diag, 0, err, "out of memory");
-		return err;
-	}
-	return finish(b, fmt, &st, err, out, diag);
-}
-
-int as_trace_load(const char *path, enum as_format fmt, struct as_trace **out,
-		  struct as_diag *diag)
-{
-	struct as_diag local;
-	if (!diag)
-		diag = &local;
-	diag_start(diag, path);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return as_diag_set(diag, 0, AS_EIO, "cannot open: %s",
-				   strerror(errno));
-	struct stat st;
-	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-		fclose(f);
-		return as_diag_set(diag, 0, AS_EIO, "not a regular file");
-	}
-	int err = load_stream(f, path, fmt, out, diag);
-	fclose(f);
-	return err;
-}
-
-const char *as_next_line(const char **p, const char *end, size_t *len)
-{
-	if (*p >= end)
-		return NULL;
-	const char *s = *p;
-	const char *nl = memchr(s, '\n', (size_t)(end - s));
-	const char *e = nl ? nl : end;
-	*p = nl ? nl + 1 : end;
-	if (e > s && e[-1] == '\r')
-		e--;
-	*len = (size_t)(e - s);
-	return s;
 }

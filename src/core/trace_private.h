@@ -32,27 +32,4 @@ int as_builder_frames(struct as_builder *b, uint32_t idx, const char *frames);
 /* Find a buffer by name: the live one, else the most recent. */
 int64_t as_builder_lookup(struct as_builder *b, const char *name);
 
-/*
- * Parsers: fill the builder from text. `diag->file` is already set.
- * The line formats (ops, CSV) take whole lines in pieces, so that large
- * files stream through a small window: `st` carries what they need across
- * pieces (line number, CSV header), zeroed before the first piece.
- */
-struct as_line_state {
-	uint64_t line;          /* lines consumed so far */
-	int ncols;              /* CSV: columns in the header, 0 before it */
-	int pos[8];             /* CSV: column of each field, -1 when absent */
-};
-int as_parse_ops(struct as_builder *b, struct as_line_state *st,
-		 const char *data, size_t len, struct as_diag *diag);
-int as_parse_csv(struct as_builder *b, struct as_line_state *st,
-		 const char *data, size_t len, struct as_diag *diag);
-/* After the last piece: CSV needs its header. */
-int as_parse_csv_end(struct as_line_state *st, struct as_diag *diag);
-int as_parse_json(struct as_builder *b, const char *data, size_t len,
-		  struct as_diag *diag);
-
-/* Return the next line of [*p, end) and advance; NULL at the end. */
-const char *as_next_line(const char **p, const char *end, size_t *len);
-
 #endif

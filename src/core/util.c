@@ -1,11 +1,12 @@
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "allocscope/allocscope.h"
-#include "core/sort.h"
+#include "core/internal.h"
 
 struct as_atomic {
 	FILE *f;
@@ -181,4 +182,28 @@ int as_sort_u32(uint32_t *v, size_t n, as_less_fn less, const void *ctx)
 		memcpy(v, src, n * sizeof(*v));
 	free(tmp);
 	return AS_OK;
+}
+
+double as_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+bool as_parse_u64(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v = 0;
+	if (len == 0)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned d = (unsigned char)s[i] - '0';
+		if (d > 9)
+			return false;
+		if (v > (UINT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return true;
 }

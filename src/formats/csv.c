@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strategies/options.h"
-#include "core/sort.h"
+#include "core/internal.h"
 #include "core/trace_private.h"
+#include "formats/formats.h"
 
 enum col { C_ID, C_LOWER, C_UPPER, C_SIZE, C_ALIGN, C_OFFSET, C_N };
 
@@ -129,7 +129,7 @@ static int row(struct as_builder *b, const struct as_line_state *st,
 	return AS_OK;
 }
 
-int as_parse_csv(struct as_builder *b, struct as_line_state *st,
+static int csv_lines(struct as_builder *b, struct as_line_state *st,
 		 const char *data, size_t len, struct as_diag *diag)
 {
 	const char *p = data, *end = data + len, *s;
@@ -146,14 +146,28 @@ int as_parse_csv(struct as_builder *b, struct as_line_state *st,
 	return AS_OK;
 }
 
-int as_parse_csv_end(struct as_line_state *st, struct as_diag *diag)
+static int csv_end(struct as_builder *b, struct as_line_state *st, int err,
+		   struct as_diag *diag)
 {
-	if (st->ncols)
-		return AS_OK;
+	if (err || st->ncols)
+		return err;
 	return as_diag_set(diag, st->line ? st->line : 1, AS_EPARSE,
 			   "empty file: expected the header "
 			   "id,lower,upper,size");
 }
+
+static bool csv_sniff(const char *head, size_t len)
+{
+	return len >= 3 && memcmp(head, "id,", 3) == 0;
+}
+
+const struct as_format_impl as_format_csv = {
+	.name = "csv",
+	.extensions = ".csv",
+	.sniff = csv_sniff,
+	.lines = csv_lines,
+	.end = csv_end,
+};
 
 /* ---- Plan files: id,lower,upper,size,offset ---- */
 

@@ -8,8 +8,9 @@
  */
 #include <string.h>
 
-#include "strategies/options.h"
+#include "core/internal.h"
 #include "core/trace_private.h"
+#include "formats/formats.h"
 
 #define MAX_TOKENS 16
 #define DEFAULT_ALIGN 64 /* TensorFlow kernels' alignment, as the vectors */
@@ -191,7 +192,7 @@ static int parse_line(struct as_builder *b, struct tok *tk, int n,
 			   (int)tk[0].len, tk[0].s);
 }
 
-int as_parse_ops(struct as_builder *b, struct as_line_state *st,
+static int ops_lines(struct as_builder *b, struct as_line_state *st,
 		 const char *data, size_t len, struct as_diag *diag)
 {
 	const char *p = data, *end = data + len, *s;
@@ -213,3 +214,16 @@ int as_parse_ops(struct as_builder *b, struct as_line_state *st,
 	st->line = line;
 	return AS_OK;
 }
+
+/* The fallback: any text that no other format claims. */
+static bool ops_sniff(const char *head, size_t len)
+{
+	return true;
+}
+
+const struct as_format_impl as_format_ops = {
+	.name = "ops",
+	.extensions = ".ops .txt",
+	.sniff = ops_sniff,
+	.lines = ops_lines,
+};

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strategies/options.h"
+#include "core/internal.h"
 #include "render/render_private.h"
 
 #define FONT_FACE "DejaVu Sans"

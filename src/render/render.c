@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strategies/options.h"
+#include "core/internal.h"
 #include "render/render_private.h"
 
 #define MIN_RECT_PX 2.0

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "strategies/place.h"
-#include "core/sort.h"
+#include "core/internal.h"
 #include "strategies/strategy.h"
 
 struct ctx {

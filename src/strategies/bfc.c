@@ -172,11 +172,8 @@ static void emitf(struct bfc *s, const char *fmt, ...)
 
 static uint32_t next_prio(struct bfc *s)
 {
-	/* splitmix64: deterministic treap priorities */
-	uint64_t z = (s->prio_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return (uint32_t)(z ^ (z >> 31));
+	/* deterministic treap priorities */
+	return (uint32_t)as_splitmix64(&s->prio_state);
 }
 
 /* ---- chunk slots ---- */

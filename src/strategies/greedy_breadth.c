@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "strategies/place.h"
-#include "core/sort.h"
+#include "core/internal.h"
 #include "strategies/strategy.h"
 
 struct ctx {

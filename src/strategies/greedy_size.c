@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/sort.h"
+#include "core/internal.h"
 #include "strategies/strategy.h"
 
 struct tree {

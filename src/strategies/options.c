@@ -5,23 +5,6 @@
 
 #include "strategies/options.h"
 
-bool as_parse_u64(const char *s, size_t len, uint64_t *out)
-{
-	uint64_t v = 0;
-	if (len == 0)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		unsigned d = (unsigned char)s[i] - '0';
-		if (d > 9)
-			return false;
-		if (v > (UINT64_MAX - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return true;
-}
-
 static int add_pairs(struct as_opts *o, const struct as_option_desc *known,
 		     const char *text, bool from_spec, struct as_diag *diag)
 {

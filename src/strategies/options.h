@@ -6,7 +6,7 @@
 #ifndef AS_OPTIONS_H
 #define AS_OPTIONS_H
 
-#include "allocscope/allocscope.h"
+#include "core/internal.h"
 
 #define AS_OPTS_MAX 32
 
@@ -42,12 +42,5 @@ int as_opts_double(const struct as_opts *o, const char *key, double def,
 int as_opts_choice(const struct as_opts *o, const char *key,
 		   const char *const *choices, int def, int *out,
 		   struct as_diag *diag);
-
-/* Parse a whole decimal uint64 (no sign, no junk, no overflow). */
-bool as_parse_u64(const char *s, size_t len, uint64_t *out);
-
-/* diag helper: printf into diag->msg, keep file/line. */
-int as_diag_set(struct as_diag *d, uint64_t line, int err, const char *fmt,
-		...) __attribute__((format(printf, 4, 5)));
 
 #endif

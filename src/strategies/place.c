@@ -4,14 +4,7 @@
 
 #include "strategies/options.h"
 #include "strategies/place.h"
-#include "core/sort.h"
-
-double as_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "core/internal.h"
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -1304,7 +1297,7 @@ static int gap_new(struct gaps *G, uint64_t lo, uint64_t len, uint32_t *out)
 	G->g[k].lo = lo;
 	G->g[k].len = len;
 	G->g[k].maxlen = len;
-	G->g[k].prio = (uint32_t)as_rng_next(&G->rng);
+	G->g[k].prio = (uint32_t)as_splitmix64(&G->rng);
 	gap_insert_tree(G, 0, k);
 	gap_insert_tree(G, 1, k);
 	*out = k;

@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "allocscope/allocscope.h"
+#include "core/internal.h"
 
 struct as_rect {
 	uint64_t size;
@@ -130,16 +130,6 @@ uint64_t as_problem_pairs(const struct as_problem *pb);
 /* Peak of a placement: largest off + size. */
 uint64_t as_place_peak(const struct as_problem *pb, const uint64_t *off);
 
-/* Round x up to a multiple of 1 << lg; false on overflow. */
-static inline bool as_align_up(uint64_t x, uint8_t lg, uint64_t *out)
-{
-	uint64_t a = ((uint64_t)1 << lg) - 1;
-	if (x > UINT64_MAX - a)
-		return false;
-	*out = (x + a) & ~a;
-	return true;
-}
-
 /* ---- Exact search: branch and bound over canonical placements ---- */
 
 enum as_exact_result {
@@ -207,17 +197,5 @@ int as_exact_solve_fixed(const struct as_problem *pb, const uint64_t *fixed,
 			 uint64_t cap, double deadline_ms, uint64_t max_nodes,
 			 uint64_t seed, uint64_t *off,
 			 struct as_exact_stats *st);
-
-/* Deterministic generator (splitmix64) for seeded searches. */
-static inline uint64_t as_rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-/* Milliseconds of a monotonic clock. */
-double as_now_ms(void);
 
 #endif

@@ -66,13 +66,6 @@ bool as_strategy_applies(const char *name, const struct as_trace *t)
 	return s && (!s->applies || s->applies(t));
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* Buffers the input places inside another follow their parent. */
 static void resolve_aliases(const struct as_trace *t, struct as_plan *p)
 {
@@ -116,7 +109,7 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 	struct as_plan *p = as_plan_create(t);
 	if (!p)
 		return as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
-	double t0 = now_ms();
+	double t0 = as_now_ms();
 	int err;
 	if (s->online) {
 		err = as_online_replay(s, t, spec_opts, hooks, p, diag);
@@ -131,7 +124,7 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 			    p->offset[i] == AS_NO_OFFSET)
 				p->offset[i] = 0;
 	}
-	p->plan_ms = now_ms() - t0;
+	p->plan_ms = as_now_ms() - t0;
 	if (err) {
 		if (err == AS_ENOMEM)
 			as_diag_set(diag, 0, err, "%s: out of memory", name);

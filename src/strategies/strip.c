@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "strategies/place.h"
-#include "core/sort.h"
+#include "core/internal.h"
 #include "strategies/strategy.h"
 
 enum { SEARCH_AUTO, SEARCH_EXACT, SEARCH_LOCAL, SEARCH_NONE };
@@ -585,8 +585,8 @@ static int local_phase(struct space *sp, double deadline)
 		for (uint32_t k = 0; k < n; k++) {
 			uint32_t i = sp->order[k];
 			bool pick = sp->risk[i] == AS_RISK_HIGH &&
-				    as_rng_next(&rng) % 4 != 0;
-			pick = pick || as_rng_next(&rng) % 64 == 0;
+				    as_splitmix64(&rng) % 4 != 0;
+			pick = pick || as_splitmix64(&rng) % 64 == 0;
 			if (pick)
 				sp->next[m++] = i;
 			else
@@ -594,7 +594,7 @@ static int local_phase(struct space *sp, double deadline)
 		}
 		/* Shuffle the picked ones a little: adjacent swaps. */
 		for (uint32_t k = 1; k < m; k++)
-			if (as_rng_next(&rng) % 3 == 0) {
+			if (as_splitmix64(&rng) % 3 == 0) {
 				uint32_t t = sp->next[k];
 				sp->next[k] = sp->next[k - 1];
 				sp->next[k - 1] = t;
@@ -799,7 +799,7 @@ static uint64_t repair_peak(const struct as_problem *pb, uint64_t *off,
 					goto out;
 				for (uint32_t k = rp.nwin; o >= 2 && k > 1;
 				     k--) {
-					uint32_t j = (uint32_t)(as_rng_next(
+					uint32_t j = (uint32_t)(as_splitmix64(
 								&rp.rng) %
 							k);
 					uint32_t t = rp.win[k - 1];

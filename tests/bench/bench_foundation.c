@@ -101,7 +101,7 @@ int main(int argc, char **argv)
 	struct as_trace *t;
 	struct as_diag d;
 	double t0 = now();
-	if (as_trace_load(path, AS_FMT_CSV, &t, &d) != AS_OK) {
+	if (as_trace_load(path, "csv", &t, &d) != AS_OK) {
 		char buf[1024];
 		fprintf(stderr, "%s\n", as_diag_text(&d, buf, sizeof(buf)));
 		return 2;

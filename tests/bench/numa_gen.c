@@ -280,7 +280,7 @@ static int compare(const char *path, bool quiet)
 	struct as_diag d = {0};
 	char msg[1024];
 	double t0 = now_ms();
-	if (as_trace_load(path, AS_FMT_AUTO, &t, &d)) {
+	if (as_trace_load(path, NULL, &t, &d)) {
 		fprintf(stderr, "%s\n", as_diag_text(&d, msg, sizeof(msg)));
 		return 2;
 	}

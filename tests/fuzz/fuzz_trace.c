@@ -14,12 +14,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const enum as_format fmts[] = {AS_FMT_OPS, AS_FMT_CSV,
-					      AS_FMT_JSON};
+	static const char *const fmts[] = {"ops", "csv",
+					      "json"};
 	/* The first byte picks the format, the rest is the text. */
 	if (size == 0)
 		return 0;
-	enum as_format fmt = fmts[data[0] % 3];
+	const char *fmt = fmts[data[0] % 3];
 	struct as_trace *t = NULL;
 	struct as_diag d;
 	if (as_trace_parse("fuzz", (const char *)data + 1, size - 1, fmt, &t,

@@ -9,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strategies/options.h"
+#include "core/internal.h"
 #include "core/trace_private.h"
+#include "formats/formats.h"
 
 #define FORMAT_NAME "allocscope-trace"
 #define FORMAT_VERSION 1
@@ -492,18 +493,10 @@ static const struct {
 	{"uint8", 1},   {"bool", 1},
 };
 
-static uint64_t graph_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h ^ (h >> 31);
-}
-
 /* The slot of `name`: its tensor, or the empty slot where it would go. */
 static uint32_t graph_slot(const struct graph *g, const char *name)
 {
-	uint32_t h = (uint32_t)(graph_hash(name) & g->mask);
+	uint32_t h = (uint32_t)(as_hash_str(name) & g->mask);
 	while (g->slots[h] != AS_NONE &&
 	       strcmp(g->t[g->slots[h]].name, name) != 0)
 		h = (h + 1) & g->mask;
@@ -1032,8 +1025,8 @@ static int parse_root(struct ctx *c, const cJSON *root)
 	return parse_list(c, root, "buffers", parse_buffer);
 }
 
-int as_parse_json(struct as_builder *b, const char *data, size_t len,
-		  struct as_diag *diag)
+static int json_whole(struct as_builder *b, const char *data, size_t len,
+		      struct as_diag *diag)
 {
 	const char *end = NULL;
 	cJSON *root = cJSON_ParseWithLengthOpts(data, len, &end, false);
@@ -1068,6 +1061,21 @@ int as_parse_json(struct as_builder *b, const char *data, size_t len,
 	cJSON_Delete(root);
 	return err;
 }
+
+static bool json_sniff(const char *head, size_t len)
+{
+	size_t i = 0;
+	while (i < len && strchr(" \t\r\n", head[i]))
+		i++;
+	return i < len && head[i] == '{';
+}
+
+const struct as_format_impl as_format_json = {
+	.name = "json",
+	.extensions = ".json",
+	.sniff = json_sniff,
+	.whole = json_whole,
+};
 
 /* ================================================================== */
 /* ---- The numa section (docs/numa.md) ----                          */

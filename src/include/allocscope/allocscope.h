@@ -133,6 +133,56 @@ struct as_tensor_shape {
 	uint32_t elem_size;
 };
 
+/* A named figure: plan statistics, input counts. */
+struct as_stat {
+	const char *key;        /* static string */
+	double value;
+	bool integer;
+};
+
+/*
+ * A moment the input marks on the time axis: the recording allocator ran out
+ * of memory (a PyTorch `oom` entry), or an allocation the program asked for
+ * failed (malloc returned NULL). Failed allocations are not buffers.
+ */
+enum as_mark_kind { AS_MARK_OOM, AS_MARK_FAILED };
+
+struct as_mark {
+	uint64_t time;          /* time step, as buffer lifetimes */
+	uint64_t size;          /* bytes asked for */
+	uint64_t device_free;   /* OOM: free device memory then; else 0 */
+	uint16_t space;
+	uint8_t kind;           /* enum as_mark_kind */
+};
+
+/*
+ * Memory the recording allocator reserved from its device (a CUDA segment, or
+ * a mapped range of an expandable one), live over [start, end) at address
+ * `addr` of `space`. Drawn behind the buffers; never placed by a strategy.
+ */
+struct as_segment {
+	uint64_t addr, size;
+	uint64_t start, end;
+	uint16_t space;
+	uint16_t stream;
+	uint8_t flags;          /* AS_SEG_* */
+};
+
+enum { AS_SEG_EXPANDABLE = 1 << 0 };
+
+/*
+ * What some inputs know of a buffer beyond its rectangle. `requested` is what
+ * the program asked for (size minus requested is the allocator's rounding);
+ * `free_requested` the time the program let go of it, at or before `end`
+ * (PyTorch frees a block only when its stream is done with it); `realloc_of`
+ * the buffer this one replaced through realloc, or AS_NONE.
+ */
+struct as_buffer_info {
+	uint64_t requested;
+	uint64_t free_requested;
+	uint32_t realloc_of;
+};
+
 struct as_trace {
 	const char *path;
 	const char *format;     /* "ops", "json", "csv" */
@@ -154,24 +204,42 @@ struct as_trace {
 	struct as_tensor_shape *shapes; /* per buffer when ops != NULL, else NULL */
 	const char *metadata;   /* JSON text of the input's metadata, or NULL */
 	const struct as_numa *numa; /* bundle structure (allocscope_numa.h) */
+	/*
+	 * Recorded by some inputs (snapshots, malloc and heap traces); each
+	 * is NULL (count 0) when the input has none.
+	 */
+	uint64_t *clock;        /* per time step 0..end_time: microseconds since
+				 * the first entry, nondecreasing */
+	struct as_mark *marks;  /* in time order */
+	uint32_t nmarks;
+	struct as_segment *segments; /* in start order */
+	uint32_t nsegments;
+	struct as_buffer_info *info; /* per buffer */
+	struct as_stat *input_stats; /* counts of what the reader met and
+				      * set aside (frees of unknown
+				      * addresses, ...) */
+	uint32_t ninput_stats;
 	struct as_trace_private *priv;
 };
 
-/* Input formats. AS_FMT_AUTO detects by extension, then by content. */
-enum as_format { AS_FMT_AUTO, AS_FMT_OPS, AS_FMT_JSON, AS_FMT_CSV };
-
-int as_format_from_name(const char *name, enum as_format *out);
+/*
+ * Input formats are named ("ops", "csv", "json", ...); NULL or "auto"
+ * detects by extension, then by content.
+ */
+bool as_format_known(const char *name);
+/* The i-th format's name, NULL past the last. */
+const char *as_format_names(size_t i);
 
 /*
  * Load a trace from `path`. On success *out is a new trace the caller
  * destroys; on failure returns a negative code and fills `diag`.
  */
-int as_trace_load(const char *path, enum as_format fmt, struct as_trace **out,
+int as_trace_load(const char *path, const char *format, struct as_trace **out,
 		  struct as_diag *diag);
 
 /* Parse a trace from memory; `name` is used in diagnostics. */
 int as_trace_parse(const char *name, const char *data, size_t len,
-		   enum as_format fmt, struct as_trace **out,
+		   const char *format, struct as_trace **out,
 		   struct as_diag *diag);
 
 void as_trace_destroy(struct as_trace *t);
@@ -208,6 +276,27 @@ int as_builder_space(struct as_builder *b, const char *name,
 /* Intern a string in the trace (symbols, frames, metadata). */
 const char *as_builder_intern(struct as_builder *b, const char *s);
 /*
+ * Give the time step the next operation takes a clock reading (microseconds
+ * since the first entry); steps without one repeat the previous reading.
+ * Readings must not decrease.
+ */
+int as_builder_clock(struct as_builder *b, uint64_t us, uint64_t line,
+		     struct as_diag *diag);
+/* The current time step (the one the next operation takes). */
+uint64_t as_builder_time(const struct as_builder *b);
+/* Add a mark at the current time step (m->time is set by the builder). */
+int as_builder_mark(struct as_builder *b, const struct as_mark *m);
+/* Add a reserved segment (a copy of *s). */
+int as_builder_segment(struct as_builder *b, const struct as_segment *s);
+/*
+ * The info of buffer `idx`, creating the per-buffer array on first use
+ * (requested = size, free_requested = end, realloc_of = AS_NONE until set);
+ * NULL when out of memory. The pointer is valid until the next buffer.
+ */
+struct as_buffer_info *as_builder_info(struct as_builder *b, uint32_t idx);
+/* Count something the reader met (`key` a literal); adds to the count. */
+int as_builder_count(struct as_builder *b, const char *key, uint64_t n);
+/*
  * Finish: the trace takes ownership of everything and b is consumed. On
  * failure b is left as it was, for the caller to destroy.
  */
@@ -225,11 +314,6 @@ int64_t as_builder_add_timed(struct as_builder *b, const char *name,
 
 /* ---- Plans ---- */
 
-struct as_stat {
-	const char *key;        /* static string */
-	double value;
-	bool integer;
-};
 
 struct as_round {
 	char label[48];         /* e.g. the order metric of a tuning round */

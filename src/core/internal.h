@@ -1,0 +1,68 @@
+/*
+ * Private: helpers every stage of the library shares, one copy each,
+ * declared here grouped by the file that defines them. Nothing here is
+ * exported to the front ends.
+ */
+#ifndef AS_INTERNAL_H
+#define AS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "allocscope/allocscope.h"
+
+/* ---- error.c ---- */
+
+/* printf into diag->msg and set its line (file is kept); returns err. */
+int as_diag_set(struct as_diag *d, uint64_t line, int err, const char *fmt,
+		...) __attribute__((format(printf, 4, 5)));
+
+/* ---- util.c ---- */
+
+/* Parse a whole decimal uint64 (no sign, no junk, no overflow). */
+bool as_parse_u64(const char *s, size_t len, uint64_t *out);
+
+/* Whether index a sorts before index b. */
+typedef bool (*as_less_fn)(uint32_t a, uint32_t b, const void *ctx);
+
+/*
+ * Sort v[0..n) by `less`, stably (a merge sort). Returns 0, or AS_ENOMEM
+ * when the scratch buffer cannot be had (v is left unchanged).
+ */
+int as_sort_u32(uint32_t *v, size_t n, as_less_fn less, const void *ctx);
+
+/* Milliseconds of a monotonic clock. */
+double as_now_ms(void);
+
+/* ---- inline ---- */
+
+/* Round x up to a multiple of 1 << lg; false when that overflows 64 bits. */
+static inline bool as_align_up(uint64_t x, uint8_t lg, uint64_t *out)
+{
+	uint64_t a = ((uint64_t)1 << lg) - 1;
+	if (x > UINT64_MAX - a)
+		return false;
+	*out = (x + a) & ~a;
+	return true;
+}
+
+/* The next number of a splitmix64 sequence: seeded, deterministic. */
+static inline uint64_t as_splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* FNV-1a of a string, with its high bits folded down for table indices. */
+static inline uint64_t as_hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h ^ (h >> 29);
+}
+
+#endif

@@ -1,0 +1,249 @@
+/*
+ * The format table and loading: a file is matched to a format by its
+ * extension, else by its first bytes (each row's sniff, in table order; the
+ * ops format takes any text left), then read through the row's parser. Line
+ * formats stream through a window of whole lines, so a 10^7-buffer trace
+ * never sits in memory as text; whole formats are read at once.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/internal.h"
+#include "core/trace_private.h"
+#include "formats/formats.h"
+
+/* In detection order: the ops format, which takes any text, last. */
+static const struct as_format_impl *const formats[] = {
+	&as_format_json,
+	&as_format_csv,
+	&as_format_ops,
+};
+
+#define NFORMATS (sizeof(formats) / sizeof(formats[0]))
+
+/* How many first bytes detection looks at. */
+#define SNIFF_BYTES 4096
+
+static const struct as_format_impl *by_name(const char *name)
+{
+	if (!name || strcmp(name, "auto") == 0)
+		return NULL;
+	for (size_t i = 0; i < NFORMATS; i++)
+		if (strcmp(formats[i]->name, name) == 0)
+			return formats[i];
+	if (strcmp(name, "txt") == 0 || strcmp(name, "text") == 0)
+		return &as_format_ops;
+	return NULL;
+}
+
+bool as_format_known(const char *name)
+{
+	return !name || strcmp(name, "auto") == 0 || by_name(name);
+}
+
+const char *as_format_names(size_t i)
+{
+	return i < NFORMATS ? formats[i]->name : NULL;
+}
+
+/* Whether `ext` (".json") is one of the space separated `list`. */
+static bool ext_listed(const char *list, const char *ext)
+{
+	size_t n = strlen(ext);
+	for (const char *p = list; *p;) {
+		size_t w = strcspn(p, " ");
+		if (w == n && memcmp(p, ext, n) == 0)
+			return true;
+		p += w;
+		p += strspn(p, " ");
+	}
+	return false;
+}
+
+static const struct as_format_impl *detect(const char *name,
+					   const char *head, size_t len)
+{
+	const char *slash = strrchr(name, '/');
+	const char *dot = strrchr(slash ? slash : name, '.');
+	if (dot)
+		for (size_t i = 0; i < NFORMATS; i++)
+			if (ext_listed(formats[i]->extensions, dot))
+				return formats[i];
+	if (len > SNIFF_BYTES)
+		len = SNIFF_BYTES;
+	for (size_t i = 0; i < NFORMATS; i++)
+		if (formats[i]->sniff(head, len))
+			return formats[i];
+	return &as_format_ops;
+}
+
+static int start(const char *name, const struct as_format_impl *fmt,
+		 struct as_builder **b, struct as_diag *diag)
+{
+	*b = as_builder_create(name, fmt->name);
+	return *b ? AS_OK : as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
+}
+
+static int feed(struct as_builder *b, const struct as_format_impl *fmt,
+		struct as_line_state *st, const char *data, size_t len,
+		struct as_diag *diag)
+{
+	if (memchr(data, 0, len)) /* the line parsers stop at NUL */
+		return as_diag_set(diag, st->line + 1, AS_EPARSE,
+				   "NUL byte in a text file");
+	return fmt->lines(b, st, data, len, diag);
+}
+
+static int finish(struct as_builder *b, const struct as_format_impl *fmt,
+		  struct as_line_state *st, int err, struct as_trace **out,
+		  struct as_diag *diag)
+{
+	if (fmt->end)
+		err = fmt->end(b, st, err, diag);
+	if (err == AS_OK) {
+		err = as_builder_finish(b, out, diag);
+		if (err == AS_OK)
+			return AS_OK; /* the builder is consumed */
+	}
+	if (err == AS_ENOMEM)
+		as_diag_set(diag, diag->line, AS_ENOMEM, "out of memory");
+	as_builder_destroy(b);
+	return err;
+}
+
+static void diag_start(struct as_diag *diag, const char *name)
+{
+	memset(diag, 0, sizeof(*diag));
+	snprintf(diag->file, sizeof(diag->file), "%s", name);
+}
+
+static int unknown_format(const char *format, struct as_diag *diag)
+{
+	return as_diag_set(diag, 0, AS_EINVAL, "unknown format '%s'", format);
+}
+
+int as_trace_parse(const char *name, const char *data, size_t len,
+		   const char *format, struct as_trace **out,
+		   struct as_diag *diag)
+{
+	struct as_diag local;
+	struct as_builder *b;
+	struct as_line_state st = {0};
+	if (!diag)
+		diag = &local;
+	diag_start(diag, name);
+	if (!as_format_known(format))
+		return unknown_format(format, diag);
+	const struct as_format_impl *fmt = by_name(format);
+	if (!fmt)
+		fmt = detect(name, data, len);
+	int err = start(name, fmt, &b, diag);
+	if (err)
+		return err;
+	if (fmt->whole)
+		err = fmt->whole(b, data, len, diag);
+	else
+		err = feed(b, fmt, &st, data, len, diag);
+	return finish(b, fmt, &st, err, out, diag);
+}
+
+#define WINDOW (4u << 20)
+
+static int load_stream(FILE *f, const char *path,
+		       const struct as_format_impl *fmt,
+		       struct as_trace **out, struct as_diag *diag)
+{
+	size_t cap = WINDOW, have = 0;
+	char *buf = malloc(cap);
+	struct as_builder *b = NULL;
+	struct as_line_state st = {0};
+	int err = buf ? AS_OK : AS_ENOMEM;
+	bool eof = false;
+	while (err == AS_OK && !eof) {
+		if (have == cap) { /* a line (or a whole file) past the window */
+			char *n = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2)
+						      : NULL;
+			if (!n) {
+				err = AS_ENOMEM;
+				break;
+			}
+			buf = n;
+			cap *= 2;
+		}
+		size_t got = fread(buf + have, 1, cap - have, f);
+		if (got == 0) {
+			if (ferror(f)) {
+				err = as_diag_set(diag, 0, AS_EIO, "read error");
+				break;
+			}
+			eof = true;
+		}
+		have += got;
+		if (!b) {
+			if (!fmt)
+				fmt = detect(path, buf, have);
+			if (fmt->whole && !eof)
+				continue; /* read it whole */
+			if ((err = start(path, fmt, &b, diag)))
+				break;
+			if (fmt->whole) {
+				err = fmt->whole(b, buf, have, diag);
+				break;
+			}
+		}
+		size_t used = have;
+		while (!eof && used > 0 && buf[used - 1] != '\n')
+			used--;
+		if (used == 0)
+			continue;
+		err = feed(b, fmt, &st, buf, used, diag);
+		memmove(buf, buf + used, have - used);
+		have -= used;
+	}
+	free(buf);
+	if (!b) {
+		if (err == AS_ENOMEM)
+			as_diag_set(diag, 0, err, "out of memory");
+		return err;
+	}
+	return finish(b, fmt, &st, err, out, diag);
+}
+
+int as_trace_load(const char *path, const char *format, struct as_trace **out,
+		  struct as_diag *diag)
+{
+	struct as_diag local;
+	if (!diag)
+		diag = &local;
+	diag_start(diag, path);
+	if (!as_format_known(format))
+		return unknown_format(format, diag);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return as_diag_set(diag, 0, AS_EIO, "cannot open: %s",
+				   strerror(errno));
+	struct stat st;
+	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+		fclose(f);
+		return as_diag_set(diag, 0, AS_EIO, "not a regular file");
+	}
+	int err = load_stream(f, path, by_name(format), out, diag);
+	fclose(f);
+	return err;
+}
+
+const char *as_next_line(const char **p, const char *end, size_t *len)
+{
+	if (*p >= end)
+		return NULL;
+	const char *s = *p;
+	const char *nl = memchr(s, '\n', (size_t)(end - s));
+	const char *e = nl ? nl : end;
+	*p = nl ? nl + 1 : end;
+	if (e > s && e[-1] == '\r')
+		e--;
+	*len = (size_t)(e - s);
+	return s;
+}

@@ -1,0 +1,46 @@
+/*
+ * Private: the input formats, one table row each (formats.c). A format
+ * either takes whole lines in pieces (so large files stream through a small
+ * window) or the whole file at once; detection tries each row's extensions,
+ * then each row's sniff of the first bytes, in table order.
+ */
+#ifndef AS_FORMATS_H
+#define AS_FORMATS_H
+
+#include "allocscope/allocscope.h"
+
+/*
+ * What a line format carries across pieces, zeroed before the first. `priv`
+ * belongs to the format: its `end` frees it, whether or not parsing failed.
+ */
+struct as_line_state {
+	uint64_t line;          /* lines consumed so far */
+	int ncols;              /* CSV: columns in the header, 0 before it */
+	int pos[8];             /* CSV: column of each field, -1 when absent */
+	void *priv;
+};
+
+struct as_format_impl {
+	const char *name;
+	const char *extensions; /* space separated, with the dot: ".ops .txt" */
+	/* Whether the first `len` bytes (maybe fewer than the file) are ours. */
+	bool (*sniff)(const char *head, size_t len);
+	/* Line formats: whole lines, in pieces; then `end` once, always. */
+	int (*lines)(struct as_builder *b, struct as_line_state *st,
+		     const char *data, size_t len, struct as_diag *diag);
+	int (*end)(struct as_builder *b, struct as_line_state *st, int err,
+		   struct as_diag *diag);
+	/* Whole formats: the whole file. */
+	int (*whole)(struct as_builder *b, const char *data, size_t len,
+		     struct as_diag *diag);
+};
+
+/* The rows, defined by each format's file. */
+extern const struct as_format_impl as_format_ops;
+extern const struct as_format_impl as_format_csv;
+extern const struct as_format_impl as_format_json;
+
+/* Return the next line of [*p, end) and advance; NULL at the end. */
+const char *as_next_line(const char **p, const char *end, size_t *len);
+
+#endif
