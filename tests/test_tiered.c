@@ -201,7 +201,9 @@ static void worked_example_freeing_2_mib_between_free_2_and_6_leaves_10(void)
 	has(&r, "  L2 [0, 2097152) 2097152 free\n"
 		"  L2 [2097152, 4194304) 2097152 used\n"
 		"  L2 [4194304, 10485760) 6291456 free\n");
-	has(&r, "blocks=2 free=1\n  L2 [0, 10485760) 10485760 free\n"
+	has(&r, "L2 top=11534336 capacity=0 blocks=2 free=1\n"
+		"tiered L3 top=0 capacity=0 blocks=0 free=0\n"
+		"  L2 [0, 10485760) 10485760 free\n"
 		"  L2 [10485760, 11534336) 1048576 used\n");
 	CHECK_EQ_U64(stat(r.p, "merges"), 2);
 	CHECK_EQ_U64(off(&r, "d"), 0);
