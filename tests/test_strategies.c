@@ -6,16 +6,13 @@
 #include <dirent.h>
 
 #include "allocscope/allocscope.h"
-#include "tap.h"
+#include "helpers.h"
 
 static uint64_t rng_state;
 
 static uint64_t rnd(void)
 {
-	uint64_t x = rng_state += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
+	return test_rand(&rng_state);
 }
 
 /* A random ops trace: n allocations, frees interleaved, some cases. */
