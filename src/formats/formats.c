@@ -233,17 +233,3 @@ int as_trace_load(const char *path, const char *format, struct as_trace **out,
 	fclose(f);
 	return err;
 }
-
-const char *as_next_line(const char **p, const char *end, size_t *len)
-{
-	if (*p >= end)
-		return NULL;
-	const char *s = *p;
-	const char *nl = memchr(s, '\n', (size_t)(end - s));
-	const char *e = nl ? nl : end;
-	*p = nl ? nl + 1 : end;
-	if (e > s && e[-1] == '\r')
-		e--;
-	*len = (size_t)(e - s);
-	return s;
-}
