@@ -3,7 +3,7 @@
 #include <time.h>
 
 #include "strategies/options.h"
-#include "strategies/place.h"
+#include "strategies/place/place.h"
 #include "core/internal.h"
 
 static int cmp_u64(const void *a, const void *b)
