@@ -130,6 +130,9 @@ uint64_t as_problem_pairs(const struct as_problem *pb);
 /* Peak of a placement: largest off + size. */
 uint64_t as_place_peak(const struct as_problem *pb, const uint64_t *off);
 
+/* as_sort_u32 order of rectangle indices by first section (ctx: pb). */
+bool as_rect_by_t0(uint32_t a, uint32_t b, const void *pb);
+
 /* ---- Exact search: branch and bound over canonical placements ---- */
 
 enum as_exact_result {
