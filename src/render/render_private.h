@@ -313,12 +313,22 @@ void measurer_destroy(struct measurer *m);
 double measure_text(struct measurer *m, const char *s, double size,
 		    bool bold);
 
-/* A canvas painting into a cairo_t (not owned). */
+/* A canvas painting into a cairo_t (not owned; its state is saved and
+ * restored by cairo_canvas_finish). */
 struct canvas *cairo_canvas_create(void *cr);
+/* A canvas painting into caller-owned premultiplied ARGB32 pixels, user
+ * space scaled by (sx, sy); NULL if cairo refuses the pixels. */
+struct canvas *cairo_canvas_create_pixels(uint32_t *pixels, int width,
+					  int height, int stride, double sx,
+					  double sy);
+/* A canvas over its own width x height image, user space times scale. */
+struct canvas *cairo_canvas_create_image(int width, int height, double scale);
+/* Done painting: AS_OK, or AS_ENOMEM / AS_EIO if cairo failed. */
+int cairo_canvas_finish(struct canvas *c);
+/* The image of a cairo_canvas_create_image canvas as PNG. */
+int cairo_canvas_write_png(struct canvas *c, FILE *f);
+/* Accepts NULL. */
 void cairo_canvas_destroy(struct canvas *c);
-
-/* Render to a PNG stream: w x h logical pixels times scale. */
-int png_write(struct as_render *r, FILE *f, int w, int h, double scale);
 
 /* Encode a premultiplied ARGB32 raster as PNG into a malloc'd buffer. */
 int png_encode(const uint32_t *argb, int w, int h, unsigned char **out,
