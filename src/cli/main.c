@@ -150,15 +150,16 @@ static bool reserved_peaks(const struct as_trace *t, uint64_t *peak)
 }
 
 /*
- * Inputs that record the allocator (PyTorch snapshots): the OOMs and, with
- * segments, the peak reserved memory per space, inside "trace".
+ * Inputs that record the allocator (PyTorch snapshots: segments, OOMs or a
+ * clock): inside "trace", the OOMs and per space its buffers, lower bound
+ * and, with segments, the peak of reserved memory.
  */
 static void write_recorded_state(FILE *f, const struct as_trace *t)
 {
 	uint32_t nooms = 0;
 	for (uint32_t i = 0; i < t->nmarks; i++)
 		nooms += t->marks[i].kind == AS_MARK_OOM;
-	if (!nooms && !t->nsegments)
+	if (!nooms && !t->nsegments && !t->clock)
 		return;
 	fputs(", \"ooms\": [", f);
 	for (uint32_t i = 0, k = 0; i < t->nmarks; i++) {
@@ -179,20 +180,26 @@ static void write_recorded_state(FILE *f, const struct as_trace *t)
 			(unsigned long long)m->device_free);
 	}
 	fputs("]", f);
-	uint64_t *peak = t->nsegments ? malloc((size_t)t->nspaces *
-					       sizeof(*peak))
-				      : NULL;
-	if (peak && reserved_peaks(t, peak)) {
-		fputs(", \"reserved_peak\": [", f);
-		for (uint16_t s = 0; s < t->nspaces; s++) {
-			fputs(s ? ", {\"device\": " : "{\"device\": ", f);
-			as_json_string(f, t->spaces[s].name);
-			fprintf(f, ", \"peak\": %llu}",
+	uint64_t *peak = malloc(((size_t)t->nspaces + 1) * sizeof(*peak));
+	uint32_t *count = calloc((size_t)t->nspaces + 1, sizeof(*count));
+	bool reserved = peak && t->nsegments && reserved_peaks(t, peak);
+	for (uint32_t i = 0; count && i < t->nbuffers; i++)
+		if (t->buffers[i].space < t->nspaces)
+			count[t->buffers[i].space]++;
+	fputs(", \"devices\": [", f);
+	for (uint16_t s = 0; count && s < t->nspaces; s++) {
+		fputs(s ? ", {\"device\": " : "{\"device\": ", f);
+		as_json_string(f, t->spaces[s].name);
+		fprintf(f, ", \"buffers\": %u, \"lower_bound\": %llu", count[s],
+			(unsigned long long)as_trace_lower_bound_space(t, s));
+		if (reserved)
+			fprintf(f, ", \"reserved_peak\": %llu",
 				(unsigned long long)peak[s]);
-		}
-		fputs("]", f);
+		fputs("}", f);
 	}
+	fputs("]", f);
 	free(peak);
+	free(count);
 }
 
 static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
