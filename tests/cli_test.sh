@@ -21,7 +21,7 @@ ok() { # ok NAME CONDITION-STATUS
 
 # Bad inputs: exit status 2, the exact "file:line: message", no output file.
 cd "$src/tests/bad"
-for f in *.ops *.csv *.json; do
+for f in *.ops *.csv *.json *.pickle; do
 	out=$("$exe" replay "$f" --json "$tmp/out.json" 2>&1 >/dev/null)
 	rc=$?
 	want=$(cat "$f.expected")
