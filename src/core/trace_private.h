@@ -29,6 +29,12 @@ struct as_trace *as_builder_trace(struct as_builder *b);
 int64_t as_builder_symbol(struct as_builder *b, const char *name);
 /* Give buffer `idx` its stack frames (lines joined by '\n'). */
 int as_builder_frames(struct as_builder *b, uint32_t idx, const char *frames);
+/*
+ * The same with a string the trace already holds (from as_builder_intern),
+ * shared and not copied: readers that intern stacks give many buffers one.
+ */
+int as_builder_frames_interned(struct as_builder *b, uint32_t idx,
+			       const char *frames);
 /* Find a buffer by name: the live one, else the most recent. */
 int64_t as_builder_lookup(struct as_builder *b, const char *name);
 
