@@ -145,6 +145,8 @@ static int read_zstd(struct as_reader *r, char *buf, size_t cap,
 		int err = fill(r, diag);
 		if (err)
 			return err;
+		if (r->in_pos == r->in_len && r->in_eof && r->zhint == 0)
+			break; /* the last frame is done */
 		ZSTD_inBuffer i = {r->in, r->in_len, r->in_pos};
 		size_t z = ZSTD_decompressStream(r->zs, &o, &i);
 		r->in_pos = i.pos;

@@ -19,6 +19,7 @@
 static const struct as_format_impl *const formats[] = {
 	&as_format_json,
 	&as_format_mtrace,
+	&as_format_heaptrack,
 	&as_format_csv,
 	&as_format_ops,
 };
