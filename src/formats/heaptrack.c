@@ -8,8 +8,9 @@
  *   v 10400 3                 heaptrack version, file format version
  *   X git --version           command line
  *   s 8 _dl_init              a string (format 3: its length first)
- *   i 7fead9037b03 a e f 79   an instruction: ip, module string, then per
- *                             (inlined) frame: function, file, line
+ *   i 7fead9037b03 a e f 79   an instruction: ip, module string, then
+ *                             function [file line], then inlined frames
+ *                             (function, file, line each)
  *   t 2 1                     a trace node: instruction, parent node
  *   a 11c00 4                 an allocation info: size, trace node
  *   + 0                       an allocation of info 0
@@ -201,56 +202,77 @@ static bool put(char *scratch, size_t *at, const char *s, size_t n)
 	return true;
 }
 
-/* `i` line: an instruction's frames, one line each. */
+/* One frame of an instruction: "function file:line", parts optional. */
+static void frame_text(struct heaptrack *h, uint64_t ip, uint32_t fn,
+		       uint32_t file, uint64_t ln, size_t *at)
+{
+	char num[64];
+	if (*at)
+		put(h->scratch, at, "\n", 1);
+	if (fn) {
+		put(h->scratch, at, h->strs[fn], strlen(h->strs[fn]));
+	} else {
+		snprintf(num, sizeof(num), "0x%llx", (unsigned long long)ip);
+		put(h->scratch, at, num, strlen(num));
+	}
+	if (file) {
+		snprintf(num, sizeof(num), ":%llu", (unsigned long long)ln);
+		put(h->scratch, at, " ", 1);
+		put(h->scratch, at, h->strs[file], strlen(h->strs[file]));
+		put(h->scratch, at, num, strlen(num));
+	}
+}
+
+/*
+ * `i` line: "i IP MODULE [FUNCTION [FILE LINE]] [FUNCTION FILE LINE]...",
+ * the inlined frames last; one line of text a frame.
+ */
 static int ip_line(struct as_builder *b, struct heaptrack *h,
 		   const struct field *f, int n, uint64_t line,
 		   struct as_diag *diag)
 {
-	uint64_t ip;
-	uint32_t mod, fn, file;
+	uint64_t ip, ln = 0;
+	uint32_t mod, fn, file = 0;
 	int err;
-	if (n < 3 || (n - 3) % 3 != 0)
+	if (n < 3 || (n > 4 && (n - 4) % 3 == 1))
 		return as_diag_set(diag, line, AS_EPARSE,
-				   "instruction line needs ip, module and "
-				   "function/file/line triples");
+				   "instruction line needs ip, module, then "
+				   "function, file and line");
 	if ((err = hex(&f[1], line, &ip, diag)) ||
 	    (err = index_of(&f[2], h->nstrs, "string", line, &mod, diag)))
 		return err;
 	size_t at = 0;
-	char num[64];
 	h->scratch[0] = 0;
 	if (n == 3) {
+		char num[32];
 		const char *m = h->strs[mod], *slash = strrchr(m, '/');
 		snprintf(num, sizeof(num), "0x%llx ", (unsigned long long)ip);
 		put(h->scratch, &at, num, strlen(num));
 		put(h->scratch, &at, slash ? slash + 1 : m,
 		    strlen(slash ? slash + 1 : m));
 	}
-	for (int i = 3; i < n; i += 3) {
-		uint64_t ln;
+	int i = 3;
+	if (i < n) {
+		if ((err = index_of(&f[i++], h->nstrs, "string", line, &fn,
+				    diag)))
+			return err;
+		if ((n - i) % 3 == 2) {
+			if ((err = index_of(&f[i], h->nstrs, "string", line,
+					    &file, diag)) ||
+			    (err = hex(&f[i + 1], line, &ln, diag)))
+				return err;
+			i += 2;
+		}
+		frame_text(h, ip, fn, file, ln, &at);
+	}
+	for (; i < n; i += 3) {
 		if ((err = index_of(&f[i], h->nstrs, "string", line, &fn,
 				    diag)) ||
 		    (err = index_of(&f[i + 1], h->nstrs, "string", line, &file,
 				    diag)) ||
 		    (err = hex(&f[i + 2], line, &ln, diag)))
 			return err;
-		if (at)
-			put(h->scratch, &at, "\n", 1);
-		if (fn) {
-			put(h->scratch, &at, h->strs[fn], strlen(h->strs[fn]));
-		} else {
-			snprintf(num, sizeof(num), "0x%llx",
-				 (unsigned long long)ip);
-			put(h->scratch, &at, num, strlen(num));
-		}
-		if (file) {
-			snprintf(num, sizeof(num), ":%llu",
-				 (unsigned long long)ln);
-			put(h->scratch, &at, " ", 1);
-			put(h->scratch, &at, h->strs[file],
-			    strlen(h->strs[file]));
-			put(h->scratch, &at, num, strlen(num));
-		}
+		frame_text(h, ip, fn, file, ln, &at);
 	}
 	const char *text = as_heap_intern(b, h->heap, h->scratch);
 	if (!text || !grow((void **)&h->ips, &h->cap_ips, h->nips + 1,
