@@ -265,10 +265,10 @@ int as_trace_load(const char *path, const char *format, struct as_trace **out,
 			continue;
 		if (kind != (enum as_compression)k)
 			err = as_diag_set(diag, 0, AS_EPARSE,
-					  "not %s data (its first bytes are "
-					  "not the %s magic)",
-					  k == AS_GZIP ? "gzip" : "zstd",
-					  ext + 1);
+					  "not %s data (named %s, its first "
+					  "bytes are not %s's magic)",
+					  k == AS_GZIP ? "gzip" : "zstd", ext,
+					  k == AS_GZIP ? "gzip" : "zstd");
 		name[strlen(name) - strlen(ext)] = 0;
 	}
 	if (!err)

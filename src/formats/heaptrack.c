@@ -183,7 +183,7 @@ static int string_line(struct as_builder *b, struct heaptrack *h,
 		const char *t = sp ? sp + 1 : end;
 		if (n != (uint64_t)(end - t))
 			return as_diag_set(diag, line, AS_EPARSE,
-					   "string of %llu bytes has %llu",
+					   "string says %llu bytes but has %llu",
 					   (unsigned long long)n,
 					   (unsigned long long)(end - t));
 		return add_string(b, h, t, (size_t)n);
