@@ -1,6 +1,7 @@
 /*
  * A fuzz target for the parsers (ops, csv, json, mtrace, heaptrack) and
- * what follows a parse (lower bound, greedy-size, validation). With libFuzzer (meson -Dfuzz=true, clang):
+ * what follows a parse (lower bound, greedy-size, validation). With
+ * libFuzzer (meson -Dfuzz=true, clang):
  *   build-fuzz/tests/fuzz_trace tests/fuzz/corpus
  * Without it, the same file builds a replayer that runs every file given on
  * the command line through the target (a regression test over the corpus).
