@@ -30,7 +30,8 @@ static const char usage_text[] =
 	"                       [--markdown FILE] [--svg DIR] [--all]\n"
 	"       allocscope diff -s SPEC_A -s SPEC_B TRACE|DIR... [options]\n"
 	"\n"
-	"FMT is ops, json or csv (default: by extension, then content).\n"
+	"FMT is ops, json, csv, mtrace or heaptrack (default: by extension,\n"
+	"then content; .gz and .zst files are decompressed first).\n"
 	"SPEC is NAME[:key=value[,key=value]...]; without -s every strategy\n"
 	"that applies to the trace runs.\n";
 
