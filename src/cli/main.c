@@ -32,8 +32,9 @@ static const char usage_text[] =
 	"       allocscope diff -s SPEC_A -s SPEC_B TRACE|DIR... [options]\n"
 	"       allocscope view TRACE [viewer options]  (runs allocscope-view)\n"
 	"\n"
-	"FMT is ops, json, csv or pickle (a PyTorch memory snapshot); default:\n"
-	"by extension, then content.\n"
+	"FMT is ops, json, csv, pickle (a PyTorch memory snapshot), mtrace or\n"
+	"heaptrack (default: by extension, then content; .gz and .zst files are\n"
+	"decompressed first).\n"
 	"SPEC is NAME[:key=value[,key=value]...]; without -s every strategy\n"
 	"that applies to the trace runs.\n";
 
