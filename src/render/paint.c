@@ -101,6 +101,10 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 		}
 	}
 
+	/* Buffers a pixel high but thinner than a pixel, over the rest. */
+	if (pn->lod_over_any)
+		c->impl->image(c, pn->px, pn->py, pn->pw, pn->ph, pn->lod_over);
+
 	/* Aliases: an outline inside the buffer that holds them. */
 	for (uint32_t k = pn->nplain; k < pn->nplaced; k++) {
 		uint32_t i = pn->bufs[k];
@@ -285,6 +289,17 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		LINE(c, mx, Y0, mx, Y1, 0xc0000000u, 1, 3);
 		double tri[6] = {mx - 6, Y0, mx + 6, Y0, mx, Y0 + 8};
 		c->impl->poly(c, tri, 3, true, C_PEAK, 0xffffffffu, 1);
+	}
+	/* Both moments on the time axis: the peak filled, the bound hollow. */
+	if (pn->has_lb_time && rel_t(r, pn->lb_time) >= r->t0 &&
+	    rel_t(r, pn->lb_time) <= r->t1) {
+		double bx = floor(x_of(r, pn, rel_t(r, pn->lb_time))) + 0.5;
+		double tri[6] = {bx - 5, Y1 + 8, bx + 5, Y1 + 8, bx, Y1};
+		c->impl->poly(c, tri, 3, true, 0xffffffffu, C_LB, 1.2);
+	}
+	if (marker) {
+		double tri[6] = {mx - 5, Y1 + 8, mx + 5, Y1 + 8, mx, Y1};
+		c->impl->poly(c, tri, 3, true, C_PEAK, C_PEAK, 1);
 	}
 	if (y_lb >= 0)
 		LINE(c, X0, y_lb, X1, y_lb, C_LB, 1.5, 6);

@@ -144,7 +144,8 @@ struct panel {
 	struct cand *lod_cand;
 	uint32_t lod_nc;
 	uint32_t *lod_raster;
-	bool lod_any, lod_valid;
+	uint32_t *lod_over;    /* thin buffers a pixel high, drawn on top */
+	bool lod_any, lod_over_any, lod_valid;
 	double lod_key[9];
 	int colors_for;        /* the enum as_color_by they were made for */
 	uint64_t peak, lb, amax;
@@ -153,7 +154,9 @@ struct panel {
 	uint64_t violations;
 	bool has_peak;
 	uint64_t peak_time;
-	uint32_t peak_buf;     /* the buffer that reaches the peak first */
+	uint32_t peak_buf;     /* a buffer reaching the peak, live then */
+	bool has_lb_time;
+	uint64_t lb_time;      /* a moment of the lower bound */
 	uint32_t live[LIVE_MAX];
 	uint32_t nlive;
 	uint64_t nlive_total, live_bytes;
