@@ -202,12 +202,15 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 	double peak_x = X1 - 6, lb_x = X1 - 6;
 	int peak_anchor = ANCHOR_END, lb_anchor = ANCHOR_END;
 	double lb_ty = 0, peak_ty = 0;
+	bool lb_sample = false;
 	if (pn->has_peak) {
 		double y = floor(y_of(pn, pn->peak) + 0.5);
 		if (y >= Y0 && y <= Y1) {
 			y_peak = y;
-			snprintf(peak_lab, sizeof(peak_lab), "peak %s",
-				 as_human_bytes(pn->peak, a, sizeof(a)));
+			char lbs[48];
+			fmt_bytes_apart(pn->peak, pn->lb ? pn->lb : pn->peak, a,
+					lbs, sizeof(lbs));
+			snprintf(peak_lab, sizeof(peak_lab), "peak %s", a);
 			peak_ty = y - 5;
 			if (peak_ty - FS_TICK < Y0)
 				peak_ty = y + FS_TICK + 3;
@@ -229,11 +232,29 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		double y = floor(y_of_u(pn, ulb) + 0.5);
 		if (y >= Y0 && y <= Y1) {
 			y_lb = y;
-			snprintf(lb_lab, sizeof(lb_lab), "lower bound %s",
-				 as_human_bytes(pn->lb, a, sizeof(a)));
-			/* Below the line, else above; right end, else left. */
+			char pks[48];
+			fmt_bytes_apart(pn->peak, pn->lb, pks, a, sizeof(a));
+			snprintf(lb_lab, sizeof(lb_lab), "lower bound %s", a);
+			/* Above the peak line beside its label, where no
+			 * buffer is drawn, with a sample of the dashes; else
+			 * below the line, else above; right end, else left. */
 			double tys[2] = {y + FS_TICK + 3, y - 5};
 			bool placed = false;
+			if (npeak >= 0 && peak_ty < y_peak &&
+			    peak_anchor == ANCHOR_END) {
+				double lx = boxes[npeak].x0 - 30;
+				struct box bx = label_box(r, lx, peak_ty, lb_lab,
+							  FS_TICK, false,
+							  ANCHOR_END);
+				if (bx.x0 > X0 && !box_hit(&bx, &mbox)) {
+					lb_ty = peak_ty;
+					lb_x = lx;
+					nlb = nbox;
+					boxes[nbox++] = bx;
+					lb_sample = true;
+					placed = true;
+				}
+			}
 			for (int k = 0; k < 4 && !placed; k++) {
 				double ty = tys[k & 1];
 				int an = k < 2 ? ANCHOR_END : ANCHOR_START;
@@ -311,6 +332,8 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 	if (nlb >= 0)
 		boxed_text(r, c, &boxes[nlb], lb_x, lb_ty, lb_lab, FS_TICK,
 			   false, C_TEXT, lb_anchor);
+	if (lb_sample)
+		LINE(c, lb_x + 6, lb_ty - 4, lb_x + 24, lb_ty - 4, C_LB, 1.5, 6);
 	(void)nlabels;
 
 	/* Selection (the viewer's click), visible at any size. */

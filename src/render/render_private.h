@@ -55,6 +55,7 @@ struct canvas {
 #define MAX_NAME_LABELS 400
 #define MAX_BREAKS 8
 #define LIVE_MAX 64
+#define ROUNDS_H 84 /* the sidebar's chart of search steps */
 
 /* Colours, 0xAARRGGBB. */
 #define C_BG 0xffffffffu
@@ -235,6 +236,8 @@ const char *fit_text(struct measurer *m, const char *s, double size,
 char *fmt_fixed(double v, int dec, char *buf, size_t len);
 char *fmt_count(double v, char *buf, size_t len);
 char *fmt_bytes_tick(uint64_t v, char *buf, size_t len);
+char *fmt_pct(double pct, char *buf, size_t len);
+void fmt_bytes_apart(uint64_t a, uint64_t b, char *ba, char *bb, size_t len);
 const char *basename_of(const char *path);
 uint32_t mix(uint32_t a, uint32_t b, double t);
 uint32_t seq_color(double t);
