@@ -166,7 +166,8 @@ static void small_trace_renders_as_the_golden_svg(void)
 	CHECK_STR(as_render_buffer_text(r, 0, 99, text, sizeof(text)), "");
 	as_render_destroy(r);
 	CHECK(svg && strstr(svg, ">peak 20.0 KiB</text>"));
-	CHECK(svg && strstr(svg, ">peak per round (5), best 20.0 KiB</text>"));
+	CHECK(svg && strstr(svg, ">search steps (5 plans)</text>"));
+	CHECK(svg && strstr(svg, ">black: best 20.0 KiB; - - this plan<"));
 	if (svg)
 		golden("small.svg", svg, len);
 	keep("small", &pn, 1, &o);

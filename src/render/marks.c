@@ -345,7 +345,7 @@ static void emit_rounds(struct as_render *r, struct canvas *c,
 		hi = rd[k].peak > hi ? rd[k].peak : hi;
 	}
 	hi = pn->peak > hi ? pn->peak : hi;
-	snprintf(buf, sizeof(buf), "search steps: %u whole-plan peaks", shown);
+	snprintf(buf, sizeof(buf), "search steps (%u plans)", shown);
 	fit_text(r->m, buf, FS_SMALL, true, w, fit, sizeof(fit));
 	TEXT(c, x, y0 + 10, fit, FS_SMALL, true, C_TEXT, ANCHOR_START);
 	double cx = x + 46, cw = w - 46, cy = y0 + 16, ch = 44;
@@ -379,14 +379,17 @@ static void emit_rounds(struct as_render *r, struct canvas *c,
 								   : pn->peak)) /
 				  span * (ch - 2) - 2;
 	LINE(c, cx, floor(yp) + 0.5, cx + cw, floor(yp) + 0.5, C_PEAK, 1, 3);
-	snprintf(buf, sizeof(buf),
-		 parts ? "best %s (black); %u steps on parts of the plan, "
-			 "below the bound, not shown"
-		       : "best %s (black); dashed: this plan",
-		 as_human_bytes(lo == UINT64_MAX ? pn->peak : lo, a, sizeof(a)),
-		 parts);
+	snprintf(buf, sizeof(buf), "black: best %s; - - this plan",
+		 as_human_bytes(lo == UINT64_MAX ? pn->peak : lo, a,
+				sizeof(a)));
 	fit_text(r->m, buf, 9, false, w, fit, sizeof(fit));
-	TEXT(c, x, cy + ch + 12, fit, 9, false, C_TEXT2, ANCHOR_START);
+	TEXT(c, x, cy + ch + 11, fit, 9, false, C_TEXT2, ANCHOR_START);
+	if (parts) {
+		/* Steps on parts of the plan peak below the bound. */
+		snprintf(buf, sizeof(buf), "%u steps on parts not shown", parts);
+		fit_text(r->m, buf, 9, false, w, fit, sizeof(fit));
+		TEXT(c, x, cy + ch + 22, fit, 9, false, C_TEXT2, ANCHOR_START);
+	}
 }
 
 void emit_sidebar(struct as_render *r, struct canvas *c,
