@@ -376,7 +376,7 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		LINE(c, x, Y1, x, Y1 + 4, C_FRAME, 1, 0);
 		if (last) {
 			char tl[40], num[32];
-			fmt_count(t + lab0, num, sizeof(num));
+			fmt_time_tick(t + lab0, tstep, num, sizeof(num));
 			snprintf(tl, sizeof(tl), "%s%s",
 				 r->rel_labels && t > 0 ? "+" : "", num);
 			int an = ANCHOR_MIDDLE;

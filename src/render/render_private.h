@@ -237,6 +237,7 @@ char *fmt_fixed(double v, int dec, char *buf, size_t len);
 char *fmt_count(double v, char *buf, size_t len);
 char *fmt_bytes_tick(uint64_t v, char *buf, size_t len);
 char *fmt_pct(double pct, char *buf, size_t len);
+char *fmt_time_tick(double v, double step, char *buf, size_t len);
 void fmt_bytes_apart(uint64_t a, uint64_t b, char *ba, char *bb, size_t len);
 const char *basename_of(const char *path);
 uint32_t mix(uint32_t a, uint32_t b, double t);

@@ -157,6 +157,34 @@ char *fmt_count(double v, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * A time tick label: as fmt_count, with the digits that tell ticks `step`
+ * apart (2.2105M, 2.2106M), or every digit when a suffix would need more
+ * than four decimals.
+ */
+char *fmt_time_tick(double v, double step, char *buf, size_t len)
+{
+	static const char *const sfx[] = {"", "k", "M", "G", "T", "P"};
+	double a = fabs(v), unit = 1;
+	int u = 0;
+	if (a < 10000)
+		return fmt_count(v, buf, len);
+	while (a >= 1000 && u < 5) {
+		a /= 1000;
+		unit *= 1000;
+		u++;
+	}
+	int dec = 2;
+	while (dec <= 4 && step > 0 && step < unit / pow(10, dec) * 0.999)
+		dec++;
+	if (dec > 4)
+		return fmt_fixed(v, 0, buf, len);
+	char num[32];
+	fmt_fixed(v / unit, dec, num, sizeof(num));
+	snprintf(buf, len, "%s%s", num, sfx[u]);
+	return buf;
+}
+
 /* Bytes on axes: 0, 768 KiB, 1.5 MiB (exact, up to 3 decimals). */
 char *fmt_bytes_tick(uint64_t v, char *buf, size_t len)
 {
