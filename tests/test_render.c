@@ -691,6 +691,52 @@ static void tall_short_lived_buffers_stay_visible_at_low_zoom(void)
 	as_trace_destroy(t);
 }
 
+/* Defect: "2.21M, 2.21M" on the time axis when zoomed at large times. */
+static void time_labels_never_repeat_when_zoomed_at_large_times(void)
+{
+	static const struct tbuf shape[] = {
+		{"long", 4096, 0, 3000000, 0, 0, 0},
+		{"late", 1024, 2210100, 2210200, 4096, 0, 0},
+	};
+	struct as_plan *p;
+	struct as_trace *t = make(shape, 2, NULL, 0, &p);
+	static const double spans[] = {400, 40, 4000, 40000};
+	for (int k = 0; k < 4; k++) {
+		struct as_render_opts o;
+		as_render_opts_init(&o);
+		o.view.t0 = 2210000;
+		o.view.t1 = 2210000 + spans[k];
+		struct as_render_panel pn = {"p", t, p, NULL,
+					     AS_RENDER_ALL_SPACES};
+		size_t len;
+		char *svg = render_svg(&pn, 1, &o, &len);
+		/* Time labels are the texts made of digits, '.' and k/M. */
+		char seen[64][32];
+		int n = 0, dup = 0;
+		for (const char *q = svg; q && (q = strstr(q, "\">")); q += 2) {
+			const char *e = strstr(q + 2, "</text>");
+			size_t l = e ? (size_t)(e - q - 2) : 0;
+			if (!e || l == 0 || l >= 32 ||
+			    strspn(q + 2, "0123456789.kM") != l)
+				continue;
+			char lab[32];
+			memcpy(lab, q + 2, l);
+			lab[l] = 0;
+			for (int j = 0; j < n; j++)
+				dup += strcmp(seen[j], lab) == 0;
+			if (n < 64)
+				snprintf(seen[n++], sizeof(seen[0]), "%s", lab);
+		}
+		CHECK(n >= 3);
+		CHECK(dup == 0);
+		if (dup)
+			printf("# span %.0f: a label repeats\n", spans[k]);
+		free(svg);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
 static void far_apart_address_ranges_are_compressed_with_a_break(void)
 {
 	static const struct tbuf far[] = {
@@ -1182,6 +1228,7 @@ int main(void)
 	TEST_RUN(hit_test_agrees_with_a_scan_of_every_buffer);
 	TEST_RUN(peak_time_is_the_most_bytes_live_while_the_top_is_in_use);
 	TEST_RUN(tall_short_lived_buffers_stay_visible_at_low_zoom);
+	TEST_RUN(time_labels_never_repeat_when_zoomed_at_large_times);
 	TEST_RUN(far_apart_address_ranges_are_compressed_with_a_break);
 	TEST_RUN(a_million_buffers_render_fast_into_a_bounded_svg);
 	TEST_RUN(colours_follow_the_name_in_every_panel_and_mode);
