@@ -2,9 +2,11 @@
  * Level of detail: a buffer at least MIN_RECT_PX pixels in both directions
  * is drawn as its own rectangle (at most MAX_RECTS per panel, the largest
  * first); every other buffer adds its exact pixel coverage and colour to a
- * density raster of the plot (one cell per pixel, filled through difference
- * arrays in O(1) per buffer), drawn as one image. Output size is therefore
- * bounded by the picture size, not by the trace.
+ * density raster of the plot (one cell per pixel, filled through
+ * difference arrays in O(1) per buffer), drawn as one image. A buffer at
+ * least a pixel high covers at least a whole pixel column, so nothing tall
+ * vanishes at low zoom. Output size is therefore bounded by the picture
+ * size, not by the trace.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -397,7 +399,8 @@ int lod_pass(struct as_render *r, struct panel *pn)
 		free(cand);
 		return AS_ENOMEM;
 	}
-	uint32_t nc = 0;
+	/* Rectangles fill cand from the front, thin buffers from the back. */
+	uint32_t nc = 0, nthin = pn->nplaced + 1;
 	const double X0 = pn->px, Y0 = pn->py, X1 = pn->px + pn->pw,
 		     Y1 = pn->py + pn->ph;
 	/* The hot loop: x = ax + t * bx, y = ay - u * by. */
@@ -444,6 +447,16 @@ int lod_pass(struct as_render *r, struct panel *pn)
 		if (x1 - x0 >= MIN_RECT_PX && y1 - y0 >= MIN_RECT_PX) {
 			cand[nc++] = (struct cand){(float)x0, (float)y0,
 						   (float)x1, (float)y1, k};
+		} else if (y1 - y0 >= 1 && x1 - x0 < 1) {
+			/* A pixel high or more but thinner than a pixel: a
+			 * whole column over the rectangles (the last pass),
+			 * so that neighbours snapped to whole pixels cannot
+			 * hide it however short its life. */
+			double xc = floor((x0 + x1) / 2);
+			xc = xc < X0 ? X0 : (xc + 1 > X1 ? X1 - 1 : xc);
+			cand[--nthin] = (struct cand){(float)xc, (float)y0,
+						      (float)xc + 1, (float)y1,
+						      k};
 		} else if (x1 > x0 && y1 > y0) {
 			float rgb[3];
 			if (mono) {
@@ -466,13 +479,35 @@ int lod_pass(struct as_render *r, struct panel *pn)
 		}
 		nc = MAX_RECTS;
 	}
+	pn->lod_any = d.any;
+	if (d.any)
+		dens_resolve(&d, pn->lod_raster);
+	/* The thin buffers, in their own colours, opaque where they cover
+	 * a whole cell. */
+	pn->lod_over_any = false;
+	if (nthin <= pn->nplaced) {
+		uint32_t *over = realloc(pn->lod_over,
+					 sizeof(uint32_t) * pn->pw * pn->ph);
+		err = over ? dens_init(r, &d, pn->pw, pn->ph, 4) : AS_ENOMEM;
+		if (err) {
+			free(cand);
+			return err;
+		}
+		pn->lod_over = over;
+		for (uint32_t k = nthin; k <= pn->nplaced; k++) {
+			float rgb[3];
+			rgb_f(pn->colors[cand[k].idx], rgb);
+			dens_add_rgb(&d, cand[k].x0 - X0, cand[k].x1 - X0,
+				     cand[k].y0 - Y0, cand[k].y1 - Y0, rgb);
+		}
+		pn->lod_over_any = d.any;
+		if (d.any)
+			dens_resolve(&d, pn->lod_over);
+	}
 	qsort(cand, nc, sizeof(*cand), cmp_cand_idx);
 	struct cand *fit = realloc(cand, sizeof(*cand) * (nc + 1));
 	free(pn->lod_cand);
 	pn->lod_cand = fit ? fit : cand;
 	pn->lod_nc = nc;
-	pn->lod_any = d.any;
-	if (d.any)
-		dens_resolve(&d, pn->lod_raster);
 	return AS_OK;
 }

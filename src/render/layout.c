@@ -134,20 +134,25 @@ static int prepare_panel(struct panel *pn, bool compress)
 			 ? as_trace_lower_bound_space(t, pn->space)
 			 : 0;
 
-	/* The peak is first reached when the buffer ending highest starts. */
-	uint64_t best = 0;
-	for (uint32_t k = 0; k < nplaced; k++) {
-		uint32_t i = pn->bufs[k];
-		if (is_alias(pn, i))
-			continue;
-		uint64_t e = pn->p->offset[i] + t->buffers[i].size;
-		if (!pn->has_peak || e > best ||
-		    (e == best && t->buffers[i].start < pn->peak_time)) {
-			best = e;
-			pn->peak_time = t->buffers[i].start;
-			pn->peak_buf = i;
-			pn->has_peak = true;
-		}
+	/* The peak moment: the most bytes live while the plan is at its
+	 * top (moments.c). */
+	struct as_moment pm;
+	int merr = as_render_peak_moment(t, p, pn->space, &pm);
+	if (merr < 0)
+		return merr;
+	if (merr == AS_OK && pm.top_buffer != AS_NONE) {
+		pn->has_peak = true;
+		pn->peak_time = pm.time;
+		pn->peak_buf = pm.top_buffer;
+	}
+	/* A moment of the bound, in the same space as pn->lb. */
+	if (pn->lb) {
+		struct as_moment bm;
+		merr = as_render_bound_moment(t, pn->space, &bm);
+		if (merr < 0)
+			return merr;
+		pn->has_lb_time = merr == AS_OK;
+		pn->lb_time = bm.time;
 	}
 	if (pn->has_peak) {
 		uint32_t *v;
@@ -196,6 +201,7 @@ static void free_panels(struct as_render *r)
 		free(r->panels[i].colors);
 		free(r->panels[i].lod_cand);
 		free(r->panels[i].lod_raster);
+		free(r->panels[i].lod_over);
 		free(r->panels[i].geo);
 		free(r->panels[i].blk_end);
 		free(r->panels[i].blk_start);
@@ -520,6 +526,7 @@ int as_render_panel_info(const struct as_render *r, size_t i,
 	out->peak = pn->peak;
 	out->lower_bound = pn->lb;
 	out->peak_time = pn->peak_time;
+	out->lower_bound_time = pn->lb_time;
 	out->buffers = pn->nbufs;
 	out->failed = pn->failed;
 	out->valid = pn->valid;

@@ -129,23 +129,21 @@ void emit_title(struct as_render *r, struct canvas *c,
 	double y = pn->top + 16;
 	double maxw = r->o.width - pn->px - 8;
 
-	snprintf(seg[n], sizeof(seg[n]), "peak %s",
-		 as_human_bytes(pn->peak, a, sizeof(a)));
+	fmt_bytes_apart(pn->peak, pn->lb ? pn->lb : pn->peak, a, b, sizeof(a));
+	snprintf(seg[n], sizeof(seg[n]), "peak %s", a);
 	col[n] = C_TEXT;
 	bold[n++] = true;
 	if (pn->lb) {
 		char g[32];
 		double gap = ((double)pn->peak - (double)pn->lb) / pn->lb * 100;
-		snprintf(seg[n], sizeof(seg[n]), "lower bound %s",
-			 as_human_bytes(pn->lb, b, sizeof(b)));
+		snprintf(seg[n], sizeof(seg[n]), "lower bound %s", b);
 		col[n] = C_TEXT;
 		bold[n++] = false;
 		if (gap > 9999)
 			snprintf(seg[n], sizeof(seg[n]), "gap > +9999%%");
 		else
-			snprintf(seg[n], sizeof(seg[n]), "gap %s%s%%",
-				 gap >= 0 ? "+" : "",
-				 fmt_fixed(gap, 1, g, sizeof(g)));
+			snprintf(seg[n], sizeof(seg[n]), "gap %s",
+				 fmt_pct(gap, g, sizeof(g)));
 		col[n] = C_TEXT;
 		bold[n++] = false;
 	}
@@ -310,6 +308,90 @@ void emit_violations(struct canvas *c, const struct panel *pn,
 	}
 }
 
+/* Whether round k of the plan is about this panel's space. */
+static bool round_here(const struct panel *pn, const struct as_round *rd)
+{
+	if (!pn->show_space)
+		return true;
+	unsigned sp;
+	int used = 0;
+	if (sscanf(rd->label, "s%u %n", &sp, &used) == 1 && used > 0)
+		return sp == pn->space;
+	return true;
+}
+
+/*
+ * The steps of a tuning search: one bar per recorded step whose peak is a
+ * whole plan's (at or above the lower bound; steps on parts of the plan
+ * are below it and left out, and counted), on an axis from the bound to
+ * the highest step, the plan's own peak as a line.
+ */
+static void emit_rounds(struct as_render *r, struct canvas *c,
+			const struct panel *pn, double x, double y0, double w)
+{
+	const struct as_round *rd = pn->p->rounds;
+	uint32_t nr = pn->p->nrounds, shown = 0, parts = 0;
+	uint64_t lo = UINT64_MAX, hi = 0, base = pn->lb;
+	char buf[200], a[32], b[32], fit[200];
+	for (uint32_t k = 0; k < nr; k++) {
+		if (!round_here(pn, &rd[k]))
+			continue;
+		if (rd[k].peak < base) {
+			parts++;
+			continue;
+		}
+		shown++;
+		lo = rd[k].peak < lo ? rd[k].peak : lo;
+		hi = rd[k].peak > hi ? rd[k].peak : hi;
+	}
+	hi = pn->peak > hi ? pn->peak : hi;
+	snprintf(buf, sizeof(buf), "search steps (%u plans)", shown);
+	fit_text(r->m, buf, FS_SMALL, true, w, fit, sizeof(fit));
+	TEXT(c, x, y0 + 10, fit, FS_SMALL, true, C_TEXT, ANCHOR_START);
+	double cx = x + 46, cw = w - 46, cy = y0 + 16, ch = 44;
+	RECT(c, cx, cy, cw, ch, 0xfff7f7f7u, 0, 0, NULL);
+	/* The axis: the bound at the bottom, the highest step on top. */
+	TEXT(c, cx - 4, cy + 8, as_human_bytes(hi, a, sizeof(a)), 9, false,
+	     C_TEXT2, ANCHOR_END);
+	TEXT(c, cx - 4, cy + ch, as_human_bytes(base, b, sizeof(b)), 9, false,
+	     C_TEXT2, ANCHOR_END);
+	LINE(c, cx - 0.5, cy, cx - 0.5, cy + ch, C_FRAME, 1, 0);
+	double span = hi > base ? (double)(hi - base) : 1;
+	if (shown) {
+		uint32_t nbars = shown < (uint32_t)cw ? shown : (uint32_t)cw;
+		double bw = cw / nbars;
+		uint32_t seen = 0, bar = 0;
+		for (uint32_t k = 0; k < nr && bar < nbars; k++) {
+			if (!round_here(pn, &rd[k]) || rd[k].peak < base)
+				continue;
+			/* Bars sample the steps when they outnumber pixels. */
+			if ((uint64_t)bar * shown / nbars != seen++)
+				continue;
+			double f = (double)(rd[k].peak - base) / span;
+			double bh = 2 + f * (ch - 2);
+			RECT(c, cx + bar * bw, cy + ch - bh, bw > 2 ? bw - 1 : bw,
+			     bh, rd[k].peak == lo ? 0xff000000u : 0xff9e9e9eu, 0,
+			     0, NULL);
+			bar++;
+		}
+	}
+	double yp = cy + ch - (double)(pn->peak - (pn->peak > base ? base
+								   : pn->peak)) /
+				  span * (ch - 2) - 2;
+	LINE(c, cx, floor(yp) + 0.5, cx + cw, floor(yp) + 0.5, C_PEAK, 1, 3);
+	snprintf(buf, sizeof(buf), "black: best %s; - - this plan",
+		 as_human_bytes(lo == UINT64_MAX ? pn->peak : lo, a,
+				sizeof(a)));
+	fit_text(r->m, buf, 9, false, w, fit, sizeof(fit));
+	TEXT(c, x, cy + ch + 11, fit, 9, false, C_TEXT2, ANCHOR_START);
+	if (parts) {
+		/* Steps on parts of the plan peak below the bound. */
+		snprintf(buf, sizeof(buf), "%u steps on parts not shown", parts);
+		fit_text(r->m, buf, 9, false, w, fit, sizeof(fit));
+		TEXT(c, x, cy + ch + 22, fit, 9, false, C_TEXT2, ANCHOR_START);
+	}
+}
+
 void emit_sidebar(struct as_render *r, struct canvas *c,
 		  const struct panel *pn)
 {
@@ -319,9 +401,9 @@ void emit_sidebar(struct as_render *r, struct canvas *c,
 	double y = pn->py + 11, bottom = pn->py + pn->ph;
 	char buf[200], a[32], b[32];
 	const double row = 15;
-	bool rounds = pn->p->nrounds >= 2 && pn->ph >= 150;
+	bool rounds = pn->p->nrounds >= 2 && pn->ph >= 180;
 	if (rounds)
-		bottom -= 64;
+		bottom -= ROUNDS_H;
 
 	/* Violations first, in red: they are what must be fixed. */
 	const struct as_report *rep = pn->rep;
@@ -395,37 +477,8 @@ void emit_sidebar(struct as_render *r, struct canvas *c,
 		TEXT(c, x, y, buf, FS_SMALL, false, C_TEXT2, ANCHOR_START);
 	}
 
-	if (rounds) {
-		const struct as_round *rd = pn->p->rounds;
-		uint32_t nr = pn->p->nrounds;
-		double cy = pn->py + pn->ph - 64 + 14, ch = 44;
-		char best[32];
-		uint64_t lo = UINT64_MAX, hi = 0;
-		uint32_t bi = 0;
-		for (uint32_t k = 0; k < nr; k++) {
-			if (rd[k].peak < lo) {
-				lo = rd[k].peak;
-				bi = k;
-			}
-			if (rd[k].peak > hi)
-				hi = rd[k].peak;
-		}
-		snprintf(buf, sizeof(buf), "peak per round (%u), best %s", nr,
-			 as_human_bytes(lo, best, sizeof(best)));
-		char fit[200];
-		fit_text(r->m, buf, FS_SMALL, false, w, fit, sizeof(fit));
-		TEXT(c, x, cy - 4, fit, FS_SMALL, false, C_TEXT, ANCHOR_START);
-		RECT(c, x, cy, w, ch, 0xfff7f7f7u, 0, 0, NULL);
-		uint32_t nbars = nr < (uint32_t)w ? nr : (uint32_t)w;
-		double bw = w / nbars;
-		for (uint32_t k = 0; k < nbars; k++) {
-			uint32_t i = (uint32_t)((uint64_t)k * nr / nbars);
-			double f = hi ? (double)rd[i].peak / hi : 0;
-			double bh = f * (ch - 2);
-			RECT(c, x + k * bw, cy + ch - bh, bw > 2 ? bw - 1 : bw, bh,
-			     i == bi ? 0xff000000u : 0xff9e9e9eu, 0, 0, NULL);
-		}
-	}
+	if (rounds)
+		emit_rounds(r, c, pn, x, pn->py + pn->ph - ROUNDS_H, w);
 }
 
 void emit_header(struct as_render *r, struct canvas *c)

@@ -101,6 +101,10 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 		}
 	}
 
+	/* Buffers a pixel high but thinner than a pixel, over the rest. */
+	if (pn->lod_over_any)
+		c->impl->image(c, pn->px, pn->py, pn->pw, pn->ph, pn->lod_over);
+
 	/* Aliases: an outline inside the buffer that holds them. */
 	for (uint32_t k = pn->nplain; k < pn->nplaced; k++) {
 		uint32_t i = pn->bufs[k];
@@ -198,12 +202,15 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 	double peak_x = X1 - 6, lb_x = X1 - 6;
 	int peak_anchor = ANCHOR_END, lb_anchor = ANCHOR_END;
 	double lb_ty = 0, peak_ty = 0;
+	bool lb_sample = false;
 	if (pn->has_peak) {
 		double y = floor(y_of(pn, pn->peak) + 0.5);
 		if (y >= Y0 && y <= Y1) {
 			y_peak = y;
-			snprintf(peak_lab, sizeof(peak_lab), "peak %s",
-				 as_human_bytes(pn->peak, a, sizeof(a)));
+			char lbs[48];
+			fmt_bytes_apart(pn->peak, pn->lb ? pn->lb : pn->peak, a,
+					lbs, sizeof(lbs));
+			snprintf(peak_lab, sizeof(peak_lab), "peak %s", a);
 			peak_ty = y - 5;
 			if (peak_ty - FS_TICK < Y0)
 				peak_ty = y + FS_TICK + 3;
@@ -225,11 +232,29 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		double y = floor(y_of_u(pn, ulb) + 0.5);
 		if (y >= Y0 && y <= Y1) {
 			y_lb = y;
-			snprintf(lb_lab, sizeof(lb_lab), "lower bound %s",
-				 as_human_bytes(pn->lb, a, sizeof(a)));
-			/* Below the line, else above; right end, else left. */
+			char pks[48];
+			fmt_bytes_apart(pn->peak, pn->lb, pks, a, sizeof(a));
+			snprintf(lb_lab, sizeof(lb_lab), "lower bound %s", a);
+			/* Above the peak line beside its label, where no
+			 * buffer is drawn, with a sample of the dashes; else
+			 * below the line, else above; right end, else left. */
 			double tys[2] = {y + FS_TICK + 3, y - 5};
 			bool placed = false;
+			if (npeak >= 0 && peak_ty < y_peak &&
+			    peak_anchor == ANCHOR_END) {
+				double lx = boxes[npeak].x0 - 30;
+				struct box bx = label_box(r, lx, peak_ty, lb_lab,
+							  FS_TICK, false,
+							  ANCHOR_END);
+				if (bx.x0 > X0 && !box_hit(&bx, &mbox)) {
+					lb_ty = peak_ty;
+					lb_x = lx;
+					nlb = nbox;
+					boxes[nbox++] = bx;
+					lb_sample = true;
+					placed = true;
+				}
+			}
 			for (int k = 0; k < 4 && !placed; k++) {
 				double ty = tys[k & 1];
 				int an = k < 2 ? ANCHOR_END : ANCHOR_START;
@@ -286,6 +311,17 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		double tri[6] = {mx - 6, Y0, mx + 6, Y0, mx, Y0 + 8};
 		c->impl->poly(c, tri, 3, true, C_PEAK, 0xffffffffu, 1);
 	}
+	/* Both moments on the time axis: the peak filled, the bound hollow. */
+	if (pn->has_lb_time && rel_t(r, pn->lb_time) >= r->t0 &&
+	    rel_t(r, pn->lb_time) <= r->t1) {
+		double bx = floor(x_of(r, pn, rel_t(r, pn->lb_time))) + 0.5;
+		double tri[6] = {bx - 5, Y1 + 8, bx + 5, Y1 + 8, bx, Y1};
+		c->impl->poly(c, tri, 3, true, 0xffffffffu, C_LB, 1.2);
+	}
+	if (marker) {
+		double tri[6] = {mx - 5, Y1 + 8, mx + 5, Y1 + 8, mx, Y1};
+		c->impl->poly(c, tri, 3, true, C_PEAK, C_PEAK, 1);
+	}
 	if (y_lb >= 0)
 		LINE(c, X0, y_lb, X1, y_lb, C_LB, 1.5, 6);
 	if (y_peak >= 0)
@@ -296,6 +332,8 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 	if (nlb >= 0)
 		boxed_text(r, c, &boxes[nlb], lb_x, lb_ty, lb_lab, FS_TICK,
 			   false, C_TEXT, lb_anchor);
+	if (lb_sample)
+		LINE(c, lb_x + 6, lb_ty - 4, lb_x + 24, lb_ty - 4, C_LB, 1.5, 6);
 	(void)nlabels;
 
 	/* Selection (the viewer's click), visible at any size. */
@@ -338,7 +376,7 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		LINE(c, x, Y1, x, Y1 + 4, C_FRAME, 1, 0);
 		if (last) {
 			char tl[40], num[32];
-			fmt_count(t + lab0, num, sizeof(num));
+			fmt_time_tick(t + lab0, tstep, num, sizeof(num));
 			snprintf(tl, sizeof(tl), "%s%s",
 				 r->rel_labels && t > 0 ? "+" : "", num);
 			int an = ANCHOR_MIDDLE;

@@ -55,6 +55,7 @@ struct canvas {
 #define MAX_NAME_LABELS 400
 #define MAX_BREAKS 8
 #define LIVE_MAX 64
+#define ROUNDS_H 84 /* the sidebar's chart of search steps */
 
 /* Colours, 0xAARRGGBB. */
 #define C_BG 0xffffffffu
@@ -144,7 +145,8 @@ struct panel {
 	struct cand *lod_cand;
 	uint32_t lod_nc;
 	uint32_t *lod_raster;
-	bool lod_any, lod_valid;
+	uint32_t *lod_over;    /* thin buffers a pixel high, drawn on top */
+	bool lod_any, lod_over_any, lod_valid;
 	double lod_key[9];
 	int colors_for;        /* the enum as_color_by they were made for */
 	uint64_t peak, lb, amax;
@@ -153,7 +155,9 @@ struct panel {
 	uint64_t violations;
 	bool has_peak;
 	uint64_t peak_time;
-	uint32_t peak_buf;     /* the buffer that reaches the peak first */
+	uint32_t peak_buf;     /* a buffer reaching the peak, live then */
+	bool has_lb_time;
+	uint64_t lb_time;      /* a moment of the lower bound */
 	uint32_t live[LIVE_MAX];
 	uint32_t nlive;
 	uint64_t nlive_total, live_bytes;
@@ -232,6 +236,9 @@ const char *fit_text(struct measurer *m, const char *s, double size,
 char *fmt_fixed(double v, int dec, char *buf, size_t len);
 char *fmt_count(double v, char *buf, size_t len);
 char *fmt_bytes_tick(uint64_t v, char *buf, size_t len);
+char *fmt_pct(double pct, char *buf, size_t len);
+char *fmt_time_tick(double v, double step, char *buf, size_t len);
+void fmt_bytes_apart(uint64_t a, uint64_t b, char *ba, char *bb, size_t len);
 const char *basename_of(const char *path);
 uint32_t mix(uint32_t a, uint32_t b, double t);
 uint32_t seq_color(double t);

@@ -157,6 +157,34 @@ char *fmt_count(double v, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * A time tick label: as fmt_count, with the digits that tell ticks `step`
+ * apart (2.2105M, 2.2106M), or every digit when a suffix would need more
+ * than four decimals.
+ */
+char *fmt_time_tick(double v, double step, char *buf, size_t len)
+{
+	static const char *const sfx[] = {"", "k", "M", "G", "T", "P"};
+	double a = fabs(v), unit = 1;
+	int u = 0;
+	if (a < 10000)
+		return fmt_count(v, buf, len);
+	while (a >= 1000 && u < 5) {
+		a /= 1000;
+		unit *= 1000;
+		u++;
+	}
+	int dec = 2;
+	while (dec <= 4 && step > 0 && step < unit / pow(10, dec) * 0.999)
+		dec++;
+	if (dec > 4)
+		return fmt_fixed(v, 0, buf, len);
+	char num[32];
+	fmt_fixed(v / unit, dec, num, sizeof(num));
+	snprintf(buf, len, "%s%s", num, sfx[u]);
+	return buf;
+}
+
 /* Bytes on axes: 0, 768 KiB, 1.5 MiB (exact, up to 3 decimals). */
 char *fmt_bytes_tick(uint64_t v, char *buf, size_t len)
 {
@@ -176,6 +204,54 @@ char *fmt_bytes_tick(uint64_t v, char *buf, size_t len)
 	fmt_fixed((double)v / (double)d, 3, num, sizeof(num));
 	snprintf(buf, len, "%s %s", num, unit[u]);
 	return buf;
+}
+
+/*
+ * A percentage with a sign and enough digits to tell a small gap from
+ * none: +17.6%, +0.4%, +0.012%; exactly 0 is "+0%".
+ */
+char *fmt_pct(double pct, char *buf, size_t len)
+{
+	char num[32];
+	double a = fabs(pct);
+	int dec = 1;
+	while (dec < 6 && a > 0 && a < 10.0 / pow(10, dec))
+		dec++;
+	if (a > 0 && a < 1e-6)
+		snprintf(buf, len, "%s<0.000001%%", pct < 0 ? "-" : "+");
+	else
+		snprintf(buf, len, "%s%s%%", pct < 0 ? "" : "+",
+			 fmt_fixed(pct, dec, num, sizeof(num)));
+	return buf;
+}
+
+/*
+ * Two byte counts in words (as_human_bytes), with more digits when they
+ * differ but would read the same: 5.19 GiB against 5.188 GiB.
+ */
+void fmt_bytes_apart(uint64_t a, uint64_t b, char *ba, char *bb, size_t len)
+{
+	as_human_bytes(a, ba, len);
+	as_human_bytes(b, bb, len);
+	if (a == b || strcmp(ba, bb) != 0)
+		return;
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB",
+					   "TiB", "PiB", "EiB"};
+	uint64_t m = a > b ? a : b, d = 1;
+	int u = 0;
+	while (u < 6 && m >= d * 1024) {
+		d *= 1024;
+		u++;
+	}
+	char na[32], nb[32];
+	for (int dec = 3; dec <= 6; dec++) {
+		fmt_fixed((double)a / (double)d, dec, na, sizeof(na));
+		fmt_fixed((double)b / (double)d, dec, nb, sizeof(nb));
+		if (strcmp(na, nb) != 0)
+			break;
+	}
+	snprintf(ba, len, "%s %s", na, unit[u]);
+	snprintf(bb, len, "%s %s", nb, unit[u]);
 }
 
 const char *basename_of(const char *path)
