@@ -29,6 +29,7 @@ static const char usage_text[] =
 	"       allocscope diff BASE.json NEW.json [--metric M] [--max-regress PCT]\n"
 	"                       [--markdown FILE] [--svg DIR] [--all]\n"
 	"       allocscope diff -s SPEC_A -s SPEC_B TRACE|DIR... [options]\n"
+	"       allocscope --help | --version\n"
 	"\n"
 	"FMT is ops, json or csv (default: by extension, then content).\n"
 	"SPEC is NAME[:key=value[,key=value]...]; without -s every strategy\n"
@@ -547,6 +548,10 @@ int main(int argc, char **argv)
 		return cli_diff(argc - 2, argv + 2);
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
 		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "--version") == 0) {
+		printf("allocscope %s\n", AS_VERSION);
 		return 0;
 	}
 	return usage_error("unknown command '%s'", cmd);
