@@ -31,6 +31,7 @@ static const char usage_text[] =
 	"                       [--markdown FILE] [--svg DIR] [--all]\n"
 	"       allocscope diff -s SPEC_A -s SPEC_B TRACE|DIR... [options]\n"
 	"       allocscope view TRACE [viewer options]  (runs allocscope-view)\n"
+	"       allocscope --help | --version\n"
 	"\n"
 	"FMT is ops, json, csv, pickle (a PyTorch memory snapshot), mtrace or\n"
 	"heaptrack (default: by extension, then content; .gz and .zst files are\n"
@@ -727,6 +728,10 @@ int main(int argc, char **argv)
 		return cmd_view(argv + 1);
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
 		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "--version") == 0) {
+		printf("allocscope %s\n", AS_VERSION);
 		return 0;
 	}
 	return usage_error("unknown command '%s'", cmd);
