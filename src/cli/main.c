@@ -31,9 +31,11 @@ static const char usage_text[] =
 	"                       [--markdown FILE] [--svg DIR] [--all]\n"
 	"       allocscope diff -s SPEC_A -s SPEC_B TRACE|DIR... [options]\n"
 	"       allocscope view TRACE [viewer options]  (runs allocscope-view)\n"
+	"       allocscope --help | --version\n"
 	"\n"
-	"FMT is ops, json, csv or pickle (a PyTorch memory snapshot); default:\n"
-	"by extension, then content.\n"
+	"FMT is ops, json, csv, pickle (a PyTorch memory snapshot), mtrace or\n"
+	"heaptrack (default: by extension, then content; .gz and .zst files are\n"
+	"decompressed first).\n"
 	"SPEC is NAME[:key=value[,key=value]...]; without -s every strategy\n"
 	"that applies to the trace runs.\n";
 
@@ -202,9 +204,36 @@ static void write_recorded_state(FILE *f, const struct as_trace *t)
 	free(count);
 }
 
+/* `, "key": TIME` from a moment, or null when there is none. */
+static void write_moment(FILE *f, const char *key, int rc,
+			 const struct as_moment *m)
+{
+	if (rc == AS_OK)
+		fprintf(f, ", \"%s\": %llu", key, (unsigned long long)m->time);
+	else
+		fprintf(f, ", \"%s\": null", key);
+}
+
+/* The peak moment of a plan; of its highest space when it has several. */
+static int plan_moment(const struct as_trace *t, const struct as_plan *p,
+		       struct as_moment *m)
+{
+	int space = AS_RENDER_ALL_SPACES;
+	uint64_t best = 0;
+	for (uint16_t s = 0; p->nspaces > 1 && s < p->nspaces; s++) {
+		uint64_t x = as_plan_peak(p, t, s);
+		if (space < 0 || x > best) {
+			best = x;
+			space = s;
+		}
+	}
+	return as_render_peak_moment(t, p, space, m);
+}
+
 static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
 		       const struct result *r, size_t n)
 {
+	struct as_moment m;
 	fputs("{\"trace\": {\"name\": ", f);
 	as_json_string(f, t->path);
 	fputs(", \"format\": ", f);
@@ -213,6 +242,8 @@ static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
 		(unsigned long long)count_ops(t), t->nbuffers,
 		(unsigned long long)lb);
 	write_recorded_state(f, t);
+	write_moment(f, "lower_bound_time",
+		     as_render_bound_moment(t, AS_RENDER_ALL_SPACES, &m), &m);
 	fputs("},\n", f);
 	fputs(" \"results\": [", f);
 	for (size_t i = 0; i < n; i++) {
@@ -220,12 +251,14 @@ static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
 		fputs(i ? ",\n  {" : "\n  {", f);
 		fputs("\"strategy\": ", f);
 		as_json_string(f, x->spec);
+		fprintf(f, ", \"peak\": %llu", (unsigned long long)x->peak);
+		write_moment(f, "peak_time", plan_moment(t, x->plan, &m), &m);
 		fprintf(f,
-			", \"peak\": %llu, \"lower_bound\": %llu, "
+			", \"lower_bound\": %llu, "
 			"\"peak_vs_lb\": %.6f, \"valid\": %s, \"overlaps\": "
 			"%llu, \"violations\": %llu, \"failed\": %u, "
 			"\"plan_ms\": %.3f,\n   \"stats\": {",
-			(unsigned long long)x->peak, (unsigned long long)lb,
+			(unsigned long long)lb,
 			lb ? (double)x->peak / (double)lb : 0.0,
 			x->report.valid ? "true" : "false",
 			(unsigned long long)x->report.overlaps,
@@ -695,6 +728,10 @@ int main(int argc, char **argv)
 		return cmd_view(argv + 1);
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
 		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "--version") == 0) {
+		printf("allocscope %s\n", AS_VERSION);
 		return 0;
 	}
 	return usage_error("unknown command '%s'", cmd);
