@@ -66,6 +66,12 @@ else
 	skip "a decompression bomb is refused within 400 MB" "no /usr/bin/time"
 fi
 
+# The reader's counts reach the table.
+printf '= Start\n- 0x5000\n+ 0x1000 0x10\n+ (nil) 0x7fffffffffff\n' >"$tmp/s.mtrace"
+"$exe" replay "$tmp/s.mtrace" -s greedy-size >"$tmp/out" 2>&1 &&
+	grep -q "^input: 1 frees of addresses never allocated; 1 failed allocations; 1 blocks live at the end" "$tmp/out"
+ok "replay prints what the mtrace reader counted and set aside" $?
+
 # Programs to record: whatever is installed.
 programs=()
 py=$(command -v /usr/bin/python3 || command -v python3 || true)
