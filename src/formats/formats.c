@@ -17,6 +17,7 @@
 
 /* In detection order: the ops format, which takes any text, last. */
 static const struct as_format_impl *const formats[] = {
+	&as_format_pickle,
 	&as_format_json,
 	&as_format_mtrace,
 	&as_format_heaptrack,
@@ -278,18 +279,4 @@ int as_trace_load(const char *path, const char *format, struct as_trace **out,
 	as_reader_close(r);
 	fclose(f);
 	return err;
-}
-
-const char *as_next_line(const char **p, const char *end, size_t *len)
-{
-	if (*p >= end)
-		return NULL;
-	const char *s = *p;
-	const char *nl = memchr(s, '\n', (size_t)(end - s));
-	const char *e = nl ? nl : end;
-	*p = nl ? nl + 1 : end;
-	if (e > s && e[-1] == '\r')
-		e--;
-	*len = (size_t)(e - s);
-	return s;
 }
