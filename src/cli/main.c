@@ -311,6 +311,11 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 	       t->path, t->format, t->nbuffers,
 	       (unsigned long long)count_ops(t), (unsigned long long)lb,
 	       as_human_bytes(lb, hb, sizeof(hb)));
+	/* What the reader met and set aside (frees of unknown addresses...). */
+	for (uint32_t i = 0; i < t->ninput_stats; i++)
+		printf("%s%.0f %s%s", i ? "; " : "input: ",
+		       t->input_stats[i].value, t->input_stats[i].key,
+		       i + 1 == t->ninput_stats ? "\n\n" : "");
 	printf("%-28s %14s %10s %9s %6s %7s %10s\n", "strategy", "peak",
 	       "", "vs LB", "valid", "failed", "plan ms");
 	for (size_t i = 0; i < n; i++) {
