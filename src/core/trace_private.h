@@ -29,6 +29,8 @@ struct as_trace *as_builder_trace(struct as_builder *b);
 int64_t as_builder_symbol(struct as_builder *b, const char *name);
 /* Give buffer `idx` its stack frames (lines joined by '\n'). */
 int as_builder_frames(struct as_builder *b, uint32_t idx, const char *frames);
+/* The index of space `name`, or -1. Hashed: pools are looked up per buffer. */
+int as_builder_space_find(const struct as_builder *b, const char *name);
 /* Find a buffer by name: the live one, else the most recent. */
 int64_t as_builder_lookup(struct as_builder *b, const char *name);
 
