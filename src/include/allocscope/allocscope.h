@@ -484,6 +484,9 @@ struct as_atomic;
 int as_atomic_open(const char *path, struct as_atomic **out, FILE **f);
 int as_atomic_commit(struct as_atomic *a);   /* closes and renames */
 void as_atomic_abort(struct as_atomic *a);   /* closes and removes; NULL ok */
+/* Remove every temporary file open now: async-signal-safe, for a SIGINT or
+ * SIGTERM handler that then exits (the final files are left untouched). */
+void as_atomic_remove_pending(void);
 
 /* Write `s` as a JSON string literal (quotes and escapes). */
 void as_json_string(FILE *f, const char *s);
