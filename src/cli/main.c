@@ -6,6 +6,7 @@
  * error.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -716,8 +717,19 @@ static int cmd_view(char **argv)
 	return EXIT_USAGE;
 }
 
+/* Interrupted: no temporary file left behind, exit status 128 + signal. */
+static void on_signal(int sig)
+{
+	as_atomic_remove_pending();
+	_exit(128 + sig);
+}
+
 int main(int argc, char **argv)
 {
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	if (argc < 2)
 		return usage_error("missing command%s", "");
 	const char *cmd = argv[1];
