@@ -151,7 +151,7 @@ static void small_trace_renders_as_the_golden_svg(void)
 	struct as_render_opts o;
 	as_render_opts_init(&o);
 	o.width = 900;
-	o.height = 420;
+	o.height = 560; /* the plot, the rounds chart and memory over time */
 	size_t len;
 	char *svg = render_svg(&pn, 1, &o, &len);
 	CHECK(svg && strstr(svg, "<title>conv1.out\n8.00 KiB (8192 B) at "

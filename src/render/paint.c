@@ -121,6 +121,63 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 	return AS_OK;
 }
 
+/*
+ * Time ticks of the view: round values of what the labels show, at most
+ * 100, x at the pixel centre.
+ */
+void time_ticks(const struct as_render *r, const struct panel *pn,
+		struct tticks *tt)
+{
+	double want = (r->t1 - r->t0) / pn->pw * 90;
+	double p10 = pow(10, floor(log10(want > 0 ? want : 1)));
+	double tstep = p10;
+	if (tstep < want)
+		tstep = 2 * p10;
+	if (tstep < want)
+		tstep = 5 * p10;
+	if (tstep < want)
+		tstep = 10 * p10;
+	if (tstep < 1)
+		tstep = 1;
+	double lab0 = r->rel_labels ? 0 : (double)r->tbase;
+	double tfirst = ceil((r->t0 + lab0) / tstep) * tstep - lab0;
+	/* Counted, not accumulated: far from 0 a step may vanish in t. */
+	tt->n = 0;
+	for (int k = 0; k < TTICKS_MAX; k++) {
+		double t = tfirst + k * tstep;
+		if (t > r->t1 + 1e-9 || (k && t == tfirst + (k - 1) * tstep))
+			break;
+		tt->x[tt->n] = floor(x_of(r, pn, t)) + 0.5;
+		char num[32];
+		fmt_time_tick(t + lab0, tstep, num, sizeof(num));
+		snprintf(tt->label[tt->n], sizeof(tt->label[0]), "%s%s",
+			 r->rel_labels && t > 0 ? "+" : "", num);
+		tt->n++;
+	}
+	if (r->rel_labels)
+		snprintf(tt->what, sizeof(tt->what), "time since %llu",
+			 (unsigned long long)r->tbase);
+	else
+		snprintf(tt->what, sizeof(tt->what), "%s",
+			 r->time_is_index ? "time (operation index)" : "time");
+}
+
+/* Tick marks under a plot at y1, and with `labels` the labels. */
+void emit_time_axis(struct as_render *r, struct canvas *c,
+		    const struct panel *pn, const struct tticks *tt, double y1,
+		    bool labels)
+{
+	for (int k = 0; k < tt->n; k++) {
+		LINE(c, tt->x[k], y1, tt->x[k], y1 + 4, C_FRAME, 1, 0);
+		if (labels)
+			TEXT(c, tt->x[k], y1 + 16, tt->label[k], FS_TICK, false,
+			     C_TEXT, ANCHOR_MIDDLE);
+	}
+	if (labels)
+		TEXT(c, pn->px + pn->pw / 2.0, y1 + 33, tt->what, FS_TICK, true,
+		     C_TEXT, ANCHOR_MIDDLE);
+}
+
 static int emit_panel(struct as_render *r, struct canvas *c,
 		      struct panel *pn, bool last)
 {
@@ -137,32 +194,10 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		double y = floor(pn->ticks[k].y) + 0.5;
 		LINE(c, X0, y, X1, y, C_GRID, 1, 0);
 	}
-	double tstep = 0;
-	{
-		double want = (r->t1 - r->t0) / pn->pw * 90;
-		double p10 = pow(10, floor(log10(want > 0 ? want : 1)));
-		tstep = p10;
-		if (tstep < want)
-			tstep = 2 * p10;
-		if (tstep < want)
-			tstep = 5 * p10;
-		if (tstep < want)
-			tstep = 10 * p10;
-		if (tstep < 1)
-			tstep = 1;
-	}
-	/* Ticks at round values of what the labels show. */
-	double lab0 = r->rel_labels ? 0 : (double)r->tbase;
-	double tfirst = ceil((r->t0 + lab0) / tstep) * tstep - lab0;
-	/* Counted, not accumulated: far from 0 a step may vanish in t. */
-	int nt = 0;
-	for (int k = 0; k < 100; k++, nt++) {
-		double t = tfirst + k * tstep;
-		if (t > r->t1 + 1e-9 || (k && t == tfirst + (k - 1) * tstep))
-			break;
-		double x = floor(x_of(r, pn, t)) + 0.5;
-		LINE(c, x, Y0, x, Y1, C_GRID, 1, 0);
-	}
+	struct tticks tt;
+	time_ticks(r, pn, &tt);
+	for (int k = 0; k < tt.n; k++)
+		LINE(c, tt.x[k], Y0, tt.x[k], Y1, C_GRID, 1, 0);
 
 	/* Breaks of the address axis. */
 	for (uint32_t k = 0; k < pn->npieces; k++) {
@@ -241,7 +276,7 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 			double tys[2] = {y + FS_TICK + 3, y - 5};
 			bool placed = false;
 			if (npeak >= 0 && peak_ty < y_peak &&
-			    peak_anchor == ANCHOR_END) {
+			    peak_anchor == ANCHOR_END && pn->lb <= pn->peak) {
 				double lx = boxes[npeak].x0 - 30;
 				struct box bx = label_box(r, lx, peak_ty, lb_lab,
 							  FS_TICK, false,
@@ -370,31 +405,7 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		TEXT(c, X0 - 7, ty, pn->ticks[k].label, FS_TICK,
 		     pn->ticks[k].major, C_TEXT, ANCHOR_END);
 	}
-	for (int k = 0; k < nt; k++) {
-		double t = tfirst + k * tstep;
-		double x = floor(x_of(r, pn, t)) + 0.5;
-		LINE(c, x, Y1, x, Y1 + 4, C_FRAME, 1, 0);
-		if (last) {
-			char tl[40], num[32];
-			fmt_time_tick(t + lab0, tstep, num, sizeof(num));
-			snprintf(tl, sizeof(tl), "%s%s",
-				 r->rel_labels && t > 0 ? "+" : "", num);
-			int an = ANCHOR_MIDDLE;
-			TEXT(c, x, Y1 + 16, tl, FS_TICK, false, C_TEXT, an);
-		}
-	}
-	if (last) {
-		char what[80];
-		if (r->rel_labels)
-			snprintf(what, sizeof(what), "time since %llu",
-				 (unsigned long long)r->tbase);
-		else
-			snprintf(what, sizeof(what), "%s",
-				 r->time_is_index ? "time (operation index)"
-						  : "time");
-		TEXT(c, (X0 + X1) / 2, Y1 + 33, what, FS_TICK, true, C_TEXT,
-		     ANCHOR_MIDDLE);
-	}
+	emit_time_axis(r, c, pn, &tt, Y1, last && !r->mem_h);
 	emit_sidebar(r, c, pn);
 	c->impl->end_group(c);
 	return AS_OK;
@@ -409,5 +420,6 @@ int render_emit(struct as_render *r, struct canvas *c)
 		if (err)
 			return err;
 	}
+	emit_memory(r, c);
 	return AS_OK;
 }

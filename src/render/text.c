@@ -408,6 +408,7 @@ void as_render_opts_init(struct as_render_opts *o)
 	o->compress = true;
 	o->sidebar = true;
 	o->header = true;
+	o->memory = true;
 	o->min_plot_height = 0;
 }
 

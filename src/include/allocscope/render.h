@@ -74,6 +74,7 @@ struct as_render_opts {
 	bool compress;          /* compress huge empty address ranges */
 	bool sidebar;           /* largest buffers at the peak, rounds chart */
 	bool header;            /* a line naming the trace on top */
+	bool memory;            /* memory over time under the plans */
 	/*
 	 * When > 0, each plot is at least this many pixels high and the
 	 * picture grows taller as needed (height is then a minimum; read the
