@@ -417,7 +417,8 @@ void emit_memory(struct as_render *r, struct canvas *c)
 		if (lines[l].dash > 0) {
 			for (int s = 0; s + 1 < n; s++)
 				LINE(c, xy[2 * s], xy[2 * s + 1], xy[2 * s + 2],
-				     xy[2 * s + 3], lines[l].col, 1.5, 0);
+				     xy[2 * s + 3], lines[l].col, 1.5,
+				     lines[l].dash);
 		} else {
 			c->impl->poly(c, xy, n, false, 0, lines[l].col, 1.5);
 		}

@@ -10,6 +10,37 @@
 #include "core/internal.h"
 #include "render/render_private.h"
 
+/*
+ * The memory the recording allocator reserved (segments), a pale band
+ * behind the buffers. Only a plan that keeps the recorded addresses
+ * ("recorded") shares their address space; other plans place buffers
+ * elsewhere and get no band.
+ */
+static void emit_segments(struct as_render *r, struct canvas *c,
+			  const struct panel *pn)
+{
+	const struct as_trace *t = pn->t;
+	if (!t->nsegments || strncmp(pn->title, "recorded", 8) != 0)
+		return;
+	for (uint32_t k = 0; k < t->nsegments; k++) {
+		const struct as_segment *sg = &t->segments[k];
+		if (sg->space != pn->space || sg->end <= sg->start)
+			continue;
+		double x0 = x_of(r, pn, rel_t(r, sg->start));
+		double x1 = x_of(r, pn, rel_t(r, sg->end));
+		uint64_t top = sg->addr > UINT64_MAX - sg->size
+				       ? UINT64_MAX
+				       : sg->addr + sg->size;
+		double y0 = y_of(pn, top), y1 = y_of(pn, sg->addr);
+		clip_rect(pn, &x0, &x1, &y0, &y1);
+		if (x1 - x0 < 0.5 || y1 - y0 < 0.5)
+			continue;
+		RECT(c, x0, y0, x1 - x0, y1 - y0,
+		     sg->flags & AS_SEG_EXPANDABLE ? 0xffe6eef7u : 0xffeeeeeeu,
+		     0xffd0d0d0u, 1, NULL);
+	}
+}
+
 static int emit_buffers(struct as_render *r, struct canvas *c,
 			struct panel *pn, struct box *avoid, int navoid)
 {
@@ -53,11 +84,19 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 			ti = title;
 		}
 		uint64_t ext = extent_of(pn, i);
-		if (ext > b->size) {
+		/* What the program asked for, when the trace knows it: the
+		 * allocator's rounding above it is waste too. */
+		const struct as_buffer_info *inf =
+			pn->t->info ? &pn->t->info[i] : NULL;
+		uint64_t used = inf && inf->requested > 0 &&
+					inf->requested < b->size
+				? inf->requested
+				: b->size;
+		if (ext > used) {
 			/* Internal waste: the chunk above the request, lighter. */
 			double yr;
 			uint64_t off = pn->p->offset[i];
-			yr = floor(y_of(pn, off + b->size) + 0.5);
+			yr = floor(y_of(pn, off + used) + 0.5);
 			if (yr < y0)
 				yr = y0;
 			if (yr > y1)
@@ -71,6 +110,18 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 		} else {
 			RECT(c, x0, y0, x1 - x0, y1 - y0, 0xff000000u | col,
 			     big ? darker(col) : 0, 1, ti);
+		}
+		/* Freed by the program but not yet by the allocator (a
+		 * stream still uses it): the pending part, paled. */
+		if (inf && inf->free_requested > b->start &&
+		    inf->free_requested < b->end) {
+			double xf = floor(x_of(r, pn, rel_t(r, inf->free_requested)) +
+					  0.5);
+			if (xf < x0)
+				xf = x0;
+			if (xf < x1)
+				RECT(c, xf, y0, x1 - xf, y1 - y0, 0x99ffffffu, 0, 0,
+				     NULL);
 		}
 		/* Names inside rectangles that have room for them. */
 		if (nlabels < MAX_NAME_LABELS && x1 - x0 >= 40 &&
@@ -125,9 +176,78 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
  * Time ticks of the view: round values of what the labels show, at most
  * 100, x at the pixel centre.
  */
+/* A clock reading in us as a label for ticks `step` us apart. */
+static void fmt_us(double v, double step, char *buf, size_t len)
+{
+	double unit = step >= 1e6 ? 1e6 : step >= 1e3 ? 1e3 : 1;
+	const char *u = unit == 1e6 ? "s" : unit == 1e3 ? "ms" : "us";
+	int dec = 0;
+	while (dec < 3 && step < unit / pow(10, dec) * 0.999)
+		dec++;
+	char num[32];
+	fmt_fixed(v / unit, dec, num, sizeof(num));
+	snprintf(buf, len, "%s %s", num, u);
+}
+
+/*
+ * Ticks at round readings of the recorded clock: each at the first time
+ * step whose reading is at or past it (the x axis keeps one column per
+ * step, so ticks are as uneven as the program's pace). False when the
+ * view holds no clock range.
+ */
+static bool clock_ticks(const struct as_render *r, const struct panel *pn,
+			struct tticks *tt)
+{
+	const struct as_trace *t = pn->t;
+	const uint64_t *ck = t->clock;
+	double tbase = (double)r->tbase, last = (double)t->end_time;
+	double ta = r->t0 + tbase, tb = r->t1 + tbase;
+	ta = ta < 0 ? 0 : (ta > last ? last : ta);
+	tb = tb < 0 ? 0 : (tb > last ? last : tb);
+	uint64_t c0 = ck[(uint64_t)floor(ta)], c1 = ck[(uint64_t)ceil(tb)];
+	if (c1 <= c0)
+		return false;
+	double want = (double)(c1 - c0) / pn->pw * 110;
+	double p10 = pow(10, floor(log10(want > 0 ? want : 1)));
+	double step = p10 < want ? (2 * p10 < want ? (5 * p10 < want ? 10 * p10
+								      : 5 * p10)
+						   : 2 * p10)
+				 : p10;
+	if (step < 1)
+		step = 1;
+	tt->n = 0;
+	double lastx = -1e9;
+	uint64_t n = t->end_time + 1;
+	for (int k = 0; k < 1000 && tt->n < TTICKS_MAX; k++) {
+		double v = (ceil((double)c0 / step) + k) * step;
+		if (v > (double)c1)
+			break;
+		uint64_t lo = 0, hi = n;
+		while (lo < hi) {
+			uint64_t mid = lo + (hi - lo) / 2;
+			if ((double)ck[mid] < v)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		double x = floor(x_of(r, pn, rel_t(r, lo))) + 0.5;
+		if (x - lastx < 60 || x < pn->px || x > pn->px + pn->pw)
+			continue;
+		lastx = x;
+		tt->x[tt->n] = x;
+		fmt_us(v, step, tt->label[tt->n], sizeof(tt->label[0]));
+		tt->n++;
+	}
+	snprintf(tt->what, sizeof(tt->what),
+		 "time (recorded clock, at the events' pace)");
+	return tt->n > 0;
+}
+
 void time_ticks(const struct as_render *r, const struct panel *pn,
 		struct tticks *tt)
 {
+	if (pn->t->clock && !r->o.time_events && clock_ticks(r, pn, tt))
+		return;
 	double want = (r->t1 - r->t0) / pn->pw * 90;
 	double p10 = pow(10, floor(log10(want > 0 ? want : 1)));
 	double tstep = p10;
@@ -321,6 +441,7 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 	for (int k = 0; k < nvm; k++)
 		boxes[nbox++] = vm[k].b;
 
+	emit_segments(r, c, pn);
 	int err = emit_buffers(r, c, pn, boxes, nbox);
 	if (err)
 		return err;
@@ -387,6 +508,18 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 			RECT(c, x0 + 1, y0 + 1, x1 - x0 - 2, y1 - y0 - 2, 0,
 			     0xffffffffu, 1, NULL);
 		}
+	}
+
+	/* OOM (red) and failed allocations (orange) on the time axis. */
+	for (uint32_t m = 0; m < pn->t->nmarks; m++) {
+		const struct as_mark *mk = &pn->t->marks[m];
+		double x = x_of(r, pn, rel_t(r, mk->time));
+		if (mk->space != pn->space || x < X0 || x > X1)
+			continue;
+		x = floor(x) + 0.5;
+		uint32_t col = mk->kind == AS_MARK_OOM ? C_RED : 0xffff7f00u;
+		double tri[6] = {x - 4, Y1 - 7, x + 4, Y1 - 7, x, Y1};
+		c->impl->poly(c, tri, 3, true, col, C_DARKRED, 1);
 	}
 
 	if (pn->nbufs == 0)

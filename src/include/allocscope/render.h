@@ -75,6 +75,9 @@ struct as_render_opts {
 	bool sidebar;           /* largest buffers at the peak, rounds chart */
 	bool header;            /* a line naming the trace on top */
 	bool memory;            /* memory over time under the plans */
+	/* Label time by event index even when the trace has a recorded
+	 * clock (t->clock; otherwise labels read ms and s). */
+	bool time_events;
 	/*
 	 * When > 0, each plot is at least this many pixels high and the
 	 * picture grows taller as needed (height is then a minimum; read the
