@@ -24,6 +24,7 @@ static const char usage_text[] =
 	"                         [--json FILE|-] [--plan-out FILE] [--dump]\n"
 	"                         [--no-progress] [--png FILE] [--svg FILE]\n"
 	"                         [--size WxH] [--color-by buffer|size|pool|lifetime]\n"
+	"                         [--time clock|events]\n"
 	"       allocscope check TRACE [-f FMT] [--plan PLAN.csv]\n"
 	"       allocscope strategies\n"
 	"       allocscope diff BASE.json NEW.json [--metric M] [--max-regress PCT]\n"
@@ -381,6 +382,13 @@ static int cmd_replay(int argc, char **argv)
 				bad = usage_error("--color-by wants buffer, "
 						  "size, pool or lifetime, not "
 						  "'%s'", argv[i]);
+		} else if (strcmp(a, "--time") == 0 && more) {
+			const char *v = argv[++i];
+			if (strcmp(v, "events") == 0 || strcmp(v, "clock") == 0)
+				o.ropts.time_events = v[0] == 'e';
+			else
+				bad = usage_error("--time wants clock or events, "
+						  "not '%s'", v);
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			free(args);
 			fputs(usage_text, stdout);
