@@ -137,18 +137,17 @@ static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
 		fputs(i ? ",\n  {" : "\n  {", f);
 		fputs("\"strategy\": ", f);
 		as_json_string(f, x->spec);
-		fprintf(f, ", \"peak\": %llu", (unsigned long long)x->peak);
-		write_moment(f, "peak_time", plan_moment(t, x->plan, &m), &m);
 		fprintf(f,
-			", \"lower_bound\": %llu, "
+			", \"peak\": %llu, \"lower_bound\": %llu, "
 			"\"peak_vs_lb\": %.6f, \"valid\": %s, \"overlaps\": "
-			"%llu, \"violations\": %llu, \"failed\": %u, "
-			"\"plan_ms\": %.3f,\n   \"stats\": {",
-			(unsigned long long)lb,
+			"%llu, \"violations\": %llu, \"failed\": %u",
+			(unsigned long long)x->peak, (unsigned long long)lb,
 			lb ? (double)x->peak / (double)lb : 0.0,
 			x->report.valid ? "true" : "false",
 			(unsigned long long)x->report.overlaps,
-			(unsigned long long)x->report.violations, x->failed,
+			(unsigned long long)x->report.violations, x->failed);
+		write_moment(f, "peak_time", plan_moment(t, x->plan, &m), &m);
+		fprintf(f, ", \"plan_ms\": %.3f,\n   \"stats\": {",
 			x->plan->plan_ms);
 		for (uint32_t s = 0; s < x->plan->nstats; s++) {
 			const struct as_stat *st = &x->plan->stats[s];
