@@ -23,7 +23,7 @@ static const char usage_text[] =
 	"usage: allocscope replay TRACE|DIR... [-f FMT] [-s SPEC]...\n"
 	"                         [--json FILE|-] [--plan-out FILE] [--dump]\n"
 	"                         [--no-progress] [--png FILE] [--svg FILE]\n"
-	"                         [--size WxH] [--color-by buffer|size|pool|lifetime]\n"
+	"                         [--size WxH] [--color-by buffer|size|pool|lifetime|prefix|frame]\n"
 	"                         [--time clock|events]\n"
 	"       allocscope check TRACE [-f FMT] [--plan PLAN.csv]\n"
 	"       allocscope strategies\n"
@@ -378,7 +378,7 @@ static int cmd_replay(int argc, char **argv)
 			o.ropts.min_plot_height = 0;
 		} else if (strcmp(a, "--color-by") == 0 && more) {
 			if (as_color_by_from_name(argv[++i], &o.ropts.color_by))
-				bad = usage_error("--color-by wants buffer, "
+				bad = usage_error("--color-by wants buffer, prefix, frame, "
 						  "size, pool or lifetime, not "
 						  "'%s'", argv[i]);
 		} else if (strcmp(a, "--time") == 0 && more) {

@@ -353,6 +353,86 @@ static int steps(const double *ys, int pw, double x0, double *xy, int n)
 	return n;
 }
 
+/*
+ * The summary beside memory over time: what the trace allocates (count,
+ * bytes, temporaries: freed at the next step; never freed: live at the
+ * end), a histogram of sizes (powers of 16) and per plan its peak, gap
+ * to the bound and failures.
+ */
+static void emit_summary(struct as_render *r, struct canvas *c, double x,
+			 double y, double w, double bottom)
+{
+	const struct as_trace *t = r->panels[0].t;
+	uint64_t n = 0, bytes = 0, temp = 0, never = 0, hist[8] = {0};
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		const struct as_buffer *b = &t->buffers[i];
+		if (b->alias_of != AS_NONE || b->size == 0)
+			continue;
+		n++;
+		bytes = b->size > UINT64_MAX - bytes ? UINT64_MAX : bytes + b->size;
+		temp += b->end == b->start + 1;
+		never += b->end >= t->end_time;
+		int k = 0;
+		for (uint64_t s = b->size; s >= 64 && k < 7; s >>= 4)
+			k++;
+		hist[k]++;
+	}
+	char buf[200], a[32], fit[200], cnt[32];
+	const double row = 13;
+	TEXT(c, x, y, "summary", FS_SMALL, true, C_TEXT, ANCHOR_START);
+	y += row;
+	snprintf(buf, sizeof(buf), "%s allocations, %s",
+		 fmt_count((double)n, cnt, sizeof(cnt)),
+		 as_human_bytes(bytes, a, sizeof(a)));
+	fit_text(r->m, buf, FS_SMALL, false, w, fit, sizeof(fit));
+	TEXT(c, x, y, fit, FS_SMALL, false, C_TEXT2, ANCHOR_START);
+	y += row;
+	char c2[32];
+	snprintf(buf, sizeof(buf), "%s temporary, %s never freed",
+		 fmt_count((double)temp, cnt, sizeof(cnt)),
+		 fmt_count((double)never, c2, sizeof(c2)));
+	fit_text(r->m, buf, FS_SMALL, false, w, fit, sizeof(fit));
+	TEXT(c, x, y, fit, FS_SMALL, false, C_TEXT2, ANCHOR_START);
+	y += 6;
+	/* Sizes: bars for < 64 B, < 1 KiB, < 16 KiB, ... >= 1 GiB. */
+	static const char *const lab[8] = {"64", "1K", "16K", "256K",
+					   "4M", "64M", "1G", ""};
+	uint64_t hmax = 1;
+	for (int k = 0; k < 8; k++)
+		hmax = hist[k] > hmax ? hist[k] : hmax;
+	double bw = w / 8, bh = 24;
+	if (y + bh + 12 <= bottom) {
+		for (int k = 0; k < 8; k++) {
+			double h = hist[k] ? 1 + (bh - 1) * (double)hist[k] / hmax
+					   : 0;
+			if (h > 0)
+				RECT(c, x + k * bw, y + bh - h, bw - 2, h,
+				     0xff9e9e9eu, 0, 0, NULL);
+			if (lab[k][0])
+				TEXT(c, x + (k + 1) * bw - 1, y + bh + 9, lab[k],
+				     8, false, C_TEXT2, ANCHOR_MIDDLE);
+		}
+		y += bh + 12;
+	}
+	/* Per plan: peak, gap, failures. */
+	for (size_t i = 0; i < r->npanels && y + row <= bottom; i++) {
+		const struct panel *pn = &r->panels[i];
+		y += row;
+		char g[32] = "";
+		if (pn->lb)
+			fmt_pct(((double)pn->peak - (double)pn->lb) / pn->lb * 100,
+				g, sizeof(g));
+		snprintf(buf, sizeof(buf), "%s %s %s%s%s", pn->title,
+			 as_human_bytes(pn->peak, a, sizeof(a)), g,
+			 pn->failed ? ", failed " : "",
+			 pn->failed ? fmt_count(pn->failed, cnt, sizeof(cnt))
+				    : "");
+		fit_text(r->m, buf, FS_SMALL, false, w, fit, sizeof(fit));
+		TEXT(c, x, y, fit, FS_SMALL, false,
+		     pn->failed || !pn->valid ? C_RED : C_TEXT, ANCHOR_START);
+	}
+}
+
 void emit_memory(struct as_render *r, struct canvas *c)
 {
 	if (!r->mem_h)
@@ -476,5 +556,7 @@ void emit_memory(struct as_render *r, struct canvas *c)
 	struct tticks tt;
 	time_ticks(r, p0, &tt);
 	emit_time_axis(r, c, p0, &tt, Y1, true);
+	if (r->sidebar_w)
+		emit_summary(r, c, X1 + 14, Y0 - 8, r->sidebar_w - 8, Y1 + 30);
 	c->impl->end_group(c);
 }

@@ -36,9 +36,25 @@ enum as_color_by {
 	AS_COLOR_SIZE,     /* size class (log2), sequential palette */
 	AS_COLOR_SPACE,    /* pool, level or core */
 	AS_COLOR_LIFETIME, /* lifetime length (log), sequential palette */
+	AS_COLOR_PREFIX,   /* the name without its last part (as_render_group) */
+	AS_COLOR_FRAME,    /* the first stack frame */
 };
 
-/* "buffer", "size", "pool" (or "space"), "lifetime"; AS_EINVAL otherwise. */
+/* How a live list groups buffers (and what AS_COLOR_PREFIX/FRAME hash). */
+enum as_group_by {
+	AS_GROUP_BUFFER,   /* no grouping: each buffer */
+	AS_GROUP_PREFIX,   /* "layer3.attn.q" -> "layer3.attn"; "t17" -> "t" */
+	AS_GROUP_FRAME,    /* the first stack frame, "(no frames)" without */
+	AS_GROUP_SIZE,     /* size class: powers of two */
+};
+
+/* The group of buffer i of t, as text in buf (always terminated); returns
+ * buf. */
+const char *as_render_group(const struct as_trace *t, uint32_t i,
+			    enum as_group_by g, char *buf, size_t len);
+
+/* "buffer", "size", "pool" (or "space"), "lifetime", "prefix", "frame";
+ * AS_EINVAL otherwise. */
 int as_color_by_from_name(const char *name, enum as_color_by *out);
 const char *as_color_by_name(enum as_color_by c);
 
