@@ -167,24 +167,3 @@ uint32_t as_plan_failed(const struct as_plan *p, const struct as_trace *t)
 		n += p->offset[i] == AS_NO_OFFSET && t->buffers[i].size > 0;
 	return n;
 }
-
-int as_plan_write_csv(const struct as_plan *p, const struct as_trace *t,
-		      FILE *f)
-{
-	fputs("id,lower,upper,size,offset\n", f);
-	for (uint32_t i = 0; i < t->nbuffers; i++) {
-		const struct as_buffer *b = &t->buffers[i];
-		if (p->offset[i] == AS_NO_OFFSET)
-			fprintf(f, "%s,%llu,%llu,%llu,-1\n", b->name,
-				(unsigned long long)b->start,
-				(unsigned long long)b->end,
-				(unsigned long long)b->size);
-		else
-			fprintf(f, "%s,%llu,%llu,%llu,%llu\n", b->name,
-				(unsigned long long)b->start,
-				(unsigned long long)b->end,
-				(unsigned long long)b->size,
-				(unsigned long long)p->offset[i]);
-	}
-	return ferror(f) ? AS_EIO : AS_OK;
-}
