@@ -147,6 +147,11 @@ run "$two" -s recorded --script "$tmp/script"
 	[ "$(differ "$tmp/cursor.png" "$tmp/cursor-g.png" 700 75 1005 110)" -gt 20 ]
 ok "t lists what is live at the mouse's time, g groups it" $?
 
+script "move 700 400" "screenshot $tmp/a0.png" "key a" "screenshot $tmp/a1.png"
+run "$two" -s bfc --script "$tmp/script"
+[ "$(differ "$tmp/a0.png" "$tmp/a1.png" 690 72 712 758)" -gt 100 ]
+ok "a draws the allocator's blocks at the mouse's time" $?
+
 script "key m" "screenshot $tmp/memory.png"
 run "$two" -s recorded --script "$tmp/script"
 [ "$(differ "$tmp/plain.png" "$tmp/memory.png" 63 600 1010 758)" -gt 1000 ]

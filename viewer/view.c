@@ -38,6 +38,7 @@ static const char help_text[] =
 	"t\ttime cursor: what is live at the mouse's time\n"
 	"g\tgroup it by buffer, name prefix, stack frame, size\n"
 	"m\tmemory over time (live, each plan's top)\n"
+	"a\tallocator's blocks at the mouse's time (bfc, ...)\n"
 	"s\tsave the view as PNG and SVG\n"
 	"r\treload the trace (or drop a file here)\n"
 	"Esc\tclose lists, clear selection\n"
@@ -106,6 +107,7 @@ int view_init(struct viewer *v, int w, int h)
 	as_render_opts_init(&v->o);
 	v->o.min_plot_height = 0;
 	v->o.memory = false; /* m shows memory over time */
+	v->o.walk_at_peak = false; /* a walks where the mouse points */
 	v->cursor_panel = -1;
 	v->selected = AS_NONE;
 	v->match = AS_NONE;
@@ -127,6 +129,10 @@ void view_finish(struct viewer *v)
 	v->px = NULL;
 	free(v->live);
 	v->live = NULL;
+	free(v->blocks);
+	v->blocks = NULL;
+	v->nblocks = v->cap_blocks = 0;
+	v->o.state = NULL;
 	doc_finish(&v->doc);
 }
 
@@ -383,6 +389,60 @@ static void search(struct viewer *v, uint32_t from)
 		     count, v->query, v->doc.t->buffers[m].name);
 }
 
+/* ---- allocator state ---- */
+
+static bool keep_block(void *ctx, uint16_t space, const struct as_block *b)
+{
+	struct viewer *v = ctx;
+	if (space != 0)
+		return true; /* the first panel's space: the common case */
+	if (v->nblocks == v->cap_blocks) {
+		size_t cap = v->cap_blocks ? 2 * v->cap_blocks : 256;
+		struct as_block *n = realloc(v->blocks, sizeof(*n) * cap);
+		if (!n)
+			return false;
+		v->blocks = n;
+		v->cap_blocks = cap;
+	}
+	v->blocks[v->nblocks] = *b;
+	v->blocks[v->nblocks].region = NULL;
+	v->blocks[v->nblocks++].symbol = NULL;
+	return true;
+}
+
+/* a: the blocks of the strategy in view at the mouse's time (again: off). */
+static void allocator_state(struct viewer *v)
+{
+	if (v->o.state) {
+		v->o.state = NULL;
+		apply_view(v);
+		view_message(v, C_BAR_TEXT, "allocator state hidden");
+		return;
+	}
+	if (v->hover.panel < 0 || !v->hover.in_plot || !(v->hover.time >= 0)) {
+		view_message(v, C_RED_LIGHT, "a: point at a time in a plot");
+		return;
+	}
+	const struct strat *s = strat_of_panel(v, v->hover.panel);
+	uint64_t tm = (uint64_t)floor(v->hover.time);
+	struct as_diag d;
+	v->nblocks = 0;
+	if (as_strategy_walk_at(s->spec, v->doc.t, tm + 1, keep_block, v,
+				&d) != AS_OK) {
+		view_message(v, C_RED_LIGHT, "%s", d.msg);
+		return;
+	}
+	size_t nfree = 0;
+	for (size_t k = 0; k < v->nblocks; k++)
+		nfree += !v->blocks[k].in_use;
+	v->state = (struct as_render_state){v->hover.panel, tm, v->blocks,
+					    v->nblocks};
+	v->o.state = &v->state;
+	apply_view(v);
+	view_message(v, C_OK, "%s at t %llu: %zu blocks, %zu free (red)",
+		     s->spec, (unsigned long long)tm, v->nblocks, nfree);
+}
+
 /* ---- keys ---- */
 
 static void peak(struct viewer *v)
@@ -567,6 +627,9 @@ static void key(struct viewer *v, SDL_Keycode k, Uint16 mod)
 		break;
 	case SDLK_s:
 		save(v);
+		break;
+	case SDLK_a:
+		allocator_state(v);
 		break;
 	case SDLK_m:
 		v->o.memory = !v->o.memory;

@@ -89,6 +89,10 @@ struct viewer {
 	int cursor_panel;
 	double cursor_time;
 	int64_t cursor_n;
+	/* Allocator state (a): blocks of the strategy in view at a time. */
+	struct as_render_state state;
+	struct as_block *blocks;
+	size_t nblocks, cap_blocks;
 	size_t peak_panel;
 	uint32_t peak_bufs[24];
 	int64_t npeak;

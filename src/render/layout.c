@@ -218,6 +218,7 @@ static void free_panels(struct as_render *r)
 		free(r->panels[i].hix.idx);
 		free(r->panels[i].hix.off);
 		curve_free(&r->panels[i].foot);
+		free(r->panels[i].walk);
 	}
 	free(r->panels);
 	r->panels = NULL;
@@ -242,6 +243,57 @@ void as_render_destroy(struct as_render *r)
 }
 
 static int layout(struct as_render *r);
+
+struct walk_ctx {
+	struct panel *pn;
+	size_t cap;
+	bool nomem;
+};
+
+static bool collect_block(void *ctx, uint16_t space, const struct as_block *b)
+{
+	struct walk_ctx *w = ctx;
+	struct panel *pn = w->pn;
+	if (space != pn->space)
+		return true;
+	if (pn->nwalk == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 64;
+		struct as_block *n = realloc(pn->walk, sizeof(*n) * cap);
+		if (!n) {
+			w->nomem = true;
+			return false;
+		}
+		pn->walk = n;
+		w->cap = cap;
+	}
+	pn->walk[pn->nwalk] = *b;
+	pn->walk[pn->nwalk].region = NULL; /* the allocator's, gone after */
+	pn->walk[pn->nwalk++].symbol = NULL;
+	return true;
+}
+
+/*
+ * The blocks of the online allocator a panel is titled with, just after
+ * the events of its peak moment; nothing for offline planners, unknown
+ * titles or a failed replay (the picture does without).
+ */
+static int walk_peak(struct panel *pn)
+{
+	if (!pn->has_peak)
+		return AS_OK;
+	struct walk_ctx w = {pn, 0, false};
+	struct as_diag d;
+	int err = as_strategy_walk_at(pn->title, pn->t, pn->peak_time + 1,
+				      collect_block, &w, &d);
+	if (w.nomem)
+		return AS_ENOMEM;
+	if (err) {
+		free(pn->walk);
+		pn->walk = NULL;
+		pn->nwalk = 0;
+	}
+	return AS_OK;
+}
 
 int as_render_create(const struct as_render_panel *panels, size_t n,
 		     const struct as_render_opts *o, struct as_render **out,
@@ -395,6 +447,11 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 	err = memory_prepare(r);
 	if (err)
 		goto fail;
+	for (size_t i = 0; r->o.walk_at_peak && i < r->npanels; i++) {
+		err = walk_peak(&r->panels[i]);
+		if (err)
+			goto fail;
+	}
 	err = layout(r);
 	if (err)
 		goto fail;

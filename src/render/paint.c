@@ -298,6 +298,38 @@ void emit_time_axis(struct as_render *r, struct canvas *c,
 		     C_TEXT, ANCHOR_MIDDLE);
 }
 
+/*
+ * An allocator's blocks at a time: a column 10 pixels wide centred there,
+ * free blocks in red, blocks in use outlined.
+ */
+static void emit_state(struct as_render *r, struct canvas *c,
+		       const struct panel *pn, uint64_t time,
+		       const struct as_block *b, size_t n)
+{
+	double xm = x_of(r, pn, rel_t(r, time));
+	if (xm < pn->px || xm > pn->px + pn->pw || n == 0)
+		return;
+	xm = floor(xm) + 0.5;
+	for (size_t k = 0; k < n; k++) {
+		uint64_t top = b[k].offset > UINT64_MAX - b[k].size
+				       ? UINT64_MAX
+				       : b[k].offset + b[k].size;
+		double x0 = xm - 5, x1 = xm + 5;
+		double y0 = y_of(pn, top), y1 = y_of(pn, b[k].offset);
+		clip_rect(pn, &x0, &x1, &y0, &y1);
+		if (y1 - y0 < 0.5)
+			y1 = y0 + 0.5;
+		if (b[k].in_use)
+			RECT(c, x0, y0, x1 - x0, y1 - y0, 0xb0ffffffu,
+			     0xff555555u, 0.5, NULL);
+		else
+			RECT(c, x0, y0, x1 - x0, y1 - y0, 0xe0ff6b6bu, C_DARKRED,
+			     0.5, NULL);
+	}
+	TEXT(c, xm + 7, pn->py + 12, "allocator state", FS_SMALL, false,
+	     C_DARKRED, ANCHOR_START);
+}
+
 static int emit_panel(struct as_render *r, struct canvas *c,
 		      struct panel *pn, bool last)
 {
@@ -509,6 +541,14 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 			     0xffffffffu, 1, NULL);
 		}
 	}
+
+	/* An online allocator's blocks: at the peak, or where asked. */
+	const struct as_render_state *st = r->o.state;
+	if (st && st->panel >= 0 && (size_t)st->panel < r->npanels &&
+	    &r->panels[st->panel] == pn)
+		emit_state(r, c, pn, st->time, st->blocks, st->nblocks);
+	else if (pn->nwalk)
+		emit_state(r, c, pn, pn->peak_time, pn->walk, pn->nwalk);
 
 	/* OOM (red) and failed allocations (orange) on the time axis. */
 	for (uint32_t m = 0; m < pn->t->nmarks; m++) {

@@ -199,6 +199,8 @@ struct panel {
 	struct tick *ticks;
 	uint32_t nticks;
 	struct curve foot;     /* the top address in use over time */
+	struct as_block *walk; /* the allocator's blocks at the peak */
+	size_t nwalk;
 };
 
 struct as_render {

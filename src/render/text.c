@@ -478,6 +478,7 @@ void as_render_opts_init(struct as_render_opts *o)
 	o->sidebar = true;
 	o->header = true;
 	o->memory = true;
+	o->walk_at_peak = true;
 	o->min_plot_height = 0;
 }
 

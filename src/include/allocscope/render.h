@@ -81,6 +81,18 @@ struct as_render_view {
 	double y0, y1;
 };
 
+/*
+ * An online allocator's blocks at a time (as_strategy_walk_at), drawn as
+ * a column at that time in drawn panel `panel`: free blocks red, blocks in
+ * use outlined. The caller keeps the blocks.
+ */
+struct as_render_state {
+	int panel;
+	uint64_t time;
+	const struct as_block *blocks;
+	size_t nblocks;
+};
+
 struct as_render_opts {
 	int width, height;      /* logical pixels; 0: 1280 x 800 */
 	double scale;           /* device pixels per logical pixel (PNG), 1 */
@@ -94,6 +106,10 @@ struct as_render_opts {
 	/* Label time by event index even when the trace has a recorded
 	 * clock (t->clock; otherwise labels read ms and s). */
 	bool time_events;
+	/* Walk each online allocator (a panel titled with its spec) at its
+	 * peak moment and draw its blocks there (a replay per panel). */
+	bool walk_at_peak;
+	const struct as_render_state *state; /* NULL: none */
 	/*
 	 * When > 0, each plot is at least this many pixels high and the
 	 * picture grows taller as needed (height is then a minimum; read the
