@@ -25,7 +25,8 @@ static const char usage_text[] =
 	"usage: allocscope replay TRACE|DIR... [-f FMT] [-s SPEC]...\n"
 	"                         [--json FILE|-] [--plan-out FILE] [--dump]\n"
 	"                         [--no-progress] [--png FILE] [--svg FILE]\n"
-	"                         [--size WxH] [--color-by buffer|size|pool|lifetime]\n"
+	"                         [--size WxH] [--color-by buffer|size|pool|lifetime|prefix|frame]\n"
+	"                         [--time clock|events]\n"
 	"       allocscope check TRACE [-f FMT] [--plan PLAN.csv]\n"
 	"       allocscope strategies\n"
 	"       allocscope diff BASE.json NEW.json [--metric M] [--max-regress PCT]\n"
@@ -499,9 +500,16 @@ static int cmd_replay(int argc, char **argv)
 			o.ropts.min_plot_height = 0;
 		} else if (strcmp(a, "--color-by") == 0 && more) {
 			if (as_color_by_from_name(argv[++i], &o.ropts.color_by))
-				bad = usage_error("--color-by wants buffer, "
+				bad = usage_error("--color-by wants buffer, prefix, frame, "
 						  "size, pool or lifetime, not "
 						  "'%s'", argv[i]);
+		} else if (strcmp(a, "--time") == 0 && more) {
+			const char *v = argv[++i];
+			if (strcmp(v, "events") == 0 || strcmp(v, "clock") == 0)
+				o.ropts.time_events = v[0] == 'e';
+			else
+				bad = usage_error("--time wants clock or events, "
+						  "not '%s'", v);
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			free(args);
 			fputs(usage_text, stdout);
