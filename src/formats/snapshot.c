@@ -335,7 +335,10 @@ static int read_entry(struct ctx *c, const struct as_pk *d, uint32_t dev,
 			return r;
 	} else {
 		if ((r = get_u64(c, d, "addr", true, &e.addr)) < 0 ||
-		    (r = get_u64(c, d, "size", true, &e.size)) < 0 ||
+		    (r = get_u64(c, d, "size",
+				 e.act == A_ALLOC || e.act == A_SEG_ALLOC ||
+					 e.act == A_SEG_MAP,
+				 &e.size)) < 0 ||
 		    (r = get_u64(c, d, "requested_size", false,
 				 &e.requested)) < 0)
 			return r;
@@ -636,9 +639,16 @@ static int seg_close(struct ctx *c, uint32_t dev, uint64_t addr,
 		     uint64_t size, uint64_t now, uint16_t stream,
 		     uint8_t flags)
 {
-	uint64_t end = addr + size, cur = addr;
 	uint32_t l, m, r, keep[2];
 	int nkeep = 0, err;
+	if (size == 0 && addr < UINT64_MAX) {
+		/* A free without its size: the open range starting there. */
+		t_range(c, dev, addr, addr + 1, &l, &m, &r);
+		if (m != NIL && c->tn[m].s.addr == addr)
+			size = c->tn[m].s.size;
+		c->root = t_merge(c, t_merge(c, l, m), r);
+	}
+	uint64_t end = addr + size, cur = addr;
 	t_range(c, dev, addr, end, &l, &m, &r);
 	c->nwalk = 0;
 	if ((err = t_walk(c, m)))
