@@ -126,6 +126,14 @@ static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
 				fprintf(f, "%.6g", st->value);
 		}
 		fputs("}", f);
+		if (x->plan->nnotes) {
+			fputs(",\n   \"notes\": [", f);
+			for (uint32_t k = 0; k < x->plan->nnotes; k++) {
+				fputs(k ? ", " : "", f);
+				as_json_string(f, x->plan->notes[k]);
+			}
+			fputs("]", f);
+		}
 		if (x->plan->nspaces > 1)
 			write_spaces(f, t, x->plan);
 		if (x->plan->nrounds) {

@@ -14,7 +14,8 @@ enum col { C_ID, C_LOWER, C_UPPER, C_SIZE, C_ALIGN, C_OFFSET, C_N };
 static const char *const col_names[C_N] = {"id",   "lower",     "upper",
 					   "size", "alignment", "offset"};
 
-#define MAX_COLS C_N
+/* Plans may carry more columns (segment_size, ...): they are skipped. */
+#define MAX_COLS 16
 
 static int split_csv(const char *s, size_t len, const char **f, size_t *flen)
 {

@@ -14,10 +14,32 @@
 #include "allocscope/allocscope.h"
 #include "strategies/options.h"
 
+/*
+ * One block of an allocator's memory as `walk` reports it: the region (a
+ * segment) it lies in, its place, and its state ('a' allocated to `buf`,
+ * 'f' free, 'u' reserved but unmapped).
+ */
+struct as_walk_block {
+	uint64_t region_addr, region_size;
+	uint64_t addr, size;
+	uint32_t buf;           /* AS_NONE unless allocated */
+	char state;
+};
+
+/* Return false to stop the walk. */
+typedef bool (*as_walk_fn)(void *ctx, const struct as_walk_block *b);
+
 struct as_online_impl {
 	/* Start a case with its options (config line + spec). */
 	int (*create)(const struct as_opts *o, as_emit_fn emit, void *ctx,
 		      void **state, struct as_diag *diag);
+	/*
+	 * Optional: called once after create with the trace and the space
+	 * this state serves, before the case's first event (a recording's
+	 * state at its start, settings the input carries, ...).
+	 */
+	int (*start)(void *state, const struct as_trace *t, uint16_t space,
+		     uint32_t case_index, struct as_diag *diag);
 	/*
 	 * Place buffer `buf`: 0 with *offset and *chunk set; 1 when the
 	 * allocator cannot satisfy it (a failed allocation, replay goes on);
@@ -36,6 +58,11 @@ struct as_online_impl {
 	 * the first in msg. NULL: nothing to check.
 	 */
 	uint64_t (*check)(void *state, char *msg, size_t len);
+	/*
+	 * Optional: visit the regions in address order and each one's blocks
+	 * in address order; returns how many blocks were visited.
+	 */
+	uint64_t (*walk)(void *state, as_walk_fn fn, void *ctx);
 	void (*destroy)(void *state);
 };
 
