@@ -1188,7 +1188,12 @@ static void cc_free(void *state, const struct as_trace *t, uint32_t buf)
 
 /* ---- options and settings ---- */
 
-/* "4" or "[256:4,>:1]" into the 16 interval divisions. */
+/*
+ * "4" or "[256:4,>:1]" into the 16 interval divisions (interval i holds
+ * sizes in [2^i, 2^(i+1)) MiB). As PyTorch documents it, "k:v" gives v to
+ * the sizes under k MiB down to the previous key, and ">:v" to the sizes
+ * from the last key on.
+ */
 static bool parse_divisions(const char *v, uint32_t *div)
 {
 	uint64_t x;
@@ -1216,7 +1221,7 @@ static bool parse_divisions(const char *v, uint32_t *div)
 		    val > 1024 || (val & (val - 1)))
 			return false;
 		if (colon - p == 1 && *p == '>') {
-			for (int i = last + 1; i < NDIV; i++)
+			for (int i = last > 0 ? last : 0; i < NDIV; i++)
 				div[i] = (uint32_t)val;
 		} else {
 			if (!as_parse_u64(p, (size_t)(colon - p), &x) || !x ||
