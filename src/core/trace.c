@@ -461,6 +461,14 @@ uint64_t as_builder_time(const struct as_builder *b)
 	return b->time;
 }
 
+int as_builder_set_time(struct as_builder *b, uint64_t step)
+{
+	if (b->ordered || step < b->time || step == UINT64_MAX)
+		return AS_EINVAL;
+	b->time = step;
+	return AS_OK;
+}
+
 /* Clock readings for steps [nclock, step], repeating the last one. */
 static int clock_fill(struct as_builder *b, uint64_t step)
 {
@@ -685,7 +693,8 @@ static int derive_events(struct as_builder *b)
 		else
 			ev[k++] = (struct as_event){AS_EV_ALLOC, alloc[i++]};
 	}
-	if (n)
+	/* A reader may have set a later time (as_builder_set_time). */
+	if (n && t->buffers[frees[n - 1]].end > b->time)
 		b->time = t->buffers[frees[n - 1]].end;
 	free(alloc);
 	free(frees);

@@ -29,6 +29,13 @@ struct as_trace *as_builder_trace(struct as_builder *b);
 int64_t as_builder_symbol(struct as_builder *b, const char *name);
 /* Give buffer `idx` its stack frames (lines joined by '\n'). */
 int as_builder_frames(struct as_builder *b, uint32_t idx, const char *frames);
+/*
+ * Readers of buffers with explicit lifetimes (as_builder_add_timed) that
+ * also record clock readings and marks: set the time step those take.
+ * Steps must not go back; the trace then ends no earlier than the last one.
+ * AS_EINVAL after operations (as_builder_alloc/free) or going back.
+ */
+int as_builder_set_time(struct as_builder *b, uint64_t step);
 /* Find a buffer by name: the live one, else the most recent. */
 int64_t as_builder_lookup(struct as_builder *b, const char *name);
 

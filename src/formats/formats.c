@@ -16,6 +16,7 @@
 
 /* In detection order: the ops format, which takes any text, last. */
 static const struct as_format_impl *const formats[] = {
+	&as_format_pickle,
 	&as_format_json,
 	&as_format_csv,
 	&as_format_ops,

@@ -39,6 +39,7 @@ struct as_format_impl {
 extern const struct as_format_impl as_format_ops;
 extern const struct as_format_impl as_format_csv;
 extern const struct as_format_impl as_format_json;
+extern const struct as_format_impl as_format_pickle;
 
 /* Return the next line of [*p, end) and advance; NULL at the end. */
 const char *as_next_line(const char **p, const char *end, size_t *len);
