@@ -45,6 +45,9 @@
 #define NO_LIMIT UINT64_MAX
 /* The virtual range of an expandable segment without a capacity. */
 #define DEFAULT_VA (1ull << 40)
+/* Per buffer flags. */
+#define SEEDED 1u          /* placed by the state at the start */
+#define IN_INITIAL_SEG 2u  /* placed in a segment of that state */
 /* Per-device stat keys (literals: plan stats keep the pointer). */
 #define MAX_DEV_KEYS 8
 
@@ -143,7 +146,7 @@ struct cc {
 	uint32_t *blk_of;       /* per buffer: its block, NIL */
 	uint64_t *seg_size;     /* per buffer: model segment size, 0 none */
 	uint64_t *seg_off;
-	uint8_t *initial;       /* per buffer: placed by the start state */
+	uint8_t *initial;       /* per buffer: SEEDED, IN_INITIAL_SEG */
 
 	/* statistics as torch.cuda.memory_stats() names them */
 	struct stat allocation, allocated_bytes, requested_bytes, segment,
@@ -1092,6 +1095,8 @@ static void account_alloc(struct cc *s, uint32_t bi, uint32_t buf,
 	const struct segment *g = &s->s[b->seg];
 	s->seg_size[buf] = g->expandable ? g->mapped : g->size;
 	s->seg_off[buf] = b->addr - g->addr;
+	if (g->initial)
+		s->initial[buf] |= IN_INITIAL_SEG;
 }
 
 static uint64_t requested_of(const struct as_trace *t, uint32_t buf)
@@ -1109,7 +1114,7 @@ static int cc_alloc(void *state, const struct as_trace *t, uint32_t buf,
 	int err = ensure_arrays(s, t);
 	if (err)
 		return err;
-	if (s->initial[buf] && s->blk_of[buf] != NIL) {
+	if ((s->initial[buf] & SEEDED) && s->blk_of[buf] != NIL) {
 		const struct block *b = &s->b[s->blk_of[buf]];
 		*offset = b->addr;
 		*chunk = b->size;
@@ -1427,26 +1432,17 @@ static bool initial_seg_less(uint32_t a, uint32_t b, const void *ctx)
 }
 
 /*
- * A buffer is part of the state at the start when it is live at the start
- * of the recording: allocated before any other operation of the trace, at a
- * recorded address inside a segment live at time 0. Readers of recordings
- * that start mid-run put those first.
+ * A buffer is part of the state at the start when it is live at time step 0
+ * at a recorded address (readers of recordings that start mid-run give the
+ * blocks allocated before the recording step 0, the trace's own operations
+ * later steps) inside a segment live at time 0.
  */
-static uint64_t initial_prefix(const struct as_trace *t)
+static bool initial_buffer(const struct as_trace *t, uint32_t i,
+			   uint16_t space)
 {
-	uint64_t n = 0;
-	for (uint32_t e = 0; e < t->nevents; e++) {
-		const struct as_event *ev = &t->events[e];
-		if (ev->kind == AS_EV_CASE || ev->kind == AS_EV_QUERY)
-			continue;
-		if (ev->kind != AS_EV_ALLOC)
-			break;
-		const struct as_buffer *b = &t->buffers[ev->arg];
-		if (b->recorded == AS_NO_OFFSET || b->start != n)
-			break;
-		n++;
-	}
-	return n;
+	const struct as_buffer *b = &t->buffers[i];
+	return b->start == 0 && b->space == space &&
+	       b->recorded != AS_NO_OFFSET && b->alias_of == AS_NONE;
 }
 
 /* The recorded segment (index) holding addr at time `at`, or NIL. */
@@ -1513,8 +1509,10 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 	if (!n)
 		return AS_OK;
 	uint32_t *v = malloc((size_t)n * sizeof(*v));
-	uint64_t np = initial_prefix(t);
-	uint32_t *bufs = malloc((size_t)(np + 1) * sizeof(*bufs));
+	uint32_t np = 0;
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		np += initial_buffer(t, i, space);
+	uint32_t *bufs = malloc(((size_t)np + 1) * sizeof(*bufs));
 	int err = v && bufs ? AS_OK : AS_ENOMEM;
 	n = 0;
 	for (uint32_t i = 0; v && i < t->nsegments; i++)
@@ -1524,15 +1522,9 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 		err = as_sort_u32(v, n, initial_seg_less, t);
 	/* initial buffers, in address order */
 	uint32_t nb = 0;
-	for (uint32_t e = 0; !err && e < t->nevents && nb < np; e++) {
-		const struct as_event *ev = &t->events[e];
-		if (ev->kind != AS_EV_ALLOC)
-			continue;
-		if (t->buffers[ev->arg].space == space)
-			bufs[nb++] = ev->arg;
-		else
-			np--;
-	}
+	for (uint32_t i = 0; bufs && i < t->nbuffers; i++)
+		if (initial_buffer(t, i, space))
+			bufs[nb++] = i;
 	if (!err)
 		err = as_sort_u32(bufs, nb, recorded_less, t);
 	uint32_t k = 0;
@@ -1595,7 +1587,7 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 			struct block *b = &s->b[prev];
 			b->allocated = 1;
 			b->stream = bb->stream;
-			s->initial[buf] = 1;
+			s->initial[buf] = SEEDED;
 			account_alloc(s, prev, buf, requested_of(t, buf));
 			at = bb->recorded + size;
 		}
@@ -1808,9 +1800,13 @@ static const char *why(const struct cc *s, const struct as_trace *t,
 		return "the model ran out of memory";
 	if (b->stream != 0)
 		return "stream reuse: blocks are kept per stream";
-	if (t->info && t->info[i].free_requested < b->end)
+	for (uint32_t k = 0; k < s->opts.n; k++)
+		if (s->opts.kv[k].from_spec)
+			return "the model runs with other settings than the "
+			       "recording";
+	if (t->info && t->info[i].free_requested + 1 < b->end)
 		return "record_stream or stream events delayed a free";
-	if (rg->start == 0 && s->s[s->b[s->blk_of[i]].seg].initial == 0)
+	if (rg->start == 0 && !(s->initial[i] & IN_INITIAL_SEG))
 		return "the recorded allocator reused memory cached before "
 		       "the recording (ring buffer truncation?)";
 	if (rg->start > 0 && rg->start == b->start)
@@ -1842,7 +1838,7 @@ static void agreement(struct cc *s, struct as_plan *p)
 	uint64_t compared = 0, same = 0, seg_same = 0, notes = 0;
 	for (uint32_t i = 0; i < t->nbuffers; i++) {
 		const struct as_buffer *b = &t->buffers[i];
-		if (b->space != s->space || s->initial[i] ||
+		if (b->space != s->space || (s->initial[i] & SEEDED) ||
 		    b->recorded == AS_NO_OFFSET || b->alias_of != AS_NONE)
 			continue;
 		uint32_t g = recorded_segment(t, by, t->nsegments, s->space,
