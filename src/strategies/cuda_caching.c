@@ -48,6 +48,7 @@
 /* Per buffer flags. */
 #define SEEDED 1u          /* placed by the state at the start */
 #define IN_INITIAL_SEG 2u  /* placed in a segment of that state */
+#define IN_EXPANDABLE 4u   /* placed in an expandable segment */
 /* Per-device stat keys (literals: plan stats keep the pointer). */
 #define MAX_DEV_KEYS 8
 
@@ -152,6 +153,8 @@ struct cc {
 	struct stat allocation, allocated_bytes, requested_bytes, segment,
 		reserved_bytes, inactive_split, inactive_split_bytes,
 		oversize_allocations, oversize_segments;
+	uint32_t next_mark;     /* first recorded mark not yet replayed */
+	uint64_t recorded_ooms;
 	uint64_t num_alloc_retries, num_ooms, num_device_alloc,
 		num_device_free, num_sync_all_streams, gc_runs, allocs;
 };
@@ -1097,6 +1100,8 @@ static void account_alloc(struct cc *s, uint32_t bi, uint32_t buf,
 	s->seg_off[buf] = b->addr - g->addr;
 	if (g->initial)
 		s->initial[buf] |= IN_INITIAL_SEG;
+	if (g->expandable)
+		s->initial[buf] |= IN_EXPANDABLE;
 }
 
 static uint64_t requested_of(const struct as_trace *t, uint32_t buf)
@@ -1107,12 +1112,33 @@ static uint64_t requested_of(const struct as_trace *t, uint32_t buf)
 	return n;
 }
 
+/*
+ * The recording ran out of memory before time `now`: the real allocator
+ * released every cached segment before it gave up (release_cached_blocks),
+ * and so does the model. Only the mark's time is read.
+ */
+static int replay_marks(struct cc *s, const struct as_trace *t, uint64_t now)
+{
+	int err = AS_OK;
+	while (err == AS_OK && s->next_mark < t->nmarks &&
+	       t->marks[s->next_mark].time <= now) {
+		const struct as_mark *m = &t->marks[s->next_mark++];
+		if (m->kind != AS_MARK_OOM || m->space != s->space)
+			continue;
+		s->recorded_ooms++;
+		err = release_cached(s);
+	}
+	return err;
+}
+
 static int cc_alloc(void *state, const struct as_trace *t, uint32_t buf,
 		    uint64_t *offset, uint64_t *chunk)
 {
 	struct cc *s = state;
 	int err = ensure_arrays(s, t);
 	if (err)
+		return err;
+	if ((err = replay_marks(s, t, t->buffers[buf].start)))
 		return err;
 	if ((s->initial[buf] & SEEDED) && s->blk_of[buf] != NIL) {
 		const struct block *b = &s->b[s->blk_of[buf]];
@@ -1174,6 +1200,8 @@ static void cc_free(void *state, const struct as_trace *t, uint32_t buf)
 	struct cc *s = state;
 	if (!s->blk_of || buf >= t->nbuffers || s->blk_of[buf] == NIL)
 		return;
+	/* out of memory here only delays the release: check() tells */
+	replay_marks(s, t, t->buffers[buf].end);
 	uint32_t bi = s->blk_of[buf];
 	s->blk_of[buf] = NIL;
 	struct block *b = &s->b[bi];
@@ -1469,11 +1497,24 @@ static uint32_t recorded_segment(const struct as_trace *t,
 	return NIL;
 }
 
-/* Free range [addr, addr + size) of segment gi as a pooled block after
- * `prev` (NIL: first). */
-static int seed_free(struct cc *s, uint32_t gi, uint32_t *prev,
-		     uint64_t addr, uint64_t size)
+/*
+ * Append a block of kind 'f' (free), 'u' (unmapped) or 'a' (allocated) to
+ * segment gi after *prev; a free or unmapped block extends a previous one
+ * of the same kind (neighbours of one kind are merged).
+ */
+static int seed_block(struct cc *s, uint32_t gi, uint32_t *prev,
+		      uint64_t addr, uint64_t size, char kind)
 {
+	if (size == 0)
+		return AS_OK;
+	if (kind != 'a' && *prev != NIL) {
+		struct block *p = &s->b[*prev];
+		if (!p->allocated && p->mapped == (kind == 'f') &&
+		    p->addr + p->size == addr) {
+			p->size += size;
+			return AS_OK;
+		}
+	}
 	uint32_t bi = block_new(s);
 	if (bi == NIL)
 		return AS_ENOMEM;
@@ -1484,7 +1525,8 @@ static int seed_free(struct cc *s, uint32_t gi, uint32_t *prev,
 	b->seg = gi;
 	b->stream = g->stream;
 	b->small = g->small;
-	b->mapped = 1;
+	b->mapped = kind != 'u';
+	b->allocated = kind == 'a';
 	b->prev = *prev;
 	if (*prev != NIL)
 		s->b[*prev].next = bi;
@@ -1500,107 +1542,192 @@ static bool recorded_less(uint32_t a, uint32_t b, const void *ctx)
 	return t->buffers[a].recorded < t->buffers[b].recorded;
 }
 
-static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
+/* The recorded pieces v[i, j) of one segment (or one expandable range). */
+struct seed_range {
+	const struct as_segment *const *pieces;
+	uint32_t n;
+	uint64_t base, end;     /* recorded addresses */
+	bool expandable, small;
+	uint16_t stream;
+};
+
+/*
+ * Fill model segment gi (at model address `at`) with the recorded range's
+ * blocks: the buffers bufs[*k...] that lie in it at their recorded offsets,
+ * free space between them, and (expandable) unmapped holes.
+ */
+static int seed_blocks(struct cc *s, const struct as_trace *t, uint32_t gi,
+		       const struct seed_range *r, const uint32_t *bufs,
+		       uint32_t nb, uint32_t *k)
 {
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < t->nsegments; i++)
-		n += t->segments[i].space == space &&
-		     t->segments[i].start == 0;
-	if (!n)
-		return AS_OK;
-	uint32_t *v = malloc((size_t)n * sizeof(*v));
-	uint32_t np = 0;
-	for (uint32_t i = 0; i < t->nbuffers; i++)
-		np += initial_buffer(t, i, space);
-	uint32_t *bufs = malloc(((size_t)np + 1) * sizeof(*bufs));
-	int err = v && bufs ? AS_OK : AS_ENOMEM;
-	n = 0;
-	for (uint32_t i = 0; v && i < t->nsegments; i++)
-		if (t->segments[i].space == space && t->segments[i].start == 0)
-			v[n++] = i;
-	if (!err)
-		err = as_sort_u32(v, n, initial_seg_less, t);
-	/* initial buffers, in address order */
-	uint32_t nb = 0;
-	for (uint32_t i = 0; bufs && i < t->nbuffers; i++)
-		if (initial_buffer(t, i, space))
-			bufs[nb++] = i;
-	if (!err)
-		err = as_sort_u32(bufs, nb, recorded_less, t);
-	uint32_t k = 0;
-	for (uint32_t i = 0; !err && i < n; i++) {
-		const struct as_segment *rg = &t->segments[v[i]];
-		uint64_t addr;
-		uint32_t gi = segment_new(s);
-		if (gi == NIL || !device_take(s, rg->size, NO_LIMIT, &addr)) {
-			err = AS_ENOMEM;
-			break;
-		}
-		bool exp = rg->flags & AS_SEG_EXPANDABLE;
-		s->s[gi] = (struct segment){.addr = addr, .size = rg->size,
-					    .mapped = rg->size,
-					    .stream = rg->stream,
-					    .small = rg->size == SMALL_BUFFER,
-					    .live = 1, .initial = 1,
-					    .page = rg->size == SMALL_BUFFER ?
-							    SMALL_BUFFER :
-							    s->large_seg,
-					    .first = NIL};
-		(void)exp;
-		stat_add(&s->segment, 1);
-		stat_add(&s->reserved_bytes, rg->size);
-		if (rg->size >= s->max_split)
-			stat_add(&s->oversize_segments, 1);
-		uint32_t prev = NIL;
-		uint64_t at = rg->addr, end = rg->addr + rg->size;
-		while (k < nb && t->buffers[bufs[k]].recorded < rg->addr)
-			k++;
-		for (; !err && k < nb && t->buffers[bufs[k]].recorded < end;
-		     k++) {
-			uint32_t buf = bufs[k];
+	uint32_t prev = NIL;
+	int err = AS_OK;
+	uint64_t at = r->base; /* recorded address covered so far */
+	uint64_t model = s->s[gi].addr;
+	while (*k < nb && t->buffers[bufs[*k]].recorded < r->base)
+		(*k)++;
+	for (uint32_t p = 0; !err && p < r->n; p++) {
+		uint64_t pa = r->pieces[p]->addr;
+		uint64_t pe = pa + r->pieces[p]->size;
+		if (pe <= at)
+			continue;
+		if (pa > at)
+			err = seed_block(s, gi, &prev, at - r->base + model,
+					 pa - at, 'u');
+		if (pa > at)
+			at = pa;
+		for (; !err && *k < nb && t->buffers[bufs[*k]].recorded < pe;
+		     (*k)++) {
+			uint32_t buf = bufs[*k];
 			const struct as_buffer *bb = &t->buffers[buf];
 			if (bb->recorded < at)
 				continue; /* overlaps the previous one */
 			uint64_t size = round_size(s, bb->size);
-			if (size > end - bb->recorded)
-				size = end - bb->recorded;
-			if (bb->recorded > at)
-				err = seed_free(s, gi, &prev,
-						at - rg->addr + addr,
-						bb->recorded - at);
-			if (err)
-				break;
+			if (size > pe - bb->recorded)
+				size = pe - bb->recorded;
+			err = seed_block(s, gi, &prev, at - r->base + model,
+					 bb->recorded - at, 'f');
 			/* a tail the allocator would not have split off
 			 * belongs to the block */
-			uint64_t next = end;
-			if (k + 1 < nb && t->buffers[bufs[k + 1]].recorded < end)
-				next = t->buffers[bufs[k + 1]].recorded;
-			uint64_t gap = next - (bb->recorded + size);
-			if (next > bb->recorded + size &&
-			    (s->s[gi].small ? gap < MIN_BLOCK
+			uint64_t next = pe;
+			if (*k + 1 < nb &&
+			    t->buffers[bufs[*k + 1]].recorded < pe)
+				next = t->buffers[bufs[*k + 1]].recorded;
+			uint64_t gap = next > bb->recorded + size
+					       ? next - bb->recorded - size
+					       : 0;
+			if (gap && (s->s[gi].small || s->expandable ||
+						    s->s[gi].expandable
+					    ? gap < MIN_BLOCK
 					    : gap <= SMALL_SIZE))
-				size = next - bb->recorded;
-			err = seed_free(s, gi, &prev,
-					bb->recorded - rg->addr + addr, size);
+				size += gap;
+			if (!err)
+				err = seed_block(s, gi, &prev,
+						 bb->recorded - r->base + model,
+						 size, 'a');
 			if (err)
 				break;
 			struct block *b = &s->b[prev];
-			b->allocated = 1;
 			b->stream = bb->stream;
 			s->initial[buf] = SEEDED;
 			account_alloc(s, prev, buf, requested_of(t, buf));
 			at = bb->recorded + size;
 		}
-		if (!err && at < end)
-			err = seed_free(s, gi, &prev, at - rg->addr + addr,
-					end - at);
-		/* pool the free blocks now that the neighbours are known */
-		for (uint32_t x = s->s[gi].first; !err && x != NIL;
-		     x = s->b[x].next)
-			if (!s->b[x].allocated)
-				err = pool_insert(s, x);
+		if (!err && at < pe)
+			err = seed_block(s, gi, &prev, at - r->base + model,
+					 pe - at, 'f');
+		if (at < pe)
+			at = pe;
+	}
+	if (!err && at < r->end)
+		err = seed_block(s, gi, &prev, at - r->base + model,
+				 r->end - at, 'u');
+	uint64_t mapped = 0;
+	for (uint32_t x = s->s[gi].first; x != NIL; x = s->b[x].next)
+		mapped += s->b[x].mapped ? s->b[x].size : 0;
+	s->s[gi].mapped = mapped;
+	stat_add(&s->reserved_bytes, mapped);
+	/* pool the free blocks now that the neighbours are known */
+	for (uint32_t x = s->s[gi].first; !err && x != NIL; x = s->b[x].next)
+		if (!s->b[x].allocated)
+			err = pool_insert(s, x);
+	return err;
+}
+
+/* Whether a recorded range holds small-pool blocks. */
+static bool range_is_small(const struct cc *s, const struct as_trace *t,
+			   const struct seed_range *r, const uint32_t *bufs,
+			   uint32_t nb, uint32_t k)
+{
+	for (; k < nb && t->buffers[bufs[k]].recorded < r->end; k++)
+		if (t->buffers[bufs[k]].recorded >= r->base)
+			return round_size(s, t->buffers[bufs[k]].size) <=
+			       SMALL_SIZE;
+	if (!r->expandable)
+		return r->end - r->base == SMALL_BUFFER;
+	for (uint32_t p = 0; p < r->n; p++)
+		if (r->pieces[p]->size % s->large_seg)
+			return true;
+	return false;
+}
+
+static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
+{
+	uint32_t n = 0, np = 0, nb = 0;
+	for (uint32_t i = 0; i < t->nsegments; i++)
+		n += t->segments[i].space == space &&
+		     t->segments[i].start == 0;
+	if (!n)
+		return AS_OK;
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		np += initial_buffer(t, i, space);
+	uint32_t *v = malloc((size_t)n * sizeof(*v));
+	const struct as_segment **pv = malloc((size_t)n * sizeof(*pv));
+	uint32_t *bufs = malloc(((size_t)np + 1) * sizeof(*bufs));
+	int err = v && pv && bufs ? AS_OK : AS_ENOMEM;
+	n = 0;
+	for (uint32_t i = 0; !err && i < t->nsegments; i++)
+		if (t->segments[i].space == space && t->segments[i].start == 0)
+			v[n++] = i;
+	for (uint32_t i = 0; !err && i < t->nbuffers; i++)
+		if (initial_buffer(t, i, space))
+			bufs[nb++] = i;
+	if (!err)
+		err = as_sort_u32(v, n, initial_seg_less, t);
+	if (!err)
+		err = as_sort_u32(bufs, nb, recorded_less, t);
+	for (uint32_t i = 0; !err && i < n; i++)
+		pv[i] = &t->segments[v[i]];
+	/* ranges of an expandable segment: pieces of one stream less than
+	 * a device apart (PyTorch reserves more than the device per range) */
+	uint64_t apart = s->capacity ? s->capacity : 4ull << 30;
+	uint32_t k = 0;
+	for (uint32_t i = 0, j; !err && i < n; i = j) {
+		struct seed_range r = {.pieces = pv + i, .base = pv[i]->addr,
+				       .stream = pv[i]->stream,
+				       .expandable = (pv[i]->flags &
+						      AS_SEG_EXPANDABLE) != 0};
+		r.end = r.base + pv[i]->size;
+		for (j = i + 1; r.expandable && j < n &&
+				(pv[j]->flags & AS_SEG_EXPANDABLE) &&
+				pv[j]->stream == r.stream &&
+				pv[j]->addr - r.end < apart;
+		     j++)
+			if (pv[j]->addr + pv[j]->size > r.end)
+				r.end = pv[j]->addr + pv[j]->size;
+		r.n = j - i;
+		r.small = range_is_small(s, t, &r, bufs, nb, k);
+		uint64_t page = r.small ? SMALL_BUFFER : s->large_seg;
+		uint64_t size = r.end - r.base;
+		if (r.expandable) {
+			uint64_t va = s->capacity ? s->capacity + s->capacity / 8
+						  : DEFAULT_VA;
+			if (va < size)
+				va = size;
+			size = round_up(va, page);
+			r.end = r.base + size;
+		}
+		uint64_t addr;
+		uint32_t gi = segment_new(s);
+		if (gi == NIL || !device_take(s, size, NO_LIMIT, &addr)) {
+			err = AS_ENOMEM;
+			break;
+		}
+		s->s[gi] = (struct segment){.addr = addr, .size = size,
+					    .stream = r.stream,
+					    .small = r.small,
+					    .expandable = r.expandable,
+					    .live = 1, .initial = 1,
+					    .page = page, .first = NIL};
+		if (!r.expandable) {
+			stat_add(&s->segment, 1);
+			if (size >= s->max_split)
+				stat_add(&s->oversize_segments, 1);
+		}
+		err = seed_blocks(s, t, gi, &r, bufs, nb, &k);
 	}
 	free(v);
+	free(pv);
 	free(bufs);
 	return err;
 }
@@ -1835,6 +1962,26 @@ static void agreement(struct cc *s, struct as_plan *p)
 		free(by);
 		return;
 	}
+	/*
+	 * Expandable ranges map their pages from the base up, lowest
+	 * unmapped first: every address ever mapped in a range lies in one
+	 * run from its base. Runs of recorded pieces give the bases.
+	 */
+	uint64_t (*runs)[2] = malloc(((size_t)t->nsegments + 1) *
+				     sizeof(*runs));
+	uint32_t nruns = 0;
+	for (uint32_t k = 0; runs && k < t->nsegments; k++) {
+		const struct as_segment *g = &t->segments[by[k]];
+		if (g->space != s->space || !(g->flags & AS_SEG_EXPANDABLE))
+			continue;
+		if (nruns && g->addr <= runs[nruns - 1][1]) {
+			if (g->addr + g->size > runs[nruns - 1][1])
+				runs[nruns - 1][1] = g->addr + g->size;
+			continue;
+		}
+		runs[nruns][0] = g->addr;
+		runs[nruns++][1] = g->addr + g->size;
+	}
 	uint64_t compared = 0, same = 0, seg_same = 0, notes = 0;
 	for (uint32_t i = 0; i < t->nbuffers; i++) {
 		const struct as_buffer *b = &t->buffers[i];
@@ -1847,8 +1994,27 @@ static void agreement(struct cc *s, struct as_plan *p)
 			continue;
 		const struct as_segment *rg = &t->segments[g];
 		compared++;
-		uint64_t roff = b->recorded - rg->addr;
-		bool ss = s->seg_size[i] == rg->size;
+		uint64_t roff = b->recorded - rg->addr, rsize = rg->size;
+		bool rexp = (rg->flags & AS_SEG_EXPANDABLE) && runs;
+		bool mexp = (s->initial[i] & IN_EXPANDABLE) != 0;
+		if (rexp) {
+			uint32_t lo = 0, hi = nruns;
+			while (lo < hi) {
+				uint32_t mid = lo + (hi - lo) / 2;
+				if (runs[mid][0] <= b->recorded)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo > 0) {
+				roff = b->recorded - runs[lo - 1][0];
+				rsize = runs[lo - 1][1] - runs[lo - 1][0];
+			}
+		}
+		/* an expandable range has no one size: the offset from its
+		 * base tells */
+		bool ss = rexp || mexp ? rexp == mexp
+				       : s->seg_size[i] == rg->size;
 		bool so = ss && s->seg_off[i] == roff;
 		seg_same += ss;
 		same += so;
@@ -1860,7 +2026,7 @@ static void agreement(struct cc *s, struct as_plan *p)
 				 ", recorded segment %" PRIu64 " +%" PRIu64
 				 ": %s",
 				 t->spaces[s->space].name, b->name, i, b->size,
-				 s->seg_size[i], s->seg_off[i], rg->size, roff,
+				 s->seg_size[i], s->seg_off[i], rsize, roff,
 				 why(s, t, i, rg));
 			as_plan_note(p, line);
 			emitf(s, "disagreement %s", line);
@@ -1868,6 +2034,7 @@ static void agreement(struct cc *s, struct as_plan *p)
 		}
 	}
 	free(by);
+	free(runs);
 	stat_sum(s, p, "blocks_compared", compared);
 	stat_sum(s, p, "blocks_same_place", same);
 	stat_sum(s, p, "blocks_same_segment_size", seg_same);
@@ -1919,6 +2086,7 @@ static void cc_stats(void *state, struct as_plan *p)
 	stat_sum(s, p, "num_device_free", s->num_device_free);
 	stat_sum(s, p, "num_sync_all_streams", s->num_sync_all_streams);
 	stat_sum(s, p, "gc_runs", s->gc_runs);
+	stat_sum(s, p, "recorded_ooms_replayed", s->recorded_ooms);
 	if (s->space < MAX_DEV_KEYS)
 		as_plan_stat_int(p, dev_reserved_keys[s->space],
 				 s->reserved_bytes.peak);
@@ -1997,7 +2165,7 @@ static uint64_t cc_check(void *state, char *msg, size_t len)
 		const struct segment *g = &s->s[i];
 		if (!g->live)
 			continue;
-		nseg++;
+		nseg += !g->expandable;
 		reserved += g->expandable ? g->mapped : g->size;
 		uint64_t sum = 0, mapped = 0;
 		for (uint32_t x = g->first; x != NIL; x = s->b[x].next) {
@@ -2066,7 +2234,7 @@ static uint64_t cc_check(void *state, char *msg, size_t len)
 		problem(&p, "inactive_split_bytes=%" PRIu64 " but %" PRIu64
 			    " found",
 			s->inactive_split_bytes.cur, isplit);
-	if (nseg != s->segment.cur && !s->expandable)
+	if (nseg != s->segment.cur)
 		problem(&p, "segment=%" PRIu64 " but %" PRIu64 " are live",
 			s->segment.cur, nseg);
 	if (s->capacity && s->reserved_bytes.cur > s->capacity)
