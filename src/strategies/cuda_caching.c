@@ -45,6 +45,8 @@
 #define NO_LIMIT UINT64_MAX
 /* The virtual range of an expandable segment without a capacity. */
 #define DEFAULT_VA (1ull << 40)
+/* Device addresses lie below VA_BASE; virtual ranges are taken above it. */
+#define VA_BASE (1ull << 52)
 /* Per buffer flags. */
 #define SEEDED 1u          /* placed by the state at the start */
 #define IN_INITIAL_SEG 2u  /* placed in a segment of that state */
@@ -100,11 +102,14 @@ struct block {
  * +--------------------------------------------------------------------+
  * | A segment: one cudaMalloc, or one expandable virtual range (size = |
  * | its virtual size, mapped = bytes of mapped pages). `first` is its  |
- * | lowest block. Unused slots have live = 0.                          |
+ * | lowest block. Dead cudaMalloc slots (live = 0) are reused through  |
+ * | a stack on `first`; dead expandable ranges keep their record (the |
+ * | plan lays the ranges out by their high-water marks at the end).   |
  * +--------------------------------------------------------------------+
  */
 struct segment {
 	uint64_t addr, size, mapped, page;
+	uint64_t hiwater;       /* expandable: highest mapped end - addr */
 	uint32_t first;
 	uint16_t stream;
 	uint8_t small, expandable, live, initial;
@@ -142,9 +147,12 @@ struct cc {
 	struct block *b;
 	uint32_t nb, capb, freeb;
 	struct segment *s;
-	uint32_t ns, caps;
+	uint32_t ns, caps, frees;
+	uint64_t va_next;       /* next virtual range address */
+	uint64_t dev_top;       /* highest end of a cudaMalloc segment */
 
 	uint32_t *blk_of;       /* per buffer: its block, NIL */
+	uint32_t *seg_of;       /* per buffer: its segment, NIL */
 	uint64_t *seg_size;     /* per buffer: model segment size, 0 none */
 	uint64_t *seg_off;
 	uint8_t *initial;       /* per buffer: SEEDED, IN_INITIAL_SEG */
@@ -154,6 +162,8 @@ struct cc {
 		reserved_bytes, inactive_split, inactive_split_bytes,
 		oversize_allocations, oversize_segments;
 	uint32_t next_mark;     /* first recorded mark not yet replayed */
+	uint64_t seen_peak;     /* reserved peak when alloc_at_peak was set */
+	uint64_t alloc_at_peak; /* most allocated while reserved was at peak */
 	uint64_t recorded_ooms;
 	uint64_t num_alloc_retries, num_ooms, num_device_alloc,
 		num_device_free, num_sync_all_streams, gc_runs, allocs;
@@ -507,9 +517,11 @@ static void pool_remove(struct cc *s, uint32_t i)
 
 static uint32_t segment_new(struct cc *s)
 {
-	for (uint32_t i = 0; i < s->ns; i++)
-		if (!s->s[i].live)
-			return i;
+	if (s->frees != NIL) {
+		uint32_t i = s->frees;
+		s->frees = s->s[i].first;
+		return i;
+	}
 	if (s->ns == s->caps) {
 		uint32_t cap = s->caps ? s->caps * 2 : 16;
 		struct segment *n = realloc(s->s, (size_t)cap * sizeof(*n));
@@ -636,6 +648,8 @@ static void release_segment(struct cc *s, uint32_t bi)
 		stat_sub(&s->oversize_segments, 1);
 	s->num_device_free++;
 	g->live = 0;
+	g->first = s->frees;
+	s->frees = b->seg;
 	block_delete(s, bi);
 }
 
@@ -768,7 +782,6 @@ static int release_cached(struct cc *s)
 		    s->b[g->first].next == NIL) {
 			uint32_t bi = g->first;
 			pool_remove(s, bi);
-			gap_add(s, g->addr, g->size);
 			g->live = 0;
 			block_delete(s, bi);
 		}
@@ -898,6 +911,8 @@ static uint32_t new_segment(struct cc *s, uint64_t alloc_size, bool small,
 	if (alloc_size >= s->max_split)
 		stat_add(&s->oversize_segments, 1);
 	s->num_device_alloc++;
+	if (addr + alloc_size > s->dev_top)
+		s->dev_top = addr + alloc_size;
 	emitf(s, "segment_alloc addr=0x%" PRIx64 " size=%" PRIu64, addr,
 	      alloc_size);
 	return bi;
@@ -936,6 +951,8 @@ static int map_block(struct cc *s, uint32_t bi, uint64_t size, bool *ok)
 	}
 	b->mapped = 1;
 	g->mapped += n;
+	if (b->addr + n - g->addr > g->hiwater)
+		g->hiwater = b->addr + n - g->addr;
 	stat_add(&s->reserved_bytes, n);
 	s->num_device_alloc++;
 	emitf(s, "segment_map addr=0x%" PRIx64 " size=%" PRIu64, b->addr, n);
@@ -973,9 +990,8 @@ static uint32_t find_expandable(struct cc *s, struct pool *p, bool small,
 	va = round_up(va, page);
 	if (va < round_up(size, page))
 		return NIL;
-	uint64_t addr;
-	if (!device_take(s, va, NO_LIMIT, &addr))
-		return NIL;
+	uint64_t addr = s->va_next;
+	s->va_next += va;
 	uint32_t gi = segment_new(s);
 	uint32_t bi = gi == NIL ? NIL : block_new(s);
 	if (bi == NIL) {
@@ -1074,13 +1090,15 @@ static int ensure_arrays(struct cc *s, const struct as_trace *t)
 	size_t n = (size_t)t->nbuffers + 1;
 	s->t = t;
 	s->blk_of = malloc(n * sizeof(*s->blk_of));
+	s->seg_of = malloc(n * sizeof(*s->seg_of));
 	s->seg_size = calloc(n, sizeof(*s->seg_size));
 	s->seg_off = calloc(n, sizeof(*s->seg_off));
 	s->initial = calloc(n, 1);
-	if (!s->blk_of || !s->seg_size || !s->seg_off || !s->initial)
+	if (!s->blk_of || !s->seg_of || !s->seg_size || !s->seg_off ||
+	    !s->initial)
 		return AS_ENOMEM;
 	for (size_t i = 0; i < n; i++)
-		s->blk_of[i] = NIL;
+		s->blk_of[i] = s->seg_of[i] = NIL;
 	return AS_OK;
 }
 
@@ -1102,6 +1120,7 @@ static void account_alloc(struct cc *s, uint32_t bi, uint32_t buf,
 		s->initial[buf] |= IN_INITIAL_SEG;
 	if (g->expandable)
 		s->initial[buf] |= IN_EXPANDABLE;
+	s->seg_of[buf] = b->seg;
 }
 
 static uint64_t requested_of(const struct as_trace *t, uint32_t buf)
@@ -1189,6 +1208,13 @@ static int cc_alloc(void *state, const struct as_trace *t, uint32_t buf,
 	if ((err = take_block(s, bi, size)))
 		return err;
 	account_alloc(s, bi, buf, req);
+	if (s->reserved_bytes.peak != s->seen_peak) {
+		s->seen_peak = s->reserved_bytes.peak;
+		s->alloc_at_peak = 0;
+	}
+	if (s->reserved_bytes.cur == s->reserved_bytes.peak &&
+	    s->allocated_bytes.cur > s->alloc_at_peak)
+		s->alloc_at_peak = s->allocated_bytes.cur;
 	*offset = round_up(s->b[bi].addr, align);
 	*chunk = s->b[bi].size;
 	s->seg_off[buf] += *offset - s->b[bi].addr;
@@ -1374,6 +1400,7 @@ static void cc_destroy(void *state)
 	free(s->b);
 	free(s->s);
 	free(s->blk_of);
+	free(s->seg_of);
 	free(s->seg_size);
 	free(s->seg_off);
 	free(s->initial);
@@ -1442,7 +1469,9 @@ static int cc_create(const struct as_opts *o, as_emit_fn emit, void *ctx,
 	s->gaps = NIL;
 	for (int p = 0; p < 2; p++)
 		s->pools[p].blocks = s->pools[p].unmapped = NIL;
-	if (t_insert(&s->tp, &s->gaps, 0, 0, 0, MAX_BYTES, NIL) != AS_OK) {
+	s->frees = NIL;
+	s->va_next = VA_BASE;
+	if (t_insert(&s->tp, &s->gaps, 0, 0, 0, VA_BASE, NIL) != AS_OK) {
 		cc_destroy(s);
 		return AS_ENOMEM;
 	}
@@ -1624,7 +1653,11 @@ static int seed_blocks(struct cc *s, const struct as_trace *t, uint32_t gi,
 				 r->end - at, 'u');
 	uint64_t mapped = 0;
 	for (uint32_t x = s->s[gi].first; x != NIL; x = s->b[x].next)
-		mapped += s->b[x].mapped ? s->b[x].size : 0;
+		if (s->b[x].mapped) {
+			mapped += s->b[x].size;
+			s->s[gi].hiwater = s->b[x].addr + s->b[x].size -
+					   s->s[gi].addr;
+		}
 	s->s[gi].mapped = mapped;
 	stat_add(&s->reserved_bytes, mapped);
 	/* pool the free blocks now that the neighbours are known */
@@ -1707,12 +1740,17 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 			size = round_up(va, page);
 			r.end = r.base + size;
 		}
-		uint64_t addr;
+		uint64_t addr = s->va_next;
 		uint32_t gi = segment_new(s);
-		if (gi == NIL || !device_take(s, size, NO_LIMIT, &addr)) {
+		if (gi == NIL || (!r.expandable &&
+				  !device_take(s, size, NO_LIMIT, &addr))) {
 			err = AS_ENOMEM;
 			break;
 		}
+		if (r.expandable)
+			s->va_next += size;
+		else if (addr + size > s->dev_top)
+			s->dev_top = addr + size;
 		s->s[gi] = (struct segment){.addr = addr, .size = size,
 					    .stream = r.stream,
 					    .small = r.small,
@@ -2055,9 +2093,38 @@ static void agreement(struct cc *s, struct as_plan *p)
 	stat_sum(s, p, "recorded_reserved_peak", rp);
 }
 
+/*
+ * Plan offsets of blocks in expandable ranges: the ranges (virtual, far
+ * apart) are laid out one after the other above the cudaMalloc segments,
+ * each as long as its highest mapped address ever, so that the plan's peak
+ * tells memory rather than address space.
+ */
+static int lay_out_ranges(struct cc *s, struct as_plan *p)
+{
+	uint64_t *base = malloc(((size_t)s->ns + 1) * sizeof(*base));
+	if (!base)
+		return AS_ENOMEM;
+	uint64_t at = round_up(s->dev_top, ROUND_LARGE);
+	for (uint32_t i = 0; i < s->ns; i++) {
+		base[i] = at;
+		if (s->s[i].expandable)
+			at += round_up(s->s[i].hiwater, ROUND_LARGE);
+	}
+	for (uint32_t i = 0; i < s->t->nbuffers; i++) {
+		uint32_t g = s->seg_of[i];
+		if (g != NIL && s->s[g].expandable &&
+		    p->offset[i] != AS_NO_OFFSET)
+			p->offset[i] = base[g] + s->seg_off[i];
+	}
+	free(base);
+	return AS_OK;
+}
+
 static void cc_stats(void *state, struct as_plan *p)
 {
 	struct cc *s = state;
+	if (s->t && s->seg_of)
+		lay_out_ranges(s, p);
 	if (s->t && s->seg_size && as_plan_want_segments(p) == AS_OK)
 		for (uint32_t i = 0; i < s->t->nbuffers; i++)
 			if (s->seg_size[i]) {
@@ -2068,6 +2135,12 @@ static void cc_stats(void *state, struct as_plan *p)
 	stat_sum(s, p, "allocated_bytes.peak", s->allocated_bytes.peak);
 	stat_sum(s, p, "reserved_bytes.current", s->reserved_bytes.cur);
 	stat_sum(s, p, "reserved_bytes.peak", s->reserved_bytes.peak);
+	/* reserved minus allocated at the reserved peak */
+	stat_sum(s, p, "fragmentation_at_peak",
+		 s->reserved_bytes.peak -
+			 (s->seen_peak == s->reserved_bytes.peak
+				  ? s->alloc_at_peak
+				  : 0));
 	stat_sum(s, p, "requested_bytes.peak", s->requested_bytes.peak);
 	stat_sum(s, p, "allocation.peak", s->allocation.peak);
 	stat_sum(s, p, "segment.current", s->segment.cur);
