@@ -149,6 +149,7 @@ struct cc {
 	struct segment *s;
 	uint32_t ns, caps, frees;
 	uint64_t va_next;       /* next virtual range address */
+	uint64_t addr_bound;    /* the space's capacity, or NO_LIMIT */
 	uint64_t dev_top;       /* highest end of a cudaMalloc segment */
 
 	uint32_t *blk_of;       /* per buffer: its block, NIL */
@@ -604,6 +605,15 @@ static uint32_t get_free_block(struct cc *s, struct pool *p, uint64_t size,
 	if (it == NIL || s->tp.n[it].k0 != stream)
 		return NIL;
 	uint32_t bi = s->tp.n[it].val;
+	if (s->s[s->b[bi].seg].expandable && !s->expandable) {
+		/* expandable segments turned off: only other blocks serve */
+		while (it != NIL && s->tp.n[it].k0 == stream &&
+		       s->s[s->b[s->tp.n[it].val].seg].expandable)
+			it = t_next(&s->tp, p->blocks, it);
+		if (it == NIL || s->tp.n[it].k0 != stream)
+			return NIL;
+		bi = s->tp.n[it].val;
+	}
 	if (s->s[s->b[bi].seg].expandable && s->expandable) {
 		/* best fit by the size a block can grow to */
 		uint32_t nx = t_next(&s->tp, p->blocks, it);
@@ -887,8 +897,9 @@ static uint32_t new_segment(struct cc *s, uint64_t alloc_size, bool small,
 	if (s->capacity && s->reserved_bytes.cur + alloc_size > s->capacity)
 		return NIL;
 	uint64_t addr;
-	if (!device_take(s, alloc_size, s->capacity ? s->capacity : NO_LIMIT,
-			 &addr))
+	/* capacity counts bytes (CUDA maps physical memory anywhere); only
+	 * a trace's own space capacity bounds the addresses of the plan */
+	if (!device_take(s, alloc_size, s->addr_bound, &addr))
 		return NIL;
 	uint32_t gi = segment_new(s);
 	uint32_t bi = gi == NIL ? NIL : block_new(s);
@@ -1146,6 +1157,15 @@ static int replay_marks(struct cc *s, const struct as_trace *t, uint64_t now)
 			continue;
 		s->recorded_ooms++;
 		err = release_cached(s);
+		/*
+		 * Without a capacity option, the device is as large as what
+		 * the allocator held then plus what the device had free: the
+		 * model runs out where the recording did from now on.
+		 */
+		uint64_t cap = s->reserved_bytes.cur + m->device_free;
+		if (!err && !s->opt_capacity && m->device_free &&
+		    (s->capacity == 0 || cap < s->capacity))
+			s->capacity = cap;
 	}
 	return err;
 }
@@ -1471,6 +1491,7 @@ static int cc_create(const struct as_opts *o, as_emit_fn emit, void *ctx,
 		s->pools[p].blocks = s->pools[p].unmapped = NIL;
 	s->frees = NIL;
 	s->va_next = VA_BASE;
+	s->addr_bound = NO_LIMIT;
 	if (t_insert(&s->tp, &s->gaps, 0, 0, 0, VA_BASE, NIL) != AS_OK) {
 		cc_destroy(s);
 		return AS_ENOMEM;
@@ -1595,9 +1616,13 @@ static int seed_blocks(struct cc *s, const struct as_trace *t, uint32_t gi,
 	uint64_t model = s->s[gi].addr;
 	while (*k < nb && t->buffers[bufs[*k]].recorded < r->base)
 		(*k)++;
-	for (uint32_t p = 0; !err && p < r->n; p++) {
+	for (uint32_t p = 0, q; !err && p < r->n; p = q) {
+		/* a run of touching pieces is one mapped stretch */
 		uint64_t pa = r->pieces[p]->addr;
 		uint64_t pe = pa + r->pieces[p]->size;
+		for (q = p + 1; q < r->n && r->pieces[q]->addr <= pe; q++)
+			if (r->pieces[q]->addr + r->pieces[q]->size > pe)
+				pe = r->pieces[q]->addr + r->pieces[q]->size;
 		if (pe <= at)
 			continue;
 		if (pa > at)
@@ -1609,11 +1634,11 @@ static int seed_blocks(struct cc *s, const struct as_trace *t, uint32_t gi,
 		     (*k)++) {
 			uint32_t buf = bufs[*k];
 			const struct as_buffer *bb = &t->buffers[buf];
-			if (bb->recorded < at)
-				continue; /* overlaps the previous one */
 			uint64_t size = round_size(s, bb->size);
-			if (size > pe - bb->recorded)
-				size = pe - bb->recorded;
+			/* overlapping the previous one or sticking out of
+			 * the mapped stretch: the replay places it anew */
+			if (bb->recorded < at || size > pe - bb->recorded)
+				continue;
 			err = seed_block(s, gi, &prev, at - r->base + model,
 					 bb->recorded - at, 'f');
 			/* a tail the allocator would not have split off
@@ -1778,8 +1803,11 @@ static int cc_start(void *state, const struct as_trace *t, uint16_t space,
 	s->t = t;
 	s->space = space;
 	s->is_first_case = case_index == 0;
-	if (!s->opt_capacity && space < t->nspaces)
-		s->capacity = t->spaces[space].capacity;
+	if (space < t->nspaces && t->spaces[space].capacity) {
+		s->addr_bound = t->spaces[space].capacity;
+		if (!s->opt_capacity)
+			s->capacity = t->spaces[space].capacity;
+	}
 	if (t->metadata)
 		apply_settings(s, t->metadata);
 	int err = ensure_arrays(s, t);
