@@ -87,30 +87,65 @@ class Dev:
             s.segs.append(g)
             s.ranges[key] = g
         g = s.ranges[key]
-        # lowest unmapped block, with a free mapped block before it
-        for i, b in enumerate(g.blocks):
-            if b.mapped:
-                continue
-            start = i - 1 if i and not g.blocks[i - 1].alloc else i
-            have = sum(x.size for x in g.blocks[start:i]) + b.size
-            if have < size:
-                continue
-            need = size - sum(x.size for x in g.blocks[start:i])
-            n = min(rup(need, page), b.size)
+
+        def free(x):
+            return x is not None and not x.alloc
+
+        def nxt(x):
+            k = g.blocks.index(x)
+            return g.blocks[k + 1] if k + 1 < len(g.blocks) else None
+
+        def prv(x):
+            k = g.blocks.index(x)
+            return g.blocks[k - 1] if k else None
+
+        # the lowest unmapped block (with a free block before it) from
+        # which enough unallocated address space follows
+        cand = None
+        for b in [x for x in g.blocks if not x.mapped]:
+            c = prv(b) if free(prv(b)) else b
+            have, x = 0, c
+            while have < size and free(x):
+                have += x.size
+                x = nxt(x)
+            if have >= size:
+                cand = c
+                break
+        if cand is None:
+            return None
+
+        def map_block(b, n):
+            n = min(rup(n, page), b.size)
             if s.reserved + n > s.cap:
                 return None
             s.reserved += n
             s.rec("segment_map", b.addr, n, stream)
             if n < b.size:
-                rest = Blk(g, b.addr + n, b.size - n, mapped=False)
-                g.blocks.insert(i + 1, rest)
+                g.blocks.insert(g.blocks.index(b) + 1,
+                                Blk(g, b.addr + n, b.size - n, mapped=False))
                 b.size = n
             b.mapped = True
-            s.merge(g)
-            for x in g.blocks:
-                if x.mapped and not x.alloc and x.size >= size:
-                    return x
-        return None
+            k = g.blocks.index(b)
+            lo = k - 1 if k and free(g.blocks[k - 1]) and \
+                g.blocks[k - 1].mapped else k
+            hi = k + 1 if k + 1 < len(g.blocks) and \
+                free(g.blocks[k + 1]) and g.blocks[k + 1].mapped else k
+            m = Blk(g, g.blocks[lo].addr,
+                    sum(x.size for x in g.blocks[lo:hi + 1]))
+            g.blocks[lo:hi + 1] = [m]
+            return m
+
+        c = cand
+        if not c.mapped:
+            c = map_block(c, min(c.size, size))
+            if c is None:
+                return None
+        while c.size < size:
+            n2 = nxt(c)
+            c = map_block(n2, min(size - c.size, n2.size))
+            if c is None:
+                return None
+        return c
 
     def release_all(s):
         for g in list(s.segs):

@@ -131,6 +131,7 @@ struct cc {
 	uint32_t div[NDIV];
 	double gc_threshold, fraction;
 	bool expandable, opt_capacity;
+	bool learning;          /* a scratch replay that learns the capacity */
 	struct as_opts opts;
 
 	as_emit_fn emit;
@@ -1795,6 +1796,56 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 	return err;
 }
 
+/*
+ * The device size a recording's first OOM tells: replay the trace's start
+ * on a scratch allocator up to that OOM and add the device's free memory
+ * then to what the model held. 0 when the space has no OOM.
+ */
+static int cc_start(void *state, const struct as_trace *t, uint16_t space,
+		    uint32_t case_index, struct as_diag *diag);
+
+static uint64_t learn_capacity(const struct cc *s, const struct as_trace *t,
+			       uint16_t space)
+{
+	const struct as_mark *m = NULL;
+	for (uint32_t k = 0; k < t->nmarks && !m; k++)
+		if (t->marks[k].kind == AS_MARK_OOM &&
+		    t->marks[k].space == space && t->marks[k].device_free)
+			m = &t->marks[k];
+	if (!m)
+		return 0;
+	struct diag_sink {
+		struct as_diag d;
+	} sink;
+	void *st = NULL;
+	uint64_t cap = 0;
+	if (cc_create(&s->opts, NULL, NULL, &st, &sink.d) != AS_OK)
+		return 0;
+	struct cc *x = st;
+	x->learning = true;
+	int err = cc_start(x, t, space, 0, &sink.d);
+	for (uint32_t e = 0; !err && e < t->nevents; e++) {
+		const struct as_event *ev = &t->events[e];
+		if (ev->kind != AS_EV_ALLOC && ev->kind != AS_EV_FREE)
+			continue;
+		const struct as_buffer *b = &t->buffers[ev->arg];
+		uint64_t now = ev->kind == AS_EV_ALLOC ? b->start : b->end;
+		if (now >= m->time)
+			break;
+		if (b->space != space || b->alias_of != AS_NONE)
+			continue;
+		uint64_t off, chunk;
+		if (ev->kind == AS_EV_ALLOC)
+			err = cc_alloc(x, t, ev->arg, &off, &chunk) < 0;
+		else
+			cc_free(x, t, ev->arg);
+	}
+	if (!err && release_cached(x) == AS_OK)
+		cap = x->reserved_bytes.cur + m->device_free;
+	cc_destroy(x);
+	return cap;
+}
+
 static int cc_start(void *state, const struct as_trace *t, uint16_t space,
 		    uint32_t case_index, struct as_diag *diag)
 {
@@ -1813,6 +1864,11 @@ static int cc_start(void *state, const struct as_trace *t, uint16_t space,
 	int err = ensure_arrays(s, t);
 	if (!err && case_index == 0)
 		err = seed_state(s, t, space);
+	if (!err && case_index == 0 && !s->opt_capacity && !s->learning) {
+		uint64_t cap = learn_capacity(s, t, space);
+		if (cap && (s->capacity == 0 || cap < s->capacity))
+			s->capacity = cap;
+	}
 	return err;
 }
 
@@ -2036,11 +2092,15 @@ static void agreement(struct cc *s, struct as_plan *p)
 	uint64_t (*runs)[2] = malloc(((size_t)t->nsegments + 1) *
 				     sizeof(*runs));
 	uint32_t nruns = 0;
+	/* pieces less than a device apart are one range, as seeding has it
+	 * (a hole in the middle may never be mapped while recording) */
+	uint64_t apart = s->capacity ? s->capacity : 4ull << 30;
 	for (uint32_t k = 0; runs && k < t->nsegments; k++) {
 		const struct as_segment *g = &t->segments[by[k]];
 		if (g->space != s->space || !(g->flags & AS_SEG_EXPANDABLE))
 			continue;
-		if (nruns && g->addr <= runs[nruns - 1][1]) {
+		if (nruns && (g->addr <= runs[nruns - 1][1] ||
+			      g->addr - runs[nruns - 1][1] < apart)) {
 			if (g->addr + g->size > runs[nruns - 1][1])
 				runs[nruns - 1][1] = g->addr + g->size;
 			continue;
