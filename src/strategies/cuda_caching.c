@@ -1002,6 +1002,8 @@ static uint32_t find_expandable(struct cc *s, struct pool *p, bool small,
 	va = round_up(va, page);
 	if (va < round_up(size, page))
 		return NIL;
+	if (va > UINT64_MAX / 2 - s->va_next)
+		return NIL; /* virtual addresses run out */
 	uint64_t addr = s->va_next;
 	s->va_next += va;
 	uint32_t gi = segment_new(s);
@@ -1187,12 +1189,17 @@ static int cc_alloc(void *state, const struct as_trace *t, uint32_t buf,
 		return AS_OK;
 	}
 	uint64_t req = requested_of(t, buf);
+	uint64_t align = as_buffer_align(&t->buffers[buf]);
+	/* no device holds this much: a failed allocation, not an overflow */
+	if (t->buffers[buf].size > MAX_BYTES || align > MAX_BYTES) {
+		s->num_ooms++;
+		return 1;
+	}
 	uint64_t size = round_size(s, req);
 	if (size < t->buffers[buf].size)
 		size = round_size(s, t->buffers[buf].size);
 	/* PyTorch aligns to 512 bytes; a larger alignment (not a CUDA
 	 * input) is had by asking for the slack and aligning inside */
-	uint64_t align = as_buffer_align(&t->buffers[buf]);
 	if (align > MIN_BLOCK)
 		size = round_size(s, size + align - MIN_BLOCK);
 	bool small = size <= SMALL_SIZE;
@@ -1770,6 +1777,10 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 		uint32_t gi = segment_new(s);
 		if (gi == NIL || (!r.expandable &&
 				  !device_take(s, size, NO_LIMIT, &addr))) {
+			err = AS_ENOMEM;
+			break;
+		}
+		if (r.expandable && size > UINT64_MAX / 2 - s->va_next) {
 			err = AS_ENOMEM;
 			break;
 		}
