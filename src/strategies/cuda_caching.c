@@ -1774,13 +1774,15 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 			r.end = r.base + size;
 		}
 		uint64_t addr = s->va_next;
+		/* a range no device could hold is left out: its buffers are
+		 * placed by the replay */
+		if (size > MAX_BYTES ||
+		    (r.expandable && size > UINT64_MAX / 2 - s->va_next) ||
+		    (!r.expandable &&
+		     !device_take(s, size, s->addr_bound, &addr)))
+			continue;
 		uint32_t gi = segment_new(s);
-		if (gi == NIL || (!r.expandable &&
-				  !device_take(s, size, NO_LIMIT, &addr))) {
-			err = AS_ENOMEM;
-			break;
-		}
-		if (r.expandable && size > UINT64_MAX / 2 - s->va_next) {
+		if (gi == NIL) {
 			err = AS_ENOMEM;
 			break;
 		}
@@ -2122,7 +2124,9 @@ static void agreement(struct cc *s, struct as_plan *p)
 	uint64_t compared = 0, same = 0, seg_same = 0, notes = 0;
 	for (uint32_t i = 0; i < t->nbuffers; i++) {
 		const struct as_buffer *b = &t->buffers[i];
-		if (b->space != s->space || (s->initial[i] & SEEDED) ||
+		/* blocks from before the recording are the start, not the
+		 * replay */
+		if (b->space != s->space || b->start == 0 ||
 		    b->recorded == AS_NO_OFFSET || b->alias_of != AS_NONE)
 			continue;
 		uint32_t g = recorded_segment(t, by, t->nsegments, s->space,
