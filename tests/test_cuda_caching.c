@@ -257,11 +257,14 @@ struct collect {
 	uint32_t n;
 };
 
-static bool collect_blocks(void *ctx, const struct as_walk_block *b)
+static bool collect_blocks(void *ctx, uint16_t space, const struct as_block *b)
 {
 	struct collect *c = ctx;
+	(void)space;
 	if (c->n < 64) {
-		c->states[c->n] = b->state;
+		c->states[c->n] = b->in_use ? 'a'
+				  : strcmp(b->region, "unmapped") == 0 ? 'u'
+								       : 'f';
 		c->sizes[c->n] = b->size;
 		c->n++;
 	}
@@ -323,7 +326,7 @@ static void a_free_block_merges_with_prev_then_next(void)
 	      step(&h, true, "c") && step(&h, false, "a") &&
 	      step(&h, false, "c"));
 	struct collect c = {0};
-	cc_walk(h.st, collect_blocks, &c);
+	cc_walk(h.st, 0, collect_blocks, &c);
 	/* a's block, b, and c merged with the tail */
 	CHECK_EQ_U64(c.n, 3);
 	CHECK(c.states[0] == 'f' && c.states[1] == 'a' && c.states[2] == 'f');
@@ -332,7 +335,7 @@ static void a_free_block_merges_with_prev_then_next(void)
 	uint64_t b_addr = s->b[bb].addr;
 	CHECK(step(&h, false, "b"));
 	memset(&c, 0, sizeof(c));
-	cc_walk(h.st, collect_blocks, &c);
+	cc_walk(h.st, 0, collect_blocks, &c);
 	CHECK_EQ_U64(c.n, 1);
 	CHECK_EQ_U64(c.sizes[0], 2 * MiB);
 	/* b's block absorbed its previous neighbour first: it starts at

@@ -149,6 +149,9 @@ static void apply_view(struct viewer *v)
 	if (v->r)
 		as_render_set_opts(v->r, &v->o);
 	v->dirty = true;
+	/* What lies under the mouse changed with the view (keyboard zoom
+	 * and pan too): tooltip and status follow at the next paint. */
+	v->hover_stale = true;
 }
 
 /*
@@ -382,20 +385,15 @@ static void peak(struct viewer *v)
 				     (double)info.peak_time, v->peak_bufs,
 				     sizeof(v->peak_bufs) /
 					     sizeof(v->peak_bufs[0]));
-	/* Jump: time spans the lives of the largest buffers live there,
+	/* Jump to the peak moment: a window around it, a fortieth of the
+	 * trace wide (at least 20 units, never before the trace starts),
 	 * addresses the whole panel, so the peak line shows. */
 	if (v->npeak > 0) {
-		uint64_t lo = UINT64_MAX, hi = 0;
-		int64_t shown = v->npeak < 24 ? v->npeak : 24;
-		for (int64_t k = 0; k < shown; k++) {
-			const struct as_buffer *x =
-				&v->doc.t->buffers[v->peak_bufs[k]];
-			lo = x->start < lo ? x->start : lo;
-			hi = x->end > hi ? x->end : hi;
-		}
-		double pad = (double)(hi - lo) * 0.1 + 0.5;
-		set_view(v, (struct as_render_view){(double)lo - pad,
-						    (double)hi + pad, 0, 0});
+		double end = (double)v->doc.t->end_time;
+		double half = end / 80 > 10 ? end / 80 : 10;
+		double at = (double)info.peak_time;
+		double lo = at - half < 0 ? 0 : at - half;
+		set_view(v, (struct as_render_view){lo, lo + 2 * half, 0, 0});
 	}
 	v->peak_panel = (size_t)panel;
 	v->show_peak = v->npeak >= 0;
@@ -714,10 +712,20 @@ static void fmt_time(double t, char *buf, size_t len)
 		snprintf(buf, len, "%.4g", t);
 }
 
+/* A gap in percent with the digits that tell it from none: +0.4%. */
+static const char *fmt_gap(double pct, char *buf, size_t len)
+{
+	int dec = 1;
+	while (dec < 6 && pct != 0 && fabs(pct) < 10.0 / pow(10, dec))
+		dec++;
+	snprintf(buf, len, "%+.*f%%", dec, pct);
+	return buf;
+}
+
 static void status_line(struct viewer *v, char *buf, size_t len)
 {
 	const struct strat *s = strat_of_panel(v, v->hover.panel);
-	char pk[32], lb[32], base[256];
+	char pk[32], lb[32], base[256], gp[32];
 	const char *p = strrchr(v->doc.path, '/');
 	snprintf(base, sizeof(base), "%.200s", p ? p + 1 : v->doc.path);
 	double gap = v->doc.lb ? ((double)s->peak - (double)v->doc.lb) *
@@ -726,10 +734,11 @@ static void status_line(struct viewer *v, char *buf, size_t len)
 	size_t idx = (size_t)(s - v->doc.s) + 1;
 	int n = snprintf(buf, len,
 			 "%s  |  %s%s (%zu/%zu)  |  peak %s  |  lower bound %s"
-			 "  |  gap %.1f%%  |  %s  |  failed %u",
+			 "  |  gap %s  |  %s  |  failed %u",
 			 base, v->compare ? "compare · " : "", s->spec, idx,
 			 v->doc.ns, as_human_bytes(s->peak, pk, sizeof(pk)),
-			 as_human_bytes(v->doc.lb, lb, sizeof(lb)), gap,
+			 as_human_bytes(v->doc.lb, lb, sizeof(lb)),
+			 fmt_gap(gap, gp, sizeof(gp)),
 			 s->report.valid ? "valid" : "INVALID", s->failed);
 	if (v->hover.panel >= 0 && v->hover.in_plot && n > 0 &&
 	    (size_t)n < len) {
@@ -862,6 +871,18 @@ int view_paint(struct viewer *v)
 			.line_colors = peak_col, .nline_colors = shown + 1,
 			.swatch = true,
 		};
+		/* Inside its plot: fewer lines rather than over the next
+		 * panel's title. */
+		double bw, bh;
+		as_render_overlay_measure(b, &bw, &bh);
+		while (bh > info.h - 16 && b->nline_colors > 2) {
+			char *nl = strrchr(peak_text, '\n');
+			if (!nl)
+				break;
+			*nl = 0;
+			b->nline_colors--;
+			as_render_overlay_measure(b, &bw, &bh);
+		}
 		place(v, b, info.x + 8, info.y + 8);
 	}
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "allocscope/allocscope.h"
 #include "allocscope/render.h"
@@ -29,8 +30,12 @@ static const char usage_text[] =
 	"       allocscope diff BASE.json NEW.json [--metric M] [--max-regress PCT]\n"
 	"                       [--markdown FILE] [--svg DIR] [--all]\n"
 	"       allocscope diff -s SPEC_A -s SPEC_B TRACE|DIR... [options]\n"
+	"       allocscope view TRACE [viewer options]  (runs allocscope-view)\n"
+	"       allocscope --help | --version\n"
 	"\n"
-	"FMT is ops, json or csv (default: by extension, then content).\n"
+	"FMT is ops, json, csv, pickle (a PyTorch memory snapshot), mtrace or\n"
+	"heaptrack (default: by extension, then content; .gz and .zst files are\n"
+	"decompressed first).\n"
 	"SPEC is NAME[:key=value[,key=value]...]; without -s every strategy\n"
 	"that applies to the trace runs.\n";
 
@@ -90,28 +95,170 @@ static void write_spaces(FILE *f, const struct as_trace *t,
 	fputs("]", f);
 }
 
+struct seg_event {
+	uint64_t time;
+	uint64_t size;
+	uint16_t space;
+	bool open;
+};
+
+static int by_seg_time(const void *a, const void *b)
+{
+	const struct seg_event *x = a, *y = b;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return (int)x->open - (int)y->open; /* ends first */
+}
+
+/*
+ * The largest memory reserved at once (the recording allocator's segments)
+ * in each space: one sweep over segment starts and ends, ends first at
+ * equal times. peak[] has t->nspaces entries; false when memory is short.
+ */
+static bool reserved_peaks(const struct as_trace *t, uint64_t *peak)
+{
+	struct seg_event *ev = malloc(((size_t)t->nsegments * 2 + 1) *
+				      sizeof(*ev));
+	uint64_t *cur = calloc((size_t)t->nspaces + 1, sizeof(*cur));
+	if (!ev || !cur) {
+		free(ev);
+		free(cur);
+		return false;
+	}
+	size_t n = 0;
+	for (uint32_t i = 0; i < t->nsegments; i++) {
+		const struct as_segment *s = &t->segments[i];
+		if (s->space >= t->nspaces)
+			continue;
+		ev[n++] = (struct seg_event){s->start, s->size, s->space, true};
+		ev[n++] = (struct seg_event){s->end, s->size, s->space, false};
+	}
+	qsort(ev, n, sizeof(*ev), by_seg_time);
+	memset(peak, 0, (size_t)t->nspaces * sizeof(*peak));
+	for (size_t i = 0; i < n; i++) {
+		uint64_t *c = &cur[ev[i].space];
+		if (ev[i].open) {
+			*c = *c > UINT64_MAX - ev[i].size ? UINT64_MAX
+							  : *c + ev[i].size;
+			if (*c > peak[ev[i].space])
+				peak[ev[i].space] = *c;
+		} else {
+			*c = *c > ev[i].size ? *c - ev[i].size : 0;
+		}
+	}
+	free(ev);
+	free(cur);
+	return true;
+}
+
+/*
+ * Inputs that record the allocator (PyTorch snapshots: segments, OOMs or a
+ * clock): inside "trace", the OOMs and per space its buffers, lower bound
+ * and, with segments, the peak of reserved memory.
+ */
+static void write_recorded_state(FILE *f, const struct as_trace *t)
+{
+	uint32_t nooms = 0;
+	for (uint32_t i = 0; i < t->nmarks; i++)
+		nooms += t->marks[i].kind == AS_MARK_OOM;
+	if (!nooms && !t->nsegments && !t->clock)
+		return;
+	fputs(", \"ooms\": [", f);
+	for (uint32_t i = 0, k = 0; i < t->nmarks; i++) {
+		const struct as_mark *m = &t->marks[i];
+		if (m->kind != AS_MARK_OOM)
+			continue;
+		fprintf(f, "%s{\"time\": %llu, ", k++ ? ", " : "",
+			(unsigned long long)m->time);
+		if (t->clock && m->time <= t->end_time)
+			fprintf(f, "\"time_us\": %llu, ",
+				(unsigned long long)t->clock[m->time]);
+		fputs("\"device\": ", f);
+		as_json_string(f, m->space < t->nspaces
+					  ? t->spaces[m->space].name
+					  : "");
+		fprintf(f, ", \"size\": %llu, \"device_free\": %llu}",
+			(unsigned long long)m->size,
+			(unsigned long long)m->device_free);
+	}
+	fputs("]", f);
+	uint64_t *peak = malloc(((size_t)t->nspaces + 1) * sizeof(*peak));
+	uint32_t *count = calloc((size_t)t->nspaces + 1, sizeof(*count));
+	bool reserved = peak && t->nsegments && reserved_peaks(t, peak);
+	for (uint32_t i = 0; count && i < t->nbuffers; i++)
+		if (t->buffers[i].space < t->nspaces)
+			count[t->buffers[i].space]++;
+	fputs(", \"devices\": [", f);
+	for (uint16_t s = 0; count && s < t->nspaces; s++) {
+		fputs(s ? ", {\"device\": " : "{\"device\": ", f);
+		as_json_string(f, t->spaces[s].name);
+		fprintf(f, ", \"buffers\": %u, \"lower_bound\": %llu", count[s],
+			(unsigned long long)as_trace_lower_bound_space(t, s));
+		if (reserved)
+			fprintf(f, ", \"reserved_peak\": %llu",
+				(unsigned long long)peak[s]);
+		fputs("}", f);
+	}
+	fputs("]", f);
+	free(peak);
+	free(count);
+}
+
+/* `, "key": TIME` from a moment, or null when there is none. */
+static void write_moment(FILE *f, const char *key, int rc,
+			 const struct as_moment *m)
+{
+	if (rc == AS_OK)
+		fprintf(f, ", \"%s\": %llu", key, (unsigned long long)m->time);
+	else
+		fprintf(f, ", \"%s\": null", key);
+}
+
+/* The peak moment of a plan; of its highest space when it has several. */
+static int plan_moment(const struct as_trace *t, const struct as_plan *p,
+		       struct as_moment *m)
+{
+	int space = AS_RENDER_ALL_SPACES;
+	uint64_t best = 0;
+	for (uint16_t s = 0; p->nspaces > 1 && s < p->nspaces; s++) {
+		uint64_t x = as_plan_peak(p, t, s);
+		if (space < 0 || x > best) {
+			best = x;
+			space = s;
+		}
+	}
+	return as_render_peak_moment(t, p, space, m);
+}
+
 static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
 		       const struct result *r, size_t n)
 {
+	struct as_moment m;
 	fputs("{\"trace\": {\"name\": ", f);
 	as_json_string(f, t->path);
 	fputs(", \"format\": ", f);
 	as_json_string(f, t->format);
-	fprintf(f, ", \"events\": %llu, \"buffers\": %u, \"lower_bound\": %llu},\n",
+	fprintf(f, ", \"events\": %llu, \"buffers\": %u, \"lower_bound\": %llu",
 		(unsigned long long)count_ops(t), t->nbuffers,
 		(unsigned long long)lb);
+	write_recorded_state(f, t);
+	write_moment(f, "lower_bound_time",
+		     as_render_bound_moment(t, AS_RENDER_ALL_SPACES, &m), &m);
+	fputs("},\n", f);
 	fputs(" \"results\": [", f);
 	for (size_t i = 0; i < n; i++) {
 		const struct result *x = &r[i];
 		fputs(i ? ",\n  {" : "\n  {", f);
 		fputs("\"strategy\": ", f);
 		as_json_string(f, x->spec);
+		fprintf(f, ", \"peak\": %llu", (unsigned long long)x->peak);
+		write_moment(f, "peak_time", plan_moment(t, x->plan, &m), &m);
 		fprintf(f,
-			", \"peak\": %llu, \"lower_bound\": %llu, "
+			", \"lower_bound\": %llu, "
 			"\"peak_vs_lb\": %.6f, \"valid\": %s, \"overlaps\": "
 			"%llu, \"violations\": %llu, \"failed\": %u, "
 			"\"plan_ms\": %.3f,\n   \"stats\": {",
-			(unsigned long long)x->peak, (unsigned long long)lb,
+			(unsigned long long)lb,
 			lb ? (double)x->peak / (double)lb : 0.0,
 			x->report.valid ? "true" : "false",
 			(unsigned long long)x->report.overlaps,
@@ -565,6 +712,38 @@ static int cmd_strategies(void)
 	return 0;
 }
 
+/*
+ * view ARGS...: the viewer, allocscope-view, with the same arguments. It is
+ * looked for beside this program (and in viewer/ beside it, as in the build
+ * tree), then on PATH.
+ */
+static int cmd_view(char **argv)
+{
+	char self[4096], path[4200];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	argv[0] = "allocscope-view";
+	if (n > 0) {
+		self[n] = 0;
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = 0;
+			const char *rel[] = {"allocscope-view",
+					     "viewer/allocscope-view"};
+			for (int i = 0; i < 2; i++) {
+				snprintf(path, sizeof(path), "%s/%s", self,
+					 rel[i]);
+				if (access(path, X_OK) == 0)
+					execv(path, argv);
+			}
+		}
+	}
+	execvp("allocscope-view", argv);
+	fprintf(stderr, "allocscope: cannot run allocscope-view (beside "
+			"allocscope or on PATH): %s\n",
+		strerror(errno));
+	return EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -578,8 +757,14 @@ int main(int argc, char **argv)
 		return cmd_strategies();
 	if (strcmp(cmd, "diff") == 0)
 		return cli_diff(argc - 2, argv + 2);
+	if (strcmp(cmd, "view") == 0)
+		return cmd_view(argv + 1);
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
 		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "--version") == 0) {
+		printf("allocscope %s\n", AS_VERSION);
 		return 0;
 	}
 	return usage_error("unknown command '%s'", cmd);

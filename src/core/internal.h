@@ -35,6 +35,44 @@ int as_sort_u32(uint32_t *v, size_t n, as_less_fn less, const void *ctx);
 /* Milliseconds of a monotonic clock. */
 double as_now_ms(void);
 
+/* The next line of [*p, end) without its \n or \r\n, and advance; NULL
+ * at the end. */
+const char *as_next_line(const char **p, const char *end, size_t *len);
+
+/* ---- plan_csv.c ---- */
+
+/*
+ * Split one CSV line into at most `max` fields (blanks around each cut);
+ * the number of fields, or -1 when there are more than `max`.
+ */
+int as_csv_split(const char *s, size_t len, const char **f, size_t *flen,
+		 int max);
+
+/* ---- numa.c: the numa schedule and expansion (docs/numa.md) ---- */
+
+struct as_builder;
+struct as_numa;
+
+enum as_numa_rule {
+	AS_NUMA_ROUND_ROBIN,
+	AS_NUMA_LEAST_LOADED,
+	AS_NUMA_GIVEN, /* core[] already filled */
+};
+
+/*
+ * Parent pi's sub-tasks to cores by `rule` (volumes vol[e * nsub + k];
+ * load[] per core carries over parents), then each sub-task's slot in its
+ * core's bundle and the parent's duration. count[] (per core) is scratch,
+ * zero on entry and on return.
+ */
+void as_numa_schedule(struct as_numa *nm, uint32_t pi,
+		      enum as_numa_rule rule, const uint64_t *vol,
+		      uint64_t *load, uint32_t *count);
+
+/* Append parent pi's blocks (sub-task major, edge minor) to the builder. */
+int as_numa_expand(struct as_builder *b, struct as_numa *nm, uint32_t pi,
+		   uint64_t align, const uint64_t *vol, struct as_diag *diag);
+
 /* ---- inline ---- */
 
 /* Round x up to a multiple of 1 << lg; false when that overflows 64 bits. */

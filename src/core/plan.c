@@ -207,33 +207,3 @@ uint32_t as_plan_failed(const struct as_plan *p, const struct as_trace *t)
 		n += p->offset[i] == AS_NO_OFFSET && t->buffers[i].size > 0;
 	return n;
 }
-
-int as_plan_write_csv(const struct as_plan *p, const struct as_trace *t,
-		      FILE *f)
-{
-	bool segs = p->segment_size != NULL;
-	fputs(segs ? "id,lower,upper,size,offset,segment_size,segment_offset\n"
-		   : "id,lower,upper,size,offset\n",
-	      f);
-	for (uint32_t i = 0; i < t->nbuffers; i++) {
-		const struct as_buffer *b = &t->buffers[i];
-		if (p->offset[i] == AS_NO_OFFSET)
-			fprintf(f, "%s,%llu,%llu,%llu,-1", b->name,
-				(unsigned long long)b->start,
-				(unsigned long long)b->end,
-				(unsigned long long)b->size);
-		else
-			fprintf(f, "%s,%llu,%llu,%llu,%llu", b->name,
-				(unsigned long long)b->start,
-				(unsigned long long)b->end,
-				(unsigned long long)b->size,
-				(unsigned long long)p->offset[i]);
-		if (segs && p->segment_size[i])
-			fprintf(f, ",%llu,%llu\n",
-				(unsigned long long)p->segment_size[i],
-				(unsigned long long)p->segment_offset[i]);
-		else
-			fputs(segs ? ",,\n" : "\n", f);
-	}
-	return ferror(f) ? AS_EIO : AS_OK;
-}

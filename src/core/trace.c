@@ -442,18 +442,26 @@ int64_t as_builder_symbol(struct as_builder *b, const char *name)
 	return t->nsymbols++;
 }
 
-int as_builder_frames(struct as_builder *b, uint32_t idx, const char *frames)
+int as_builder_frames_interned(struct as_builder *b, uint32_t idx,
+			       const char *frames)
 {
 	struct as_trace *t = b->t;
+	if (idx >= t->nbuffers)
+		return AS_EINVAL;
 	if (!grow((void **)&t->frames, &b->cap_frames, t->nbuffers,
 		  sizeof(*t->frames)))
 		return AS_ENOMEM;
 	for (uint32_t i = b->nframes; i < t->nbuffers; i++)
 		t->frames[i] = NULL;
 	b->nframes = t->nbuffers;
-	if (!(t->frames[idx] = as_builder_intern(b, frames)))
-		return AS_ENOMEM;
+	t->frames[idx] = frames;
 	return AS_OK;
+}
+
+int as_builder_frames(struct as_builder *b, uint32_t idx, const char *frames)
+{
+	const char *s = as_builder_intern(b, frames);
+	return s ? as_builder_frames_interned(b, idx, s) : AS_ENOMEM;
 }
 
 uint64_t as_builder_time(const struct as_builder *b)

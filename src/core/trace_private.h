@@ -30,6 +30,12 @@ int64_t as_builder_symbol(struct as_builder *b, const char *name);
 /* Give buffer `idx` its stack frames (lines joined by '\n'). */
 int as_builder_frames(struct as_builder *b, uint32_t idx, const char *frames);
 /*
+ * The same with a string the trace already holds (from as_builder_intern),
+ * shared and not copied: readers that intern stacks give many buffers one.
+ */
+int as_builder_frames_interned(struct as_builder *b, uint32_t idx,
+			       const char *frames);
+/*
  * Readers of buffers with explicit lifetimes (as_builder_add_timed) that
  * also record clock readings and marks: set the time step those take.
  * Steps must not go back; the trace then ends no earlier than the last one.

@@ -207,3 +207,17 @@ bool as_parse_u64(const char *s, size_t len, uint64_t *out)
 	*out = v;
 	return true;
 }
+
+const char *as_next_line(const char **p, const char *end, size_t *len)
+{
+	if (*p >= end)
+		return NULL;
+	const char *s = *p;
+	const char *nl = memchr(s, '\n', (size_t)(end - s));
+	const char *e = nl ? nl : end;
+	*p = nl ? nl + 1 : end;
+	if (e > s && e[-1] == '\r')
+		e--;
+	*len = (size_t)(e - s);
+	return s;
+}

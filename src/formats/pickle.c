@@ -453,7 +453,12 @@ static int step(struct machine *m, bool *stop)
 		if (!take(m, 8, &p))
 			return truncated(m);
 		if (le(p, 8) > m->len - m->pos)
-			return fail(m, "pickle FRAME longer than the file");
+			return as_diag_set(m->diag, 0, AS_EPARSE,
+					   "truncated pickle: FRAME at byte %zu "
+					   "claims %llu bytes, %zu are left",
+					   m->op_pos,
+					   (unsigned long long)le(p, 8),
+					   m->len - m->pos);
 		return AS_OK;
 	case '.': /* STOP */
 		if (!m->nstack)

@@ -1893,53 +1893,82 @@ static bool seg_less(uint32_t a, uint32_t b, const void *ctx)
 	return s->s[a].addr < s->s[b].addr;
 }
 
-/* Segments in address order, and each one's blocks in address order. */
-static uint64_t cc_walk(void *state, as_walk_fn fn, void *ctx)
+typedef bool (*seg_walk_fn)(void *ctx, const struct segment *g,
+			    const struct block *b);
+
+/* Segments in address order, and each one's blocks in address order;
+ * false when fn stopped it. */
+static bool seg_walk(const struct cc *s, seg_walk_fn fn, void *ctx)
 {
-	const struct cc *s = state;
 	uint32_t *v = malloc(((size_t)s->ns + 1) * sizeof(*v));
 	if (!v)
-		return 0;
+		return true;
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < s->ns; i++)
 		if (s->s[i].live)
 			v[n++] = i;
-	uint64_t visited = 0;
-	if (as_sort_u32(v, n, seg_less, s) == AS_OK) {
-		for (uint32_t i = 0; i < n; i++) {
+	bool go = true;
+	if (as_sort_u32(v, n, seg_less, s) == AS_OK)
+		for (uint32_t i = 0; go && i < n; i++) {
 			const struct segment *g = &s->s[v[i]];
-			for (uint32_t x = g->first; x != NIL;
-			     x = s->b[x].next) {
-				const struct block *b = &s->b[x];
-				struct as_walk_block wb = {
-					.region_addr = g->addr,
-					.region_size = g->size,
-					.addr = b->addr,
-					.size = b->size,
-					.buf = b->allocated ? b->buf : AS_NONE,
-					.state = !b->mapped     ? 'u' :
-						 b->allocated ? 'a' :
-								'f',
-				};
-				visited++;
-				if (!fn(ctx, &wb))
-					goto done;
-			}
+			for (uint32_t x = g->first; go && x != NIL;
+			     x = s->b[x].next)
+				go = fn(ctx, g, &s->b[x]);
 		}
-	}
-done:
 	free(v);
-	return visited;
+	return go;
+}
+
+struct walk_ctx {
+	uint16_t space;
+	as_block_fn visit;
+	void *ctx;
+	const struct as_trace *t;
+};
+
+static const char *region_of(const struct segment *g, const struct block *b)
+{
+	if (!b->mapped)
+		return "unmapped";
+	if (g->expandable)
+		return g->small ? "expandable small" : "expandable large";
+	return g->small ? "small segment" : "large segment";
+}
+
+static bool walk_one(void *ctx, const struct segment *g,
+		     const struct block *b)
+{
+	struct walk_ctx *w = ctx;
+	struct as_block blk = {
+		.offset = b->addr,
+		.size = b->size,
+		.requested = b->allocated && w->t && b->buf < w->t->nbuffers
+				     ? requested_of(w->t, b->buf)
+				     : 0,
+		.buffer = b->allocated ? b->buf : AS_NONE,
+		.bin = -1,
+		.region = region_of(g, b),
+		.in_use = b->allocated,
+	};
+	return w->visit(w->ctx, w->space, &blk);
+}
+
+/* The blocks of every segment in address order (model addresses). */
+static bool cc_walk(void *state, uint16_t space, as_block_fn visit, void *ctx)
+{
+	const struct cc *s = state;
+	struct walk_ctx w = {space, visit, ctx, s->t};
+	return seg_walk(s, walk_one, &w);
 }
 
 /* ---- queries and stats ---- */
 
-static bool dump_one(void *ctx, const struct as_walk_block *wb)
+static bool dump_one(void *ctx, const struct segment *g,
+		     const struct block *b)
 {
 	struct cc *s = ctx;
-	uint64_t sa = wb->region_addr, ss = wb->region_size, a = wb->addr,
-		 n = wb->size;
-	char st = wb->state;
+	uint64_t sa = g->addr, ss = g->size, a = b->addr, n = b->size;
+	char st = !b->mapped ? 'u' : b->allocated ? 'a' : 'f';
 	emitf(s, "  segment 0x%" PRIx64 "+%" PRIu64 ": block +0x%" PRIx64
 		 " %" PRIu64 " %s",
 	      sa, ss, a - sa, n,
@@ -1964,7 +1993,7 @@ static void cc_query(void *state, enum as_query q)
 	switch (q) {
 	case AS_Q_DUMP:
 		emitf(s, "cuda-caching state:");
-		cc_walk(s, dump_one, s);
+		seg_walk(s, dump_one, s);
 		emit_stats(s);
 		break;
 	case AS_Q_STATS:
@@ -2297,12 +2326,12 @@ struct check_walk {
 	char last;
 };
 
-static bool check_one(void *ctx, const struct as_walk_block *wb)
+static bool check_one(void *ctx, const struct segment *g,
+		      const struct block *b)
 {
 	struct check_walk *w = ctx;
-	uint64_t sa = wb->region_addr, ss = wb->region_size, a = wb->addr,
-		 n = wb->size;
-	char st = wb->state;
+	uint64_t sa = g->addr, ss = g->size, a = b->addr, n = b->size;
+	char st = !b->mapped ? 'u' : b->allocated ? 'a' : 'f';
 	if (sa != w->seg_addr) {
 		w->seg_addr = sa;
 		w->at = sa;
@@ -2335,7 +2364,7 @@ static uint64_t cc_check(void *state, char *msg, size_t len)
 	const struct cc *s = state;
 	struct problems p = {0, msg, len};
 	struct check_walk w = {.s = s, .p = &p, .seg_addr = UINT64_MAX};
-	cc_walk(state, check_one, &w);
+	seg_walk(s, check_one, &w);
 	uint64_t reserved = 0, isplit = 0, nseg = 0, free_blocks = 0;
 	for (uint32_t i = 0; i < s->ns; i++) {
 		const struct segment *g = &s->s[i];

@@ -14,21 +14,6 @@
 #include "allocscope/allocscope.h"
 #include "strategies/options.h"
 
-/*
- * One block of an allocator's memory as `walk` reports it: the region (a
- * segment) it lies in, its place, and its state ('a' allocated to `buf`,
- * 'f' free, 'u' reserved but unmapped).
- */
-struct as_walk_block {
-	uint64_t region_addr, region_size;
-	uint64_t addr, size;
-	uint32_t buf;           /* AS_NONE unless allocated */
-	char state;
-};
-
-/* Return false to stop the walk. */
-typedef bool (*as_walk_fn)(void *ctx, const struct as_walk_block *b);
-
 struct as_online_impl {
 	/* Start a case with its options (config line + spec). */
 	int (*create)(const struct as_opts *o, as_emit_fn emit, void *ctx,
@@ -59,10 +44,11 @@ struct as_online_impl {
 	 */
 	uint64_t (*check)(void *state, char *msg, size_t len);
 	/*
-	 * Optional: visit the regions in address order and each one's blocks
-	 * in address order; returns how many blocks were visited.
+	 * Visit every block in address order (space is passed through);
+	 * returns false when `visit` stopped it. NULL: nothing to walk.
 	 */
-	uint64_t (*walk)(void *state, as_walk_fn fn, void *ctx);
+	bool (*walk)(void *state, uint16_t space, as_block_fn visit,
+		     void *ctx);
 	void (*destroy)(void *state);
 };
 
@@ -85,6 +71,19 @@ int as_online_replay(const struct as_strategy_impl *impl,
 		     const struct as_trace *t, const char *spec_opts,
 		     const struct as_run_hooks *hooks, struct as_plan *p,
 		     struct as_diag *diag);
+
+/*
+ * The one printer of allocator dumps: a line per block from the allocator's
+ * walk, "  [REGION ][start, end) size used|free[ symbol=S]".
+ */
+void as_dump_blocks(const struct as_online_impl *on, void *state,
+		    as_emit_fn emit, void *ctx);
+
+/* Replay up to `time`, then walk (as_strategy_walk_at). */
+int as_online_walk_at(const struct as_strategy_impl *impl,
+		      const struct as_trace *t, const char *spec_opts,
+		      uint64_t time, as_block_fn visit, void *ctx,
+		      struct as_diag *diag);
 
 /* The registry (registry.c). */
 const struct as_strategy_impl *as_strategy_impl_find(const char *name);

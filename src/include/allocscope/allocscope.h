@@ -487,6 +487,37 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 		    const struct as_run_hooks *hooks, struct as_plan **out,
 		    struct as_diag *diag);
 
+/*
+ * A block of an online allocator's memory as its walk reports it, in address
+ * order: a chunk of a region (bfc), a block of a memory level (tiered), a
+ * node of the list (npu-list). Addresses are the allocator's offsets.
+ */
+struct as_block {
+	uint64_t offset, size;
+	uint64_t requested;     /* bytes the holder asked for (bfc keeps a
+				 * free chunk's last value), else 0 */
+	uint32_t buffer;        /* a buffer it holds, or AS_NONE */
+	int32_t bin;            /* free list or size bin, -1 when none */
+	const char *region;     /* level or region label, or NULL */
+	const char *symbol;     /* address symbol mapped there, or NULL */
+	bool in_use;
+};
+
+/* Visit one block of `space`; return false to stop the walk. */
+typedef bool (*as_block_fn)(void *ctx, uint16_t space,
+			    const struct as_block *b);
+
+/*
+ * The state of online allocator SPEC at time `time`: replay the trace's
+ * events before `time` (the case in force then starts the allocator afresh,
+ * as in a run), then walk every space's allocator in address order.
+ * AS_EUNSUPPORTED (diag says so) for offline planners and allocators
+ * without a walk.
+ */
+int as_strategy_walk_at(const char *spec, const struct as_trace *t,
+			uint64_t time, as_block_fn visit, void *ctx,
+			struct as_diag *diag);
+
 /* ---- Output helpers ---- */
 
 /*

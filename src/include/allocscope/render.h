@@ -114,7 +114,8 @@ struct as_render_panel_info {
 	const char *space_name;
 	double x, y, w, h;        /* the plot area, logical pixels */
 	uint64_t peak, lower_bound;
-	uint64_t peak_time;       /* when the peak address is first reached */
+	uint64_t peak_time;       /* the peak moment (as_render_peak_moment) */
+	uint64_t lower_bound_time; /* a moment of the lower bound */
 	uint32_t buffers, failed;
 	bool valid;
 	uint64_t violations;
@@ -202,6 +203,36 @@ int as_render_file(const char *path, enum as_image_format fmt,
 
 /* Parse "WxH" (e.g. "1280x800"), each within [200, 16384]. */
 int as_render_parse_size(const char *s, int *width, int *height);
+
+/* ---- Moments: when a plan peaks, when the most bytes are live ---- */
+
+struct as_moment {
+	uint64_t time;        /* trace time units */
+	uint64_t live_bytes;  /* bytes live at `time` (aliases take none) */
+	uint64_t live;        /* buffers live at `time` */
+	uint64_t top;         /* the plan's top address (peak); for the
+				 bound: live_bytes */
+	uint32_t top_buffer;  /* a buffer reaching the top, live at time;
+				 AS_NONE for the bound */
+};
+
+/*
+ * The peak moment of a plan in `space` (AS_RENDER_ALL_SPACES: every
+ * buffer, for single-space plans): within the lives of the buffers that
+ * reach the plan's top address (offset + size, placed, not aliases), the
+ * earliest time with the most bytes live in that space. Returns 0 (out
+ * filled), 1 when no placed buffer is live at any time, or a negative
+ * AS_E* code. O(n log n).
+ */
+int as_render_peak_moment(const struct as_trace *t, const struct as_plan *p,
+			  int space, struct as_moment *out);
+
+/*
+ * A moment of the lower bound: the earliest time with the most bytes live
+ * in the trace (in `space`, or every space). Returns as above.
+ */
+int as_render_bound_moment(const struct as_trace *t, int space,
+			   struct as_moment *out);
 
 /* ---- Window overlays (the viewer's status bar, tooltips and help) ---- */
 

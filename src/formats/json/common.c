@@ -1,0 +1,341 @@
+/*
+ * Shared by the JSON readers: a path locator (cJSON keeps no positions, so
+ * a small scanner finds the line of the offending value by its path in
+ * the original text, only when an error is reported), the error helper,
+ * the integer reader and the parse step.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "formats/json/json.h"
+
+#define MAX_DEPTH 64
+
+/* ---- Locating a value by path in the text ---- */
+
+struct scan {
+	const char *p, *end;
+};
+
+static void ws(struct scan *s)
+{
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' ||
+				 *s->p == '\n' || *s->p == '\r'))
+		s->p++;
+}
+
+static bool skip_string(struct scan *s, const char **start, size_t *len)
+{
+	if (s->p >= s->end || *s->p != '"')
+		return false;
+	const char *a = ++s->p;
+	while (s->p < s->end && *s->p != '"')
+		s->p += (*s->p == '\\') ? 2 : 1;
+	if (s->p >= s->end)
+		return false;
+	if (start) {
+		*start = a;
+		*len = (size_t)(s->p - a);
+	}
+	s->p++;
+	return true;
+}
+
+static bool skip_value(struct scan *s, int depth)
+{
+	ws(s);
+	if (s->p >= s->end || depth > MAX_DEPTH)
+		return false;
+	char c = *s->p;
+	if (c == '"')
+		return skip_string(s, NULL, NULL);
+	if (c == '{' || c == '[') {
+		char close = c == '{' ? '}' : ']';
+		s->p++;
+		ws(s);
+		if (s->p < s->end && *s->p == close) {
+			s->p++;
+			return true;
+		}
+		for (;;) {
+			if (c == '{') {
+				ws(s);
+				if (!skip_string(s, NULL, NULL))
+					return false;
+				ws(s);
+				if (s->p >= s->end || *s->p++ != ':')
+					return false;
+			}
+			if (!skip_value(s, depth + 1))
+				return false;
+			ws(s);
+			if (s->p >= s->end)
+				return false;
+			if (*s->p == close) {
+				s->p++;
+				return true;
+			}
+			if (*s->p++ != ',')
+				return false;
+		}
+	}
+	while (s->p < s->end && !strchr(",}] \t\r\n", *s->p))
+		s->p++;
+	return true;
+}
+
+/* Move to the value at `seg` inside the value at s->p. */
+static bool step(struct scan *s, const struct as_jseg *seg)
+{
+	ws(s);
+	if (s->p >= s->end)
+		return false;
+	if (seg->key) {
+		if (*s->p++ != '{')
+			return false;
+		for (;;) {
+			const char *k;
+			size_t kl;
+			ws(s);
+			if (!skip_string(s, &k, &kl))
+				return false;
+			ws(s);
+			if (s->p >= s->end || *s->p++ != ':')
+				return false;
+			ws(s);
+			if (kl == strlen(seg->key) &&
+			    memcmp(k, seg->key, kl) == 0)
+				return true;
+			if (!skip_value(s, 1))
+				return false;
+			ws(s);
+			if (s->p >= s->end || *s->p++ != ',')
+				return false;
+		}
+	}
+	if (*s->p++ != '[')
+		return false;
+	for (int i = 0; i < seg->index; i++) {
+		if (!skip_value(s, 1))
+			return false;
+		ws(s);
+		if (s->p >= s->end || *s->p++ != ',')
+			return false;
+	}
+	ws(s);
+	return true;
+}
+
+static uint64_t line_of(const char *text, size_t len, const struct as_jseg *path,
+			int n)
+{
+	struct scan s = {text, text + len};
+	for (int i = 0; i < n; i++)
+		if (!step(&s, &path[i]))
+			break;
+	uint64_t line = 1;
+	for (const char *q = text; q < s.p; q++)
+		line += *q == '\n';
+	return line;
+}
+
+/* "events[3].size": a path in words for messages. */
+static void path_text(const struct as_jseg *path, int n, char *where, size_t len)
+{
+	size_t used = 0;
+	where[0] = 0;
+	for (int i = 0; i < n && used < len; i++) {
+		int w = path[i].key ? snprintf(where + used, len - used, "%s%s",
+					       i ? "." : "", path[i].key)
+				    : snprintf(where + used, len - used,
+					       "[%d]", path[i].index);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+}
+
+/* ---- The context ---- */
+
+void as_json_push(struct as_jctx *c, const char *key, int index)
+{
+	if (c->depth < AS_JPATH_MAX)
+		c->path[c->depth] = (struct as_jseg){key, index};
+	c->depth++;
+}
+
+/* The path, plus `field`, into path[] (AS_JPATH_MAX + 1); its length. */
+static int full_path(const struct as_jctx *c, const char *field,
+		     struct as_jseg *path)
+{
+	int n = c->depth < AS_JPATH_MAX ? c->depth : AS_JPATH_MAX;
+	memcpy(path, c->path, (size_t)n * sizeof(*path));
+	if (field)
+		path[n++] = (struct as_jseg){field, 0};
+	return n;
+}
+
+uint64_t as_json_line(const struct as_jctx *c, const char *field)
+{
+	struct as_jseg path[AS_JPATH_MAX + 1];
+	int n = full_path(c, field, path);
+	return line_of(c->text, c->len, path, n);
+}
+
+int as_json_fail(const struct as_jctx *c, const char *field,
+		 const char *fmt, ...)
+{
+	struct as_jseg path[AS_JPATH_MAX + 1];
+	int n = full_path(c, field, path);
+	char where[160];
+	path_text(path, n, where, sizeof(where));
+	char msg[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return as_diag_set(c->diag, line_of(c->text, c->len, path, n),
+			   AS_EPARSE, "%s%s%s", where, *where ? ": " : "",
+			   msg);
+}
+
+/* ---- Values ---- */
+
+/* The decimal digits of the number at path.field in the text, exactly. */
+static bool raw_u64(const struct as_jctx *c, const char *field,
+		    uint64_t *out)
+{
+	struct as_jseg path[AS_JPATH_MAX + 1];
+	int n = full_path(c, field, path);
+	struct scan sc = {c->text, c->text + c->len};
+	for (int i = 0; i < n; i++)
+		if (!step(&sc, &path[i]))
+			return false;
+	ws(&sc);
+	size_t k = 0;
+	while (sc.p + k < sc.end && sc.p[k] >= '0' && sc.p[k] <= '9')
+		k++;
+	if (sc.p + k < sc.end && strchr(".eE", sc.p[k]))
+		return false;
+	return as_parse_u64(sc.p, k, out);
+}
+
+int as_json_u64(const struct as_jctx *c, const cJSON *v, const char *field,
+		uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t u;
+	if (cJSON_IsString(v)) {
+		if (!as_parse_u64(v->valuestring, strlen(v->valuestring), &u))
+			return as_json_fail(c, field, "'%s' is not a "
+						      "non-negative integer "
+						      "(or overflows 64 bits)",
+					    v->valuestring);
+	} else if (cJSON_IsNumber(v)) {
+		double d = v->valuedouble;
+		if (c->exact_big && (!isfinite(d) || d >= 9007199254740992.0)) {
+			/* Past 2^53 the double has lost digits. */
+			if (!raw_u64(c, field, &u))
+				return as_json_fail(c, field,
+						    "expected a non-negative "
+						    "integer (up to 2^64 - 1)");
+		} else if (!isfinite(d) || d < 0 || d != floor(d)) {
+			return as_json_fail(c, field, "expected a non-negative "
+						      "integer");
+		} else if (d > 9007199254740992.0) {
+			return as_json_fail(c, field, "value too large for a "
+						      "JSON number: write it "
+						      "as a decimal string");
+		} else {
+			u = (uint64_t)d;
+		}
+	} else {
+		return as_json_fail(c, field, "expected a number");
+	}
+	if (u < min || u > max)
+		return as_json_fail(c, field, "%llu is out of range [%llu, "
+					      "%llu]",
+				    (unsigned long long)u,
+				    (unsigned long long)min,
+				    (unsigned long long)max);
+	*out = u;
+	return AS_OK;
+}
+
+int as_json_get_range(const struct as_jctx *c, const cJSON *obj,
+		      const char *field, bool required, uint64_t def,
+		      uint64_t min, uint64_t max, uint64_t *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, field);
+	if (!v) {
+		if (required)
+			return as_json_fail(c, NULL, "missing field '%s'",
+					    field);
+		*out = def;
+		return AS_OK;
+	}
+	return as_json_u64(c, v, field, min, max, out);
+}
+
+int as_json_get_u64(const struct as_jctx *c, const cJSON *obj,
+		    const char *field, bool required, uint64_t def,
+		    uint64_t *out)
+{
+	return as_json_get_range(c, obj, field, required, def, 0, UINT64_MAX,
+				 out);
+}
+
+int as_json_get_string(const struct as_jctx *c, const cJSON *obj,
+		       const char *field, bool required, const char **out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, field);
+	*out = NULL;
+	if (!v) {
+		if (required)
+			return as_json_fail(c, NULL, "missing field '%s'",
+					    field);
+		return AS_OK;
+	}
+	if (!cJSON_IsString(v))
+		return as_json_fail(c, field, "expected a string");
+	*out = v->valuestring;
+	return AS_OK;
+}
+
+/* ---- Parsing ---- */
+
+cJSON *as_json_parse(const char *data, size_t len, struct as_diag *diag)
+{
+	const char *end = NULL;
+	cJSON *root = cJSON_ParseWithLengthOpts(data, len, &end, false);
+	if (root)
+		return root;
+	const char *stop = end && end >= data && end <= data + len
+				   ? end
+				   : data + len;
+	/* Stopped on the last character that is not space: cut short. */
+	const char *last = data + len;
+	while (last > data && strchr(" \t\r\n", last[-1]))
+		last--;
+	bool truncated = stop + 1 >= last;
+	if (truncated)
+		stop = data + len;
+	uint64_t line = 1;
+	for (const char *q = data; q < stop; q++)
+		line += *q == '\n';
+	if (truncated) {
+		as_diag_set(diag, line, AS_EPARSE,
+			    "truncated JSON (unexpected end of input)");
+		return NULL;
+	}
+	/* data need not be NUL-terminated: copy what is quoted. */
+	char near[24];
+	size_t k = 0;
+	for (const char *q = stop; q < data + len && k < 20; q++)
+		near[k++] = (*q >= ' ' && *q < 127) ? *q : ' ';
+	near[k] = 0;
+	as_diag_set(diag, line, AS_EPARSE, "malformed JSON near '%s'", near);
+	return NULL;
+}
