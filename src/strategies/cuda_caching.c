@@ -2083,20 +2083,32 @@ static bool addr_less(uint32_t a, uint32_t b, const void *ctx)
 	return t->segments[a].start < t->segments[b].start;
 }
 
+/*
+ * Why buffer i landed elsewhere than in the recording. Later disagreements
+ * usually follow the first one (the model's state differs from then on);
+ * the first gets a cause.
+ */
 static const char *why(const struct cc *s, const struct as_trace *t,
-		       uint32_t i, const struct as_segment *rg)
+		       uint32_t i, const struct as_segment *rg, bool first)
 {
 	const struct as_buffer *b = &t->buffers[i];
 	if (s->seg_size[i] == 0)
 		return "the model ran out of memory";
-	if (b->stream != 0)
-		return "stream reuse: blocks are kept per stream";
 	for (uint32_t k = 0; k < s->opts.n; k++)
 		if (s->opts.kv[k].from_spec)
 			return "the model runs with other settings than the "
 			       "recording";
-	if (t->info && t->info[i].free_requested + 1 < b->end)
-		return "record_stream or stream events delayed a free";
+	if (!first)
+		return "follows an earlier disagreement";
+	if (b->stream != 0)
+		return "stream reuse: blocks are kept per stream";
+	/* a block the program had let go of but the allocator had not
+	 * (record_stream, stream events) */
+	for (uint32_t j = 0; t->info && j < i; j++)
+		if (t->buffers[j].space == b->space &&
+		    t->info[j].free_requested < b->start &&
+		    b->start < t->buffers[j].end)
+			return "record_stream or stream events delayed a free";
 	if (rg->start == 0 && !(s->initial[i] & IN_INITIAL_SEG))
 		return "the recorded allocator reused memory cached before "
 		       "the recording (ring buffer truncation?)";
@@ -2104,8 +2116,8 @@ static const char *why(const struct cc *s, const struct as_trace *t,
 		return "the recorded allocator made a new segment where the "
 		       "model reused a cached block (release, empty_cache or "
 		       "version differences)";
-	return "a different block was chosen (an earlier disagreement, or "
-	       "version differences)";
+	return "a different block was chosen (version differences, or state "
+	       "from before the recording)";
 }
 
 /*
@@ -2197,7 +2209,7 @@ static void agreement(struct cc *s, struct as_plan *p)
 				 ": %s",
 				 t->spaces[s->space].name, b->name, i, b->size,
 				 s->seg_size[i], s->seg_off[i], rsize, roff,
-				 why(s, t, i, rg));
+				 why(s, t, i, rg, notes == 0));
 			as_plan_note(p, line);
 			emitf(s, "disagreement %s", line);
 			notes++;
