@@ -450,6 +450,37 @@ static void garbage_collection_frees_old_segments_above_the_threshold(void)
 	as_trace_destroy(t);
 }
 
+static void snapshot_settings_are_the_defaults_and_options_win(void)
+{
+	struct as_trace *t = parse_ops("alloc a 88080384 512\n"    /* 84 MiB */
+				       "alloc b 157286400 512\n"); /* 150 */
+	if (!t) {
+		CHECK(t != NULL);
+		return;
+	}
+	const char *saved = t->metadata;
+	t->metadata = "{\"allocator_settings\": {\"PYTORCH_CUDA_ALLOC_CONF\": "
+		      "\"roundup_power2_divisions:[256:4,>:1],"
+		      "max_split_size_mb:100\", \"max_split_size\": 104857600, "
+		      "\"expandable_segments\": false}}";
+	struct as_plan *p = run(t, "cuda-caching");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_U64(CHUNK("a"), 96 * MiB);
+		CHECK_EQ_U64(stat_of(p, "oversize_allocations.peak"), 1);
+	}
+	as_plan_destroy(p);
+	p = run(t, "cuda-caching:roundup_power2_divisions=0");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_U64(CHUNK("a"), 84 * MiB);
+		CHECK_EQ_U64(stat_of(p, "oversize_allocations.peak"), 1);
+	}
+	as_plan_destroy(p);
+	t->metadata = saved;
+	as_trace_destroy(t);
+}
+
 static void bad_options_are_refused_by_name(void)
 {
 	struct as_trace *t = parse_ops("alloc a 1 512\n");
@@ -675,6 +706,7 @@ int main(void)
 	TEST_RUN(expandable_segments_grow_one_range_by_pages);
 	TEST_RUN(free_blocks_are_reused_only_by_their_own_stream);
 	TEST_RUN(garbage_collection_frees_old_segments_above_the_threshold);
+	TEST_RUN(snapshot_settings_are_the_defaults_and_options_win);
 	TEST_RUN(bad_options_are_refused_by_name);
 	TEST_RUN(the_plan_csv_carries_segment_columns);
 	TEST_RUN(check_reports_broken_invariants_as_data);

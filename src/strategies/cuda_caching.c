@@ -1375,10 +1375,76 @@ static bool meta_number(const char *m, const char *key, double *out)
  * A snapshot's allocator_settings are the defaults: each applies unless the
  * option was given (command line or config line).
  */
+/*
+ * The PYTORCH_CUDA_ALLOC_CONF string itself ("key:value,..."): the settings
+ * the structured keys do not carry (max_non_split_rounding_mb,
+ * large_segment_size_mb), and all of them for writers without those keys.
+ */
+static void apply_conf_string(struct cc *s, const char *m)
+{
+	const char *v = meta_value(m, "PYTORCH_CUDA_ALLOC_CONF");
+	if (!v || *v != '"')
+		return;
+	char conf[512];
+	size_t n = 0;
+	for (v++; *v && *v != '"' && n + 1 < sizeof(conf); v++)
+		conf[n++] = *v;
+	conf[n] = 0;
+	char *p = conf;
+	while (*p) {
+		char *key = p;
+		char *colon = strchr(p, ':');
+		if (!colon)
+			break;
+		*colon = 0;
+		char *val = colon + 1;
+		char *end = val;
+		if (*val == '[') {
+			end = strchr(val, ']');
+			end = end ? end + 1 : val + strlen(val);
+		}
+		end += strcspn(end, ",");
+		p = *end ? end + 1 : end;
+		*end = 0;
+		while (*key == ' ')
+			key++;
+		uint64_t x;
+		bool num = as_parse_u64(val, strlen(val), &x);
+		if (strcmp(key, "max_split_size_mb") == 0 && num && x >= 20 &&
+		    x < (MAX_BYTES >> 20) && !given(s, key))
+			s->max_split = x << 20;
+		else if (strcmp(key, "max_non_split_rounding_mb") == 0 && num &&
+			 x < (MAX_BYTES >> 20) && !given(s, key))
+			s->max_non_split = x << 20;
+		else if (strcmp(key, "large_segment_size_mb") == 0 && num &&
+			 x >= 2 && x % 2 == 0 && x < (1ull << 20) &&
+			 !given(s, key))
+			s->large_seg = x << 20;
+		else if (strcmp(key, "expandable_segments") == 0 &&
+			 !given(s, key))
+			s->expandable = strcmp(val, "True") == 0 ||
+					strcmp(val, "true") == 0 ||
+					strcmp(val, "1") == 0;
+		else if (strcmp(key, "roundup_power2_divisions") == 0 &&
+			 !given(s, key)) {
+			uint32_t div[NDIV] = {0};
+			if (parse_divisions(val, div))
+				memcpy(s->div, div, sizeof(div));
+		} else if (strcmp(key, "garbage_collection_threshold") == 0 &&
+			   !given(s, key)) {
+			char *e;
+			double d = strtod(val, &e);
+			if (e != val && d > 0.0 && d < 1.0)
+				s->gc_threshold = d;
+		}
+	}
+}
+
 static void apply_settings(struct cc *s, const char *m)
 {
 	double x;
 	const char *v;
+	apply_conf_string(s, m);
 	if (!given(s, "max_split_size_mb") &&
 	    meta_number(m, "max_split_size", &x) && x >= (double)LARGE_BUFFER &&
 	    x < (double)MAX_BYTES)
