@@ -174,12 +174,12 @@ struct cc {
 static const struct as_option_desc cc_options[] = {
 	{"max_split_size_mb", "0", "blocks this large (MiB, >= 20) are never split; 0: no limit"},
 	{"roundup_power2_divisions", "0", "N or [256:4,>:1]: round requests to N divisions of their power of two"},
-	{"expandable_segments", "0", "1: one growing virtual range per stream and pool, 2/20 MiB pages"},
+	{"expandable_segments", "0", "1 (True): one growing virtual range per stream and pool, 2/20 MiB pages"},
 	{"garbage_collection_threshold", "0", "0 < t < 1: free old cached segments above t * fraction * capacity"},
 	{"fraction", "0", "set_per_process_memory_fraction: the allocator may reserve fraction * capacity (0: unset)"},
 	{"max_non_split_rounding_mb", "20", "an oversize request takes a cached block less than this much larger"},
 	{"large_segment_size_mb", "20", "segment size for requests of 1-10 MiB (newest PyTorch)"},
-	{"capacity", "0", "device memory (80G style; 0: the trace's space capacity, else unlimited)"},
+	{"capacity", "0", "device memory (80G style); 0: the space's capacity, else what a recorded OOM tells, else unlimited"},
 	{NULL, NULL, NULL},
 };
 
@@ -1504,8 +1504,10 @@ static void cc_destroy(void *state)
 static int cc_create(const struct as_opts *o, as_emit_fn emit, void *ctx,
 		     void **state, struct as_diag *diag)
 {
-	uint64_t msplit, nonsplit, lseg, exp;
-	int err;
+	static const char *const bools[] = {"0",     "1",    "False", "True",
+					   "false", "true", NULL};
+	uint64_t msplit, nonsplit, lseg;
+	int err, exp;
 	struct cc *s = calloc(1, sizeof(*s));
 	if (!s)
 		return AS_ENOMEM;
@@ -1515,8 +1517,8 @@ static int cc_create(const struct as_opts *o, as_emit_fn emit, void *ctx,
 			       1ull << 40, &nonsplit, diag)) ||
 	    (err = as_opts_u64(o, "large_segment_size_mb", 20, 2, 1ull << 20,
 			       &lseg, diag)) ||
-	    (err = as_opts_u64(o, "expandable_segments", 0, 0, 1, &exp,
-			       diag)) ||
+	    (err = as_opts_choice(o, "expandable_segments", bools, 0, &exp,
+				  diag)) ||
 	    (err = as_opts_u64(o, "capacity", 0, 0, MAX_BYTES, &s->capacity,
 			       diag)) ||
 	    (err = as_opts_double(o, "garbage_collection_threshold", 0.0, 0.0,
@@ -1553,7 +1555,7 @@ static int cc_create(const struct as_opts *o, as_emit_fn emit, void *ctx,
 	s->max_split = msplit ? msplit << 20 : NO_LIMIT;
 	s->max_non_split = nonsplit << 20;
 	s->large_seg = lseg << 20;
-	s->expandable = exp != 0;
+	s->expandable = exp % 2 == 1;
 	s->opt_capacity = s->capacity != 0;
 	s->emit = emit;
 	s->ctx = ctx;
