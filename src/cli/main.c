@@ -275,6 +275,14 @@ static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
 				fprintf(f, "%.6g", st->value);
 		}
 		fputs("}", f);
+		if (x->plan->nnotes) {
+			fputs(",\n   \"notes\": [", f);
+			for (uint32_t k = 0; k < x->plan->nnotes; k++) {
+				fputs(k ? ", " : "", f);
+				as_json_string(f, x->plan->notes[k]);
+			}
+			fputs("]", f);
+		}
 		if (x->plan->nspaces > 1)
 			write_spaces(f, t, x->plan);
 		if (x->plan->nrounds) {
@@ -327,6 +335,31 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 		       gap_pct(r[i].peak, lb),
 		       r[i].report.valid ? "yes" : "NO", r[i].failed,
 		       r[i].plan->plan_ms);
+	}
+	/* Allocators that model a device's reserved memory (cuda-caching). */
+	bool header = false;
+	for (size_t i = 0; i < n; i++) {
+		const struct as_plan *p = r[i].plan;
+		double res = -1, frag = 0, ooms = 0;
+		for (uint32_t k = 0; k < p->nstats; k++) {
+			if (strcmp(p->stats[k].key, "reserved_bytes.peak") == 0)
+				res = p->stats[k].value;
+			else if (strcmp(p->stats[k].key,
+					"fragmentation_at_peak") == 0)
+				frag = p->stats[k].value;
+			else if (strcmp(p->stats[k].key, "num_ooms") == 0)
+				ooms = p->stats[k].value;
+		}
+		if (res < 0)
+			continue;
+		if (!header)
+			printf("\n%-28s %14s %10s %14s %10s %6s\n", "strategy",
+			       "reserved peak", "", "fragmentation", "", "ooms");
+		header = true;
+		char hf[32];
+		printf("%-28s %14.0f %10s %14.0f %10s %6.0f\n", r[i].spec, res,
+		       as_human_bytes((uint64_t)res, hb, sizeof(hb)), frag,
+		       as_human_bytes((uint64_t)frag, hf, sizeof(hf)), ooms);
 	}
 }
 

@@ -345,6 +345,16 @@ struct as_plan {
 	struct as_round *rounds;
 	uint32_t nrounds;
 	double plan_ms;
+	/*
+	 * Optional, per buffer: the reserved segment an allocator placed the
+	 * buffer in (its size, and the buffer's offset inside it; size 0:
+	 * none). NULL when the strategy has no segments.
+	 */
+	uint64_t *segment_size;
+	uint64_t *segment_offset;
+	/* Remarks of the strategy (disagreements with a recording, ...). */
+	char **notes;
+	uint32_t nnotes;
 };
 
 struct as_plan *as_plan_create(const struct as_trace *t);
@@ -354,6 +364,10 @@ int as_plan_want_chunks(struct as_plan *p);
 int as_plan_want_spaces(struct as_plan *p, const struct as_trace *t,
 			uint16_t nspaces);
 int as_plan_want_aliases(struct as_plan *p, const struct as_trace *t);
+/* Allocate segment_size and segment_offset (zero: no segment). */
+int as_plan_want_segments(struct as_plan *p);
+/* Add a remark (copied; at most 64 are kept, later ones are counted). */
+int as_plan_note(struct as_plan *p, const char *text);
 /* Record a statistic; `key` must outlive the plan (a literal). */
 int as_plan_stat(struct as_plan *p, const char *key, double value);
 int as_plan_stat_int(struct as_plan *p, const char *key, uint64_t value);
@@ -387,7 +401,11 @@ uint32_t as_plan_failed(const struct as_plan *p, const struct as_trace *t);
 /* Read a plan CSV (id,lower,upper,size,offset) matching the trace's buffers. */
 int as_plan_read_csv(const struct as_trace *t, const char *path,
 		     struct as_plan **out, struct as_diag *diag);
-/* Write the plan CSV: header `id,lower,upper,size,offset`, trace order. */
+/*
+ * Write the plan CSV: header `id,lower,upper,size,offset`, trace order; plans
+ * with segments add the columns `segment_size,segment_offset` (empty when the
+ * buffer has none).
+ */
 int as_plan_write_csv(const struct as_plan *p, const struct as_trace *t,
 		      FILE *f);
 
