@@ -99,6 +99,7 @@ py=$(command -v /usr/bin/python3 || command -v python3 || true)
 [ -n "$py" ] && programs+=("python:$py -c import json; print(len(json.dumps([str(i) for i in range(20000)])))")
 command -v git >/dev/null && programs+=("git:git --version")
 command -v sqlite3 >/dev/null && programs+=("sqlite3:sqlite3 :memory: create table t(x); insert into t values (1),(2); select sum(x) from t;")
+command -v gcc >/dev/null && programs+=("gcc:gcc --version")
 
 # Record with mtrace: preload glibc's malloc debug library when it exists
 # (glibc >= 2.34 keeps the hooks there), then the shim.
