@@ -340,7 +340,8 @@ static int exe_line(struct as_builder *b, struct heaptrack *h, const char *s,
 	char path[1024];
 	if (!lenstr(h, &p, s + len, &t, &n) || n >= sizeof(path))
 		return as_diag_set(diag, line, AS_EPARSE,
-				   "bad executable line");
+				   "bad executable line (expected x LENGTH "
+				   "PATH, LENGTH in hex)");
 	memcpy(path, t, n);
 	path[n] = 0;
 	return (h->exe = as_heap_intern(b, h->heap, base_name(path)))
@@ -361,7 +362,9 @@ static int module_line(struct as_builder *b, struct heaptrack *h,
 	size_t n;
 	char path[1024];
 	if (!lenstr(h, &p, end, &t, &n) || n >= sizeof(path))
-		return as_diag_set(diag, line, AS_EPARSE, "bad module line");
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "bad module line (expected m LENGTH PATH "
+				   "ADDRESS [OFFSET SIZE]...)");
 	if (n == 1 && t[0] == '-') {
 		h->nmods = 0;
 		return AS_OK;
