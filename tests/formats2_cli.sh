@@ -67,7 +67,9 @@ else
 fi
 
 # Every format reads the same compressed, by extension or by magic alone.
-for f in traces/small-cnn.json traces/cnn-recorded.csv $(ls traces/*.ops 2>/dev/null | head -1); do
+snap=${AS_SHARED_DIR:-}/snapshots/eor_nn.pickle
+[ -e "$snap" ] || snap=""
+for f in traces/small-cnn.json traces/cnn-recorded.csv $(ls traces/*.ops 2>/dev/null | head -1) $snap; do
 	[ -e "$f" ] || continue
 	b=$(basename "$f")
 	"$exe" replay "$f" -s greedy-size --json "$tmp/p.json" >/dev/null 2>&1
