@@ -151,7 +151,7 @@ static void small_trace_renders_as_the_golden_svg(void)
 	struct as_render_opts o;
 	as_render_opts_init(&o);
 	o.width = 900;
-	o.height = 420;
+	o.height = 560; /* the plot, the rounds chart and memory over time */
 	size_t len;
 	char *svg = render_svg(&pn, 1, &o, &len);
 	CHECK(svg && strstr(svg, "<title>conv1.out\n8.00 KiB (8192 B) at "
@@ -737,6 +737,112 @@ static void time_labels_never_repeat_when_zoomed_at_large_times(void)
 	as_trace_destroy(t);
 }
 
+/*
+ * What recorded traces (snapshots, malloc traces) add: a clock (labels in
+ * ms), an OOM mark, a reserved segment behind the recorded plan, the
+ * allocator's rounding above the request and the pending part of a buffer
+ * freed by the program but not yet by the allocator.
+ */
+static struct as_trace *make_recorded(struct as_plan **plan)
+{
+	struct as_diag d;
+	struct as_builder *bl = as_builder_create("snap.pickle", "pickle");
+	char name[16];
+	for (int k = 0; k < 40; k++) {
+		CHECK(as_builder_clock(bl, (uint64_t)k * 2500, 0, &d) == AS_OK);
+		snprintf(name, sizeof(name), "x%d", k);
+		int64_t i = as_builder_alloc(bl, name, 4096, 1, 0, &d);
+		CHECK(i == k);
+		struct as_buffer_info *inf = as_builder_info(bl, (uint32_t)i);
+		CHECK(inf != NULL);
+		if (inf)
+			inf->requested = 1024;
+		if (k == 20) {
+			struct as_mark m = {0, 1 << 20, 0, 0, AS_MARK_OOM};
+			CHECK(as_builder_mark(bl, &m) == AS_OK);
+		}
+		if (k >= 5) {
+			snprintf(name, sizeof(name), "x%d", k - 5);
+			CHECK(as_builder_free(bl, name, 0, &d) == AS_OK);
+		}
+	}
+	struct as_segment sg = {0, 64 << 10, 0, 200, 0, 0, 0};
+	CHECK(as_builder_segment(bl, &sg) == AS_OK);
+	struct as_trace *t = NULL;
+	CHECK(as_builder_finish(bl, &t, &d) == AS_OK);
+	if (!t)
+		return NULL;
+	/* Buffer 3: the program let go of it halfway through its life. */
+	t->info[3].free_requested =
+		(t->buffers[3].start + t->buffers[3].end) / 2;
+	struct as_plan *p = as_plan_create(t);
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		p->offset[i] = (uint64_t)(i % 8) * 4096;
+	*plan = p;
+	return t;
+}
+
+static void recorded_clock_marks_segments_and_waste_are_drawn(void)
+{
+	struct as_plan *p;
+	struct as_trace *t = make_recorded(&p);
+	if (!t)
+		return;
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	struct as_render_panel pn = {"recorded", t, p, NULL,
+				     AS_RENDER_ALL_SPACES};
+	size_t len;
+	char *svg = render_svg(&pn, 1, &o, &len);
+	CHECK(svg && strstr(svg, " ms</text>"));
+	CHECK(svg && strstr(svg, ">time (recorded clock"));
+	CHECK(svg && strstr(svg, "fill=\"#eeeeee\"")); /* the segment */
+	CHECK(svg && strstr(svg, ">memory over time</text>"));
+	CHECK(svg && strstr(svg, ">OOM / failed</text>"));
+	free(svg);
+	o.time_events = true;
+	svg = render_svg(&pn, 1, &o, &len);
+	CHECK(svg && !strstr(svg, " ms</text>"));
+	free(svg);
+	keep("recorded", &pn, 1, &o);
+
+	/* Pixels: the rounding above the request and the pending part are
+	 * lighter than the requested bytes in use. */
+	o.time_events = false;
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+	if (r) {
+		uint32_t *px = draw(r, o.width, o.height);
+		const struct as_buffer *b = &t->buffers[3];
+		double xa, ya, xb, yb, xc, yc;
+		uint64_t off = p->offset[3];
+		/* Early in its life: low (requested) and high (rounding). */
+		as_render_to_pixel(r, 0, b->start + 0.3 * (b->end - b->start),
+				   off + 512, &xa, &ya);
+		as_render_to_pixel(r, 0, b->start + 0.3 * (b->end - b->start),
+				   off + 3072, &xb, &yb);
+		/* Late in its life (pending), requested bytes. */
+		as_render_to_pixel(r, 0, b->start + 0.8 * (b->end - b->start),
+				   off + 512, &xc, &yc);
+		uint32_t used = at(px, o.width, xa, ya);
+		uint32_t round = at(px, o.width, xb, yb);
+		uint32_t pend = at(px, o.width, xc, yc);
+		int lu = (int)((used >> 16) & 0xff) + ((used >> 8) & 0xff) +
+			 (used & 0xff);
+		int lr = (int)((round >> 16) & 0xff) + ((round >> 8) & 0xff) +
+			 (round & 0xff);
+		int lp = (int)((pend >> 16) & 0xff) + ((pend >> 8) & 0xff) +
+			 (pend & 0xff);
+		CHECK(lr > lu + 60);
+		CHECK(lp > lu + 60);
+		free(px);
+		as_render_destroy(r);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
 static void far_apart_address_ranges_are_compressed_with_a_break(void)
 {
 	static const struct tbuf far[] = {
@@ -1229,6 +1335,7 @@ int main(void)
 	TEST_RUN(peak_time_is_the_most_bytes_live_while_the_top_is_in_use);
 	TEST_RUN(tall_short_lived_buffers_stay_visible_at_low_zoom);
 	TEST_RUN(time_labels_never_repeat_when_zoomed_at_large_times);
+	TEST_RUN(recorded_clock_marks_segments_and_waste_are_drawn);
 	TEST_RUN(far_apart_address_ranges_are_compressed_with_a_break);
 	TEST_RUN(a_million_buffers_render_fast_into_a_bounded_svg);
 	TEST_RUN(colours_follow_the_name_in_every_panel_and_mode);

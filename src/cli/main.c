@@ -6,6 +6,7 @@
  * error.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,8 @@ static const char usage_text[] =
 	"usage: allocscope replay TRACE|DIR... [-f FMT] [-s SPEC]...\n"
 	"                         [--json FILE|-] [--plan-out FILE] [--dump]\n"
 	"                         [--no-progress] [--png FILE] [--svg FILE]\n"
-	"                         [--size WxH] [--color-by buffer|size|pool|lifetime]\n"
+	"                         [--size WxH] [--color-by buffer|size|pool|lifetime|prefix|frame]\n"
+	"                         [--time clock|events]\n"
 	"       allocscope check TRACE [-f FMT] [--plan PLAN.csv]\n"
 	"       allocscope strategies\n"
 	"       allocscope diff BASE.json NEW.json [--metric M] [--max-regress PCT]\n"
@@ -273,6 +275,14 @@ static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
 				fprintf(f, "%.6g", st->value);
 		}
 		fputs("}", f);
+		if (x->plan->nnotes) {
+			fputs(",\n   \"notes\": [", f);
+			for (uint32_t k = 0; k < x->plan->nnotes; k++) {
+				fputs(k ? ", " : "", f);
+				as_json_string(f, x->plan->notes[k]);
+			}
+			fputs("]", f);
+		}
 		if (x->plan->nspaces > 1)
 			write_spaces(f, t, x->plan);
 		if (x->plan->nrounds) {
@@ -325,6 +335,31 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 		       gap_pct(r[i].peak, lb),
 		       r[i].report.valid ? "yes" : "NO", r[i].failed,
 		       r[i].plan->plan_ms);
+	}
+	/* Allocators that model a device's reserved memory (cuda-caching). */
+	bool header = false;
+	for (size_t i = 0; i < n; i++) {
+		const struct as_plan *p = r[i].plan;
+		double res = -1, frag = 0, ooms = 0;
+		for (uint32_t k = 0; k < p->nstats; k++) {
+			if (strcmp(p->stats[k].key, "reserved_bytes.peak") == 0)
+				res = p->stats[k].value;
+			else if (strcmp(p->stats[k].key,
+					"fragmentation_at_peak") == 0)
+				frag = p->stats[k].value;
+			else if (strcmp(p->stats[k].key, "num_ooms") == 0)
+				ooms = p->stats[k].value;
+		}
+		if (res < 0)
+			continue;
+		if (!header)
+			printf("\n%-28s %14s %10s %14s %10s %6s\n", "strategy",
+			       "reserved peak", "", "fragmentation", "", "ooms");
+		header = true;
+		char hf[32];
+		printf("%-28s %14.0f %10s %14.0f %10s %6.0f\n", r[i].spec, res,
+		       as_human_bytes((uint64_t)res, hb, sizeof(hb)), frag,
+		       as_human_bytes((uint64_t)frag, hf, sizeof(hf)), ooms);
 	}
 }
 
@@ -498,9 +533,16 @@ static int cmd_replay(int argc, char **argv)
 			o.ropts.min_plot_height = 0;
 		} else if (strcmp(a, "--color-by") == 0 && more) {
 			if (as_color_by_from_name(argv[++i], &o.ropts.color_by))
-				bad = usage_error("--color-by wants buffer, "
+				bad = usage_error("--color-by wants buffer, prefix, frame, "
 						  "size, pool or lifetime, not "
 						  "'%s'", argv[i]);
+		} else if (strcmp(a, "--time") == 0 && more) {
+			const char *v = argv[++i];
+			if (strcmp(v, "events") == 0 || strcmp(v, "clock") == 0)
+				o.ropts.time_events = v[0] == 'e';
+			else
+				bad = usage_error("--time wants clock or events, "
+						  "not '%s'", v);
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			free(args);
 			fputs(usage_text, stdout);
@@ -716,8 +758,19 @@ static int cmd_view(char **argv)
 	return EXIT_USAGE;
 }
 
+/* Interrupted: no temporary file left behind, exit status 128 + signal. */
+static void on_signal(int sig)
+{
+	as_atomic_remove_pending();
+	_exit(128 + sig);
+}
+
 int main(int argc, char **argv)
 {
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	if (argc < 2)
 		return usage_error("missing command%s", "");
 	const char *cmd = argv[1];

@@ -76,6 +76,10 @@ struct as_builder {
 	bool timed, ordered;
 	uint32_t cap_marks, cap_segments, cap_info, ninfo, cap_input_stats;
 	uint64_t cap_clock, nclock; /* clock readings held: steps [0, nclock) */
+	/* Space names past spaces[0] (which parsers may rename): open
+	 * addressing over space indices, 0 marks an empty slot. */
+	uint16_t *space_slots;
+	uint32_t space_mask, cap_spaces;
 };
 
 static bool grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
@@ -185,6 +189,7 @@ struct as_builder *as_builder_create(const char *path, const char *format)
 	t->cases[0].options = "";
 	t->ncases = 1;
 	b->cap_cases = 1;
+	b->cap_spaces = 1;
 	return b;
 fail:
 	as_builder_destroy(b);
@@ -198,6 +203,7 @@ void as_builder_destroy(struct as_builder *b)
 	as_trace_destroy(b->t);
 	free(b->live);
 	free(b->live_hash);
+	free(b->space_slots);
 	free(b);
 }
 
@@ -233,27 +239,60 @@ struct as_buffer *as_builder_buffer(struct as_builder *b, uint32_t index)
 	return index < b->t->nbuffers ? &b->t->buffers[index] : NULL;
 }
 
+/* The slot of space `name` (not spaces[0]), or the empty one for it. */
+static uint32_t space_slot(const struct as_builder *b, const char *name)
+{
+	uint32_t h = (uint32_t)(as_hash_str(name) & b->space_mask);
+	while (b->space_slots[h] &&
+	       strcmp(b->t->spaces[b->space_slots[h]].name, name) != 0)
+		h = (h + 1) & b->space_mask;
+	return h;
+}
+
+int as_builder_space_find(const struct as_builder *b, const char *name)
+{
+	const struct as_trace *t = b->t;
+	if (strcmp(t->spaces[0].name, name) == 0)
+		return 0;
+	if (!b->space_slots)
+		return -1;
+	uint32_t h = space_slot(b, name);
+	return b->space_slots[h] ? b->space_slots[h] : -1;
+}
+
 int as_builder_space(struct as_builder *b, const char *name,
 		     uint64_t capacity)
 {
 	struct as_trace *t = b->t;
-	for (uint16_t i = 0; i < t->nspaces; i++) {
-		if (strcmp(t->spaces[i].name, name) == 0) {
-			if (capacity)
-				t->spaces[i].capacity = capacity;
-			return i;
-		}
+	int found = as_builder_space_find(b, name);
+	if (found >= 0) {
+		if (capacity)
+			t->spaces[found].capacity = capacity;
+		return found;
 	}
-	if (t->nspaces == UINT16_MAX)
+	if (t->nspaces >= AS_MAX_SPACES)
 		return AS_EINVAL;
-	struct as_space *n = realloc(t->spaces, (t->nspaces + 1u) * sizeof(*n));
-	if (!n)
+	/* Slots for twice the spaces: rehash when half full. */
+	if (2u * t->nspaces >= b->space_mask) {
+		uint32_t cap = b->space_mask ? 2 * (b->space_mask + 1) : 64;
+		uint16_t *n = calloc(cap, sizeof(*n));
+		if (!n)
+			return AS_ENOMEM;
+		free(b->space_slots);
+		b->space_slots = n;
+		b->space_mask = cap - 1;
+		for (uint16_t i = 1; i < t->nspaces; i++)
+			n[space_slot(b, t->spaces[i].name)] = i;
+	}
+	if (!grow((void **)&t->spaces, &b->cap_spaces, t->nspaces + 1u,
+		  sizeof(*t->spaces)))
 		return AS_ENOMEM;
-	t->spaces = n;
+	struct as_space *n = t->spaces;
 	n[t->nspaces].name = as_builder_intern(b, name);
 	n[t->nspaces].capacity = capacity;
 	if (!n[t->nspaces].name)
 		return AS_ENOMEM;
+	b->space_slots[space_slot(b, name)] = t->nspaces;
 	return t->nspaces++;
 }
 
@@ -300,10 +339,15 @@ static int64_t new_buffer(struct as_builder *b, const char *name,
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "too many buffers (at most %u)",
 				   AS_MAX_BUFFERS);
+	size_t namelen = strlen(name);
+	if (namelen > AS_NAME_MAX)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "name is too long (%zu bytes; at most %d)",
+				   namelen, AS_NAME_MAX);
 	if (!grow((void **)&t->buffers, &b->cap_buffers, t->nbuffers + 1,
 		  sizeof(*t->buffers)))
 		return AS_ENOMEM;
-	const char *n = as_arena_dup(&t->priv->strings, name, strlen(name));
+	const char *n = as_arena_dup(&t->priv->strings, name, namelen);
 	if (!n)
 		return AS_ENOMEM;
 	struct as_buffer *buf = &t->buffers[t->nbuffers];

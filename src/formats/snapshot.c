@@ -184,6 +184,13 @@ struct reading {
 	int64_t mark;           /* index in marks[], or -1: a clock reading */
 };
 
+/* One frame dict, seen once: its text "file:line:name" and its kind. */
+struct finfo {
+	const char *text;       /* in ctx.ftext; NULL when omitted */
+	size_t len;
+	bool python;
+};
+
 struct ctx {
 	struct as_builder *b;
 	struct as_diag *diag;
@@ -204,12 +211,20 @@ struct ctx {
 	uint16_t nstreams;
 	bool has_time;
 	uint64_t t0;
-	/* Frames: list pointer -> text, text hash -> interned text. */
-	struct map frame_lists, frame_texts;
-	char *scratch;
-	size_t capscratch, frames_text;
+	/*
+	 * Frames: frame dict -> its text (fi[]); a stack's frame dicts ->
+	 * its text (interned[], with reps[] the first list seen); the hash
+	 * of a text -> the same text.
+	 */
+	struct map frame_dicts, frame_seqs, frame_texts;
+	struct finfo *fi;
+	size_t nfi, capfi;
+	struct as_arena ftext;
+	char *scratch, *fscratch; /* a stack's text, a frame's text */
+	size_t capscratch, capfscratch, frames_text;
 	const char **interned;
-	size_t ninterned, capinterned;
+	const struct as_pk **reps;
+	size_t ninterned, capinterned, capreps;
 };
 
 /* (addr, dev) slot: `val` packs frees (high 32 bits), live buffer (low). */
@@ -375,82 +390,139 @@ static bool is_python(const char *file)
 	return n >= 3 && strcmp(file + n - 3, ".py") == 0;
 }
 
-/* Append "file:line:name\n" of the frames of one kind to the scratch. */
-static bool add_frames(struct ctx *c, const struct as_pk *list, bool python,
+static int frame_info(struct ctx *c, const struct as_pk *f, size_t *out)
+{
+	struct mslot *s = map_get(&c->frame_dicts, (uintptr_t)f, 1, UINT64_MAX);
+	if (!s)
+		return nomem(c);
+	if (s->val != UINT64_MAX) {
+		*out = s->val;
+		return AS_OK;
+	}
+	if (!grow_array((void **)&c->fi, &c->capfi, c->nfi + 1,
+			sizeof(*c->fi)))
+		return nomem(c);
+	const char *name = as_pk_str(as_pk_get(f, "name"));
+	const char *file = as_pk_str(as_pk_get(f, "filename"));
+	int64_t line = 0;
+	struct finfo fi = {0};
+	if (!name)
+		name = "??";
+	if (!file)
+		file = "??";
+	as_pk_i64(as_pk_get(f, "line"), &line);
+	size_t need = strlen(file) + strlen(name) + 32;
+	if (!omitted(name, file) && need <= MAX_STACK_TEXT) {
+		if (!grow_array((void **)&c->fscratch, &c->capfscratch, need,
+				1))
+			return nomem(c);
+		fi.len = (size_t)snprintf(c->fscratch, need, "%s:%lld:%s", file,
+					  (long long)line, name);
+		fi.text = as_arena_dup(&c->ftext, c->fscratch, fi.len);
+		if (!fi.text)
+			return nomem(c);
+		fi.python = is_python(file);
+	}
+	c->fi[c->nfi] = fi;
+	*out = s->val = c->nfi++;
+	return AS_OK;
+}
+
+/* Join the frames of one kind (Python or not) into the scratch. */
+static int join_frames(struct ctx *c, const struct as_pk *list, bool python,
 		       size_t *len)
 {
 	for (uint32_t i = 0; i < as_pk_len(list); i++) {
-		const struct as_pk *f = as_pk_item(list, i);
-		const char *name = as_pk_str(as_pk_get(f, "name"));
-		const char *file = as_pk_str(as_pk_get(f, "filename"));
-		int64_t line = 0;
-		if (!name)
-			name = "??";
-		if (!file)
-			file = "??";
-		if (omitted(name, file) || is_python(file) != python)
+		size_t k = 0;
+		int err = frame_info(c, as_pk_item(list, i), &k);
+		if (err)
+			return err;
+		const struct finfo *fi = &c->fi[k];
+		if (!fi->text || fi->python != python)
 			continue;
-		as_pk_i64(as_pk_get(f, "line"), &line);
-		size_t need = strlen(file) + strlen(name) + 32;
-		if (*len + need > MAX_STACK_TEXT)
-			return true; /* the rest is dropped */
+		if (*len + fi->len + 2 > MAX_STACK_TEXT)
+			return AS_OK; /* the rest is dropped */
 		if (!grow_array((void **)&c->scratch, &c->capscratch,
-				*len + need, 1))
-			return false;
-		*len += (size_t)snprintf(c->scratch + *len, need, "%s%s:%lld:%s",
-					 *len ? "\n" : "", file,
-					 (long long)line, name);
+				*len + fi->len + 2, 1))
+			return nomem(c);
+		if (*len)
+			c->scratch[(*len)++] = '\n';
+		memcpy(c->scratch + *len, fi->text, fi->len);
+		*len += fi->len;
+		c->scratch[*len] = 0;
 	}
+	return AS_OK;
+}
+
+static bool same_items(const struct as_pk *a, const struct as_pk *b)
+{
+	if (as_pk_len(a) != as_pk_len(b))
+		return false;
+	for (uint32_t i = 0; i < as_pk_len(a); i++)
+		if (as_pk_item(a, i) != as_pk_item(b, i))
+			return false;
 	return true;
 }
 
-/* The interned text of a frames list, or NULL (none, or over budget). */
+/*
+ * The interned text of a frames list, or NULL (none, or over budget).
+ * Stacks are recognised by their frame dicts (the pickle's memo shares
+ * them), so each distinct stack is joined once; equal texts share one copy.
+ */
 static int frames_text(struct ctx *c, const struct as_pk *list,
 		       const char **out)
 {
 	*out = NULL;
-	if (!as_pk_len(list))
+	uint32_t n = as_pk_len(list);
+	if (!n)
 		return AS_OK;
-	struct mslot *s = map_get(&c->frame_lists, (uintptr_t)list, 0,
-				  UINT64_MAX);
+	uint64_t h = 0;
+	for (uint32_t i = 0; i < n; i++)
+		h = mix(h, (uintptr_t)as_pk_item(list, i));
+	struct mslot *s = map_get(&c->frame_seqs, h, n, UINT64_MAX);
 	if (!s)
 		return nomem(c);
-	if (s->val != UINT64_MAX) {
-		*out = s->val == UINT64_MAX - 1 ? NULL : c->interned[s->val];
+	if (s->val != UINT64_MAX && same_items(c->reps[s->val], list)) {
+		*out = c->interned[s->val];
 		return AS_OK;
 	}
 	size_t len = 0;
-	if (!add_frames(c, list, true, &len) ||
-	    !add_frames(c, list, false, &len))
-		return nomem(c);
-	if (!len) {
-		s->val = UINT64_MAX - 1;
-		return AS_OK;
-	}
-	struct mslot *t = map_get(&c->frame_texts, as_hash_str(c->scratch),
-				  len, UINT64_MAX);
-	if (!t)
-		return nomem(c);
-	if (t->val != UINT64_MAX && strcmp(c->interned[t->val], c->scratch) == 0) {
-		s->val = t->val;
-		*out = c->interned[t->val];
-		return AS_OK;
-	}
-	if (c->frames_text + len > MAX_FRAMES_TEXT) {
-		s->val = UINT64_MAX - 1;
-		return as_builder_count(c->b, "snapshot_frames_dropped", 1);
+	int err;
+	if ((err = join_frames(c, list, true, &len)) ||
+	    (err = join_frames(c, list, false, &len)))
+		return err;
+	const char *str = NULL;
+	if (len) {
+		struct mslot *t = map_get(&c->frame_texts,
+					  as_hash_str(c->scratch), len,
+					  UINT64_MAX);
+		if (!t)
+			return nomem(c);
+		if (t->val != UINT64_MAX &&
+		    strcmp(c->interned[t->val], c->scratch) == 0) {
+			str = c->interned[t->val];
+		} else if (c->frames_text + len > MAX_FRAMES_TEXT) {
+			if ((err = as_builder_count(c->b,
+						    "snapshot_frames_dropped",
+						    1)))
+				return err;
+		} else {
+			if (!(str = as_builder_intern(c->b, c->scratch)))
+				return nomem(c);
+			c->frames_text += len;
+			if (t->val == UINT64_MAX)
+				t->val = c->ninterned;
+		}
 	}
 	if (!grow_array((void **)&c->interned, &c->capinterned,
-			c->ninterned + 1, sizeof(*c->interned)))
+			c->ninterned + 1, sizeof(*c->interned)) ||
+	    !grow_array((void **)&c->reps, &c->capreps, c->ninterned + 1,
+			sizeof(*c->reps)))
 		return nomem(c);
-	const char *str = as_builder_intern(c->b, c->scratch);
-	if (!str)
-		return nomem(c);
-	c->frames_text += len;
 	c->interned[c->ninterned] = str;
-	s->val = c->ninterned;
-	if (t->val == UINT64_MAX)
-		t->val = c->ninterned;
+	c->reps[c->ninterned] = list;
+	if (s->val == UINT64_MAX)
+		s->val = c->ninterned;
 	c->ninterned++;
 	*out = str;
 	return AS_OK;
@@ -1099,8 +1171,12 @@ static int snapshot_whole(struct as_builder *b, const char *data, size_t len,
 out:
 	map_free(&c.addrs);
 	map_free(&c.streams);
-	map_free(&c.frame_lists);
+	map_free(&c.frame_dicts);
+	map_free(&c.frame_seqs);
 	map_free(&c.frame_texts);
+	free(c.fi);
+	as_arena_finish(&c.ftext);
+	free(c.reps);
 	free(c.e);
 	free(c.bufs);
 	free(c.open);
@@ -1108,6 +1184,7 @@ out:
 	free(c.marks);
 	free(c.rd);
 	free(c.scratch);
+	free(c.fscratch);
 	free(c.interned);
 	as_pickle_destroy(doc);
 	return err;

@@ -82,7 +82,8 @@ int collect_live(const struct panel *pn, uint64_t t, uint32_t **out,
 	return AS_OK;
 }
 
-static int prepare_panel(struct panel *pn, bool compress)
+static int prepare_panel(struct panel *pn, const struct order *ord,
+			 const struct panel *same, bool compress)
 {
 	const struct as_trace *t = pn->t;
 	const struct as_plan *p = pn->p;
@@ -137,23 +138,35 @@ static int prepare_panel(struct panel *pn, bool compress)
 	/* The peak moment: the most bytes live while the plan is at its
 	 * top (moments.c). */
 	struct as_moment pm;
-	int merr = as_render_peak_moment(t, p, pn->space, &pm);
-	if (merr < 0)
+	struct order own = {0};
+	int merr = ord->t == t ? AS_OK : order_build(t, &own);
+	if (merr)
 		return merr;
+	if (ord->t != t)
+		ord = &own;
+	merr = peak_moment(ord, p, pn->space, &pm);
+	if (merr < 0) {
+		order_free(&own);
+		return merr;
+	}
 	if (merr == AS_OK && pm.top_buffer != AS_NONE) {
 		pn->has_peak = true;
 		pn->peak_time = pm.time;
 		pn->peak_buf = pm.top_buffer;
 	}
 	/* A moment of the bound, in the same space as pn->lb. */
-	if (pn->lb) {
+	if (pn->lb && same) { /* the same trace and space: the same moment */
+		pn->has_lb_time = same->has_lb_time;
+		pn->lb_time = same->lb_time;
+	} else if (pn->lb) {
 		struct as_moment bm;
-		merr = as_render_bound_moment(t, pn->space, &bm);
-		if (merr < 0)
-			return merr;
+		merr = bound_moment(ord, pn->space, &bm);
 		pn->has_lb_time = merr == AS_OK;
 		pn->lb_time = bm.time;
 	}
+	order_free(&own);
+	if (merr < 0)
+		return merr;
 	if (pn->has_peak) {
 		uint32_t *v;
 		uint64_t n;
@@ -202,11 +215,14 @@ static void free_panels(struct as_render *r)
 		free(r->panels[i].lod_cand);
 		free(r->panels[i].lod_raster);
 		free(r->panels[i].lod_over);
+		free(r->panels[i].lod_thin);
 		free(r->panels[i].geo);
 		free(r->panels[i].blk_end);
 		free(r->panels[i].blk_start);
 		free(r->panels[i].hix.idx);
 		free(r->panels[i].hix.off);
+		curve_free(&r->panels[i].foot);
+		free(r->panels[i].walk);
 	}
 	free(r->panels);
 	r->panels = NULL;
@@ -218,6 +234,9 @@ void as_render_destroy(struct as_render *r)
 	if (!r)
 		return;
 	free_panels(r);
+	order_free(&r->ord);
+	curve_free(&r->live);
+	curve_free(&r->reserved);
 	free(r->src);
 	free(r->own);
 	measurer_destroy(r->m);
@@ -228,6 +247,68 @@ void as_render_destroy(struct as_render *r)
 }
 
 static int layout(struct as_render *r);
+
+/* An earlier panel of the same trace and space, whose bound moment a new
+ * panel shares; NULL if none. */
+static const struct panel *same_lb(const struct as_render *r,
+				   const struct panel *pn)
+{
+	for (const struct panel *q = r->panels; q < pn; q++)
+		if (q->t == pn->t && q->space == pn->space && q->lb)
+			return q;
+	return NULL;
+}
+
+struct walk_ctx {
+	struct panel *pn;
+	size_t cap;
+	bool nomem;
+};
+
+static bool collect_block(void *ctx, uint16_t space, const struct as_block *b)
+{
+	struct walk_ctx *w = ctx;
+	struct panel *pn = w->pn;
+	if (space != pn->space)
+		return true;
+	if (pn->nwalk == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 64;
+		struct as_block *n = realloc(pn->walk, sizeof(*n) * cap);
+		if (!n) {
+			w->nomem = true;
+			return false;
+		}
+		pn->walk = n;
+		w->cap = cap;
+	}
+	pn->walk[pn->nwalk] = *b;
+	pn->walk[pn->nwalk].region = NULL; /* the allocator's, gone after */
+	pn->walk[pn->nwalk++].symbol = NULL;
+	return true;
+}
+
+/*
+ * The blocks of the online allocator a panel is titled with, just after
+ * the events of its peak moment; nothing for offline planners, unknown
+ * titles or a failed replay (the picture does without).
+ */
+static int walk_peak(struct panel *pn)
+{
+	if (!pn->has_peak)
+		return AS_OK;
+	struct walk_ctx w = {pn, 0, false};
+	struct as_diag d;
+	int err = as_strategy_walk_at(pn->title, pn->t, pn->peak_time + 1,
+				      collect_block, &w, &d);
+	if (w.nomem)
+		return AS_ENOMEM;
+	if (err) {
+		free(pn->walk);
+		pn->walk = NULL;
+		pn->nwalk = 0;
+	}
+	return AS_OK;
+}
 
 int as_render_create(const struct as_render_panel *panels, size_t n,
 		     const struct as_render_opts *o, struct as_render **out,
@@ -279,6 +360,11 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 	r->panels = calloc(total, sizeof(*r->panels));
 	if (!r->panels)
 		goto fail;
+	/* One sort of the first trace's times serves every sweep. */
+	err = order_build(panels[0].trace, &r->ord);
+	if (err)
+		goto fail;
+	err = AS_ENOMEM;
 
 	/* Expand spaces; a multi-space plan keeps only the spaces it uses. */
 	for (size_t s = 0; s < n; s++) {
@@ -302,7 +388,7 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 				as_plan_space_name(sp->plan, t, (uint16_t)sidx),
 				pn->space_name, sizeof(pn->space_name));
 			r->npanels++;
-			err = prepare_panel(pn, r->o.compress);
+			err = prepare_panel(pn, &r->ord, same_lb(r, pn), r->o.compress);
 			if (err)
 				goto fail;
 			if (sp->space == AS_RENDER_ALL_SPACES && ns > 1 &&
@@ -322,7 +408,7 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 			pn->source = (uint32_t)s;
 			render_clean_text(as_plan_space_name(sp->plan, t, 0),
 					  pn->space_name, sizeof(pn->space_name));
-			err = prepare_panel(pn, r->o.compress);
+			err = prepare_panel(pn, &r->ord, same_lb(r, pn), r->o.compress);
 			if (err)
 				goto fail;
 		}
@@ -373,6 +459,11 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 		if (err)
 			goto fail;
 	}
+	for (size_t i = 0; r->o.walk_at_peak && i < r->npanels; i++) {
+		err = walk_peak(&r->panels[i]);
+		if (err)
+			goto fail;
+	}
 	err = layout(r);
 	if (err)
 		goto fail;
@@ -412,7 +503,8 @@ static int layout(struct as_render *r)
 		r->t1 = r->tmax;
 	}
 
-	int chrome = r->header_h + BOTTOM_H;
+	r->mem_h = o->memory && H >= 400 ? MEM_H : 0;
+	int chrome = r->header_h + BOTTOM_H + (r->mem_h ? MEM_GAP + MEM_H : 0);
 	for (size_t i = 0; i < r->npanels; i++)
 		chrome += TITLE_H + (r->panels[i].failed ? STRIP_H : 0) +
 			  (i + 1 < r->npanels ? PANEL_GAP : 0);
@@ -452,6 +544,8 @@ static int layout(struct as_render *r)
 		if (err)
 			return err;
 	}
+
+	r->mem_y = (int)(y - PANEL_GAP) + MEM_GAP;
 
 	/* The left margin fits the widest tick label of every panel. */
 	double widest = 0;

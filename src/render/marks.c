@@ -497,7 +497,9 @@ void emit_header(struct as_render *r, struct canvas *c)
 		 : r->o.color_by == AS_COLOR_SIZE ? "size (small \xe2\x86\x92 large)"
 		 : r->o.color_by == AS_COLOR_LIFETIME
 			 ? "lifetime (short \xe2\x86\x92 long)"
-			 : "pool");
+		 : r->o.color_by == AS_COLOR_PREFIX ? "name prefix"
+		 : r->o.color_by == AS_COLOR_FRAME  ? "first stack frame"
+						    : "pool");
 	double lw = measure_text(r->m, legend, FS_TICK, false);
 	bool seq = r->o.color_by == AS_COLOR_SIZE ||
 		   r->o.color_by == AS_COLOR_LIFETIME;

@@ -10,6 +10,37 @@
 #include "core/internal.h"
 #include "render/render_private.h"
 
+/*
+ * The memory the recording allocator reserved (segments), a pale band
+ * behind the buffers. Only a plan that keeps the recorded addresses
+ * ("recorded") shares their address space; other plans place buffers
+ * elsewhere and get no band.
+ */
+static void emit_segments(struct as_render *r, struct canvas *c,
+			  const struct panel *pn)
+{
+	const struct as_trace *t = pn->t;
+	if (!t->nsegments || strncmp(pn->title, "recorded", 8) != 0)
+		return;
+	for (uint32_t k = 0; k < t->nsegments; k++) {
+		const struct as_segment *sg = &t->segments[k];
+		if (sg->space != pn->space || sg->end <= sg->start)
+			continue;
+		double x0 = x_of(r, pn, rel_t(r, sg->start));
+		double x1 = x_of(r, pn, rel_t(r, sg->end));
+		uint64_t top = sg->addr > UINT64_MAX - sg->size
+				       ? UINT64_MAX
+				       : sg->addr + sg->size;
+		double y0 = y_of(pn, top), y1 = y_of(pn, sg->addr);
+		clip_rect(pn, &x0, &x1, &y0, &y1);
+		if (x1 - x0 < 0.5 || y1 - y0 < 0.5)
+			continue;
+		RECT(c, x0, y0, x1 - x0, y1 - y0,
+		     sg->flags & AS_SEG_EXPANDABLE ? 0xffe6eef7u : 0xffeeeeeeu,
+		     0xffd0d0d0u, 1, NULL);
+	}
+}
+
 static int emit_buffers(struct as_render *r, struct canvas *c,
 			struct panel *pn, struct box *avoid, int navoid)
 {
@@ -53,11 +84,19 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 			ti = title;
 		}
 		uint64_t ext = extent_of(pn, i);
-		if (ext > b->size) {
+		/* What the program asked for, when the trace knows it: the
+		 * allocator's rounding above it is waste too. */
+		const struct as_buffer_info *inf =
+			pn->t->info ? &pn->t->info[i] : NULL;
+		uint64_t used = inf && inf->requested > 0 &&
+					inf->requested < b->size
+				? inf->requested
+				: b->size;
+		if (ext > used) {
 			/* Internal waste: the chunk above the request, lighter. */
 			double yr;
 			uint64_t off = pn->p->offset[i];
-			yr = floor(y_of(pn, off + b->size) + 0.5);
+			yr = floor(y_of(pn, off + used) + 0.5);
 			if (yr < y0)
 				yr = y0;
 			if (yr > y1)
@@ -71,6 +110,18 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 		} else {
 			RECT(c, x0, y0, x1 - x0, y1 - y0, 0xff000000u | col,
 			     big ? darker(col) : 0, 1, ti);
+		}
+		/* Freed by the program but not yet by the allocator (a
+		 * stream still uses it): the pending part, paled. */
+		if (inf && inf->free_requested > b->start &&
+		    inf->free_requested < b->end) {
+			double xf = floor(x_of(r, pn, rel_t(r, inf->free_requested)) +
+					  0.5);
+			if (xf < x0)
+				xf = x0;
+			if (xf < x1)
+				RECT(c, xf, y0, x1 - xf, y1 - y0, 0x99ffffffu, 0, 0,
+				     NULL);
 		}
 		/* Names inside rectangles that have room for them. */
 		if (nlabels < MAX_NAME_LABELS && x1 - x0 >= 40 &&
@@ -104,6 +155,14 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 	/* Buffers a pixel high but thinner than a pixel, over the rest. */
 	if (pn->lod_over_any)
 		c->impl->image(c, pn->px, pn->py, pn->pw, pn->ph, pn->lod_over);
+	for (uint32_t k = 0; k < pn->lod_nthin; k++) {
+		const struct cand *t = &pn->lod_thin[k];
+		double y0 = floor(t->y0 + 0.5), y1 = floor(t->y1 + 0.5);
+		if (y1 <= y0)
+			y1 = y0 + 1;
+		RECT(c, t->x0, y0, 1, y1 - y0,
+		     0xff000000u | pn->colors[t->idx], 0, 0, NULL);
+	}
 
 	/* Aliases: an outline inside the buffer that holds them. */
 	for (uint32_t k = pn->nplain; k < pn->nplaced; k++) {
@@ -119,6 +178,164 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 			     0xb0000000u, 1, NULL);
 	}
 	return AS_OK;
+}
+
+/*
+ * Time ticks of the view: round values of what the labels show, at most
+ * 100, x at the pixel centre.
+ */
+/* A clock reading in us as a label for ticks `step` us apart. */
+static void fmt_us(double v, double step, char *buf, size_t len)
+{
+	double unit = step >= 1e6 ? 1e6 : step >= 1e3 ? 1e3 : 1;
+	const char *u = unit == 1e6 ? "s" : unit == 1e3 ? "ms" : "us";
+	int dec = 0;
+	while (dec < 3 && step < unit / pow(10, dec) * 0.999)
+		dec++;
+	char num[32];
+	fmt_fixed(v / unit, dec, num, sizeof(num));
+	snprintf(buf, len, "%s %s", num, u);
+}
+
+/*
+ * Ticks at round readings of the recorded clock: each at the first time
+ * step whose reading is at or past it (the x axis keeps one column per
+ * step, so ticks are as uneven as the program's pace). False when the
+ * view holds no clock range.
+ */
+static bool clock_ticks(const struct as_render *r, const struct panel *pn,
+			struct tticks *tt)
+{
+	const struct as_trace *t = pn->t;
+	const uint64_t *ck = t->clock;
+	double tbase = (double)r->tbase, last = (double)t->end_time;
+	double ta = r->t0 + tbase, tb = r->t1 + tbase;
+	ta = ta < 0 ? 0 : (ta > last ? last : ta);
+	tb = tb < 0 ? 0 : (tb > last ? last : tb);
+	uint64_t c0 = ck[(uint64_t)floor(ta)], c1 = ck[(uint64_t)ceil(tb)];
+	if (c1 <= c0)
+		return false;
+	double want = (double)(c1 - c0) / pn->pw * 110;
+	double p10 = pow(10, floor(log10(want > 0 ? want : 1)));
+	double step = p10 < want ? (2 * p10 < want ? (5 * p10 < want ? 10 * p10
+								      : 5 * p10)
+						   : 2 * p10)
+				 : p10;
+	if (step < 1)
+		step = 1;
+	tt->n = 0;
+	double lastx = -1e9;
+	uint64_t n = t->end_time + 1;
+	for (int k = 0; k < 1000 && tt->n < TTICKS_MAX; k++) {
+		double v = (ceil((double)c0 / step) + k) * step;
+		if (v > (double)c1)
+			break;
+		uint64_t lo = 0, hi = n;
+		while (lo < hi) {
+			uint64_t mid = lo + (hi - lo) / 2;
+			if ((double)ck[mid] < v)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		double x = floor(x_of(r, pn, rel_t(r, lo))) + 0.5;
+		if (x - lastx < 60 || x < pn->px || x > pn->px + pn->pw)
+			continue;
+		lastx = x;
+		tt->x[tt->n] = x;
+		fmt_us(v, step, tt->label[tt->n], sizeof(tt->label[0]));
+		tt->n++;
+	}
+	snprintf(tt->what, sizeof(tt->what),
+		 "time (recorded clock, at the events' pace)");
+	return tt->n > 0;
+}
+
+void time_ticks(const struct as_render *r, const struct panel *pn,
+		struct tticks *tt)
+{
+	if (pn->t->clock && !r->o.time_events && clock_ticks(r, pn, tt))
+		return;
+	double want = (r->t1 - r->t0) / pn->pw * 90;
+	double p10 = pow(10, floor(log10(want > 0 ? want : 1)));
+	double tstep = p10;
+	if (tstep < want)
+		tstep = 2 * p10;
+	if (tstep < want)
+		tstep = 5 * p10;
+	if (tstep < want)
+		tstep = 10 * p10;
+	if (tstep < 1)
+		tstep = 1;
+	double lab0 = r->rel_labels ? 0 : (double)r->tbase;
+	double tfirst = ceil((r->t0 + lab0) / tstep) * tstep - lab0;
+	/* Counted, not accumulated: far from 0 a step may vanish in t. */
+	tt->n = 0;
+	for (int k = 0; k < TTICKS_MAX; k++) {
+		double t = tfirst + k * tstep;
+		if (t > r->t1 + 1e-9 || (k && t == tfirst + (k - 1) * tstep))
+			break;
+		tt->x[tt->n] = floor(x_of(r, pn, t)) + 0.5;
+		char num[32];
+		fmt_time_tick(t + lab0, tstep, num, sizeof(num));
+		snprintf(tt->label[tt->n], sizeof(tt->label[0]), "%s%s",
+			 r->rel_labels && t > 0 ? "+" : "", num);
+		tt->n++;
+	}
+	if (r->rel_labels)
+		snprintf(tt->what, sizeof(tt->what), "time since %llu",
+			 (unsigned long long)r->tbase);
+	else
+		snprintf(tt->what, sizeof(tt->what), "%s",
+			 r->time_is_index ? "time (operation index)" : "time");
+}
+
+/* Tick marks under a plot at y1, and with `labels` the labels. */
+void emit_time_axis(struct as_render *r, struct canvas *c,
+		    const struct panel *pn, const struct tticks *tt, double y1,
+		    bool labels)
+{
+	for (int k = 0; k < tt->n; k++) {
+		LINE(c, tt->x[k], y1, tt->x[k], y1 + 4, C_FRAME, 1, 0);
+		if (labels)
+			TEXT(c, tt->x[k], y1 + 16, tt->label[k], FS_TICK, false,
+			     C_TEXT, ANCHOR_MIDDLE);
+	}
+	if (labels)
+		TEXT(c, pn->px + pn->pw / 2.0, y1 + 33, tt->what, FS_TICK, true,
+		     C_TEXT, ANCHOR_MIDDLE);
+}
+
+/*
+ * An allocator's blocks at a time: a column 10 pixels wide centred there,
+ * free blocks in red, blocks in use outlined.
+ */
+static void emit_state(struct as_render *r, struct canvas *c,
+		       const struct panel *pn, uint64_t time,
+		       const struct as_block *b, size_t n)
+{
+	double xm = x_of(r, pn, rel_t(r, time));
+	if (xm < pn->px || xm > pn->px + pn->pw || n == 0)
+		return;
+	xm = floor(xm) + 0.5;
+	for (size_t k = 0; k < n; k++) {
+		uint64_t top = b[k].offset > UINT64_MAX - b[k].size
+				       ? UINT64_MAX
+				       : b[k].offset + b[k].size;
+		double x0 = xm - 5, x1 = xm + 5;
+		double y0 = y_of(pn, top), y1 = y_of(pn, b[k].offset);
+		clip_rect(pn, &x0, &x1, &y0, &y1);
+		if (y1 - y0 < 0.5)
+			y1 = y0 + 0.5;
+		if (b[k].in_use)
+			RECT(c, x0, y0, x1 - x0, y1 - y0, 0xb0ffffffu,
+			     0xff555555u, 0.5, NULL);
+		else
+			RECT(c, x0, y0, x1 - x0, y1 - y0, 0xe0ff6b6bu, C_DARKRED,
+			     0.5, NULL);
+	}
+	TEXT(c, xm + 7, pn->py + 12, "allocator state", FS_SMALL, false,
+	     C_DARKRED, ANCHOR_START);
 }
 
 static int emit_panel(struct as_render *r, struct canvas *c,
@@ -137,32 +354,10 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		double y = floor(pn->ticks[k].y) + 0.5;
 		LINE(c, X0, y, X1, y, C_GRID, 1, 0);
 	}
-	double tstep = 0;
-	{
-		double want = (r->t1 - r->t0) / pn->pw * 90;
-		double p10 = pow(10, floor(log10(want > 0 ? want : 1)));
-		tstep = p10;
-		if (tstep < want)
-			tstep = 2 * p10;
-		if (tstep < want)
-			tstep = 5 * p10;
-		if (tstep < want)
-			tstep = 10 * p10;
-		if (tstep < 1)
-			tstep = 1;
-	}
-	/* Ticks at round values of what the labels show. */
-	double lab0 = r->rel_labels ? 0 : (double)r->tbase;
-	double tfirst = ceil((r->t0 + lab0) / tstep) * tstep - lab0;
-	/* Counted, not accumulated: far from 0 a step may vanish in t. */
-	int nt = 0;
-	for (int k = 0; k < 100; k++, nt++) {
-		double t = tfirst + k * tstep;
-		if (t > r->t1 + 1e-9 || (k && t == tfirst + (k - 1) * tstep))
-			break;
-		double x = floor(x_of(r, pn, t)) + 0.5;
-		LINE(c, x, Y0, x, Y1, C_GRID, 1, 0);
-	}
+	struct tticks tt;
+	time_ticks(r, pn, &tt);
+	for (int k = 0; k < tt.n; k++)
+		LINE(c, tt.x[k], Y0, tt.x[k], Y1, C_GRID, 1, 0);
 
 	/* Breaks of the address axis. */
 	for (uint32_t k = 0; k < pn->npieces; k++) {
@@ -241,7 +436,7 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 			double tys[2] = {y + FS_TICK + 3, y - 5};
 			bool placed = false;
 			if (npeak >= 0 && peak_ty < y_peak &&
-			    peak_anchor == ANCHOR_END) {
+			    peak_anchor == ANCHOR_END && pn->lb <= pn->peak) {
 				double lx = boxes[npeak].x0 - 30;
 				struct box bx = label_box(r, lx, peak_ty, lb_lab,
 							  FS_TICK, false,
@@ -286,6 +481,7 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 	for (int k = 0; k < nvm; k++)
 		boxes[nbox++] = vm[k].b;
 
+	emit_segments(r, c, pn);
 	int err = emit_buffers(r, c, pn, boxes, nbox);
 	if (err)
 		return err;
@@ -354,6 +550,26 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		}
 	}
 
+	/* An online allocator's blocks: at the peak, or where asked. */
+	const struct as_render_state *st = r->o.state;
+	if (st && st->panel >= 0 && (size_t)st->panel < r->npanels &&
+	    &r->panels[st->panel] == pn)
+		emit_state(r, c, pn, st->time, st->blocks, st->nblocks);
+	else if (pn->nwalk)
+		emit_state(r, c, pn, pn->peak_time, pn->walk, pn->nwalk);
+
+	/* OOM (red) and failed allocations (orange) on the time axis. */
+	for (uint32_t m = 0; m < pn->t->nmarks; m++) {
+		const struct as_mark *mk = &pn->t->marks[m];
+		double x = x_of(r, pn, rel_t(r, mk->time));
+		if (mk->space != pn->space || x < X0 || x > X1)
+			continue;
+		x = floor(x) + 0.5;
+		uint32_t col = mk->kind == AS_MARK_OOM ? C_RED : 0xffff7f00u;
+		double tri[6] = {x - 4, Y1 - 7, x + 4, Y1 - 7, x, Y1};
+		c->impl->poly(c, tri, 3, true, col, C_DARKRED, 1);
+	}
+
 	if (pn->nbufs == 0)
 		TEXT(c, (X0 + X1) / 2, (Y0 + Y1) / 2, "no buffers", FS_STAT,
 		     false, C_TEXT2, ANCHOR_MIDDLE);
@@ -370,31 +586,7 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		TEXT(c, X0 - 7, ty, pn->ticks[k].label, FS_TICK,
 		     pn->ticks[k].major, C_TEXT, ANCHOR_END);
 	}
-	for (int k = 0; k < nt; k++) {
-		double t = tfirst + k * tstep;
-		double x = floor(x_of(r, pn, t)) + 0.5;
-		LINE(c, x, Y1, x, Y1 + 4, C_FRAME, 1, 0);
-		if (last) {
-			char tl[40], num[32];
-			fmt_time_tick(t + lab0, tstep, num, sizeof(num));
-			snprintf(tl, sizeof(tl), "%s%s",
-				 r->rel_labels && t > 0 ? "+" : "", num);
-			int an = ANCHOR_MIDDLE;
-			TEXT(c, x, Y1 + 16, tl, FS_TICK, false, C_TEXT, an);
-		}
-	}
-	if (last) {
-		char what[80];
-		if (r->rel_labels)
-			snprintf(what, sizeof(what), "time since %llu",
-				 (unsigned long long)r->tbase);
-		else
-			snprintf(what, sizeof(what), "%s",
-				 r->time_is_index ? "time (operation index)"
-						  : "time");
-		TEXT(c, (X0 + X1) / 2, Y1 + 33, what, FS_TICK, true, C_TEXT,
-		     ANCHOR_MIDDLE);
-	}
+	emit_time_axis(r, c, pn, &tt, Y1, last && !r->mem_h);
 	emit_sidebar(r, c, pn);
 	c->impl->end_group(c);
 	return AS_OK;
@@ -409,5 +601,5 @@ int render_emit(struct as_render *r, struct canvas *c)
 		if (err)
 			return err;
 	}
-	return AS_OK;
+	return emit_memory(r, c);
 }

@@ -55,6 +55,7 @@ struct canvas {
 #define MAX_NAME_LABELS 400
 #define MAX_BREAKS 8
 #define LIVE_MAX 64
+#define THIN_RECTS 4096 /* thin tall buffers drawn one by one */
 #define ROUNDS_H 84 /* the sidebar's chart of search steps */
 
 /* Colours, 0xAARRGGBB. */
@@ -114,6 +115,34 @@ struct hit_index {
 	uint32_t base[HIX_LEVELS], nb[HIX_LEVELS];
 };
 
+/*
+ * The drawable buffers of a trace in order of start and of end, built once
+ * (O(n log n)) so that every sweep over time after it is a merge, O(n).
+ */
+struct order {
+	const struct as_trace *t;
+	uint32_t *by_start, *by_end;
+	uint32_t n;
+};
+
+/* A start or end of buffer i at time t, in time order. */
+struct edge {
+	uint64_t t;
+	uint32_t i;
+	bool start;
+};
+
+/*
+ * A step function of time: v[k] holds over [t[k], t[k + 1]), 0 before
+ * t[0]; bmax[b] the highest v of block b (CURVE_BLOCK points) for range
+ * maxima. Memory over time draws them (memory.c).
+ */
+struct curve {
+	uint64_t *t, *v, *bmax;
+	uint32_t n, nb;
+	uint64_t vmax;
+};
+
 struct panel {
 	const struct as_trace *t;
 	const struct as_plan *p;
@@ -146,6 +175,8 @@ struct panel {
 	uint32_t lod_nc;
 	uint32_t *lod_raster;
 	uint32_t *lod_over;    /* thin buffers a pixel high, drawn on top */
+	struct cand *lod_thin; /* or, when few, the same as rectangles */
+	uint32_t lod_nthin;
 	bool lod_any, lod_over_any, lod_valid;
 	double lod_key[9];
 	int colors_for;        /* the enum as_color_by they were made for */
@@ -170,6 +201,9 @@ struct panel {
 	double v0, v1;         /* axis fractions shown */
 	struct tick *ticks;
 	uint32_t nticks;
+	struct curve foot;     /* the top address in use over time */
+	struct as_block *walk; /* the allocator's blocks at the peak */
+	size_t nwalk;
 };
 
 struct as_render {
@@ -187,9 +221,14 @@ struct as_render {
 	bool time_is_index;        /* time counts operations (no given times) */
 	double size_lo, size_hi;   /* log2 ranges for sequential colours */
 	double life_lo, life_hi;
+	struct order ord;          /* of the first trace */
+	struct curve live;         /* bytes live in the first trace */
+	struct curve reserved;     /* bytes its allocator reserved, if known */
 	/* layout */
 	double t0, t1;
 	int left, sidebar_w, header_h;
+	int mem_y, mem_h;          /* the memory strip; mem_h 0: none */
+	bool mem_ready;            /* its curves are made (memory_prepare) */
 	/* scratch for the density raster */
 	float *vd, *hd;
 	uint32_t *raster;
@@ -205,6 +244,8 @@ struct as_render {
 #define PANEL_GAP 14
 #define BOTTOM_H 42
 #define TOP_PAD_PX 22
+#define MEM_H 120 /* the memory strip */
+#define MEM_GAP 30 /* above it: its title */
 
 struct box {
 	double x0, y0, x1, y1;
@@ -348,7 +389,43 @@ struct canvas *svg_canvas_create(FILE *f, int width, int height);
 int svg_canvas_finish(struct canvas *c);
 void svg_canvas_destroy(struct canvas *c);
 
+/* moments.c */
+
+int order_build(const struct as_trace *t, struct order *o);
+void order_free(struct order *o);
+/* The starts and ends of the buffers with keep[i] set, in time order, into
+ * out (room for 2 per buffer); returns how many. */
+size_t order_edges(const struct order *o, const uint8_t *keep,
+		   struct edge *out);
+int peak_moment(const struct order *o, const struct as_plan *p, int space,
+		struct as_moment *out);
+int bound_moment(const struct order *o, int space, struct as_moment *out);
+
+/* memory.c */
+
+void curve_free(struct curve *c);
+int curve_live(const struct order *o, struct curve *c);
+int curve_reserved(const struct as_trace *t, struct curve *c);
+int curve_top(const struct order *o, const struct panel *pn,
+	      struct curve *c);
+uint64_t curve_at(const struct curve *c, uint64_t t);
+int memory_prepare(struct as_render *r);
+int emit_memory(struct as_render *r, struct canvas *c);
+
 /* paint.c */
+
+#define TTICKS_MAX 100
+struct tticks {
+	int n;
+	double x[TTICKS_MAX];
+	char label[TTICKS_MAX][40];
+	char what[96];
+};
+void time_ticks(const struct as_render *r, const struct panel *pn,
+		struct tticks *tt);
+void emit_time_axis(struct as_render *r, struct canvas *c,
+		    const struct panel *pn, const struct tticks *tt, double y1,
+		    bool labels);
 
 /* Emit the whole picture to a canvas. */
 int render_emit(struct as_render *r, struct canvas *c);

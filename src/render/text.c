@@ -318,6 +318,15 @@ uint32_t color_of(const struct as_render *r, const struct panel *pn,
 		return seq_color(t);
 	case AS_COLOR_SPACE:
 		return palette[as_plan_space_of(pn->p, pn->t, i) % NPALETTE];
+	case AS_COLOR_PREFIX:
+	case AS_COLOR_FRAME: {
+		char key[200];
+		as_render_group(pn->t, i,
+				r->o.color_by == AS_COLOR_PREFIX ? AS_GROUP_PREFIX
+								 : AS_GROUP_FRAME,
+				key, sizeof(key));
+		return palette[hash_name(key) % NPALETTE];
+	}
 	case AS_COLOR_BUFFER:
 	default:
 		if (!b->name)
@@ -350,13 +359,14 @@ int as_image_format_from_path(const char *path, enum as_image_format *out)
 }
 
 static const char *const color_names[] = {"buffer", "size", "pool",
-					  "lifetime"};
+					  "lifetime", "prefix", "frame"};
+#define NCOLOR_NAMES (sizeof(color_names) / sizeof(color_names[0]))
 
 int as_color_by_from_name(const char *name, enum as_color_by *out)
 {
 	if (!name)
 		return AS_EINVAL;
-	for (int i = 0; i < 4; i++) {
+	for (size_t i = 0; i < NCOLOR_NAMES; i++) {
 		if (strcmp(name, color_names[i]) == 0) {
 			*out = (enum as_color_by)i;
 			return AS_OK;
@@ -371,7 +381,66 @@ int as_color_by_from_name(const char *name, enum as_color_by *out)
 
 const char *as_color_by_name(enum as_color_by c)
 {
-	return (unsigned)c < 4 ? color_names[c] : "?";
+	return (unsigned)c < NCOLOR_NAMES ? color_names[c] : "?";
+}
+
+const char *as_render_group(const struct as_trace *t, uint32_t i,
+			    enum as_group_by g, char *buf, size_t len)
+{
+	if (!buf || len == 0)
+		return buf;
+	buf[0] = 0;
+	if (!t || i >= t->nbuffers)
+		return buf;
+	const struct as_buffer *b = &t->buffers[i];
+	const char *name = b->name ? b->name : "?";
+	size_t n;
+	switch (g) {
+	case AS_GROUP_PREFIX:
+		/* Up to the last '.', '/' or ':'; without one, the name
+		 * without its trailing digits. */
+		n = strlen(name);
+		while (n > 0 && !strchr("./:", name[n - 1]))
+			n--;
+		if (n > 1) {
+			n--;
+		} else {
+			n = strlen(name);
+			while (n > 1 && (strchr("0123456789_-#", name[n - 1])))
+				n--;
+		}
+		snprintf(buf, len, "%.*s", (int)(n < 190 ? n : 190), name);
+		break;
+	case AS_GROUP_FRAME: {
+		const char *fr = t->frames ? t->frames[i] : NULL;
+		if (!fr || !*fr) {
+			snprintf(buf, len, "(no frames)");
+			break;
+		}
+		const char *nl = strchr(fr, '\n');
+		n = nl ? (size_t)(nl - fr) : strlen(fr);
+		snprintf(buf, len, "%.*s", (int)(n < 190 ? n : 190), fr);
+		break;
+	}
+	case AS_GROUP_SIZE: {
+		uint64_t lo = 1;
+		while (lo <= b->size / 2)
+			lo <<= 1;
+		char a[32], c[32];
+		snprintf(buf, len, "%s-%s", as_human_bytes(lo, a, sizeof(a)),
+			 lo > UINT64_MAX / 2 ? "max"
+					     : as_human_bytes(lo * 2, c, sizeof(c)));
+		break;
+	}
+	case AS_GROUP_BUFFER:
+	default:
+		snprintf(buf, len, "%s", name);
+		break;
+	}
+	char clean[200];
+	render_clean_text(buf, clean, sizeof(clean));
+	snprintf(buf, len, "%s", clean);
+	return buf;
 }
 
 int as_render_parse_size(const char *s, int *width, int *height)
@@ -408,6 +477,8 @@ void as_render_opts_init(struct as_render_opts *o)
 	o->compress = true;
 	o->sidebar = true;
 	o->header = true;
+	o->memory = true;
+	o->walk_at_peak = true;
 	o->min_plot_height = 0;
 }
 

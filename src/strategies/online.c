@@ -44,9 +44,13 @@ static int start_case(struct replay *r, uint32_t c, struct as_diag *diag)
 	end_case(r, true);
 	int err = as_opts_parse(&o, r->impl->info.name, r->impl->info.options,
 				r->t->cases[c].options, r->spec_opts, diag);
-	for (uint16_t s = 0; err == AS_OK && s < r->t->nspaces; s++)
+	for (uint16_t s = 0; err == AS_OK && s < r->t->nspaces; s++) {
 		err = r->impl->online->create(&o, r->emit, r->ctx, &r->st[s],
 					      diag);
+		if (err == AS_OK && r->impl->online->start)
+			err = r->impl->online->start(r->st[s], r->t, s, c,
+						     diag);
+	}
 	return err;
 }
 

@@ -16,6 +16,7 @@ extern const struct as_strategy_impl as_strategy_greedy_breadth;
 extern const struct as_strategy_impl as_strategy_bestfit;
 extern const struct as_strategy_impl as_strategy_strip;
 extern const struct as_strategy_impl as_strategy_bfc;
+extern const struct as_strategy_impl as_strategy_cuda_caching;
 extern const struct as_strategy_impl as_strategy_tiered;
 extern const struct as_strategy_impl as_strategy_npu_list;
 extern const struct as_strategy_impl as_strategy_numa_flat;
@@ -28,6 +29,7 @@ static const struct as_strategy_impl *const registry[] = {
 	&as_strategy_bestfit,
 	&as_strategy_strip,
 	&as_strategy_bfc,
+	&as_strategy_cuda_caching,
 	&as_strategy_tiered,
 	&as_strategy_npu_list,
 	&as_strategy_numa_flat,

@@ -19,6 +19,13 @@ struct as_online_impl {
 	int (*create)(const struct as_opts *o, as_emit_fn emit, void *ctx,
 		      void **state, struct as_diag *diag);
 	/*
+	 * Optional: called once after create with the trace and the space
+	 * this state serves, before the case's first event (a recording's
+	 * state at its start, settings the input carries, ...).
+	 */
+	int (*start)(void *state, const struct as_trace *t, uint16_t space,
+		     uint32_t case_index, struct as_diag *diag);
+	/*
 	 * Place buffer `buf`: 0 with *offset and *chunk set; 1 when the
 	 * allocator cannot satisfy it (a failed allocation, replay goes on);
 	 * a negative code on an internal error.
