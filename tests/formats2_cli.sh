@@ -67,7 +67,9 @@ else
 fi
 
 # Every format reads the same compressed, by extension or by magic alone.
-for f in traces/small-cnn.json traces/cnn-recorded.csv $(ls traces/*.ops 2>/dev/null | head -1); do
+snap=${AS_SHARED_DIR:-}/snapshots/eor_nn.pickle
+[ -e "$snap" ] || snap=""
+for f in traces/small-cnn.json traces/cnn-recorded.csv $(ls traces/*.ops 2>/dev/null | head -1) $snap; do
 	[ -e "$f" ] || continue
 	b=$(basename "$f")
 	"$exe" replay "$f" -s greedy-size --json "$tmp/p.json" >/dev/null 2>&1
@@ -96,9 +98,10 @@ ok "replay prints what the mtrace reader counted and set aside" $?
 # Programs to record: whatever is installed.
 programs=()
 py=$(command -v /usr/bin/python3 || command -v python3 || true)
-[ -n "$py" ] && programs+=("python:$py -c import json; print(len(json.dumps([str(i) for i in range(20000)])))")
+[ -n "$py" ] && programs+=("python:$py -c import json; print(len(json.dumps([str(i) for i in range(5000)])))")
 command -v git >/dev/null && programs+=("git:git --version")
 command -v sqlite3 >/dev/null && programs+=("sqlite3:sqlite3 :memory: create table t(x); insert into t values (1),(2); select sum(x) from t;")
+command -v gcc >/dev/null && programs+=("gcc:gcc --version")
 
 # Record with mtrace: preload glibc's malloc debug library when it exists
 # (glibc >= 2.34 keeps the hooks there), then the shim.
@@ -172,7 +175,10 @@ if ! command -v heaptrack >/dev/null || ! command -v heaptrack_print >/dev/null;
 else
 	for spec in "${programs[@]}"; do
 		name=${spec%%:*}
-		for form in interpreted raw; do
+		forms="interpreted raw"
+		# The raw form twice is enough (it is slow to record and interpret).
+		case $name in python | git) ;; *) forms=interpreted ;; esac
+		for form in $forms; do
 			rm -f "$tmp"/h.*
 			flag=""
 			[ $form = raw ] && flag="-r"

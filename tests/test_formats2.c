@@ -340,7 +340,7 @@ static void heaptrack_raw_blocks_are_named_and_placed_by_address(void)
 	struct as_diag d;
 	struct as_trace *t = parse(
 		"h.raw",
-		"v 10400 3\nx c /usr/bin/prog\nX prog\n"
+		"v 10400 3\nx d /usr/bin/prog\nX prog\n"
 		"m 1 x 56546d144000 0 1dd08\n"
 		"t 56546d145000 0\nt 56546d146000 1\n"
 		"+ 20 2 56549c014530\n+ 10 1 56549c014560\n"
@@ -355,8 +355,10 @@ static void heaptrack_raw_blocks_are_named_and_placed_by_address(void)
 	const struct as_buffer *a = named(t, "0x56549c014530#1");
 	CHECK(a && a->size == 32 && a->end == 2);
 	CHECK_EQ_U64(t->buffers[1].recorded - t->buffers[0].recorded, 0x30);
-	CHECK(t->frames && t->frames[0] &&
-	      strcmp(t->frames[0], "0x56546d146000\n0x56546d145000") == 0);
+	CHECK(t->frames && t->frames[0]);
+	if (t->frames && t->frames[0]) /* the executable's module "x" */
+		CHECK_STR(t->frames[0], "0x56546d146000 prog+0x2000\n"
+					"0x56546d145000 prog+0x1000");
 	CHECK_EQ_U64(stat_of(t, "frees of addresses never allocated"), 1);
 	as_trace_destroy(t);
 }

@@ -27,7 +27,9 @@
  *   t 7fbaa1b39b03 1                           a trace node: ip, parent
  *   + 1d8 10 56549c026370                      size, trace node, address
  *   - 56549c026370                             free of an address
- * Raw buffers are named and placed by address as mtrace's (formats/heap.c).
+ * Raw buffers are named and placed by address as mtrace's (formats/heap.c);
+ * their frames are "0xIP MODULE+0xOFFSET", the module found among the
+ * current "m" lines (what addr2line needs to symbolise them later).
  *
  * A buffer's stack is its trace node's instructions up to the root, the
  * innermost first, one frame a line (inlined frames each a line), built
@@ -61,6 +63,14 @@ struct info {
 
 enum mode { UNKNOWN, INTERPRETED, RAW };
 
+/* A module mapped in a raw file: [base, end), its file's name. */
+struct module {
+	uint64_t base, end;
+	const char *name;
+};
+
+#define MAX_MODULES 4096
+
 struct heaptrack {
 	unsigned version;       /* file format version */
 	enum mode mode;
@@ -77,6 +87,9 @@ struct heaptrack {
 	uint32_t cap_next;
 	struct as_heap *heap;
 	char *scratch;          /* stack text under construction */
+	struct module *mods;    /* raw: the current mappings ("m" lines) */
+	uint32_t nmods, cap_mods;
+	const char *exe;        /* raw: the "x" line's file name */
 };
 
 static bool grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
@@ -282,6 +295,131 @@ static int ip_line(struct as_builder *b, struct heaptrack *h,
 	return AS_OK;
 }
 
+/* The last part of a path. */
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/*
+ * A length-prefixed (format 3) or plain string at p: its text into *t, *n;
+ * *p moves past it.
+ */
+static bool lenstr(const struct heaptrack *h, const char **p,
+		   const char *end, const char **t, size_t *n)
+{
+	const char *q = *p;
+	while (q < end && *q == ' ')
+		q++;
+	const char *sp = memchr(q, ' ', (size_t)(end - q));
+	const char *le = sp ? sp : end;
+	if (h->version < 3) {
+		*t = q;
+		*n = (size_t)(le - q);
+		*p = le;
+		return true;
+	}
+	uint64_t len;
+	if (!sp || !as_parse_hex(q, (size_t)(le - q), &len) ||
+	    len > (uint64_t)(end - sp - 1) ||
+	    (len < (uint64_t)(end - sp - 1) && sp[1 + len] != ' '))
+		return false;
+	*t = sp + 1;
+	*n = (size_t)len;
+	*p = sp + 1 + len;
+	return true;
+}
+
+/* "x LEN PATH": the executable, which "m" lines name "x". */
+static int exe_line(struct as_builder *b, struct heaptrack *h, const char *s,
+		    size_t len, uint64_t line, struct as_diag *diag)
+{
+	const char *p = s + 1, *t;
+	size_t n;
+	char path[1024];
+	if (!lenstr(h, &p, s + len, &t, &n) || n >= sizeof(path))
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "bad executable line (expected x LENGTH "
+				   "PATH, LENGTH in hex)");
+	memcpy(path, t, n);
+	path[n] = 0;
+	return (h->exe = as_heap_intern(b, h->heap, base_name(path)))
+		       ? AS_OK
+		       : AS_ENOMEM;
+}
+
+/*
+ * "m LEN PATH BASE [VADDR MEMSZ]...": a module mapped at BASE, its
+ * segments at BASE + VADDR; "m 1 -" forgets every module (the list is
+ * written again after a dlopen).
+ */
+static int module_line(struct as_builder *b, struct heaptrack *h,
+		       const char *s, size_t len, uint64_t line,
+		       struct as_diag *diag)
+{
+	const char *p = s + 1, *end = s + len, *t;
+	size_t n;
+	char path[1024];
+	if (!lenstr(h, &p, end, &t, &n) || n >= sizeof(path))
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "bad module line (expected m LENGTH PATH "
+				   "ADDRESS [OFFSET SIZE]...)");
+	if (n == 1 && t[0] == '-') {
+		h->nmods = 0;
+		return AS_OK;
+	}
+	memcpy(path, t, n);
+	path[n] = 0;
+	struct field f[MAX_FIELDS];
+	int nf = split(p, (size_t)(end - p), f);
+	if (nf < 1 || nf % 2 != 1)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "module line needs an address, then "
+				   "segment offsets and sizes");
+	uint64_t base, top = 0, v, w;
+	int err = hex(&f[0], line, &base, diag);
+	for (int i = 1; !err && i < nf; i += 2) {
+		if ((err = hex(&f[i], line, &v, diag)) ||
+		    (err = hex(&f[i + 1], line, &w, diag)))
+			break;
+		if (v > UINT64_MAX - w || v + w > UINT64_MAX - base)
+			return as_diag_set(diag, line, AS_EPARSE,
+					   "module segment overflows 64 bits");
+		if (v + w > top)
+			top = v + w;
+	}
+	if (err)
+		return err;
+	if (h->nmods == MAX_MODULES)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "more than %u modules", MAX_MODULES);
+	const char *name = strcmp(path, "x") == 0 && h->exe
+				   ? h->exe
+				   : as_heap_intern(b, h->heap, base_name(path));
+	if (!name || !grow((void **)&h->mods, &h->cap_mods, h->nmods + 1,
+			   sizeof(*h->mods)))
+		return AS_ENOMEM;
+	h->mods[h->nmods++] = (struct module){base, base + top, name};
+	return AS_OK;
+}
+
+/* A raw frame: "0xIP MODULE+0xOFFSET", or "0xIP" outside every module. */
+static void raw_frame(const struct heaptrack *h, uint64_t ip, char *out,
+		      size_t cap)
+{
+	for (uint32_t i = 0; i < h->nmods; i++) {
+		const struct module *m = &h->mods[i];
+		if (ip >= m->base && ip < m->end) {
+			snprintf(out, cap, "0x%llx %s+0x%llx",
+				 (unsigned long long)ip, m->name,
+				 (unsigned long long)(ip - m->base));
+			return;
+		}
+	}
+	snprintf(out, cap, "0x%llx", (unsigned long long)ip);
+}
+
 /* The stack of trace node `t`, built once. */
 static const char *stack_of(struct as_builder *b, struct heaptrack *h,
 			    uint32_t t)
@@ -296,9 +434,12 @@ static const char *stack_of(struct as_builder *b, struct heaptrack *h,
 	for (uint32_t v = t; v != 0 && frames < MAX_STACK_FRAMES;
 	     v = h->nodes[v].parent, frames++) {
 		const char *text;
-		char num[32];
+		char num[300];
 		uint64_t ip = h->nodes[v].ip;
-		if (h->mode == RAW || ip == 0 || ip >= h->nips) {
+		if (h->mode == RAW) {
+			raw_frame(h, ip, num, sizeof(num));
+			text = num;
+		} else if (ip == 0 || ip >= h->nips) {
 			snprintf(num, sizeof(num), "0x%llx",
 				 (unsigned long long)ip);
 			text = num;
@@ -373,10 +514,15 @@ static int parse_line(struct as_builder *b, struct heaptrack *h,
 				   (int)(len > 40 ? 40 : len), s);
 	if (s[0] == 's')
 		return string_line(b, h, s, len, line, diag);
-	if (s[0] == 'X' || s[0] == 'x' || s[0] == 'm' || s[0] == 'I' ||
-	    s[0] == 'R' || s[0] == 'S')
-		return s[0] == 'x' || s[0] == 'm' ? set_mode(h, RAW, line, diag)
-						  : AS_OK;
+	if (s[0] == 'x' || s[0] == 'm') {
+		int err = set_mode(h, RAW, line, diag);
+		if (err)
+			return err;
+		return s[0] == 'x' ? exe_line(b, h, s, len, line, diag)
+				   : module_line(b, h, s, len, line, diag);
+	}
+	if (s[0] == 'X' || s[0] == 'I' || s[0] == 'R' || s[0] == 'S')
+		return AS_OK;
 	struct field f[MAX_FIELDS];
 	int n = split(s, len, f);
 	if (n < 0)
@@ -500,6 +646,7 @@ static void ht_free(struct heaptrack *h)
 	free(h->infos);
 	free(h->next);
 	free(h->scratch);
+	free(h->mods);
 	free(h);
 }
 
