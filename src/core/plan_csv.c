@@ -145,7 +145,7 @@ static int read_plan_rows(const struct as_trace *t, const char *data,
 			  size_t len, struct as_plan *p, uint32_t *order,
 			  uint32_t *taken, struct as_diag *diag)
 {
-	const char *cur = data, *end = data + len, *s;
+	const char *cur = data + as_bom_len(data, len), *end = data + len, *s;
 	size_t n;
 	uint64_t line = 0;
 	int pos[C_N], ncols = -1;

@@ -137,6 +137,8 @@ int as_trace_parse(const char *name, const char *data, size_t len,
 	if (!as_format_known(format))
 		return unknown_format(format, diag);
 	const struct as_format_impl *fmt = by_name(format);
+	size_t bom = as_bom_len(data, len); /* one rule for every format */
+	data += bom, len -= bom;
 	if (!fmt)
 		fmt = detect(name, data, len);
 	int err = start(name, fmt, &b, diag);
@@ -181,6 +183,10 @@ static int load_stream(FILE *f, const char *path,
 			eof = true;
 		}
 		have += got;
+		if (!b && have == got) { /* the first bytes: a BOM goes */
+			size_t bom = as_bom_len(buf, have);
+			memmove(buf, buf + bom, have -= bom);
+		}
 		if (!b) {
 			if (!fmt)
 				fmt = detect(path, buf, have);
