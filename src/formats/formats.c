@@ -90,9 +90,14 @@ static int feed(struct as_builder *b, const struct as_format_impl *fmt,
 		struct as_line_state *st, const char *data, size_t len,
 		struct as_diag *diag)
 {
-	if (memchr(data, 0, len)) /* the line parsers stop at NUL */
-		return as_diag_set(diag, st->line + 1, AS_EPARSE,
+	const char *nul = memchr(data, 0, len);
+	if (nul) { /* the line parsers stop at NUL: refuse it on its line */
+		uint64_t line = st->line + 1;
+		for (const char *q = data; q < nul; q++)
+			line += *q == '\n';
+		return as_diag_set(diag, line, AS_EPARSE,
 				   "NUL byte in a text file");
+	}
 	return fmt->lines(b, st, data, len, diag);
 }
 
