@@ -850,3 +850,43 @@ void as_trace_destroy(struct as_trace *t)
 	free(t->input_stats);
 	free(t);
 }
+
+static bool by_name_start(uint32_t a, uint32_t b, const void *ctx)
+{
+	const struct as_buffer *x = &((const struct as_trace *)ctx)->buffers[a],
+			       *y = &((const struct as_trace *)ctx)->buffers[b];
+	int k = strcmp(x->name, y->name);
+	return k < 0 || (k == 0 && (x->start < y->start ||
+				    (x->start == y->start && a < b)));
+}
+
+int as_builder_live_twice(struct as_builder *b, uint32_t *first,
+			  uint32_t *second)
+{
+	const struct as_trace *t = b->t;
+	uint32_t *order = malloc(((size_t)t->nbuffers + 1) * sizeof(*order));
+	if (!order)
+		return AS_ENOMEM;
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		order[i] = i;
+	int err = as_sort_u32(order, t->nbuffers, by_name_start, t);
+	uint64_t end = 0;
+	uint32_t holder = 0;
+	for (uint32_t k = 0; err == AS_OK && k < t->nbuffers; k++) {
+		const struct as_buffer *x = &t->buffers[order[k]];
+		bool same = k > 0 &&
+			    strcmp(t->buffers[order[k - 1]].name, x->name) == 0;
+		if (same && x->start < end) {
+			*first = holder < order[k] ? holder : order[k];
+			*second = holder < order[k] ? order[k] : holder;
+			err = 1;
+			break;
+		}
+		if (!same || x->end > end) {
+			end = x->end;
+			holder = order[k];
+		}
+	}
+	free(order);
+	return err;
+}
