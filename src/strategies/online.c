@@ -43,6 +43,8 @@ static int start_case(struct replay *r, uint32_t c, struct as_diag *diag)
 	for (uint16_t s = 0; err == AS_OK && s < r->t->nspaces; s++)
 		err = r->impl->online->create(&o, r->emit, r->ctx, &r->st[s],
 					      diag);
+	if (err && err != AS_ENOMEM && diag) /* an option error: its line */
+		diag->line = r->t->cases[c].line;
 	return err;
 }
 

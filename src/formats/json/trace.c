@@ -200,7 +200,15 @@ static int parse_event(struct as_jctx *c, const cJSON *ev)
 			     c, cJSON_GetObjectItemCaseSensitive(ev, "options"),
 			     opts, sizeof(opts))))
 			return err;
-		return (int)at_line(c, as_builder_case(c->b, opts, c->diag));
+		if ((err = (int)at_line(c, as_builder_case(c->b, opts,
+							   c->diag))))
+			return err;
+		/* Its line for option errors; finding it scans the text, so
+		 * only for the first configs of a trace. */
+		struct as_trace *t = as_builder_trace(c->b);
+		if (t->ncases <= 64)
+			t->cases[t->ncases - 1].line = as_json_line(c, NULL);
+		return AS_OK;
 	}
 	static const char *const queries[] = {"dump", "stats", "render",
 					      "curr"};
@@ -369,6 +377,9 @@ static int parse_root(struct as_jctx *c, const cJSON *root)
 			c->diag->line = as_json_line(c, "config");
 		return err;
 	}
+	if (opts[0])
+		as_builder_trace(c->b)->cases[0].line =
+			as_json_line(c, "config");
 	if (cJSON_HasObjectItem(root, "numa")) /* the numa section, below */
 		return as_json_numa(c, root);
 	bool has_events = cJSON_HasObjectItem(root, "events");
