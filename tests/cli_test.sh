@@ -19,18 +19,7 @@ ok() { # ok NAME CONDITION-STATUS
 	fi
 }
 
-# Bad inputs: exit status 2, the exact "file:line: message", no output file.
-cd "$src/tests/bad"
-for f in *.ops *.csv *.json *.pickle; do
-	out=$("$exe" replay "$f" --json "$tmp/out.json" 2>&1 >/dev/null)
-	rc=$?
-	want=$(cat "$f.expected")
-	[ $rc -eq 2 ] && [ "$out" = "$want" ] && [ ! -e "$tmp/out.json" ] &&
-		[ -z "$(ls "$tmp")" ]
-	s=$?
-	[ $s -eq 0 ] || echo "#   $f: rc=$rc got '$out' want '$want'"
-	ok "bad input $f is refused with its line and reason" $s
-done
+# Bad inputs (tests/bad/): tests/bad_input_test.sh.
 cd "$src"
 
 "$exe" replay traces/small-cnn.json >"$tmp/table" 2>&1

@@ -43,6 +43,27 @@ const char *as_diag_text(const struct as_diag *d, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * Messages quote names from hostile input: control bytes (an escape
+ * sequence could forge or hide terminal output) are written as \xNN, and
+ * the message is cut to fit, so no name reaches a terminal raw.
+ */
+static void defang(char *msg, size_t cap)
+{
+	char out[sizeof(((struct as_diag *)0)->msg)];
+	size_t o = 0;
+	for (const unsigned char *c = (const unsigned char *)msg;
+	     *c && o + 5 < sizeof(out) && o + 5 < cap; c++) {
+		if (*c < 0x20 || *c == 0x7f)
+			o += (size_t)snprintf(out + o, sizeof(out) - o,
+					      "\\x%02x", *c);
+		else
+			out[o++] = (char)*c;
+	}
+	out[o] = 0;
+	memcpy(msg, out, o + 1);
+}
+
 int as_diag_set(struct as_diag *d, uint64_t line, int err, const char *fmt,
 		...)
 {
@@ -51,6 +72,7 @@ int as_diag_set(struct as_diag *d, uint64_t line, int err, const char *fmt,
 		va_start(ap, fmt);
 		vsnprintf(d->msg, sizeof(d->msg), fmt, ap);
 		va_end(ap);
+		defang(d->msg, sizeof(d->msg));
 		d->line = line;
 	}
 	return err;

@@ -39,6 +39,10 @@ double as_now_ms(void);
  * at the end. */
 const char *as_next_line(const char **p, const char *end, size_t *len);
 
+/* 3 when the text starts with a UTF-8 byte order mark, else 0: every
+ * format skips it the same way (formats.c). */
+size_t as_bom_len(const char *s, size_t len);
+
 /* ---- plan_csv.c ---- */
 
 /*

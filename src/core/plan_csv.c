@@ -146,7 +146,7 @@ static int read_plan_rows(const struct as_trace *t, const char *data,
 			  size_t len, struct as_plan *p, uint32_t *order,
 			  uint32_t *taken, struct as_diag *diag)
 {
-	const char *cur = data, *end = data + len, *s;
+	const char *cur = data + as_bom_len(data, len), *end = data + len, *s;
 	size_t n;
 	uint64_t line = 0;
 	int pos[C_N], ncols = -1;
@@ -231,6 +231,20 @@ static int read_plan_rows(const struct as_trace *t, const char *data,
 					name,
 					(unsigned long long)t->buffers[bi].size);
 		}
+		/* A plan for another schedule of the same names is not this
+		 * trace's plan: its lifetimes must be the trace's. */
+		const struct as_buffer *tb = &t->buffers[bi];
+		uint64_t lo = tb->start, up = tb->end;
+		if ((pos[C_LOWER] >= 0 &&
+		     !as_parse_u64(f[pos[C_LOWER]], fl[pos[C_LOWER]], &lo)) ||
+		    (pos[C_UPPER] >= 0 &&
+		     !as_parse_u64(f[pos[C_UPPER]], fl[pos[C_UPPER]], &up)) ||
+		    lo != tb->start || up != tb->end)
+			return as_diag_set(diag, line, AS_EPARSE,
+					   "lifetime of '%s' differs from the "
+					   "trace's [%llu, %llu)",
+					   name, (unsigned long long)tb->start,
+					   (unsigned long long)tb->end);
 		p->offset[bi] = off;
 	}
 	if (ncols < 0)

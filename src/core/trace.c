@@ -80,6 +80,9 @@ struct as_builder {
 	 * addressing over space indices, 0 marks an empty slot. */
 	uint16_t *space_slots;
 	uint32_t space_mask, cap_spaces;
+	/* Symbols by name: open addressing over symbol index + 1 (0: empty). */
+	uint32_t *sym_slots;
+	uint32_t sym_mask;
 };
 
 static bool grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
@@ -204,6 +207,7 @@ void as_builder_destroy(struct as_builder *b)
 	free(b->live);
 	free(b->live_hash);
 	free(b->space_slots);
+	free(b->sym_slots);
 	free(b);
 }
 
@@ -492,17 +496,42 @@ int64_t as_builder_add_timed(struct as_builder *b, const char *name,
 	return idx;
 }
 
+static uint32_t sym_slot(const struct as_builder *b, const char *name)
+{
+	uint32_t h = (uint32_t)(as_hash_str(name) & b->sym_mask);
+	while (b->sym_slots[h] &&
+	       strcmp(b->t->symbols[b->sym_slots[h] - 1], name) != 0)
+		h = (h + 1) & b->sym_mask;
+	return h;
+}
+
 int64_t as_builder_symbol(struct as_builder *b, const char *name)
 {
 	struct as_trace *t = b->t;
-	for (uint32_t i = 0; i < t->nsymbols; i++)
-		if (strcmp(t->symbols[i], name) == 0)
-			return i;
+	if (b->sym_slots) {
+		uint32_t h = sym_slot(b, name);
+		if (b->sym_slots[h])
+			return b->sym_slots[h] - 1;
+	}
+	if (t->nsymbols >= UINT32_MAX / 4)
+		return AS_ENOMEM;
+	if (2u * (t->nsymbols + 1) > b->sym_mask) { /* keep it half empty */
+		uint32_t cap = b->sym_mask ? 2 * (b->sym_mask + 1) : 64;
+		uint32_t *n = calloc(cap, sizeof(*n));
+		if (!n)
+			return AS_ENOMEM;
+		free(b->sym_slots);
+		b->sym_slots = n;
+		b->sym_mask = cap - 1;
+		for (uint32_t i = 0; i < t->nsymbols; i++)
+			n[sym_slot(b, t->symbols[i])] = i + 1;
+	}
 	if (!grow((void **)&t->symbols, &b->cap_symbols, t->nsymbols + 1,
 		  sizeof(*t->symbols)))
 		return AS_ENOMEM;
 	if (!(t->symbols[t->nsymbols] = as_builder_intern(b, name)))
 		return AS_ENOMEM;
+	b->sym_slots[sym_slot(b, name)] = t->nsymbols + 1;
 	return t->nsymbols++;
 }
 
@@ -887,4 +916,44 @@ void as_trace_destroy(struct as_trace *t)
 	free(t->info);
 	free(t->input_stats);
 	free(t);
+}
+
+static bool by_name_start(uint32_t a, uint32_t b, const void *ctx)
+{
+	const struct as_buffer *x = &((const struct as_trace *)ctx)->buffers[a],
+			       *y = &((const struct as_trace *)ctx)->buffers[b];
+	int k = strcmp(x->name, y->name);
+	return k < 0 || (k == 0 && (x->start < y->start ||
+				    (x->start == y->start && a < b)));
+}
+
+int as_builder_live_twice(struct as_builder *b, uint32_t *first,
+			  uint32_t *second)
+{
+	const struct as_trace *t = b->t;
+	uint32_t *order = malloc(((size_t)t->nbuffers + 1) * sizeof(*order));
+	if (!order)
+		return AS_ENOMEM;
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		order[i] = i;
+	int err = as_sort_u32(order, t->nbuffers, by_name_start, t);
+	uint64_t end = 0;
+	uint32_t holder = 0;
+	for (uint32_t k = 0; err == AS_OK && k < t->nbuffers; k++) {
+		const struct as_buffer *x = &t->buffers[order[k]];
+		bool same = k > 0 &&
+			    strcmp(t->buffers[order[k - 1]].name, x->name) == 0;
+		if (same && x->start < end) {
+			*first = holder < order[k] ? holder : order[k];
+			*second = holder < order[k] ? order[k] : holder;
+			err = 1;
+			break;
+		}
+		if (!same || x->end > end) {
+			end = x->end;
+			holder = order[k];
+		}
+	}
+	free(order);
+	return err;
 }

@@ -44,6 +44,13 @@ int as_builder_frames_interned(struct as_builder *b, uint32_t idx,
 int as_builder_set_time(struct as_builder *b, uint64_t step);
 /* The index of space `name`, or -1. Hashed: pools are looked up per buffer. */
 int as_builder_space_find(const struct as_builder *b, const char *name);
+/*
+ * For buffers with explicit lifetimes: 1 with the indices of two buffers of
+ * one name that are live at the same time, 0 when there are none, or
+ * AS_ENOMEM. O(n log n).
+ */
+int as_builder_live_twice(struct as_builder *b, uint32_t *first,
+			  uint32_t *second);
 /* Find a buffer by name: the live one, else the most recent. */
 int64_t as_builder_lookup(struct as_builder *b, const char *name);
 

@@ -261,3 +261,8 @@ const char *as_next_line(const char **p, const char *end, size_t *len)
 	*len = (size_t)(e - s);
 	return s;
 }
+
+size_t as_bom_len(const char *s, size_t len)
+{
+	return len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+}

@@ -142,8 +142,22 @@ static int csv_lines(struct as_builder *b, struct as_line_state *st,
 static int csv_end(struct as_builder *b, struct as_line_state *st, int err,
 		   struct as_diag *diag)
 {
-	if (err || st->ncols)
+	if (err)
 		return err;
+	if (st->ncols) {
+		const struct as_trace *t = as_builder_trace(b);
+		uint32_t x, y;
+		if (t->nbuffers == 0)
+			return as_diag_set(diag, st->line, AS_EPARSE,
+					   "a header but no rows");
+		/* Ids find buffers in plan files: one live buffer per id. */
+		if ((err = as_builder_live_twice(b, &x, &y)) != 1)
+			return err;
+		return as_diag_set(diag, 0, AS_EPARSE,
+				   "id '%s' of data rows %u and %u: two "
+				   "buffers of one id live at the same time",
+				   t->buffers[x].name, x + 1, y + 1);
+	}
 	return as_diag_set(diag, st->line ? st->line : 1, AS_EPARSE,
 			   "empty file: expected the header "
 			   "id,lower,upper,size");

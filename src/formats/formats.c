@@ -94,9 +94,14 @@ static int feed(struct as_builder *b, const struct as_format_impl *fmt,
 		struct as_line_state *st, const char *data, size_t len,
 		struct as_diag *diag)
 {
-	if (memchr(data, 0, len)) /* the line parsers stop at NUL */
-		return as_diag_set(diag, st->line + 1, AS_EPARSE,
+	const char *nul = memchr(data, 0, len);
+	if (nul) { /* the line parsers stop at NUL: refuse it on its line */
+		uint64_t line = st->line + 1;
+		for (const char *q = data; q < nul; q++)
+			line += *q == '\n';
+		return as_diag_set(diag, line, AS_EPARSE,
 				   "NUL byte in a text file");
+	}
 	return fmt->lines(b, st, data, len, diag);
 }
 
@@ -141,6 +146,8 @@ int as_trace_parse(const char *name, const char *data, size_t len,
 	if (!as_format_known(format))
 		return unknown_format(format, diag);
 	const struct as_format_impl *fmt = by_name(format);
+	size_t bom = as_bom_len(data, len); /* one rule for every format */
+	data += bom, len -= bom;
 	if (!fmt)
 		fmt = detect(name, data, len);
 	int err = start(name, fmt, &b, diag);
@@ -198,6 +205,10 @@ static int load_stream(struct as_reader *r, const char *path,
 			break;
 		eof = got == 0;
 		have += got;
+		if (!b && have == got) { /* the first bytes: a BOM goes */
+			size_t bom = as_bom_len(buf, have);
+			memmove(buf, buf + bom, have -= bom);
+		}
 		if (!b) {
 			if (!fmt)
 				fmt = detect(detect_name, buf, have);

@@ -183,7 +183,11 @@ static int parse_line(struct as_builder *b, struct tok *tk, int n,
 			used += tk[i].len;
 		}
 		opts[used] = 0;
-		return as_builder_case(b, opts, diag);
+		int err = as_builder_case(b, opts, diag);
+		struct as_trace *t = as_builder_trace(b);
+		if (err == AS_OK)
+			t->cases[t->ncases - 1].line = line;
+		return err;
 	}
 	static const char *const queries[] = {"dump", "stats", "render",
 					      "curr"};

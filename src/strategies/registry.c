@@ -148,6 +148,8 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 		struct as_opts o;
 		err = as_opts_parse(&o, name, s->info.options,
 				    t->cases[0].options, spec_opts, diag);
+		if (err && err != AS_ENOMEM && diag) /* its line, if any */
+			diag->line = t->cases[0].line;
 		if (err == AS_OK)
 			err = s->plan(t, &o, p, diag);
 		for (uint32_t i = 0; err == AS_OK && i < t->nbuffers; i++)

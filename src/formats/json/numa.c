@@ -111,6 +111,35 @@ static int nsource(const struct as_jctx *x, const cJSON *v,
 	return AS_OK;
 }
 
+static bool by_edge_name(uint32_t a, uint32_t b, const void *ctx)
+{
+	const struct as_numa_edge *e = ctx;
+	int k = strcmp(e[a].name, e[b].name);
+	return k < 0 || (k == 0 && a < b);
+}
+
+/* A parent's edge names are unique (sources name them): O(e log e). */
+static int edges_unique(struct as_jctx *x, const struct as_numa *nm,
+			const struct as_numa_parent *p)
+{
+	const struct as_numa_edge *ed = nm->edges + p->first_edge;
+	uint32_t *order = malloc(((size_t)p->nedges + 1) * sizeof(*order));
+	if (!order)
+		return AS_ENOMEM;
+	for (uint32_t i = 0; i < p->nedges; i++)
+		order[i] = i;
+	int err = as_sort_u32(order, p->nedges, by_edge_name, ed);
+	for (uint32_t k = 1; err == AS_OK && k < p->nedges; k++)
+		if (strcmp(ed[order[k - 1]].name, ed[order[k]].name) == 0) {
+			as_json_push(x, NULL, (int)order[k]);
+			err = as_json_fail(x, "name", "duplicate edge '%s'",
+					   ed[order[k]].name);
+			x->depth--;
+		}
+	free(order);
+	return err;
+}
+
 /* One parent's edges; volumes go to vol[e * nsub + k]. */
 static int nedges(struct as_jctx *x, const cJSON *po, struct as_numa *nm,
 		  uint32_t pi, uint64_t *vol)
@@ -142,10 +171,6 @@ static int nedges(struct as_jctx *x, const cJSON *po, struct as_numa *nm,
 		}
 		if (strchr(name, '/'))
 			return as_json_fail(x, "name", "edge names cannot contain '/'");
-		for (uint32_t j = 0; j < e; j++)
-			if (strcmp(nm->edges[p->first_edge + j].name, name) == 0)
-				return as_json_fail(x, "name", "duplicate edge '%s'",
-					     name);
 		ed->name = as_builder_intern(x->b, name);
 		if (!ed->name)
 			return AS_ENOMEM;
@@ -210,8 +235,9 @@ static int nedges(struct as_jctx *x, const cJSON *po, struct as_numa *nm,
 		x->depth--;
 		e++;
 	}
+	err = edges_unique(x, nm, p);
 	x->depth--;
-	return AS_OK;
+	return err;
 }
 
 /* Sub-task -> core: given per parent ("cores"), else the trace's rule. */

@@ -159,6 +159,8 @@ int as_results_parse(struct as_results *r, const char *name,
 		diag = &local;
 	memset(diag, 0, sizeof(*diag));
 	snprintf(diag->file, sizeof(diag->file), "%s", name);
+	size_t bom = as_bom_len(data, len);
+	data += bom, len -= bom;
 	struct as_jctx c = {.text = data, .len = len, .diag = diag,
 			    .exact_big = true};
 	cJSON *root = NULL;

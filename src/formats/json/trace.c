@@ -200,7 +200,15 @@ static int parse_event(struct as_jctx *c, const cJSON *ev)
 			     c, cJSON_GetObjectItemCaseSensitive(ev, "options"),
 			     opts, sizeof(opts))))
 			return err;
-		return (int)at_line(c, as_builder_case(c->b, opts, c->diag));
+		if ((err = (int)at_line(c, as_builder_case(c->b, opts,
+							   c->diag))))
+			return err;
+		/* Its line for option errors; finding it scans the text, so
+		 * only for the first configs of a trace. */
+		struct as_trace *t = as_builder_trace(c->b);
+		if (t->ncases <= 64)
+			t->cases[t->ncases - 1].line = as_json_line(c, NULL);
+		return AS_OK;
 	}
 	static const char *const queries[] = {"dump", "stats", "render",
 					      "curr"};
@@ -303,46 +311,23 @@ static int parse_list(struct as_jctx *c, const cJSON *root, const char *key,
 	return AS_OK;
 }
 
-static bool by_name_start(uint32_t a, uint32_t b, const void *ctx)
-{
-	const struct as_buffer *x = &((const struct as_trace *)ctx)->buffers[a],
-			       *y = &((const struct as_trace *)ctx)->buffers[b];
-	int k = strcmp(x->name, y->name);
-	return k < 0 || (k == 0 && x->start < y->start);
-}
-
 /*
  * In the "buffers" form a name may come back once its buffer is dead, as
  * in an event list, but two buffers of one name may not be live at once
- * (frees, aliases and plan files find buffers by name). O(n log n).
+ * (frees, aliases and plan files find buffers by name).
  */
 static int live_names_unique(struct as_jctx *c)
 {
-	const struct as_trace *t = as_builder_trace(c->b);
-	uint32_t *order = malloc(((size_t)t->nbuffers + 1) * sizeof(*order));
-	if (!order)
-		return AS_ENOMEM;
-	for (uint32_t i = 0; i < t->nbuffers; i++)
-		order[i] = i;
-	int err = as_sort_u32(order, t->nbuffers, by_name_start, t);
-	uint64_t end = 0;
-	for (uint32_t k = 0; err == AS_OK && k < t->nbuffers; k++) {
-		const struct as_buffer *b = &t->buffers[order[k]];
-		bool same = k > 0 &&
-			    strcmp(t->buffers[order[k - 1]].name, b->name) == 0;
-		if (same && b->start < end) {
-			as_json_push(c, "buffers", 0);
-			as_json_push(c, NULL, (int)order[k]);
-			err = as_json_fail(c, "name", "'%s' is live twice: two "
-						      "buffers of one name "
-						      "overlap in time",
-					   b->name);
-			c->depth -= 2;
-			break;
-		}
-		end = same && end > b->end ? end : b->end;
-	}
-	free(order);
+	uint32_t first, second;
+	int err = as_builder_live_twice(c->b, &first, &second);
+	if (err != 1)
+		return err;
+	as_json_push(c, "buffers", 0);
+	as_json_push(c, NULL, (int)second);
+	err = as_json_fail(c, "name", "'%s' is live twice: two buffers of one "
+				      "name overlap in time",
+			   as_builder_trace(c->b)->buffers[second].name);
+	c->depth -= 2;
 	return err;
 }
 
@@ -392,6 +377,9 @@ static int parse_root(struct as_jctx *c, const cJSON *root)
 			c->diag->line = as_json_line(c, "config");
 		return err;
 	}
+	if (opts[0])
+		as_builder_trace(c->b)->cases[0].line =
+			as_json_line(c, "config");
 	if (cJSON_HasObjectItem(root, "numa")) /* the numa section, below */
 		return as_json_numa(c, root);
 	bool has_events = cJSON_HasObjectItem(root, "events");

@@ -117,6 +117,7 @@ struct as_space {
 struct as_case {
 	const char *options;    /* "key=value,key=value", may be "" */
 	uint32_t first_event;
+	uint64_t line;          /* of the config that set them; 0: unknown */
 };
 
 /* Operator of a computation graph (JSON graph traces). */

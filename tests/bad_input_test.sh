@@ -1,0 +1,49 @@
+#!/bin/sh
+# The bad-input corpus (tests/bad/): every file is refused with exit status
+# 2, its first error line exactly as FILE.expected says (FILE:LINE: message)
+# and no output file. Traces go through `replay --json`, results-*.json
+# through `diff`, plans/plan-*.csv through `check plans/trace.csv --plan`.
+exe=${AS_EXE:?}
+src=${AS_SOURCE_DIR:?}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+out=$tmp/out
+mkdir "$out"
+check() { # check FILE COMMAND...
+	f=$1
+	shift
+	"$@" >/dev/null 2>"$tmp/err"
+	rc=$?
+	got=$(head -n 1 "$tmp/err")
+	want=$(cat "$f.expected")
+	n=$((n + 1))
+	if [ $rc -eq 2 ] && [ "$got" = "$want" ] && [ -z "$(ls "$out")" ]; then
+		echo "ok $n - $f is refused with its line and reason"
+	else
+		echo "not ok $n - $f is refused with its line and reason"
+		echo "#   rc=$rc got '$got' want '$want'"
+		rm -rf "$out"/*
+	fi
+}
+cd "$src/tests/bad" || exit 1
+total=$(ls | grep -v -e '\.expected$' -e '^plans$' | wc -l)
+total=$((total + $(ls plans | grep -c '^plan-.*\.csv$')))
+echo "1..$((total + 1))"
+for f in *; do
+	case $f in
+	*.expected | plans) ;;
+	results-*) check "$f" "$exe" diff "$f" "$f" --markdown "$out/r.md" ;;
+	*) check "$f" "$exe" replay --no-progress "$f" --json "$out/r.json" ;;
+	esac
+done
+cd plans
+for f in plan-*.csv; do
+	check "$f" "$exe" check trace.csv --plan "$f"
+done
+n=$((n + 1))
+if [ "$total" -ge 60 ]; then
+	echo "ok $n - the corpus holds at least 60 bad inputs ($total)"
+else
+	echo "not ok $n - the corpus holds at least 60 bad inputs ($total)"
+fi
