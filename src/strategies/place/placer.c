@@ -17,25 +17,45 @@
  * costs one entry, not thousands. sub[v] counts the rectangles recorded in
  * v's subtree, v included, so empty subtrees are never walked.
  *
- * A query for [t0, t1) reads the runs of every ancestor of its cover nodes
- * (rectangles covering part of its range) and of every non-empty node below
- * them (rectangles inside its range), sorts them and scans for the gap.
+ * Each node also keeps part[v], the union of the address ranges of the
+ * rectangles recorded anywhere in v's subtree (merged, sorted, disjoint):
+ * exactly the rectangles sharing time with v's range, less those recorded
+ * above v. A query for [t0, t1) then reads O(log S) sets: part[] of its
+ * cover nodes and the runs of their strict ancestors (rectangles covering
+ * a cover node's whole range), sorts them and scans for the gap; the free
+ * gaps are the same as among the rectangles one by one, and their number is
+ * bounded by the fragmentation, not by the rectangles live.
+ *
+ * A union cannot give a rectangle back, so as_placer_pop makes part[]
+ * stale until the next reset; a query then reads the runs of every
+ * ancestor of its cover nodes and of every non-empty node below them
+ * (rectangles inside its range) instead, which is exact but visits every
+ * placed rectangle sharing time with the query.
  */
 struct runs {
 	struct as_span *v;
 	uint32_t n, cap;
 };
 
+/* A cursor into a sorted set of runs, for the merge of a query. */
+struct src {
+	const struct as_span *v, *end;
+};
+
 struct as_placer {
 	const struct as_problem *pb;
 	uint32_t size;          /* leaves, a power of two */
 	struct runs *node;      /* 2 * size */
+	struct runs *part;      /* 2 * size: unions per subtree */
+	bool stale;             /* part[] is out of date (a pop) */
 	uint32_t *sub, *vis;
 	uint32_t stamp;
 	uint64_t *off;
 	struct as_span *g;         /* query scratch */
 	uint32_t ng, gcap;
 	uint32_t *stack;
+	struct src *src;        /* query: sorted sets to merge */
+	uint32_t nsrc, srccap;
 	bool nomem;
 };
 
@@ -68,13 +88,14 @@ struct as_placer *as_placer_create(const struct as_problem *pb)
 		pl->size <<= 1;
 	size_t nodes = 2 * (size_t)pl->size;
 	pl->node = calloc(nodes, sizeof(*pl->node));
+	pl->part = calloc(nodes, sizeof(*pl->part));
 	pl->sub = calloc(nodes, sizeof(uint32_t));
 	pl->vis = calloc(nodes, sizeof(uint32_t));
 	pl->off = calloc((size_t)pb->n + 1, sizeof(uint64_t));
 	pl->gcap = 1024;
 	pl->g = calloc(pl->gcap, sizeof(struct as_span));
 	pl->stack = calloc(nodes + 64, sizeof(uint32_t));
-	if (!pl->node || !pl->sub || !pl->vis || !pl->off || !pl->g ||
+	if (!pl->node || !pl->part || !pl->sub || !pl->vis || !pl->off || !pl->g ||
 	    !pl->stack) {
 		as_placer_destroy(pl);
 		return NULL;
@@ -86,23 +107,31 @@ void as_placer_destroy(struct as_placer *pl)
 {
 	if (!pl)
 		return;
-	if (pl->node)
-		for (size_t v = 0; v < 2 * (size_t)pl->size; v++)
+	for (size_t v = 0; v < 2 * (size_t)pl->size; v++) {
+		if (pl->node)
 			free(pl->node[v].v);
+		if (pl->part)
+			free(pl->part[v].v);
+	}
 	free(pl->node);
+	free(pl->part);
 	free(pl->sub);
 	free(pl->vis);
 	free(pl->off);
 	free(pl->g);
 	free(pl->stack);
+	free(pl->src);
 	free(pl);
 }
 
 void as_placer_reset(struct as_placer *pl)
 {
 	size_t nodes = 2 * (size_t)pl->size;
-	for (size_t v = 0; v < nodes; v++)
+	for (size_t v = 0; v < nodes; v++) {
 		pl->node[v].n = 0;
+		pl->part[v].n = 0;
+	}
+	pl->stale = false;
 	memset(pl->sub, 0, nodes * sizeof(uint32_t));
 }
 
@@ -187,6 +216,48 @@ static bool run_remove(struct runs *ru, uint64_t lo, uint64_t hi)
 	return true;
 }
 
+/* Add [lo, hi) to a union of disjoint runs, merging what it meets. */
+static bool run_unite(struct runs *ru, uint64_t lo, uint64_t hi)
+{
+	/* i: first run with hi >= lo; j: first run with lo > hi. */
+	uint32_t a = 0, b = ru->n;
+	while (a < b) {
+		uint32_t mid = a + (b - a) / 2;
+		if (ru->v[mid].hi < lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	uint32_t i = a, j = i;
+	while (j < ru->n && ru->v[j].lo <= hi)
+		j++;
+	if (i < j) {
+		if (ru->v[i].lo < lo)
+			lo = ru->v[i].lo;
+		if (ru->v[j - 1].hi > hi)
+			hi = ru->v[j - 1].hi;
+		ru->v[i].lo = lo;
+		ru->v[i].hi = hi;
+		memmove(ru->v + i + 1, ru->v + j,
+			(ru->n - j) * sizeof(*ru->v));
+		ru->n -= j - i - 1;
+		return true;
+	}
+	if (ru->n == ru->cap) {
+		uint32_t cap = ru->cap ? 2 * ru->cap : 4;
+		struct as_span *nv = realloc(ru->v, cap * sizeof(*nv));
+		if (!nv)
+			return false;
+		ru->v = nv;
+		ru->cap = cap;
+	}
+	memmove(ru->v + i + 1, ru->v + i, (ru->n - i) * sizeof(*ru->v));
+	ru->v[i].lo = lo;
+	ru->v[i].hi = hi;
+	ru->n++;
+	return true;
+}
+
 bool as_placer_nomem(const struct as_placer *pl)
 {
 	return pl->nomem;
@@ -196,17 +267,28 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 {
 	uint64_t hi = off + pl->pb->r[i].size;
 	pl->off[i] = off;
+	if (++pl->stamp == 0) {
+		memset(pl->vis, 0, 2 * (size_t)pl->size * sizeof(uint32_t));
+		pl->stamp = 1;
+	}
 	FOR_COVER(pl, &pl->pb->r[i], v, {
 		if (!run_insert(&pl->node[v], off, hi))
 			pl->nomem = true;
 		for (uint32_t a = v; a >= 1; a >>= 1)
 			pl->sub[a]++;
+		for (uint32_t a = v; a >= 1 && pl->vis[a] != pl->stamp;
+		     a >>= 1) {
+			pl->vis[a] = pl->stamp;
+			if (!pl->stale && !run_unite(&pl->part[a], off, hi))
+				pl->nomem = true;
+		}
 	});
 }
 
 void as_placer_pop(struct as_placer *pl, uint32_t i)
 {
 	uint64_t lo = pl->off[i], hi = lo + pl->pb->r[i].size;
+	pl->stale = true;
 	FOR_COVER(pl, &pl->pb->r[i], v, {
 		if (!run_remove(&pl->node[v], lo, hi))
 			pl->nomem = true;
@@ -215,9 +297,8 @@ void as_placer_pop(struct as_placer *pl, uint32_t i)
 	});
 }
 
-static void take_node(struct as_placer *pl, uint32_t v)
+static void take(struct as_placer *pl, const struct runs *ru)
 {
-	const struct runs *ru = &pl->node[v];
 	if (pl->ng + ru->n > pl->gcap) {
 		uint32_t cap = pl->gcap;
 		while (cap < pl->ng + ru->n)
@@ -248,7 +329,7 @@ static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 		     a >>= 1) {
 			pl->vis[a] = pl->stamp;
 			if (pl->node[a].n)
-				take_node(pl, a);
+				take(pl, &pl->node[a]);
 		}
 		/* Descendants lie inside r's range. */
 		uint32_t sp = 0;
@@ -261,7 +342,7 @@ static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 			if (!pl->sub[w])
 				continue;
 			if (pl->node[w].n)
-				take_node(pl, w);
+				take(pl, &pl->node[w]);
 			if (w < pl->size) {
 				pl->stack[sp++] = 2 * w;
 				pl->stack[sp++] = 2 * w + 1;
@@ -270,6 +351,28 @@ static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 	});
 	return pl->ng;
 }
+
+static void add_src(struct as_placer *pl, const struct runs *ru)
+{
+	if (pl->nsrc == pl->srccap) {
+		uint32_t cap = pl->srccap ? 2 * pl->srccap : 64;
+		struct src *ns = realloc(pl->src, cap * sizeof(*ns));
+		if (!ns) {
+			pl->nomem = true;
+			return;
+		}
+		pl->src = ns;
+		pl->srccap = cap;
+	}
+	pl->src[pl->nsrc++] = (struct src){ru->v, ru->v + ru->n};
+}
+
+/*
+ * The sorted sets whose union is the placed rectangles sharing time with r,
+ * into pl->src: with part[] up to date, O(log S) of them; else the runs
+ * gathered one by one, sorted, as one set.
+ */
+static void sources(struct as_placer *pl, const struct as_rect *r);
 
 static void span_swap(struct as_span *a, struct as_span *b)
 {
@@ -330,25 +433,111 @@ static void sort_spans(struct as_span *g, uint32_t n)
 struct as_span *as_placer_spans(struct as_placer *pl, const struct as_rect *r,
 				uint32_t *n)
 {
-	uint32_t k = gather(pl, r);
+	if (pl->stale) {
+		uint32_t k = gather(pl, r);
+		if (pl->nomem)
+			return NULL;
+		sort_spans(pl->g, k);
+		*n = k;
+		return pl->g;
+	}
+	sources(pl, r);
+	pl->ng = 0;
+	for (uint32_t j = 0; j < pl->nsrc && !pl->nomem; j++) {
+		struct runs ru = {(struct as_span *)pl->src[j].v,
+				  (uint32_t)(pl->src[j].end - pl->src[j].v), 0};
+		take(pl, &ru);
+	}
 	if (pl->nomem)
 		return NULL;
-	sort_spans(pl->g, k);
-	*n = k;
+	sort_spans(pl->g, pl->ng);
+	*n = pl->ng;
 	return pl->g;
+}
+
+static void sources(struct as_placer *pl, const struct as_rect *r)
+{
+	pl->nsrc = 0;
+	if (pl->stale) {
+		uint32_t k = gather(pl, r);
+		sort_spans(pl->g, k);
+		struct runs one = {pl->g, k, k};
+		if (k)
+			add_src(pl, &one);
+		return;
+	}
+	if (++pl->stamp == 0) {
+		memset(pl->vis, 0, 2 * (size_t)pl->size * sizeof(uint32_t));
+		pl->stamp = 1;
+	}
+	FOR_COVER(pl, r, v, {
+		if (pl->part[v].n)
+			add_src(pl, &pl->part[v]);
+		for (uint32_t a = v >> 1; a >= 1 && pl->vis[a] != pl->stamp;
+		     a >>= 1) {
+			pl->vis[a] = pl->stamp;
+			if (pl->node[a].n)
+				add_src(pl, &pl->node[a]);
+		}
+	});
+}
+
+/* Min-heap of cursors by the low end of their current run. */
+static void src_down(struct src *h, uint32_t n, uint32_t i)
+{
+	struct src x = h[i];
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && h[c + 1].v->lo < h[c].v->lo)
+			c++;
+		if (h[c].v->lo >= x.v->lo)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = x;
+}
+
+/* The next run in address order, NULL after the last. */
+static const struct as_span *src_next(struct src *h, uint32_t *n)
+{
+	if (*n == 0)
+		return NULL;
+	const struct as_span *s = h[0].v++;
+	if (h[0].v == h[0].end)
+		h[0] = h[--*n];
+	if (*n)
+		src_down(h, *n, 0);
+	return s;
 }
 
 bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 		    uint64_t *off, uint64_t *gap_out)
 {
 	const struct as_rect *r = &pl->pb->r[i];
-	uint32_t k = gather(pl, r);
+	uint32_t k;
+	if (fit == AS_FIT_BEST) {
+		/* Every run is read: one sort beats a merge. */
+		if (!as_placer_spans(pl, r, &k))
+			return false;
+		struct runs all = {pl->g, k, k};
+		pl->nsrc = 0;
+		if (k)
+			add_src(pl, &all);
+	} else {
+		/* A merge reads only the runs below the answer. */
+		sources(pl, r);
+	}
 	if (pl->nomem)
 		return false;
-	sort_spans(pl->g, k);
+	k = pl->nsrc;
+	for (uint32_t j = k / 2; j-- > 0;)
+		src_down(pl->src, k, j);
 	uint64_t cand = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
-	for (uint32_t j = 0; j < k; j++) {
-		const struct as_span *s = &pl->g[j];
+	const struct as_span *s;
+	while ((s = src_next(pl->src, &k))) {
 		if (s->lo > cand) {
 			uint64_t a;
 			if (!as_align_up(cand, r->align_log2, &a))
