@@ -83,6 +83,13 @@ static bool by_size_rect(uint32_t a, uint32_t b, const void *ctx)
 	return a < b;
 }
 
+int as_order_greedy_size(const struct as_problem *pb, uint32_t *order)
+{
+	for (uint32_t i = 0; i < pb->n; i++)
+		order[i] = i;
+	return as_sort_u32(order, pb->n, by_size_rect, pb);
+}
+
 /*
  * The same plan through the segment-tree placer of place.h, which reads
  * O(log n) merged sets per buffer instead of every placed buffer sharing
@@ -101,10 +108,8 @@ static int plan_placer(const struct as_trace *t, struct as_plan *p)
 			pl = as_placer_create(&pb);
 			order = malloc((size_t)pb.n * sizeof(*order));
 			err = pl && order ? AS_OK : AS_ENOMEM;
-			for (uint32_t i = 0; err == AS_OK && i < pb.n; i++)
-				order[i] = i;
 			if (err == AS_OK)
-				err = as_sort_u32(order, pb.n, by_size_rect, &pb);
+				err = as_order_greedy_size(&pb, order);
 		}
 		for (uint32_t j = 0; err == AS_OK && j < pb.n; j++) {
 			uint32_t i = order[j];
