@@ -42,12 +42,23 @@ struct src {
 	const struct as_span *v, *end;
 };
 
+/*
+ * The top nodes (depth < 13) cache the union of the runs on their path from
+ * the root: a query reads that instead of every ancestor's runs, which hold
+ * the long-lived rectangles one by one.
+ */
+#define AS_PLACER_PATH_NODES 8192
+
 struct as_placer {
 	const struct as_problem *pb;
 	uint32_t size;          /* leaves, a power of two */
 	struct runs *node;      /* 2 * size */
 	struct runs *part;      /* 2 * size: unions per subtree */
 	bool stale;             /* part[] is out of date (a pop) */
+	/* Path unions of the top npath nodes (see path_union). */
+	struct runs *path;
+	uint64_t *path_at, *ver, clock;
+	uint32_t npath;
 	uint32_t *sub, *vis;
 	uint32_t stamp;
 	uint64_t *off;
@@ -88,6 +99,11 @@ struct as_placer *as_placer_create(const struct as_problem *pb)
 		pl->size <<= 1;
 	size_t nodes = 2 * (size_t)pl->size;
 	pl->node = calloc(nodes, sizeof(*pl->node));
+	pl->npath = nodes < AS_PLACER_PATH_NODES ? (uint32_t)nodes
+						 : AS_PLACER_PATH_NODES;
+	pl->path = calloc(pl->npath, sizeof(*pl->path));
+	pl->path_at = calloc(pl->npath, sizeof(uint64_t));
+	pl->ver = calloc(pl->npath, sizeof(uint64_t));
 	pl->part = calloc(nodes, sizeof(*pl->part));
 	pl->sub = calloc(nodes, sizeof(uint32_t));
 	pl->vis = calloc(nodes, sizeof(uint32_t));
@@ -95,7 +111,8 @@ struct as_placer *as_placer_create(const struct as_problem *pb)
 	pl->gcap = 1024;
 	pl->g = calloc(pl->gcap, sizeof(struct as_span));
 	pl->stack = calloc(nodes + 64, sizeof(uint32_t));
-	if (!pl->node || !pl->part || !pl->sub || !pl->vis || !pl->off || !pl->g ||
+	if (!pl->node || !pl->part || !pl->path || !pl->path_at ||
+	    !pl->ver || !pl->sub || !pl->vis || !pl->off || !pl->g ||
 	    !pl->stack) {
 		as_placer_destroy(pl);
 		return NULL;
@@ -113,8 +130,13 @@ void as_placer_destroy(struct as_placer *pl)
 		if (pl->part)
 			free(pl->part[v].v);
 	}
+	for (uint32_t v = 0; pl->path && v < pl->npath; v++)
+		free(pl->path[v].v);
 	free(pl->node);
 	free(pl->part);
+	free(pl->path);
+	free(pl->path_at);
+	free(pl->ver);
 	free(pl->sub);
 	free(pl->vis);
 	free(pl->off);
@@ -131,6 +153,10 @@ void as_placer_reset(struct as_placer *pl)
 		pl->node[v].n = 0;
 		pl->part[v].n = 0;
 	}
+	for (uint32_t v = 0; v < pl->npath; v++)
+		pl->path[v].n = 0;
+	memset(pl->path_at, 0, pl->npath * sizeof(uint64_t));
+	memset(pl->ver, 0, pl->npath * sizeof(uint64_t));
 	pl->stale = false;
 	memset(pl->sub, 0, nodes * sizeof(uint32_t));
 }
@@ -274,6 +300,8 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 	FOR_COVER(pl, &pl->pb->r[i], v, {
 		if (!run_insert(&pl->node[v], off, hi))
 			pl->nomem = true;
+		if (v < pl->npath)
+			pl->ver[v] = ++pl->clock;
 		for (uint32_t a = v; a >= 1; a >>= 1)
 			pl->sub[a]++;
 		for (uint32_t a = v; a >= 1 && pl->vis[a] != pl->stamp;
@@ -292,6 +320,8 @@ void as_placer_pop(struct as_placer *pl, uint32_t i)
 	FOR_COVER(pl, &pl->pb->r[i], v, {
 		if (!run_remove(&pl->node[v], lo, hi))
 			pl->nomem = true;
+		if (v < pl->npath)
+			pl->ver[v] = ++pl->clock;
 		for (uint32_t a = v; a >= 1; a >>= 1)
 			pl->sub[a]--;
 	});
@@ -455,6 +485,73 @@ struct as_span *as_placer_spans(struct as_placer *pl, const struct as_rect *r,
 	return pl->g;
 }
 
+/* dst = x united with y (both sorted, disjoint runs); false: no memory. */
+static bool unite_into(struct runs *dst, const struct runs *x,
+		       const struct runs *y)
+{
+	uint32_t need = (x ? x->n : 0) + y->n;
+	if (need > dst->cap) {
+		uint32_t cap = dst->cap ? dst->cap : 4;
+		while (cap < need)
+			cap *= 2;
+		struct as_span *nv = realloc(dst->v, cap * sizeof(*nv));
+		if (!nv)
+			return false;
+		dst->v = nv;
+		dst->cap = cap;
+	}
+	uint32_t i = 0, j = 0, n = 0, xn = x ? x->n : 0;
+	while (i < xn || j < y->n) {
+		const struct as_span *s =
+			j == y->n || (i < xn && x->v[i].lo < y->v[j].lo)
+				? &x->v[i++]
+				: &y->v[j++];
+		if (n && s->lo <= dst->v[n - 1].hi) {
+			if (s->hi > dst->v[n - 1].hi)
+				dst->v[n - 1].hi = s->hi;
+		} else {
+			dst->v[n++] = *s;
+		}
+	}
+	dst->n = n;
+	return true;
+}
+
+/*
+ * The union of the runs of every node on the path from the root down to
+ * `leaf`, as far as the cached top nodes reach: path[a] is the union of
+ * node[] over a's ancestors and a, rebuilt from its parent's when a's runs
+ * or the parent's union changed since (ver[], path_at[] are stamps of one
+ * clock). *top gets the deepest node it covers; the caller reads the runs
+ * below it one by one. NULL when memory ran out.
+ */
+static const struct runs *path_union(struct as_placer *pl, uint32_t leaf,
+				     uint32_t *top)
+{
+	uint32_t h = 0;
+	while ((leaf >> h) > 1)
+		h++;
+	const struct runs *up = NULL;
+	uint64_t up_at = 0;
+	*top = 0;
+	for (uint32_t d = 0; d <= h; d++) {
+		uint32_t a = leaf >> (h - d);
+		if (a >= pl->npath)
+			break;
+		if (pl->path_at[a] < pl->ver[a] || pl->path_at[a] < up_at) {
+			if (!unite_into(&pl->path[a], up, &pl->node[a])) {
+				pl->nomem = true;
+				return NULL;
+			}
+			pl->path_at[a] = ++pl->clock;
+		}
+		up = &pl->path[a];
+		up_at = pl->path_at[a];
+		*top = a;
+	}
+	return up;
+}
+
 static void sources(struct as_placer *pl, const struct as_rect *r)
 {
 	pl->nsrc = 0;
@@ -473,13 +570,22 @@ static void sources(struct as_placer *pl, const struct as_rect *r)
 	FOR_COVER(pl, r, v, {
 		if (pl->part[v].n)
 			add_src(pl, &pl->part[v]);
-		for (uint32_t a = v >> 1; a >= 1 && pl->vis[a] != pl->stamp;
-		     a >>= 1) {
-			pl->vis[a] = pl->stamp;
-			if (pl->node[a].n)
-				add_src(pl, &pl->node[a]);
-		}
 	});
+	/* Strict ancestors of the cover lie on the paths to both ends. */
+	const struct runs *prev = NULL;
+	for (int e = 0; e < 2; e++) {
+		uint32_t leaf = pl->size + (e ? r->t1 - 1 : r->t0), top;
+		const struct runs *pu = path_union(pl, leaf, &top);
+		if (pu && pu != prev && pu->n)
+			add_src(pl, pu);
+		prev = pu;
+		for (uint32_t b = leaf; b > top; b >>= 1)
+			if (pl->vis[b] != pl->stamp) {
+				pl->vis[b] = pl->stamp;
+				if (pl->node[b].n)
+					add_src(pl, &pl->node[b]);
+			}
+	}
 }
 
 /* Min-heap of cursors by the low end of their current run. */
@@ -518,18 +624,8 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 {
 	const struct as_rect *r = &pl->pb->r[i];
 	uint32_t k;
-	if (fit == AS_FIT_BEST) {
-		/* Every run is read: one sort beats a merge. */
-		if (!as_placer_spans(pl, r, &k))
-			return false;
-		struct runs all = {pl->g, k, k};
-		pl->nsrc = 0;
-		if (k)
-			add_src(pl, &all);
-	} else {
-		/* A merge reads only the runs below the answer. */
-		sources(pl, r);
-	}
+	/* A merge of the sorted sets; lowest fit stops at the answer. */
+	sources(pl, r);
 	if (pl->nomem)
 		return false;
 	k = pl->nsrc;
