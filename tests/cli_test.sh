@@ -21,7 +21,7 @@ ok() { # ok NAME CONDITION-STATUS
 
 # Bad inputs: exit status 2, the exact "file:line: message", no output file.
 cd "$src/tests/bad"
-for f in *.ops *.csv *.json; do
+for f in *.ops *.csv *.json *.pickle; do
 	out=$("$exe" replay "$f" --json "$tmp/out.json" 2>&1 >/dev/null)
 	rc=$?
 	want=$(cat "$f.expected")
@@ -40,8 +40,8 @@ ok "replay prints a table of every applicable strategy" $((rc + $?))
 
 "$exe" replay traces/small-cnn.json -s greedy-size --json - >"$tmp/j" 2>&1
 rc=$?
-grep -q '"trace": {"name": "traces/small-cnn.json", "format": "json", "events": 59, "buffers": 30, "lower_bound": 2531328}' "$tmp/j" &&
-	grep -q '"strategy": "greedy-size", "peak": 2531328, "lower_bound": 2531328' "$tmp/j" &&
+grep -q '"trace": {"name": "traces/small-cnn.json", "format": "json", "events": 59, "buffers": 30, "lower_bound": 2531328, "lower_bound_time": 19}' "$tmp/j" &&
+	grep -q '"strategy": "greedy-size", "peak": 2531328, "peak_time": 19, "lower_bound": 2531328' "$tmp/j" &&
 	grep -q '"valid": true, "overlaps": 0' "$tmp/j" && grep -q '"plan_ms": ' "$tmp/j"
 ok "replay --json - writes the documented object" $((rc + $?))
 

@@ -230,7 +230,10 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+		if (strcmp(a, "--version") == 0) {
+			printf("allocscope-view %s\n", AS_VERSION);
+			return 0;
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
 			fputs(usage_text, stdout);
 			return 0;
 		} else if (strcmp(a, "-s") == 0 && more) {

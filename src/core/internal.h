@@ -35,6 +35,61 @@ int as_sort_u32(uint32_t *v, size_t n, as_less_fn less, const void *ctx);
 /* Milliseconds of a monotonic clock. */
 double as_now_ms(void);
 
+/* The next line of [*p, end) without its \n or \r\n, and advance; NULL
+ * at the end. */
+const char *as_next_line(const char **p, const char *end, size_t *len);
+
+/* ---- plan_csv.c ---- */
+
+/*
+ * Split one CSV record into at most `max` fields: blanks around unquoted
+ * fields are cut; a quoted field (RFC 4180: "a,b", "say ""hi""") keeps
+ * what is between its quotes, "" read as ", unescaped into scratch[cap].
+ * The number of fields; -1: more than `max`; -2: a quote not closed, text
+ * after a closing quote, or scratch too small.
+ */
+int as_csv_split(const char *s, size_t len, const char **f, size_t *flen,
+		 int max, char *scratch, size_t cap);
+/* The next CSV record of [*p, end): a line, or several when a quoted
+ * field holds line breaks (*lines says how many); NULL at the end. */
+const char *as_csv_record(const char **p, const char *end, size_t *len,
+			  uint64_t *lines);
+
+/* ---- numa.c: the numa schedule and expansion (docs/numa.md) ---- */
+
+struct as_builder;
+struct as_numa;
+
+enum as_numa_rule {
+	AS_NUMA_ROUND_ROBIN,
+	AS_NUMA_LEAST_LOADED,
+	AS_NUMA_GIVEN, /* core[] already filled */
+};
+
+/* Per-core state of a schedule, carried over parents. */
+struct as_numa_load {
+	uint16_t ncores;
+	uint64_t *load;   /* bytes given to each core so far */
+	uint32_t *count;  /* scratch, zero between calls */
+	uint16_t *heap;   /* cores, lightest first (least-loaded) */
+};
+
+int as_numa_load_init(struct as_numa_load *l, uint16_t ncores);
+void as_numa_load_finish(struct as_numa_load *l);
+
+/*
+ * Parent pi's sub-tasks to cores by `rule` (volumes vol[e * nsub + k]),
+ * then each sub-task's slot in its core's bundle and the parent's
+ * duration. O(sub-tasks x (edges + log cores)).
+ */
+void as_numa_schedule(struct as_numa *nm, uint32_t pi,
+		      enum as_numa_rule rule, const uint64_t *vol,
+		      struct as_numa_load *l);
+
+/* Append parent pi's blocks (sub-task major, edge minor) to the builder. */
+int as_numa_expand(struct as_builder *b, struct as_numa *nm, uint32_t pi,
+		   uint64_t align, const uint64_t *vol, struct as_diag *diag);
+
 /* ---- inline ---- */
 
 /* Round x up to a multiple of 1 << lg; false when that overflows 64 bits. */

@@ -15,36 +15,20 @@ static const char *const col_names[C_N] = {"id",   "lower",     "upper",
 					   "size", "alignment", "offset"};
 
 #define MAX_COLS C_N
-
-static int split_csv(const char *s, size_t len, const char **f, size_t *flen)
-{
-	int n = 0;
-	size_t i = 0;
-	for (;;) {
-		size_t j = i;
-		while (j < len && s[j] != ',')
-			j++;
-		if (n == MAX_COLS)
-			return -1;
-		size_t a = i, e = j;
-		while (a < e && (s[a] == ' ' || s[a] == '\t'))
-			a++;
-		while (e > a && (s[e - 1] == ' ' || s[e - 1] == '\t'))
-			e--;
-		f[n] = s + a;
-		flen[n++] = e - a;
-		if (j == len)
-			return n;
-		i = j + 1;
-	}
-}
+#define QUOTE_ERROR                                                          \
+	"a quoted field is not closed, is followed by more than a comma, or " \
+	"is too long (quoted fields hold no line breaks here)"
 
 static int header(struct as_line_state *st, const char *s, size_t n,
 		  struct as_diag *diag)
 {
 	const char *f[MAX_COLS];
 	size_t fl[MAX_COLS];
-	int ncols = split_csv(s, n, f, fl);
+	char scratch[256];
+	int ncols = as_csv_split(s, n, f, fl, MAX_COLS, scratch,
+				 sizeof(scratch));
+	if (ncols == -2)
+		return as_diag_set(diag, st->line, AS_EPARSE, QUOTE_ERROR);
 	if (ncols < 0)
 		return as_diag_set(diag, st->line, AS_EPARSE,
 				   "too many columns in the header");
@@ -84,7 +68,11 @@ static int row(struct as_builder *b, const struct as_line_state *st,
 	size_t fl[MAX_COLS];
 	const int *pos = st->pos;
 	uint64_t line = st->line;
-	int got = split_csv(s, n, f, fl);
+	char scratch[AS_NAME_MAX + 64];
+	int got = as_csv_split(s, n, f, fl, MAX_COLS, scratch,
+			       sizeof(scratch));
+	if (got == -2)
+		return as_diag_set(diag, line, AS_EPARSE, QUOTE_ERROR);
 	if (got != st->ncols)
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "expected %d fields, found %s%d", st->ncols,
@@ -96,7 +84,8 @@ static int row(struct as_builder *b, const struct as_line_state *st,
 			continue;
 		const char *x = f[pos[c]];
 		size_t xl = fl[pos[c]];
-		if (as_parse_u64(x, xl, &v[c]))
+		if (as_parse_u64(x, xl, &v[c]) &&
+		    !(c == C_OFFSET && v[c] == AS_NO_OFFSET))
 			continue;
 		if (c == C_OFFSET && xl == 2 && memcmp(x, "-1", 2) == 0)
 			continue; /* a failed allocation: no offset */
@@ -109,11 +98,15 @@ static int row(struct as_builder *b, const struct as_line_state *st,
 					    "integer",
 				   col_names[c], (int)xl, x);
 	}
-	char name[256];
+	char name[AS_NAME_MAX + 1];
 	size_t il = fl[pos[C_ID]];
 	if (il == 0 || il >= sizeof(name))
 		return as_diag_set(diag, line, AS_EPARSE,
-				   il ? "id is too long" : "empty id");
+				   il ? "id is too long (at most %d bytes)"
+				      : "empty id",
+				   AS_NAME_MAX);
+	if (memchr(f[pos[C_ID]], 0, il))
+		return as_diag_set(diag, line, AS_EPARSE, "NUL byte in an id");
 	memcpy(name, f[pos[C_ID]], il);
 	name[il] = 0;
 	int64_t idx = as_builder_add_timed(b, name, v[C_SIZE], v[C_ALIGN],
@@ -168,177 +161,3 @@ const struct as_format_impl as_format_csv = {
 	.lines = csv_lines,
 	.end = csv_end,
 };
-
-/* ---- Plan files: id,lower,upper,size,offset ---- */
-
-static bool by_name(uint32_t a, uint32_t b, const void *ctx)
-{
-	const struct as_trace *t = ctx;
-	return strcmp(t->buffers[a].name, t->buffers[b].name) < 0;
-}
-
-/* First position in `order` whose buffer is named `name`, or -1. */
-static int64_t find_name(const struct as_trace *t, const uint32_t *order,
-			 const char *name)
-{
-	int64_t lo = 0, hi = t->nbuffers;
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-		if (strcmp(t->buffers[order[mid]].name, name) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < t->nbuffers && strcmp(t->buffers[order[lo]].name, name) == 0)
-		return lo;
-	return -1;
-}
-
-static int read_plan_rows(const struct as_trace *t, const char *data,
-			  size_t len, struct as_plan *p, uint32_t *order,
-			  uint32_t *taken, struct as_diag *diag)
-{
-	const char *cur = data, *end = data + len, *s;
-	size_t n;
-	uint64_t line = 0;
-	int pos[C_N], ncols = -1;
-	const char *f[MAX_COLS];
-	size_t fl[MAX_COLS];
-	for (int c = 0; c < C_N; c++)
-		pos[c] = -1;
-	while ((s = as_next_line(&cur, end, &n))) {
-		line++;
-		if (n == 0)
-			continue;
-		int got = split_csv(s, n, f, fl);
-		if (ncols < 0) {
-			ncols = got;
-			for (int i = 0; i < got; i++)
-				for (int c = 0; c < C_N; c++)
-					if (fl[i] == strlen(col_names[c]) &&
-					    !memcmp(f[i], col_names[c], fl[i]))
-						pos[c] = i;
-			if (got < 0 || pos[C_ID] < 0 || pos[C_OFFSET] < 0)
-				return as_diag_set(diag, line, AS_EPARSE,
-						   "a plan needs the columns "
-						   "id and offset");
-			continue;
-		}
-		if (got != ncols)
-			return as_diag_set(diag, line, AS_EPARSE,
-					   "expected %d fields, found %d",
-					   ncols, got);
-		char name[256];
-		size_t il = fl[pos[C_ID]];
-		if (il == 0 || il >= sizeof(name))
-			return as_diag_set(diag, line, AS_EPARSE, "bad id");
-		memcpy(name, f[pos[C_ID]], il);
-		name[il] = 0;
-		int64_t first = find_name(t, order, name);
-		if (first < 0)
-			return as_diag_set(diag, line, AS_EPARSE,
-					   "id '%s' is not in the trace",
-					   name);
-		uint64_t k = first + taken[first];
-		if (k >= t->nbuffers ||
-		    strcmp(t->buffers[order[k]].name, name) != 0)
-			return as_diag_set(diag, line, AS_EPARSE,
-					   "more rows for id '%s' than the "
-					   "trace has allocations",
-					   name);
-		taken[first]++;
-		uint32_t bi = order[k];
-		const char *o = f[pos[C_OFFSET]];
-		size_t ol = fl[pos[C_OFFSET]];
-		uint64_t off;
-		if (ol == 2 && memcmp(o, "-1", 2) == 0)
-			off = AS_NO_OFFSET;
-		else if (!as_parse_u64(o, ol, &off) ||
-			 off > UINT64_MAX - t->buffers[bi].size)
-			return as_diag_set(diag, line, AS_EPARSE,
-					   "offset '%.*s' is not a "
-					   "non-negative integer (or -1)",
-					   (int)ol, o);
-		if (pos[C_SIZE] >= 0) {
-			uint64_t sz;
-			if (!as_parse_u64(f[pos[C_SIZE]], fl[pos[C_SIZE]], &sz) ||
-			    sz != t->buffers[bi].size)
-				return as_diag_set(
-					diag, line, AS_EPARSE,
-					"size of '%s' differs from the "
-					"trace's %llu",
-					name,
-					(unsigned long long)t->buffers[bi].size);
-		}
-		p->offset[bi] = off;
-	}
-	if (ncols < 0)
-		return as_diag_set(diag, 1, AS_EPARSE, "empty plan file");
-	for (uint32_t i = 0; i < t->nbuffers; i++)
-		if (i == 0 || strcmp(t->buffers[order[i]].name,
-				     t->buffers[order[i - 1]].name) != 0) {
-			uint32_t j = i;
-			while (j < t->nbuffers &&
-			       strcmp(t->buffers[order[j]].name,
-				      t->buffers[order[i]].name) == 0)
-				j++;
-			if (taken[i] != j - i)
-				return as_diag_set(diag, 0, AS_EPARSE,
-						   "the plan has no row for "
-						   "'%s'",
-						   t->buffers[order[i]].name);
-		}
-	return AS_OK;
-}
-
-int as_plan_read_csv(const struct as_trace *t, const char *path,
-		     struct as_plan **out, struct as_diag *diag)
-{
-	struct as_diag local;
-	if (!diag)
-		diag = &local;
-	memset(diag, 0, sizeof(*diag));
-	snprintf(diag->file, sizeof(diag->file), "%s", path);
-	FILE *fp = fopen(path, "rb");
-	if (!fp)
-		return as_diag_set(diag, 0, AS_EIO, "cannot open the plan");
-	size_t cap = 1 << 16, len = 0;
-	char *data = malloc(cap);
-	size_t got;
-	while (data && (got = fread(data + len, 1, cap - len, fp)) > 0) {
-		len += got;
-		if (len == cap) {
-			char *n = realloc(data, cap * 2);
-			if (!n) {
-				free(data);
-				data = NULL;
-			}
-			data = n;
-			cap *= 2;
-		}
-	}
-	fclose(fp);
-	struct as_plan *p = as_plan_create(t);
-	uint32_t *order = malloc(((size_t)t->nbuffers + 1) * sizeof(*order));
-	uint32_t *taken = calloc((size_t)t->nbuffers + 1, sizeof(*taken));
-	int err = AS_ENOMEM;
-	if (data && p && order && taken) {
-		for (uint32_t i = 0; i < t->nbuffers; i++)
-			order[i] = i;
-		err = as_sort_u32(order, t->nbuffers, by_name, t);
-		if (err == AS_OK)
-			err = read_plan_rows(t, data, len, p, order, taken,
-					     diag);
-	} else {
-		as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
-	}
-	free(data);
-	free(order);
-	free(taken);
-	if (err) {
-		as_plan_destroy(p);
-		return err;
-	}
-	*out = p;
-	return AS_OK;
-}

@@ -8,6 +8,7 @@
 #define AS_FORMATS_H
 
 #include "allocscope/allocscope.h"
+#include "core/internal.h"
 
 /*
  * What a line format carries across pieces, zeroed before the first. `priv`
@@ -39,8 +40,10 @@ struct as_format_impl {
 extern const struct as_format_impl as_format_ops;
 extern const struct as_format_impl as_format_csv;
 extern const struct as_format_impl as_format_json;
+extern const struct as_format_impl as_format_pickle;
+extern const struct as_format_impl as_format_mtrace;
+extern const struct as_format_impl as_format_heaptrack;
 
-/* Return the next line of [*p, end) and advance; NULL at the end. */
-const char *as_next_line(const char **p, const char *end, size_t *len);
+/* Line formats split their text with as_next_line (core/internal.h). */
 
 #endif

@@ -1,6 +1,7 @@
 /*
- * A fuzz target for the three parsers and what follows a parse (lower bound,
- * greedy-size, validation). With libFuzzer (meson -Dfuzz=true, clang):
+ * A fuzz target for the parsers (ops, csv, json, mtrace, heaptrack) and
+ * what follows a parse (lower bound, greedy-size, validation). With
+ * libFuzzer (meson -Dfuzz=true, clang):
  *   build-fuzz/tests/fuzz_trace tests/fuzz/corpus
  * Without it, the same file builds a replayer that runs every file given on
  * the command line through the target (a regression test over the corpus).
@@ -14,12 +15,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const fmts[] = {"ops", "csv",
-					      "json"};
+	static const char *const fmts[] = {"ops", "csv", "json", "mtrace",
+					      "heaptrack"};
 	/* The first byte picks the format, the rest is the text. */
 	if (size == 0)
 		return 0;
-	const char *fmt = fmts[data[0] % 3];
+	const char *fmt = fmts[data[0] % 5];
 	struct as_trace *t = NULL;
 	struct as_diag d;
 	if (as_trace_parse("fuzz", (const char *)data + 1, size - 1, fmt, &t,
@@ -49,7 +50,7 @@ static int run_file(const char *path)
 		return -1;
 	size_t n = fread(buf + 1, 1, sizeof(buf) - 1, f);
 	fclose(f);
-	for (uint8_t k = 0; k < 3; k++) {
+	for (uint8_t k = 0; k < 5; k++) {
 		buf[0] = k;
 		LLVMFuzzerTestOneInput(buf, n + 1);
 	}

@@ -104,6 +104,8 @@ struct as_event {
 };
 
 #define AS_MAX_BUFFERS ((1u << 30) - 1)
+/* The longest buffer name any format accepts, in bytes. */
+#define AS_NAME_MAX 1023
 
 /* An address space: the default pool, a named pool or level, or a core. */
 struct as_space {
@@ -271,6 +273,9 @@ int as_builder_case(struct as_builder *b, const char *options,
 int as_builder_query(struct as_builder *b, enum as_query q);
 /* The buffer just added, to set recorded offsets, spaces, symbols, ... */
 struct as_buffer *as_builder_buffer(struct as_builder *b, uint32_t index);
+/* The space named `name`, added when new; at most AS_MAX_SPACES (past it:
+ * AS_EINVAL). */
+#define AS_MAX_SPACES UINT16_MAX
 int as_builder_space(struct as_builder *b, const char *name,
 		     uint64_t capacity);
 /* Intern a string in the trace (symbols, frames, metadata). */
@@ -340,6 +345,16 @@ struct as_plan {
 	struct as_round *rounds;
 	uint32_t nrounds;
 	double plan_ms;
+	/*
+	 * Optional, per buffer: the reserved segment an allocator placed the
+	 * buffer in (its size, and the buffer's offset inside it; size 0:
+	 * none). NULL when the strategy has no segments.
+	 */
+	uint64_t *segment_size;
+	uint64_t *segment_offset;
+	/* Remarks of the strategy (disagreements with a recording, ...). */
+	char **notes;
+	uint32_t nnotes;
 };
 
 struct as_plan *as_plan_create(const struct as_trace *t);
@@ -349,6 +364,10 @@ int as_plan_want_chunks(struct as_plan *p);
 int as_plan_want_spaces(struct as_plan *p, const struct as_trace *t,
 			uint16_t nspaces);
 int as_plan_want_aliases(struct as_plan *p, const struct as_trace *t);
+/* Allocate segment_size and segment_offset (zero: no segment). */
+int as_plan_want_segments(struct as_plan *p);
+/* Add a remark (copied; at most 64 are kept, later ones are counted). */
+int as_plan_note(struct as_plan *p, const char *text);
 /* Record a statistic; `key` must outlive the plan (a literal). */
 int as_plan_stat(struct as_plan *p, const char *key, double value);
 int as_plan_stat_int(struct as_plan *p, const char *key, uint64_t value);
@@ -382,7 +401,11 @@ uint32_t as_plan_failed(const struct as_plan *p, const struct as_trace *t);
 /* Read a plan CSV (id,lower,upper,size,offset) matching the trace's buffers. */
 int as_plan_read_csv(const struct as_trace *t, const char *path,
 		     struct as_plan **out, struct as_diag *diag);
-/* Write the plan CSV: header `id,lower,upper,size,offset`, trace order. */
+/*
+ * Write the plan CSV: header `id,lower,upper,size,offset`, trace order; plans
+ * with segments add the columns `segment_size,segment_offset` (empty when the
+ * buffer has none).
+ */
 int as_plan_write_csv(const struct as_plan *p, const struct as_trace *t,
 		      FILE *f);
 
@@ -469,6 +492,37 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 		    const struct as_run_hooks *hooks, struct as_plan **out,
 		    struct as_diag *diag);
 
+/*
+ * A block of an online allocator's memory as its walk reports it, in address
+ * order: a chunk of a region (bfc), a block of a memory level (tiered), a
+ * node of the list (npu-list). Addresses are the allocator's offsets.
+ */
+struct as_block {
+	uint64_t offset, size;
+	uint64_t requested;     /* bytes the holder asked for (bfc keeps a
+				 * free chunk's last value), else 0 */
+	uint32_t buffer;        /* a buffer it holds, or AS_NONE */
+	int32_t bin;            /* free list or size bin, -1 when none */
+	const char *region;     /* level or region label, or NULL */
+	const char *symbol;     /* address symbol mapped there, or NULL */
+	bool in_use;
+};
+
+/* Visit one block of `space`; return false to stop the walk. */
+typedef bool (*as_block_fn)(void *ctx, uint16_t space,
+			    const struct as_block *b);
+
+/*
+ * The state of online allocator SPEC at time `time`: replay the trace's
+ * events before `time` (the case in force then starts the allocator afresh,
+ * as in a run), then walk every space's allocator in address order.
+ * AS_EUNSUPPORTED (diag says so) for offline planners and allocators
+ * without a walk.
+ */
+int as_strategy_walk_at(const char *spec, const struct as_trace *t,
+			uint64_t time, as_block_fn visit, void *ctx,
+			struct as_diag *diag);
+
 /* ---- Output helpers ---- */
 
 /*
@@ -479,6 +533,9 @@ struct as_atomic;
 int as_atomic_open(const char *path, struct as_atomic **out, FILE **f);
 int as_atomic_commit(struct as_atomic *a);   /* closes and renames */
 void as_atomic_abort(struct as_atomic *a);   /* closes and removes; NULL ok */
+/* Remove every temporary file open now: async-signal-safe, for a SIGINT or
+ * SIGTERM handler that then exits (the final files are left untouched). */
+void as_atomic_remove_pending(void);
 
 /* Write `s` as a JSON string literal (quotes and escapes). */
 void as_json_string(FILE *f, const char *s);

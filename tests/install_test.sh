@@ -1,0 +1,35 @@
+#!/bin/sh
+# meson install into a temporary root, then build a tiny program against the
+# installed headers and library through pkg-config alone, and run it.
+# Usage: install_test.sh BUILD_DIR SOURCE_DIR
+build=$1 src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "1..6"
+n=0
+check() { # check NAME COMMAND...
+	n=$((n + 1)); name=$1; shift
+	if "$@" >"$tmp/out" 2>&1; then
+		echo "ok $n - $name"
+	else
+		echo "not ok $n - $name"; sed 's/^/# /' "$tmp/out"
+	fi
+}
+check install_into_a_destdir_succeeds \
+	meson install -C "$build" --no-rebuild --destdir "$tmp/root" --quiet
+pc=$(find "$tmp/root" -name allocscope.pc | head -n 1)
+check pkg_config_file_is_installed test -n "$pc"
+check public_headers_are_installed \
+	test -f "$(find "$tmp/root" -path '*/include/allocscope/allocscope.h' | head -n 1)"
+check man_pages_are_installed \
+	test -n "$(find "$tmp/root" -name allocscope.1 | head -n 1)"
+# The installed .pc names its prefix; under --destdir that prefix lives in
+# $tmp/root (pkg-config's --define-prefix mishandles multiarch libdirs).
+mkdir -p "$tmp/pc"
+[ -n "$pc" ] && sed "s|^prefix=|prefix=$tmp/root|" "$pc" >"$tmp/pc/allocscope.pc"
+export PKG_CONFIG_PATH="$tmp/pc"
+check tiny_program_builds_against_the_installed_copy \
+	sh -c "cc -std=c11 -Wall -Werror -o '$tmp/tiny' '$src/tests/install/tiny.c' \
+		\$(pkg-config --cflags --libs allocscope)"
+check tiny_program_plans_and_validates_a_trace \
+	"$tmp/tiny" "$src/traces/small-cnn.json"
