@@ -5,9 +5,10 @@
  *
  * The placed buffers sit in the segment tree of place/placer.c: a buffer's
  * free gaps come from a merge of O(log n) sets of merged address ranges.
- * Traces with buffers that start and end at the same time keep the static
- * interval tree of place/itree.h (O(log n + k) for the k placed buffers
- * sharing time), which gives such buffers room as before.
+ * Traces with buffers that start and end at the same time, or with at most
+ * 32 pairs sharing time per buffer, keep the static interval tree of
+ * place/itree.h (O(log n + k) for the k placed buffers sharing time, and
+ * less memory); it gives the instant buffers room as before.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,50 @@ static int plan_placer(const struct as_trace *t, struct as_plan *p)
 	return AS_OK;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/*
+ * Whether the buffers overlap little: at most 32 pairs sharing time per
+ * buffer (all spaces together). The interval tree then visits O(n) pairs in
+ * all and needs less memory than the segment tree. Sets *few; returns 0 or
+ * AS_ENOMEM.
+ */
+static int few_pairs(const struct as_trace *t, bool *few)
+{
+	size_t n = 0;
+	uint64_t *st = malloc(((size_t)t->nbuffers + 1) * sizeof(*st));
+	uint64_t *en = malloc(((size_t)t->nbuffers + 1) * sizeof(*en));
+	if (!st || !en) {
+		free(st);
+		free(en);
+		return AS_ENOMEM;
+	}
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		const struct as_buffer *b = &t->buffers[i];
+		if (b->alias_of == AS_NONE && b->size) {
+			st[n] = b->start;
+			en[n++] = b->end;
+		}
+	}
+	qsort(st, n, sizeof(*st), cmp_u64);
+	qsort(en, n, sizeof(*en), cmp_u64);
+	/* A buffer starting at s meets those started before and not ended. */
+	uint64_t pairs = 0;
+	for (size_t i = 0, j = 0; i < n; i++) {
+		while (j < n && en[j] <= st[i])
+			j++;
+		pairs += i - j;
+	}
+	free(st);
+	free(en);
+	*few = pairs <= 32 * (uint64_t)n;
+	return AS_OK;
+}
+
 /* Each address space is planned on its own. */
 static int plan(const struct as_trace *t, const struct as_opts *o,
 		struct as_plan *p, struct as_diag *diag)
@@ -143,7 +188,10 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 		const struct as_buffer *b = &t->buffers[i];
 		instant |= b->alias_of == AS_NONE && b->size && b->start >= b->end;
 	}
-	if (!instant)
+	bool few = false;
+	if (!instant && few_pairs(t, &few))
+		return AS_ENOMEM;
+	if (!instant && !few)
 		return plan_placer(t, p);
 	uint32_t n = 0;
 	size_t sz = (size_t)t->nbuffers + 1;
