@@ -1010,6 +1010,29 @@ int view_paint(struct viewer *v)
 		.text = text, .line_colors = lc, .nline_colors = 2,
 	};
 
+	/* Time cursor: what is live at the mouse's time, grouped. */
+	char cur_text[4096];
+	uint32_t cur_col[CURSOR_LINES + 2] = {0};
+	if (v->show_cursor && v->hover.panel >= 0 && v->hover.in_plot &&
+	    !v->dragging) {
+		size_t nl = cursor_text(v, cur_text, sizeof(cur_text), cur_col);
+		struct as_render_panel_info info;
+		if (nl && as_render_panel_info(v->r, (size_t)v->hover.panel,
+					       &info) == AS_OK) {
+			struct as_render_overlay *b = &box[nb++];
+			*b = (struct as_render_overlay){
+				.fill = C_BOX, .border = C_BORDER,
+				.color = C_TEXT, .font_size = 12,
+				.text = cur_text, .bold_first = true,
+				.line_colors = cur_col, .nline_colors = nl,
+				.swatch = true,
+			};
+			double bw, bh;
+			as_render_overlay_measure(b, &bw, &bh);
+			place(v, b, info.x + info.w - bw - 8, info.y + 8);
+		}
+	}
+
 	/* Tooltip of the buffer under the mouse. */
 	char tip[2048];
 	if (v->hover.panel >= 0 && v->hover.buffer != AS_NONE &&
@@ -1074,29 +1097,6 @@ int view_paint(struct viewer *v)
 			as_render_overlay_measure(b, &bw, &bh);
 		}
 		place(v, b, info.x + 8, info.y + 8);
-	}
-
-	/* Time cursor: what is live at the mouse's time, grouped. */
-	char cur_text[4096];
-	uint32_t cur_col[CURSOR_LINES + 2] = {0};
-	if (v->show_cursor && v->hover.panel >= 0 && v->hover.in_plot &&
-	    !v->dragging) {
-		size_t nl = cursor_text(v, cur_text, sizeof(cur_text), cur_col);
-		struct as_render_panel_info info;
-		if (nl && as_render_panel_info(v->r, (size_t)v->hover.panel,
-					       &info) == AS_OK) {
-			struct as_render_overlay *b = &box[nb++];
-			*b = (struct as_render_overlay){
-				.fill = C_BOX, .border = C_BORDER,
-				.color = C_TEXT, .font_size = 12,
-				.text = cur_text, .bold_first = true,
-				.line_colors = cur_col, .nline_colors = nl,
-				.swatch = true,
-			};
-			double bw, bh;
-			as_render_overlay_measure(b, &bw, &bh);
-			place(v, b, info.x + info.w - bw - 8, info.y + 8);
-		}
 	}
 
 	/* Validation failures of the strategy in view. */
