@@ -6,7 +6,7 @@ same bytes every run). Writes CSV traces (id,lower,upper,size):
   compiler  a training step of a 24-layer transformer as a compiler
             schedules it: weights and optimizer state live throughout,
             activations saved in the forward pass until their backward,
-            two 512 MiB attention-score buffers per layer alive a few
+            two 256 MiB attention-score buffers per layer alive a few
             steps, and many small temporaries (about 20k tensors)
   malloc    a long-running server's heap: request-scoped blocks of
             log-normal sizes, caches that grow and are flushed, a few
