@@ -587,6 +587,16 @@ static void peak_time_is_the_most_bytes_live_while_the_top_is_in_use(void)
 	CHECK_EQ_U64(info.lower_bound_time, 45);
 	uint32_t live[8];
 	CHECK(as_render_live_at(r, 0, (double)info.peak_time, live, 8) == 3);
+	/* What happens in [40, 60): a and b start, b ends; 1000 bytes live
+	 * at most; the top in use is long's, 1100. */
+	struct as_range_summary rs;
+	CHECK(as_render_range_summary(r, 0, 40, 60, &rs) == AS_OK);
+	CHECK_EQ_U64(rs.allocs, 2);
+	CHECK_EQ_U64(rs.alloc_bytes, 900);
+	CHECK_EQ_U64(rs.frees, 1);
+	CHECK_EQ_U64(rs.free_bytes, 500);
+	CHECK_EQ_U64(rs.peak_live, 1000);
+	CHECK_EQ_U64(rs.peak_top, 1100);
 	as_render_destroy(r);
 	as_plan_destroy(p);
 	as_trace_destroy(t);

@@ -433,6 +433,36 @@ static void emit_summary(struct as_render *r, struct canvas *c, double x,
 	}
 }
 
+int as_render_range_summary(struct as_render *r, size_t i, double t0,
+			    double t1, struct as_range_summary *out)
+{
+	if (!r || i >= r->npanels || !out || !(t1 > t0))
+		return AS_EINVAL;
+	if (!r->mem_ready) {
+		int err = memory_prepare(r);
+		if (err)
+			return err;
+		r->mem_ready = true;
+	}
+	const struct panel *pn = &r->panels[i];
+	memset(out, 0, sizeof(*out));
+	for (uint32_t k = 0; k < pn->nplain; k++) {
+		const struct as_buffer *b = &pn->t->buffers[pn->bufs[k]];
+		if ((double)b->start >= t0 && (double)b->start < t1) {
+			out->allocs++;
+			out->alloc_bytes += b->size;
+		}
+		if ((double)b->end >= t0 && (double)b->end < t1) {
+			out->frees++;
+			out->free_bytes += b->size;
+		}
+	}
+	if (pn->t == r->ord.t)
+		out->peak_live = curve_max(&r->live, t0, t1);
+	out->peak_top = curve_max(&pn->foot, t0, t1);
+	return AS_OK;
+}
+
 int emit_memory(struct as_render *r, struct canvas *c)
 {
 	if (!r->mem_h)
