@@ -66,6 +66,33 @@ else
 	skip "a decompression bomb is refused within 400 MB" "no /usr/bin/time"
 fi
 
+# Every format reads the same compressed, by extension or by magic alone.
+for f in traces/small-cnn.json traces/cnn-recorded.csv $(ls traces/*.ops 2>/dev/null | head -1); do
+	[ -e "$f" ] || continue
+	b=$(basename "$f")
+	"$exe" replay "$f" -s greedy-size --json "$tmp/p.json" >/dev/null 2>&1
+	want="$(json "$tmp/p.json" buffers) $(json "$tmp/p.json" lower_bound)"
+	gzip -c "$f" >"$tmp/$b.gz"
+	gzip -c "$f" >"$tmp/$b-gz-noext"
+	s=0
+	for c in "$tmp/$b.gz" "$tmp/$b-gz-noext"; do
+		"$exe" replay "$c" -s greedy-size --json "$tmp/c.json" >/dev/null 2>&1 &&
+			[ "$(json "$tmp/c.json" buffers) $(json "$tmp/c.json" lower_bound)" = "$want" ] || s=1
+	done
+	if command -v zstd >/dev/null; then
+		zstd -q -c "$f" >"$tmp/$b.zst"
+		"$exe" replay "$tmp/$b.zst" -s greedy-size --json "$tmp/c.json" >/dev/null 2>&1 &&
+			[ "$(json "$tmp/c.json" buffers) $(json "$tmp/c.json" lower_bound)" = "$want" ] || s=1
+	fi
+	ok "$b reads the same gzip'ed, zstd'ed and without an extension" $s
+done
+
+# The reader's counts reach the table.
+printf '= Start\n- 0x5000\n+ 0x1000 0x10\n+ (nil) 0x7fffffffffff\n' >"$tmp/s.mtrace"
+"$exe" replay "$tmp/s.mtrace" -s greedy-size >"$tmp/out" 2>&1 &&
+	grep -q "^input: 1 frees of addresses never allocated; 1 failed allocations; 1 blocks live at the end" "$tmp/out"
+ok "replay prints what the mtrace reader counted and set aside" $?
+
 # Programs to record: whatever is installed.
 programs=()
 py=$(command -v /usr/bin/python3 || command -v python3 || true)

@@ -6,6 +6,7 @@
  * error.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,6 +313,11 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 	       t->path, t->format, t->nbuffers,
 	       (unsigned long long)count_ops(t), (unsigned long long)lb,
 	       as_human_bytes(lb, hb, sizeof(hb)));
+	/* What the reader met and set aside (frees of unknown addresses...). */
+	for (uint32_t i = 0; i < t->ninput_stats; i++)
+		printf("%s%.0f %s%s", i ? "; " : "input: ",
+		       t->input_stats[i].value, t->input_stats[i].key,
+		       i + 1 == t->ninput_stats ? "\n\n" : "");
 	printf("%-28s %14s %10s %9s %6s %7s %10s\n", "strategy", "peak",
 	       "", "vs LB", "valid", "failed", "plan ms");
 	for (size_t i = 0; i < n; i++) {
@@ -719,8 +725,19 @@ static int cmd_view(char **argv)
 	return EXIT_USAGE;
 }
 
+/* Interrupted: no temporary file left behind, exit status 128 + signal. */
+static void on_signal(int sig)
+{
+	as_atomic_remove_pending();
+	_exit(128 + sig);
+}
+
 int main(int argc, char **argv)
 {
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	if (argc < 2)
 		return usage_error("missing command%s", "");
 	const char *cmd = argv[1];

@@ -48,8 +48,9 @@ bool cli_is_dir(const char *path)
 
 static bool is_trace_name(const char *name)
 {
-	static const char *const ext[] = {".ops", ".txt", ".json", ".csv",
-					  ".mtrace", ".heaptrack"};
+	static const char *const ext[] = {".ops",    ".txt",    ".json",
+					  ".csv",    ".mtrace", ".heaptrack",
+					  ".pickle"};
 	size_t n = strlen(name);
 	/* Compressed traces count by their inner extension. */
 	if (n > 3 && strcmp(name + n - 3, ".gz") == 0)
@@ -138,7 +139,7 @@ int cli_expand_traces(char *const *args, size_t nargs, bool all_files,
 			err = fail(diag, AS_EINVAL,
 				   "no traces in this directory (%s)",
 				   ".ops, .txt, .json, .csv, .mtrace, "
-				   ".heaptrack, also .gz or .zst");
+				   ".heaptrack, .pickle, also .gz or .zst");
 		}
 	}
 	if (err != AS_OK) {

@@ -42,11 +42,18 @@ const char *as_next_line(const char **p, const char *end, size_t *len);
 /* ---- plan_csv.c ---- */
 
 /*
- * Split one CSV line into at most `max` fields (blanks around each cut);
- * the number of fields, or -1 when there are more than `max`.
+ * Split one CSV record into at most `max` fields: blanks around unquoted
+ * fields are cut; a quoted field (RFC 4180: "a,b", "say ""hi""") keeps
+ * what is between its quotes, "" read as ", unescaped into scratch[cap].
+ * The number of fields; -1: more than `max`; -2: a quote not closed, text
+ * after a closing quote, or scratch too small.
  */
 int as_csv_split(const char *s, size_t len, const char **f, size_t *flen,
-		 int max);
+		 int max, char *scratch, size_t cap);
+/* The next CSV record of [*p, end): a line, or several when a quoted
+ * field holds line breaks (*lines says how many); NULL at the end. */
+const char *as_csv_record(const char **p, const char *end, size_t *len,
+			  uint64_t *lines);
 
 /* ---- numa.c: the numa schedule and expansion (docs/numa.md) ---- */
 
@@ -59,15 +66,25 @@ enum as_numa_rule {
 	AS_NUMA_GIVEN, /* core[] already filled */
 };
 
+/* Per-core state of a schedule, carried over parents. */
+struct as_numa_load {
+	uint16_t ncores;
+	uint64_t *load;   /* bytes given to each core so far */
+	uint32_t *count;  /* scratch, zero between calls */
+	uint16_t *heap;   /* cores, lightest first (least-loaded) */
+};
+
+int as_numa_load_init(struct as_numa_load *l, uint16_t ncores);
+void as_numa_load_finish(struct as_numa_load *l);
+
 /*
- * Parent pi's sub-tasks to cores by `rule` (volumes vol[e * nsub + k];
- * load[] per core carries over parents), then each sub-task's slot in its
- * core's bundle and the parent's duration. count[] (per core) is scratch,
- * zero on entry and on return.
+ * Parent pi's sub-tasks to cores by `rule` (volumes vol[e * nsub + k]),
+ * then each sub-task's slot in its core's bundle and the parent's
+ * duration. O(sub-tasks x (edges + log cores)).
  */
 void as_numa_schedule(struct as_numa *nm, uint32_t pi,
 		      enum as_numa_rule rule, const uint64_t *vol,
-		      uint64_t *load, uint32_t *count);
+		      struct as_numa_load *l);
 
 /* Append parent pi's blocks (sub-task major, edge minor) to the builder. */
 int as_numa_expand(struct as_builder *b, struct as_numa *nm, uint32_t pi,

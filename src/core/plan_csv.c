@@ -1,8 +1,10 @@
 /*
  * Plan files, read and written in one place: `id,lower,upper,size,offset`,
  * one row per buffer in trace order, offset -1 for a failed allocation;
- * lifetimes are [lower, upper). The CSV field splitter here is also the
- * trace CSV reader's (src/formats/csv.c).
+ * lifetimes are [lower, upper). Names are quoted as RFC 4180 says when
+ * they hold a comma, a quote, a line break or edge blanks, and read back
+ * the same. The CSV field splitter here is also the trace CSV reader's
+ * (src/formats/csv.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,27 +21,101 @@ static const char *const col_names[C_N] = {"id",   "lower",     "upper",
 #define MAX_COLS C_N
 
 int as_csv_split(const char *s, size_t len, const char **f, size_t *flen,
-		 int max)
+		 int max, char *scratch, size_t cap)
 {
 	int n = 0;
-	size_t i = 0;
+	size_t i = 0, used = 0;
 	for (;;) {
-		size_t j = i;
-		while (j < len && s[j] != ',')
-			j++;
 		if (n == max)
 			return -1;
-		size_t a = i, e = j;
-		while (a < e && (s[a] == ' ' || s[a] == '\t'))
-			a++;
-		while (e > a && (s[e - 1] == ' ' || s[e - 1] == '\t'))
-			e--;
-		f[n] = s + a;
-		flen[n++] = e - a;
-		if (j == len)
+		while (i < len && (s[i] == ' ' || s[i] == '\t'))
+			i++;
+		size_t j;
+		if (i < len && s[i] == '"') {
+			/* Quoted: everything to the closing quote, "" is ". */
+			char *out = scratch + used;
+			size_t k = 0;
+			for (j = i + 1; j < len; j++) {
+				if (s[j] == '"') {
+					if (j + 1 < len && s[j + 1] == '"')
+						j++;
+					else
+						break;
+				}
+				if (!scratch || used + k >= cap)
+					return -2;
+				out[k++] = s[j];
+			}
+			if (j >= len)
+				return -2;
+			j++;
+			while (j < len && (s[j] == ' ' || s[j] == '\t'))
+				j++;
+			if (j < len && s[j] != ',')
+				return -2;
+			f[n] = out;
+			flen[n++] = k;
+			used += k;
+		} else {
+			j = i;
+			while (j < len && s[j] != ',')
+				j++;
+			size_t e = j;
+			while (e > i && (s[e - 1] == ' ' || s[e - 1] == '\t'))
+				e--;
+			f[n] = s + i;
+			flen[n++] = e - i;
+		}
+		if (j >= len)
 			return n;
 		i = j + 1;
 	}
+}
+
+const char *as_csv_record(const char **p, const char *end, size_t *len,
+			  uint64_t *lines)
+{
+	if (*p >= end)
+		return NULL;
+	const char *s = *p, *q = s;
+	bool quoted = false;
+	*lines = 1;
+	for (; q < end; q++) {
+		if (*q == '"')
+			quoted = !quoted;
+		else if (*q == '\n' && !quoted)
+			break;
+		else if (*q == '\n')
+			++*lines;
+	}
+	*p = q < end ? q + 1 : end;
+	if (q > s && q[-1] == '\r')
+		q--;
+	*len = (size_t)(q - s);
+	return s;
+}
+
+/* Whether a name must be quoted to read back as itself. */
+static bool needs_quotes(const char *name)
+{
+	size_t n = strlen(name);
+	return n == 0 || strpbrk(name, ",\"\r\n") || name[0] == ' ' ||
+	       name[0] == '\t' || name[n - 1] == ' ' || name[n - 1] == '\t';
+}
+
+static void put_name(FILE *f, const char *name)
+{
+	if (!needs_quotes(name)) {
+		fputs(name, f);
+		return;
+	}
+	fputc('"', f);
+	for (const char *c = name; *c; c++) {
+		if (*c == '"')
+			fputc('"', f);
+		fputc(*c, f);
+	}
+	fputc('"', f);
 }
 
 static bool by_name(uint32_t a, uint32_t b, const void *ctx)
@@ -75,13 +151,21 @@ static int read_plan_rows(const struct as_trace *t, const char *data,
 	int pos[C_N], ncols = -1;
 	const char *f[MAX_COLS];
 	size_t fl[MAX_COLS];
+	char scratch[AS_NAME_MAX + 64];
+	uint64_t nlines = 1;
 	for (int c = 0; c < C_N; c++)
 		pos[c] = -1;
-	while ((s = as_next_line(&cur, end, &n))) {
-		line++;
+	while ((s = as_csv_record(&cur, end, &n, &nlines))) {
+		line += nlines;
 		if (n == 0)
 			continue;
-		int got = as_csv_split(s, n, f, fl, MAX_COLS);
+		int got = as_csv_split(s, n, f, fl, MAX_COLS, scratch,
+				       sizeof(scratch));
+		if (got == -2)
+			return as_diag_set(diag, line - nlines + 1, AS_EPARSE,
+					   "a quoted field is not closed, is "
+					   "followed by more than a comma, or "
+					   "is too long");
 		if (ncols < 0) {
 			ncols = got;
 			for (int i = 0; i < got; i++)
@@ -99,10 +183,15 @@ static int read_plan_rows(const struct as_trace *t, const char *data,
 			return as_diag_set(diag, line, AS_EPARSE,
 					   "expected %d fields, found %d",
 					   ncols, got);
-		char name[256];
+		char name[AS_NAME_MAX + 1];
 		size_t il = fl[pos[C_ID]];
-		if (il == 0 || il >= sizeof(name))
-			return as_diag_set(diag, line, AS_EPARSE, "bad id");
+		if (il >= sizeof(name))
+			return as_diag_set(diag, line, AS_EPARSE,
+					   "id is too long (at most %d bytes)",
+					   AS_NAME_MAX);
+		if (memchr(f[pos[C_ID]], 0, il))
+			return as_diag_set(diag, line, AS_EPARSE,
+					   "NUL byte in an id");
 		memcpy(name, f[pos[C_ID]], il);
 		name[il] = 0;
 		int64_t first = find_name(t, order, name);
@@ -124,7 +213,7 @@ static int read_plan_rows(const struct as_trace *t, const char *data,
 		uint64_t off;
 		if (ol == 2 && memcmp(o, "-1", 2) == 0)
 			off = AS_NO_OFFSET;
-		else if (!as_parse_u64(o, ol, &off) ||
+		else if (!as_parse_u64(o, ol, &off) || off == AS_NO_OFFSET ||
 			 off > UINT64_MAX - t->buffers[bi].size)
 			return as_diag_set(diag, line, AS_EPARSE,
 					   "offset '%.*s' is not a "
@@ -220,13 +309,14 @@ int as_plan_write_csv(const struct as_plan *p, const struct as_trace *t,
 	fputs("id,lower,upper,size,offset\n", f);
 	for (uint32_t i = 0; i < t->nbuffers; i++) {
 		const struct as_buffer *b = &t->buffers[i];
+		put_name(f, b->name);
 		if (p->offset[i] == AS_NO_OFFSET)
-			fprintf(f, "%s,%llu,%llu,%llu,-1\n", b->name,
+			fprintf(f, ",%llu,%llu,%llu,-1\n",
 				(unsigned long long)b->start,
 				(unsigned long long)b->end,
 				(unsigned long long)b->size);
 		else
-			fprintf(f, "%s,%llu,%llu,%llu,%llu\n", b->name,
+			fprintf(f, ",%llu,%llu,%llu,%llu\n",
 				(unsigned long long)b->start,
 				(unsigned long long)b->end,
 				(unsigned long long)b->size,

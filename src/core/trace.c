@@ -66,14 +66,20 @@ struct as_builder {
 	/*
 	 * Live names: open addressing with linear probing over buffer
 	 * indices (AS_NONE marks an empty slot); deletion shifts back, so
-	 * there are no tombstones. Load stays below 1/2.
+	 * there are no tombstones. Load stays below 1/2. live_hash holds
+	 * each slot's name hash (its low 32 bits): probes compare it before
+	 * the names, and moves never hash a name again.
 	 */
-	uint32_t *live;
+	uint32_t *live, *live_hash;
 	uint32_t live_mask, live_n;
 	uint64_t time;
 	bool timed, ordered;
 	uint32_t cap_marks, cap_segments, cap_info, ninfo, cap_input_stats;
 	uint64_t cap_clock, nclock; /* clock readings held: steps [0, nclock) */
+	/* Space names past spaces[0] (which parsers may rename): open
+	 * addressing over space indices, 0 marks an empty slot. */
+	uint16_t *space_slots;
+	uint32_t space_mask, cap_spaces;
 };
 
 static bool grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
@@ -98,8 +104,12 @@ static bool grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 static int live_rehash(struct as_builder *b, uint32_t cap)
 {
 	uint32_t *n = malloc((size_t)cap * sizeof(*n));
-	if (!n)
+	uint32_t *nh = malloc((size_t)cap * sizeof(*nh));
+	if (!n || !nh) {
+		free(n);
+		free(nh);
 		return AS_ENOMEM;
+	}
 	memset(n, 0xff, (size_t)cap * sizeof(*n));
 	uint32_t mask = cap - 1;
 	if (b->live) {
@@ -107,26 +117,36 @@ static int live_rehash(struct as_builder *b, uint32_t cap)
 			uint32_t v = b->live[i];
 			if (v == AS_NONE)
 				continue;
-			uint64_t h = as_hash_str(b->t->buffers[v].name) & mask;
+			uint32_t h = b->live_hash[i] & mask;
 			while (n[h] != AS_NONE)
 				h = (h + 1) & mask;
 			n[h] = v;
+			nh[h] = b->live_hash[i];
 		}
 	}
 	free(b->live);
+	free(b->live_hash);
 	b->live = n;
+	b->live_hash = nh;
 	b->live_mask = mask;
 	return AS_OK;
 }
 
-/* The slot holding `name`, or the empty slot where it would go. */
-static uint32_t live_slot(const struct as_builder *b, const char *name)
+/*
+ * The slot holding `name`, or the empty slot where it would go; *hash is
+ * the name's hash, for the caller that fills the slot.
+ */
+static uint32_t live_slot(const struct as_builder *b, const char *name,
+			  uint32_t *hash)
 {
-	uint64_t h = as_hash_str(name) & b->live_mask;
+	uint32_t tag = (uint32_t)as_hash_str(name);
+	uint32_t h = tag & b->live_mask;
 	while (b->live[h] != AS_NONE &&
-	       strcmp(b->t->buffers[b->live[h]].name, name) != 0)
+	       (b->live_hash[h] != tag ||
+		strcmp(b->t->buffers[b->live[h]].name, name) != 0))
 		h = (h + 1) & b->live_mask;
-	return (uint32_t)h;
+	*hash = tag;
+	return h;
 }
 
 static void live_remove(struct as_builder *b, uint32_t slot)
@@ -137,12 +157,12 @@ static void live_remove(struct as_builder *b, uint32_t slot)
 		j = (j + 1) & mask;
 		if (b->live[j] == AS_NONE)
 			break;
-		uint32_t k = (uint32_t)(as_hash_str(b->t->buffers[b->live[j]].name) &
-					mask);
+		uint32_t k = b->live_hash[j] & mask;
 		/* Move j back to i unless its home k lies cyclically in (i, j]. */
 		if ((i <= j) ? (i < k && k <= j) : (i < k || k <= j))
 			continue;
 		b->live[i] = b->live[j];
+		b->live_hash[i] = b->live_hash[j];
 		b->live[j] = AS_NONE;
 		i = j;
 	}
@@ -169,6 +189,7 @@ struct as_builder *as_builder_create(const char *path, const char *format)
 	t->cases[0].options = "";
 	t->ncases = 1;
 	b->cap_cases = 1;
+	b->cap_spaces = 1;
 	return b;
 fail:
 	as_builder_destroy(b);
@@ -181,6 +202,8 @@ void as_builder_destroy(struct as_builder *b)
 		return;
 	as_trace_destroy(b->t);
 	free(b->live);
+	free(b->live_hash);
+	free(b->space_slots);
 	free(b);
 }
 
@@ -216,27 +239,60 @@ struct as_buffer *as_builder_buffer(struct as_builder *b, uint32_t index)
 	return index < b->t->nbuffers ? &b->t->buffers[index] : NULL;
 }
 
+/* The slot of space `name` (not spaces[0]), or the empty one for it. */
+static uint32_t space_slot(const struct as_builder *b, const char *name)
+{
+	uint32_t h = (uint32_t)(as_hash_str(name) & b->space_mask);
+	while (b->space_slots[h] &&
+	       strcmp(b->t->spaces[b->space_slots[h]].name, name) != 0)
+		h = (h + 1) & b->space_mask;
+	return h;
+}
+
+int as_builder_space_find(const struct as_builder *b, const char *name)
+{
+	const struct as_trace *t = b->t;
+	if (strcmp(t->spaces[0].name, name) == 0)
+		return 0;
+	if (!b->space_slots)
+		return -1;
+	uint32_t h = space_slot(b, name);
+	return b->space_slots[h] ? b->space_slots[h] : -1;
+}
+
 int as_builder_space(struct as_builder *b, const char *name,
 		     uint64_t capacity)
 {
 	struct as_trace *t = b->t;
-	for (uint16_t i = 0; i < t->nspaces; i++) {
-		if (strcmp(t->spaces[i].name, name) == 0) {
-			if (capacity)
-				t->spaces[i].capacity = capacity;
-			return i;
-		}
+	int found = as_builder_space_find(b, name);
+	if (found >= 0) {
+		if (capacity)
+			t->spaces[found].capacity = capacity;
+		return found;
 	}
-	if (t->nspaces == UINT16_MAX)
+	if (t->nspaces >= AS_MAX_SPACES)
 		return AS_EINVAL;
-	struct as_space *n = realloc(t->spaces, (t->nspaces + 1u) * sizeof(*n));
-	if (!n)
+	/* Slots for twice the spaces: rehash when half full. */
+	if (2u * t->nspaces >= b->space_mask) {
+		uint32_t cap = b->space_mask ? 2 * (b->space_mask + 1) : 64;
+		uint16_t *n = calloc(cap, sizeof(*n));
+		if (!n)
+			return AS_ENOMEM;
+		free(b->space_slots);
+		b->space_slots = n;
+		b->space_mask = cap - 1;
+		for (uint16_t i = 1; i < t->nspaces; i++)
+			n[space_slot(b, t->spaces[i].name)] = i;
+	}
+	if (!grow((void **)&t->spaces, &b->cap_spaces, t->nspaces + 1u,
+		  sizeof(*t->spaces)))
 		return AS_ENOMEM;
-	t->spaces = n;
+	struct as_space *n = t->spaces;
 	n[t->nspaces].name = as_builder_intern(b, name);
 	n[t->nspaces].capacity = capacity;
 	if (!n[t->nspaces].name)
 		return AS_ENOMEM;
+	b->space_slots[space_slot(b, name)] = t->nspaces;
 	return t->nspaces++;
 }
 
@@ -283,10 +339,15 @@ static int64_t new_buffer(struct as_builder *b, const char *name,
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "too many buffers (at most %u)",
 				   AS_MAX_BUFFERS);
+	size_t namelen = strlen(name);
+	if (namelen > AS_NAME_MAX)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "name is too long (%zu bytes; at most %d)",
+				   namelen, AS_NAME_MAX);
 	if (!grow((void **)&t->buffers, &b->cap_buffers, t->nbuffers + 1,
 		  sizeof(*t->buffers)))
 		return AS_ENOMEM;
-	const char *n = as_arena_dup(&t->priv->strings, name, strlen(name));
+	const char *n = as_arena_dup(&t->priv->strings, name, namelen);
 	if (!n)
 		return AS_ENOMEM;
 	struct as_buffer *buf = &t->buffers[t->nbuffers];
@@ -308,7 +369,8 @@ int64_t as_builder_alloc(struct as_builder *b, const char *name, uint64_t size,
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "operations cannot follow buffers with "
 				   "explicit lifetimes");
-	uint32_t slot = live_slot(b, name);
+	uint32_t hash;
+	uint32_t slot = live_slot(b, name, &hash);
 	if (b->live[slot] != AS_NONE)
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "alloc of '%s', which is still live "
@@ -327,6 +389,7 @@ int64_t as_builder_alloc(struct as_builder *b, const char *name, uint64_t size,
 		return err;
 	b->ordered = true;
 	b->live[slot] = (uint32_t)idx;
+	b->live_hash[slot] = hash;
 	if (++b->live_n * 2 > b->live_mask + 1 &&
 	    live_rehash(b, (b->live_mask + 1) * 2) != AS_OK)
 		return AS_ENOMEM;
@@ -336,7 +399,8 @@ int64_t as_builder_alloc(struct as_builder *b, const char *name, uint64_t size,
 int as_builder_free(struct as_builder *b, const char *name, uint64_t line,
 		    struct as_diag *diag)
 {
-	uint32_t slot = live_slot(b, name);
+	uint32_t hash;
+	uint32_t slot = live_slot(b, name, &hash);
 	uint32_t idx = b->live[slot];
 	if (idx == AS_NONE) {
 		bool known = false;
@@ -584,7 +648,8 @@ int as_builder_count(struct as_builder *b, const char *key, uint64_t n)
 
 int64_t as_builder_lookup(struct as_builder *b, const char *name)
 {
-	uint32_t slot = live_slot(b, name);
+	uint32_t hash;
+	uint32_t slot = live_slot(b, name, &hash);
 	if (b->live[slot] != AS_NONE)
 		return b->live[slot];
 	for (uint32_t i = b->t->nbuffers; i-- > 0;)

@@ -42,6 +42,8 @@ int as_builder_frames_interned(struct as_builder *b, uint32_t idx,
  * AS_EINVAL after operations (as_builder_alloc/free) or going back.
  */
 int as_builder_set_time(struct as_builder *b, uint64_t step);
+/* The index of space `name`, or -1. Hashed: pools are looked up per buffer. */
+int as_builder_space_find(const struct as_builder *b, const char *name);
 /* Find a buffer by name: the live one, else the most recent. */
 int64_t as_builder_lookup(struct as_builder *b, const char *name);
 

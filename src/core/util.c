@@ -14,6 +14,43 @@ struct as_atomic {
 	char *tmp;
 };
 
+/*
+ * Temporary files open now, for as_atomic_remove_pending() in a signal
+ * handler: the one piece of global state in the library, because a
+ * handler has no other way to find them. A slot is filled after the file
+ * exists and emptied after it is renamed or removed, before its path is
+ * freed, so the handler only ever unlinks a live path (or a renamed one,
+ * harmlessly). Past AS_ATOMIC_SLOTS files at once, the extra ones are not
+ * covered.
+ */
+#define AS_ATOMIC_SLOTS 64
+static char *volatile pending[AS_ATOMIC_SLOTS];
+
+static void track(char *tmp)
+{
+	for (int i = 0; i < AS_ATOMIC_SLOTS; i++)
+		if (!pending[i]) {
+			pending[i] = tmp;
+			return;
+		}
+}
+
+static void untrack(const char *tmp)
+{
+	for (int i = 0; tmp && i < AS_ATOMIC_SLOTS; i++)
+		if (pending[i] == tmp)
+			pending[i] = NULL;
+}
+
+void as_atomic_remove_pending(void)
+{
+	for (int i = 0; i < AS_ATOMIC_SLOTS; i++) {
+		char *tmp = pending[i];
+		if (tmp)
+			unlink(tmp);
+	}
+}
+
 int as_atomic_open(const char *path, struct as_atomic **out, FILE **f)
 {
 	struct as_atomic *a = calloc(1, sizeof(*a));
@@ -47,6 +84,7 @@ int as_atomic_open(const char *path, struct as_atomic **out, FILE **f)
 	mode_t mask = umask(0);
 	umask(mask);
 	fchmod(fd, 0666 & ~mask);
+	track(a->tmp);
 	a->f = fdopen(fd, "w");
 	if (!a->f) {
 		close(fd);
@@ -76,6 +114,7 @@ int as_atomic_commit(struct as_atomic *a)
 		err = AS_EIO;
 	if (err != AS_OK)
 		unlink(a->tmp);
+	untrack(a->tmp);
 	free(a->tmp);
 	free(a->path);
 	free(a);
@@ -92,6 +131,7 @@ void as_atomic_abort(struct as_atomic *a)
 		if (a->tmp)
 			unlink(a->tmp);
 	}
+	untrack(a->tmp);
 	free(a->tmp);
 	free(a->path);
 	free(a);

@@ -15,13 +15,20 @@ static const char *const col_names[C_N] = {"id",   "lower",     "upper",
 					   "size", "alignment", "offset"};
 
 #define MAX_COLS C_N
+#define QUOTE_ERROR                                                          \
+	"a quoted field is not closed, is followed by more than a comma, or " \
+	"is too long (quoted fields hold no line breaks here)"
 
 static int header(struct as_line_state *st, const char *s, size_t n,
 		  struct as_diag *diag)
 {
 	const char *f[MAX_COLS];
 	size_t fl[MAX_COLS];
-	int ncols = as_csv_split(s, n, f, fl, MAX_COLS);
+	char scratch[256];
+	int ncols = as_csv_split(s, n, f, fl, MAX_COLS, scratch,
+				 sizeof(scratch));
+	if (ncols == -2)
+		return as_diag_set(diag, st->line, AS_EPARSE, QUOTE_ERROR);
 	if (ncols < 0)
 		return as_diag_set(diag, st->line, AS_EPARSE,
 				   "too many columns in the header");
@@ -61,7 +68,11 @@ static int row(struct as_builder *b, const struct as_line_state *st,
 	size_t fl[MAX_COLS];
 	const int *pos = st->pos;
 	uint64_t line = st->line;
-	int got = as_csv_split(s, n, f, fl, MAX_COLS);
+	char scratch[AS_NAME_MAX + 64];
+	int got = as_csv_split(s, n, f, fl, MAX_COLS, scratch,
+			       sizeof(scratch));
+	if (got == -2)
+		return as_diag_set(diag, line, AS_EPARSE, QUOTE_ERROR);
 	if (got != st->ncols)
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "expected %d fields, found %s%d", st->ncols,
@@ -73,7 +84,8 @@ static int row(struct as_builder *b, const struct as_line_state *st,
 			continue;
 		const char *x = f[pos[c]];
 		size_t xl = fl[pos[c]];
-		if (as_parse_u64(x, xl, &v[c]))
+		if (as_parse_u64(x, xl, &v[c]) &&
+		    !(c == C_OFFSET && v[c] == AS_NO_OFFSET))
 			continue;
 		if (c == C_OFFSET && xl == 2 && memcmp(x, "-1", 2) == 0)
 			continue; /* a failed allocation: no offset */
@@ -86,11 +98,15 @@ static int row(struct as_builder *b, const struct as_line_state *st,
 					    "integer",
 				   col_names[c], (int)xl, x);
 	}
-	char name[256];
+	char name[AS_NAME_MAX + 1];
 	size_t il = fl[pos[C_ID]];
 	if (il == 0 || il >= sizeof(name))
 		return as_diag_set(diag, line, AS_EPARSE,
-				   il ? "id is too long" : "empty id");
+				   il ? "id is too long (at most %d bytes)"
+				      : "empty id",
+				   AS_NAME_MAX);
+	if (memchr(f[pos[C_ID]], 0, il))
+		return as_diag_set(diag, line, AS_EPARSE, "NUL byte in an id");
 	memcpy(name, f[pos[C_ID]], il);
 	name[il] = 0;
 	int64_t idx = as_builder_add_timed(b, name, v[C_SIZE], v[C_ALIGN],

@@ -165,9 +165,26 @@ bool as_parse_hex(const char *s, size_t len, uint64_t *out)
 	return true;
 }
 
-static void block_name(char *out, size_t cap, uint64_t addr, uint32_t n)
+/* "0xADDR#N" into out (at least 32 bytes); by hand, it runs per event. */
+static void block_name(char *out, uint64_t addr, uint32_t n)
 {
-	snprintf(out, cap, "0x%llx#%u", (unsigned long long)addr, n);
+	static const char digits[] = "0123456789abcdef";
+	char tmp[24];
+	int k = 0;
+	do
+		tmp[k++] = digits[addr & 15];
+	while (addr >>= 4);
+	*out++ = '0';
+	*out++ = 'x';
+	while (k)
+		*out++ = tmp[--k];
+	*out++ = '#';
+	do
+		tmp[k++] = (char)('0' + n % 10);
+	while (n /= 10);
+	while (k)
+		*out++ = tmp[--k];
+	*out = 0;
 }
 
 /* Free the live block at `e`; its index into *idx. */
@@ -175,7 +192,7 @@ static int free_entry(struct as_builder *b, struct addr_entry *e,
 		      uint64_t line, uint32_t *idx, struct as_diag *diag)
 {
 	char name[48];
-	block_name(name, sizeof(name), e->addr, e->count);
+	block_name(name, e->addr, e->count);
 	*idx = e->live;
 	e->live = AS_NONE;
 	return as_builder_free(b, name, line, diag);
@@ -226,7 +243,7 @@ int as_heap_alloc(struct as_builder *b, struct as_heap *h, uint64_t addr,
 				   (unsigned long long)addr);
 	e->count++;
 	char name[48];
-	block_name(name, sizeof(name), addr, e->count);
+	block_name(name, addr, e->count);
 	/* malloc's alignment (16 on 64-bit glibc), or what the address has. */
 	uint64_t align = addr & (~addr + 1);
 	if (align > 16)

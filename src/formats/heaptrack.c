@@ -41,7 +41,7 @@
 #include "formats/formats.h"
 #include "formats/heap.h"
 
-#define MAX_FIELDS 64
+#define MAX_FIELDS 1024 /* 3 a frame: deep inlining */
 #define MAX_STACK_FRAMES 256
 #define MAX_STACK_BYTES (16u << 10)
 

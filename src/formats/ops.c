@@ -121,7 +121,7 @@ static int alloc_extra(struct as_builder *b, uint32_t idx,
 static int parse_line(struct as_builder *b, struct tok *tk, int n,
 		      uint64_t line, struct as_diag *diag)
 {
-	char name[1024];
+	char name[AS_NAME_MAX + 1];
 	if (tok_is(&tk[0], "alloc")) {
 		if (n < 3)
 			return as_diag_set(diag, line, AS_EPARSE,
@@ -137,7 +137,9 @@ static int parse_line(struct as_builder *b, struct tok *tk, int n,
 			return err;
 		if (tk[1].len >= sizeof(name))
 			return as_diag_set(diag, line, AS_EPARSE,
-					   "name is too long");
+					   "name is too long (%zu bytes; at "
+					   "most %d)",
+					   tk[1].len, AS_NAME_MAX);
 		memcpy(name, tk[1].s, tk[1].len);
 		name[tk[1].len] = 0;
 		int64_t idx = as_builder_alloc(b, name, size, align, line, diag);
@@ -156,7 +158,9 @@ static int parse_line(struct as_builder *b, struct tok *tk, int n,
 					   "free takes exactly one NAME");
 		if (tk[1].len >= sizeof(name))
 			return as_diag_set(diag, line, AS_EPARSE,
-					   "name is too long");
+					   "name is too long (%zu bytes; at "
+					   "most %d)",
+					   tk[1].len, AS_NAME_MAX);
 		memcpy(name, tk[1].s, tk[1].len);
 		name[tk[1].len] = 0;
 		return as_builder_free(b, name, line, diag);

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -306,12 +307,304 @@ int as_json_get_string(const struct as_jctx *c, const cJSON *obj,
 
 /* ---- Parsing ---- */
 
-cJSON *as_json_parse(const char *data, size_t len, struct as_diag *diag)
+/*
+ * One pass over the raw text before cJSON sees it, for what cJSON accepts
+ * silently or reports badly: raw control bytes (a NUL cuts a name) and
+ * \u0000 in strings, invalid UTF-8, nesting past AS_JSON_MAX_NEST, and
+ * integers past 2^53 that a double would round. It keeps the path (raw
+ * keys and indices) for its messages. Linear; tolerant of malformed JSON,
+ * which cJSON then reports.
+ */
+struct pre_level {
+	const char *key; /* objects: the current member's key, raw */
+	size_t klen;
+	uint32_t index;  /* arrays: the current element */
+	bool obj;
+};
+
+#define PRE_PATH 32
+
+static int pre_fail(const struct pre_level *st, int depth, uint64_t line,
+		    struct as_diag *diag, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static int pre_fail(const struct pre_level *st, int depth, uint64_t line,
+		    struct as_diag *diag, const char *fmt, ...)
 {
+	char where[160];
+	size_t used = 0;
+	where[0] = 0;
+	for (int i = 0; i < depth && i < PRE_PATH && used < sizeof(where);
+	     i++) {
+		int w;
+		if (st[i].obj && st[i].key)
+			w = snprintf(where + used, sizeof(where) - used,
+				     "%s%.*s", used ? "." : "",
+				     (int)(st[i].klen > 40 ? 40 : st[i].klen),
+				     st[i].key);
+		else if (!st[i].obj)
+			w = snprintf(where + used, sizeof(where) - used,
+				     "[%u]", st[i].index);
+		else
+			w = 0;
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+	char msg[200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return as_diag_set(diag, line, AS_EPARSE, "%s%s%s", where,
+			   *where ? ": " : "", msg);
+}
+
+/* Length of the UTF-8 sequence at s (1..4), or 0 when it is invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t len;
+	uint32_t cp;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+static int prescan(const char *text, size_t len, bool exact_big,
+		   struct as_diag *diag)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	struct pre_level st[PRE_PATH];
+	int depth = 0;
+	bool want_key = false;
+	uint64_t line = 1;
+	size_t i = 0;
+	while (i < len) {
+		unsigned char c = s[i];
+		struct pre_level *top =
+			depth > 0 && depth <= PRE_PATH ? &st[depth - 1] : NULL;
+		if (c == '\n') {
+			line++;
+			i++;
+		} else if (c == '"') {
+			size_t j = i + 1;
+			while (j < len && s[j] != '"') {
+				if (s[j] < 0x20)
+					return pre_fail(st, depth, line, diag,
+							"raw control byte 0x%02x "
+							"in a string (write it "
+							"as \\u%04x)",
+							s[j], s[j]);
+				if (s[j] == '\\') {
+					if (j + 5 < len && s[j + 1] == 'u' &&
+					    memcmp(s + j + 2, "0000", 4) == 0)
+						return pre_fail(
+							st, depth, line, diag,
+							"\\u0000 (NUL) in a "
+							"string");
+					j += j + 1 < len && s[j + 1] >= 0x20
+						     ? 2
+						     : 1;
+					continue;
+				}
+				size_t n = utf8_len(s + j, len - j);
+				if (n == 0)
+					return pre_fail(st, depth, line, diag,
+							"invalid UTF-8 in a "
+							"string");
+				j += n;
+			}
+			if (want_key && top && top->obj) {
+				top->key = text + i + 1;
+				top->klen = j - i - 1;
+				want_key = false;
+			}
+			i = j + 1;
+		} else if (c == '{' || c == '[') {
+			if (++depth > AS_JSON_MAX_NEST)
+				return pre_fail(st, PRE_PATH, line, diag,
+						"nesting deeper than %d",
+						AS_JSON_MAX_NEST);
+			if (depth <= PRE_PATH)
+				st[depth - 1] = (struct pre_level){
+					.obj = c == '{'};
+			want_key = c == '{';
+			i++;
+		} else if (c == '}' || c == ']') {
+			if (depth > 0)
+				depth--;
+			want_key = false;
+			i++;
+		} else if (c == ',') {
+			if (top && !top->obj)
+				top->index++;
+			want_key = top && top->obj;
+			i++;
+		} else if (c == '-' || (c >= '0' && c <= '9')) {
+			size_t j = i + (c == '-'), d0 = j;
+			while (j < len && s[j] >= '0' && s[j] <= '9')
+				j++;
+			size_t digits = j - d0;
+			bool integer = j >= len || !strchr(".eE", s[j]);
+			while (j < len && strchr("0123456789+-.eE", s[j]))
+				j++;
+			uint64_t v;
+			if (!exact_big && integer && digits > 0 &&
+			    (!as_parse_u64(text + d0, digits, &v) ||
+			     v > ((uint64_t)1 << 53)))
+				return pre_fail(st, depth, line, diag,
+						"%.*s is past 2^53, where JSON "
+						"numbers lose digits: write it "
+						"as a decimal string",
+						(int)(digits > 24 ? 24 : digits),
+						text + d0);
+			i = j;
+		} else if (c == 0) {
+			return pre_fail(st, depth, line, diag,
+					"NUL byte outside a string");
+		} else {
+			i++;
+		}
+	}
+	return AS_OK;
+}
+
+/* Duplicate keys anywhere in the tree, each object checked once. */
+static int by_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int dup_keys(struct as_jctx *c, const cJSON *v)
+{
+	const cJSON *it;
+	int err, n = 0;
+	if (cJSON_IsObject(v)) {
+		cJSON_ArrayForEach(it, v) n++;
+		const char *dup = NULL;
+		if (n <= 16) {
+			for (const cJSON *a = v->child; a && !dup; a = a->next)
+				for (const cJSON *b = a->next; b; b = b->next)
+					if (strcmp(a->string, b->string) == 0) {
+						dup = a->string;
+						break;
+					}
+		} else {
+			const char **keys = malloc((size_t)n * sizeof(*keys));
+			if (!keys)
+				return AS_ENOMEM;
+			int k = 0;
+			cJSON_ArrayForEach(it, v) keys[k++] = it->string;
+			qsort(keys, (size_t)n, sizeof(*keys), by_str);
+			for (k = 1; k < n && !dup; k++)
+				if (strcmp(keys[k - 1], keys[k]) == 0)
+					dup = keys[k];
+			free(keys);
+		}
+		if (dup)
+			return as_json_fail(c, dup, "duplicate key '%s'", dup);
+		cJSON_ArrayForEach(it, v)
+		{
+			as_json_push(c, it->string, 0);
+			if ((err = dup_keys(c, it)))
+				return err;
+			c->depth--;
+		}
+	} else if (cJSON_IsArray(v)) {
+		cJSON_ArrayForEach(it, v)
+		{
+			as_json_push(c, NULL, n++);
+			if ((err = dup_keys(c, it)))
+				return err;
+			c->depth--;
+		}
+	}
+	return AS_OK;
+}
+
+int as_json_keys(const struct as_jctx *c, const cJSON *obj,
+		 const char *const *allowed)
+{
+	const cJSON *it;
+	cJSON_ArrayForEach(it, obj)
+	{
+		size_t k = 0;
+		while (allowed[k] && strcmp(allowed[k], it->string) != 0)
+			k++;
+		if (allowed[k])
+			continue;
+		char list[240];
+		size_t used = 0;
+		list[0] = 0;
+		for (k = 0; allowed[k] && used < sizeof(list); k++) {
+			int w = snprintf(list + used, sizeof(list) - used,
+					 "%s%s", k ? ", " : "", allowed[k]);
+			if (w < 0)
+				break;
+			used += (size_t)w;
+		}
+		return as_json_fail(c, it->string, "unknown key '%s' (expected "
+						   "%s)",
+				    it->string, list);
+	}
+	return AS_OK;
+}
+
+int as_json_parse(struct as_jctx *c, cJSON **out)
+{
+	const char *data = c->text;
+	size_t len = c->len;
+	struct as_diag *diag = c->diag;
+	int err = prescan(data, len, c->exact_big, diag);
+	if (err)
+		return err;
 	const char *end = NULL;
 	cJSON *root = cJSON_ParseWithLengthOpts(data, len, &end, false);
-	if (root)
-		return root;
+	if (root) {
+		const char *q = end && end >= data && end <= data + len
+					? end
+					: data + len;
+		uint64_t line = 1;
+		while (q < data + len && strchr(" \t\r\n", *q))
+			q++;
+		if (q < data + len) {
+			for (const char *k = data; k < q; k++)
+				line += *k == '\n';
+			cJSON_Delete(root);
+			return as_diag_set(diag, line, AS_EPARSE,
+					   "trailing data after the JSON "
+					   "value");
+		}
+		err = dup_keys(c, root);
+		c->depth = 0;
+		if (err) {
+			if (err == AS_ENOMEM)
+				as_diag_set(diag, 0, err, "out of memory");
+			cJSON_Delete(root);
+			return err;
+		}
+		*out = root;
+		return AS_OK;
+	}
 	const char *stop = end && end >= data && end <= data + len
 				   ? end
 				   : data + len;
@@ -326,9 +619,8 @@ cJSON *as_json_parse(const char *data, size_t len, struct as_diag *diag)
 	for (const char *q = data; q < stop; q++)
 		line += *q == '\n';
 	if (truncated) {
-		as_diag_set(diag, line, AS_EPARSE,
-			    "truncated JSON (unexpected end of input)");
-		return NULL;
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "truncated JSON (unexpected end of input)");
 	}
 	/* data need not be NUL-terminated: copy what is quoted. */
 	char near[24];
@@ -336,6 +628,6 @@ cJSON *as_json_parse(const char *data, size_t len, struct as_diag *diag)
 	for (const char *q = stop; q < data + len && k < 20; q++)
 		near[k++] = (*q >= ' ' && *q < 127) ? *q : ' ';
 	near[k] = 0;
-	as_diag_set(diag, line, AS_EPARSE, "malformed JSON near '%s'", near);
-	return NULL;
+	return as_diag_set(diag, line, AS_EPARSE, "malformed JSON near '%s'",
+			   near);
 }

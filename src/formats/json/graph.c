@@ -96,9 +96,12 @@ static int graph_tensor(struct as_jctx *c, struct graph *g, const cJSON *to,
 	struct gtensor *gt = &g->t[g->n];
 	const char *name, *dtype;
 	int err;
+	static const char *const keys[] = {"name", "shape", "dtype", "align",
+					   NULL};
 	if (!cJSON_IsObject(to))
 		return as_json_fail(c, NULL, "expected an object%s", "");
-	if ((err = as_json_get_string(c, to, "name", true, &name)) ||
+	if ((err = as_json_keys(c, to, keys)) ||
+	    (err = as_json_get_string(c, to, "name", true, &name)) ||
 	    (err = as_json_get_string(c, to, "dtype", true, &dtype)) ||
 	    (err = as_json_get_u64(c, to, "align", false, def_align, &gt->align)))
 		return err;
@@ -133,7 +136,7 @@ static int graph_tensor(struct as_jctx *c, struct graph *g, const cJSON *to,
 	{
 		double v = cJSON_IsNumber(d) ? d->valuedouble : -1;
 		if (!isfinite(v) || v < 0 || v != floor(v) ||
-		    v > 9007199254740992.0)
+		    v >= 9007199254740992.0)
 			return as_json_fail(c, "shape", "dims must be non-negative "
 						"integers (tensor '%s')",
 				    name);
@@ -259,9 +262,12 @@ static int graph_op(struct as_jctx *c, struct graph *g, const cJSON *oo,
 {
 	const char *name, *kind;
 	int err;
+	static const char *const keys[] = {"name", "kind", "axis", "inputs",
+					   "outputs", NULL};
 	if (!cJSON_IsObject(oo))
 		return as_json_fail(c, NULL, "expected an object%s", "");
-	if ((err = as_json_get_string(c, oo, "name", false, &name)) ||
+	if ((err = as_json_keys(c, oo, keys)) ||
+	    (err = as_json_get_string(c, oo, "name", false, &name)) ||
 	    (err = as_json_get_string(c, oo, "kind", true, &kind)))
 		return err;
 	char autoname[32];
@@ -380,9 +386,12 @@ int as_json_graph(struct as_jctx *c, const cJSON *graph)
 	int ntensors, nops, err;
 	uint64_t def_align;
 	as_json_push(c, "graph", 0);
+	static const char *const keys[] = {"align", "tensors", "inputs",
+					   "outputs", "ops", NULL};
 	if (!cJSON_IsObject(graph))
 		return as_json_fail(c, NULL, "expected an object%s", "");
-	if ((err = as_json_get_u64(c, graph, "align", false, GRAPH_DEFAULT_ALIGN,
+	if ((err = as_json_keys(c, graph, keys)) ||
+	    (err = as_json_get_u64(c, graph, "align", false, GRAPH_DEFAULT_ALIGN,
 			   &def_align)) ||
 	    (err = graph_list(c, graph, "tensors", &tensors, &ntensors)) ||
 	    (err = graph_list(c, graph, "ops", &ops, &nops)))

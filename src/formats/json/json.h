@@ -74,11 +74,19 @@ int as_json_get_u64(const struct as_jctx *c, const cJSON *obj,
 int as_json_get_string(const struct as_jctx *c, const cJSON *obj,
 		       const char *field, bool required, const char **out);
 
+/* Refuse a key of obj not in `allowed` (NULL-terminated), naming them. */
+int as_json_keys(const struct as_jctx *c, const cJSON *obj,
+		 const char *const *allowed);
+
+#define AS_JSON_MAX_NEST 256
+
 /*
- * Parse the whole text. On a syntax error returns NULL with diag set
- * (truncated, or malformed near the offending bytes); caller deletes.
+ * Parse c->text whole into *out. Refused with c->diag set: malformed
+ * or truncated JSON, trailing data, raw control bytes, \u0000 or invalid
+ * UTF-8 in strings, nesting past AS_JSON_MAX_NEST, integers past 2^53 as
+ * plain numbers (unless c->exact_big), duplicate keys. Caller deletes.
  */
-cJSON *as_json_parse(const char *data, size_t len, struct as_diag *diag);
+int as_json_parse(struct as_jctx *c, cJSON **out);
 
 /* ---- graph.c: the "graph" form ---- */
 int as_json_graph(struct as_jctx *c, const cJSON *graph);

@@ -18,7 +18,12 @@
 #define NUMA_MAX_SUBTASKS (1u << 20)
 #define NUMA_MAX_OPS (1u << 16)
 #define NUMA_MAX_EDGES 4096 /* per parent; names are checked pairwise */
-#define NUMA_MAX_BLOCKS (1u << 30) /* sub-tasks x edges, all parents */
+/*
+ * Sub-tasks x edges over all parents: each block is a buffer (about 100
+ * bytes with its name), so this bounds the memory a small hostile file can
+ * ask for (< 1 GB); nalloc checks it before anything is allocated.
+ */
+#define NUMA_MAX_BLOCKS (1u << 23)
 
 /* An operator by name (in `ops`) or by position; AS_NONE when absent. */
 static int nop_ref(const struct as_jctx *x, const cJSON *edge, const char *field,
@@ -121,8 +126,12 @@ static int nedges(struct as_jctx *x, const cJSON *po, struct as_numa *nm,
 	{
 		struct as_numa_edge *ed = &nm->edges[p->first_edge + e];
 		as_json_push(x, NULL, (int)e);
+		static const char *const ekeys[] = {"name", "from", "to",
+						    "source", "volume", NULL};
 		if (!cJSON_IsObject(eo))
 			return as_json_fail(x, NULL, "expected an object");
+		if ((err = as_json_keys(x, eo, ekeys)))
+			return err;
 		const char *name;
 		if ((err = as_json_get_string(x, eo, "name", false, &name)))
 			return err;
@@ -208,7 +217,7 @@ static int nedges(struct as_jctx *x, const cJSON *po, struct as_numa *nm,
 /* Sub-task -> core: given per parent ("cores"), else the trace's rule. */
 static int nschedule(struct as_jctx *x, const cJSON *po, struct as_numa *nm,
 		     uint32_t pi, enum as_numa_rule rule, const uint64_t *vol,
-		     uint64_t *load, uint32_t *count)
+		     struct as_numa_load *l)
 {
 	struct as_numa_parent *p = &nm->parents[pi];
 	uint16_t *core = nm->core + p->first_sub;
@@ -233,7 +242,7 @@ static int nschedule(struct as_jctx *x, const cJSON *po, struct as_numa *nm,
 		}
 		rule = AS_NUMA_GIVEN;
 	}
-	as_numa_schedule(nm, pi, rule, vol, load, count);
+	as_numa_schedule(nm, pi, rule, vol, l);
 	return AS_OK;
 }
 
@@ -292,9 +301,13 @@ static int nalloc(struct as_jctx *x, const cJSON *parents, struct as_numa **out)
 	as_json_push(x, "parents", 0);
 	cJSON_ArrayForEach(po, parents)
 	{
+		static const char *const pkeys[] = {"name", "ops", "subtasks",
+						    "edges", "cores", NULL};
 		as_json_push(x, NULL, (int)np);
 		if (!cJSON_IsObject(po))
 			return as_json_fail(x, NULL, "expected an object");
+		if ((err = as_json_keys(x, po, pkeys)))
+			return err;
 		uint64_t s;
 		if ((err = as_json_get_range(x, po, "subtasks", true, 0, 1,
 				  NUMA_MAX_SUBTASKS, &s)))
@@ -395,8 +408,38 @@ static int nparent(struct as_jctx *x, const cJSON *po, struct as_numa *nm,
 	return nedges(x, po, nm, pi, *vol);
 }
 
+static bool by_parent_name(uint32_t a, uint32_t b, const void *ctx)
+{
+	const struct as_numa *nm = ctx;
+	return strcmp(nm->parents[a].name, nm->parents[b].name) < 0;
+}
+
+/* Sources name parents: two of one name are refused. O(n log n). */
+static int parents_unique(struct as_jctx *x, const struct as_numa *nm)
+{
+	uint32_t *order = malloc(((size_t)nm->nparents + 1) * sizeof(*order));
+	if (!order)
+		return AS_ENOMEM;
+	for (uint32_t i = 0; i < nm->nparents; i++)
+		order[i] = i;
+	int err = as_sort_u32(order, nm->nparents, by_parent_name, nm);
+	for (uint32_t k = 1; err == AS_OK && k < nm->nparents; k++) {
+		uint32_t a = order[k - 1], b = order[k];
+		if (strcmp(nm->parents[a].name, nm->parents[b].name) != 0)
+			continue;
+		x->depth = 1;
+		as_json_push(x, "parents", 0);
+		as_json_push(x, NULL, (int)(a > b ? a : b));
+		err = as_json_fail(x, "name", "duplicate parent '%s'",
+				   nm->parents[b].name);
+	}
+	free(order);
+	return err;
+}
+
 int as_json_numa(struct as_jctx *x, const cJSON *root)
 {
+	int err;
 	const cJSON *no = cJSON_GetObjectItemCaseSensitive(root, "numa");
 	static const char *const other[] = {"events", "buffers", "pools"};
 	for (int i = 0; i < 3; i++)
@@ -408,6 +451,10 @@ int as_json_numa(struct as_jctx *x, const cJSON *root)
 	as_json_push(x, "numa", 0);
 	if (!cJSON_IsObject(no))
 		return as_json_fail(x, NULL, "expected an object");
+	static const char *const keys[] = {"cores", "capacity", "parents",
+					   "align", "schedule", NULL};
+	if ((err = as_json_keys(x, no, keys)))
+		return err;
 	const cJSON *parents = cJSON_GetObjectItemCaseSensitive(no, "parents");
 	if (!cJSON_IsArray(parents))
 		return as_json_fail(x, "parents", "expected an array of parent "
@@ -415,7 +462,6 @@ int as_json_numa(struct as_jctx *x, const cJSON *root)
 	uint64_t align;
 	const char *sched;
 	enum as_numa_rule rule = AS_NUMA_ROUND_ROBIN;
-	int err;
 	struct as_numa *nm = NULL;
 	if ((err = as_json_get_range(x, no, "align", false, 1, 1, (uint64_t)1 << 40,
 			  &align)))
@@ -439,13 +485,14 @@ int as_json_numa(struct as_jctx *x, const cJSON *root)
 	if ((err = nalloc(x, parents, &nm)) || (err = ncores(x, no, nm)))
 		return err;
 	bool given = false;
-	uint64_t *vol = NULL, *load = calloc(nm->ncores, sizeof(*load));
-	uint32_t *count = calloc(nm->ncores, sizeof(*count));
+	uint64_t *vol = NULL;
+	struct as_numa_load load;
 	size_t volcap = 0;
 	uint64_t time = 0;
 	uint32_t pi = 0, first_edge = 0, first_sub = 0;
 	const cJSON *po;
-	err = (!load || !count) ? AS_ENOMEM : AS_OK;
+	if ((err = as_numa_load_init(&load, nm->ncores)))
+		return err;
 	as_json_push(x, "parents", 0);
 	cJSON_ArrayForEach(po, parents)
 	{
@@ -457,7 +504,7 @@ int as_json_numa(struct as_jctx *x, const cJSON *root)
 		p->first_sub = first_sub;
 		given |= cJSON_HasObjectItem(po, "cores");
 		if ((err = nparent(x, po, nm, pi, &vol, &volcap)) ||
-		    (err = nschedule(x, po, nm, pi, rule, vol, load, count)))
+		    (err = nschedule(x, po, nm, pi, rule, vol, &load)))
 			break;
 		p->start = time;
 		if (p->duration > UINT64_MAX / 4 - time) {
@@ -476,9 +523,8 @@ int as_json_numa(struct as_jctx *x, const cJSON *root)
 		x->depth--;
 	}
 	free(vol);
-	free(load);
-	free(count);
-	if (err)
+	as_numa_load_finish(&load);
+	if (err || (err = parents_unique(x, nm)))
 		return err;
 	nm->schedule = given ? "given" : sched;
 	as_builder_trace(x->b)->numa = nm;

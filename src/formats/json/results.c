@@ -159,15 +159,17 @@ int as_results_parse(struct as_results *r, const char *name,
 		diag = &local;
 	memset(diag, 0, sizeof(*diag));
 	snprintf(diag->file, sizeof(diag->file), "%s", name);
-	cJSON *root = as_json_parse(data, len, diag);
-	if (!root)
-		return AS_EPARSE;
+	struct as_jctx c = {.text = data, .len = len, .diag = diag,
+			    .exact_big = true};
+	cJSON *root = NULL;
+	int err = as_json_parse(&c, &root);
+	if (err)
+		return err;
 	/* Rows are appended only when the whole file reads well. */
 	struct as_results *tmp = as_results_create();
-	int err = AS_ENOMEM;
+	err = AS_ENOMEM;
 	if (tmp) {
-		struct as_jctx c = {.out = tmp, .text = data, .len = len,
-				    .diag = diag, .exact_big = true};
+		c.out = tmp;
 		err = read_results_root(&c, root);
 	}
 	for (size_t i = 0; err == AS_OK && i < tmp->nrows; i++)

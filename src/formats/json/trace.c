@@ -61,12 +61,11 @@ static int pool_index(const struct as_jctx *c, const cJSON *obj, uint16_t *out)
 		*out = 0;
 		return err;
 	}
-	const struct as_trace *t = as_builder_trace(c->b);
-	for (uint16_t i = 0; i < t->nspaces; i++)
-		if (strcmp(t->spaces[i].name, pool) == 0) {
-			*out = i;
-			return AS_OK;
-		}
+	int sp = as_builder_space_find(c->b, pool);
+	if (sp >= 0) {
+		*out = (uint16_t)sp;
+		return AS_OK;
+	}
 	return as_json_fail(c, "pool", "unknown pool '%s' (declare it in \"pools\")",
 		    pool);
 }
@@ -81,7 +80,9 @@ static int buffer_extras(const struct as_jctx *c, const cJSON *obj, uint32_t idx
 	if (err)
 		return err;
 	buf->space = pool;
-	if ((err = as_json_get_u64(c, obj, "offset", false, AS_NO_OFFSET, &v)))
+	/* AS_NO_OFFSET (2^64 - 1) is "none": given, it is an overflow. */
+	if ((err = as_json_get_range(c, obj, "offset", false, AS_NO_OFFSET, 0,
+				     UINT64_MAX - 1, &v)))
 		return err;
 	if (v != AS_NO_OFFSET && v > UINT64_MAX - buf->size)
 		return as_json_fail(c, "offset", "offset + size overflows 64 bits%s",
@@ -142,6 +143,26 @@ static int buffer_extras(const struct as_jctx *c, const cJSON *obj, uint32_t idx
 	return AS_OK;
 }
 
+/*
+ * A builder error gets the line of the value being read only now: finding
+ * a line scans the text from the start, so doing it for every event would
+ * make reading quadratic.
+ */
+static int64_t at_line(const struct as_jctx *c, int64_t r)
+{
+	if (r < 0 && r != AS_ENOMEM && c->diag)
+		c->diag->line = as_json_line(c, NULL);
+	return r;
+}
+
+static const char *const alloc_keys[] = {
+	"op",	  "name",   "size",   "align",	  "pool",	  "offset",
+	"stream", "symbol", "frames", "alias_of", "alias_offset", NULL};
+static const char *const buffer_keys[] = {
+	"name",	  "size",   "align",  "start",	  "end",	  "pool",
+	"offset", "stream", "symbol", "frames", "alias_of", "alias_offset",
+	NULL};
+
 static int parse_event(struct as_jctx *c, const cJSON *ev)
 {
 	const char *op, *name;
@@ -150,37 +171,46 @@ static int parse_event(struct as_jctx *c, const cJSON *ev)
 		return as_json_fail(c, NULL, "expected an object%s", "");
 	if ((err = as_json_get_string(c, ev, "op", true, &op)))
 		return err;
-	uint64_t line = as_json_line(c, NULL);
 	if (strcmp(op, "alloc") == 0) {
 		uint64_t size, align;
-		if ((err = as_json_get_string(c, ev, "name", true, &name)) ||
+		if ((err = as_json_keys(c, ev, alloc_keys)) ||
+		    (err = as_json_get_string(c, ev, "name", true, &name)) ||
 		    (err = as_json_get_u64(c, ev, "size", true, 0, &size)) ||
 		    (err = as_json_get_u64(c, ev, "align", false, 1, &align)))
 			return err;
-		int64_t idx = as_builder_alloc(c->b, name, size, align, line,
-					       c->diag);
+		int64_t idx = at_line(c, as_builder_alloc(c->b, name, size,
+							  align, 0, c->diag));
 		if (idx < 0)
 			return (int)idx;
 		return buffer_extras(c, ev, (uint32_t)idx);
 	}
 	if (strcmp(op, "free") == 0) {
-		if ((err = as_json_get_string(c, ev, "name", true, &name)))
+		static const char *const keys[] = {"op", "name", NULL};
+		if ((err = as_json_keys(c, ev, keys)) ||
+		    (err = as_json_get_string(c, ev, "name", true, &name)))
 			return err;
-		return as_builder_free(c->b, name, line, c->diag);
+		return (int)at_line(c, as_builder_free(c->b, name, 0,
+						       c->diag));
 	}
 	if (strcmp(op, "config") == 0) {
+		static const char *const keys[] = {"op", "options", NULL};
 		char opts[1024];
-		if ((err = options_text(
+		if ((err = as_json_keys(c, ev, keys)) ||
+		    (err = options_text(
 			     c, cJSON_GetObjectItemCaseSensitive(ev, "options"),
 			     opts, sizeof(opts))))
 			return err;
-		return as_builder_case(c->b, opts, c->diag);
+		return (int)at_line(c, as_builder_case(c->b, opts, c->diag));
 	}
 	static const char *const queries[] = {"dump", "stats", "render",
 					      "curr"};
+	static const char *const query_keys[] = {"op", NULL};
 	for (int q = 0; q < 4; q++)
 		if (strcmp(op, queries[q]) == 0)
-			return as_builder_query(c->b, (enum as_query)q);
+			return (err = as_json_keys(c, ev, query_keys))
+				       ? err
+				       : as_builder_query(c->b,
+							  (enum as_query)q);
 	return as_json_fail(c, "op", "unknown op '%s' (expected alloc, free, config, "
 			     "dump, stats, render or curr)",
 		    op);
@@ -193,14 +223,15 @@ static int parse_buffer(struct as_jctx *c, const cJSON *bo)
 	int err;
 	if (!cJSON_IsObject(bo))
 		return as_json_fail(c, NULL, "expected an object%s", "");
-	if ((err = as_json_get_string(c, bo, "name", true, &name)) ||
+	if ((err = as_json_keys(c, bo, buffer_keys)) ||
+	    (err = as_json_get_string(c, bo, "name", true, &name)) ||
 	    (err = as_json_get_u64(c, bo, "size", true, 0, &size)) ||
 	    (err = as_json_get_u64(c, bo, "align", false, 1, &align)) ||
 	    (err = as_json_get_u64(c, bo, "start", true, 0, &start)) ||
 	    (err = as_json_get_u64(c, bo, "end", true, 0, &end)))
 		return err;
-	int64_t idx = as_builder_add_timed(c->b, name, size, align, start,
-					   end, as_json_line(c, NULL), c->diag);
+	int64_t idx = at_line(c, as_builder_add_timed(c->b, name, size, align,
+						      start, end, 0, c->diag));
 	if (idx < 0)
 		return (int)idx;
 	return buffer_extras(c, bo, (uint32_t)idx);
@@ -212,6 +243,11 @@ static int parse_pools(struct as_jctx *c, const cJSON *pools)
 		return AS_OK;
 	if (!cJSON_IsArray(pools))
 		return as_json_fail(c, NULL, "pools: expected an array%s", "");
+	if (cJSON_GetArraySize(pools) > (int)AS_MAX_SPACES)
+		return as_json_fail(c, "pools", "%d pools: a trace has at most "
+						"%u",
+				    cJSON_GetArraySize(pools), AS_MAX_SPACES);
+	static const char *const keys[] = {"name", "capacity", NULL};
 	int i = 0;
 	const cJSON *po;
 	as_json_push(c, "pools", 0);
@@ -223,15 +259,20 @@ static int parse_pools(struct as_jctx *c, const cJSON *pools)
 		as_json_push(c, NULL, i++);
 		if (!cJSON_IsObject(po))
 			return as_json_fail(c, NULL, "expected an object%s", "");
-		if ((err = as_json_get_string(c, po, "name", true, &name)) ||
+		if ((err = as_json_keys(c, po, keys)) ||
+		    (err = as_json_get_string(c, po, "name", true, &name)) ||
 		    (err = as_json_get_u64(c, po, "capacity", false, 0, &cap)))
 			return err;
-		if (i == 1)
-			as_builder_trace(c->b)->spaces[0].name =
-				as_builder_intern(c->b, name);
+		if (i == 1 && !(as_builder_trace(c->b)->spaces[0].name =
+					as_builder_intern(c->b, name)))
+			return AS_ENOMEM;
+		int before = as_builder_trace(c->b)->nspaces;
 		int sp = i == 1 ? 0 : as_builder_space(c->b, name, cap);
 		if (sp < 0)
 			return sp;
+		if (i > 1 && sp < before)
+			return as_json_fail(c, "name", "duplicate pool '%s'",
+					    name);
 		as_builder_trace(c->b)->spaces[sp].capacity = cap;
 		c->depth--;
 	}
@@ -262,6 +303,49 @@ static int parse_list(struct as_jctx *c, const cJSON *root, const char *key,
 	return AS_OK;
 }
 
+static bool by_name_start(uint32_t a, uint32_t b, const void *ctx)
+{
+	const struct as_buffer *x = &((const struct as_trace *)ctx)->buffers[a],
+			       *y = &((const struct as_trace *)ctx)->buffers[b];
+	int k = strcmp(x->name, y->name);
+	return k < 0 || (k == 0 && x->start < y->start);
+}
+
+/*
+ * In the "buffers" form a name may come back once its buffer is dead, as
+ * in an event list, but two buffers of one name may not be live at once
+ * (frees, aliases and plan files find buffers by name). O(n log n).
+ */
+static int live_names_unique(struct as_jctx *c)
+{
+	const struct as_trace *t = as_builder_trace(c->b);
+	uint32_t *order = malloc(((size_t)t->nbuffers + 1) * sizeof(*order));
+	if (!order)
+		return AS_ENOMEM;
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		order[i] = i;
+	int err = as_sort_u32(order, t->nbuffers, by_name_start, t);
+	uint64_t end = 0;
+	for (uint32_t k = 0; err == AS_OK && k < t->nbuffers; k++) {
+		const struct as_buffer *b = &t->buffers[order[k]];
+		bool same = k > 0 &&
+			    strcmp(t->buffers[order[k - 1]].name, b->name) == 0;
+		if (same && b->start < end) {
+			as_json_push(c, "buffers", 0);
+			as_json_push(c, NULL, (int)order[k]);
+			err = as_json_fail(c, "name", "'%s' is live twice: two "
+						      "buffers of one name "
+						      "overlap in time",
+					   b->name);
+			c->depth -= 2;
+			break;
+		}
+		end = same && end > b->end ? end : b->end;
+	}
+	free(order);
+	return err;
+}
+
 static int parse_root(struct as_jctx *c, const cJSON *root)
 {
 	const char *fmt;
@@ -282,6 +366,11 @@ static int parse_root(struct as_jctx *c, const cJSON *root)
 		return as_json_fail(c, "version", "unsupported version (this build "
 					  "reads version %s)",
 			    "1");
+	static const char *const root_keys[] = {
+		"format", "version", "metadata", "pools", "config",
+		"events", "buffers", "graph",	 "numa",  NULL};
+	if ((err = as_json_keys(c, root, root_keys)))
+		return err;
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "metadata");
 	if (meta) {
 		char *text = cJSON_PrintUnformatted(meta);
@@ -298,8 +387,11 @@ static int parse_root(struct as_jctx *c, const cJSON *root)
 				cJSON_GetObjectItemCaseSensitive(root, "config"),
 				opts, sizeof(opts))))
 		return err;
-	if (opts[0] && (err = as_builder_case(c->b, opts, c->diag)))
+	if (opts[0] && (err = as_builder_case(c->b, opts, c->diag))) {
+		if (err != AS_ENOMEM)
+			c->diag->line = as_json_line(c, "config");
 		return err;
+	}
 	if (cJSON_HasObjectItem(root, "numa")) /* the numa section, below */
 		return as_json_numa(c, root);
 	bool has_events = cJSON_HasObjectItem(root, "events");
@@ -318,17 +410,20 @@ static int parse_root(struct as_jctx *c, const cJSON *root)
 								       "graph"));
 	if ((err = parse_list(c, root, "events", parse_event)))
 		return err;
-	return parse_list(c, root, "buffers", parse_buffer);
+	if ((err = parse_list(c, root, "buffers", parse_buffer)))
+		return err;
+	return has_buffers ? live_names_unique(c) : AS_OK;
 }
 
 static int json_whole(struct as_builder *b, const char *data, size_t len,
 		      struct as_diag *diag)
 {
-	cJSON *root = as_json_parse(data, len, diag);
-	if (!root)
-		return AS_EPARSE;
 	struct as_jctx c = {.b = b, .text = data, .len = len, .diag = diag};
-	int err = parse_root(&c, root);
+	cJSON *root = NULL;
+	int err = as_json_parse(&c, &root);
+	if (err)
+		return err;
+	err = parse_root(&c, root);
 	cJSON_Delete(root);
 	return err;
 }

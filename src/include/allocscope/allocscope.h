@@ -104,6 +104,8 @@ struct as_event {
 };
 
 #define AS_MAX_BUFFERS ((1u << 30) - 1)
+/* The longest buffer name any format accepts, in bytes. */
+#define AS_NAME_MAX 1023
 
 /* An address space: the default pool, a named pool or level, or a core. */
 struct as_space {
@@ -271,6 +273,9 @@ int as_builder_case(struct as_builder *b, const char *options,
 int as_builder_query(struct as_builder *b, enum as_query q);
 /* The buffer just added, to set recorded offsets, spaces, symbols, ... */
 struct as_buffer *as_builder_buffer(struct as_builder *b, uint32_t index);
+/* The space named `name`, added when new; at most AS_MAX_SPACES (past it:
+ * AS_EINVAL). */
+#define AS_MAX_SPACES UINT16_MAX
 int as_builder_space(struct as_builder *b, const char *name,
 		     uint64_t capacity);
 /* Intern a string in the trace (symbols, frames, metadata). */
@@ -510,6 +515,9 @@ struct as_atomic;
 int as_atomic_open(const char *path, struct as_atomic **out, FILE **f);
 int as_atomic_commit(struct as_atomic *a);   /* closes and renames */
 void as_atomic_abort(struct as_atomic *a);   /* closes and removes; NULL ok */
+/* Remove every temporary file open now: async-signal-safe, for a SIGINT or
+ * SIGTERM handler that then exits (the final files are left untouched). */
+void as_atomic_remove_pending(void);
 
 /* Write `s` as a JSON string literal (quotes and escapes). */
 void as_json_string(FILE *f, const char *s);
