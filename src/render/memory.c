@@ -316,6 +316,22 @@ static const uint32_t line_colors[] = {
 	0xffccbb44u, 0xff66ccee, 0xffee6677u, 0xff999933u,
 };
 
+/*
+ * A plan's top address is a footprint when its addresses start near 0
+ * (planners, online allocators). Recorded addresses of a real process
+ * (0x7f..., with compressed gaps) are not bytes of memory: their panel
+ * gets no line; the reserved bytes say what the recording allocator held.
+ */
+static bool foot_drawn(const struct panel *pn)
+{
+	if (pn->npieces == 0)
+		return true;
+	for (uint32_t k = 0; k < pn->npieces; k++)
+		if (pn->pieces[k].brk)
+			return false;
+	return pn->pieces[0].lo < ((uint64_t)1 << 32);
+}
+
 /* A line of the strip: a curve, its panel (-1: reserved), its look. */
 struct mline {
 	const struct curve *cv;
@@ -486,8 +502,10 @@ int emit_memory(struct as_render *r, struct canvas *c)
 	uint64_t vmax = r->live.vmax > r->reserved.vmax ? r->live.vmax
 							 : r->reserved.vmax;
 	for (size_t i = 0; i < r->npanels; i++)
-		vmax = r->panels[i].foot.vmax > vmax ? r->panels[i].foot.vmax
-						    : vmax;
+		if (foot_drawn(&r->panels[i]))
+			vmax = r->panels[i].foot.vmax > vmax
+				       ? r->panels[i].foot.vmax
+				       : vmax;
 	if (vmax == 0)
 		vmax = 1;
 	const double top_pad = 14;
@@ -526,8 +544,9 @@ int emit_memory(struct as_render *r, struct canvas *c)
 	if (r->reserved.n)
 		lines[nl++] = (struct mline){&r->reserved, -1, 0xff7f7f7fu, 4};
 	for (size_t i = 0; i < r->npanels && nl < 9; i++)
-		lines[nl++] = (struct mline){&r->panels[i].foot, (int)i,
-					     line_colors[i % 8], 0};
+		if (foot_drawn(&r->panels[i]))
+			lines[nl++] = (struct mline){&r->panels[i].foot, (int)i,
+						     line_colors[i % 8], 0};
 	for (int l = 0; l < nl; l++) {
 		column_max(r, lines[l].cv, ys, pw, Y1, k);
 		n = steps(ys, pw, X0, xy, 0);
