@@ -19,7 +19,7 @@
 
 #define CURVE_BLOCK 64
 
-void curve_free(struct curve *c)
+void as_r_curve_free(struct curve *c)
 {
 	if (!c)
 		return;
@@ -84,7 +84,7 @@ static int curve_alloc(struct curve *c, size_t n)
 	c->t = malloc(sizeof(uint64_t) * (n + 1));
 	c->v = malloc(sizeof(uint64_t) * (n + 1));
 	if (!c->t || !c->v) {
-		curve_free(c);
+		as_r_curve_free(c);
 		return AS_ENOMEM;
 	}
 	return AS_OK;
@@ -112,7 +112,7 @@ static int curve_sum(struct cedge *e, size_t m, struct curve *c)
 	return curve_finish(c);
 }
 
-int curve_live(const struct order *o, struct curve *c)
+int as_r_curve_live(const struct order *o, struct curve *c)
 {
 	const struct as_trace *t = o->t;
 	uint8_t *keep = calloc((size_t)t->nbuffers + 1, 1);
@@ -122,7 +122,7 @@ int curve_live(const struct order *o, struct curve *c)
 		goto out;
 	for (uint32_t i = 0; i < t->nbuffers; i++)
 		keep[i] = t->buffers[i].alias_of == AS_NONE;
-	size_t m = order_edges(o, keep, e);
+	size_t m = as_r_order_edges(o, keep, e);
 	err = curve_alloc(c, m);
 	if (err)
 		goto out;
@@ -146,7 +146,7 @@ out:
 	return err;
 }
 
-int curve_reserved(const struct as_trace *t, struct curve *c)
+int as_r_curve_reserved(const struct as_trace *t, struct curve *c)
 {
 	memset(c, 0, sizeof(*c));
 	if (!t->nsegments)
@@ -206,7 +206,7 @@ static void heap_pop(struct hent *h, uint32_t *n)
 		h[i] = x;
 }
 
-int curve_top(const struct order *o, const struct panel *pn,
+int as_r_curve_top(const struct order *o, const struct panel *pn,
 	      struct curve *c)
 {
 	const uint32_t nb = pn->t->nbuffers;
@@ -219,7 +219,7 @@ int curve_top(const struct order *o, const struct panel *pn,
 	uint8_t *dead = keep + nb + 1;
 	for (uint32_t k = 0; k < pn->nplain; k++)
 		keep[pn->bufs[k]] = 1;
-	size_t m = order_edges(o, keep, e);
+	size_t m = as_r_order_edges(o, keep, e);
 	err = curve_alloc(c, m);
 	if (err)
 		goto out;
@@ -230,7 +230,7 @@ int curve_top(const struct order *o, const struct panel *pn,
 			uint32_t i = e[k].i;
 			if (e[k].start)
 				heap_push(h, &nh,
-					  (struct hent){end_addr(pn, i), i});
+					  (struct hent){as_r_end_addr(pn, i), i});
 			else
 				dead[i] = 1;
 		}
@@ -278,7 +278,7 @@ static uint64_t curve_max(const struct curve *c, double ta, double tb)
 }
 
 /* The value at time t (absolute). */
-uint64_t curve_at(const struct curve *c, uint64_t t)
+uint64_t as_r_curve_at(const struct curve *c, uint64_t t)
 {
 	uint32_t lo = 0, hi = c->n;
 	while (lo < hi) {
@@ -291,22 +291,22 @@ uint64_t curve_at(const struct curve *c, uint64_t t)
 	return lo > 0 ? c->v[lo - 1] : 0;
 }
 
-int memory_prepare(struct as_render *r)
+int as_r_memory_prepare(struct as_render *r)
 {
-	int err = curve_live(&r->ord, &r->live);
+	int err = as_r_curve_live(&r->ord, &r->live);
 	if (!err)
-		err = curve_reserved(r->ord.t, &r->reserved);
+		err = as_r_curve_reserved(r->ord.t, &r->reserved);
 	for (size_t i = 0; !err && i < r->npanels; i++) {
 		struct panel *pn = &r->panels[i];
 		if (pn->t == r->ord.t) {
-			err = curve_top(&r->ord, pn, &pn->foot);
+			err = as_r_curve_top(&r->ord, pn, &pn->foot);
 			continue;
 		}
 		struct order o;
-		err = order_build(pn->t, &o);
+		err = as_r_order_build(pn->t, &o);
 		if (!err)
-			err = curve_top(&o, pn, &pn->foot);
-		order_free(&o);
+			err = as_r_curve_top(&o, pn, &pn->foot);
+		as_r_order_free(&o);
 	}
 	return err;
 }
@@ -398,16 +398,16 @@ static void emit_summary(struct as_render *r, struct canvas *c, double x,
 	TEXT(c, x, y, "summary", FS_SMALL, true, C_TEXT, ANCHOR_START);
 	y += row;
 	snprintf(buf, sizeof(buf), "%s allocations, %s",
-		 fmt_count((double)n, cnt, sizeof(cnt)),
+		 as_r_fmt_count((double)n, cnt, sizeof(cnt)),
 		 as_human_bytes(bytes, a, sizeof(a)));
-	fit_text(r->m, buf, FS_SMALL, false, w, fit, sizeof(fit));
+	as_r_fit_text(r->m, buf, FS_SMALL, false, w, fit, sizeof(fit));
 	TEXT(c, x, y, fit, FS_SMALL, false, C_TEXT2, ANCHOR_START);
 	y += row;
 	char c2[32];
 	snprintf(buf, sizeof(buf), "%s temporary, %s never freed",
-		 fmt_count((double)temp, cnt, sizeof(cnt)),
-		 fmt_count((double)never, c2, sizeof(c2)));
-	fit_text(r->m, buf, FS_SMALL, false, w, fit, sizeof(fit));
+		 as_r_fmt_count((double)temp, cnt, sizeof(cnt)),
+		 as_r_fmt_count((double)never, c2, sizeof(c2)));
+	as_r_fit_text(r->m, buf, FS_SMALL, false, w, fit, sizeof(fit));
 	TEXT(c, x, y, fit, FS_SMALL, false, C_TEXT2, ANCHOR_START);
 	y += 6;
 	/* Sizes: bars for < 64 B, < 1 KiB, < 16 KiB, ... >= 1 GiB. */
@@ -436,14 +436,14 @@ static void emit_summary(struct as_render *r, struct canvas *c, double x,
 		y += row;
 		char g[32] = "";
 		if (pn->lb)
-			fmt_pct(((double)pn->peak - (double)pn->lb) / pn->lb * 100,
+			as_r_fmt_pct(((double)pn->peak - (double)pn->lb) / pn->lb * 100,
 				g, sizeof(g));
 		snprintf(buf, sizeof(buf), "%s %s %s%s%s", pn->title,
 			 as_human_bytes(pn->peak, a, sizeof(a)), g,
 			 pn->failed ? ", failed " : "",
-			 pn->failed ? fmt_count(pn->failed, cnt, sizeof(cnt))
+			 pn->failed ? as_r_fmt_count(pn->failed, cnt, sizeof(cnt))
 				    : "");
-		fit_text(r->m, buf, FS_SMALL, false, w, fit, sizeof(fit));
+		as_r_fit_text(r->m, buf, FS_SMALL, false, w, fit, sizeof(fit));
 		TEXT(c, x, y, fit, FS_SMALL, false,
 		     pn->failed || !pn->valid ? C_RED : C_TEXT, ANCHOR_START);
 	}
@@ -455,7 +455,7 @@ int as_render_range_summary(struct as_render *r, size_t i, double t0,
 	if (!r || i >= r->npanels || !out || !(t1 > t0))
 		return AS_EINVAL;
 	if (!r->mem_ready) {
-		int err = memory_prepare(r);
+		int err = as_r_memory_prepare(r);
 		if (err)
 			return err;
 		r->mem_ready = true;
@@ -479,13 +479,13 @@ int as_render_range_summary(struct as_render *r, size_t i, double t0,
 	return AS_OK;
 }
 
-int emit_memory(struct as_render *r, struct canvas *c)
+int as_r_emit_memory(struct as_render *r, struct canvas *c)
 {
 	if (!r->mem_h)
 		return AS_OK;
 	/* The curves, once, when first shown (a viewer may never). */
 	if (!r->mem_ready) {
-		int err = memory_prepare(r);
+		int err = as_r_memory_prepare(r);
 		if (err)
 			return err;
 		r->mem_ready = true;
@@ -564,7 +564,7 @@ int emit_memory(struct as_render *r, struct canvas *c)
 	/* Marks of the input: OOM and failed allocations. */
 	const struct as_trace *t = p0->t;
 	for (uint32_t m = 0; m < t->nmarks; m++) {
-		double x = x_of(r, p0, rel_t(r, t->marks[m].time));
+		double x = as_r_x_of(r, p0, as_r_rel_t(r, t->marks[m].time));
 		if (x < X0 || x > X1)
 			continue;
 		x = floor(x) + 0.5;
@@ -578,7 +578,7 @@ int emit_memory(struct as_render *r, struct canvas *c)
 	RECT(c, lx, ly - 8, 10, 8, 0xffc8c8c8u, 0, 0, NULL);
 	lx += 14;
 	TEXT(c, lx, ly, "live bytes", FS_SMALL, false, C_TEXT, ANCHOR_START);
-	lx += measure_text(r->m, "live bytes", FS_SMALL, false) + 12;
+	lx += as_r_measure_text(r->m, "live bytes", FS_SMALL, false) + 12;
 	for (int l = 0; l < nl; l++) {
 		const char *name;
 		if (lines[l].panel < 0) {
@@ -593,8 +593,8 @@ int emit_memory(struct as_render *r, struct canvas *c)
 			name = buf;
 		}
 		char fit[120];
-		fit_text(r->m, name, FS_SMALL, false, 200, fit, sizeof(fit));
-		double w = measure_text(r->m, fit, FS_SMALL, false);
+		as_r_fit_text(r->m, name, FS_SMALL, false, 200, fit, sizeof(fit));
+		double w = as_r_measure_text(r->m, fit, FS_SMALL, false);
 		if (lx + 18 + w > X1 - 4)
 			break;
 		LINE(c, lx, ly - 4, lx + 14, ly - 4, lines[l].col, 2,
@@ -610,8 +610,8 @@ int emit_memory(struct as_render *r, struct canvas *c)
 	}
 	RECT(c, X0 - 0.5, Y0 - 0.5, pw + 1, r->mem_h + 1, 0, C_FRAME, 1, NULL);
 	struct tticks tt;
-	time_ticks(r, p0, &tt);
-	emit_time_axis(r, c, p0, &tt, Y1, true);
+	as_r_time_ticks(r, p0, &tt);
+	as_r_emit_time_axis(r, c, p0, &tt, Y1, true);
 	if (r->sidebar_w)
 		emit_summary(r, c, X1 + 14, Y0 - 8, r->sidebar_w - 8, Y1 + 30);
 	c->impl->end_group(c);
