@@ -184,13 +184,14 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
  * Time ticks of the view: round values of what the labels show, at most
  * 100, x at the pixel centre.
  */
-/* A clock reading in us as a label for ticks `step` us apart. */
+/* A clock reading in us as a label for ticks `step` us apart: in the
+ * unit of its size (s, ms, us), with the decimals that resolve the step. */
 static void fmt_us(double v, double step, char *buf, size_t len)
 {
-	double unit = step >= 1e6 ? 1e6 : step >= 1e3 ? 1e3 : 1;
+	double unit = v >= 1e6 ? 1e6 : v >= 1e3 ? 1e3 : 1;
 	const char *u = unit == 1e6 ? "s" : unit == 1e3 ? "ms" : "us";
 	int dec = 0;
-	while (dec < 3 && step < unit / pow(10, dec) * 0.999)
+	while (dec < 6 && step < unit / pow(10, dec) * 0.999)
 		dec++;
 	char num[32];
 	as_r_fmt_fixed(v / unit, dec, num, sizeof(num));
