@@ -853,6 +853,26 @@ static void recorded_clock_marks_segments_and_waste_are_drawn(void)
 	as_trace_destroy(t);
 }
 
+/* Defect: "+0%" and "peak 100 MiB, lower bound 100 MiB" for a 0.4% gap. */
+static void small_gaps_keep_their_digits(void)
+{
+	static const struct tbuf shape[] = {
+		{"a", 50u << 20, 0, 10, 0, 0, 0},
+		{"b", 50u << 20, 0, 10, (50u << 20) + (400u << 10), 0, 0},
+	};
+	struct as_plan *p;
+	struct as_trace *t = make(shape, 2, NULL, 0, &p);
+	struct as_render_panel pn = {"p", t, p, NULL, AS_RENDER_ALL_SPACES};
+	size_t len;
+	char *svg = render_svg(&pn, 1, NULL, &len);
+	CHECK(svg && strstr(svg, ">gap +0.39%</text>"));
+	CHECK(svg && strstr(svg, ">peak 100.391 MiB</text>"));
+	CHECK(svg && strstr(svg, ">lower bound 100 MiB</text>"));
+	free(svg);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
 static void far_apart_address_ranges_are_compressed_with_a_break(void)
 {
 	static const struct tbuf far[] = {
@@ -1346,6 +1366,7 @@ int main(void)
 	TEST_RUN(tall_short_lived_buffers_stay_visible_at_low_zoom);
 	TEST_RUN(time_labels_never_repeat_when_zoomed_at_large_times);
 	TEST_RUN(recorded_clock_marks_segments_and_waste_are_drawn);
+	TEST_RUN(small_gaps_keep_their_digits);
 	TEST_RUN(far_apart_address_ranges_are_compressed_with_a_break);
 	TEST_RUN(a_million_buffers_render_fast_into_a_bounded_svg);
 	TEST_RUN(colours_follow_the_name_in_every_panel_and_mode);
