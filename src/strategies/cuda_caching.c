@@ -2297,8 +2297,11 @@ static void agreement(struct cc *s, struct as_plan *p)
 		if (strcmp(p->stats[k].key, "blocks_same_segment_size") == 0)
 			z = p->stats[k].value;
 	}
-	as_plan_stat(p, "blocks_reproduced", c > 0 ? a / c : 1.0);
-	as_plan_stat(p, "segments_reproduced", c > 0 ? z / c : 1.0);
+	/* nothing to compare (a snapshot without a trace): no fraction */
+	if (c > 0) {
+		as_plan_stat(p, "blocks_reproduced", a / c);
+		as_plan_stat(p, "segments_reproduced", z / c);
+	}
 	uint64_t rp = recorded_peak(t, s->space);
 	if (s->space < MAX_DEV_KEYS)
 		as_plan_stat_int(p, dev_recorded_keys[s->space], rp);
