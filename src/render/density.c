@@ -482,27 +482,45 @@ int lod_pass(struct as_render *r, struct panel *pn)
 	pn->lod_any = d.any;
 	if (d.any)
 		dens_resolve(&d, pn->lod_raster);
-	/* The thin buffers, in their own colours, opaque where they cover
-	 * a whole cell. */
+	/* The thin buffers, in their own colours, opaque: each fills its
+	 * pixel column over the rows it covers (few buffers are a pixel
+	 * high yet thinner than one; each costs its height in pixels). */
 	pn->lod_over_any = false;
-	if (nthin <= pn->nplaced) {
-		uint32_t *over = realloc(pn->lod_over,
-					 sizeof(uint32_t) * pn->pw * pn->ph);
-		err = over ? dens_init(r, &d, pn->pw, pn->ph, 4) : AS_ENOMEM;
-		if (err) {
+	uint32_t nt = pn->nplaced + 1 - nthin;
+	free(pn->lod_thin);
+	pn->lod_thin = NULL;
+	pn->lod_nthin = 0;
+	if (nt > 0 && nt <= THIN_RECTS) {
+		/* Few: kept as rectangles, drawn one by one. */
+		pn->lod_thin = malloc(sizeof(struct cand) * nt);
+		if (!pn->lod_thin) {
 			free(cand);
-			return err;
+			return AS_ENOMEM;
+		}
+		memcpy(pn->lod_thin, cand + nthin, sizeof(struct cand) * nt);
+		pn->lod_nthin = nt;
+	} else if (nt > 0) {
+		size_t cells = (size_t)pn->pw * pn->ph;
+		uint32_t *over = realloc(pn->lod_over, sizeof(uint32_t) * cells);
+		if (!over) {
+			free(cand);
+			return AS_ENOMEM;
 		}
 		pn->lod_over = over;
+		memset(over, 0, sizeof(uint32_t) * cells);
 		for (uint32_t k = nthin; k <= pn->nplaced; k++) {
-			float rgb[3];
-			rgb_f(pn->colors[cand[k].idx], rgb);
-			dens_add_rgb(&d, cand[k].x0 - X0, cand[k].x1 - X0,
-				     cand[k].y0 - Y0, cand[k].y1 - Y0, rgb);
+			int col = (int)(cand[k].x0 - X0);
+			int r0 = (int)floor(cand[k].y0 - Y0 + 0.5);
+			int r1 = (int)floor(cand[k].y1 - Y0 + 0.5);
+			r0 = r0 < 0 ? 0 : r0;
+			r1 = r1 > pn->ph ? pn->ph : (r1 <= r0 ? r0 + 1 : r1);
+			if (col < 0 || col >= pn->pw || r0 >= pn->ph)
+				continue;
+			uint32_t px = 0xff000000u | pn->colors[cand[k].idx];
+			for (int row = r0; row < r1; row++)
+				over[(size_t)row * pn->pw + col] = px;
 		}
-		pn->lod_over_any = d.any;
-		if (d.any)
-			dens_resolve(&d, pn->lod_over);
+		pn->lod_over_any = true;
 	}
 	qsort(cand, nc, sizeof(*cand), cmp_cand_idx);
 	struct cand *fit = realloc(cand, sizeof(*cand) * (nc + 1));

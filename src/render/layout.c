@@ -83,7 +83,7 @@ int collect_live(const struct panel *pn, uint64_t t, uint32_t **out,
 }
 
 static int prepare_panel(struct panel *pn, const struct order *ord,
-			 bool compress)
+			 const struct panel *same, bool compress)
 {
 	const struct as_trace *t = pn->t;
 	const struct as_plan *p = pn->p;
@@ -155,7 +155,10 @@ static int prepare_panel(struct panel *pn, const struct order *ord,
 		pn->peak_buf = pm.top_buffer;
 	}
 	/* A moment of the bound, in the same space as pn->lb. */
-	if (pn->lb) {
+	if (pn->lb && same) { /* the same trace and space: the same moment */
+		pn->has_lb_time = same->has_lb_time;
+		pn->lb_time = same->lb_time;
+	} else if (pn->lb) {
 		struct as_moment bm;
 		merr = bound_moment(ord, pn->space, &bm);
 		pn->has_lb_time = merr == AS_OK;
@@ -212,6 +215,7 @@ static void free_panels(struct as_render *r)
 		free(r->panels[i].lod_cand);
 		free(r->panels[i].lod_raster);
 		free(r->panels[i].lod_over);
+		free(r->panels[i].lod_thin);
 		free(r->panels[i].geo);
 		free(r->panels[i].blk_end);
 		free(r->panels[i].blk_start);
@@ -243,6 +247,17 @@ void as_render_destroy(struct as_render *r)
 }
 
 static int layout(struct as_render *r);
+
+/* An earlier panel of the same trace and space, whose bound moment a new
+ * panel shares; NULL if none. */
+static const struct panel *same_lb(const struct as_render *r,
+				   const struct panel *pn)
+{
+	for (const struct panel *q = r->panels; q < pn; q++)
+		if (q->t == pn->t && q->space == pn->space && q->lb)
+			return q;
+	return NULL;
+}
 
 struct walk_ctx {
 	struct panel *pn;
@@ -373,7 +388,7 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 				as_plan_space_name(sp->plan, t, (uint16_t)sidx),
 				pn->space_name, sizeof(pn->space_name));
 			r->npanels++;
-			err = prepare_panel(pn, &r->ord, r->o.compress);
+			err = prepare_panel(pn, &r->ord, same_lb(r, pn), r->o.compress);
 			if (err)
 				goto fail;
 			if (sp->space == AS_RENDER_ALL_SPACES && ns > 1 &&
@@ -393,7 +408,7 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 			pn->source = (uint32_t)s;
 			render_clean_text(as_plan_space_name(sp->plan, t, 0),
 					  pn->space_name, sizeof(pn->space_name));
-			err = prepare_panel(pn, &r->ord, r->o.compress);
+			err = prepare_panel(pn, &r->ord, same_lb(r, pn), r->o.compress);
 			if (err)
 				goto fail;
 		}
@@ -444,9 +459,6 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 		if (err)
 			goto fail;
 	}
-	err = memory_prepare(r);
-	if (err)
-		goto fail;
 	for (size_t i = 0; r->o.walk_at_peak && i < r->npanels; i++) {
 		err = walk_peak(&r->panels[i]);
 		if (err)

@@ -433,10 +433,17 @@ static void emit_summary(struct as_render *r, struct canvas *c, double x,
 	}
 }
 
-void emit_memory(struct as_render *r, struct canvas *c)
+int emit_memory(struct as_render *r, struct canvas *c)
 {
 	if (!r->mem_h)
-		return;
+		return AS_OK;
+	/* The curves, once, when first shown (a viewer may never). */
+	if (!r->mem_ready) {
+		int err = memory_prepare(r);
+		if (err)
+			return err;
+		r->mem_ready = true;
+	}
 	const struct panel *p0 = &r->panels[0];
 	const int pw = p0->pw;
 	const double X0 = p0->px, X1 = p0->px + pw, Y0 = r->mem_y,
@@ -472,7 +479,7 @@ void emit_memory(struct as_render *r, struct canvas *c)
 		free(ys);
 		free(xy);
 		c->impl->end_group(c);
-		return;
+		return AS_ENOMEM;
 	}
 	/* Live bytes: a grey area. */
 	column_max(r, &r->live, ys, pw, Y1, k);
@@ -559,4 +566,5 @@ void emit_memory(struct as_render *r, struct canvas *c)
 	if (r->sidebar_w)
 		emit_summary(r, c, X1 + 14, Y0 - 8, r->sidebar_w - 8, Y1 + 30);
 	c->impl->end_group(c);
+	return AS_OK;
 }

@@ -155,6 +155,14 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 	/* Buffers a pixel high but thinner than a pixel, over the rest. */
 	if (pn->lod_over_any)
 		c->impl->image(c, pn->px, pn->py, pn->pw, pn->ph, pn->lod_over);
+	for (uint32_t k = 0; k < pn->lod_nthin; k++) {
+		const struct cand *t = &pn->lod_thin[k];
+		double y0 = floor(t->y0 + 0.5), y1 = floor(t->y1 + 0.5);
+		if (y1 <= y0)
+			y1 = y0 + 1;
+		RECT(c, t->x0, y0, 1, y1 - y0,
+		     0xff000000u | pn->colors[t->idx], 0, 0, NULL);
+	}
 
 	/* Aliases: an outline inside the buffer that holds them. */
 	for (uint32_t k = pn->nplain; k < pn->nplaced; k++) {
@@ -593,6 +601,5 @@ int render_emit(struct as_render *r, struct canvas *c)
 		if (err)
 			return err;
 	}
-	emit_memory(r, c);
-	return AS_OK;
+	return emit_memory(r, c);
 }

@@ -55,6 +55,7 @@ struct canvas {
 #define MAX_NAME_LABELS 400
 #define MAX_BREAKS 8
 #define LIVE_MAX 64
+#define THIN_RECTS 4096 /* thin tall buffers drawn one by one */
 #define ROUNDS_H 84 /* the sidebar's chart of search steps */
 
 /* Colours, 0xAARRGGBB. */
@@ -174,6 +175,8 @@ struct panel {
 	uint32_t lod_nc;
 	uint32_t *lod_raster;
 	uint32_t *lod_over;    /* thin buffers a pixel high, drawn on top */
+	struct cand *lod_thin; /* or, when few, the same as rectangles */
+	uint32_t lod_nthin;
 	bool lod_any, lod_over_any, lod_valid;
 	double lod_key[9];
 	int colors_for;        /* the enum as_color_by they were made for */
@@ -225,6 +228,7 @@ struct as_render {
 	double t0, t1;
 	int left, sidebar_w, header_h;
 	int mem_y, mem_h;          /* the memory strip; mem_h 0: none */
+	bool mem_ready;            /* its curves are made (memory_prepare) */
 	/* scratch for the density raster */
 	float *vd, *hd;
 	uint32_t *raster;
@@ -406,7 +410,7 @@ int curve_top(const struct order *o, const struct panel *pn,
 	      struct curve *c);
 uint64_t curve_at(const struct curve *c, uint64_t t);
 int memory_prepare(struct as_render *r);
-void emit_memory(struct as_render *r, struct canvas *c);
+int emit_memory(struct as_render *r, struct canvas *c);
 
 /* paint.c */
 
