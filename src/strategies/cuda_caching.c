@@ -11,17 +11,22 @@
  * allocator releases cached segments and retries. With expandable segments a
  * virtual range per (stream, pool) grows by mapping 2 MiB or 20 MiB pages.
  *
- * The device is a model (PyTorch has none): lowest-address first fit with
- * 2 MiB-aligned starts in [0, capacity). Plan offsets are these device
- * addresses (virtual addresses for expandable segments); the plan also
- * carries each buffer's segment size and offset inside its segment.
+ * The device is a model (PyTorch has none): capacity counts bytes, and a
+ * segment's address is the lowest-address first fit with 2 MiB-aligned
+ * starts (below the space's own capacity, if the trace gives one). Plan
+ * offsets are these addresses; expandable ranges, far apart in virtual
+ * memory, are laid out one after the other above the segments at the end.
+ * The plan also carries each buffer's segment size and offset inside it.
  *
  * On a recording (a PyTorch snapshot), the allocator starts from the state at
  * the start of the recording: the segments live at time 0, in their recorded
  * address order, with the blocks live at time 0 at their recorded offsets.
- * The replay never reads the recorded addresses of later allocations; they
- * are read only at the end, to tell how many blocks the model put in the
- * same place (stats blocks_reproduced, segments_reproduced).
+ * The replay never reads the recorded addresses of later allocations nor
+ * later segment events; a recorded OOM is replayed (the cache is released)
+ * and tells the device size. Recorded addresses are read only at the end,
+ * to tell how many blocks the model put in the same place (stats
+ * blocks_reproduced, segments_reproduced, notes with the first
+ * disagreements).
  *
  * Ownership: the online driver creates one state per case and space, and
  * releases it with destroy (NULL accepted). Text goes only to emit.
