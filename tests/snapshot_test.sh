@@ -99,7 +99,7 @@ for f in "${files[@]}"; do
 
 	if [ -n "${AS_VIEWER:-}" ]; then
 		env -u DISPLAY -u WAYLAND_DISPLAY SDL_VIDEODRIVER=dummy \
-			"$AS_VIEWER" "$f" --screenshot "$tmp/view.png" >/dev/null 2>&1 &&
+			"$AS_VIEWER" "$f" -s recorded -s bestfit --screenshot "$tmp/view.png" >/dev/null 2>&1 &&
 			[ -s "$tmp/view.png" ]
 		ok "$b: opens in the viewer" $?
 	fi

@@ -777,6 +777,54 @@ static void snapshot_segments_give_reserved_memory_over_time(void)
 	free(w.p);
 }
 
+/* An entry with only action and addr (older writers may leave out size). */
+static void pw_bare(struct pw *w, const char *action, uint64_t addr)
+{
+	pw_dict(w);
+	pw_str(w, "action");
+	pw_str(w, action);
+	pw_str(w, "addr");
+	pw_u64(w, addr);
+	pw_end_dict(w);
+}
+
+static void snapshot_frees_without_a_size_end_what_is_there(void)
+{
+	struct pw w = {0};
+	pw_start(&w);
+	pw_dict(&w);
+	pw_str(&w, "device_traces");
+	pw_list(&w);
+	pw_list(&w);
+	pw_entry(&w, "segment_alloc", A, 1 << 20, 1);
+	pw_entry(&w, "alloc", A, 4096, 2);      /* step 1 */
+	pw_bare(&w, "free", A);                 /* step 2 */
+	pw_bare(&w, "segment_free", A);         /* at step 3 */
+	pw_entry(&w, "alloc", B, 512, 3);       /* step 3 */
+	pw_end_list(&w);
+	pw_end_list(&w);
+	pw_end_dict(&w);
+	pw_stop(&w);
+	struct as_trace *t = NULL;
+	struct as_diag d;
+	CHECK(load(&w, &t, &d) == AS_OK);
+	if (!t) {
+		printf("#   %s\n", diag_text(&d));
+		free(w.p);
+		return;
+	}
+	CHECK_EQ_U64(t->nbuffers, 2);
+	CHECK_EQ_U64(t->buffers[0].end, 2);
+	CHECK_EQ_U64(t->nsegments, 1);
+	if (t->nsegments) {
+		CHECK_EQ_U64(t->segments[0].size, 1 << 20);
+		CHECK_EQ_U64(t->segments[0].start, 1);
+		CHECK_EQ_U64(t->segments[0].end, 3);
+	}
+	as_trace_destroy(t);
+	free(w.p);
+}
+
 static void snapshot_oom_entries_become_marks(void)
 {
 	struct pw w = {0};
@@ -988,6 +1036,7 @@ int main(void)
 	TEST_RUN(snapshot_blocks_from_before_the_trace_and_ghosts_live_from_the_start);
 	TEST_RUN(snapshot_devices_are_spaces_merged_by_time);
 	TEST_RUN(snapshot_segments_give_reserved_memory_over_time);
+	TEST_RUN(snapshot_frees_without_a_size_end_what_is_there);
 	TEST_RUN(snapshot_oom_entries_become_marks);
 	TEST_RUN(snapshot_frames_are_filtered_python_first_and_shared);
 	TEST_RUN(snapshot_allocator_settings_become_metadata);

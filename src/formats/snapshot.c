@@ -198,8 +198,16 @@ struct ctx {
 	size_t ne, cape;
 	struct sbuf *bufs;
 	size_t nbufs, capbufs;
-	struct seg *open;       /* sorted by (dev, addr), disjoint per dev */
-	size_t nopen, capopen;
+	struct tnode {
+		struct seg s;
+		uint64_t prio;
+		uint32_t l, r;
+	} *tn;                  /* the open ranges' treap (seg_open) */
+	size_t ntn, captn;
+	uint32_t root;
+	uint64_t seed;
+	uint32_t *walk;         /* nodes of one range, in order */
+	size_t nwalk, capwalk;
 	struct seg *done;
 	size_t ndone, capdone;
 	struct as_mark *marks;
@@ -327,7 +335,10 @@ static int read_entry(struct ctx *c, const struct as_pk *d, uint32_t dev,
 			return r;
 	} else {
 		if ((r = get_u64(c, d, "addr", true, &e.addr)) < 0 ||
-		    (r = get_u64(c, d, "size", true, &e.size)) < 0 ||
+		    (r = get_u64(c, d, "size",
+				 e.act == A_ALLOC || e.act == A_SEG_ALLOC ||
+					 e.act == A_SEG_MAP,
+				 &e.size)) < 0 ||
 		    (r = get_u64(c, d, "requested_size", false,
 				 &e.requested)) < 0)
 			return r;
@@ -530,19 +541,82 @@ static int frames_text(struct ctx *c, const struct as_pk *list,
 
 /* ---- Segments ---- */
 
-/* Index of the first open range of `dev` ending after `addr`. */
-static size_t open_find(const struct ctx *c, uint32_t dev, uint64_t addr)
+/*
+ * The open ranges: a treap ordered by (device, address), split and merged
+ * (no parent pointers). The ranges of a device are disjoint, so ordering by
+ * start also orders by end, and the ranges meeting [addr, end) are one
+ * run: split it out, look at it, put back what remains. Expected O(log n)
+ * per operation plus the ranges touched, whatever order the trace uses.
+ */
+#define NIL UINT32_MAX
+
+static uint32_t t_merge(struct ctx *c, uint32_t a, uint32_t b)
 {
-	size_t lo = 0, hi = c->nopen;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct seg *s = &c->open[mid];
-		if (s->dev < dev || (s->dev == dev && s->addr + s->size <= addr))
-			lo = mid + 1;
-		else
-			hi = mid;
+	if (a == NIL)
+		return b;
+	if (b == NIL)
+		return a;
+	if (c->tn[a].prio > c->tn[b].prio) {
+		c->tn[a].r = t_merge(c, c->tn[a].r, b);
+		return a;
 	}
-	return lo;
+	c->tn[b].l = t_merge(c, a, c->tn[b].l);
+	return b;
+}
+
+/* Split t into the nodes for which `left` holds and the rest. */
+static void t_split(struct ctx *c, uint32_t t, uint32_t dev, uint64_t x,
+		    bool by_end, uint32_t *l, uint32_t *r)
+{
+	if (t == NIL) {
+		*l = *r = NIL;
+		return;
+	}
+	const struct seg *s = &c->tn[t].s;
+	bool left = s->dev < dev ||
+		    (s->dev == dev && (by_end ? s->addr + s->size <= x
+					      : s->addr < x));
+	if (left) {
+		t_split(c, c->tn[t].r, dev, x, by_end, &c->tn[t].r, r);
+		*l = t;
+	} else {
+		t_split(c, c->tn[t].l, dev, x, by_end, l, &c->tn[t].l);
+		*r = t;
+	}
+}
+
+/* The open ranges of `dev` meeting [addr, end) in *m; before in *l. */
+static void t_range(struct ctx *c, uint32_t dev, uint64_t addr, uint64_t end,
+		    uint32_t *l, uint32_t *m, uint32_t *r)
+{
+	uint32_t rest;
+	t_split(c, c->root, dev, addr, true, l, &rest);
+	t_split(c, rest, dev, end, false, m, r);
+}
+
+/* Append the nodes of t in order to walk[]. */
+static int t_walk(struct ctx *c, uint32_t t)
+{
+	if (t == NIL)
+		return AS_OK;
+	int err = t_walk(c, c->tn[t].l);
+	if (err)
+		return err;
+	if (!grow_array((void **)&c->walk, &c->capwalk, c->nwalk + 1,
+			sizeof(*c->walk)))
+		return nomem(c);
+	c->walk[c->nwalk++] = t;
+	return t_walk(c, c->tn[t].r);
+}
+
+static int t_node(struct ctx *c, const struct seg *s, uint32_t *out)
+{
+	if (c->ntn >= NIL - 1 ||
+	    !grow_array((void **)&c->tn, &c->captn, c->ntn + 1, sizeof(*c->tn)))
+		return nomem(c);
+	c->tn[c->ntn] = (struct tnode){*s, as_splitmix64(&c->seed), NIL, NIL};
+	*out = (uint32_t)c->ntn++;
+	return AS_OK;
 }
 
 static int seg_done(struct ctx *c, const struct seg *s)
@@ -565,18 +639,28 @@ static int seg_close(struct ctx *c, uint32_t dev, uint64_t addr,
 		     uint64_t size, uint64_t now, uint16_t stream,
 		     uint8_t flags)
 {
-	uint64_t end = addr + size, cur = addr;
-	size_t i = open_find(c, dev, addr), j = i;
-	struct seg keep[2];
+	uint32_t l, m, r, keep[2];
 	int nkeep = 0, err;
-	while (j < c->nopen && c->open[j].dev == dev && c->open[j].addr < end) {
-		struct seg o = c->open[j];
+	if (size == 0 && addr < UINT64_MAX) {
+		/* A free without its size: the open range starting there. */
+		t_range(c, dev, addr, addr + 1, &l, &m, &r);
+		if (m != NIL && c->tn[m].s.addr == addr)
+			size = c->tn[m].s.size;
+		c->root = t_merge(c, t_merge(c, l, m), r);
+	}
+	uint64_t end = addr + size, cur = addr;
+	t_range(c, dev, addr, end, &l, &m, &r);
+	c->nwalk = 0;
+	if ((err = t_walk(c, m)))
+		goto out;
+	for (size_t j = 0; j < c->nwalk; j++) {
+		struct seg o = c->tn[c->walk[j]].s;
 		uint64_t oe = o.addr + o.size;
 		if (o.addr > cur) {
 			struct seg before = {cur, o.addr - cur, 0, now, dev,
 					     stream, flags};
 			if ((err = seg_done(c, &before)))
-				return err;
+				goto out;
 		}
 		uint64_t lo = o.addr > addr ? o.addr : addr;
 		uint64_t hi = oe < end ? oe : end;
@@ -585,59 +669,56 @@ static int seg_close(struct ctx *c, uint32_t dev, uint64_t addr,
 		piece.size = hi - lo;
 		piece.end = now;
 		if ((err = seg_done(c, &piece)))
-			return err;
+			goto out;
+		/* Only the first can start before, the last end after. */
 		if (o.addr < addr) {
-			keep[nkeep] = o;
-			keep[nkeep++].size = addr - o.addr;
+			struct seg k = o;
+			k.size = addr - o.addr;
+			if ((err = t_node(c, &k, &keep[nkeep++])))
+				goto out;
 		}
 		if (oe > end) {
-			keep[nkeep] = o;
-			keep[nkeep].addr = end;
-			keep[nkeep++].size = oe - end;
+			struct seg k = o;
+			k.addr = end;
+			k.size = oe - end;
+			if ((err = t_node(c, &k, &keep[nkeep++])))
+				goto out;
 		}
 		cur = hi;
-		j++;
 	}
 	if (cur < end) {
 		struct seg before = {cur, end - cur, 0, now, dev, stream, flags};
 		if ((err = seg_done(c, &before)))
-			return err;
+			goto out;
 	}
-	/* Replace open[i, j) by the kept remainders (at most two). */
-	if (!grow_array((void **)&c->open, &c->capopen, c->nopen + 2,
-			sizeof(*c->open)))
-		return nomem(c);
-	memmove(c->open + i + nkeep, c->open + j,
-		(c->nopen - j) * sizeof(*c->open));
-	memcpy(c->open + i, keep, (size_t)nkeep * sizeof(*keep));
-	c->nopen = c->nopen - (j - i) + (size_t)nkeep;
-	return AS_OK;
+	m = NIL; /* closed; the remainders take its place */
+	for (int k = 0; k < nkeep; k++)
+		m = t_merge(c, m, keep[k]);
+out:
+	c->root = t_merge(c, t_merge(c, l, m), r);
+	return err;
 }
 
 static int seg_open(struct ctx *c, const struct entry *e, uint64_t now,
 		    uint8_t flags)
 {
-	size_t i = open_find(c, e->dev, e->addr);
-	if (i < c->nopen && c->open[i].dev == e->dev &&
-	    c->open[i].addr < e->addr + e->size) {
+	uint32_t l, m, r, n;
+	int err;
+	t_range(c, e->dev, e->addr, e->addr + e->size, &l, &m, &r);
+	c->root = t_merge(c, t_merge(c, l, m), r);
+	if (m != NIL) {
 		/* Overlaps a range still open: the trace lost its free. */
-		int err = seg_close(c, e->dev, e->addr, e->size, now, e->stream,
-				    flags);
-		if (err)
-			return err;
-		if ((err = as_builder_count(c->b, "snapshot_segment_overlaps",
+		if ((err = seg_close(c, e->dev, e->addr, e->size, now,
+				     e->stream, flags)) ||
+		    (err = as_builder_count(c->b, "snapshot_segment_overlaps",
 					    1)))
 			return err;
-		i = open_find(c, e->dev, e->addr);
 	}
-	if (!grow_array((void **)&c->open, &c->capopen, c->nopen + 1,
-			sizeof(*c->open)))
-		return nomem(c);
-	memmove(c->open + i + 1, c->open + i,
-		(c->nopen - i) * sizeof(*c->open));
-	c->open[i] = (struct seg){e->addr, e->size, now, 0, e->dev, e->stream,
-				  flags};
-	c->nopen++;
+	struct seg s = {e->addr, e->size, now, 0, e->dev, e->stream, flags};
+	if ((err = t_node(c, &s, &n)))
+		return err;
+	t_split(c, c->root, e->dev, e->addr, false, &l, &r);
+	c->root = t_merge(c, t_merge(c, l, n), r);
 	return AS_OK;
 }
 
@@ -647,25 +728,27 @@ static int seg_final(struct ctx *c, uint32_t dev, uint64_t addr,
 		     uint8_t flags)
 {
 	uint64_t end = addr + size, cur = addr;
-	for (size_t j = open_find(c, dev, addr);
-	     j < c->nopen && c->open[j].dev == dev && c->open[j].addr < end;
-	     j++) {
-		if (c->open[j].addr > cur) {
-			struct seg s = {cur, c->open[j].addr - cur, 0, end_step,
-					dev, stream, flags};
-			int err = seg_done(c, &s);
-			if (err)
-				return err;
+	uint32_t l, m, r;
+	int err;
+	t_range(c, dev, addr, end, &l, &m, &r);
+	c->nwalk = 0;
+	err = t_walk(c, m);
+	c->root = t_merge(c, t_merge(c, l, m), r);
+	for (size_t j = 0; err == AS_OK && j < c->nwalk; j++) {
+		const struct seg *o = &c->tn[c->walk[j]].s;
+		if (o->addr > cur) {
+			struct seg s = {cur, o->addr - cur, 0, end_step, dev,
+					stream, flags};
+			err = seg_done(c, &s);
 		}
-		uint64_t oe = c->open[j].addr + c->open[j].size;
-		if (oe > cur)
-			cur = oe;
+		if (o->addr + o->size > cur)
+			cur = o->addr + o->size;
 	}
-	if (cur < end) {
+	if (err == AS_OK && cur < end) {
 		struct seg s = {cur, end - cur, 0, end_step, dev, stream, flags};
-		return seg_done(c, &s);
+		err = seg_done(c, &s);
 	}
-	return AS_OK;
+	return err;
 }
 
 /* ---- Buffers ---- */
@@ -959,8 +1042,11 @@ static int replay(struct ctx *c, const struct as_pk *segs, uint64_t *end_step)
 					     : 0)))
 			goto out;
 	}
-	for (size_t i = 0; i < c->nopen; i++) {
-		struct seg s = c->open[i];
+	c->nwalk = 0;
+	if ((err = t_walk(c, c->root)))
+		goto out;
+	for (size_t i = 0; i < c->nwalk; i++) {
+		struct seg s = c->tn[c->walk[i]].s;
 		s.end = now;
 		if ((err = seg_done(c, &s)))
 			goto out;
@@ -1140,7 +1226,8 @@ static int snapshot_whole(struct as_builder *b, const char *data, size_t len,
 	int err = as_pickle_parse(data, len, &doc, diag);
 	if (err)
 		return err;
-	struct ctx c = {.b = b, .diag = diag};
+	struct ctx c = {.b = b, .diag = diag, .root = UINT32_MAX,
+			.seed = 0x5eed};
 	const struct as_pk *root = as_pickle_root(doc);
 	const struct as_pk *segs = as_pk_get(root, "segments");
 	const struct as_pk *traces = as_pk_get(root, "device_traces");
@@ -1179,7 +1266,8 @@ out:
 	free(c.reps);
 	free(c.e);
 	free(c.bufs);
-	free(c.open);
+	free(c.tn);
+	free(c.walk);
 	free(c.done);
 	free(c.marks);
 	free(c.rd);
