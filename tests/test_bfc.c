@@ -9,14 +9,8 @@
 #include <stdbool.h>
 
 #include "allocscope/allocscope.h"
-#include "strategies/strategy.h"
+#include "strategies/bfc.h"
 #include "tap.h"
-
-/* A private copy of the strategy, to reach its state and break it on
- * purpose: check() must report every broken invariant as data. */
-#define as_strategy_bfc as_strategy_bfc_copy_under_test
-#include "strategies/bfc.c"
-#undef as_strategy_bfc
 
 /* ---- a growable list of lines ---- */
 
@@ -765,17 +759,17 @@ static struct bfc *broken_state_base(struct as_trace **tp)
 	struct as_opts o;
 	void *st = NULL;
 	if (as_trace_parse("x.ops", text, strlen(text), "ops", tp, &d) ||
-	    as_opts_parse(&o, "bfc", bfc_options, (*tp)->cases[0].options, NULL,
-			  &d) ||
-	    bfc_create(&o, NULL, NULL, &st, &d))
+	    as_opts_parse(&o, "bfc", bfc_impl()->info.options,
+			  (*tp)->cases[0].options, NULL, &d) ||
+	    bfc_impl()->online->create(&o, NULL, NULL, &st, &d))
 		return NULL;
 	for (uint32_t e = 0; e < (*tp)->nevents; e++) {
 		const struct as_event *ev = &(*tp)->events[e];
 		uint64_t off, chunk;
 		if (ev->kind == AS_EV_ALLOC)
-			bfc_alloc(st, *tp, ev->arg, &off, &chunk);
+			bfc_impl()->online->alloc(st, *tp, ev->arg, &off, &chunk);
 		else if (ev->kind == AS_EV_FREE)
-			bfc_free(st, *tp, ev->arg);
+			bfc_impl()->online->free(st, *tp, ev->arg);
 	}
 	return st;
 }
@@ -807,23 +801,23 @@ static void bfc_check_reports_each_broken_invariant_as_data(void)
 			as_trace_destroy(t);
 			continue;
 		}
-		CHECK_EQ_U64(bfc_check(s, msg, sizeof(msg)), 0);
+		CHECK_EQ_U64(as_bfc_check(s, msg, sizeof(msg)), 0);
 		uint32_t f = chunk_where(s, false), u = chunk_where(s, true);
 		CHECK(f != NIL && u != NIL);
 		if (f == NIL || u == NIL) {
-			bfc_destroy(s);
+			bfc_impl()->online->destroy(s);
 			as_trace_destroy(t);
 			continue;
 		}
 		switch (k) {
 		case SIZE: s->c[u].size += 256; break;
 		case FREE_FLAG: s->c[u].in_use = 0; break;
-		case UNBINNED: bin_remove(s, f); break;
+		case UNBINNED: as_bfc_bin_remove(s, f); break;
 		case BYTES: s->bytes_in_use += 256; break;
 		case LINK: s->c[s->c[u].next != NIL ? s->c[u].next : u].prev = NIL - 1; break;
 		case WRONG_BIN:
-			bin_remove(s, f);
-			treap_insert(s->c, &s->root[(s->c[f].bin + 1) % NUM_BINS], f);
+			as_bfc_bin_remove(s, f);
+			as_bfc_treap_insert(s->c, &s->root[(s->c[f].bin + 1) % NUM_BINS], f);
 			s->nonempty |= 1u << ((s->c[f].bin + 1) % NUM_BINS);
 			s->nfree++;
 			break;
@@ -836,7 +830,7 @@ static void bfc_check_reports_each_broken_invariant_as_data(void)
 				}
 			break;
 		}
-		uint64_t broken = bfc_check(s, msg, sizeof(msg));
+		uint64_t broken = as_bfc_check(s, msg, sizeof(msg));
 		if (broken == 0)
 			printf("#   %s went unnoticed\n", what[k]);
 		else
@@ -844,7 +838,7 @@ static void bfc_check_reports_each_broken_invariant_as_data(void)
 		CHECK(broken > 0 && msg[0]);
 		if (k == SIZE || k == LINK)
 			s->nregions = 0; /* destroy must not walk a broken list */
-		bfc_destroy(s);
+		bfc_impl()->online->destroy(s);
 		as_trace_destroy(t);
 	}
 }

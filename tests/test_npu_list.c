@@ -5,220 +5,119 @@
  * and merge=immediate|never on release.
  */
 #include "allocscope/allocscope.h"
-#include "tap.h"
-
-struct capture {
-	char text[16384];
-	size_t used;
-};
-
-static void capture_line(void *ctx, const char *line)
-{
-	struct capture *c = ctx;
-	int w = snprintf(c->text + c->used, sizeof(c->text) - c->used, "%s\n",
-			 line);
-	if (w > 0 && c->used + (size_t)w < sizeof(c->text))
-		c->used += (size_t)w;
-}
-
-struct run {
-	struct as_trace *t;
-	struct as_plan *p;
-	struct capture dump;
-	int err;
-	struct as_diag d;
-};
-
-/* Parse ops text, run spec with every-event checks, validate the plan. */
-static void run(struct run *r, const char *spec, const char *text)
-{
-	memset(r, 0, sizeof(*r));
-	if (as_trace_parse("t.ops", text, strlen(text), "ops", &r->t,
-			   &r->d) != AS_OK) {
-		printf("#   parse: %llu: %s\n", (unsigned long long)r->d.line,
-		       r->d.msg);
-		tap_cur_failed = 1;
-		return;
-	}
-	struct as_run_hooks h = {.emit = capture_line,
-				 .ctx = &r->dump,
-				 .check_every_event = true};
-	r->err = as_strategy_run(spec, r->t, &h, &r->p, &r->d);
-	if (r->err != AS_OK)
-		return;
-	struct as_report rep;
-	CHECK(as_validate(r->t, r->p, &rep) == AS_OK);
-	if (!rep.valid) {
-		char buf[512];
-		printf("#   invalid: %s\n",
-		       as_violation_text(r->t, r->p, &rep.first[0], buf,
-					 sizeof(buf)));
-		tap_cur_failed = 1;
-	}
-}
-
-/* The run succeeded: report its error otherwise. */
-static bool ok(const struct run *r)
-{
-	if (r->err == AS_OK && r->p)
-		return true;
-	printf("#   run failed: %s\n", r->d.msg);
-	tap_cur_failed = 1;
-	return false;
-}
-
-static void done(struct run *r)
-{
-	as_plan_destroy(r->p);
-	as_trace_destroy(r->t);
-}
-
-static int64_t idx(const struct as_trace *t, const char *name)
-{
-	for (uint32_t i = t->nbuffers; i-- > 0;)
-		if (strcmp(t->buffers[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
-static uint64_t off(const struct run *r, const char *name)
-{
-	int64_t i = idx(r->t, name);
-	return i < 0 || !r->p ? AS_NO_OFFSET - 1 : r->p->offset[i];
-}
-
-static double stat(const struct as_plan *p, const char *key)
-{
-	for (uint32_t i = 0; p && i < p->nstats; i++)
-		if (strcmp(p->stats[i].key, key) == 0)
-			return p->stats[i].value;
-	return -1;
-}
-
-static void has(const struct run *r, const char *line)
-{
-	if (!strstr(r->dump.text, line)) {
-		printf("#   dump lacks '%s':\n", line);
-		for (const char *l = r->dump.text; *l;) {
-			const char *e = strchr(l, '\n');
-			printf("#     %.*s\n", (int)(e - l), l);
-			l = e + 1;
-		}
-		tap_cur_failed = 1;
-	}
-}
+#include "helpers.h"
 
 static void all_memory_starts_as_one_free_node(void)
 {
-	struct run r;
-	run(&r, "npu-list:capacity=4096", "dump\nalloc a 64\nfree a\n");
-	if (!ok(&r)) {
-		done(&r);
+	struct test_run r;
+	test_run(&r, "npu-list:capacity=4096", "t.ops", "dump\nalloc a 64\nfree a\n");
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	has(&r, "npu-list capacity=4096 nodes=1\n  [0, 4096) 4096 free\n");
-	done(&r);
+	test_dump_has(&r, "npu-list capacity=4096 nodes=1\n  [0, 4096) 4096 free\n");
+	test_run_done(&r);
 }
 
 static void a_larger_free_node_is_split_into_the_request_and_a_free_successor(void)
 {
-	struct run r;
-	run(&r, "npu-list:capacity=1024,granule=1", "alloc a 100 1\ndump\n");
-	if (!ok(&r)) {
-		done(&r);
+	struct test_run r;
+	test_run(&r, "npu-list:capacity=1024,granule=1", "t.ops", "alloc a 100 1\ndump\n");
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(off(&r, "a"), 0);
-	has(&r, "  [0, 100) 100 used\n  [100, 1024) 924 free\n");
-	CHECK_EQ_U64(stat(r.p, "splits"), 1);
-	done(&r);
+	CHECK_EQ_U64(test_offset(&r, "a"), 0);
+	test_dump_has(&r, "  [0, 100) 100 used\n  [100, 1024) 924 free\n");
+	CHECK_EQ_U64(test_stat(r.p, "splits"), 1);
+	test_run_done(&r);
 }
 
 static void a_free_node_of_exactly_the_size_is_taken_whole(void)
 {
-	struct run r;
-	run(&r, "npu-list:capacity=1024,granule=1",
+	struct test_run r;
+	test_run(&r, "npu-list:capacity=1024,granule=1", "t.ops",
 	    "alloc a 100 1\nalloc b 50 1\nalloc c 100 1\nfree b\n"
 	    "alloc d 50 1\ndump\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(off(&r, "d"), 100);
-	CHECK_EQ_U64(stat(r.p, "exact_fits"), 1);
-	CHECK_EQ_U64(stat(r.p, "splits"), 3);
-	has(&r, "  [100, 150) 50 used\n  [150, 250) 100 used\n");
-	done(&r);
+	CHECK_EQ_U64(test_offset(&r, "d"), 100);
+	CHECK_EQ_U64(test_stat(r.p, "exact_fits"), 1);
+	CHECK_EQ_U64(test_stat(r.p, "splits"), 3);
+	test_dump_has(&r, "  [100, 150) 50 used\n  [150, 250) 100 used\n");
+	test_run_done(&r);
 }
 
 static void smaller_and_used_nodes_are_skipped(void)
 {
-	struct run r;
-	run(&r, "npu-list:capacity=1024,granule=1",
+	struct test_run r;
+	test_run(&r, "npu-list:capacity=1024,granule=1", "t.ops",
 	    "alloc a 100 1\nalloc b 50 1\nalloc c 100 1\nfree b\n"
 	    "alloc d 80 1\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(off(&r, "d"), 250); /* b's 50-byte node is too small */
-	done(&r);
+	CHECK_EQ_U64(test_offset(&r, "d"), 250); /* b's 50-byte node is too small */
+	test_run_done(&r);
 }
 
 static void requests_are_rounded_to_the_granule_and_aligned(void)
 {
-	struct run r;
-	run(&r, "npu-list:capacity=4096,granule=1",
+	struct test_run r;
+	test_run(&r, "npu-list:capacity=4096,granule=1", "t.ops",
 	    "alloc a 10 1\nalloc b 64 64\ndump\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(off(&r, "b"), 64);
-	has(&r, "  [10, 64) 54 free\n  [64, 128) 64 used\n");
-	CHECK_EQ_U64(stat(r.p, "alignment_pads"), 1);
-	done(&r);
-	run(&r, "npu-list:capacity=4096", "alloc a 10\nalloc b 10\n");
-	CHECK_EQ_U64(off(&r, "b"), 64); /* granule 64 by default */
-	CHECK_EQ_U64(r.p->chunk[idx(r.t, "a")], 64);
-	done(&r);
+	CHECK_EQ_U64(test_offset(&r, "b"), 64);
+	test_dump_has(&r, "  [10, 64) 54 free\n  [64, 128) 64 used\n");
+	CHECK_EQ_U64(test_stat(r.p, "alignment_pads"), 1);
+	test_run_done(&r);
+	test_run(&r, "npu-list:capacity=4096", "t.ops", "alloc a 10\nalloc b 10\n");
+	CHECK_EQ_U64(test_offset(&r, "b"), 64); /* granule 64 by default */
+	CHECK_EQ_U64(r.p->chunk[test_buffer(r.t, "a")], 64);
+	test_run_done(&r);
 }
 
 static void a_request_that_fits_nowhere_fails_and_replay_goes_on(void)
 {
-	struct run r;
-	run(&r, "npu-list:capacity=256,granule=1",
+	struct test_run r;
+	test_run(&r, "npu-list:capacity=256,granule=1", "t.ops",
 	    "alloc a 200 1\nalloc b 100 1\nalloc c 56 1\nalloc z 0 1\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(off(&r, "b"), AS_NO_OFFSET);
-	CHECK_EQ_U64(off(&r, "c"), 200);
+	CHECK_EQ_U64(test_offset(&r, "b"), AS_NO_OFFSET);
+	CHECK_EQ_U64(test_offset(&r, "c"), 200);
 	CHECK_EQ_U64(as_plan_failed(r.p, r.t), 1);
-	done(&r);
+	test_run_done(&r);
 }
 
 static void a_known_symbol_gets_the_same_node_and_the_plan_says_so(void)
 {
-	struct run r;
-	run(&r, "npu-list:capacity=65536",
+	struct test_run r;
+	test_run(&r, "npu-list:capacity=65536", "t.ops",
 	    "alloc other 64\nalloc dma 4096 symbol=act0\n"
 	    "alloc conv 4096 symbol=act0\nfree dma\nalloc next 64\n"
 	    "free conv\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(off(&r, "dma"), 64);
-	CHECK_EQ_U64(off(&r, "conv"), 64);
+	CHECK_EQ_U64(test_offset(&r, "dma"), 64);
+	CHECK_EQ_U64(test_offset(&r, "conv"), 64);
 	CHECK(r.p->alias_of != NULL);
 	if (r.p->alias_of)
-		CHECK_EQ_U64(r.p->alias_of[idx(r.t, "conv")], idx(r.t, "dma"));
+		CHECK_EQ_U64(r.p->alias_of[test_buffer(r.t, "conv")], test_buffer(r.t, "dma"));
 	/* the node is still held by conv: next goes after it */
-	CHECK_EQ_U64(off(&r, "next"), 64 + 4096);
-	CHECK_EQ_U64(stat(r.p, "symbol_hits"), 1);
-	done(&r);
+	CHECK_EQ_U64(test_offset(&r, "next"), 64 + 4096);
+	CHECK_EQ_U64(test_stat(r.p, "symbol_hits"), 1);
+	test_run_done(&r);
 }
 
 static void json_traces_carry_symbols_too(void)
@@ -244,7 +143,7 @@ static void json_traces_carry_symbols_too(void)
 	if (p) {
 		CHECK_EQ_U64(p->offset[1], p->offset[0]);
 		CHECK(as_validate(t, p, &rep) == AS_OK && rep.valid);
-		CHECK_EQ_U64(stat(p, "symbol_hits"), 1);
+		CHECK_EQ_U64(test_stat(p, "symbol_hits"), 1);
 	}
 	as_plan_destroy(p);
 	as_trace_destroy(t);
@@ -252,74 +151,74 @@ static void json_traces_carry_symbols_too(void)
 
 static void an_unknown_symbol_gets_a_new_node_and_an_entry(void)
 {
-	struct run r;
-	run(&r, "npu-list:capacity=65536",
+	struct test_run r;
+	test_run(&r, "npu-list:capacity=65536", "t.ops",
 	    "alloc a 64 symbol=s\nalloc b 64 symbol=t\nalloc c 64 symbol=t\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(off(&r, "a"), 0);
-	CHECK_EQ_U64(off(&r, "b"), 64);
-	CHECK_EQ_U64(off(&r, "c"), 64);
-	done(&r);
-	run(&r, "npu-list:capacity=65536",
+	CHECK_EQ_U64(test_offset(&r, "a"), 0);
+	CHECK_EQ_U64(test_offset(&r, "b"), 64);
+	CHECK_EQ_U64(test_offset(&r, "c"), 64);
+	test_run_done(&r);
+	test_run(&r, "npu-list:capacity=65536", "t.ops",
 	    "alloc a 64 symbol=s\nalloc b 64 symbol=t\ndump\n");
-	has(&r, "  [0, 64) 64 used symbol=s\n  [64, 128) 64 used symbol=t\n");
-	done(&r);
+	test_dump_has(&r, "  [0, 64) 64 used symbol=s\n  [64, 128) 64 used symbol=t\n");
+	test_run_done(&r);
 }
 
 static void a_symbol_is_forgotten_when_its_node_is_released(void)
 {
-	struct run r;
-	run(&r, "npu-list:capacity=65536",
+	struct test_run r;
+	test_run(&r, "npu-list:capacity=65536", "t.ops",
 	    "alloc x 64 symbol=s\nfree x\nalloc y 64\nalloc z 64 symbol=s\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(off(&r, "y"), 0);
-	CHECK_EQ_U64(off(&r, "z"), 64); /* a new node, not y's */
-	CHECK_EQ_U64(stat(r.p, "symbol_hits"), 0);
-	done(&r);
+	CHECK_EQ_U64(test_offset(&r, "y"), 0);
+	CHECK_EQ_U64(test_offset(&r, "z"), 64); /* a new node, not y's */
+	CHECK_EQ_U64(test_stat(r.p, "symbol_hits"), 0);
+	test_run_done(&r);
 }
 
 static void sharers_nest_in_the_newest_live_buffer_of_the_node(void)
 {
-	struct run r;
-	run(&r, "npu-list:capacity=65536",
+	struct test_run r;
+	test_run(&r, "npu-list:capacity=65536", "t.ops",
 	    "alloc a 256 symbol=s\nalloc b 256 symbol=s\nalloc c 128 symbol=s\n"
 	    "free b\nfree c\nalloc d 256 symbol=s\nfree a\nalloc e 64 "
 	    "symbol=s\nfree d\nfree e\nalloc f 64\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
 	if (r.p && r.p->alias_of) {
-		CHECK_EQ_U64(r.p->alias_of[idx(r.t, "b")], idx(r.t, "a"));
-		CHECK_EQ_U64(r.p->alias_of[idx(r.t, "c")], idx(r.t, "b"));
-		CHECK_EQ_U64(r.p->alias_of[idx(r.t, "d")], idx(r.t, "a"));
-		CHECK_EQ_U64(r.p->alias_of[idx(r.t, "e")], idx(r.t, "d"));
-		CHECK_EQ_U64(r.p->alias_of[idx(r.t, "f")], AS_NONE);
+		CHECK_EQ_U64(r.p->alias_of[test_buffer(r.t, "b")], test_buffer(r.t, "a"));
+		CHECK_EQ_U64(r.p->alias_of[test_buffer(r.t, "c")], test_buffer(r.t, "b"));
+		CHECK_EQ_U64(r.p->alias_of[test_buffer(r.t, "d")], test_buffer(r.t, "a"));
+		CHECK_EQ_U64(r.p->alias_of[test_buffer(r.t, "e")], test_buffer(r.t, "d"));
+		CHECK_EQ_U64(r.p->alias_of[test_buffer(r.t, "f")], AS_NONE);
 	}
-	CHECK_EQ_U64(off(&r, "e"), 0);
-	CHECK_EQ_U64(off(&r, "f"), 0); /* released after e */
-	CHECK_EQ_U64(stat(r.p, "symbol_hits"), 4);
-	done(&r);
+	CHECK_EQ_U64(test_offset(&r, "e"), 0);
+	CHECK_EQ_U64(test_offset(&r, "f"), 0); /* released after e */
+	CHECK_EQ_U64(test_stat(r.p, "symbol_hits"), 4);
+	test_run_done(&r);
 }
 
 static void a_sharer_larger_than_its_host_fails(void)
 {
-	struct run r;
-	run(&r, "npu-list:capacity=65536",
+	struct test_run r;
+	test_run(&r, "npu-list:capacity=65536", "t.ops",
 	    "alloc a 64 symbol=s\nalloc b 128 symbol=s\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(off(&r, "b"), AS_NO_OFFSET);
-	CHECK_EQ_U64(stat(r.p, "symbol_conflicts"), 1);
-	done(&r);
+	CHECK_EQ_U64(test_offset(&r, "b"), AS_NO_OFFSET);
+	CHECK_EQ_U64(test_stat(r.p, "symbol_conflicts"), 1);
+	test_run_done(&r);
 }
 
 static const char *frag =
@@ -328,84 +227,84 @@ static const char *frag =
 
 static void release_merges_with_a_free_successor_and_predecessor(void)
 {
-	struct run r;
-	run(&r, "npu-list:capacity=300,granule=1", frag);
-	if (!ok(&r)) {
-		done(&r);
+	struct test_run r;
+	test_run(&r, "npu-list:capacity=300,granule=1", "t.ops", frag);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	has(&r, "nodes=1\n  [0, 300) 300 free\n");
-	CHECK_EQ_U64(stat(r.p, "merges"), 2);
-	CHECK_EQ_U64(off(&r, "d"), 0);
-	done(&r);
+	test_dump_has(&r, "nodes=1\n  [0, 300) 300 free\n");
+	CHECK_EQ_U64(test_stat(r.p, "merges"), 2);
+	CHECK_EQ_U64(test_offset(&r, "d"), 0);
+	test_run_done(&r);
 	/* predecessor only, successor only */
-	run(&r, "npu-list:capacity=300,granule=1",
+	test_run(&r, "npu-list:capacity=300,granule=1", "t.ops",
 	    "alloc a 100 1\nalloc b 100 1\nalloc c 100 1\nfree a\nfree b\n"
 	    "dump\n");
-	has(&r, "  [0, 200) 200 free\n  [200, 300) 100 used\n");
-	done(&r);
-	run(&r, "npu-list:capacity=300,granule=1",
+	test_dump_has(&r, "  [0, 200) 200 free\n  [200, 300) 100 used\n");
+	test_run_done(&r);
+	test_run(&r, "npu-list:capacity=300,granule=1", "t.ops",
 	    "alloc a 100 1\nalloc b 100 1\nalloc c 100 1\nfree c\nfree b\n"
 	    "dump\n");
-	has(&r, "  [0, 100) 100 used\n  [100, 300) 200 free\n");
-	done(&r);
+	test_dump_has(&r, "  [0, 100) 100 used\n  [100, 300) 200 free\n");
+	test_run_done(&r);
 }
 
 static void merge_never_keeps_released_nodes_apart(void)
 {
-	struct run r;
-	run(&r, "npu-list:capacity=300,granule=1,merge=never", frag);
-	if (!ok(&r)) {
-		done(&r);
+	struct test_run r;
+	test_run(&r, "npu-list:capacity=300,granule=1,merge=never", "t.ops", frag);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	has(&r, "nodes=3\n  [0, 100) 100 free\n  [100, 200) 100 free\n"
+	test_dump_has(&r, "nodes=3\n  [0, 100) 100 free\n  [100, 200) 100 free\n"
 		"  [200, 300) 100 free\n");
-	CHECK_EQ_U64(off(&r, "d"), AS_NO_OFFSET); /* what merging buys */
-	CHECK_EQ_U64(stat(r.p, "merges"), 0);
-	done(&r);
+	CHECK_EQ_U64(test_offset(&r, "d"), AS_NO_OFFSET); /* what merging buys */
+	CHECK_EQ_U64(test_stat(r.p, "merges"), 0);
+	test_run_done(&r);
 }
 
 static void options_out_of_range_are_refused_by_name(void)
 {
-	struct run r;
-	run(&r, "npu-list:merge=sometimes", "alloc a 8\n");
+	struct test_run r;
+	test_run(&r, "npu-list:merge=sometimes", "t.ops", "alloc a 8\n");
 	CHECK(r.err == AS_EINVAL);
 	CHECK(strstr(r.d.msg, "merge=sometimes: expected one of "
 			      "immediate|never") != NULL);
-	done(&r);
-	run(&r, "npu-list:granule=48", "alloc a 8\n");
+	test_run_done(&r);
+	test_run(&r, "npu-list:granule=48", "t.ops", "alloc a 8\n");
 	CHECK(r.err == AS_EINVAL);
 	CHECK(strstr(r.d.msg, "granule=48: not a power of two") != NULL);
-	done(&r);
-	run(&r, "npu-list:capacity=lots", "alloc a 8\n");
+	test_run_done(&r);
+	test_run(&r, "npu-list:capacity=lots", "t.ops", "alloc a 8\n");
 	CHECK(r.err == AS_EINVAL);
 	CHECK(strstr(r.d.msg, "capacity=lots") != NULL);
-	done(&r);
-	run(&r, "npu-list:size=1", "alloc a 8\n");
+	test_run_done(&r);
+	test_run(&r, "npu-list:size=1", "t.ops", "alloc a 8\n");
 	CHECK(r.err == AS_ENOTFOUND);
 	CHECK(strstr(r.d.msg, "unknown option 'size'") != NULL);
-	done(&r);
-	run(&r, "npu-list:capacity=0", "alloc a 8\nalloc b 1000000000000\n");
+	test_run_done(&r);
+	test_run(&r, "npu-list:capacity=0", "t.ops", "alloc a 8\nalloc b 1000000000000\n");
 	CHECK(r.err == AS_OK); /* 0: unlimited */
 	CHECK_EQ_U64(as_plan_failed(r.p, r.t), 0);
-	done(&r);
+	test_run_done(&r);
 }
 
 static void config_lines_set_options_per_case(void)
 {
-	struct run r;
-	run(&r, "npu-list",
+	struct test_run r;
+	test_run(&r, "npu-list", "t.ops",
 	    "config capacity=128 granule=1\nalloc a 100 1\nalloc b 100 1\n"
 	    "config capacity=1024 granule=1\nalloc c 100 1\nalloc d 100 1\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(off(&r, "b"), AS_NO_OFFSET);
-	CHECK_EQ_U64(off(&r, "c"), 0);
-	CHECK_EQ_U64(off(&r, "d"), 100);
-	done(&r);
+	CHECK_EQ_U64(test_offset(&r, "b"), AS_NO_OFFSET);
+	CHECK_EQ_U64(test_offset(&r, "c"), 0);
+	CHECK_EQ_U64(test_offset(&r, "d"), 100);
+	test_run_done(&r);
 }
 
 static void the_bundled_instruction_stream_shares_symbols_validly(void)
@@ -425,12 +324,12 @@ static void the_bundled_instruction_stream_shares_symbols_validly(void)
 	CHECK(as_strategy_run("npu-list", t, NULL, &p, &d) == AS_OK);
 	if (p) {
 		CHECK(as_validate(t, p, &rep) == AS_OK && rep.valid);
-		CHECK(stat(p, "symbol_hits") >= 4);
+		CHECK(test_stat(p, "symbol_hits") >= 4);
 		CHECK_EQ_U64(as_plan_failed(p, t), 0);
-		CHECK_EQ_U64(p->offset[idx(t, "conv1.src")],
-			     p->offset[idx(t, "dma0.in.dst")]);
-		CHECK_EQ_U64(p->offset[idx(t, "pool.src")],
-			     p->offset[idx(t, "conv2.dst")]);
+		CHECK_EQ_U64(p->offset[test_buffer(t, "conv1.src")],
+			     p->offset[test_buffer(t, "dma0.in.dst")]);
+		CHECK_EQ_U64(p->offset[test_buffer(t, "pool.src")],
+			     p->offset[test_buffer(t, "conv2.dst")]);
 	}
 	as_plan_destroy(p);
 	as_trace_destroy(t);
@@ -442,10 +341,7 @@ static uint64_t rng;
 
 static uint64_t rnd(void)
 {
-	uint64_t x = rng += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
+	return test_rand(&rng);
 }
 
 static char *random_stream(uint64_t seed, uint32_t n)
@@ -491,15 +387,15 @@ static void plans_validate_on_seeded_random_streams_with_symbols(void)
 	for (uint64_t k = 0; k < 24; k++) {
 		char *text = random_stream(base + k, 40 + (uint32_t)k * 20);
 		for (size_t s = 0; s < sizeof(specs) / sizeof(specs[0]); s++) {
-			struct run r;
-			run(&r, specs[s], text);
+			struct test_run r;
+			test_run(&r, specs[s], "t.ops", text);
 			if (r.err != AS_OK) {
 				printf("#   %s, seed %llu: %s\n", specs[s],
 				       (unsigned long long)(base + k),
 				       r.d.msg);
 				tap_cur_failed = 1;
 			}
-			done(&r);
+			test_run_done(&r);
 		}
 		free(text);
 	}

@@ -151,7 +151,7 @@ static void small_trace_renders_as_the_golden_svg(void)
 	struct as_render_opts o;
 	as_render_opts_init(&o);
 	o.width = 900;
-	o.height = 420;
+	o.height = 560; /* the plot, the rounds chart and memory over time */
 	size_t len;
 	char *svg = render_svg(&pn, 1, &o, &len);
 	CHECK(svg && strstr(svg, "<title>conv1.out\n8.00 KiB (8192 B) at "
@@ -166,7 +166,8 @@ static void small_trace_renders_as_the_golden_svg(void)
 	CHECK_STR(as_render_buffer_text(r, 0, 99, text, sizeof(text)), "");
 	as_render_destroy(r);
 	CHECK(svg && strstr(svg, ">peak 20.0 KiB</text>"));
-	CHECK(svg && strstr(svg, ">peak per round (5), best 20.0 KiB</text>"));
+	CHECK(svg && strstr(svg, ">search steps (5 plans)</text>"));
+	CHECK(svg && strstr(svg, ">black: best 20.0 KiB; - - this plan<"));
 	if (svg)
 		golden("small.svg", svg, len);
 	keep("small", &pn, 1, &o);
@@ -263,6 +264,15 @@ static void the_same_input_gives_byte_identical_svg_and_png(void)
 }
 
 /* Draw to pixels and read one back (0xRRGGBB, alpha dropped). */
+/* A seeded generator (splitmix64): the same numbers every run. */
+static uint64_t as_test_rand(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
 static uint32_t *draw(struct as_render *r, int w, int h)
 {
 	uint32_t *px = calloc((size_t)w * h, 4);
@@ -519,6 +529,318 @@ static void hit_test_agrees_with_a_scan_of_every_buffer(void)
 	as_plan_destroy(p);
 	as_trace_destroy(t);
 	free(b);
+}
+
+/*
+ * The peak moment, by brute force: every whole time, the bytes live then,
+ * among the times when a buffer reaching the plan's top is live.
+ */
+static uint64_t brute_peak_time(const struct tbuf *b, size_t n, bool bound)
+{
+	uint64_t top = 0, tend = 0, best = 0, when = UINT64_MAX;
+	for (size_t i = 0; i < n; i++) {
+		top = b[i].offset + b[i].size > top ? b[i].offset + b[i].size
+						    : top;
+		tend = b[i].end > tend ? b[i].end : tend;
+	}
+	for (uint64_t t = 0; t < tend; t++) {
+		uint64_t live = 0;
+		bool at_top = bound;
+		for (size_t i = 0; i < n; i++) {
+			if (b[i].start > t || b[i].end <= t)
+				continue;
+			live += b[i].size;
+			at_top |= b[i].offset + b[i].size == top;
+		}
+		if (at_top && live > 0 && (when == UINT64_MAX || live > best)) {
+			best = live;
+			when = t;
+		}
+	}
+	return when;
+}
+
+static void peak_time_is_the_most_bytes_live_while_the_top_is_in_use(void)
+{
+	/* The defect: a long-lived buffer at the top from t=0 made "live at
+	 * peak" t=0, while the bytes pile up at t=50. */
+	static const struct tbuf shape[] = {
+		{"long", 100, 0, 100, 1000, 0, 0},
+		{"a", 400, 40, 60, 0, 0, 0},
+		{"b", 500, 45, 55, 400, 0, 0},
+		{"early", 50, 0, 10, 0, 0, 0},
+	};
+	struct as_plan *p;
+	struct as_trace *t = make(shape, 4, NULL, 0, &p);
+	struct as_moment m;
+	CHECK(as_render_peak_moment(t, p, AS_RENDER_ALL_SPACES, &m) == AS_OK);
+	CHECK_EQ_U64(m.time, 45);
+	CHECK_EQ_U64(m.live_bytes, 1000);
+	CHECK_EQ_U64(m.top_buffer, 0);
+	struct as_render_panel pn = {"p", t, p, NULL, AS_RENDER_ALL_SPACES};
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(&pn, 1, NULL, &r, &d) == AS_OK);
+	struct as_render_panel_info info;
+	CHECK(as_render_panel_info(r, 0, &info) == AS_OK);
+	CHECK_EQ_U64(info.peak_time, 45);
+	CHECK_EQ_U64(info.lower_bound_time, 45);
+	uint32_t live[8];
+	CHECK(as_render_live_at(r, 0, (double)info.peak_time, live, 8) == 3);
+	as_render_destroy(r);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+
+	/* Random traces and random (not necessarily valid) plans. */
+	uint64_t seed = 20261123;
+	printf("# seed %llu\n", (unsigned long long)seed);
+	for (int round = 0; round < 200; round++) {
+		struct tbuf b[40];
+		char names[40][8];
+		size_t n = 1 + as_test_rand(&seed) % 40;
+		for (size_t i = 0; i < n; i++) {
+			snprintf(names[i], sizeof(names[i]), "b%zu", i);
+			uint64_t s = as_test_rand(&seed) % 90;
+			b[i] = (struct tbuf){names[i],
+					     1 + as_test_rand(&seed) % 1000, s,
+					     s + 1 + as_test_rand(&seed) % 30,
+					     (as_test_rand(&seed) % 8) * 512, 0, 0};
+		}
+		t = make(b, n, NULL, 0, &p);
+		if (!t)
+			break;
+		CHECK(as_render_peak_moment(t, p, AS_RENDER_ALL_SPACES, &m) ==
+		      AS_OK);
+		CHECK_EQ_U64(m.time, brute_peak_time(b, n, false));
+		CHECK(as_render_bound_moment(t, AS_RENDER_ALL_SPACES, &m) ==
+		      AS_OK);
+		CHECK_EQ_U64(m.time, brute_peak_time(b, n, true));
+		CHECK_EQ_U64(m.live_bytes, as_trace_lower_bound(t));
+		as_plan_destroy(p);
+		as_trace_destroy(t);
+	}
+}
+
+static bool near_colour(uint32_t a, uint32_t b)
+{
+	for (int sh = 0; sh < 24; sh += 8) {
+		int d = (int)((a >> sh) & 0xff) - (int)((b >> sh) & 0xff);
+		if (d < -12 || d > 12)
+			return false;
+	}
+	return true;
+}
+
+/* Defect: tall buffers with short lives vanished at low zoom. */
+static void tall_short_lived_buffers_stay_visible_at_low_zoom(void)
+{
+	static const struct tbuf shape[] = {
+		{"tall-a", 391u << 20, 10000, 10005, 0, 0, 0},
+		{"tall-b", 391u << 20, 15000, 15007, 391u << 20, 0, 0},
+		{"long", 100u << 20, 0, 22000, 782u << 20, 0, 0},
+		{"tiny", 1024, 0, 22000, 900u << 20, 0, 0},
+		/* Neighbours in the same addresses right before and after:
+		 * drawn snapped to whole pixels, they used to cover it. */
+		{"before-a", 391u << 20, 0, 10000, 0, 0, 0},
+		{"after-a", 391u << 20, 10005, 22000, 0, 0, 0},
+		{"before-b", 391u << 20, 0, 15000, 391u << 20, 0, 0},
+		{"after-b", 391u << 20, 15007, 22000, 391u << 20, 0, 0},
+	};
+	struct as_plan *p;
+	struct as_trace *t = make(shape, 8, NULL, 0, &p);
+	for (int mode = 0; mode < 2; mode++) {
+		struct as_render_opts o;
+		as_render_opts_init(&o);
+		o.color_by = mode ? AS_COLOR_SIZE : AS_COLOR_BUFFER;
+		struct as_render_panel pn = {"p", t, p, NULL,
+					     AS_RENDER_ALL_SPACES};
+		struct as_render *r = NULL;
+		struct as_diag d;
+		CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+		if (!r)
+			break;
+		uint32_t *px = draw(r, o.width, o.height);
+		for (int k = 0; k < 2; k++) {
+			/* Every pixel row of the buffer, in the column of its
+			 * life (or the next: the column is whole). */
+			double x0, y0, x1, y1;
+			const struct tbuf *b = &shape[k];
+			CHECK(as_render_to_pixel(r, 0, (double)b->start,
+						 b->offset + b->size, &x0,
+						 &y0) == AS_OK);
+			CHECK(as_render_to_pixel(r, 0, (double)b->end,
+						 b->offset, &x1, &y1) == AS_OK);
+			uint32_t want = as_render_buffer_color(r, 0, k);
+			int coloured = 0, rows = 0;
+			for (int y = (int)ceil(y0) + 1; y < (int)y1 - 1; y++) {
+				rows++;
+				bool any = false;
+				for (int x = (int)floor(x0) - 1;
+				     x <= (int)ceil(x1); x++)
+					any |= near_colour(at(px, o.width, x, y),
+							   want);
+				coloured += any;
+			}
+			CHECK(rows > 100);
+			CHECK(coloured == rows);
+		}
+		free(px);
+		as_render_destroy(r);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+/* Defect: "2.21M, 2.21M" on the time axis when zoomed at large times. */
+static void time_labels_never_repeat_when_zoomed_at_large_times(void)
+{
+	static const struct tbuf shape[] = {
+		{"long", 4096, 0, 3000000, 0, 0, 0},
+		{"late", 1024, 2210100, 2210200, 4096, 0, 0},
+	};
+	struct as_plan *p;
+	struct as_trace *t = make(shape, 2, NULL, 0, &p);
+	static const double spans[] = {400, 40, 4000, 40000};
+	for (int k = 0; k < 4; k++) {
+		struct as_render_opts o;
+		as_render_opts_init(&o);
+		o.view.t0 = 2210000;
+		o.view.t1 = 2210000 + spans[k];
+		struct as_render_panel pn = {"p", t, p, NULL,
+					     AS_RENDER_ALL_SPACES};
+		size_t len;
+		char *svg = render_svg(&pn, 1, &o, &len);
+		/* Time labels are the texts made of digits, '.' and k/M. */
+		char seen[64][32];
+		int n = 0, dup = 0;
+		for (const char *q = svg; q && (q = strstr(q, "\">")); q += 2) {
+			const char *e = strstr(q + 2, "</text>");
+			size_t l = e ? (size_t)(e - q - 2) : 0;
+			if (!e || l == 0 || l >= 32 ||
+			    strspn(q + 2, "0123456789.kM") != l)
+				continue;
+			char lab[32];
+			memcpy(lab, q + 2, l);
+			lab[l] = 0;
+			for (int j = 0; j < n; j++)
+				dup += strcmp(seen[j], lab) == 0;
+			if (n < 64)
+				snprintf(seen[n++], sizeof(seen[0]), "%s", lab);
+		}
+		CHECK(n >= 3);
+		CHECK(dup == 0);
+		if (dup)
+			printf("# span %.0f: a label repeats\n", spans[k]);
+		free(svg);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+/*
+ * What recorded traces (snapshots, malloc traces) add: a clock (labels in
+ * ms), an OOM mark, a reserved segment behind the recorded plan, the
+ * allocator's rounding above the request and the pending part of a buffer
+ * freed by the program but not yet by the allocator.
+ */
+static struct as_trace *make_recorded(struct as_plan **plan)
+{
+	struct as_diag d;
+	struct as_builder *bl = as_builder_create("snap.pickle", "pickle");
+	char name[16];
+	for (int k = 0; k < 40; k++) {
+		CHECK(as_builder_clock(bl, (uint64_t)k * 2500, 0, &d) == AS_OK);
+		snprintf(name, sizeof(name), "x%d", k);
+		int64_t i = as_builder_alloc(bl, name, 4096, 1, 0, &d);
+		CHECK(i == k);
+		struct as_buffer_info *inf = as_builder_info(bl, (uint32_t)i);
+		CHECK(inf != NULL);
+		if (inf)
+			inf->requested = 1024;
+		if (k == 20) {
+			struct as_mark m = {0, 1 << 20, 0, 0, AS_MARK_OOM};
+			CHECK(as_builder_mark(bl, &m) == AS_OK);
+		}
+		if (k >= 5) {
+			snprintf(name, sizeof(name), "x%d", k - 5);
+			CHECK(as_builder_free(bl, name, 0, &d) == AS_OK);
+		}
+	}
+	struct as_segment sg = {0, 64 << 10, 0, 200, 0, 0, 0};
+	CHECK(as_builder_segment(bl, &sg) == AS_OK);
+	struct as_trace *t = NULL;
+	CHECK(as_builder_finish(bl, &t, &d) == AS_OK);
+	if (!t)
+		return NULL;
+	/* Buffer 3: the program let go of it halfway through its life. */
+	t->info[3].free_requested =
+		(t->buffers[3].start + t->buffers[3].end) / 2;
+	struct as_plan *p = as_plan_create(t);
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		p->offset[i] = (uint64_t)(i % 8) * 4096;
+	*plan = p;
+	return t;
+}
+
+static void recorded_clock_marks_segments_and_waste_are_drawn(void)
+{
+	struct as_plan *p;
+	struct as_trace *t = make_recorded(&p);
+	if (!t)
+		return;
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	struct as_render_panel pn = {"recorded", t, p, NULL,
+				     AS_RENDER_ALL_SPACES};
+	size_t len;
+	char *svg = render_svg(&pn, 1, &o, &len);
+	CHECK(svg && strstr(svg, " ms</text>"));
+	CHECK(svg && strstr(svg, ">time (recorded clock"));
+	CHECK(svg && strstr(svg, "fill=\"#eeeeee\"")); /* the segment */
+	CHECK(svg && strstr(svg, ">memory over time</text>"));
+	CHECK(svg && strstr(svg, ">OOM / failed</text>"));
+	free(svg);
+	o.time_events = true;
+	svg = render_svg(&pn, 1, &o, &len);
+	CHECK(svg && !strstr(svg, " ms</text>"));
+	free(svg);
+	keep("recorded", &pn, 1, &o);
+
+	/* Pixels: the rounding above the request and the pending part are
+	 * lighter than the requested bytes in use. */
+	o.time_events = false;
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+	if (r) {
+		uint32_t *px = draw(r, o.width, o.height);
+		const struct as_buffer *b = &t->buffers[3];
+		double xa, ya, xb, yb, xc, yc;
+		uint64_t off = p->offset[3];
+		/* Early in its life: low (requested) and high (rounding). */
+		as_render_to_pixel(r, 0, b->start + 0.3 * (b->end - b->start),
+				   off + 512, &xa, &ya);
+		as_render_to_pixel(r, 0, b->start + 0.3 * (b->end - b->start),
+				   off + 3072, &xb, &yb);
+		/* Late in its life (pending), requested bytes. */
+		as_render_to_pixel(r, 0, b->start + 0.8 * (b->end - b->start),
+				   off + 512, &xc, &yc);
+		uint32_t used = at(px, o.width, xa, ya);
+		uint32_t round = at(px, o.width, xb, yb);
+		uint32_t pend = at(px, o.width, xc, yc);
+		int lu = (int)((used >> 16) & 0xff) + ((used >> 8) & 0xff) +
+			 (used & 0xff);
+		int lr = (int)((round >> 16) & 0xff) + ((round >> 8) & 0xff) +
+			 (round & 0xff);
+		int lp = (int)((pend >> 16) & 0xff) + ((pend >> 8) & 0xff) +
+			 (pend & 0xff);
+		CHECK(lr > lu + 60);
+		CHECK(lp > lu + 60);
+		free(px);
+		as_render_destroy(r);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
 }
 
 static void far_apart_address_ranges_are_compressed_with_a_break(void)
@@ -1010,6 +1332,10 @@ int main(void)
 	TEST_RUN(failures_overlaps_and_waste_are_drawn_where_they_happen);
 	TEST_RUN(hit_test_names_the_buffer_under_the_pointer);
 	TEST_RUN(hit_test_agrees_with_a_scan_of_every_buffer);
+	TEST_RUN(peak_time_is_the_most_bytes_live_while_the_top_is_in_use);
+	TEST_RUN(tall_short_lived_buffers_stay_visible_at_low_zoom);
+	TEST_RUN(time_labels_never_repeat_when_zoomed_at_large_times);
+	TEST_RUN(recorded_clock_marks_segments_and_waste_are_drawn);
 	TEST_RUN(far_apart_address_ranges_are_compressed_with_a_break);
 	TEST_RUN(a_million_buffers_render_fast_into_a_bounded_svg);
 	TEST_RUN(colours_follow_the_name_in_every_panel_and_mode);

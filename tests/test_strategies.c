@@ -6,16 +6,13 @@
 #include <dirent.h>
 
 #include "allocscope/allocscope.h"
-#include "tap.h"
+#include "helpers.h"
 
 static uint64_t rng_state;
 
 static uint64_t rnd(void)
 {
-	uint64_t x = rng_state += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
+	return test_rand(&rng_state);
 }
 
 /* A random ops trace: n allocations, frees interleaved, some cases. */
@@ -319,6 +316,126 @@ static void input_aliases_follow_their_parent_in_every_plan(void)
 	as_trace_destroy(t);
 }
 
+/* What a walk saw: blocks in visiting order. */
+struct seen {
+	struct as_block b[4096];
+	uint16_t space[4096];
+	uint32_t n;
+	bool overflow;
+};
+
+static bool collect_block(void *ctx, uint16_t space, const struct as_block *b)
+{
+	struct seen *s = ctx;
+	if (s->n == sizeof(s->b) / sizeof(s->b[0])) {
+		s->overflow = true;
+		return false;
+	}
+	s->space[s->n] = space;
+	s->b[s->n++] = *b;
+	return true;
+}
+
+/*
+ * At a time T, every online allocator's walk gives its blocks in address
+ * order (per space and region), none overlapping, and every buffer its plan
+ * placed that is live at T lies inside a block in use.
+ */
+static void walk_matches(const char *name, const struct as_trace *t,
+			 const struct as_plan *p, uint64_t T)
+{
+	static struct seen s;
+	struct as_diag d = {0};
+	s.n = 0;
+	s.overflow = false;
+	if (as_strategy_walk_at(name, t, T, collect_block, &s, &d) != AS_OK) {
+		printf("#   %s walk at %llu: %s\n", name,
+		       (unsigned long long)T, d.msg);
+		tap_cur_failed = 1;
+		return;
+	}
+	CHECK(!s.overflow);
+	for (uint32_t k = 1; k < s.n; k++) {
+		const struct as_block *a = &s.b[k - 1], *b = &s.b[k];
+		bool same = s.space[k] == s.space[k - 1] &&
+			    (a->region == b->region ||
+			     (a->region && b->region &&
+			      strcmp(a->region, b->region) == 0));
+		if (same && a->offset + a->size > b->offset) {
+			printf("#   %s at %llu: block %u [%llu, +%llu) runs "
+			       "into the next at %llu\n",
+			       name, (unsigned long long)T, k - 1,
+			       (unsigned long long)a->offset,
+			       (unsigned long long)a->size,
+			       (unsigned long long)b->offset);
+			tap_cur_failed = 1;
+			return;
+		}
+	}
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		const struct as_buffer *b = &t->buffers[i];
+		if (!(b->start < T && b->end >= T) || b->size == 0 ||
+		    p->offset[i] == AS_NO_OFFSET ||
+		    as_plan_alias_of(p, t, i) != AS_NONE)
+			continue;
+		bool inside = false;
+		for (uint32_t k = 0; k < s.n && !inside; k++)
+			inside = s.b[k].in_use && s.space[k] == b->space &&
+				 s.b[k].offset <= p->offset[i] &&
+				 p->offset[i] + b->size <=
+					 s.b[k].offset + s.b[k].size;
+		if (!inside) {
+			printf("#   %s at %llu: live buffer %s at %llu is in "
+			       "no block in use\n",
+			       name, (unsigned long long)T, b->name,
+			       (unsigned long long)p->offset[i]);
+			tap_cur_failed = 1;
+			return;
+		}
+	}
+}
+
+static void online_allocators_walk_their_blocks_in_address_order(void)
+{
+	for (uint64_t k = 0; k < 6; k++) {
+		struct as_trace *t = random_trace(7000 + k, 300, false);
+		CHECK(t != NULL);
+		for (size_t i = 0; t && i < as_strategy_count(); i++) {
+			const struct as_strategy_info *info = as_strategy_at(i);
+			if (!info->online || !as_strategy_applies(info->name, t))
+				continue;
+			struct as_plan *p = NULL;
+			struct as_diag d = {0};
+			if (as_strategy_run(info->name, t, NULL, &p, &d)) {
+				printf("#   %s: %s\n", info->name, d.msg);
+				tap_cur_failed = 1;
+				continue;
+			}
+			/* The state after the last event before T. */
+			uint64_t times[] = {t->end_time / 3, t->end_time / 2,
+					    t->end_time};
+			for (size_t j = 0; j < 3; j++)
+				walk_matches(info->name, t, p, times[j]);
+			as_plan_destroy(p);
+		}
+		as_trace_destroy(t);
+	}
+}
+
+static void offline_planners_have_no_state_to_walk(void)
+{
+	struct as_trace *t = random_trace(1, 20, false);
+	struct as_diag d = {0};
+	static struct seen s;
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK(as_strategy_walk_at("greedy-size", t, 5, collect_block, &s,
+				  &d) == AS_EUNSUPPORTED);
+	CHECK(strstr(d.msg, "no allocator state") != NULL);
+	as_trace_destroy(t);
+}
+
 int main(void)
 {
 	TEST_RUN(every_strategy_plans_random_traces_validly_above_the_bound);
@@ -335,5 +452,7 @@ int main(void)
 	TEST_RUN(recorded_needs_offsets_in_the_trace);
 	TEST_RUN(unknown_strategies_and_options_are_refused_by_name);
 	TEST_RUN(input_aliases_follow_their_parent_in_every_plan);
+	TEST_RUN(online_allocators_walk_their_blocks_in_address_order);
+	TEST_RUN(offline_planners_have_no_state_to_walk);
 	return tap_done();
 }

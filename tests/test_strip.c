@@ -7,7 +7,7 @@
 #include <math.h>
 
 #include "allocscope/allocscope.h"
-#include "strategies/place.h"
+#include "strategies/place/place.h"
 #include "tap.h"
 
 static uint64_t rng_state;

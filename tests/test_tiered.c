@@ -9,122 +9,20 @@
 #include <stdarg.h>
 
 #include "allocscope/allocscope.h"
-#include "tap.h"
+#include "helpers.h"
 
 #define MiB(x) ((uint64_t)(x) << 20)
 
-struct capture {
-	char text[16384];
-	size_t used;
-};
-
-static void capture_line(void *ctx, const char *line)
+static uint64_t level(const struct test_run *r, const char *name)
 {
-	struct capture *c = ctx;
-	int w = snprintf(c->text + c->used, sizeof(c->text) - c->used, "%s\n",
-			 line);
-	if (w > 0 && c->used + (size_t)w < sizeof(c->text))
-		c->used += (size_t)w;
-}
-
-struct run {
-	struct as_trace *t;
-	struct as_plan *p;
-	struct capture dump;
-	int err;
-	struct as_diag d;
-	struct as_report rep;
-};
-
-/* Parse text, run spec with every-event checks, validate the plan. */
-static void run(struct run *r, const char *spec, const char *name,
-		const char *text)
-{
-	memset(r, 0, sizeof(*r));
-	if (as_trace_parse(name, text, strlen(text), NULL, &r->t,
-			   &r->d) != AS_OK) {
-		printf("#   parse: %llu: %s\n", (unsigned long long)r->d.line,
-		       r->d.msg);
-		tap_cur_failed = 1;
-		return;
-	}
-	struct as_run_hooks h = {.emit = capture_line,
-				 .ctx = &r->dump,
-				 .check_every_event = true};
-	r->err = as_strategy_run(spec, r->t, &h, &r->p, &r->d);
-	if (r->err != AS_OK)
-		return;
-	CHECK(as_validate(r->t, r->p, &r->rep) == AS_OK);
-	if (!r->rep.valid) {
-		char buf[512];
-		printf("#   %s invalid: %s\n", spec,
-		       as_violation_text(r->t, r->p, &r->rep.first[0], buf,
-					 sizeof(buf)));
-		tap_cur_failed = 1;
-	}
-}
-
-/* The run succeeded: report its error otherwise. */
-static bool ok(const struct run *r)
-{
-	if (r->err == AS_OK && r->p)
-		return true;
-	printf("#   run failed: %s\n", r->d.msg);
-	tap_cur_failed = 1;
-	return false;
-}
-
-static void done(struct run *r)
-{
-	as_plan_destroy(r->p);
-	as_trace_destroy(r->t);
-}
-
-static int64_t idx(const struct as_trace *t, const char *name)
-{
-	for (uint32_t i = t->nbuffers; i-- > 0;)
-		if (strcmp(t->buffers[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
-static uint64_t off(const struct run *r, const char *name)
-{
-	int64_t i = r->t ? idx(r->t, name) : -1;
-	return i < 0 || !r->p ? AS_NO_OFFSET - 1 : r->p->offset[i];
-}
-
-static uint64_t level(const struct run *r, const char *name)
-{
-	int64_t i = r->t ? idx(r->t, name) : -1;
+	int64_t i = r->t ? test_buffer(r->t, name) : -1;
 	return i < 0 || !r->p ? 99 : as_plan_space_of(r->p, r->t, (uint32_t)i);
 }
 
-static uint64_t parent(const struct run *r, const char *name)
+static uint64_t parent(const struct test_run *r, const char *name)
 {
-	int64_t i = r->t ? idx(r->t, name) : -1;
+	int64_t i = r->t ? test_buffer(r->t, name) : -1;
 	return i < 0 || !r->p ? 99 : as_plan_alias_of(r->p, r->t, (uint32_t)i);
-}
-
-static double stat(const struct as_plan *p, const char *key)
-{
-	for (uint32_t i = 0; p && i < p->nstats; i++)
-		if (strcmp(p->stats[i].key, key) == 0)
-			return p->stats[i].value;
-	return -1;
-}
-
-static void has(const struct run *r, const char *line)
-{
-	if (!strstr(r->dump.text, line)) {
-		printf("#   dump lacks '%s':\n", line);
-		for (const char *l = r->dump.text; *l;) {
-			const char *e = strchr(l, '\n');
-			printf("#     %.*s\n", (int)(e - l), l);
-			l = e + 1;
-		}
-		tap_cur_failed = 1;
-	}
 }
 
 /* ---- The seed's worked examples ---- */
@@ -132,172 +30,174 @@ static void has(const struct run *r, const char *line)
 static void worked_example_16_10_5_mib_fit_in_16_mib(void)
 {
 	/* 16 MiB, then 10 MiB and 5 MiB that overlap in time */
-	struct run r;
-	run(&r, "tiered", "w1.ops",
+	struct test_run r;
+	test_run(&r, "tiered", "w1.ops",
 	    "alloc t16 16777216\nfree t16\nalloc t10 10485760\n"
 	    "alloc t5 5242880\nfree t10\nfree t5\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(off(&r, "t16"), 0);
-	CHECK_EQ_U64(off(&r, "t10"), 0);
-	CHECK_EQ_U64(off(&r, "t5"), MiB(10));
+	CHECK_EQ_U64(test_offset(&r, "t16"), 0);
+	CHECK_EQ_U64(test_offset(&r, "t10"), 0);
+	CHECK_EQ_U64(test_offset(&r, "t5"), MiB(10));
 	CHECK_EQ_U64(as_plan_peak(r.p, r.t, -1), MiB(16));
-	CHECK_EQ_U64(stat(r.p, "blocks_reused"), 2);
-	CHECK_EQ_U64(stat(r.p, "l2_bytes"), MiB(16));
-	done(&r);
+	CHECK_EQ_U64(test_stat(r.p, "blocks_reused"), 2);
+	CHECK_EQ_U64(test_stat(r.p, "l2_bytes"), MiB(16));
+	test_run_done(&r);
 }
 
 static void worked_example_a_10_mib_request_extends_the_4_mib_tail_block(void)
 {
 	/* free 2 MiB and 4 MiB blocks, the 4 MiB one at the tail */
-	struct run r;
-	run(&r, "tiered", "w2.ops",
+	struct test_run r;
+	test_run(&r, "tiered", "w2.ops",
 	    "alloc a 2097152\nalloc keep 1048576\nalloc b 4194304\nfree a\n"
 	    "free b\ndump\nalloc c 10485760\ndump\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	has(&r, "  L2 [0, 2097152) 2097152 free\n"
+	test_dump_has(&r, "  L2 [0, 2097152) 2097152 free\n"
 		"  L2 [2097152, 3145728) 1048576 used\n"
 		"  L2 [3145728, 7340032) 4194304 free\n");
-	CHECK_EQ_U64(off(&r, "c"), MiB(3));
-	CHECK_EQ_U64(stat(r.p, "tail_extensions"), 1);
-	CHECK_EQ_U64(stat(r.p, "extended_bytes"), MiB(6));
+	CHECK_EQ_U64(test_offset(&r, "c"), MiB(3));
+	CHECK_EQ_U64(test_stat(r.p, "tail_extensions"), 1);
+	CHECK_EQ_U64(test_stat(r.p, "extended_bytes"), MiB(6));
 	CHECK_EQ_U64(as_plan_peak(r.p, r.t, -1), MiB(13));
-	has(&r, "  L2 [3145728, 13631488) 10485760 used\n");
-	done(&r);
+	test_dump_has(&r, "  L2 [3145728, 13631488) 10485760 used\n");
+	test_run_done(&r);
 }
 
 static void worked_example_a_10_mib_free_block_split_for_2_mib_leaves_8(void)
 {
-	struct run r;
-	run(&r, "tiered", "w3.ops",
+	struct test_run r;
+	test_run(&r, "tiered", "w3.ops",
 	    "alloc a 10485760\nfree a\nalloc b 2097152\ndump\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(off(&r, "b"), 0);
-	has(&r, "  L2 [0, 2097152) 2097152 used\n"
+	CHECK_EQ_U64(test_offset(&r, "b"), 0);
+	test_dump_has(&r, "  L2 [0, 2097152) 2097152 used\n"
 		"  L2 [2097152, 10485760) 8388608 free\n");
-	CHECK_EQ_U64(stat(r.p, "splits"), 1);
-	done(&r);
+	CHECK_EQ_U64(test_stat(r.p, "splits"), 1);
+	test_run_done(&r);
 }
 
 static void worked_example_freeing_2_mib_between_free_2_and_6_leaves_10(void)
 {
-	struct run r;
-	run(&r, "tiered", "w4.ops",
+	struct test_run r;
+	test_run(&r, "tiered", "w4.ops",
 	    "alloc a 2097152\nalloc b 2097152\nalloc c 6291456\n"
 	    "alloc keep 1048576\nfree a\nfree c\ndump\nfree b\ndump\n"
 	    "alloc d 10485760\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	has(&r, "  L2 [0, 2097152) 2097152 free\n"
+	test_dump_has(&r, "  L2 [0, 2097152) 2097152 free\n"
 		"  L2 [2097152, 4194304) 2097152 used\n"
 		"  L2 [4194304, 10485760) 6291456 free\n");
-	has(&r, "blocks=2 free=1\n  L2 [0, 10485760) 10485760 free\n"
+	test_dump_has(&r, "L2 top=11534336 capacity=0 blocks=2 free=1\n"
+		"tiered L3 top=0 capacity=0 blocks=0 free=0\n"
+		"  L2 [0, 10485760) 10485760 free\n"
 		"  L2 [10485760, 11534336) 1048576 used\n");
-	CHECK_EQ_U64(stat(r.p, "merges"), 2);
-	CHECK_EQ_U64(off(&r, "d"), 0);
-	done(&r);
+	CHECK_EQ_U64(test_stat(r.p, "merges"), 2);
+	CHECK_EQ_U64(test_offset(&r, "d"), 0);
+	test_run_done(&r);
 }
 
 /* ---- Each branch of the decision ---- */
 
 static void a_request_up_to_the_threshold_is_carved_fresh(void)
 {
-	struct run r;
-	run(&r, "tiered:threshold=4096", "t.ops",
+	struct test_run r;
+	test_run(&r, "tiered:threshold=4096", "t.ops",
 	    "alloc a 8192\nfree a\nalloc small 4096\nalloc big 4160\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(off(&r, "small"), 8192); /* not the free block at 0 */
-	CHECK_EQ_U64(off(&r, "big"), 0);      /* above it: reuse */
-	CHECK_EQ_U64(stat(r.p, "small_fresh"), 1);
-	done(&r);
-	run(&r, "tiered:threshold=0", "t.ops",
+	CHECK_EQ_U64(test_offset(&r, "small"), 8192); /* not the free block at 0 */
+	CHECK_EQ_U64(test_offset(&r, "big"), 0);      /* above it: reuse */
+	CHECK_EQ_U64(test_stat(r.p, "small_fresh"), 1);
+	test_run_done(&r);
+	test_run(&r, "tiered:threshold=0", "t.ops",
 	    "alloc a 8192\nfree a\nalloc small 4096\n");
-	CHECK_EQ_U64(off(&r, "small"), 0);
-	done(&r);
+	CHECK_EQ_U64(test_offset(&r, "small"), 0);
+	test_run_done(&r);
 }
 
 static void the_largest_free_block_is_split_when_it_is_large_enough(void)
 {
-	struct run r;
-	run(&r, "tiered:threshold=0", "t.ops",
+	struct test_run r;
+	test_run(&r, "tiered:threshold=0", "t.ops",
 	    "alloc a 1024\nalloc k1 64\nalloc b 4096\nalloc k2 64\nfree a\n"
 	    "free b\nalloc c 512\ndump\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(off(&r, "c"), 1088); /* b's block, not a's first fit */
-	has(&r, "  L2 [1088, 1600) 512 used\n  L2 [1600, 5184) 3584 free\n");
-	done(&r);
+	CHECK_EQ_U64(test_offset(&r, "c"), 1088); /* b's block, not a's first fit */
+	test_dump_has(&r, "  L2 [1088, 1600) 512 used\n  L2 [1600, 5184) 3584 free\n");
+	test_run_done(&r);
 }
 
 static void a_smaller_largest_block_not_at_the_tail_means_fresh_memory(void)
 {
-	struct run r;
-	run(&r, "tiered:threshold=0", "t.ops",
+	struct test_run r;
+	test_run(&r, "tiered:threshold=0", "t.ops",
 	    "alloc a 2048\nalloc k1 64\nalloc b 1024\nfree b\nalloc k2 64\n"
 	    "free a\nalloc c 4096\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
 	/* free: a (2048, not at the tail) and b's 1024 left of k2 */
-	CHECK_EQ_U64(off(&r, "k2"), 2112);
-	CHECK_EQ_U64(off(&r, "c"), 2112 + 64 + 960);
-	CHECK_EQ_U64(stat(r.p, "tail_extensions"), 0);
-	done(&r);
+	CHECK_EQ_U64(test_offset(&r, "k2"), 2112);
+	CHECK_EQ_U64(test_offset(&r, "c"), 2112 + 64 + 960);
+	CHECK_EQ_U64(test_stat(r.p, "tail_extensions"), 0);
+	test_run_done(&r);
 }
 
 static void only_the_largest_free_block_is_considered_for_extension(void)
 {
-	struct run r;
-	run(&r, "tiered:threshold=0", "t.ops",
+	struct test_run r;
+	test_run(&r, "tiered:threshold=0", "t.ops",
 	    "alloc a 4096\nalloc k 64\nalloc b 2048\nfree a\nfree b\n"
 	    "alloc c 8192\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
 	/* b (2048) is the tail but a (4096) is the largest: fresh memory */
-	CHECK_EQ_U64(off(&r, "c"), 4096 + 64 + 2048);
-	CHECK_EQ_U64(stat(r.p, "tail_extensions"), 0);
-	done(&r);
+	CHECK_EQ_U64(test_offset(&r, "c"), 4096 + 64 + 2048);
+	CHECK_EQ_U64(test_stat(r.p, "tail_extensions"), 0);
+	test_run_done(&r);
 }
 
 static void l2_is_tried_first_then_l3(void)
 {
-	struct run r;
-	run(&r, "tiered:l2=4M,l3=8M", "t.ops",
+	struct test_run r;
+	test_run(&r, "tiered:l2=4M,l3=8M", "t.ops",
 	    "alloc a 3145728\nalloc b 3145728\nalloc c 1048576\n"
 	    "alloc d 6291456\nalloc e 1048576\nalloc f 4194304\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
 	CHECK_EQ_U64(level(&r, "a"), 0);
-	CHECK_EQ_U64(off(&r, "a"), 0);
+	CHECK_EQ_U64(test_offset(&r, "a"), 0);
 	CHECK_EQ_U64(level(&r, "b"), 1); /* L2 has no room */
-	CHECK_EQ_U64(off(&r, "b"), 0);
+	CHECK_EQ_U64(test_offset(&r, "b"), 0);
 	CHECK_EQ_U64(level(&r, "c"), 0); /* fits the rest of L2 */
-	CHECK_EQ_U64(off(&r, "c"), MiB(3));
-	CHECK_EQ_U64(off(&r, "d"), AS_NO_OFFSET); /* room in neither */
+	CHECK_EQ_U64(test_offset(&r, "c"), MiB(3));
+	CHECK_EQ_U64(test_offset(&r, "d"), AS_NO_OFFSET); /* room in neither */
 	CHECK_EQ_U64(level(&r, "e"), 1);
-	CHECK_EQ_U64(off(&r, "e"), MiB(3));
+	CHECK_EQ_U64(test_offset(&r, "e"), MiB(3));
 	CHECK_EQ_U64(level(&r, "f"), 1);
-	CHECK_EQ_U64(off(&r, "f"), MiB(4));
+	CHECK_EQ_U64(test_offset(&r, "f"), MiB(4));
 	CHECK_EQ_U64(as_plan_failed(r.p, r.t), 1);
 	CHECK_EQ_U64(r.p->nspaces, 2);
 	CHECK_EQ_U64(r.p->space_capacity[0], MiB(4));
@@ -306,90 +206,90 @@ static void l2_is_tried_first_then_l3(void)
 	CHECK_STR(as_plan_space_name(r.p, r.t, 1), "L3");
 	/* the memory used in all: both levels */
 	CHECK_EQ_U64(as_plan_peak(r.p, r.t, -1), MiB(4) + MiB(8));
-	CHECK_EQ_U64(stat(r.p, "l2_bytes"), MiB(4));
-	CHECK_EQ_U64(stat(r.p, "l3_bytes"), MiB(8));
-	done(&r);
+	CHECK_EQ_U64(test_stat(r.p, "l2_bytes"), MiB(4));
+	CHECK_EQ_U64(test_stat(r.p, "l3_bytes"), MiB(8));
+	test_run_done(&r);
 }
 
 static void a_free_l2_block_is_reused_before_l3(void)
 {
-	struct run r;
-	run(&r, "tiered:l2=4M", "t.ops",
+	struct test_run r;
+	test_run(&r, "tiered:l2=4M", "t.ops",
 	    "alloc a 3145728\nalloc b 3145728\nfree a\nalloc c 2097152\n"
 	    "alloc d 2097152\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
 	CHECK_EQ_U64(level(&r, "c"), 0);
-	CHECK_EQ_U64(off(&r, "c"), 0);
+	CHECK_EQ_U64(test_offset(&r, "c"), 0);
 	/* L2: 1 MiB free after c, 1 MiB of room: 2 MiB extends the tail */
 	CHECK_EQ_U64(level(&r, "d"), 0);
-	CHECK_EQ_U64(off(&r, "d"), MiB(2));
-	CHECK_EQ_U64(stat(r.p, "tail_extensions"), 1);
-	done(&r);
+	CHECK_EQ_U64(test_offset(&r, "d"), MiB(2));
+	CHECK_EQ_U64(test_stat(r.p, "tail_extensions"), 1);
+	test_run_done(&r);
 }
 
 static void a_tail_extension_beyond_l2_goes_to_l3(void)
 {
-	struct run r;
-	run(&r, "tiered:l2=4M", "t.ops",
+	struct test_run r;
+	test_run(&r, "tiered:l2=4M", "t.ops",
 	    "alloc a 1048576\nalloc b 2097152\nfree b\nalloc c 4194304\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
 	CHECK_EQ_U64(level(&r, "c"), 1);
-	CHECK_EQ_U64(stat(r.p, "tail_extensions"), 0);
-	done(&r);
+	CHECK_EQ_U64(test_stat(r.p, "tail_extensions"), 0);
+	test_run_done(&r);
 }
 
 static void alignment_is_honoured_with_free_padding(void)
 {
-	struct run r;
-	run(&r, "tiered:threshold=0", "t.ops",
+	struct test_run r;
+	test_run(&r, "tiered:threshold=0", "t.ops",
 	    "alloc a 64\nalloc b 4096 4096\nalloc c 64\nfree b\n"
 	    "alloc d 64 1024\ndump\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(off(&r, "b"), 4096); /* [64, 4096) stays free */
-	CHECK_EQ_U64(off(&r, "c"), 64);   /* threshold 0: reuses it */
-	CHECK_EQ_U64(off(&r, "d"), 1024);
-	has(&r, "  L2 [128, 1024) 896 free\n  L2 [1024, 1088) 64 used\n"
+	CHECK_EQ_U64(test_offset(&r, "b"), 4096); /* [64, 4096) stays free */
+	CHECK_EQ_U64(test_offset(&r, "c"), 64);   /* threshold 0: reuses it */
+	CHECK_EQ_U64(test_offset(&r, "d"), 1024);
+	test_dump_has(&r, "  L2 [128, 1024) 896 free\n  L2 [1024, 1088) 64 used\n"
 		"  L2 [1088, 8192) 7104 free\n");
-	done(&r);
+	test_run_done(&r);
 }
 
 static void a_config_case_restarts_with_its_own_levels(void)
 {
-	struct run r;
-	run(&r, "tiered", "t.ops",
+	struct test_run r;
+	test_run(&r, "tiered", "t.ops",
 	    "config l2=1M\nalloc a 2097152\nconfig l2=4M\nalloc b 2097152\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
 	CHECK_EQ_U64(level(&r, "a"), 1);
 	CHECK_EQ_U64(level(&r, "b"), 0);
 	CHECK_EQ_U64(r.p->space_capacity[0], MiB(4)); /* the widest */
-	done(&r);
+	test_run_done(&r);
 }
 
 static void traces_of_several_memories_are_refused(void)
 {
-	struct run r;
-	run(&r, "tiered", "t.ops", "alloc a 64 pool=sram\nalloc b 64\n");
+	struct test_run r;
+	test_run(&r, "tiered", "t.ops", "alloc a 64 pool=sram\nalloc b 64\n");
 	CHECK(r.err == AS_EUNSUPPORTED);
 	CHECK(strstr(r.d.msg, "needs a trace of one address space") != NULL);
 	CHECK(r.t && !as_strategy_applies("tiered", r.t));
 	CHECK(r.t && !as_strategy_applies("npu-list", r.t));
-	done(&r);
-	run(&r, "tiered", "t.ops", "alloc a 64\nalloc b 64\n");
+	test_run_done(&r);
+	test_run(&r, "tiered", "t.ops", "alloc a 64\nalloc b 64\n");
 	CHECK(r.t && as_strategy_applies("tiered", r.t));
 	CHECK(r.t && as_strategy_applies("npu-list", r.t));
-	done(&r);
+	test_run_done(&r);
 }
 
 static void options_out_of_range_are_refused_by_name(void)
@@ -408,14 +308,14 @@ static void options_out_of_range_are_refused_by_name(void)
 		{"tiered:l4=1", "unknown option 'l4'", AS_ENOTFOUND},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct run r;
-		run(&r, cases[i].spec, "t.ops", "alloc a 8\n");
+		struct test_run r;
+		test_run(&r, cases[i].spec, "t.ops", "alloc a 8\n");
 		CHECK(r.err == cases[i].err);
 		if (!strstr(r.d.msg, cases[i].want)) {
 			printf("#   %s: '%s'\n", cases[i].spec, r.d.msg);
 			tap_cur_failed = 1;
 		}
-		done(&r);
+		test_run_done(&r);
 	}
 }
 
@@ -440,25 +340,25 @@ static const char *reshape_graph =
 
 static void a_reshape_output_lives_in_its_input_block(void)
 {
-	struct run r;
-	run(&r, "tiered:threshold=0", "g.json", reshape_graph);
-	if (!ok(&r)) {
-		done(&r);
+	struct test_run r;
+	test_run(&r, "tiered:threshold=0", "g.json", reshape_graph);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(off(&r, "r"), off(&r, "a"));
-	CHECK_EQ_U64(parent(&r, "r"), idx(r.t, "a"));
-	CHECK_EQ_U64(stat(r.p, "inplace_reshape"), 1);
-	CHECK_EQ_U64(stat(r.p, "aliases"), 1);
-	CHECK_EQ_U64(stat(r.p, "copies_avoided_bytes"), 4096);
+	CHECK_EQ_U64(test_offset(&r, "r"), test_offset(&r, "a"));
+	CHECK_EQ_U64(parent(&r, "r"), test_buffer(r.t, "a"));
+	CHECK_EQ_U64(test_stat(r.p, "inplace_reshape"), 1);
+	CHECK_EQ_U64(test_stat(r.p, "aliases"), 1);
+	CHECK_EQ_U64(test_stat(r.p, "copies_avoided_bytes"), 4096);
 	/* the block lives on for r, so y cannot take it */
-	CHECK(off(&r, "y") != off(&r, "a"));
-	done(&r);
-	run(&r, "tiered:threshold=0,inplace=off", "g.json", reshape_graph);
-	CHECK(off(&r, "r") != off(&r, "a"));
+	CHECK(test_offset(&r, "y") != test_offset(&r, "a"));
+	test_run_done(&r);
+	test_run(&r, "tiered:threshold=0,inplace=off", "g.json", reshape_graph);
+	CHECK(test_offset(&r, "r") != test_offset(&r, "a"));
 	CHECK_EQ_U64(parent(&r, "r"), AS_NONE);
-	CHECK_EQ_U64(stat(r.p, "aliases"), 0);
-	done(&r);
+	CHECK_EQ_U64(test_stat(r.p, "aliases"), 0);
+	test_run_done(&r);
 }
 
 static void a_reshape_needing_a_stricter_alignment_is_not_in_place(void)
@@ -471,16 +371,16 @@ static void a_reshape_needing_a_stricter_alignment_is_not_in_place(void)
 		"\"inputs\": [\"x\"], \"outputs\": [\"r\"], \"ops\": ["
 		OP("relu", "\"x\"", "\"a\"") "," OP("reshape", "\"a\"", "\"r\"")
 		"]}}";
-	struct run r;
-	run(&r, "tiered:threshold=0", "g.json", g);
-	if (!ok(&r)) {
-		done(&r);
+	struct test_run r;
+	test_run(&r, "tiered:threshold=0", "g.json", g);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
 	CHECK_EQ_U64(parent(&r, "r"), AS_NONE);
-	CHECK_EQ_U64(off(&r, "r") % 4096, 0);
-	CHECK_EQ_U64(stat(r.p, "inplace_refused"), 1);
-	done(&r);
+	CHECK_EQ_U64(test_offset(&r, "r") % 4096, 0);
+	CHECK_EQ_U64(test_stat(r.p, "inplace_refused"), 1);
+	test_run_done(&r);
 }
 
 static const char *concat_graph =
@@ -494,21 +394,21 @@ static const char *concat_graph =
 
 static void concat_inputs_live_at_consecutive_offsets_in_the_output(void)
 {
-	struct run r;
-	run(&r, "tiered:threshold=0", "g.json", concat_graph);
-	if (!ok(&r)) {
-		done(&r);
+	struct test_run r;
+	test_run(&r, "tiered:threshold=0", "g.json", concat_graph);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(off(&r, "a"), off(&r, "c"));
-	CHECK_EQ_U64(off(&r, "b"), off(&r, "c") + 64);
-	CHECK_EQ_U64(parent(&r, "a"), idx(r.t, "c"));
-	CHECK_EQ_U64(parent(&r, "b"), idx(r.t, "c"));
-	CHECK_EQ_U64(stat(r.p, "inplace_concat"), 1);
-	CHECK_EQ_U64(stat(r.p, "copies_avoided_bytes"), 256);
+	CHECK_EQ_U64(test_offset(&r, "a"), test_offset(&r, "c"));
+	CHECK_EQ_U64(test_offset(&r, "b"), test_offset(&r, "c") + 64);
+	CHECK_EQ_U64(parent(&r, "a"), test_buffer(r.t, "c"));
+	CHECK_EQ_U64(parent(&r, "b"), test_buffer(r.t, "c"));
+	CHECK_EQ_U64(test_stat(r.p, "inplace_concat"), 1);
+	CHECK_EQ_U64(test_stat(r.p, "copies_avoided_bytes"), 256);
 	/* c's block exists from a's production: x and c, nothing else */
-	CHECK_EQ_U64(stat(r.p, "l2_bytes"), 128 + 256 + 256);
-	done(&r);
+	CHECK_EQ_U64(test_stat(r.p, "l2_bytes"), 128 + 256 + 256);
+	test_run_done(&r);
 }
 
 static void a_concat_along_an_inner_axis_is_not_in_place(void)
@@ -519,16 +419,16 @@ static void a_concat_along_an_inner_axis_is_not_in_place(void)
 		"\"inputs\": [\"x\"], \"outputs\": [\"c\"], \"ops\": ["
 		OP("conv", "\"x\"", "\"a\"") "," OP("conv", "\"x\"", "\"b\"")
 		"," OPX("concat", "1", "\"a\", \"b\"", "\"c\"") "]}}";
-	struct run r;
-	run(&r, "tiered:threshold=0", "g.json", g);
-	if (!ok(&r)) {
-		done(&r);
+	struct test_run r;
+	test_run(&r, "tiered:threshold=0", "g.json", g);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
 	CHECK_EQ_U64(parent(&r, "a"), AS_NONE);
-	CHECK_EQ_U64(stat(r.p, "inplace_concat"), 0);
-	CHECK_EQ_U64(stat(r.p, "inplace_refused"), 1);
-	done(&r);
+	CHECK_EQ_U64(test_stat(r.p, "inplace_concat"), 0);
+	CHECK_EQ_U64(test_stat(r.p, "inplace_refused"), 1);
+	test_run_done(&r);
 }
 
 static void a_concat_of_a_graph_input_or_a_nested_tensor_is_not_in_place(void)
@@ -546,39 +446,39 @@ static void a_concat_of_a_graph_input_or_a_nested_tensor_is_not_in_place(void)
 		OP("conv", "\"x\"", "\"a\"") ","
 		OP("reshape", "\"a\"", "\"r\"") ","
 		OPX("concat", "0", "\"a\", \"r\"", "\"c\"") "]}}";
-	struct run r;
-	run(&r, "tiered:threshold=0", "g.json", input);
-	if (!ok(&r)) {
-		done(&r);
+	struct test_run r;
+	test_run(&r, "tiered:threshold=0", "g.json", input);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
 	CHECK_EQ_U64(parent(&r, "a"), AS_NONE);
-	CHECK_EQ_U64(stat(r.p, "inplace_refused"), 1);
-	done(&r);
-	run(&r, "tiered:threshold=0", "g.json", nested);
-	if (!ok(&r)) {
-		done(&r);
+	CHECK_EQ_U64(test_stat(r.p, "inplace_refused"), 1);
+	test_run_done(&r);
+	test_run(&r, "tiered:threshold=0", "g.json", nested);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(parent(&r, "r"), idx(r.t, "a")); /* the reshape */
+	CHECK_EQ_U64(parent(&r, "r"), test_buffer(r.t, "a")); /* the reshape */
 	CHECK_EQ_U64(parent(&r, "a"), AS_NONE);       /* not the concat */
-	CHECK_EQ_U64(stat(r.p, "inplace_reshape"), 1);
-	CHECK_EQ_U64(stat(r.p, "inplace_refused"), 1);
-	done(&r);
+	CHECK_EQ_U64(test_stat(r.p, "inplace_reshape"), 1);
+	CHECK_EQ_U64(test_stat(r.p, "inplace_refused"), 1);
+	test_run_done(&r);
 	const char *twice_ok =
 		HEAD "{\"tensors\": [" T("x", "[2, 64]") "," T("a", "[2, 64]")
 		"," T("c", "[4, 64]") "],"
 		"\"inputs\": [\"x\"], \"outputs\": [\"c\"], \"ops\": ["
 		OP("conv", "\"x\"", "\"a\"") ","
 		OPX("concat", "0", "\"a\", \"a\"", "\"c\"") "]}}";
-	run(&r, "tiered:threshold=0", "g.json", twice_ok);
-	if (!ok(&r)) {
-		done(&r);
+	test_run(&r, "tiered:threshold=0", "g.json", twice_ok);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
 	CHECK_EQ_U64(parent(&r, "a"), AS_NONE); /* one tensor, two places */
-	CHECK_EQ_U64(stat(r.p, "inplace_refused"), 1);
-	done(&r);
+	CHECK_EQ_U64(test_stat(r.p, "inplace_refused"), 1);
+	test_run_done(&r);
 }
 
 static const char *split_graph =
@@ -592,32 +492,32 @@ static const char *split_graph =
 
 static void split_outputs_live_inside_the_input(void)
 {
-	struct run r;
-	run(&r, "tiered:threshold=0", "g.json", split_graph);
-	if (!ok(&r)) {
-		done(&r);
+	struct test_run r;
+	test_run(&r, "tiered:threshold=0", "g.json", split_graph);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
-	CHECK_EQ_U64(off(&r, "p"), off(&r, "s"));
-	CHECK_EQ_U64(off(&r, "q"), off(&r, "s") + 64);
-	CHECK_EQ_U64(parent(&r, "q"), idx(r.t, "s"));
-	CHECK_EQ_U64(stat(r.p, "inplace_split"), 1);
-	CHECK_EQ_U64(stat(r.p, "copies_avoided_bytes"), 256);
-	done(&r);
+	CHECK_EQ_U64(test_offset(&r, "p"), test_offset(&r, "s"));
+	CHECK_EQ_U64(test_offset(&r, "q"), test_offset(&r, "s") + 64);
+	CHECK_EQ_U64(parent(&r, "q"), test_buffer(r.t, "s"));
+	CHECK_EQ_U64(test_stat(r.p, "inplace_split"), 1);
+	CHECK_EQ_U64(test_stat(r.p, "copies_avoided_bytes"), 256);
+	test_run_done(&r);
 	const char *inner =
 		HEAD "{\"tensors\": [" T("x", "[2, 64]") "," T("s", "[2, 64]")
 		"," T("p", "[2, 32]") "," T("q", "[2, 32]") "],"
 		"\"inputs\": [\"x\"], \"outputs\": [\"p\", \"q\"], \"ops\": ["
 		OP("conv", "\"x\"", "\"s\"") ","
 		OPX("split", "1", "\"s\"", "\"p\", \"q\"") "]}}";
-	run(&r, "tiered:threshold=0", "g.json", inner);
-	if (!ok(&r)) {
-		done(&r);
+	test_run(&r, "tiered:threshold=0", "g.json", inner);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
 	CHECK_EQ_U64(parent(&r, "p"), AS_NONE);
-	CHECK_EQ_U64(stat(r.p, "inplace_refused"), 1);
-	done(&r);
+	CHECK_EQ_U64(test_stat(r.p, "inplace_refused"), 1);
+	test_run_done(&r);
 }
 
 static void nested_in_place_decisions_chain_and_validate(void)
@@ -635,23 +535,23 @@ static void nested_in_place_decisions_chain_and_validate(void)
 		OPX("concat", "1", "\"q\", \"p\"", "\"c\"") ","
 		OP("reshape", "\"c\"", "\"f\"") ","
 		OP("relu", "\"f\"", "\"y\"") "]}}";
-	struct run r;
-	run(&r, "tiered:threshold=0", "g.json", g);
-	if (!ok(&r)) {
-		done(&r);
+	struct test_run r;
+	test_run(&r, "tiered:threshold=0", "g.json", g);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
 	CHECK(r.rep.valid);
-	CHECK_EQ_U64(parent(&r, "r"), idx(r.t, "a"));
-	CHECK_EQ_U64(parent(&r, "p"), idx(r.t, "r"));
-	CHECK_EQ_U64(off(&r, "q"), off(&r, "a") + 128);
+	CHECK_EQ_U64(parent(&r, "r"), test_buffer(r.t, "a"));
+	CHECK_EQ_U64(parent(&r, "p"), test_buffer(r.t, "r"));
+	CHECK_EQ_U64(test_offset(&r, "q"), test_offset(&r, "a") + 128);
 	/* p and q already live inside r: the concat cannot move them */
-	CHECK_EQ_U64(parent(&r, "q"), idx(r.t, "r"));
-	CHECK_EQ_U64(parent(&r, "f"), idx(r.t, "c"));
-	CHECK_EQ_U64(stat(r.p, "inplace_reshape"), 2);
-	CHECK_EQ_U64(stat(r.p, "inplace_split"), 1);
-	CHECK_EQ_U64(stat(r.p, "inplace_refused"), 1);
-	done(&r);
+	CHECK_EQ_U64(parent(&r, "q"), test_buffer(r.t, "r"));
+	CHECK_EQ_U64(parent(&r, "f"), test_buffer(r.t, "c"));
+	CHECK_EQ_U64(test_stat(r.p, "inplace_reshape"), 2);
+	CHECK_EQ_U64(test_stat(r.p, "inplace_split"), 1);
+	CHECK_EQ_U64(test_stat(r.p, "inplace_refused"), 1);
+	test_run_done(&r);
 }
 
 static void a_reshape_of_a_concat_output_takes_the_parts_inside_it(void)
@@ -666,21 +566,21 @@ static void a_reshape_of_a_concat_output_takes_the_parts_inside_it(void)
 		OPX("concat", "1", "\"a\", \"b\"", "\"c\"") ","
 		OP("reshape", "\"c\"", "\"f\"") ","
 		OP("relu", "\"f\"", "\"y\"") "]}}";
-	struct run r;
-	run(&r, "tiered:threshold=0", "g.json", g);
-	if (!ok(&r)) {
-		done(&r);
+	struct test_run r;
+	test_run(&r, "tiered:threshold=0", "g.json", g);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
 	CHECK(r.rep.valid);
-	CHECK_EQ_U64(parent(&r, "f"), idx(r.t, "c"));
-	CHECK_EQ_U64(parent(&r, "a"), idx(r.t, "f"));
-	CHECK_EQ_U64(parent(&r, "b"), idx(r.t, "f"));
-	CHECK_EQ_U64(off(&r, "b"), off(&r, "c") + 64);
-	CHECK_EQ_U64(off(&r, "f"), off(&r, "c"));
-	CHECK_EQ_U64(stat(r.p, "inplace_concat"), 1);
-	CHECK_EQ_U64(stat(r.p, "inplace_reshape"), 1);
-	done(&r);
+	CHECK_EQ_U64(parent(&r, "f"), test_buffer(r.t, "c"));
+	CHECK_EQ_U64(parent(&r, "a"), test_buffer(r.t, "f"));
+	CHECK_EQ_U64(parent(&r, "b"), test_buffer(r.t, "f"));
+	CHECK_EQ_U64(test_offset(&r, "b"), test_offset(&r, "c") + 64);
+	CHECK_EQ_U64(test_offset(&r, "f"), test_offset(&r, "c"));
+	CHECK_EQ_U64(test_stat(r.p, "inplace_concat"), 1);
+	CHECK_EQ_U64(test_stat(r.p, "inplace_reshape"), 1);
+	test_run_done(&r);
 }
 
 static void a_tensor_is_split_in_place_once_and_reshaped_any_number_of_times(void)
@@ -697,41 +597,41 @@ static void a_tensor_is_split_in_place_once_and_reshaped_any_number_of_times(voi
 		OP("reshape", "\"s\"", "\"r1\"") ","
 		OPX("split", "1", "\"s\"", "\"p2\", \"q2\"") ","
 		OP("reshape", "\"s\"", "\"r2\"") "]}}";
-	struct run r;
-	run(&r, "tiered:threshold=0", "g.json", g);
-	if (!ok(&r)) {
-		done(&r);
+	struct test_run r;
+	test_run(&r, "tiered:threshold=0", "g.json", g);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
 	CHECK(r.rep.valid);
 	/* each reshape takes the parts inside it: s > r1 > r2 > p, q */
-	CHECK_EQ_U64(parent(&r, "r1"), idx(r.t, "s"));
-	CHECK_EQ_U64(parent(&r, "r2"), idx(r.t, "r1"));
-	CHECK_EQ_U64(parent(&r, "p"), idx(r.t, "r2"));
-	CHECK_EQ_U64(parent(&r, "q"), idx(r.t, "r2"));
-	CHECK_EQ_U64(off(&r, "q"), off(&r, "s") + 64);
+	CHECK_EQ_U64(parent(&r, "r1"), test_buffer(r.t, "s"));
+	CHECK_EQ_U64(parent(&r, "r2"), test_buffer(r.t, "r1"));
+	CHECK_EQ_U64(parent(&r, "p"), test_buffer(r.t, "r2"));
+	CHECK_EQ_U64(parent(&r, "q"), test_buffer(r.t, "r2"));
+	CHECK_EQ_U64(test_offset(&r, "q"), test_offset(&r, "s") + 64);
 	CHECK_EQ_U64(parent(&r, "p2"), AS_NONE); /* a second split */
-	CHECK_EQ_U64(off(&r, "r2"), off(&r, "s"));
-	CHECK_EQ_U64(stat(r.p, "inplace_split"), 1);
-	CHECK_EQ_U64(stat(r.p, "inplace_reshape"), 2);
-	CHECK_EQ_U64(stat(r.p, "inplace_refused"), 1);
-	done(&r);
+	CHECK_EQ_U64(test_offset(&r, "r2"), test_offset(&r, "s"));
+	CHECK_EQ_U64(test_stat(r.p, "inplace_split"), 1);
+	CHECK_EQ_U64(test_stat(r.p, "inplace_reshape"), 2);
+	CHECK_EQ_U64(test_stat(r.p, "inplace_refused"), 1);
+	test_run_done(&r);
 }
 
 static void plain_traces_run_without_in_place_reuse(void)
 {
-	struct run r;
-	run(&r, "tiered", "t.ops",
+	struct test_run r;
+	test_run(&r, "tiered", "t.ops",
 	    "alloc a 100000\nalloc b 100000\nfree a\nalloc c 50000\n");
-	if (!ok(&r)) {
-		done(&r);
+	if (!test_run_ok(&r)) {
+		test_run_done(&r);
 		return;
 	}
 	CHECK(r.p->alias_of == NULL);
-	CHECK_EQ_U64(stat(r.p, "aliases"), 0);
-	CHECK_EQ_U64(off(&r, "c"), 0);
+	CHECK_EQ_U64(test_stat(r.p, "aliases"), 0);
+	CHECK_EQ_U64(test_offset(&r, "c"), 0);
 	CHECK_EQ_U64(r.p->nspaces, 1); /* L2 unlimited: one level */
-	done(&r);
+	test_run_done(&r);
 }
 
 static void the_bundled_cnn_graph_shows_in_place_reuse(void)
@@ -753,9 +653,9 @@ static void the_bundled_cnn_graph_shows_in_place_reuse(void)
 	if (on && off_) {
 		CHECK(as_validate(t, on, &r1) == AS_OK && r1.valid);
 		CHECK(as_validate(t, off_, &r2) == AS_OK && r2.valid);
-		CHECK_EQ_U64(stat(on, "inplace_reshape"), 1);
-		CHECK_EQ_U64(stat(on, "inplace_concat"), 1);
-		CHECK_EQ_U64(stat(on, "inplace_split"), 1);
+		CHECK_EQ_U64(test_stat(on, "inplace_reshape"), 1);
+		CHECK_EQ_U64(test_stat(on, "inplace_concat"), 1);
+		CHECK_EQ_U64(test_stat(on, "inplace_split"), 1);
 		CHECK(as_plan_peak(on, t, -1) < as_plan_peak(off_, t, -1));
 	}
 	as_plan_destroy(on);
@@ -778,10 +678,10 @@ static const char *const specs[] = {
 static void conform(const char *name, const char *text, const char *what)
 {
 	for (size_t s = 0; s < NSPECS; s++) {
-		struct run r;
-		run(&r, specs[s], name, text);
+		struct test_run r;
+		test_run(&r, specs[s], name, text);
 		if (r.err == AS_EUNSUPPORTED && r.t && r.t->nspaces > 1) {
-			done(&r); /* separate memories: not tiered's */
+			test_run_done(&r); /* separate memories: not tiered's */
 			continue;
 		}
 		if (r.err != AS_OK) {
@@ -795,7 +695,7 @@ static void conform(const char *name, const char *text, const char *what)
 				fclose(f);
 			}
 		}
-		done(&r);
+		test_run_done(&r);
 	}
 }
 
@@ -830,10 +730,7 @@ static uint64_t rng;
 
 static uint64_t rnd(void)
 {
-	uint64_t x = rng += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
+	return test_rand(&rng);
 }
 
 struct gen {
@@ -950,10 +847,10 @@ static void plans_validate_on_seeded_random_graphs_and_traces(void)
 		snprintf(what, sizeof(what), "random graph seed %llu",
 			 (unsigned long long)(base + k));
 		conform("random.json", text, what);
-		struct run r;
-		run(&r, "tiered", "random.json", text);
-		aliases += r.p ? (uint64_t)stat(r.p, "aliases") : 0;
-		done(&r);
+		struct test_run r;
+		test_run(&r, "tiered", "random.json", text);
+		aliases += r.p ? (uint64_t)test_stat(r.p, "aliases") : 0;
+		test_run_done(&r);
 		free(text);
 	}
 	CHECK(aliases > 30); /* in-place reuse was exercised */

@@ -128,6 +128,35 @@ run "$two" -s recorded --script "$tmp/script"
 [ "$(differ "$tmp/plain.png" "$tmp/peak.png" 63 60 400 200)" -gt 200 ]
 ok "p lists the buffers live at the peak" $?
 
+# two.csv peaks at t 0 (big, alone): p shows a window of a fortieth of
+# the trace (at least 20 units) from there, so big fills the plot's width.
+script "key p" "key Escape" "screenshot $tmp/peakzoom.png"
+run "$two" -s recorded --script "$tmp/script"
+same_colour "$(pixel "$tmp/peakzoom.png" 1000 400)" "$big"
+ok "p zooms to the peak moment, not to the lives of what is live there" $?
+
+script "move 600 740" "screenshot $tmp/k1.png" "key Left" "screenshot $tmp/k2.png"
+run "$two" -s recorded --script "$tmp/script"
+[ "$(differ "$tmp/k1.png" "$tmp/k2.png" 0 800 1280 840)" -gt 30 ]
+ok "the status bar follows a keyboard pan without a mouse move" $?
+
+script "key t" "move 300 400" "screenshot $tmp/cursor.png" "key g" \
+	"move 301 400" "screenshot $tmp/cursor-g.png"
+run "$two" -s recorded --script "$tmp/script"
+[ "$(differ "$tmp/hover.png" "$tmp/cursor.png" 700 75 1005 110)" -gt 200 ] &&
+	[ "$(differ "$tmp/cursor.png" "$tmp/cursor-g.png" 700 75 1005 110)" -gt 20 ]
+ok "t lists what is live at the mouse's time, g groups it" $?
+
+script "move 700 400" "screenshot $tmp/a0.png" "key a" "screenshot $tmp/a1.png"
+run "$two" -s bfc --script "$tmp/script"
+[ "$(differ "$tmp/a0.png" "$tmp/a1.png" 690 72 712 758)" -gt 100 ]
+ok "a draws the allocator's blocks at the mouse's time" $?
+
+script "key m" "screenshot $tmp/memory.png"
+run "$two" -s recorded --script "$tmp/script"
+[ "$(differ "$tmp/plain.png" "$tmp/memory.png" 63 600 1010 758)" -gt 1000 ]
+ok "m shows memory over time under the plan" $?
+
 script "key ?" "screenshot $tmp/help.png"
 run "$two" -s recorded --script "$tmp/script"
 [ "$(differ "$tmp/plain.png" "$tmp/help.png" 300 250 900 550)" -gt 2000 ]

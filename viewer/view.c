@@ -34,11 +34,18 @@ static const char help_text[] =
 	"p\tjump to the peak, list buffers live there\n"
 	"/ text Enter, n\tsearch buffers by name, next match\n"
 	"v\tlist validation failures\n"
-	"b\tcolour by buffer, size, pool, lifetime\n"
+	"b\tcolour by buffer, size, pool, lifetime, prefix, frame\n"
+	"t\ttime cursor: what is live at the mouse's time\n"
+	"g\tgroup it by buffer, name prefix, stack frame, size\n"
+	"m\tmemory over time (live, each plan's top)\n"
+	"a\tallocator's blocks at the mouse's time (bfc, ...)\n"
 	"s\tsave the view as PNG and SVG\n"
 	"r\treload the trace (or drop a file here)\n"
 	"Esc\tclose lists, clear selection\n"
 	"? / q\tthis help / quit";
+
+static const char *const group_names[] = {"buffer", "name prefix",
+					  "stack frame", "size class"};
 
 void view_message(struct viewer *v, uint32_t color, const char *fmt, ...)
 {
@@ -99,6 +106,9 @@ int view_init(struct viewer *v, int w, int h)
 {
 	as_render_opts_init(&v->o);
 	v->o.min_plot_height = 0;
+	v->o.memory = false; /* m shows memory over time */
+	v->o.walk_at_peak = false; /* a walks where the mouse points */
+	v->cursor_panel = -1;
 	v->selected = AS_NONE;
 	v->match = AS_NONE;
 	v->hover.panel = -1;
@@ -117,6 +127,12 @@ void view_finish(struct viewer *v)
 	v->r = NULL;
 	free(v->px);
 	v->px = NULL;
+	free(v->live);
+	v->live = NULL;
+	free(v->blocks);
+	v->blocks = NULL;
+	v->nblocks = v->cap_blocks = 0;
+	v->o.state = NULL;
 	doc_finish(&v->doc);
 }
 
@@ -149,6 +165,9 @@ static void apply_view(struct viewer *v)
 	if (v->r)
 		as_render_set_opts(v->r, &v->o);
 	v->dirty = true;
+	/* What lies under the mouse changed with the view (keyboard zoom
+	 * and pan too): tooltip and status follow at the next paint. */
+	v->hover_stale = true;
 }
 
 /*
@@ -370,6 +389,60 @@ static void search(struct viewer *v, uint32_t from)
 		     count, v->query, v->doc.t->buffers[m].name);
 }
 
+/* ---- allocator state ---- */
+
+static bool keep_block(void *ctx, uint16_t space, const struct as_block *b)
+{
+	struct viewer *v = ctx;
+	if (space != 0)
+		return true; /* the first panel's space: the common case */
+	if (v->nblocks == v->cap_blocks) {
+		size_t cap = v->cap_blocks ? 2 * v->cap_blocks : 256;
+		struct as_block *n = realloc(v->blocks, sizeof(*n) * cap);
+		if (!n)
+			return false;
+		v->blocks = n;
+		v->cap_blocks = cap;
+	}
+	v->blocks[v->nblocks] = *b;
+	v->blocks[v->nblocks].region = NULL;
+	v->blocks[v->nblocks++].symbol = NULL;
+	return true;
+}
+
+/* a: the blocks of the strategy in view at the mouse's time (again: off). */
+static void allocator_state(struct viewer *v)
+{
+	if (v->o.state) {
+		v->o.state = NULL;
+		apply_view(v);
+		view_message(v, C_BAR_TEXT, "allocator state hidden");
+		return;
+	}
+	if (v->hover.panel < 0 || !v->hover.in_plot || !(v->hover.time >= 0)) {
+		view_message(v, C_RED_LIGHT, "a: point at a time in a plot");
+		return;
+	}
+	const struct strat *s = strat_of_panel(v, v->hover.panel);
+	uint64_t tm = (uint64_t)floor(v->hover.time);
+	struct as_diag d;
+	v->nblocks = 0;
+	if (as_strategy_walk_at(s->spec, v->doc.t, tm + 1, keep_block, v,
+				&d) != AS_OK) {
+		view_message(v, C_RED_LIGHT, "%s", d.msg);
+		return;
+	}
+	size_t nfree = 0;
+	for (size_t k = 0; k < v->nblocks; k++)
+		nfree += !v->blocks[k].in_use;
+	v->state = (struct as_render_state){v->hover.panel, tm, v->blocks,
+					    v->nblocks};
+	v->o.state = &v->state;
+	apply_view(v);
+	view_message(v, C_OK, "%s at t %llu: %zu blocks, %zu free (red)",
+		     s->spec, (unsigned long long)tm, v->nblocks, nfree);
+}
+
 /* ---- keys ---- */
 
 static void peak(struct viewer *v)
@@ -382,20 +455,15 @@ static void peak(struct viewer *v)
 				     (double)info.peak_time, v->peak_bufs,
 				     sizeof(v->peak_bufs) /
 					     sizeof(v->peak_bufs[0]));
-	/* Jump: time spans the lives of the largest buffers live there,
+	/* Jump to the peak moment: a window around it, a fortieth of the
+	 * trace wide (at least 20 units, never before the trace starts),
 	 * addresses the whole panel, so the peak line shows. */
 	if (v->npeak > 0) {
-		uint64_t lo = UINT64_MAX, hi = 0;
-		int64_t shown = v->npeak < 24 ? v->npeak : 24;
-		for (int64_t k = 0; k < shown; k++) {
-			const struct as_buffer *x =
-				&v->doc.t->buffers[v->peak_bufs[k]];
-			lo = x->start < lo ? x->start : lo;
-			hi = x->end > hi ? x->end : hi;
-		}
-		double pad = (double)(hi - lo) * 0.1 + 0.5;
-		set_view(v, (struct as_render_view){(double)lo - pad,
-						    (double)hi + pad, 0, 0});
+		double end = (double)v->doc.t->end_time;
+		double half = end / 80 > 10 ? end / 80 : 10;
+		double at = (double)info.peak_time;
+		double lo = at - half < 0 ? 0 : at - half;
+		set_view(v, (struct as_render_view){lo, lo + 2 * half, 0, 0});
 	}
 	v->peak_panel = (size_t)panel;
 	v->show_peak = v->npeak >= 0;
@@ -552,13 +620,35 @@ static void key(struct viewer *v, SDL_Keycode k, Uint16 mod)
 		v->dirty = true;
 		break;
 	case SDLK_b:
-		v->o.color_by = (enum as_color_by)((v->o.color_by + 1) % 4);
+		v->o.color_by = (enum as_color_by)((v->o.color_by + 1) % 6);
 		apply_view(v);
 		view_message(v, C_BAR_TEXT, "colour by %s",
 			     as_color_by_name(v->o.color_by));
 		break;
 	case SDLK_s:
 		save(v);
+		break;
+	case SDLK_a:
+		allocator_state(v);
+		break;
+	case SDLK_m:
+		v->o.memory = !v->o.memory;
+		v->o.height = pic_h(v);
+		apply_view(v);
+		view_message(v, C_BAR_TEXT, "memory over time %s",
+			     v->o.memory ? "shown" : "hidden");
+		break;
+	case SDLK_t:
+		v->show_cursor = !v->show_cursor;
+		v->cursor_panel = -1;
+		v->dirty = true;
+		break;
+	case SDLK_g:
+		v->group = (enum as_group_by)((v->group + 1) % 4);
+		v->cursor_panel = -1;
+		v->dirty = true;
+		view_message(v, C_BAR_TEXT, "live list grouped by %s",
+			     group_names[v->group]);
 		break;
 	case SDLK_r:
 		open_trace(v, v->doc.path);
@@ -704,6 +794,104 @@ void view_event(struct viewer *v, const SDL_Event *e)
 	}
 }
 
+/* ---- time cursor ---- */
+
+struct group {
+	char key[96];
+	uint64_t bytes, count;
+	uint32_t first; /* a buffer of the group, for its colour */
+};
+
+static int cmp_group(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return strcmp(x->key, y->key);
+}
+
+#define CURSOR_GROUPS 512
+#define CURSOR_LINES 16
+
+/*
+ * What is live at the hovered time in the hovered panel, grouped: a title
+ * line, then up to CURSOR_LINES groups by bytes. Recomputed only when the
+ * time moves to another unit or the panel changes.
+ */
+static size_t cursor_text(struct viewer *v, char *buf, size_t len,
+			  uint32_t *cols)
+{
+	const struct as_trace *t = v->doc.t;
+	int panel = v->hover.panel;
+	double tm = floor(v->hover.time);
+	if (!v->live) {
+		v->live = malloc(sizeof(uint32_t) * ((size_t)t->nbuffers + 1));
+		if (!v->live)
+			return 0;
+	}
+	if (panel != v->cursor_panel || tm != v->cursor_time) {
+		v->cursor_n = as_render_live_at(v->r, (size_t)panel, tm, v->live,
+						t->nbuffers);
+		v->cursor_panel = panel;
+		v->cursor_time = tm;
+	}
+	if (v->cursor_n < 0)
+		return 0;
+	static struct group g[CURSOR_GROUPS];
+	size_t ng = 0, other = 0;
+	uint64_t total = 0, other_bytes = 0;
+	for (int64_t k = 0; k < v->cursor_n; k++) {
+		uint32_t i = v->live[k];
+		char key[96];
+		as_render_group(t, i, v->group, key, sizeof(key));
+		uint64_t sz = t->buffers[i].size;
+		total += sz;
+		size_t j = 0;
+		/* Linear search: the live list is sorted by size, so big
+		 * groups come first; past CURSOR_GROUPS the rest is "other". */
+		while (j < ng && strcmp(g[j].key, key) != 0)
+			j++;
+		if (j == ng) {
+			if (ng == CURSOR_GROUPS) {
+				other++;
+				other_bytes += sz;
+				continue;
+			}
+			snprintf(g[ng].key, sizeof(g[ng].key), "%s", key);
+			g[ng].bytes = g[ng].count = 0;
+			g[ng++].first = i;
+		}
+		g[j].bytes += sz;
+		g[j].count++;
+	}
+	qsort(g, ng, sizeof(g[0]), cmp_group);
+	char hb[32], tb[48];
+	snprintf(tb, sizeof(tb), "%.0f", tm);
+	int n = snprintf(buf, len, "live at t %s: %lld buffers, %s (by %s)", tb,
+			 (long long)v->cursor_n,
+			 as_human_bytes(total, hb, sizeof(hb)),
+			 group_names[v->group]);
+	size_t lines = 1;
+	for (size_t j = 0; j < ng && j < CURSOR_LINES && n > 0 &&
+			   (size_t)n < len;
+	     j++) {
+		cols[lines++] = 0xff000000u |
+				as_render_buffer_color(v->r, (size_t)panel,
+						       g[j].first);
+		n += snprintf(buf + n, len - (size_t)n, "\n%-10s %5llu  %.60s",
+			      as_human_bytes(g[j].bytes, hb, sizeof(hb)),
+			      (unsigned long long)g[j].count, g[j].key);
+	}
+	if ((ng > CURSOR_LINES || other) && n > 0 && (size_t)n < len) {
+		cols[lines++] = 0;
+		snprintf(buf + n, len - (size_t)n, "\n... %zu more groups",
+			 ng > CURSOR_LINES ? ng - CURSOR_LINES + (other ? 1 : 0)
+					   : 1);
+	}
+	(void)other_bytes;
+	return lines;
+}
+
 /* ---- painting ---- */
 
 static void fmt_time(double t, char *buf, size_t len)
@@ -714,10 +902,20 @@ static void fmt_time(double t, char *buf, size_t len)
 		snprintf(buf, len, "%.4g", t);
 }
 
+/* A gap in percent with the digits that tell it from none: +0.4%. */
+static const char *fmt_gap(double pct, char *buf, size_t len)
+{
+	int dec = 1;
+	while (dec < 6 && pct != 0 && fabs(pct) < 10.0 / pow(10, dec))
+		dec++;
+	snprintf(buf, len, "%+.*f%%", dec, pct);
+	return buf;
+}
+
 static void status_line(struct viewer *v, char *buf, size_t len)
 {
 	const struct strat *s = strat_of_panel(v, v->hover.panel);
-	char pk[32], lb[32], base[256];
+	char pk[32], lb[32], base[256], gp[32];
 	const char *p = strrchr(v->doc.path, '/');
 	snprintf(base, sizeof(base), "%.200s", p ? p + 1 : v->doc.path);
 	double gap = v->doc.lb ? ((double)s->peak - (double)v->doc.lb) *
@@ -726,10 +924,11 @@ static void status_line(struct viewer *v, char *buf, size_t len)
 	size_t idx = (size_t)(s - v->doc.s) + 1;
 	int n = snprintf(buf, len,
 			 "%s  |  %s%s (%zu/%zu)  |  peak %s  |  lower bound %s"
-			 "  |  gap %.1f%%  |  %s  |  failed %u",
+			 "  |  gap %s  |  %s  |  failed %u",
 			 base, v->compare ? "compare · " : "", s->spec, idx,
 			 v->doc.ns, as_human_bytes(s->peak, pk, sizeof(pk)),
-			 as_human_bytes(v->doc.lb, lb, sizeof(lb)), gap,
+			 as_human_bytes(v->doc.lb, lb, sizeof(lb)),
+			 fmt_gap(gap, gp, sizeof(gp)),
 			 s->report.valid ? "valid" : "INVALID", s->failed);
 	if (v->hover.panel >= 0 && v->hover.in_plot && n > 0 &&
 	    (size_t)n < len) {
@@ -775,7 +974,7 @@ int view_paint(struct viewer *v)
 		return err;
 	Uint64 c1 = SDL_GetPerformanceCounter();
 	v->draw_ms = (double)(c1 - c0) * 1000.0 / freq;
-	struct as_render_overlay box[8];
+	struct as_render_overlay box[10];
 	size_t nb = 0;
 	char line1[1024], line2[1024], text[2048];
 	const struct strat *s = strat_of_panel(v, v->hover.panel);
@@ -862,7 +1061,42 @@ int view_paint(struct viewer *v)
 			.line_colors = peak_col, .nline_colors = shown + 1,
 			.swatch = true,
 		};
+		/* Inside its plot: fewer lines rather than over the next
+		 * panel's title. */
+		double bw, bh;
+		as_render_overlay_measure(b, &bw, &bh);
+		while (bh > info.h - 16 && b->nline_colors > 2) {
+			char *nl = strrchr(peak_text, '\n');
+			if (!nl)
+				break;
+			*nl = 0;
+			b->nline_colors--;
+			as_render_overlay_measure(b, &bw, &bh);
+		}
 		place(v, b, info.x + 8, info.y + 8);
+	}
+
+	/* Time cursor: what is live at the mouse's time, grouped. */
+	char cur_text[4096];
+	uint32_t cur_col[CURSOR_LINES + 2] = {0};
+	if (v->show_cursor && v->hover.panel >= 0 && v->hover.in_plot &&
+	    !v->dragging) {
+		size_t nl = cursor_text(v, cur_text, sizeof(cur_text), cur_col);
+		struct as_render_panel_info info;
+		if (nl && as_render_panel_info(v->r, (size_t)v->hover.panel,
+					       &info) == AS_OK) {
+			struct as_render_overlay *b = &box[nb++];
+			*b = (struct as_render_overlay){
+				.fill = C_BOX, .border = C_BORDER,
+				.color = C_TEXT, .font_size = 12,
+				.text = cur_text, .bold_first = true,
+				.line_colors = cur_col, .nline_colors = nl,
+				.swatch = true,
+			};
+			double bw, bh;
+			as_render_overlay_measure(b, &bw, &bh);
+			place(v, b, info.x + info.w - bw - 8, info.y + 8);
+		}
 	}
 
 	/* Validation failures of the strategy in view. */

@@ -82,6 +82,17 @@ struct viewer {
 	char query[128];
 	uint32_t match;
 	bool help, show_peak, show_violations;
+	/* Time cursor (t): what is live at the mouse's time, grouped (g). */
+	bool show_cursor;
+	enum as_group_by group;
+	uint32_t *live;            /* scratch: every buffer */
+	int cursor_panel;
+	double cursor_time;
+	int64_t cursor_n;
+	/* Allocator state (a): blocks of the strategy in view at a time. */
+	struct as_render_state state;
+	struct as_block *blocks;
+	size_t nblocks, cap_blocks;
 	size_t peak_panel;
 	uint32_t peak_bufs[24];
 	int64_t npeak;

@@ -25,15 +25,19 @@ static const char usage_text[] =
 	"usage: allocscope replay TRACE|DIR... [-f FMT] [-s SPEC]...\n"
 	"                         [--json FILE|-] [--plan-out FILE] [--dump]\n"
 	"                         [--no-progress] [--png FILE] [--svg FILE]\n"
-	"                         [--size WxH] [--color-by buffer|size|pool|lifetime]\n"
+	"                         [--size WxH] [--color-by buffer|size|pool|lifetime|prefix|frame]\n"
+	"                         [--time clock|events]\n"
 	"       allocscope check TRACE [-f FMT] [--plan PLAN.csv]\n"
 	"       allocscope strategies\n"
 	"       allocscope diff BASE.json NEW.json [--metric M] [--max-regress PCT]\n"
 	"                       [--markdown FILE] [--svg DIR] [--all]\n"
 	"       allocscope diff -s SPEC_A -s SPEC_B TRACE|DIR... [options]\n"
+	"       allocscope view TRACE [viewer options]  (runs allocscope-view)\n"
 	"       allocscope --help | --version\n"
 	"\n"
-	"FMT is ops, json or csv (default: by extension, then content).\n"
+	"FMT is ops, json, csv, pickle (a PyTorch memory snapshot), mtrace or\n"
+	"heaptrack (default: by extension, then content; .gz and .zst files are\n"
+	"decompressed first).\n"
 	"SPEC is NAME[:key=value[,key=value]...]; without -s every strategy\n"
 	"that applies to the trace runs.\n";
 
@@ -93,28 +97,170 @@ static void write_spaces(FILE *f, const struct as_trace *t,
 	fputs("]", f);
 }
 
+struct seg_event {
+	uint64_t time;
+	uint64_t size;
+	uint16_t space;
+	bool open;
+};
+
+static int by_seg_time(const void *a, const void *b)
+{
+	const struct seg_event *x = a, *y = b;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return (int)x->open - (int)y->open; /* ends first */
+}
+
+/*
+ * The largest memory reserved at once (the recording allocator's segments)
+ * in each space: one sweep over segment starts and ends, ends first at
+ * equal times. peak[] has t->nspaces entries; false when memory is short.
+ */
+static bool reserved_peaks(const struct as_trace *t, uint64_t *peak)
+{
+	struct seg_event *ev = malloc(((size_t)t->nsegments * 2 + 1) *
+				      sizeof(*ev));
+	uint64_t *cur = calloc((size_t)t->nspaces + 1, sizeof(*cur));
+	if (!ev || !cur) {
+		free(ev);
+		free(cur);
+		return false;
+	}
+	size_t n = 0;
+	for (uint32_t i = 0; i < t->nsegments; i++) {
+		const struct as_segment *s = &t->segments[i];
+		if (s->space >= t->nspaces)
+			continue;
+		ev[n++] = (struct seg_event){s->start, s->size, s->space, true};
+		ev[n++] = (struct seg_event){s->end, s->size, s->space, false};
+	}
+	qsort(ev, n, sizeof(*ev), by_seg_time);
+	memset(peak, 0, (size_t)t->nspaces * sizeof(*peak));
+	for (size_t i = 0; i < n; i++) {
+		uint64_t *c = &cur[ev[i].space];
+		if (ev[i].open) {
+			*c = *c > UINT64_MAX - ev[i].size ? UINT64_MAX
+							  : *c + ev[i].size;
+			if (*c > peak[ev[i].space])
+				peak[ev[i].space] = *c;
+		} else {
+			*c = *c > ev[i].size ? *c - ev[i].size : 0;
+		}
+	}
+	free(ev);
+	free(cur);
+	return true;
+}
+
+/*
+ * Inputs that record the allocator (PyTorch snapshots: segments, OOMs or a
+ * clock): inside "trace", the OOMs and per space its buffers, lower bound
+ * and, with segments, the peak of reserved memory.
+ */
+static void write_recorded_state(FILE *f, const struct as_trace *t)
+{
+	uint32_t nooms = 0;
+	for (uint32_t i = 0; i < t->nmarks; i++)
+		nooms += t->marks[i].kind == AS_MARK_OOM;
+	if (!nooms && !t->nsegments && !t->clock)
+		return;
+	fputs(", \"ooms\": [", f);
+	for (uint32_t i = 0, k = 0; i < t->nmarks; i++) {
+		const struct as_mark *m = &t->marks[i];
+		if (m->kind != AS_MARK_OOM)
+			continue;
+		fprintf(f, "%s{\"time\": %llu, ", k++ ? ", " : "",
+			(unsigned long long)m->time);
+		if (t->clock && m->time <= t->end_time)
+			fprintf(f, "\"time_us\": %llu, ",
+				(unsigned long long)t->clock[m->time]);
+		fputs("\"device\": ", f);
+		as_json_string(f, m->space < t->nspaces
+					  ? t->spaces[m->space].name
+					  : "");
+		fprintf(f, ", \"size\": %llu, \"device_free\": %llu}",
+			(unsigned long long)m->size,
+			(unsigned long long)m->device_free);
+	}
+	fputs("]", f);
+	uint64_t *peak = malloc(((size_t)t->nspaces + 1) * sizeof(*peak));
+	uint32_t *count = calloc((size_t)t->nspaces + 1, sizeof(*count));
+	bool reserved = peak && t->nsegments && reserved_peaks(t, peak);
+	for (uint32_t i = 0; count && i < t->nbuffers; i++)
+		if (t->buffers[i].space < t->nspaces)
+			count[t->buffers[i].space]++;
+	fputs(", \"devices\": [", f);
+	for (uint16_t s = 0; count && s < t->nspaces; s++) {
+		fputs(s ? ", {\"device\": " : "{\"device\": ", f);
+		as_json_string(f, t->spaces[s].name);
+		fprintf(f, ", \"buffers\": %u, \"lower_bound\": %llu", count[s],
+			(unsigned long long)as_trace_lower_bound_space(t, s));
+		if (reserved)
+			fprintf(f, ", \"reserved_peak\": %llu",
+				(unsigned long long)peak[s]);
+		fputs("}", f);
+	}
+	fputs("]", f);
+	free(peak);
+	free(count);
+}
+
+/* `, "key": TIME` from a moment, or null when there is none. */
+static void write_moment(FILE *f, const char *key, int rc,
+			 const struct as_moment *m)
+{
+	if (rc == AS_OK)
+		fprintf(f, ", \"%s\": %llu", key, (unsigned long long)m->time);
+	else
+		fprintf(f, ", \"%s\": null", key);
+}
+
+/* The peak moment of a plan; of its highest space when it has several. */
+static int plan_moment(const struct as_trace *t, const struct as_plan *p,
+		       struct as_moment *m)
+{
+	int space = AS_RENDER_ALL_SPACES;
+	uint64_t best = 0;
+	for (uint16_t s = 0; p->nspaces > 1 && s < p->nspaces; s++) {
+		uint64_t x = as_plan_peak(p, t, s);
+		if (space < 0 || x > best) {
+			best = x;
+			space = s;
+		}
+	}
+	return as_render_peak_moment(t, p, space, m);
+}
+
 static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
 		       const struct result *r, size_t n)
 {
+	struct as_moment m;
 	fputs("{\"trace\": {\"name\": ", f);
 	as_json_string(f, t->path);
 	fputs(", \"format\": ", f);
 	as_json_string(f, t->format);
-	fprintf(f, ", \"events\": %llu, \"buffers\": %u, \"lower_bound\": %llu},\n",
+	fprintf(f, ", \"events\": %llu, \"buffers\": %u, \"lower_bound\": %llu",
 		(unsigned long long)count_ops(t), t->nbuffers,
 		(unsigned long long)lb);
+	write_recorded_state(f, t);
+	write_moment(f, "lower_bound_time",
+		     as_render_bound_moment(t, AS_RENDER_ALL_SPACES, &m), &m);
+	fputs("},\n", f);
 	fputs(" \"results\": [", f);
 	for (size_t i = 0; i < n; i++) {
 		const struct result *x = &r[i];
 		fputs(i ? ",\n  {" : "\n  {", f);
 		fputs("\"strategy\": ", f);
 		as_json_string(f, x->spec);
+		fprintf(f, ", \"peak\": %llu", (unsigned long long)x->peak);
+		write_moment(f, "peak_time", plan_moment(t, x->plan, &m), &m);
 		fprintf(f,
-			", \"peak\": %llu, \"lower_bound\": %llu, "
+			", \"lower_bound\": %llu, "
 			"\"peak_vs_lb\": %.6f, \"valid\": %s, \"overlaps\": "
 			"%llu, \"violations\": %llu, \"failed\": %u, "
 			"\"plan_ms\": %.3f,\n   \"stats\": {",
-			(unsigned long long)x->peak, (unsigned long long)lb,
+			(unsigned long long)lb,
 			lb ? (double)x->peak / (double)lb : 0.0,
 			x->report.valid ? "true" : "false",
 			(unsigned long long)x->report.overlaps,
@@ -129,6 +275,14 @@ static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
 				fprintf(f, "%.6g", st->value);
 		}
 		fputs("}", f);
+		if (x->plan->nnotes) {
+			fputs(",\n   \"notes\": [", f);
+			for (uint32_t k = 0; k < x->plan->nnotes; k++) {
+				fputs(k ? ", " : "", f);
+				as_json_string(f, x->plan->notes[k]);
+			}
+			fputs("]", f);
+		}
 		if (x->plan->nspaces > 1)
 			write_spaces(f, t, x->plan);
 		if (x->plan->nrounds) {
@@ -167,6 +321,11 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 	       t->path, t->format, t->nbuffers,
 	       (unsigned long long)count_ops(t), (unsigned long long)lb,
 	       as_human_bytes(lb, hb, sizeof(hb)));
+	/* What the reader met and set aside (frees of unknown addresses...). */
+	for (uint32_t i = 0; i < t->ninput_stats; i++)
+		printf("%s%.0f %s%s", i ? "; " : "input: ",
+		       t->input_stats[i].value, t->input_stats[i].key,
+		       i + 1 == t->ninput_stats ? "\n\n" : "");
 	printf("%-28s %14s %10s %9s %6s %7s %10s\n", "strategy", "peak",
 	       "", "vs LB", "valid", "failed", "plan ms");
 	for (size_t i = 0; i < n; i++) {
@@ -176,6 +335,31 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 		       gap_pct(r[i].peak, lb),
 		       r[i].report.valid ? "yes" : "NO", r[i].failed,
 		       r[i].plan->plan_ms);
+	}
+	/* Allocators that model a device's reserved memory (cuda-caching). */
+	bool header = false;
+	for (size_t i = 0; i < n; i++) {
+		const struct as_plan *p = r[i].plan;
+		double res = -1, frag = 0, ooms = 0;
+		for (uint32_t k = 0; k < p->nstats; k++) {
+			if (strcmp(p->stats[k].key, "reserved_bytes.peak") == 0)
+				res = p->stats[k].value;
+			else if (strcmp(p->stats[k].key,
+					"fragmentation_at_peak") == 0)
+				frag = p->stats[k].value;
+			else if (strcmp(p->stats[k].key, "num_ooms") == 0)
+				ooms = p->stats[k].value;
+		}
+		if (res < 0)
+			continue;
+		if (!header)
+			printf("\n%-28s %14s %10s %14s %10s %6s\n", "strategy",
+			       "reserved peak", "", "fragmentation", "", "ooms");
+		header = true;
+		char hf[32];
+		printf("%-28s %14.0f %10s %14.0f %10s %6.0f\n", r[i].spec, res,
+		       as_human_bytes((uint64_t)res, hb, sizeof(hb)), frag,
+		       as_human_bytes((uint64_t)frag, hf, sizeof(hf)), ooms);
 	}
 }
 
@@ -349,9 +533,16 @@ static int cmd_replay(int argc, char **argv)
 			o.ropts.min_plot_height = 0;
 		} else if (strcmp(a, "--color-by") == 0 && more) {
 			if (as_color_by_from_name(argv[++i], &o.ropts.color_by))
-				bad = usage_error("--color-by wants buffer, "
+				bad = usage_error("--color-by wants buffer, prefix, frame, "
 						  "size, pool or lifetime, not "
 						  "'%s'", argv[i]);
+		} else if (strcmp(a, "--time") == 0 && more) {
+			const char *v = argv[++i];
+			if (strcmp(v, "events") == 0 || strcmp(v, "clock") == 0)
+				o.ropts.time_events = v[0] == 'e';
+			else
+				bad = usage_error("--time wants clock or events, "
+						  "not '%s'", v);
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			free(args);
 			fputs(usage_text, stdout);
@@ -535,6 +726,38 @@ static int cmd_strategies(void)
 	return 0;
 }
 
+/*
+ * view ARGS...: the viewer, allocscope-view, with the same arguments. It is
+ * looked for beside this program (and in viewer/ beside it, as in the build
+ * tree), then on PATH.
+ */
+static int cmd_view(char **argv)
+{
+	char self[4096], path[4200];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	argv[0] = "allocscope-view";
+	if (n > 0) {
+		self[n] = 0;
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = 0;
+			const char *rel[] = {"allocscope-view",
+					     "viewer/allocscope-view"};
+			for (int i = 0; i < 2; i++) {
+				snprintf(path, sizeof(path), "%s/%s", self,
+					 rel[i]);
+				if (access(path, X_OK) == 0)
+					execv(path, argv);
+			}
+		}
+	}
+	execvp("allocscope-view", argv);
+	fprintf(stderr, "allocscope: cannot run allocscope-view (beside "
+			"allocscope or on PATH): %s\n",
+		strerror(errno));
+	return EXIT_USAGE;
+}
+
 /* Interrupted: no temporary file left behind, exit status 128 + signal. */
 static void on_signal(int sig)
 {
@@ -559,6 +782,8 @@ int main(int argc, char **argv)
 		return cmd_strategies();
 	if (strcmp(cmd, "diff") == 0)
 		return cli_diff(argc - 2, argv + 2);
+	if (strcmp(cmd, "view") == 0)
+		return cmd_view(argv + 1);
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
 		fputs(usage_text, stdout);
 		return 0;

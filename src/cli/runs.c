@@ -48,11 +48,18 @@ bool cli_is_dir(const char *path)
 
 static bool is_trace_name(const char *name)
 {
-	static const char *const ext[] = {".ops", ".txt", ".json", ".csv"};
+	static const char *const ext[] = {".ops",    ".txt",    ".json",
+					  ".csv",    ".mtrace", ".heaptrack",
+					  ".pickle"};
 	size_t n = strlen(name);
+	/* Compressed traces count by their inner extension. */
+	if (n > 3 && strcmp(name + n - 3, ".gz") == 0)
+		n -= 3;
+	else if (n > 4 && strcmp(name + n - 4, ".zst") == 0)
+		n -= 4;
 	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
 		size_t e = strlen(ext[i]);
-		if (n > e && strcmp(name + n - e, ext[i]) == 0)
+		if (n > e && strncmp(name + n - e, ext[i], e) == 0)
 			return true;
 	}
 	return false;
@@ -131,7 +138,8 @@ int cli_expand_traces(char *const *args, size_t nargs, bool all_files,
 				 args[i]);
 			err = fail(diag, AS_EINVAL,
 				   "no traces in this directory (%s)",
-				   ".ops, .txt, .json, .csv");
+				   ".ops, .txt, .json, .csv, .mtrace, "
+				   ".heaptrack, .pickle, also .gz or .zst");
 		}
 	}
 	if (err != AS_OK) {

@@ -33,6 +33,11 @@ void as_plan_destroy(struct as_plan *p)
 	free(p->space_name);
 	free(p->stats);
 	free(p->rounds);
+	free(p->segment_size);
+	free(p->segment_offset);
+	for (uint32_t i = 0; i < p->nnotes; i++)
+		free(p->notes[i]);
+	free(p->notes);
 	free(p);
 }
 
@@ -83,6 +88,41 @@ int as_plan_want_aliases(struct as_plan *p, const struct as_trace *t)
 		return AS_ENOMEM;
 	for (uint32_t i = 0; i < p->nbuffers; i++)
 		p->alias_of[i] = t->buffers[i].alias_of;
+	return AS_OK;
+}
+
+int as_plan_want_segments(struct as_plan *p)
+{
+	if (p->segment_size)
+		return AS_OK;
+	uint64_t *sz = calloc((size_t)p->nbuffers + 1, sizeof(*sz));
+	uint64_t *off = calloc((size_t)p->nbuffers + 1, sizeof(*off));
+	if (!sz || !off) {
+		free(sz);
+		free(off);
+		return AS_ENOMEM;
+	}
+	p->segment_size = sz;
+	p->segment_offset = off;
+	return AS_OK;
+}
+
+#define MAX_NOTES 64
+
+int as_plan_note(struct as_plan *p, const char *text)
+{
+	if (p->nnotes >= MAX_NOTES)
+		return AS_OK;
+	char **n = realloc(p->notes, (p->nnotes + 1) * sizeof(*n));
+	if (!n)
+		return AS_ENOMEM;
+	p->notes = n;
+	size_t len = strlen(text);
+	char *c = malloc(len + 1);
+	if (!c)
+		return AS_ENOMEM;
+	memcpy(c, text, len + 1);
+	n[p->nnotes++] = c;
 	return AS_OK;
 }
 

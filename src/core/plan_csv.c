@@ -18,7 +18,8 @@ enum col { C_ID, C_LOWER, C_UPPER, C_SIZE, C_ALIGN, C_OFFSET, C_N };
 static const char *const col_names[C_N] = {"id",   "lower",     "upper",
 					   "size", "alignment", "offset"};
 
-#define MAX_COLS C_N
+/* Plans may carry more columns (segment_size, ...): they are skipped. */
+#define MAX_COLS 16
 
 int as_csv_split(const char *s, size_t len, const char **f, size_t *flen,
 		 int max, char *scratch, size_t cap)
@@ -320,21 +321,30 @@ int as_plan_read_csv(const struct as_trace *t, const char *path,
 int as_plan_write_csv(const struct as_plan *p, const struct as_trace *t,
 		      FILE *f)
 {
-	fputs("id,lower,upper,size,offset\n", f);
+	bool segs = p->segment_size != NULL;
+	fputs(segs ? "id,lower,upper,size,offset,segment_size,segment_offset\n"
+		   : "id,lower,upper,size,offset\n",
+	      f);
 	for (uint32_t i = 0; i < t->nbuffers; i++) {
 		const struct as_buffer *b = &t->buffers[i];
 		put_name(f, b->name);
 		if (p->offset[i] == AS_NO_OFFSET)
-			fprintf(f, ",%llu,%llu,%llu,-1\n",
+			fprintf(f, ",%llu,%llu,%llu,-1",
 				(unsigned long long)b->start,
 				(unsigned long long)b->end,
 				(unsigned long long)b->size);
 		else
-			fprintf(f, ",%llu,%llu,%llu,%llu\n",
+			fprintf(f, ",%llu,%llu,%llu,%llu",
 				(unsigned long long)b->start,
 				(unsigned long long)b->end,
 				(unsigned long long)b->size,
 				(unsigned long long)p->offset[i]);
+		if (segs && p->segment_size[i])
+			fprintf(f, ",%llu,%llu\n",
+				(unsigned long long)p->segment_size[i],
+				(unsigned long long)p->segment_offset[i]);
+		else
+			fputs(segs ? ",,\n" : "\n", f);
 	}
 	return ferror(f) ? AS_EIO : AS_OK;
 }

@@ -66,9 +66,11 @@ struct as_builder {
 	/*
 	 * Live names: open addressing with linear probing over buffer
 	 * indices (AS_NONE marks an empty slot); deletion shifts back, so
-	 * there are no tombstones. Load stays below 1/2.
+	 * there are no tombstones. Load stays below 1/2. live_hash holds
+	 * each slot's name hash (its low 32 bits): probes compare it before
+	 * the names, and moves never hash a name again.
 	 */
-	uint32_t *live;
+	uint32_t *live, *live_hash;
 	uint32_t live_mask, live_n;
 	uint64_t time;
 	bool timed, ordered;
@@ -105,8 +107,12 @@ static bool grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 static int live_rehash(struct as_builder *b, uint32_t cap)
 {
 	uint32_t *n = malloc((size_t)cap * sizeof(*n));
-	if (!n)
+	uint32_t *nh = malloc((size_t)cap * sizeof(*nh));
+	if (!n || !nh) {
+		free(n);
+		free(nh);
 		return AS_ENOMEM;
+	}
 	memset(n, 0xff, (size_t)cap * sizeof(*n));
 	uint32_t mask = cap - 1;
 	if (b->live) {
@@ -114,26 +120,36 @@ static int live_rehash(struct as_builder *b, uint32_t cap)
 			uint32_t v = b->live[i];
 			if (v == AS_NONE)
 				continue;
-			uint64_t h = as_hash_str(b->t->buffers[v].name) & mask;
+			uint32_t h = b->live_hash[i] & mask;
 			while (n[h] != AS_NONE)
 				h = (h + 1) & mask;
 			n[h] = v;
+			nh[h] = b->live_hash[i];
 		}
 	}
 	free(b->live);
+	free(b->live_hash);
 	b->live = n;
+	b->live_hash = nh;
 	b->live_mask = mask;
 	return AS_OK;
 }
 
-/* The slot holding `name`, or the empty slot where it would go. */
-static uint32_t live_slot(const struct as_builder *b, const char *name)
+/*
+ * The slot holding `name`, or the empty slot where it would go; *hash is
+ * the name's hash, for the caller that fills the slot.
+ */
+static uint32_t live_slot(const struct as_builder *b, const char *name,
+			  uint32_t *hash)
 {
-	uint64_t h = as_hash_str(name) & b->live_mask;
+	uint32_t tag = (uint32_t)as_hash_str(name);
+	uint32_t h = tag & b->live_mask;
 	while (b->live[h] != AS_NONE &&
-	       strcmp(b->t->buffers[b->live[h]].name, name) != 0)
+	       (b->live_hash[h] != tag ||
+		strcmp(b->t->buffers[b->live[h]].name, name) != 0))
 		h = (h + 1) & b->live_mask;
-	return (uint32_t)h;
+	*hash = tag;
+	return h;
 }
 
 static void live_remove(struct as_builder *b, uint32_t slot)
@@ -144,12 +160,12 @@ static void live_remove(struct as_builder *b, uint32_t slot)
 		j = (j + 1) & mask;
 		if (b->live[j] == AS_NONE)
 			break;
-		uint32_t k = (uint32_t)(as_hash_str(b->t->buffers[b->live[j]].name) &
-					mask);
+		uint32_t k = b->live_hash[j] & mask;
 		/* Move j back to i unless its home k lies cyclically in (i, j]. */
 		if ((i <= j) ? (i < k && k <= j) : (i < k || k <= j))
 			continue;
 		b->live[i] = b->live[j];
+		b->live_hash[i] = b->live_hash[j];
 		b->live[j] = AS_NONE;
 		i = j;
 	}
@@ -189,6 +205,7 @@ void as_builder_destroy(struct as_builder *b)
 		return;
 	as_trace_destroy(b->t);
 	free(b->live);
+	free(b->live_hash);
 	free(b->space_slots);
 	free(b->sym_slots);
 	free(b);
@@ -356,7 +373,8 @@ int64_t as_builder_alloc(struct as_builder *b, const char *name, uint64_t size,
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "operations cannot follow buffers with "
 				   "explicit lifetimes");
-	uint32_t slot = live_slot(b, name);
+	uint32_t hash;
+	uint32_t slot = live_slot(b, name, &hash);
 	if (b->live[slot] != AS_NONE)
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "alloc of '%s', which is still live "
@@ -375,6 +393,7 @@ int64_t as_builder_alloc(struct as_builder *b, const char *name, uint64_t size,
 		return err;
 	b->ordered = true;
 	b->live[slot] = (uint32_t)idx;
+	b->live_hash[slot] = hash;
 	if (++b->live_n * 2 > b->live_mask + 1 &&
 	    live_rehash(b, (b->live_mask + 1) * 2) != AS_OK)
 		return AS_ENOMEM;
@@ -384,7 +403,8 @@ int64_t as_builder_alloc(struct as_builder *b, const char *name, uint64_t size,
 int as_builder_free(struct as_builder *b, const char *name, uint64_t line,
 		    struct as_diag *diag)
 {
-	uint32_t slot = live_slot(b, name);
+	uint32_t hash;
+	uint32_t slot = live_slot(b, name, &hash);
 	uint32_t idx = b->live[slot];
 	if (idx == AS_NONE) {
 		bool known = false;
@@ -515,23 +535,39 @@ int64_t as_builder_symbol(struct as_builder *b, const char *name)
 	return t->nsymbols++;
 }
 
-int as_builder_frames(struct as_builder *b, uint32_t idx, const char *frames)
+int as_builder_frames_interned(struct as_builder *b, uint32_t idx,
+			       const char *frames)
 {
 	struct as_trace *t = b->t;
+	if (idx >= t->nbuffers)
+		return AS_EINVAL;
 	if (!grow((void **)&t->frames, &b->cap_frames, t->nbuffers,
 		  sizeof(*t->frames)))
 		return AS_ENOMEM;
 	for (uint32_t i = b->nframes; i < t->nbuffers; i++)
 		t->frames[i] = NULL;
 	b->nframes = t->nbuffers;
-	if (!(t->frames[idx] = as_builder_intern(b, frames)))
-		return AS_ENOMEM;
+	t->frames[idx] = frames;
 	return AS_OK;
+}
+
+int as_builder_frames(struct as_builder *b, uint32_t idx, const char *frames)
+{
+	const char *s = as_builder_intern(b, frames);
+	return s ? as_builder_frames_interned(b, idx, s) : AS_ENOMEM;
 }
 
 uint64_t as_builder_time(const struct as_builder *b)
 {
 	return b->time;
+}
+
+int as_builder_set_time(struct as_builder *b, uint64_t step)
+{
+	if (b->ordered || step < b->time || step == UINT64_MAX)
+		return AS_EINVAL;
+	b->time = step;
+	return AS_OK;
 }
 
 /* Clock readings for steps [nclock, step], repeating the last one. */
@@ -641,7 +677,8 @@ int as_builder_count(struct as_builder *b, const char *key, uint64_t n)
 
 int64_t as_builder_lookup(struct as_builder *b, const char *name)
 {
-	uint32_t slot = live_slot(b, name);
+	uint32_t hash;
+	uint32_t slot = live_slot(b, name, &hash);
 	if (b->live[slot] != AS_NONE)
 		return b->live[slot];
 	for (uint32_t i = b->t->nbuffers; i-- > 0;)
@@ -758,7 +795,8 @@ static int derive_events(struct as_builder *b)
 		else
 			ev[k++] = (struct as_event){AS_EV_ALLOC, alloc[i++]};
 	}
-	if (n)
+	/* A reader may have set a later time (as_builder_set_time). */
+	if (n && t->buffers[frees[n - 1]].end > b->time)
 		b->time = t->buffers[frees[n - 1]].end;
 	free(alloc);
 	free(frees);

@@ -29,6 +29,19 @@ struct as_trace *as_builder_trace(struct as_builder *b);
 int64_t as_builder_symbol(struct as_builder *b, const char *name);
 /* Give buffer `idx` its stack frames (lines joined by '\n'). */
 int as_builder_frames(struct as_builder *b, uint32_t idx, const char *frames);
+/*
+ * The same with a string the trace already holds (from as_builder_intern),
+ * shared and not copied: readers that intern stacks give many buffers one.
+ */
+int as_builder_frames_interned(struct as_builder *b, uint32_t idx,
+			       const char *frames);
+/*
+ * Readers of buffers with explicit lifetimes (as_builder_add_timed) that
+ * also record clock readings and marks: set the time step those take.
+ * Steps must not go back; the trace then ends no earlier than the last one.
+ * AS_EINVAL after operations (as_builder_alloc/free) or going back.
+ */
+int as_builder_set_time(struct as_builder *b, uint64_t step);
 /* The index of space `name`, or -1. Hashed: pools are looked up per buffer. */
 int as_builder_space_find(const struct as_builder *b, const char *name);
 /*

@@ -12,11 +12,15 @@
 
 #include "core/internal.h"
 #include "core/trace_private.h"
+#include "formats/decompress.h"
 #include "formats/formats.h"
 
 /* In detection order: the ops format, which takes any text, last. */
 static const struct as_format_impl *const formats[] = {
+	&as_format_pickle,
 	&as_format_json,
+	&as_format_mtrace,
+	&as_format_heaptrack,
 	&as_format_csv,
 	&as_format_ops,
 };
@@ -157,8 +161,12 @@ int as_trace_parse(const char *name, const char *data, size_t len,
 }
 
 #define WINDOW (4u << 20)
+/* Bounds against hostile (compressed) input: one line, a whole-file format. */
+#define MAX_LINE (64u << 20)
+#define MAX_WHOLE_COMPRESSED (1u << 30)
 
-static int load_stream(FILE *f, const char *path,
+static int load_stream(struct as_reader *r, const char *path,
+		       const char *detect_name, bool compressed,
 		       const struct as_format_impl *fmt,
 		       struct as_trace **out, struct as_diag *diag)
 {
@@ -170,6 +178,18 @@ static int load_stream(FILE *f, const char *path,
 	bool eof = false;
 	while (err == AS_OK && !eof) {
 		if (have == cap) { /* a line (or a whole file) past the window */
+			bool whole = !b; /* line formats start at once */
+			if (whole ? compressed && cap >= MAX_WHOLE_COMPRESSED
+				  : cap >= MAX_LINE) {
+				err = as_diag_set(diag, st.line + 1, AS_EPARSE,
+						  whole ? "decompressed input "
+							  "exceeds %u MiB"
+							: "line longer than %u "
+							  "MiB",
+						  (whole ? MAX_WHOLE_COMPRESSED
+							 : MAX_LINE) >> 20);
+				break;
+			}
 			char *n = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2)
 						      : NULL;
 			if (!n) {
@@ -179,14 +199,11 @@ static int load_stream(FILE *f, const char *path,
 			buf = n;
 			cap *= 2;
 		}
-		size_t got = fread(buf + have, 1, cap - have, f);
-		if (got == 0) {
-			if (ferror(f)) {
-				err = as_diag_set(diag, 0, AS_EIO, "read error");
-				break;
-			}
-			eof = true;
-		}
+		size_t got;
+		if ((err = as_reader_read(r, buf + have, cap - have, &got,
+					  diag)))
+			break;
+		eof = got == 0;
 		have += got;
 		if (!b && have == got) { /* the first bytes: a BOM goes */
 			size_t bom = as_bom_len(buf, have);
@@ -194,7 +211,7 @@ static int load_stream(FILE *f, const char *path,
 		}
 		if (!b) {
 			if (!fmt)
-				fmt = detect(path, buf, have);
+				fmt = detect(detect_name, buf, have);
 			if (fmt->whole && !eof)
 				continue; /* read it whole */
 			if ((err = start(path, fmt, &b, diag)))
@@ -222,6 +239,13 @@ static int load_stream(FILE *f, const char *path,
 	return finish(b, fmt, &st, err, out, diag);
 }
 
+/* Whether `path` ends in `ext`. */
+static bool ends_with(const char *path, const char *ext)
+{
+	size_t n = strlen(path), e = strlen(ext);
+	return n > e && strcmp(path + n - e, ext) == 0;
+}
+
 int as_trace_load(const char *path, const char *format, struct as_trace **out,
 		  struct as_diag *diag)
 {
@@ -240,7 +264,30 @@ int as_trace_load(const char *path, const char *format, struct as_trace **out,
 		fclose(f);
 		return as_diag_set(diag, 0, AS_EIO, "not a regular file");
 	}
-	int err = load_stream(f, path, by_name(format), out, diag);
+	struct as_reader *r = NULL;
+	enum as_compression kind = AS_PLAIN;
+	int err = as_reader_open(f, &r, &kind, diag);
+	/* Detection sees the name without its compression extension. */
+	char *name = strdup(path);
+	if (!err && !name)
+		err = as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
+	for (int k = AS_GZIP; !err && k <= AS_ZSTD; k++) {
+		const char *ext = as_compression_ext((enum as_compression)k);
+		if (!ends_with(name, ext))
+			continue;
+		if (kind != (enum as_compression)k)
+			err = as_diag_set(diag, 0, AS_EPARSE,
+					  "not %s data (named %s, its first "
+					  "bytes are not %s's magic)",
+					  k == AS_GZIP ? "gzip" : "zstd", ext,
+					  k == AS_GZIP ? "gzip" : "zstd");
+		name[strlen(name) - strlen(ext)] = 0;
+	}
+	if (!err)
+		err = load_stream(r, path, name, kind != AS_PLAIN,
+				  by_name(format), out, diag);
+	free(name);
+	as_reader_close(r);
 	fclose(f);
 	return err;
 }

@@ -40,6 +40,9 @@ struct as_format_impl {
 extern const struct as_format_impl as_format_ops;
 extern const struct as_format_impl as_format_csv;
 extern const struct as_format_impl as_format_json;
+extern const struct as_format_impl as_format_pickle;
+extern const struct as_format_impl as_format_mtrace;
+extern const struct as_format_impl as_format_heaptrack;
 
 /* Line formats split their text with as_next_line (core/internal.h). */
 

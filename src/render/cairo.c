@@ -18,6 +18,7 @@
 struct cairo_canvas {
 	struct canvas base;
 	cairo_t *cr;
+	cairo_surface_t *own; /* the image drawn into, when the canvas made it */
 };
 
 static void set_color(cairo_t *cr, uint32_t c)
@@ -152,12 +153,87 @@ struct canvas *cairo_canvas_create(void *cr)
 		return NULL;
 	c->base.impl = &cairo_impl;
 	c->cr = cr;
+	cairo_save(c->cr);
 	return &c->base;
+}
+
+/* A canvas over an image surface it owns, user space scaled by sx, sy. */
+static struct canvas *canvas_on(cairo_surface_t *s, double sx, double sy)
+{
+	if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
+		cairo_surface_destroy(s);
+		return NULL;
+	}
+	cairo_t *cr = cairo_create(s);
+	cairo_scale(cr, sx, sy);
+	struct cairo_canvas *c = (struct cairo_canvas *)(void *)
+		cairo_canvas_create(cr);
+	if (!c) {
+		cairo_destroy(cr);
+		cairo_surface_destroy(s);
+		return NULL;
+	}
+	c->own = s;
+	return &c->base;
+}
+
+struct canvas *cairo_canvas_create_pixels(uint32_t *pixels, int width,
+					  int height, int stride, double sx,
+					  double sy)
+{
+	return canvas_on(cairo_image_surface_create_for_data(
+				 (unsigned char *)pixels, CAIRO_FORMAT_ARGB32,
+				 width, height, stride),
+			 sx, sy);
+}
+
+struct canvas *cairo_canvas_create_image(int width, int height, double scale)
+{
+	return canvas_on(cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width,
+						    height),
+			 scale, scale);
+}
+
+int cairo_canvas_finish(struct canvas *c)
+{
+	struct cairo_canvas *cc = (struct cairo_canvas *)(void *)c;
+	cairo_restore(cc->cr);
+	cairo_status_t st = cairo_status(cc->cr);
+	if (cc->own)
+		cairo_surface_flush(cc->own);
+	if (st == CAIRO_STATUS_SUCCESS)
+		return AS_OK;
+	return st == CAIRO_STATUS_NO_MEMORY ? AS_ENOMEM : AS_EIO;
+}
+
+static cairo_status_t write_file(void *closure, const unsigned char *data,
+				 unsigned int len)
+{
+	return fwrite(data, 1, len, closure) == len ? CAIRO_STATUS_SUCCESS
+						    : CAIRO_STATUS_WRITE_ERROR;
+}
+
+int cairo_canvas_write_png(struct canvas *c, FILE *f)
+{
+	struct cairo_canvas *cc = (struct cairo_canvas *)(void *)c;
+	if (!cc->own)
+		return AS_EINVAL;
+	return cairo_surface_write_to_png_stream(cc->own, write_file, f) ==
+			       CAIRO_STATUS_SUCCESS
+		       ? AS_OK
+		       : AS_EIO;
 }
 
 void cairo_canvas_destroy(struct canvas *c)
 {
-	free(c);
+	struct cairo_canvas *cc = (struct cairo_canvas *)(void *)c;
+	if (!cc)
+		return;
+	if (cc->own) {
+		cairo_destroy(cc->cr);
+		cairo_surface_destroy(cc->own);
+	}
+	free(cc);
 }
 
 struct measurer {
@@ -197,78 +273,6 @@ double measure_text(struct measurer *m, const char *s, double size,
 	select_font(m->cr, size, bold);
 	cairo_text_extents(m->cr, s, &e);
 	return e.x_advance;
-}
-
-static int draw_into(struct as_render *r, cairo_t *cr)
-{
-	struct canvas *c = cairo_canvas_create(cr);
-	if (!c)
-		return AS_ENOMEM;
-	cairo_save(cr);
-	int err = render_emit(r, c);
-	cairo_restore(cr);
-	cairo_canvas_destroy(c);
-	if (err == AS_OK && cairo_status(cr) != CAIRO_STATUS_SUCCESS)
-		err = cairo_status(cr) == CAIRO_STATUS_NO_MEMORY ? AS_ENOMEM
-								  : AS_EIO;
-	return err;
-}
-
-int as_render_draw_cairo(struct as_render *r, void *cr)
-{
-	if (!r || !cr)
-		return AS_EINVAL;
-	return draw_into(r, cr);
-}
-
-int as_render_draw_argb32(struct as_render *r, uint32_t *pixels, int width,
-			  int height, int stride)
-{
-	if (!r || !pixels || width <= 0 || height <= 0 || stride < width * 4)
-		return AS_EINVAL;
-	const struct as_render_opts *o = as_render_get_opts(r);
-	cairo_surface_t *s = cairo_image_surface_create_for_data(
-		(unsigned char *)pixels, CAIRO_FORMAT_ARGB32, width, height,
-		stride);
-	if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
-		cairo_surface_destroy(s);
-		return AS_EINVAL;
-	}
-	cairo_t *cr = cairo_create(s);
-	cairo_scale(cr, (double)width / o->width, (double)height / o->height);
-	int err = draw_into(r, cr);
-	cairo_destroy(cr);
-	cairo_surface_flush(s);
-	cairo_surface_destroy(s);
-	return err;
-}
-
-static cairo_status_t write_file(void *closure, const unsigned char *data,
-				 unsigned int len)
-{
-	return fwrite(data, 1, len, closure) == len ? CAIRO_STATUS_SUCCESS
-						    : CAIRO_STATUS_WRITE_ERROR;
-}
-
-int png_write(struct as_render *r, FILE *f, int w, int h, double scale)
-{
-	int pw = (int)(w * scale + 0.5), ph = (int)(h * scale + 0.5);
-	cairo_surface_t *s =
-		cairo_image_surface_create(CAIRO_FORMAT_ARGB32, pw, ph);
-	if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
-		cairo_surface_destroy(s);
-		return AS_ENOMEM;
-	}
-	cairo_t *cr = cairo_create(s);
-	cairo_scale(cr, scale, scale);
-	int err = draw_into(r, cr);
-	cairo_destroy(cr);
-	if (err == AS_OK &&
-	    cairo_surface_write_to_png_stream(s, write_file, f) !=
-		    CAIRO_STATUS_SUCCESS)
-		err = AS_EIO;
-	cairo_surface_destroy(s);
-	return err;
 }
 
 struct membuf {

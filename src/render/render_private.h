@@ -1,9 +1,10 @@
 /*
- * Private: the renderer's drawing surface. render.c computes all geometry
- * (layout, axes, level of detail) once and emits primitives to a canvas;
- * render_cairo.c paints them with cairo (PNG, pixels, any cairo_t) and
- * render_svg.c writes them as SVG text. Both backends see the same
- * coordinates, so PNG and SVG show the same picture.
+ * Private: the renderer's model and drawing surface. layout.c, axes.c,
+ * hit.c, density.c, marks.c and paint.c compute all geometry (layout,
+ * axes, level of detail) and emit primitives to a canvas; cairo.c paints
+ * them with cairo (PNG, pixels, any cairo_t) and svg.c writes them as SVG
+ * text. Both backends see the same coordinates, so PNG and SVG show the
+ * same picture; neither calls back into the layout code.
  *
  * Colours are 0xAARRGGBB, not premultiplied; alpha 0 means "none".
  * Coordinates are logical pixels, y down.
@@ -14,6 +15,8 @@
 #include "allocscope/render.h"
 
 enum { ANCHOR_START, ANCHOR_MIDDLE, ANCHOR_END };
+
+struct measurer;
 
 struct canvas;
 
@@ -46,7 +49,310 @@ struct canvas {
 	bool wants_titles;
 };
 
-/* render_cairo.c */
+#define MIN_RECT_PX 2.0
+#define MAX_RECTS 20000
+#define TITLE_MIN_AREA 48.0
+#define MAX_NAME_LABELS 400
+#define MAX_BREAKS 8
+#define LIVE_MAX 64
+#define THIN_RECTS 4096 /* thin tall buffers drawn one by one */
+#define ROUNDS_H 84 /* the sidebar's chart of search steps */
+
+/* Colours, 0xAARRGGBB. */
+#define C_BG 0xffffffffu
+#define C_TEXT 0xff1a1a1au
+#define C_TEXT2 0xff555555u
+#define C_GRID 0xffebebebu
+#define C_FRAME 0xff6e6e6eu
+#define C_BREAK 0xfff2f2f2u
+#define C_RED 0xffe41a1cu
+#define C_DARKRED 0xff7f0000u
+#define C_STRIP 0xfffde0e0u
+#define C_PEAK 0xff000000u
+#define C_LB 0xff000000u
+#define C_LABEL_BG 0xe0ffffffu
+#define C_OK 0xff1b5e20u
+
+struct piece {
+	uint64_t lo, hi;   /* addresses [lo, hi) */
+	double u0, u1;     /* axis fractions */
+	bool brk;          /* a compressed empty range */
+};
+
+struct tick {
+	double y;
+	char label[40];
+	bool major;
+};
+
+/*
+ * One placed buffer as the level of detail sees it: start and end
+ * relative to the render's tbase, axis fractions of its bottom (offset)
+ * and top (offset + extent). The exact values the pass used to compute
+ * per frame, computed once, so the picture does not change.
+ */
+struct geo {
+	double t0, t1, u0, u1;
+};
+
+#define GEO_BLOCK 64
+
+/*
+ * Time buckets for hit tests, over the placed buffers [0, nplaced).
+ * Level j has buckets w0 << j time units wide; a buffer lives at the
+ * lowest level whose width is at least its lifetime, in the bucket of its
+ * start (relative to tbase), so it ends before the next bucket but one.
+ * Buckets are runs of idx (positions in bufs, ascending within a
+ * bucket): level j's bucket b is idx[off[base[j] + b], off[base[j] + b +
+ * 1]). A time range meets only two extra buckets per level.
+ */
+#define HIX_LEVELS 64
+
+struct hit_index {
+	uint32_t *idx, *off;
+	uint64_t w0, tend;      /* tend: the latest end, relative to tbase */
+	uint32_t nlev;
+	uint32_t base[HIX_LEVELS], nb[HIX_LEVELS];
+};
+
+/*
+ * The drawable buffers of a trace in order of start and of end, built once
+ * (O(n log n)) so that every sweep over time after it is a merge, O(n).
+ */
+struct order {
+	const struct as_trace *t;
+	uint32_t *by_start, *by_end;
+	uint32_t n;
+};
+
+/* A start or end of buffer i at time t, in time order. */
+struct edge {
+	uint64_t t;
+	uint32_t i;
+	bool start;
+};
+
+/*
+ * A step function of time: v[k] holds over [t[k], t[k + 1]), 0 before
+ * t[0]; bmax[b] the highest v of block b (CURVE_BLOCK points) for range
+ * maxima. Memory over time draws them (memory.c).
+ */
+struct curve {
+	uint64_t *t, *v, *bmax;
+	uint32_t n, nb;
+	uint64_t vmax;
+};
+
+struct panel {
+	const struct as_trace *t;
+	const struct as_plan *p;
+	const struct as_report *rep;
+	const char *title;
+	uint32_t source;
+	uint16_t space;
+	char space_name[64];
+	bool show_space;
+	/* Drawable buffers of this space: [0, nplain) placed ones that are not
+	 * aliases, then [nplain, nplaced) placed aliases, then failed ones. */
+	uint32_t *bufs;
+	uint32_t nbufs, nplaced, nplain;
+	uint32_t *colors;      /* 0xRRGGBB of bufs[k], for the colour mode */
+	/* What every frame reads, gathered once per axis (index_panel):
+	 * geo[k] for the plain buffers [0, nplain); blk_end[j] the latest
+	 * end of the buffers before block j's end, blk_start[j] the earliest
+	 * start from block j's start on (blocks of GEO_BLOCK), so that a
+	 * view skips whole runs of buffers that end before it or start
+	 * after it; and the time buckets of every placed buffer for hit
+	 * tests. */
+	struct geo *geo;
+	double *blk_end, *blk_start;
+	uint32_t nblk;
+	struct hit_index hix;
+	/* The level-of-detail pass of the last frame (rectangles drawn one by
+	 * one, density raster), reused while the view, the layout and the
+	 * colours stay the same: a viewer redraws on every hover. */
+	struct cand *lod_cand;
+	uint32_t lod_nc;
+	uint32_t *lod_raster;
+	uint32_t *lod_over;    /* thin buffers a pixel high, drawn on top */
+	struct cand *lod_thin; /* or, when few, the same as rectangles */
+	uint32_t lod_nthin;
+	bool lod_any, lod_over_any, lod_valid;
+	double lod_key[9];
+	int colors_for;        /* the enum as_color_by they were made for */
+	uint64_t peak, lb, amax;
+	uint32_t failed;
+	bool valid;
+	uint64_t violations;
+	bool has_peak;
+	uint64_t peak_time;
+	uint32_t peak_buf;     /* a buffer reaching the peak, live then */
+	bool has_lb_time;
+	uint64_t lb_time;      /* a moment of the lower bound */
+	uint32_t live[LIVE_MAX];
+	uint32_t nlive;
+	uint64_t nlive_total, live_bytes;
+	struct piece *pieces;
+	uint32_t npieces;
+	/* layout */
+	double top;            /* top of the title line */
+	double strip_y, strip_h;
+	int px, py, pw, ph;    /* plot area */
+	double v0, v1;         /* axis fractions shown */
+	struct tick *ticks;
+	uint32_t nticks;
+	struct curve foot;     /* the top address in use over time */
+	struct as_block *walk; /* the allocator's blocks at the peak */
+	size_t nwalk;
+};
+
+struct as_render {
+	struct as_render_opts o;
+	struct as_render_panel *src;
+	size_t nsrc;
+	struct as_report *own;     /* reports the renderer computed */
+	struct panel *panels;
+	size_t npanels;
+	struct measurer *m;
+	uint64_t tbase;            /* earliest start: times are drawn from it */
+	double tmax;               /* latest end, relative to tbase */
+	bool rel_labels;           /* time labels "+t" from tbase (far from 0) */
+	uint64_t trace_lb;         /* lower bound of the first trace */
+	bool time_is_index;        /* time counts operations (no given times) */
+	double size_lo, size_hi;   /* log2 ranges for sequential colours */
+	double life_lo, life_hi;
+	struct order ord;          /* of the first trace */
+	struct curve live;         /* bytes live in the first trace */
+	struct curve reserved;     /* bytes its allocator reserved, if known */
+	/* layout */
+	double t0, t1;
+	int left, sidebar_w, header_h;
+	int mem_y, mem_h;          /* the memory strip; mem_h 0: none */
+	bool mem_ready;            /* its curves are made (memory_prepare) */
+	/* scratch for the density raster */
+	float *vd, *hd;
+	uint32_t *raster;
+	size_t scratch_cells;
+};
+
+#define FS_TITLE 13.0
+#define FS_STAT 12.0
+#define FS_TICK 11.0
+#define FS_SMALL 10.0
+#define TITLE_H 22
+#define STRIP_H 14
+#define PANEL_GAP 14
+#define BOTTOM_H 42
+#define TOP_PAD_PX 22
+#define MEM_H 120 /* the memory strip */
+#define MEM_GAP 30 /* above it: its title */
+
+struct box {
+	double x0, y0, x1, y1;
+};
+
+#define RECT(c, x, y, w, h, f, s, sw, ti) \
+	(c)->impl->rect((c), (x), (y), (w), (h), (f), (s), (sw), (ti))
+#define LINE(c, x0, y0, x1, y1, col, w, d) \
+	(c)->impl->line((c), (x0), (y0), (x1), (y1), (col), (w), (d))
+#define TEXT(c, x, y, s, sz, b, col, an) \
+	(c)->impl->text((c), (x), (y), (s), (sz), (b), (col), (an))
+
+struct cand {
+	float x0, y0, x1, y1;
+	uint32_t idx; /* position in the panel's bufs */
+};
+
+struct vmark {
+	struct box b;
+	bool overlap;
+};
+
+/* text.c */
+
+/* Copy `s` into buf as valid UTF-8 without control characters. */
+const char *render_clean_text(const char *s, char *buf, size_t len);
+const char *fit_text(struct measurer *m, const char *s, double size,
+		     bool bold, double maxw, char *buf, size_t len);
+char *fmt_fixed(double v, int dec, char *buf, size_t len);
+char *fmt_count(double v, char *buf, size_t len);
+char *fmt_bytes_tick(uint64_t v, char *buf, size_t len);
+char *fmt_pct(double pct, char *buf, size_t len);
+char *fmt_time_tick(double v, double step, char *buf, size_t len);
+void fmt_bytes_apart(uint64_t a, uint64_t b, char *ba, char *bb, size_t len);
+const char *basename_of(const char *path);
+uint32_t mix(uint32_t a, uint32_t b, double t);
+uint32_t seq_color(double t);
+double log2_u64(uint64_t v);
+uint32_t color_of(const struct as_render *r, const struct panel *pn,
+		  uint32_t i);
+double luminance(uint32_t c);
+uint32_t darker(uint32_t c);
+
+/* layout.c */
+
+bool buf_drawable(const struct as_buffer *b);
+bool is_alias(const struct panel *pn, uint32_t i);
+uint64_t extent_of(const struct panel *pn, uint32_t i);
+uint64_t end_addr(const struct panel *pn, uint32_t i);
+int index_panel(const struct as_render *r, struct panel *pn);
+int collect_live(const struct panel *pn, uint64_t t, uint32_t **out,
+		 uint64_t *n_out, uint64_t *bytes);
+
+/* axes.c */
+
+int build_axis(struct panel *pn, bool compress);
+double addr_u(const struct panel *pn, uint64_t a, bool *in_break);
+uint64_t u_addr(const struct panel *pn, double u, bool *in_break);
+double y_of_u(const struct panel *pn, double u);
+double y_of(const struct panel *pn, uint64_t a);
+double rel_t(const struct as_render *r, uint64_t t);
+double x_of(const struct as_render *r, const struct panel *pn,
+	    double t);
+double fast_u(const struct panel *pn, uint64_t a);
+int build_ticks(struct as_render *r, struct panel *pn);
+void clip_rect(const struct panel *pn, double *x0, double *x1,
+	       double *y0, double *y1);
+
+/* hit.c */
+
+int index_hits(const struct as_render *r, struct panel *pn);
+void buf_rect(const struct as_render *r, const struct panel *pn,
+	      uint32_t i, uint64_t extent, double *x0, double *x1,
+	      double *y0, double *y1);
+
+/* density.c */
+
+int index_geo(const struct as_render *r, struct panel *pn);
+int panel_colors(struct as_render *r, struct panel *pn);
+int lod_pass(struct as_render *r, struct panel *pn);
+
+/* marks.c */
+
+bool box_hit(const struct box *a, const struct box *b);
+struct box label_box(struct as_render *r, double x, double y,
+		     const char *s, double size, bool bold, int anchor);
+void boxed_text(struct as_render *r, struct canvas *c,
+		const struct box *b, double x, double y, const char *s,
+		double size, bool bold, uint32_t col, int anchor);
+void buffer_title(const struct panel *pn, uint32_t i, char *buf,
+		  size_t len);
+void emit_zigzag(struct canvas *c, double x0, double x1, double y);
+void emit_title(struct as_render *r, struct canvas *c,
+		const struct panel *pn);
+void emit_failed_strip(struct as_render *r, struct canvas *c,
+		       const struct panel *pn);
+void grow_min(double *x0, double *x1, double *y0, double *y1,
+	      double min);
+int violation_marks(const struct as_render *r, const struct panel *pn,
+		    struct vmark *out);
+void emit_violations(struct canvas *c, const struct panel *pn,
+		     const struct vmark *m, int n);
+void emit_sidebar(struct as_render *r, struct canvas *c,
+		  const struct panel *pn);
+void emit_header(struct as_render *r, struct canvas *c);
+
+/* cairo.c */
 
 /* Text measurement shared by layout and every backend. */
 struct measurer;
@@ -55,30 +361,73 @@ void measurer_destroy(struct measurer *m);
 double measure_text(struct measurer *m, const char *s, double size,
 		    bool bold);
 
-/* A canvas painting into a cairo_t (not owned). */
+/* A canvas painting into a cairo_t (not owned; its state is saved and
+ * restored by cairo_canvas_finish). */
 struct canvas *cairo_canvas_create(void *cr);
+/* A canvas painting into caller-owned premultiplied ARGB32 pixels, user
+ * space scaled by (sx, sy); NULL if cairo refuses the pixels. */
+struct canvas *cairo_canvas_create_pixels(uint32_t *pixels, int width,
+					  int height, int stride, double sx,
+					  double sy);
+/* A canvas over its own width x height image, user space times scale. */
+struct canvas *cairo_canvas_create_image(int width, int height, double scale);
+/* Done painting: AS_OK, or AS_ENOMEM / AS_EIO if cairo failed. */
+int cairo_canvas_finish(struct canvas *c);
+/* The image of a cairo_canvas_create_image canvas as PNG. */
+int cairo_canvas_write_png(struct canvas *c, FILE *f);
+/* Accepts NULL. */
 void cairo_canvas_destroy(struct canvas *c);
-
-/* Render to a PNG stream: w x h logical pixels times scale. */
-int png_write(struct as_render *r, FILE *f, int w, int h, double scale);
 
 /* Encode a premultiplied ARGB32 raster as PNG into a malloc'd buffer. */
 int png_encode(const uint32_t *argb, int w, int h, unsigned char **out,
 	       size_t *len);
 
-/* render_svg.c */
+/* svg.c */
 
 struct canvas *svg_canvas_create(FILE *f, int width, int height);
 /* Finish the document; returns AS_EIO if writing failed. */
 int svg_canvas_finish(struct canvas *c);
 void svg_canvas_destroy(struct canvas *c);
 
-/* render.c */
+/* moments.c */
+
+int order_build(const struct as_trace *t, struct order *o);
+void order_free(struct order *o);
+/* The starts and ends of the buffers with keep[i] set, in time order, into
+ * out (room for 2 per buffer); returns how many. */
+size_t order_edges(const struct order *o, const uint8_t *keep,
+		   struct edge *out);
+int peak_moment(const struct order *o, const struct as_plan *p, int space,
+		struct as_moment *out);
+int bound_moment(const struct order *o, int space, struct as_moment *out);
+
+/* memory.c */
+
+void curve_free(struct curve *c);
+int curve_live(const struct order *o, struct curve *c);
+int curve_reserved(const struct as_trace *t, struct curve *c);
+int curve_top(const struct order *o, const struct panel *pn,
+	      struct curve *c);
+uint64_t curve_at(const struct curve *c, uint64_t t);
+int memory_prepare(struct as_render *r);
+int emit_memory(struct as_render *r, struct canvas *c);
+
+/* paint.c */
+
+#define TTICKS_MAX 100
+struct tticks {
+	int n;
+	double x[TTICKS_MAX];
+	char label[TTICKS_MAX][40];
+	char what[96];
+};
+void time_ticks(const struct as_render *r, const struct panel *pn,
+		struct tticks *tt);
+void emit_time_axis(struct as_render *r, struct canvas *c,
+		    const struct panel *pn, const struct tticks *tt, double y1,
+		    bool labels);
 
 /* Emit the whole picture to a canvas. */
 int render_emit(struct as_render *r, struct canvas *c);
-
-/* Copy `s` into buf as valid UTF-8 without control characters. */
-const char *render_clean_text(const char *s, char *buf, size_t len);
 
 #endif

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strategies/place.h"
+#include "strategies/place/place.h"
 #include "core/internal.h"
 #include "strategies/strategy.h"
 

@@ -28,104 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strategies/strategy.h"
-
-#define MIN_ALLOC 256u
-#define NUM_BINS 21
-#define NIL UINT32_MAX
-#define DEFAULT_SPLIT_CAP (128ull << 20)
-#define MAX_BYTES (1ull << 62)
-
-/*
- * +--------------------------------------------------------------------+
- * | A chunk: [off, off + size) inside one region.                        |
- * | - size is a non-zero multiple of 256; chunks of a region tile it in  |
- * |   address order through prev/next, which are NIL at region ends.     |
- * | - in_use chunks hold exactly one buffer (req = its requested bytes); |
- * |   free chunks keep the req of the chunk that absorbed the others;   |
- * |   a chunk created by a split or a new region takes the req left in  |
- * |   its recycled slot (0 for a fresh slot), as TensorFlow's recycled  |
- * |   chunk handles do. Slots are recycled last freed, first reused.    |
- * | - a free chunk is in exactly one bin treap, bin == bin_of(size);     |
- * |   left/right are meaningful only then. Treap order is (size, off); |
- * |   prio (random, fixed per slot use) is >= the children's prio.     |
- * | - no two neighbours (prev/next) are both free.                       |
- * | - unused slots form a stack through `next`.                          |
- * +--------------------------------------------------------------------+
- */
-struct chunk {
-	/* what the best-fit search reads first, together */
-	uint64_t size, off;
-	uint32_t left, right;
-	uint32_t prio;
-	uint8_t in_use;
-	uint8_t bin;
-	uint32_t prev, next;
-	uint64_t req;
-};
-
-/*
- * +--------------------------------------------------------------------+
- * | A region held from the sub-allocator, sorted by address (the bump   |
- * | allocator only moves up). `first` is its lowest chunk. With         |
- * | coalesce=1 a region that starts where the last one ends is merged   |
- * | into it, so no two regions in the list touch then.                  |
- * +--------------------------------------------------------------------+
- */
-struct region {
-	uint64_t off, size;
-	uint32_t first;
-};
-
-/*
- * +--------------------------------------------------------------------+
- * | The live buffers: an open-addressing hash (linear probing, deletion  |
- * | by backward shift) from buffer index to chunk. It holds only live   |
- * | buffers, so it stays small and in cache however long the trace.     |
- * | - every entry's key is found from its home slot without crossing an |
- * |   empty slot; empty slots have key NIL; 2n <= cap.                  |
- * +--------------------------------------------------------------------+
- */
-struct live_entry {
-	uint32_t buf, chunk;
-};
-
-struct live {
-	struct live_entry *e;
-	uint32_t cap, n, shift; /* cap = 1 << (32 - shift) */
-};
-
-struct bfc {
-	/* options */
-	uint64_t total, capacity, first_region, split_cap;
-	double frag;
-	bool growth, gc, coalesce, align_new;
-
-	as_emit_fn emit;
-	void *ctx;
-
-	struct chunk *c;
-	uint32_t nchunks, cap_chunks, free_slot, live_chunks;
-
-	struct region *r;
-	uint32_t nregions, cap_regions;
-
-	uint32_t root[NUM_BINS];
-	uint32_t nonempty;      /* bit b: root[b] != NIL */
-	uint64_t nfree;         /* free chunks in all bins */
-
-	struct live live;       /* live buffer -> its chunk */
-
-	uint64_t bump;          /* next free address of the sub-allocator */
-	uint64_t curr_region;   /* size target of the next region */
-
-	/* statistics, chunk sizes as TensorFlow counts them */
-	uint64_t num_allocs, bytes_in_use, peak_bytes_in_use;
-	uint64_t largest_alloc_size, pool_bytes, peak_pool_bytes;
-	uint64_t req_in_use, waste_at_peak;
-	uint64_t sub_allocs, sub_fails, sub_frees, gc_runs;
-	uint64_t prio_state;
-};
+#include "strategies/bfc.h"
 
 static const struct as_option_desc bfc_options[] = {
 	{"total", "16G", "memory limit: the single region (growth=0) or the ceiling for growth"},
@@ -230,7 +133,7 @@ static bool key_less(const struct chunk *a, const struct chunk *b)
  * children. Iterative: links are followed through pointers into `c`, which
  * does not move during the call.
  */
-static void treap_insert(struct chunk *c, uint32_t *root, uint32_t x)
+void as_bfc_treap_insert(struct chunk *c, uint32_t *root, uint32_t x)
 {
 	uint32_t *link = root;
 	while (*link != NIL && c[*link].prio >= c[x].prio)
@@ -291,12 +194,12 @@ static void bin_insert(struct bfc *s, uint32_t i)
 	int b = bin_of(ch->size);
 	ch->bin = (uint8_t)b;
 	ch->left = ch->right = NIL;
-	treap_insert(s->c, &s->root[b], i);
+	as_bfc_treap_insert(s->c, &s->root[b], i);
 	s->nonempty |= 1u << b;
 	s->nfree++;
 }
 
-static void bin_remove(struct bfc *s, uint32_t i)
+void as_bfc_bin_remove(struct bfc *s, uint32_t i)
 {
 	int b = s->c[i].bin;
 	treap_erase(s->c, &s->root[b], i);
@@ -548,7 +451,7 @@ static int extend(struct bfc *s, uint64_t align, uint64_t rounded)
 		s->c[t].next = h;
 		s->c[h].prev = t;
 		if (!s->c[t].in_use) {
-			bin_remove(s, t);
+			as_bfc_bin_remove(s, t);
 			merge(s, t, h);
 			h = t;
 		}
@@ -581,7 +484,7 @@ static bool release_free_regions(struct bfc *s, uint64_t rounded)
 		if (!c->in_use && c->size == r.size) {
 			emitf(s, "  [sub] Free(base+0x%" PRIx64 ", %" PRIu64 ")",
 			      r.off, r.size);
-			bin_remove(s, r.first);
+			as_bfc_bin_remove(s, r.first);
 			chunk_delete(s, r.first);
 			s->pool_bytes -= r.size;
 			s->sub_frees++;
@@ -775,7 +678,7 @@ static int try_place(struct bfc *s, uint64_t rounded, uint64_t align,
 		i = find_fit(s, rounded, align, &pad);
 		if (i == NIL)
 			return 0;
-		bin_remove(s, i);
+		as_bfc_bin_remove(s, i);
 	}
 	int r = take(s, i, pad, rounded, req);
 	if (r < 0)
@@ -830,12 +733,12 @@ static void bfc_free(void *state, const struct as_trace *t, uint32_t buf)
 	s->req_in_use -= c->req;
 	uint32_t n = c->next;
 	if (n != NIL && !s->c[n].in_use) {
-		bin_remove(s, n);
+		as_bfc_bin_remove(s, n);
 		merge(s, h, n);
 	}
 	uint32_t p = s->c[h].prev;
 	if (p != NIL && !s->c[p].in_use) {
-		bin_remove(s, p);
+		as_bfc_bin_remove(s, p);
 		merge(s, p, h);
 		h = p;
 	}
@@ -864,35 +767,68 @@ static void emit_stats(struct bfc *s)
 	      largest_free(s));
 }
 
-static void emit_dump(struct bfc *s)
+static bool bfc_walk(void *state, uint16_t space, as_block_fn visit,
+		     void *ctx)
 {
-	uint64_t cnt[NUM_BINS] = {0}, used[NUM_BINS] = {0};
-	uint64_t bytes[NUM_BINS] = {0}, ubytes[NUM_BINS] = {0};
-	emitf(s, "dump chunks=%" PRIu32, s->live_chunks);
-	for (uint32_t r = 0; r < s->nregions; r++) {
+	const struct bfc *s = state;
+	for (uint32_t r = 0; r < s->nregions; r++)
 		for (uint32_t i = s->r[r].first; i != NIL; i = s->c[i].next) {
 			const struct chunk *c = &s->c[i];
-			int b = bin_of(c->size);
-			cnt[b]++;
-			bytes[b] += c->size;
-			if (c->in_use) {
-				used[b]++;
-				ubytes[b] += c->size;
-			}
-			emitf(s,
-			      "  %s base+0x%" PRIx64 " size=%" PRIu64
-			      " req=%" PRIu64 " bin=%d",
-			      c->in_use ? "InUse" : "Free ", c->off, c->size,
-			      c->req, c->in_use ? -1 : (int)c->bin);
+			struct as_block blk = {
+				.offset = c->off,
+				.size = c->size,
+				.requested = c->req,
+				.buffer = AS_NONE,
+				.bin = c->in_use ? -1 : (int32_t)c->bin,
+				.in_use = c->in_use,
+			};
+			if (!visit(ctx, space, &blk))
+				return false;
 		}
+	return true;
+}
+
+/*
+ * The dump in the format of TensorFlow's harness that the golden vectors
+ * hold (not as_dump_blocks): a line per chunk from the walk, then a line
+ * per bin.
+ */
+struct bfc_dump {
+	struct bfc *s;
+	uint64_t cnt[NUM_BINS], used[NUM_BINS];
+	uint64_t bytes[NUM_BINS], ubytes[NUM_BINS];
+};
+
+static bool dump_chunk(void *ctx, uint16_t space, const struct as_block *c)
+{
+	struct bfc_dump *d = ctx;
+	int b = bin_of(c->size);
+	d->cnt[b]++;
+	d->bytes[b] += c->size;
+	if (c->in_use) {
+		d->used[b]++;
+		d->ubytes[b] += c->size;
 	}
+	emitf(d->s,
+	      "  %s base+0x%" PRIx64 " size=%" PRIu64 " req=%" PRIu64
+	      " bin=%d",
+	      c->in_use ? "InUse" : "Free ", c->offset, c->size, c->requested,
+	      (int)c->bin);
+	return true;
+}
+
+static void emit_dump(struct bfc *s)
+{
+	struct bfc_dump d = {.s = s};
+	emitf(s, "dump chunks=%" PRIu32, s->live_chunks);
+	bfc_walk(s, 0, dump_chunk, &d);
 	for (int b = 0; b < NUM_BINS; b++)
-		if (cnt[b])
+		if (d.cnt[b])
 			emitf(s,
 			      "  bin %d: chunks_in_bin=%" PRIu64
 			      " in_use=%" PRIu64 " bytes_in_bin=%" PRIu64
 			      " bytes_in_use=%" PRIu64,
-			      b, cnt[b], used[b], bytes[b], ubytes[b]);
+			      b, d.cnt[b], d.used[b], d.bytes[b], d.ubytes[b]);
 }
 
 /* floor(x * 100 / total) without overflowing 64 bits */
@@ -1040,7 +976,7 @@ static uint64_t check_treap(const struct bfc *s, uint32_t t, int bin,
 	       check_treap(s, c->right, bin, c, hi, p, depth + 1);
 }
 
-static uint64_t bfc_check(void *state, char *msg, size_t len)
+uint64_t as_bfc_check(void *state, char *msg, size_t len)
 {
 	struct bfc *s = state;
 	struct problems p = {0, msg, len};
@@ -1158,7 +1094,8 @@ static const struct as_online_impl bfc_online = {
 	.free = bfc_free,
 	.query = bfc_query,
 	.stats = bfc_stats,
-	.check = bfc_check,
+	.check = as_bfc_check,
+	.walk = bfc_walk,
 	.destroy = bfc_destroy,
 };
 

@@ -336,6 +336,30 @@ static void release(void *state, const struct as_trace *t, uint32_t buf)
 		merge_next(s, prev);
 }
 
+static bool walk(void *state, uint16_t space, as_block_fn visit, void *ctx)
+{
+	struct npu *s = state;
+	for (uint32_t i = s->head; i != AS_NONE; i = s->nodes[i].next) {
+		const struct node *n = &s->nodes[i];
+		struct as_block blk = {
+			.offset = n->start,
+			.size = n->size,
+			.buffer = n->used ? n->host : AS_NONE,
+			.bin = -1,
+			.symbol = n->symbol != AS_NONE && s->t
+					  ? s->t->symbols[n->symbol]
+					  : NULL,
+			.in_use = n->used,
+		};
+		if (!visit(ctx, space, &blk))
+			return false;
+	}
+	return true;
+}
+
+static const struct as_online_impl online;
+
+/* A header line, then the nodes (as_dump_blocks). */
 static void dump(struct npu *s)
 {
 	char line[160];
@@ -344,19 +368,7 @@ static void dump(struct npu *s)
 	snprintf(line, sizeof(line), "npu-list capacity=%llu nodes=%u",
 		 (unsigned long long)s->capacity, s->live_nodes);
 	s->emit(s->ctx, line);
-	for (uint32_t i = s->head; i != AS_NONE; i = s->nodes[i].next) {
-		const struct node *n = &s->nodes[i];
-		const char *sym = n->symbol != AS_NONE && s->t
-					  ? s->t->symbols[n->symbol]
-					  : NULL;
-		snprintf(line, sizeof(line), "  [%llu, %llu) %llu %s%s%s",
-			 (unsigned long long)n->start,
-			 (unsigned long long)(n->start + n->size),
-			 (unsigned long long)n->size,
-			 n->used ? "used" : "free", sym ? " symbol=" : "",
-			 sym ? sym : "");
-		s->emit(s->ctx, line);
-	}
+	as_dump_blocks(&online, s, s->emit, s->ctx);
 }
 
 static void query(void *state, enum as_query q)
@@ -466,6 +478,7 @@ static const struct as_online_impl online = {
 	.query = query,
 	.stats = stats,
 	.check = check,
+	.walk = walk,
 	.destroy = destroy,
 };
 

@@ -1,143 +1,52 @@
 /*
  * Per-core placement for the numa strategies (numa_place.h).
  *
- * The placed items sit in a static interval tree: all items sorted by start
- * form an implicit balanced tree over the sorted array (the node of range
- * [lo, hi) is its middle), each node keeping the largest end among the
- * placed items below it. Invariant: maxend[mid] is the largest end of a
- * placed item in [lo, hi), 0 when none is placed.
+ * The placed items sit in the static interval tree of place/itree.h, the
+ * one greedy-size uses.
  */
 #include <stdlib.h>
 
 #include "allocscope/numa.h"
 #include "strategies/numa_place.h"
+#include "core/internal.h"
 
-struct by_size {
-	uint64_t size, len;
-	uint32_t idx;
-};
-
-struct by_start {
-	uint64_t start;
-	uint32_t idx;
-};
-
-struct hit {
-	uint64_t off, top;
-};
-
-static int cmp_size(const void *pa, const void *pb)
-{
-	const struct by_size *a = pa, *b = pb;
-	if (a->size != b->size)
-		return a->size > b->size ? -1 : 1;
-	if (a->len != b->len)
-		return a->len > b->len ? -1 : 1;
-	return (a->idx > b->idx) - (a->idx < b->idx);
-}
-
-static int cmp_start(const void *pa, const void *pb)
-{
-	const struct by_start *a = pa, *b = pb;
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	return (a->idx > b->idx) - (a->idx < b->idx);
-}
-
-static int cmp_hit(const void *pa, const void *pb)
-{
-	const struct hit *a = pa, *b = pb;
-	return (a->off > b->off) - (a->off < b->off);
-}
-
-struct tree {
+struct order_ctx {
 	const struct numa_item *it;
-	const struct by_start *bs;
-	uint64_t *maxend;
-	uint8_t *placed;
+	const uint32_t *idx;
 };
 
-static void mark(struct tree *tr, uint32_t lo, uint32_t hi, uint32_t pos)
+/* Size descending, then longer lifetime, then index (stable sort). */
+static bool by_size(uint32_t ka, uint32_t kb, const void *ctx)
 {
-	uint32_t mid = lo + (hi - lo) / 2;
-	if (pos == mid)
-		tr->placed[mid] = 1;
-	else if (pos < mid)
-		mark(tr, lo, mid, pos);
-	else
-		mark(tr, mid + 1, hi, pos);
-	uint64_t m = tr->placed[mid] ? tr->it[tr->bs[mid].idx].end : 0;
-	if (lo < mid) {
-		uint64_t l = tr->maxend[lo + (mid - lo) / 2];
-		m = l > m ? l : m;
-	}
-	if (mid + 1 < hi) {
-		uint64_t r = tr->maxend[mid + 1 + (hi - mid - 1) / 2];
-		m = r > m ? r : m;
-	}
-	tr->maxend[mid] = m;
-}
-
-struct hits {
-	struct hit *v;
-	uint32_t n, cap;
-};
-
-/* Collect the placed items whose lifetime meets [s, e). */
-static int query(const struct tree *tr, uint32_t lo, uint32_t hi, uint64_t s,
-		 uint64_t e, struct hits *h)
-{
-	if (lo >= hi)
-		return AS_OK;
-	uint32_t mid = lo + (hi - lo) / 2;
-	if (tr->maxend[mid] <= s)
-		return AS_OK;
-	int err = query(tr, lo, mid, s, e, h);
-	if (err)
-		return err;
-	const struct numa_item *b = &tr->it[tr->bs[mid].idx];
-	if (b->start >= e)
-		return AS_OK; /* everything to the right starts later */
-	if (tr->placed[mid] && b->end > s) {
-		if (h->n == h->cap) {
-			uint32_t cap = h->cap ? h->cap * 2 : 64;
-			struct hit *n = realloc(h->v, cap * sizeof(*n));
-			if (!n)
-				return AS_ENOMEM;
-			h->v = n;
-			h->cap = cap;
-		}
-		h->v[h->n++] = (struct hit){b->offset, b->offset + b->size};
-	}
-	return query(tr, mid + 1, hi, s, e, h);
+	const struct order_ctx *c = ctx;
+	const struct numa_item *a = &c->it[c->idx[ka]], *b = &c->it[c->idx[kb]];
+	if (a->size != b->size)
+		return a->size > b->size;
+	return a->end - a->start > b->end - b->start;
 }
 
 static int reserve(struct numa_ws *ws, uint32_t n)
 {
 	if (n <= ws->cap)
-		return AS_OK;
-	uint32_t cap = ws->cap ? ws->cap : 16;
-	while (cap < n)
-		cap = cap > UINT32_MAX / 2 ? n : cap * 2;
-	void *o = realloc(ws->order, (size_t)cap * sizeof(struct by_size));
+		return as_itree_reserve(&ws->tree, n);
+	uint32_t *o = realloc(ws->order, (size_t)n * sizeof(*o));
 	if (o)
 		ws->order = o;
-	void *s = realloc(ws->by_start, (size_t)cap * sizeof(struct by_start));
-	if (s)
-		ws->by_start = s;
-	uint64_t *m = realloc(ws->maxend, (size_t)cap * sizeof(*m));
-	if (m)
-		ws->maxend = m;
-	uint32_t *p = realloc(ws->pos, (size_t)cap * sizeof(*p));
-	if (p)
-		ws->pos = p;
-	uint8_t *pl = realloc(ws->placed, cap);
-	if (pl)
-		ws->placed = pl;
-	if (!o || !s || !m || !p || !pl)
+	uint32_t *x = realloc(ws->idx, (size_t)n * sizeof(*x));
+	if (x)
+		ws->idx = x;
+	if (!o || !x)
 		return AS_ENOMEM;
-	ws->cap = cap;
-	return AS_OK;
+	ws->cap = n;
+	return as_itree_reserve(&ws->tree, n);
+}
+
+static uint8_t log2_of(uint64_t align)
+{
+	uint8_t lg = 0;
+	while (lg < 63 && ((uint64_t)1 << lg) < align)
+		lg++;
+	return lg;
 }
 
 int numa_place(struct numa_ws *ws, struct numa_item *items, uint32_t n,
@@ -146,62 +55,45 @@ int numa_place(struct numa_ws *ws, struct numa_item *items, uint32_t n,
 	int err = reserve(ws, n);
 	if (err)
 		return err;
-	struct by_size *order = ws->order;
-	struct by_start *bs = ws->by_start;
-	struct tree tr = {items, bs, ws->maxend, ws->placed};
-	struct hits h = {ws->hits, 0, ws->hitcap};
+	struct as_itree *tr = &ws->tree;
 	uint32_t m = 0;
 	uint64_t top = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		items[i].offset = 0;
 		if (items[i].size == 0)
 			continue;
-		order[m] = (struct by_size){items[i].size,
-					    items[i].end - items[i].start, i};
-		bs[m] = (struct by_start){items[i].start, i};
+		tr->start[m] = items[i].start;
+		tr->end[m] = items[i].end;
+		ws->idx[m] = i;
+		ws->order[m] = m;
 		m++;
 	}
-	qsort(order, m, sizeof(*order), cmp_size);
-	qsort(bs, m, sizeof(*bs), cmp_start);
-	for (uint32_t k = 0; k < m; k++) {
-		ws->pos[bs[k].idx] = k;
-		tr.maxend[k] = 0;
-		tr.placed[k] = 0;
+	struct order_ctx c = {items, ws->idx};
+	if (as_itree_build(tr, m) || as_sort_u32(ws->order, m, by_size, &c))
+		return AS_ENOMEM;
+	for (uint32_t j = 0; j < m; j++) {
+		uint32_t k = ws->order[j];
+		struct numa_item *b = &items[ws->idx[k]];
+		uint64_t off;
+		int r = as_itree_lowest(tr, k, b->size, log2_of(b->align), &off);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			return AS_EUNSUPPORTED; /* beyond 2^64 */
+		b->offset = off;
+		if (off + b->size > top)
+			top = off + b->size;
+		as_itree_put(tr, k, off, b->size);
 	}
-	for (uint32_t k = 0; k < m && err == AS_OK; k++) {
-		struct numa_item *b = &items[order[k].idx];
-		uint64_t align = b->align, cand = 0;
-		h.n = 0;
-		if ((err = query(&tr, 0, m, b->start, b->end, &h)))
-			break;
-		if (h.n > 1)
-			qsort(h.v, h.n, sizeof(*h.v), cmp_hit);
-		for (uint32_t j = 0; j < h.n; j++) {
-			uint64_t at = (cand + align - 1) & ~(align - 1);
-			if (at + b->size <= h.v[j].off)
-				break;
-			if (h.v[j].top > cand)
-				cand = h.v[j].top;
-		}
-		b->offset = (cand + align - 1) & ~(align - 1);
-		if (b->offset + b->size > top)
-			top = b->offset + b->size;
-		mark(&tr, 0, m, ws->pos[order[k].idx]);
-	}
-	ws->hits = h.v;
-	ws->hitcap = h.cap;
 	*peak = top;
-	return err;
+	return AS_OK;
 }
 
 void numa_ws_finish(struct numa_ws *ws)
 {
 	free(ws->order);
-	free(ws->by_start);
-	free(ws->hits);
-	free(ws->maxend);
-	free(ws->pos);
-	free(ws->placed);
+	free(ws->idx);
+	as_itree_finish(&ws->tree);
 	*ws = (struct numa_ws){0};
 }
 

@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include "strategies/place/itree.h"
+
 /* A rectangle to place: lifetime [start, end), size, alignment. */
 struct numa_item {
 	uint64_t size;
@@ -18,11 +20,9 @@ struct numa_item {
 
 /* Scratch memory reused across calls; zero-initialise, then finish. */
 struct numa_ws {
-	void *order, *by_start, *hits;
-	uint64_t *maxend;
-	uint32_t *pos;
-	uint8_t *placed;
-	uint32_t cap, hitcap;
+	struct as_itree tree;
+	uint32_t *order, *idx;
+	uint32_t cap;
 };
 
 /*
@@ -30,8 +30,9 @@ struct numa_ws {
  * at the lowest aligned offset where it overlaps no placed item whose
  * lifetime meets its own. Placed items sit in a static interval tree, so a
  * call costs O(n log n + sum k log k), k the overlapping items. Writes every
- * item's offset and *peak (largest offset + size); returns 0 or AS_ENOMEM.
- * Items of size 0 get offset 0.
+ * item's offset and *peak (largest offset + size); returns 0, AS_ENOMEM, or
+ * AS_EUNSUPPORTED when an offset would pass 2^64. Items of size 0 get
+ * offset 0.
  */
 int numa_place(struct numa_ws *ws, struct numa_item *items, uint32_t n,
 	       uint64_t *peak);

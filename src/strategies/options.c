@@ -16,6 +16,16 @@ static int add_pairs(struct as_opts *o, const struct as_option_desc *known,
 			break;
 		const char *end = p + strcspn(p, ", \t");
 		const char *eq = memchr(p, '=', (size_t)(end - p));
+		/* A bracketed value is a list: "k=[256:4,>:1]" is one pair. */
+		if (eq && eq[1] == '[') {
+			const char *close = strchr(eq, ']');
+			if (!close)
+				return as_diag_set(diag, 0, AS_EINVAL,
+						   "%s: option '%s' has no "
+						   "closing ']'",
+						   o->strategy, p);
+			end = close + 1;
+		}
 		size_t klen = eq ? (size_t)(eq - p) : (size_t)(end - p);
 		if (!eq || klen == 0)
 			return as_diag_set(diag, 0, AS_EINVAL,

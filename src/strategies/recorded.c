@@ -6,6 +6,10 @@
 
 static bool applies(const struct as_trace *t)
 {
+	/* No buffers: the empty placement is the recorded one (an empty
+	 * snapshot replays with -s recorded like any other). */
+	if (t->nbuffers == 0)
+		return true;
 	for (uint32_t i = 0; i < t->nbuffers; i++)
 		if (t->buffers[i].recorded != AS_NO_OFFSET)
 			return true;

@@ -16,6 +16,7 @@ extern const struct as_strategy_impl as_strategy_greedy_breadth;
 extern const struct as_strategy_impl as_strategy_bestfit;
 extern const struct as_strategy_impl as_strategy_strip;
 extern const struct as_strategy_impl as_strategy_bfc;
+extern const struct as_strategy_impl as_strategy_cuda_caching;
 extern const struct as_strategy_impl as_strategy_tiered;
 extern const struct as_strategy_impl as_strategy_npu_list;
 extern const struct as_strategy_impl as_strategy_numa_flat;
@@ -28,6 +29,7 @@ static const struct as_strategy_impl *const registry[] = {
 	&as_strategy_bestfit,
 	&as_strategy_strip,
 	&as_strategy_bfc,
+	&as_strategy_cuda_caching,
 	&as_strategy_tiered,
 	&as_strategy_npu_list,
 	&as_strategy_numa_flat,
@@ -81,14 +83,18 @@ static void resolve_aliases(const struct as_trace *t, struct as_plan *p)
 	}
 }
 
-int as_strategy_run(const char *spec, const struct as_trace *t,
-		    const struct as_run_hooks *hooks, struct as_plan **out,
-		    struct as_diag *diag)
+/*
+ * The strategy SPEC names ("NAME[:k=v,...]"), checked against the trace;
+ * *opts points at the options part of SPEC.
+ */
+static int find_spec(const char *spec, const struct as_trace *t,
+		     const struct as_strategy_impl **out, const char **opts,
+		     struct as_diag *diag)
 {
 	char name[64];
 	const char *colon = strchr(spec, ':');
 	size_t nlen = colon ? (size_t)(colon - spec) : strlen(spec);
-	const char *spec_opts = colon ? colon + 1 : "";
+	*opts = colon ? colon + 1 : "";
 	if (diag)
 		snprintf(diag->file, sizeof(diag->file), "%s", t->path);
 	if (nlen == 0 || nlen >= sizeof(name))
@@ -106,11 +112,36 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 		return as_diag_set(diag, 0, AS_EUNSUPPORTED,
 				   "strategy '%s' cannot plan this trace (%s)",
 				   name, s->info.summary);
+	*out = s;
+	return AS_OK;
+}
+
+int as_strategy_walk_at(const char *spec, const struct as_trace *t,
+			uint64_t time, as_block_fn visit, void *ctx,
+			struct as_diag *diag)
+{
+	const struct as_strategy_impl *s;
+	const char *spec_opts;
+	int err = find_spec(spec, t, &s, &spec_opts, diag);
+	if (err)
+		return err;
+	return as_online_walk_at(s, t, spec_opts, time, visit, ctx, diag);
+}
+
+int as_strategy_run(const char *spec, const struct as_trace *t,
+		    const struct as_run_hooks *hooks, struct as_plan **out,
+		    struct as_diag *diag)
+{
+	const struct as_strategy_impl *s;
+	const char *spec_opts;
+	int err = find_spec(spec, t, &s, &spec_opts, diag);
+	if (err)
+		return err;
+	const char *name = s->info.name;
 	struct as_plan *p = as_plan_create(t);
 	if (!p)
 		return as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
 	double t0 = as_now_ms();
-	int err;
 	if (s->online) {
 		err = as_online_replay(s, t, spec_opts, hooks, p, diag);
 	} else {

@@ -19,6 +19,13 @@ struct as_online_impl {
 	int (*create)(const struct as_opts *o, as_emit_fn emit, void *ctx,
 		      void **state, struct as_diag *diag);
 	/*
+	 * Optional: called once after create with the trace and the space
+	 * this state serves, before the case's first event (a recording's
+	 * state at its start, settings the input carries, ...).
+	 */
+	int (*start)(void *state, const struct as_trace *t, uint16_t space,
+		     uint32_t case_index, struct as_diag *diag);
+	/*
 	 * Place buffer `buf`: 0 with *offset and *chunk set; 1 when the
 	 * allocator cannot satisfy it (a failed allocation, replay goes on);
 	 * a negative code on an internal error.
@@ -36,6 +43,12 @@ struct as_online_impl {
 	 * the first in msg. NULL: nothing to check.
 	 */
 	uint64_t (*check)(void *state, char *msg, size_t len);
+	/*
+	 * Visit every block in address order (space is passed through);
+	 * returns false when `visit` stopped it. NULL: nothing to walk.
+	 */
+	bool (*walk)(void *state, uint16_t space, as_block_fn visit,
+		     void *ctx);
 	void (*destroy)(void *state);
 };
 
@@ -58,6 +71,19 @@ int as_online_replay(const struct as_strategy_impl *impl,
 		     const struct as_trace *t, const char *spec_opts,
 		     const struct as_run_hooks *hooks, struct as_plan *p,
 		     struct as_diag *diag);
+
+/*
+ * The one printer of allocator dumps: a line per block from the allocator's
+ * walk, "  [REGION ][start, end) size used|free[ symbol=S]".
+ */
+void as_dump_blocks(const struct as_online_impl *on, void *state,
+		    as_emit_fn emit, void *ctx);
+
+/* Replay up to `time`, then walk (as_strategy_walk_at). */
+int as_online_walk_at(const struct as_strategy_impl *impl,
+		      const struct as_trace *t, const char *spec_opts,
+		      uint64_t time, as_block_fn visit, void *ctx,
+		      struct as_diag *diag);
 
 /* The registry (registry.c). */
 const struct as_strategy_impl *as_strategy_impl_find(const char *name);

@@ -729,6 +729,29 @@ static void release(void *state, const struct as_trace *t, uint32_t buf)
 	}
 }
 
+static bool walk(void *state, uint16_t space, as_block_fn visit, void *ctx)
+{
+	struct tiered *s = state;
+	for (int l = 0; l < NLEVELS; l++)
+		for (uint32_t i = s->lv[l].first; i != AS_NONE;
+		     i = s->b[i].next) {
+			struct as_block blk = {
+				.offset = s->b[i].start,
+				.size = s->b[i].size,
+				.buffer = AS_NONE,
+				.bin = -1,
+				.region = level_names[l],
+				.in_use = !s->b[i].free,
+			};
+			if (!visit(ctx, space, &blk))
+				return false;
+		}
+	return true;
+}
+
+static const struct as_online_impl online;
+
+/* A header line per level, then the blocks (as_dump_blocks). */
 static void dump(struct tiered *s)
 {
 	char line[160];
@@ -741,18 +764,8 @@ static void dump(struct tiered *s)
 			 level_names[l], (unsigned long long)L->top,
 			 (unsigned long long)L->cap, L->nblocks, L->nfree);
 		s->emit(s->ctx, line);
-		for (uint32_t i = L->first; i != AS_NONE; i = s->b[i].next) {
-			snprintf(line, sizeof(line),
-				 "  %s [%llu, %llu) %llu %s",
-				 level_names[l],
-				 (unsigned long long)s->b[i].start,
-				 (unsigned long long)(s->b[i].start +
-						      s->b[i].size),
-				 (unsigned long long)s->b[i].size,
-				 s->b[i].free ? "free" : "used");
-			s->emit(s->ctx, line);
-		}
 	}
+	as_dump_blocks(&online, s, s->emit, s->ctx);
 }
 
 static void query(void *state, enum as_query q)
@@ -923,6 +936,7 @@ static const struct as_online_impl online = {
 	.query = query,
 	.stats = stats,
 	.check = check,
+	.walk = walk,
 	.destroy = destroy,
 };
 

@@ -346,6 +346,16 @@ struct as_plan {
 	struct as_round *rounds;
 	uint32_t nrounds;
 	double plan_ms;
+	/*
+	 * Optional, per buffer: the reserved segment an allocator placed the
+	 * buffer in (its size, and the buffer's offset inside it; size 0:
+	 * none). NULL when the strategy has no segments.
+	 */
+	uint64_t *segment_size;
+	uint64_t *segment_offset;
+	/* Remarks of the strategy (disagreements with a recording, ...). */
+	char **notes;
+	uint32_t nnotes;
 };
 
 struct as_plan *as_plan_create(const struct as_trace *t);
@@ -355,6 +365,10 @@ int as_plan_want_chunks(struct as_plan *p);
 int as_plan_want_spaces(struct as_plan *p, const struct as_trace *t,
 			uint16_t nspaces);
 int as_plan_want_aliases(struct as_plan *p, const struct as_trace *t);
+/* Allocate segment_size and segment_offset (zero: no segment). */
+int as_plan_want_segments(struct as_plan *p);
+/* Add a remark (copied; at most 64 are kept, later ones are counted). */
+int as_plan_note(struct as_plan *p, const char *text);
 /* Record a statistic; `key` must outlive the plan (a literal). */
 int as_plan_stat(struct as_plan *p, const char *key, double value);
 int as_plan_stat_int(struct as_plan *p, const char *key, uint64_t value);
@@ -388,7 +402,11 @@ uint32_t as_plan_failed(const struct as_plan *p, const struct as_trace *t);
 /* Read a plan CSV (id,lower,upper,size,offset) matching the trace's buffers. */
 int as_plan_read_csv(const struct as_trace *t, const char *path,
 		     struct as_plan **out, struct as_diag *diag);
-/* Write the plan CSV: header `id,lower,upper,size,offset`, trace order. */
+/*
+ * Write the plan CSV: header `id,lower,upper,size,offset`, trace order; plans
+ * with segments add the columns `segment_size,segment_offset` (empty when the
+ * buffer has none).
+ */
 int as_plan_write_csv(const struct as_plan *p, const struct as_trace *t,
 		      FILE *f);
 
@@ -474,6 +492,37 @@ struct as_run_hooks {
 int as_strategy_run(const char *spec, const struct as_trace *t,
 		    const struct as_run_hooks *hooks, struct as_plan **out,
 		    struct as_diag *diag);
+
+/*
+ * A block of an online allocator's memory as its walk reports it, in address
+ * order: a chunk of a region (bfc), a block of a memory level (tiered), a
+ * node of the list (npu-list). Addresses are the allocator's offsets.
+ */
+struct as_block {
+	uint64_t offset, size;
+	uint64_t requested;     /* bytes the holder asked for (bfc keeps a
+				 * free chunk's last value), else 0 */
+	uint32_t buffer;        /* a buffer it holds, or AS_NONE */
+	int32_t bin;            /* free list or size bin, -1 when none */
+	const char *region;     /* level or region label, or NULL */
+	const char *symbol;     /* address symbol mapped there, or NULL */
+	bool in_use;
+};
+
+/* Visit one block of `space`; return false to stop the walk. */
+typedef bool (*as_block_fn)(void *ctx, uint16_t space,
+			    const struct as_block *b);
+
+/*
+ * The state of online allocator SPEC at time `time`: replay the trace's
+ * events before `time` (the case in force then starts the allocator afresh,
+ * as in a run), then walk every space's allocator in address order.
+ * AS_EUNSUPPORTED (diag says so) for offline planners and allocators
+ * without a walk.
+ */
+int as_strategy_walk_at(const char *spec, const struct as_trace *t,
+			uint64_t time, as_block_fn visit, void *ctx,
+			struct as_diag *diag);
 
 /* ---- Output helpers ---- */
 

@@ -36,9 +36,25 @@ enum as_color_by {
 	AS_COLOR_SIZE,     /* size class (log2), sequential palette */
 	AS_COLOR_SPACE,    /* pool, level or core */
 	AS_COLOR_LIFETIME, /* lifetime length (log), sequential palette */
+	AS_COLOR_PREFIX,   /* the name without its last part (as_render_group) */
+	AS_COLOR_FRAME,    /* the first stack frame */
 };
 
-/* "buffer", "size", "pool" (or "space"), "lifetime"; AS_EINVAL otherwise. */
+/* How a live list groups buffers (and what AS_COLOR_PREFIX/FRAME hash). */
+enum as_group_by {
+	AS_GROUP_BUFFER,   /* no grouping: each buffer */
+	AS_GROUP_PREFIX,   /* "layer3.attn.q" -> "layer3.attn"; "t17" -> "t" */
+	AS_GROUP_FRAME,    /* the first stack frame, "(no frames)" without */
+	AS_GROUP_SIZE,     /* size class: powers of two */
+};
+
+/* The group of buffer i of t, as text in buf (always terminated); returns
+ * buf. */
+const char *as_render_group(const struct as_trace *t, uint32_t i,
+			    enum as_group_by g, char *buf, size_t len);
+
+/* "buffer", "size", "pool" (or "space"), "lifetime", "prefix", "frame";
+ * AS_EINVAL otherwise. */
 int as_color_by_from_name(const char *name, enum as_color_by *out);
 const char *as_color_by_name(enum as_color_by c);
 
@@ -65,6 +81,18 @@ struct as_render_view {
 	double y0, y1;
 };
 
+/*
+ * An online allocator's blocks at a time (as_strategy_walk_at), drawn as
+ * a column at that time in drawn panel `panel`: free blocks red, blocks in
+ * use outlined. The caller keeps the blocks.
+ */
+struct as_render_state {
+	int panel;
+	uint64_t time;
+	const struct as_block *blocks;
+	size_t nblocks;
+};
+
 struct as_render_opts {
 	int width, height;      /* logical pixels; 0: 1280 x 800 */
 	double scale;           /* device pixels per logical pixel (PNG), 1 */
@@ -74,6 +102,14 @@ struct as_render_opts {
 	bool compress;          /* compress huge empty address ranges */
 	bool sidebar;           /* largest buffers at the peak, rounds chart */
 	bool header;            /* a line naming the trace on top */
+	bool memory;            /* memory over time under the plans */
+	/* Label time by event index even when the trace has a recorded
+	 * clock (t->clock; otherwise labels read ms and s). */
+	bool time_events;
+	/* Walk each online allocator (a panel titled with its spec) at its
+	 * peak moment and draw its blocks there (a replay per panel). */
+	bool walk_at_peak;
+	const struct as_render_state *state; /* NULL: none */
 	/*
 	 * When > 0, each plot is at least this many pixels high and the
 	 * picture grows taller as needed (height is then a minimum; read the
@@ -114,7 +150,8 @@ struct as_render_panel_info {
 	const char *space_name;
 	double x, y, w, h;        /* the plot area, logical pixels */
 	uint64_t peak, lower_bound;
-	uint64_t peak_time;       /* when the peak address is first reached */
+	uint64_t peak_time;       /* the peak moment (as_render_peak_moment) */
+	uint64_t lower_bound_time; /* a moment of the lower bound */
 	uint32_t buffers, failed;
 	bool valid;
 	uint64_t violations;
@@ -202,6 +239,36 @@ int as_render_file(const char *path, enum as_image_format fmt,
 
 /* Parse "WxH" (e.g. "1280x800"), each within [200, 16384]. */
 int as_render_parse_size(const char *s, int *width, int *height);
+
+/* ---- Moments: when a plan peaks, when the most bytes are live ---- */
+
+struct as_moment {
+	uint64_t time;        /* trace time units */
+	uint64_t live_bytes;  /* bytes live at `time` (aliases take none) */
+	uint64_t live;        /* buffers live at `time` */
+	uint64_t top;         /* the plan's top address (peak); for the
+				 bound: live_bytes */
+	uint32_t top_buffer;  /* a buffer reaching the top, live at time;
+				 AS_NONE for the bound */
+};
+
+/*
+ * The peak moment of a plan in `space` (AS_RENDER_ALL_SPACES: every
+ * buffer, for single-space plans): within the lives of the buffers that
+ * reach the plan's top address (offset + size, placed, not aliases), the
+ * earliest time with the most bytes live in that space. Returns 0 (out
+ * filled), 1 when no placed buffer is live at any time, or a negative
+ * AS_E* code. O(n log n).
+ */
+int as_render_peak_moment(const struct as_trace *t, const struct as_plan *p,
+			  int space, struct as_moment *out);
+
+/*
+ * A moment of the lower bound: the earliest time with the most bytes live
+ * in the trace (in `space`, or every space). Returns as above.
+ */
+int as_render_bound_moment(const struct as_trace *t, int space,
+			   struct as_moment *out);
 
 /* ---- Window overlays (the viewer's status bar, tooltips and help) ---- */
 

@@ -82,6 +82,19 @@ void as_placer_reset(struct as_placer *pl);
  */
 bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 		    uint64_t *off, uint64_t *gap_out);
+/* An address range [lo, hi). */
+struct as_span {
+	uint64_t lo, hi;
+};
+
+/*
+ * The address ranges of the placed rectangles sharing time with r (runs of
+ * touching ones merged), sorted by lo, in the placer's scratch: valid until
+ * the next call, and the caller may rewrite them. *n gets their number;
+ * NULL when memory ran out.
+ */
+struct as_span *as_placer_spans(struct as_placer *pl, const struct as_rect *r,
+				uint32_t *n);
 /* Record rectangle i at offset off. */
 void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off);
 /* Whether a placement ran out of memory (finds then fail). */
@@ -129,6 +142,9 @@ uint64_t as_problem_pairs(const struct as_problem *pb);
 
 /* Peak of a placement: largest off + size. */
 uint64_t as_place_peak(const struct as_problem *pb, const uint64_t *off);
+
+/* as_sort_u32 order of rectangle indices by first section (ctx: pb). */
+bool as_rect_by_t0(uint32_t a, uint32_t b, const void *pb);
 
 /* ---- Exact search: branch and bound over canonical placements ---- */
 

@@ -1,0 +1,146 @@
+/*
+ * A comparison as Markdown, for CI comments and job summaries: a verdict
+ * line, the counts, then one table row per change, regressions first.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocscope/compare.h"
+#include "core/internal.h"
+
+/* A table cell: '|' escaped, newlines flattened. */
+static void md_cell(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '|')
+			fputs("\\|", f);
+		else if (*s == '\n' || *s == '\r')
+			putc(' ', f);
+		else
+			putc(*s, f);
+	}
+}
+
+static void md_strategy(FILE *f, const struct as_compare_row *r)
+{
+	const char *b = r->base ? r->base->strategy : NULL;
+	const char *n = r->new_ ? r->new_->strategy : NULL;
+	md_cell(f, b ? b : n);
+	if (b && n && strcmp(b, n) != 0) {
+		fputs(" → ", f);
+		md_cell(f, n);
+	}
+}
+
+static void md_row(FILE *f, const struct as_comparison *c,
+		   const struct as_compare_row *r)
+{
+	enum as_metric m = c->opts.metric;
+	char buf[64];
+	bool fails = as_compare_row_fails(c, r);
+	fprintf(f, "| %s%s%s | `", fails ? "**" : "",
+		as_change_name(r->status), fails ? "**" : "");
+	md_cell(f, r->base ? r->base->trace : r->new_->trace);
+	fputs("` | ", f);
+	md_strategy(f, r);
+	fputs(" | ", f);
+	fputs(r->base ? as_metric_format(m, r->base_value, buf, sizeof(buf))
+		      : "—",
+	      f);
+	fputs(" | ", f);
+	fputs(r->new_ ? as_metric_format(m, r->new_value, buf, sizeof(buf))
+		      : "—",
+	      f);
+	fputs(" | ", f);
+	if (r->base && r->new_) {
+		as_metric_format(m, fabs(r->change), buf, sizeof(buf));
+		fprintf(f, "%s%s | ",
+			r->change > 0 ? "+" : r->change < 0 ? "-" : "", buf);
+		if (r->pct_infinite)
+			fputs("new |", f);
+		else
+			fprintf(f, "%+.2f%% |", r->change_pct);
+	} else {
+		fputs("— | — |", f);
+	}
+	const char *sep = " ";
+	if (r->base && r->new_ && r->new_->failed != r->base->failed) {
+		fprintf(f, "%sfailed %llu → %llu", sep,
+			(unsigned long long)r->base->failed,
+			(unsigned long long)r->new_->failed);
+		sep = "; ";
+	} else if (r->new_ && r->new_->failed) {
+		fprintf(f, "%sfailed %llu", sep,
+			(unsigned long long)r->new_->failed);
+		sep = "; ";
+	}
+	if (r->new_ && !r->new_->valid)
+		fprintf(f, "%sinvalid plan: %llu violations", sep,
+			(unsigned long long)r->new_->violations);
+	else if (r->status == AS_CH_FIXED)
+		fprintf(f, "%sbase plan was invalid", sep);
+	fputs(" |\n", f);
+}
+
+int as_comparison_write_markdown(const struct as_comparison *c, FILE *f,
+				 bool all_rows)
+{
+	size_t *order = malloc((c->nrows + 1) * sizeof(*order));
+	if (!order || as_comparison_order(c, order) != AS_OK) {
+		free(order);
+		return AS_ENOMEM;
+	}
+	enum as_metric m = c->opts.metric;
+
+	fprintf(f, "### allocscope diff (%s): %s\n\n", as_metric_name(m),
+		as_comparison_failed(c) ? "❌ regression" : "✅ no regression");
+	fprintf(f, "%zu rows: %zu regressed, %zu invalid, %zu with more "
+		   "failed allocations, %zu worse within the threshold, %zu "
+		   "better, %zu fixed, %zu unchanged, %zu only in base, %zu "
+		   "only in new.\n\n",
+		c->nrows, c->count[AS_CH_REGRESSED], c->count[AS_CH_INVALID],
+		c->count[AS_CH_MORE_FAILED], c->count[AS_CH_WORSE],
+		c->count[AS_CH_BETTER], c->count[AS_CH_FIXED],
+		c->count[AS_CH_SAME], c->count[AS_CH_ONLY_BASE],
+		c->count[AS_CH_ONLY_NEW]);
+	if (c->count[AS_CH_TRACE_CHANGED])
+		fprintf(f, "%zu rows are of traces whose content changed "
+			   "(lower bound, buffers or events): not compared; "
+			   "regenerate the base.\n\n",
+			c->count[AS_CH_TRACE_CHANGED]);
+	if (as_metric_is_timing(m))
+		fprintf(f, "A row regresses when `%s` grows by more than "
+			   "%.2f%% and by more than %.2f ms (noise allowance)."
+			   "\n\n",
+			as_metric_name(m), c->opts.max_regress_pct,
+			c->opts.noise_ms);
+	else
+		fprintf(f, "A row regresses when `%s` grows by more than "
+			   "%.2f%%, when more allocations fail, or when its "
+			   "plan is invalid.\n\n",
+			as_metric_name(m), c->opts.max_regress_pct);
+
+	size_t shown = 0;
+	for (size_t k = 0; k < c->nrows; k++)
+		shown += all_rows || c->rows[order[k]].status != AS_CH_SAME;
+	if (shown) {
+		fputs("| status | trace | strategy | base | new | change | "
+		      "change % | notes |\n",
+		      f);
+		fputs("|---|---|---|---:|---:|---:|---:|---|\n", f);
+		for (size_t k = 0; k < c->nrows; k++) {
+			const struct as_compare_row *r = &c->rows[order[k]];
+			if (all_rows || r->status != AS_CH_SAME)
+				md_row(f, c, r);
+		}
+		fputs("\n", f);
+	}
+	if (!all_rows && c->count[AS_CH_SAME])
+		fprintf(f, "%zu unchanged rows not shown.\n",
+			c->count[AS_CH_SAME]);
+	free(order);
+	return ferror(f) ? AS_EIO : AS_OK;
+}
+

@@ -1,0 +1,319 @@
+/*
+ * The malloc heap model of the mtrace and raw heaptrack readers.
+ *
+ * Addresses: open addressing with linear probing, load at most 1/2, one
+ * entry per distinct address ever returned (a program's heap reuses
+ * addresses, so this stays far smaller than the buffer count). Callers and
+ * stacks: a set of interned strings, so 10^7 blocks from 100 call sites
+ * hold 100 copies.
+ *
+ * Recorded offsets (`-s recorded`): the addresses, with every address range
+ * that no block ever touched and that is longer than GAP_KEEP shrunk to one
+ * page plus its remainder modulo the page, so offsets keep the addresses'
+ * alignment. The main heap, thread arenas and mmap'ed blocks lie terabytes
+ * apart; shrunk, the plan's peak is the span malloc really used: the heap's
+ * own fragmentation stays, the empty space between mappings goes. The
+ * lowest block keeps its offset within its page.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "core/trace_private.h"
+#include "formats/heap.h"
+
+#define GAP_KEEP (64u << 10) /* gaps up to this are the heap's own */
+#define PAGE 4096u
+
+struct addr_entry {
+	uint64_t addr;          /* 0: empty slot (malloc never returns 0) */
+	uint64_t top;           /* highest end of a block here */
+	uint64_t shift;         /* what the recorded offset subtracts */
+	uint32_t count;         /* blocks handed out here */
+	uint32_t live;          /* the live buffer here, or AS_NONE */
+};
+
+struct as_heap {
+	struct addr_entry *addrs;
+	size_t addr_mask, naddrs;
+	const char **strs;      /* interned strings, open addressing */
+	size_t str_mask, nstrs;
+};
+
+struct as_heap *as_heap_create(void)
+{
+	return calloc(1, sizeof(struct as_heap));
+}
+
+void as_heap_destroy(struct as_heap *h)
+{
+	if (!h)
+		return;
+	free(h->addrs);
+	free(h->strs);
+	free(h);
+}
+
+static uint64_t hash_u64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static struct addr_entry *addr_find(struct as_heap *h, uint64_t addr)
+{
+	if (!h->addrs)
+		return NULL;
+	size_t i = hash_u64(addr) & h->addr_mask;
+	while (h->addrs[i].addr && h->addrs[i].addr != addr)
+		i = (i + 1) & h->addr_mask;
+	return h->addrs[i].addr ? &h->addrs[i] : NULL;
+}
+
+static struct addr_entry *addr_get(struct as_heap *h, uint64_t addr)
+{
+	struct addr_entry *e = addr_find(h, addr);
+	if (e)
+		return e;
+	if (!h->addrs || (h->naddrs + 1) * 2 > h->addr_mask + 1) {
+		size_t cap = h->addrs ? (h->addr_mask + 1) * 2 : 1024;
+		if (cap > SIZE_MAX / sizeof(struct addr_entry))
+			return NULL;
+		struct addr_entry *n = calloc(cap, sizeof(*n));
+		if (!n)
+			return NULL;
+		for (size_t i = 0; h->addrs && i <= h->addr_mask; i++) {
+			if (!h->addrs[i].addr)
+				continue;
+			size_t j = hash_u64(h->addrs[i].addr) & (cap - 1);
+			while (n[j].addr)
+				j = (j + 1) & (cap - 1);
+			n[j] = h->addrs[i];
+		}
+		free(h->addrs);
+		h->addrs = n;
+		h->addr_mask = cap - 1;
+	}
+	size_t i = hash_u64(addr) & h->addr_mask;
+	while (h->addrs[i].addr)
+		i = (i + 1) & h->addr_mask;
+	h->addrs[i] = (struct addr_entry){.addr = addr, .live = AS_NONE};
+	h->naddrs++;
+	return &h->addrs[i];
+}
+
+const char *as_heap_intern(struct as_builder *b, struct as_heap *h,
+			   const char *s)
+{
+	if (!h->strs || (h->nstrs + 1) * 2 > h->str_mask + 1) {
+		size_t cap = h->strs ? (h->str_mask + 1) * 2 : 256;
+		const char **n = calloc(cap, sizeof(*n));
+		if (!n)
+			return NULL;
+		for (size_t i = 0; h->strs && i <= h->str_mask; i++) {
+			if (!h->strs[i])
+				continue;
+			size_t j = as_hash_str(h->strs[i]) & (cap - 1);
+			while (n[j])
+				j = (j + 1) & (cap - 1);
+			n[j] = h->strs[i];
+		}
+		free(h->strs);
+		h->strs = n;
+		h->str_mask = cap - 1;
+	}
+	size_t i = as_hash_str(s) & h->str_mask;
+	while (h->strs[i] && strcmp(h->strs[i], s) != 0)
+		i = (i + 1) & h->str_mask;
+	if (!h->strs[i]) {
+		if (!(h->strs[i] = as_builder_intern(b, s)))
+			return NULL;
+		h->nstrs++;
+	}
+	return h->strs[i];
+}
+
+bool as_parse_hex(const char *s, size_t len, uint64_t *out)
+{
+	if (len > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		s += 2;
+		len -= 2;
+	}
+	while (len > 1 && *s == '0') {
+		s++;
+		len--;
+	}
+	if (len == 0 || len > 16)
+		return false;
+	uint64_t v = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned d;
+		char c = s[i];
+		if (c >= '0' && c <= '9')
+			d = (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			d = (unsigned)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			d = (unsigned)(c - 'A' + 10);
+		else
+			return false;
+		v = v << 4 | d;
+	}
+	*out = v;
+	return true;
+}
+
+/* "0xADDR#N" into out (at least 32 bytes); by hand, it runs per event. */
+static void block_name(char *out, uint64_t addr, uint32_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[24];
+	int k = 0;
+	do
+		tmp[k++] = digits[addr & 15];
+	while (addr >>= 4);
+	*out++ = '0';
+	*out++ = 'x';
+	while (k)
+		*out++ = tmp[--k];
+	*out++ = '#';
+	do
+		tmp[k++] = (char)('0' + n % 10);
+	while (n /= 10);
+	while (k)
+		*out++ = tmp[--k];
+	*out = 0;
+}
+
+/* Free the live block at `e`; its index into *idx. */
+static int free_entry(struct as_builder *b, struct addr_entry *e,
+		      uint64_t line, uint32_t *idx, struct as_diag *diag)
+{
+	char name[48];
+	block_name(name, e->addr, e->count);
+	*idx = e->live;
+	e->live = AS_NONE;
+	return as_builder_free(b, name, line, diag);
+}
+
+int as_heap_free(struct as_builder *b, struct as_heap *h, uint64_t addr,
+		 uint64_t line, uint32_t *idx, struct as_diag *diag)
+{
+	*idx = AS_NONE;
+	if (addr == 0)
+		return AS_OK; /* free(NULL) */
+	struct addr_entry *e = addr_find(h, addr);
+	if (!e || e->live == AS_NONE)
+		return as_builder_count(b, "frees of addresses never allocated",
+					1);
+	return free_entry(b, e, line, idx, diag);
+}
+
+int as_heap_alloc(struct as_builder *b, struct as_heap *h, uint64_t addr,
+		  uint64_t size, const char *frames, uint32_t realloc_of,
+		  uint64_t line, struct as_diag *diag)
+{
+	if (addr == 0) { /* malloc returned NULL */
+		struct as_mark mk = {.size = size, .kind = AS_MARK_FAILED};
+		int err = as_builder_mark(b, &mk);
+		return err ? err : as_builder_count(b, "failed allocations", 1);
+	}
+	if (size > UINT64_MAX - addr)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "block 0x%llx + %llu overflows 64 bits",
+				   (unsigned long long)addr,
+				   (unsigned long long)size);
+	struct addr_entry *e = addr_get(h, addr);
+	if (!e)
+		return AS_ENOMEM;
+	int err;
+	if (e->live != AS_NONE) {
+		uint32_t gone;
+		if ((err = free_entry(b, e, line, &gone, diag)) ||
+		    (err = as_builder_count(b, "allocations at a live address "
+					       "(its free was not traced)",
+					    1)))
+			return err;
+	}
+	if (e->count == UINT32_MAX)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "too many blocks at 0x%llx",
+				   (unsigned long long)addr);
+	e->count++;
+	char name[48];
+	block_name(name, addr, e->count);
+	/* malloc's alignment (16 on 64-bit glibc), or what the address has. */
+	uint64_t align = addr & (~addr + 1);
+	if (align > 16)
+		align = 16;
+	int64_t idx = as_builder_alloc(b, name, size, align, line, diag);
+	if (idx < 0)
+		return (int)idx;
+	e->live = (uint32_t)idx;
+	if (addr + size > e->top)
+		e->top = addr + size;
+	as_builder_buffer(b, (uint32_t)idx)->recorded = addr;
+	if (frames &&
+	    (err = as_builder_frames_interned(b, (uint32_t)idx, frames)))
+		return err;
+	if (realloc_of != AS_NONE) {
+		struct as_buffer_info *in = as_builder_info(b, (uint32_t)idx);
+		if (!in)
+			return AS_ENOMEM;
+		in->realloc_of = realloc_of;
+	}
+	return AS_OK;
+}
+
+static int by_addr(const void *a, const void *b)
+{
+	const struct addr_entry *x = a, *y = b;
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+/* Recorded offsets: addresses with the untouched gaps shrunk. */
+static int shrink_gaps(struct as_builder *b, struct as_heap *h)
+{
+	if (!h->naddrs)
+		return AS_OK;
+	struct addr_entry *v = malloc(h->naddrs * sizeof(*v));
+	if (!v)
+		return AS_ENOMEM;
+	size_t n = 0;
+	for (size_t i = 0; i <= h->addr_mask; i++)
+		if (h->addrs[i].addr)
+			v[n++] = h->addrs[i];
+	qsort(v, n, sizeof(*v), by_addr);
+	uint64_t shift = v[0].addr & ~(uint64_t)(PAGE - 1);
+	uint64_t top = v[0].top;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].addr > top && v[i].addr - top > GAP_KEEP) {
+			uint64_t gap = v[i].addr - top;
+			shift += gap - (PAGE + (gap & (PAGE - 1)));
+		}
+		if (v[i].top > top)
+			top = v[i].top;
+		addr_find(h, v[i].addr)->shift = shift;
+	}
+	free(v);
+	struct as_trace *t = as_builder_trace(b);
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		struct as_buffer *buf = &t->buffers[i];
+		if (buf->recorded != AS_NO_OFFSET)
+			buf->recorded -= addr_find(h, buf->recorded)->shift;
+	}
+	return AS_OK;
+}
+
+int as_heap_finish(struct as_builder *b, struct as_heap *h,
+		   const char *live_key)
+{
+	uint64_t live = 0;
+	for (size_t i = 0; h->addrs && i <= h->addr_mask; i++)
+		if (h->addrs[i].addr && h->addrs[i].live != AS_NONE)
+			live++;
+	int err = live ? as_builder_count(b, live_key, live) : AS_OK;
+	return err ? err : shrink_gaps(b, h);
+}

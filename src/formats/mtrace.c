@@ -1,0 +1,278 @@
+/*
+ * glibc mtrace files (MALLOC_TRACE, mtrace(3)): one line an event, each
+ * with an optional caller in front:
+ *
+ *   = Start
+ *   @ /lib/x86_64-linux-gnu/libc.so.6:(__tsearch+d6)[0x102de6] + 0x5612078b5520 0x18
+ *   @ ./prog:[0x401136] - 0x5612078b5520
+ *   @ [0x401136] < 0x5612078b6d80              realloc: the old block...
+ *   @ [0x401136] > 0x5612078b7000 0x800        ...and the new one
+ *   + (nil) 0x7fffffffffff                     malloc failed
+ *   ! 0x5612078b6d80 0x100000000               realloc failed (old kept)
+ *   = End                                      muntrace(); absent when the
+ *                                              program was killed or exited
+ *
+ * A buffer lives from its `+` (or `>`) to the `-` (or `<`) of its address;
+ * a realloc frees the old block and allocates the new one, linked through
+ * the new one's info (realloc_of). Blocks never freed live to the end. A
+ * free of an address never allocated (allocated before tracing started) is
+ * ignored and counted; so is an allocation at an address still live (its
+ * free was not traced). Failed allocations are marks, not buffers.
+ *
+ * Names: the address and the number of the block at that address,
+ * "0x5612078b5520#3" is the third block handed out there. The caller is the
+ * buffer's one-frame stack, interned (one copy per distinct caller).
+ *
+ * Recorded offsets (`-s recorded`) are the addresses with the empty ranges
+ * between mappings shrunk (formats/heap.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "core/trace_private.h"
+#include "formats/formats.h"
+#include "formats/heap.h"
+
+#define MAX_CALLER 4096
+
+struct mtrace {
+	struct as_heap *heap;
+	bool pending;           /* a `<` waits for its `>` */
+	uint32_t pending_idx;   /* the buffer `<` freed, or AS_NONE */
+	bool ended;
+};
+
+static bool token(const char **p, const char *end, const char **s,
+		  size_t *len)
+{
+	const char *q = *p;
+	while (q < end && (*q == ' ' || *q == '\t'))
+		q++;
+	if (q == end)
+		return false;
+	*s = q;
+	while (q < end && *q != ' ' && *q != '\t')
+		q++;
+	*len = (size_t)(q - *s);
+	*p = q;
+	return true;
+}
+
+/* An address: hex, or "(nil)" for NULL (0). */
+static int address(const char **p, const char *end, uint64_t line,
+		   uint64_t *out, struct as_diag *diag)
+{
+	const char *s;
+	size_t n;
+	if (!token(p, end, &s, &n))
+		return as_diag_set(diag, line, AS_EPARSE, "missing address");
+	if (n == 5 && memcmp(s, "(nil)", 5) == 0) {
+		*out = 0;
+		return AS_OK;
+	}
+	if (!as_parse_hex(s, n, out))
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "address '%.*s' is not a hexadecimal "
+				   "number",
+				   (int)(n > 40 ? 40 : n), s);
+	return AS_OK;
+}
+
+static int size_field(const char **p, const char *end, uint64_t line,
+		      uint64_t *out, struct as_diag *diag)
+{
+	const char *s;
+	size_t n;
+	if (!token(p, end, &s, &n))
+		return as_diag_set(diag, line, AS_EPARSE, "missing size");
+	if (!as_parse_hex(s, n, out))
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "size '%.*s' is not a hexadecimal number",
+				   (int)(n > 40 ? 40 : n), s);
+	return AS_OK;
+}
+
+static int no_more(const char *p, const char *end, uint64_t line,
+		   struct as_diag *diag)
+{
+	const char *s;
+	size_t n;
+	if (token(&p, end, &s, &n))
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "unexpected '%.*s' at the end of the line",
+				   (int)(n > 40 ? 40 : n), s);
+	return AS_OK;
+}
+
+static int parse_line(struct as_builder *b, struct mtrace *m, const char *s,
+		      size_t len, uint64_t line, struct as_diag *diag)
+{
+	const char *p = s, *end = s + len;
+	const char *caller = NULL;
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if (p == end)
+		return AS_OK;
+	if (*p == '@') {
+		/* "@ CALLER OP ...": the caller ends at "] " (file names may
+		 * hold spaces), else at the first space. */
+		const char *c = p + 1;
+		while (c < end && *c == ' ')
+			c++;
+		const char *ce = NULL;
+		for (const char *q = c; q + 1 < end; q++)
+			if (q[0] == ']' && q[1] == ' ')
+				ce = q + 1;
+		if (!ce) {
+			ce = c;
+			while (ce < end && *ce != ' ')
+				ce++;
+		}
+		size_t n = (size_t)(ce - c);
+		if (n == 0 || ce == end)
+			return as_diag_set(diag, line, AS_EPARSE,
+					   "caller without an operation");
+		if (n >= MAX_CALLER)
+			return as_diag_set(diag, line, AS_EPARSE,
+					   "caller longer than %u bytes",
+					   MAX_CALLER);
+		char text[MAX_CALLER];
+		memcpy(text, c, n);
+		text[n] = 0;
+		if (!(caller = as_heap_intern(b, m->heap, text)))
+			return AS_ENOMEM;
+		p = ce;
+		while (p < end && *p == ' ')
+			p++;
+	}
+	char op = *p++;
+	if (p < end && *p != ' ' && *p != '\t')
+		op = '?';
+	if (op != '>')
+		m->pending = false; /* a `<` without its `>` was a free */
+	uint64_t addr, size;
+	uint32_t idx;
+	int err;
+	switch (op) {
+	case '=':
+		while (p < end && *p == ' ')
+			p++;
+		if ((size_t)(end - p) >= 3 && memcmp(p, "End", 3) == 0)
+			m->ended = true;
+		else if ((size_t)(end - p) >= 5 && memcmp(p, "Start", 5) == 0)
+			m->ended = false;
+		return AS_OK;
+	case '+':
+		if ((err = address(&p, end, line, &addr, diag)) ||
+		    (err = size_field(&p, end, line, &size, diag)) ||
+		    (err = no_more(p, end, line, diag)))
+			return err;
+		return as_heap_alloc(b, m->heap, addr, size, caller, AS_NONE,
+				     line, diag);
+	case '-':
+		if ((err = address(&p, end, line, &addr, diag)) ||
+		    (err = no_more(p, end, line, diag)))
+			return err;
+		return as_heap_free(b, m->heap, addr, line, &idx, diag);
+	case '<':
+		if ((err = address(&p, end, line, &addr, diag)) ||
+		    (err = no_more(p, end, line, diag)) ||
+		    (err = as_heap_free(b, m->heap, addr, line, &idx, diag)))
+			return err;
+		m->pending = true;
+		m->pending_idx = idx;
+		return AS_OK;
+	case '>': {
+		if ((err = address(&p, end, line, &addr, diag)) ||
+		    (err = size_field(&p, end, line, &size, diag)) ||
+		    (err = no_more(p, end, line, diag)))
+			return err;
+		uint32_t of = m->pending ? m->pending_idx : AS_NONE;
+		m->pending = false;
+		if (addr == 0)
+			return as_diag_set(diag, line, AS_EPARSE,
+					   "realloc result (nil) after a free");
+		return as_heap_alloc(b, m->heap, addr, size, caller, of, line,
+				     diag);
+	}
+	case '!': {
+		/* A failed realloc: "! OLD SIZE"; the old block is kept. */
+		if ((err = address(&p, end, line, &addr, diag)) ||
+		    (err = size_field(&p, end, line, &size, diag)))
+			return err;
+		struct as_mark mk = {.size = size, .kind = AS_MARK_FAILED};
+		if ((err = as_builder_mark(b, &mk)))
+			return err;
+		return as_builder_count(b, "failed reallocs", 1);
+	}
+	default:
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "unknown mtrace line '%.*s' (expected =, "
+				   "+, -, <, > or !)",
+				   (int)(len > 40 ? 40 : len), s);
+	}
+}
+
+static int mtrace_lines(struct as_builder *b, struct as_line_state *st,
+			const char *data, size_t len, struct as_diag *diag)
+{
+	struct mtrace *m = st->priv;
+	if (!m) {
+		if (!(m = st->priv = calloc(1, sizeof(*m))))
+			return AS_ENOMEM;
+		if (!(m->heap = as_heap_create()))
+			return AS_ENOMEM;
+	}
+	const char *p = data, *end = data + len, *s;
+	size_t n;
+	while ((s = as_next_line(&p, end, &n))) {
+		st->line++;
+		int err = parse_line(b, m, s, n, st->line, diag);
+		if (err)
+			return err;
+	}
+	return AS_OK;
+}
+
+
+static int mtrace_end(struct as_builder *b, struct as_line_state *st,
+		      int err, struct as_diag *diag)
+{
+	struct mtrace *m = st->priv;
+	if (!err && m)
+		err = as_heap_finish(b, m->heap,
+				     m->ended ? "blocks live at = End (leaks)"
+					      : "blocks live at the end (no = "
+						"End: the program exited or "
+						"was killed)");
+	if (m) {
+		as_heap_destroy(m->heap);
+		free(m);
+		st->priv = NULL;
+	}
+	return err;
+}
+
+/* "= Start" first, or a line that begins with "@ ". */
+static bool mtrace_sniff(const char *head, size_t len)
+{
+	if (len >= 7 && memcmp(head, "= Start", 7) == 0)
+		return true;
+	const char *p = head, *end = head + len, *s;
+	size_t n;
+	int lines = 0;
+	while ((s = as_next_line(&p, end, &n)) && lines++ < 8)
+		if (n >= 4 && s[0] == '@' && s[1] == ' ' &&
+		    (memchr(s, '[', n) != NULL))
+			return true;
+	return false;
+}
+
+const struct as_format_impl as_format_mtrace = {
+	.name = "mtrace",
+	.extensions = ".mtrace",
+	.sniff = mtrace_sniff,
+	.lines = mtrace_lines,
+	.end = mtrace_end,
+};

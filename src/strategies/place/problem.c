@@ -1,0 +1,181 @@
+/*
+ * The planning problem of place.h: rectangles over compressed time
+ * sections, per address space, and the driver over spaces.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "strategies/place/place.h"
+#include "core/internal.h"
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Index of x in the sorted unique array v[0..n). */
+static uint32_t rank_of(const uint64_t *v, uint32_t n, uint64_t x)
+{
+	uint32_t lo = 0, hi = n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (v[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool needs_room(const struct as_buffer *b)
+{
+	return b->alias_of == AS_NONE && b->size > 0 && b->start < b->end;
+}
+
+int as_problem_init(struct as_problem *pb, const struct as_trace *t,
+		    uint16_t space)
+{
+	memset(pb, 0, sizeof(*pb));
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		if (t->buffers[i].space == space && needs_room(&t->buffers[i]))
+			n++;
+	if (n == 0)
+		return AS_OK;
+	pb->r = calloc(n, sizeof(*pb->r));
+	uint64_t *tv = malloc(2 * (size_t)n * sizeof(*tv));
+	if (!pb->r || !tv) {
+		free(tv);
+		return AS_ENOMEM;
+	}
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		const struct as_buffer *b = &t->buffers[i];
+		if (b->space != space || !needs_room(b))
+			continue;
+		tv[2 * k] = b->start;
+		tv[2 * k + 1] = b->end;
+		pb->r[k].size = b->size;
+		pb->r[k].buf = i;
+		pb->r[k].align_log2 = b->align_log2;
+		k++;
+	}
+	qsort(tv, 2 * (size_t)n, sizeof(*tv), cmp_u64);
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < 2 * n; i++)
+		if (m == 0 || tv[m - 1] != tv[i])
+			tv[m++] = tv[i];
+	pb->times = tv;
+	pb->nsections = m - 1;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct as_buffer *b = &t->buffers[pb->r[i].buf];
+		pb->r[i].t0 = rank_of(tv, m, b->start);
+		pb->r[i].t1 = rank_of(tv, m, b->end);
+	}
+	pb->n = n;
+	uint64_t *load = malloc(((size_t)pb->nsections + 1) * sizeof(*load));
+	if (!load)
+		return AS_ENOMEM;
+	as_problem_load(pb, load);
+	for (uint32_t s = 0; s < pb->nsections; s++)
+		if (load[s] > pb->lower_bound)
+			pb->lower_bound = load[s];
+	free(load);
+	return AS_OK;
+}
+
+void as_problem_finish(struct as_problem *pb)
+{
+	free(pb->r);
+	free(pb->times);
+	memset(pb, 0, sizeof(*pb));
+}
+
+void as_problem_load(const struct as_problem *pb, uint64_t *out)
+{
+	/* Difference array; the sums stay exact modulo 2^64. */
+	memset(out, 0, ((size_t)pb->nsections + 1) * sizeof(*out));
+	for (uint32_t i = 0; i < pb->n; i++) {
+		out[pb->r[i].t0] += pb->r[i].size;
+		out[pb->r[i].t1] -= pb->r[i].size;
+	}
+	for (uint32_t s = 1; s < pb->nsections; s++)
+		out[s] += out[s - 1];
+}
+
+int as_plan_spaces(const struct as_trace *t, struct as_plan *p,
+		   as_space_plan_fn fn, void *ctx, struct as_diag *diag)
+{
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		const struct as_buffer *b = &t->buffers[i];
+		if (b->alias_of == AS_NONE && !needs_room(b))
+			p->offset[i] = 0;
+	}
+	for (uint16_t s = 0; s < t->nspaces || s == 0; s++) {
+		struct as_problem pb;
+		int err = as_problem_init(&pb, t, s);
+		uint64_t *off = NULL;
+		if (err == AS_OK && pb.n > 0) {
+			off = calloc(pb.n, sizeof(*off));
+			err = off ? fn(&pb, off, ctx, p, diag) : AS_ENOMEM;
+		}
+		if (err == AS_OK)
+			for (uint32_t i = 0; i < pb.n; i++)
+				p->offset[pb.r[i].buf] = off[i];
+		free(off);
+		as_problem_finish(&pb);
+		if (err == AS_ENOMEM)
+			return as_diag_set(diag, 0, err, "out of memory");
+		if (err)
+			return err;
+		if (t->nspaces <= 1)
+			break;
+	}
+	return AS_OK;
+}
+
+uint64_t as_place_peak(const struct as_problem *pb, const uint64_t *off)
+{
+	uint64_t peak = 0;
+	for (uint32_t i = 0; i < pb->n; i++)
+		if (off[i] + pb->r[i].size > peak)
+			peak = off[i] + pb->r[i].size;
+	return peak;
+}
+
+bool as_rect_by_t0(uint32_t a, uint32_t b, const void *cv)
+{
+	const struct as_problem *pb = cv;
+	return pb->r[a].t0 < pb->r[b].t0;
+}
+
+uint64_t as_problem_pairs(const struct as_problem *pb)
+{
+	/*
+	 * Rectangles live in section t: c[t]; pairs = sum over sections of
+	 * new rectangles there times the ones already live.
+	 */
+	uint32_t S = pb->nsections;
+	uint64_t *starts = calloc((size_t)S + 1, sizeof(uint64_t));
+	uint64_t *ends = calloc((size_t)S + 1, sizeof(uint64_t));
+	uint64_t pairs = 0, live = 0;
+	if (!starts || !ends) {
+		free(starts);
+		free(ends);
+		return UINT64_MAX;
+	}
+	for (uint32_t i = 0; i < pb->n; i++) {
+		starts[pb->r[i].t0]++;
+		ends[pb->r[i].t1]++;
+	}
+	for (uint32_t t = 0; t <= S; t++) {
+		live -= ends[t];
+		/* New ones meet the live ones and each other. */
+		pairs += starts[t] * live + starts[t] * (starts[t] - 1) / 2;
+		live += starts[t];
+	}
+	free(starts);
+	free(ends);
+	return pairs;
+}

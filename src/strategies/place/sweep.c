@@ -1,0 +1,400 @@
+/*
+ * The sweep placer of place.h (as_place_sweep): one pass over the sections
+ * with the free gaps in two treaps.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "strategies/place/place.h"
+#include "core/internal.h"
+
+/* ---- The sweep placer: free gaps in two treaps ----
+ *
+ * Invariants: the gaps are disjoint, none touches another (frees merge
+ * them), and the last one is the unbounded room above the top. Treap `by
+ * offset` keeps max gap length per subtree (first fit); treap `by size`
+ * orders by (length, offset) (best fit). Node k is the same gap in both.
+ */
+struct gap {
+	uint64_t lo, len, maxlen;
+	uint32_t l[2], r[2];    /* children in treap 0 (offset), 1 (size) */
+	uint32_t prio;
+};
+
+struct gaps {
+	struct gap *g;          /* g[0] is the nil node */
+	uint32_t n, cap, free_list;
+	uint32_t root[2];
+	uint64_t rng;
+};
+
+static bool gap_less(const struct gaps *G, int t, uint32_t a, uint32_t b)
+{
+	const struct gap *x = &G->g[a], *y = &G->g[b];
+	if (t == 1 && x->len != y->len)
+		return x->len < y->len;
+	return x->lo < y->lo;
+}
+
+static void gap_pull(struct gaps *G, uint32_t k)
+{
+	struct gap *x = &G->g[k];
+	uint64_t m = x->len;
+	if (x->l[0] && G->g[x->l[0]].maxlen > m)
+		m = G->g[x->l[0]].maxlen;
+	if (x->r[0] && G->g[x->r[0]].maxlen > m)
+		m = G->g[x->r[0]].maxlen;
+	x->maxlen = m;
+}
+
+/* Split treap t at node key k: left < k, right >= k. */
+static void gap_split(struct gaps *G, int t, uint32_t root, uint32_t k,
+		      uint32_t *a, uint32_t *b)
+{
+	if (!root) {
+		*a = *b = 0;
+		return;
+	}
+	struct gap *x = &G->g[root];
+	if (gap_less(G, t, root, k)) {
+		gap_split(G, t, x->r[t], k, &x->r[t], b);
+		*a = root;
+	} else {
+		gap_split(G, t, x->l[t], k, a, &x->l[t]);
+		*b = root;
+	}
+	if (t == 0)
+		gap_pull(G, root);
+}
+
+static uint32_t gap_merge(struct gaps *G, int t, uint32_t a, uint32_t b)
+{
+	if (!a || !b)
+		return a ? a : b;
+	if (G->g[a].prio > G->g[b].prio) {
+		G->g[a].r[t] = gap_merge(G, t, G->g[a].r[t], b);
+		if (t == 0)
+			gap_pull(G, a);
+		return a;
+	}
+	G->g[b].l[t] = gap_merge(G, t, a, G->g[b].l[t]);
+	if (t == 0)
+		gap_pull(G, b);
+	return b;
+}
+
+static void gap_insert_tree(struct gaps *G, int t, uint32_t k)
+{
+	uint32_t a, b;
+	gap_split(G, t, G->root[t], k, &a, &b);
+	G->root[t] = gap_merge(G, t, gap_merge(G, t, a, k), b);
+}
+
+/* Unlink the least node of the treap at root; returns the new root. */
+static uint32_t gap_pop_least(struct gaps *G, int t, uint32_t root)
+{
+	struct gap *x = &G->g[root];
+	if (!x->l[t])
+		return x->r[t];
+	x->l[t] = gap_pop_least(G, t, x->l[t]);
+	if (t == 0)
+		gap_pull(G, root);
+	return root;
+}
+
+static void gap_erase_tree(struct gaps *G, int t, uint32_t k)
+{
+	uint32_t a, b;
+	gap_split(G, t, G->root[t], k, &a, &b);
+	/* k is the least node of b. */
+	b = gap_pop_least(G, t, b);
+	G->root[t] = gap_merge(G, t, a, b);
+}
+
+static int gap_new(struct gaps *G, uint64_t lo, uint64_t len, uint32_t *out)
+{
+	uint32_t k;
+	if (G->free_list) {
+		k = G->free_list;
+		G->free_list = G->g[k].l[0];
+	} else {
+		if (G->n == G->cap) {
+			uint32_t cap = G->cap ? 2 * G->cap : 1024;
+			struct gap *ng = realloc(G->g, cap * sizeof(*ng));
+			if (!ng)
+				return AS_ENOMEM;
+			G->g = ng;
+			G->cap = cap;
+		}
+		k = G->n++;
+	}
+	memset(&G->g[k], 0, sizeof(G->g[k]));
+	G->g[k].lo = lo;
+	G->g[k].len = len;
+	G->g[k].maxlen = len;
+	G->g[k].prio = (uint32_t)as_splitmix64(&G->rng);
+	gap_insert_tree(G, 0, k);
+	gap_insert_tree(G, 1, k);
+	*out = k;
+	return AS_OK;
+}
+
+static void gap_del(struct gaps *G, uint32_t k)
+{
+	gap_erase_tree(G, 0, k);
+	gap_erase_tree(G, 1, k);
+	G->g[k].l[0] = G->free_list;
+	G->free_list = k;
+}
+
+/* The gap starting at lo, or 0. */
+static uint32_t gap_at(const struct gaps *G, uint64_t lo)
+{
+	uint32_t k = G->root[0];
+	while (k && G->g[k].lo != lo)
+		k = lo < G->g[k].lo ? G->g[k].l[0] : G->g[k].r[0];
+	return k;
+}
+
+/* The gap with the greatest lo < x, or 0. */
+static uint32_t gap_before(const struct gaps *G, uint64_t x)
+{
+	uint32_t k = G->root[0], best = 0;
+	while (k) {
+		if (G->g[k].lo < x) {
+			best = k;
+			k = G->g[k].r[0];
+		} else {
+			k = G->g[k].l[0];
+		}
+	}
+	return best;
+}
+
+static bool gap_fits(const struct gap *x, uint64_t size, uint8_t lg,
+		     uint64_t *at)
+{
+	uint64_t a;
+	if (!as_align_up(x->lo, lg, &a) || a - x->lo > x->len)
+		return false;
+	if (x->len - (a - x->lo) < size)
+		return false;
+	*at = a;
+	return true;
+}
+
+/* Lowest gap that holds size (aligned): in-order walk pruned by maxlen. */
+static uint32_t gap_first(const struct gaps *G, uint32_t k, uint64_t size,
+			  uint8_t lg, uint64_t *at)
+{
+	if (!k || G->g[k].maxlen < size)
+		return 0;
+	uint32_t f = gap_first(G, G->g[k].l[0], size, lg, at);
+	if (f)
+		return f;
+	if (gap_fits(&G->g[k], size, lg, at))
+		return k;
+	return gap_first(G, G->g[k].r[0], size, lg, at);
+}
+
+/* Tightest gap that holds size (aligned). */
+static uint32_t gap_best(const struct gaps *G, uint64_t size, uint8_t lg,
+			 uint64_t *at)
+{
+	/* Least (len, lo) with len >= size, then onwards while unaligned. */
+	uint32_t k = G->root[1], cand = 0;
+	while (k) {
+		if (G->g[k].len >= size) {
+			cand = k;
+			k = G->g[k].l[1];
+		} else {
+			k = G->g[k].r[1];
+		}
+	}
+	if (cand && gap_fits(&G->g[cand], size, lg, at))
+		return cand;
+	/* Rare: alignment spoils the tightest; fall back to first fit. */
+	return gap_first(G, G->root[0], size, lg, at);
+}
+
+/* Leftmost gap with lo >= y that holds size (aligned). */
+static uint32_t gap_first_ge(const struct gaps *G, uint32_t k, uint64_t y,
+			     uint64_t size, uint8_t lg, uint64_t *at)
+{
+	while (k && G->g[k].maxlen >= size) {
+		if (G->g[k].lo < y) {
+			k = G->g[k].r[0];
+			continue;
+		}
+		uint32_t f = gap_first_ge(G, G->g[k].l[0], y, size, lg, at);
+		if (f)
+			return f;
+		if (gap_fits(&G->g[k], size, lg, at))
+			return k;
+		k = G->g[k].r[0];
+	}
+	return 0;
+}
+
+/*
+ * The lowest offset >= y where size fits in a free gap (aligned); the gap
+ * is returned (0: none).
+ */
+static uint32_t gap_from(const struct gaps *G, uint64_t y, uint64_t size,
+			 uint8_t lg, uint64_t *at)
+{
+	uint32_t p = y ? gap_before(G, y + 1) : gap_at(G, 0);
+	if (p && G->g[p].lo + G->g[p].len > y) {
+		uint64_t a;
+		if (as_align_up(y, lg, &a) && a >= G->g[p].lo &&
+		    a - G->g[p].lo <= G->g[p].len &&
+		    G->g[p].len - (a - G->g[p].lo) >= size) {
+			*at = a;
+			return p;
+		}
+	}
+	return gap_first_ge(G, G->root[0], y + 1, size, lg, at);
+}
+
+struct sweep_ctx {
+	const struct as_problem *pb;
+};
+
+static bool by_start_size(uint32_t a, uint32_t b, const void *cv)
+{
+	const struct as_problem *pb = ((const struct sweep_ctx *)cv)->pb;
+	const struct as_rect *p = &pb->r[a], *q = &pb->r[b];
+	if (p->t0 != q->t0)
+		return p->t0 < q->t0;
+	if (p->size != q->size)
+		return p->size > q->size;
+	if (p->t1 != q->t1)
+		return p->t1 > q->t1;
+	return a < b;
+}
+
+static bool by_end(uint32_t a, uint32_t b, const void *cv)
+{
+	const struct as_problem *pb = ((const struct sweep_ctx *)cv)->pb;
+	return pb->r[a].t1 < pb->r[b].t1;
+}
+
+uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
+			const uint8_t *fixed, struct as_placer *obst,
+			uint64_t *off, int *err)
+{
+	uint32_t n = pb->n;
+	struct gaps G = {0};
+	uint32_t *st = malloc(((size_t)n + 1) * sizeof(uint32_t));
+	uint32_t *en = malloc(((size_t)n + 1) * sizeof(uint32_t));
+	uint64_t peak = 0;
+	uint32_t k;
+	*err = AS_ENOMEM;
+	G.rng = 0x5eed;
+	G.cap = 1024;
+	G.g = calloc(G.cap, sizeof(*G.g));
+	G.n = 1; /* g[0] is nil */
+	/* The room above everything: [0, UINT64_MAX). */
+	if (!G.g || !st || !en || gap_new(&G, 0, UINT64_MAX, &k))
+		goto out;
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (fixed && fixed[i]) {
+			if (off[i] + pb->r[i].size > peak)
+				peak = off[i] + pb->r[i].size;
+			continue;
+		}
+		st[m] = en[m] = i;
+		m++;
+	}
+	struct sweep_ctx c = {pb};
+	if (as_sort_u32(st, m, by_start_size, &c) ||
+	    as_sort_u32(en, m, by_end, &c))
+		goto out;
+	n = m;
+	uint32_t ie = 0;
+	for (uint32_t is = 0; is < n; is++) {
+		uint32_t i = st[is];
+		const struct as_rect *r = &pb->r[i];
+		/* Frees first: everything ending at or before this start. */
+		for (; ie < n && pb->r[en[ie]].t1 <= r->t0; ie++) {
+			uint32_t j = en[ie];
+			uint64_t lo = off[j], len = pb->r[j].size;
+			uint32_t nx = gap_at(&G, lo + len);
+			/* Gaps end at most at UINT64_MAX: no overflow. */
+			if (nx) {
+				len += G.g[nx].len;
+				gap_del(&G, nx);
+			}
+			uint32_t pv = gap_before(&G, lo);
+			if (pv && G.g[pv].lo + G.g[pv].len == lo) {
+				lo = G.g[pv].lo;
+				len += G.g[pv].len;
+				gap_del(&G, pv);
+			}
+			if (gap_new(&G, lo, len, &k))
+				goto out;
+		}
+		uint64_t at = 0;
+		uint32_t g;
+		if (obst) {
+			/*
+			 * Fixed rectangles are not in the gaps: alternate
+			 * between the lowest free gap and the obstacles met
+			 * there (jumping over the highest one) until both
+			 * agree.
+			 */
+			uint32_t ko;
+			struct as_span *og = as_placer_spans(obst, r, &ko);
+			if (!og)
+				goto out;
+			for (uint32_t q = 1; q < ko; q++)
+				if (og[q].hi < og[q - 1].hi)
+					og[q].hi = og[q - 1].hi;
+			uint64_t y = 0;
+			for (;;) {
+				g = gap_from(&G, y, r->size, r->align_log2, &at);
+				if (!g)
+					break;
+				/* Last obstacle starting below at + size. */
+				uint32_t lo = 0, hi = ko;
+				while (lo < hi) {
+					uint32_t mid = lo + (hi - lo) / 2;
+					if (og[mid].lo < at + r->size)
+						lo = mid + 1;
+					else
+						hi = mid;
+				}
+				if (lo == 0 || og[lo - 1].hi <= at)
+					break;
+				y = og[lo - 1].hi;
+			}
+		} else {
+			g = fit == AS_FIT_BEST
+				    ? gap_best(&G, r->size, r->align_log2, &at)
+				    : gap_first(&G, G.root[0], r->size,
+						r->align_log2, &at);
+		}
+		if (!g) {
+			*err = AS_OK;
+			peak = UINT64_MAX;
+			goto out;
+		}
+		uint64_t glo = G.g[g].lo, glen = G.g[g].len;
+		gap_del(&G, g);
+		if (at > glo && gap_new(&G, glo, at - glo, &k))
+			goto out;
+		uint64_t rest = glen - (at - glo) - r->size;
+		if (rest && gap_new(&G, at + r->size, rest, &k))
+			goto out;
+		off[i] = at;
+		if (at + r->size > peak)
+			peak = at + r->size;
+	}
+	*err = AS_OK;
+out:
+	free(G.g);
+	free(st);
+	free(en);
+	return *err ? 0 : peak;
+}

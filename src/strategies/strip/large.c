@@ -1,0 +1,546 @@
+/*
+ * Strategy strip, the large-trace path (strip.h): time sweeps, big first,
+ * the window search and the peak repair, for traces with many overlapping
+ * pairs.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strategies/strip/strip.h"
+#include "core/internal.h"
+#include "strategies/strategy.h"
+
+/*
+ * Peak repair, a large-neighbourhood search: take a rectangle at the peak,
+ * lift out every movable rectangle sharing time with it (the window), and
+ * put them back one by one at the lowest offset that fits, in a few orders
+ * (largest first, earliest first, seeded shuffles). Keep the first order
+ * whose highest top is below the peak, else restore the window and widen
+ * it once to everything sharing time with the window. Stops when a peak
+ * rectangle cannot be lowered or the time is up. Returns the new peak.
+ */
+struct repair {
+	const struct as_problem *pb;
+	struct as_placer *pl;
+	uint64_t *off, *save;
+	const uint8_t *fixed;
+	uint32_t *win;
+	uint32_t nwin;
+	uint64_t rng;
+};
+
+/* Re-place the window in its current order; highest top, or UINT64_MAX. */
+static uint64_t refill(struct repair *rp)
+{
+	uint64_t high = 0;
+	for (uint32_t k = 0; k < rp->nwin; k++)
+		as_placer_pop(rp->pl, rp->win[k]);
+	for (uint32_t k = 0; k < rp->nwin; k++) {
+		uint32_t i = rp->win[k];
+		uint64_t y;
+		if (!as_placer_find(rp->pl, i, AS_FIT_LOWEST, &y, NULL))
+			return UINT64_MAX; /* leaves the window half placed */
+		rp->off[i] = y;
+		as_placer_put(rp->pl, i, y);
+		if (y + rp->pb->r[i].size > high)
+			high = y + rp->pb->r[i].size;
+	}
+	return high;
+}
+
+static void restore(struct repair *rp)
+{
+	for (uint32_t k = 0; k < rp->nwin; k++)
+		as_placer_pop(rp->pl, rp->win[k]);
+	for (uint32_t k = 0; k < rp->nwin; k++) {
+		uint32_t i = rp->win[k];
+		rp->off[i] = rp->save[k];
+		as_placer_put(rp->pl, i, rp->off[i]);
+	}
+}
+
+static bool by_start(uint32_t a, uint32_t b, const void *cv)
+{
+	const struct as_problem *pb = cv;
+	return pb->r[a].t0 < pb->r[b].t0 ||
+	       (pb->r[a].t0 == pb->r[b].t0 && a < b);
+}
+
+static uint64_t repair_peak(const struct as_problem *pb, uint64_t *off,
+			    const uint8_t *fixed, uint64_t seed,
+			    double deadline, uint32_t *moves, int *err)
+{
+	uint32_t n = pb->n;
+	struct repair rp = {.pb = pb, .off = off, .fixed = fixed,
+			    .rng = seed * 0x2545f4914f6cdd1dULL + 7};
+	uint64_t peak = as_place_peak(pb, off);
+	rp.pl = as_placer_create(pb);
+	rp.win = calloc(n, sizeof(uint32_t));
+	rp.save = calloc(n, sizeof(uint64_t));
+	*err = AS_ENOMEM;
+	*moves = 0;
+	if (!rp.pl || !rp.win || !rp.save)
+		goto out;
+	for (uint32_t i = 0; i < n; i++)
+		as_placer_put(rp.pl, i, off[i]);
+	*err = AS_OK;
+	while (peak > pb->lower_bound && as_now_ms() < deadline) {
+		uint32_t top = 0;
+		while (off[top] + pb->r[top].size != peak)
+			top++;
+		uint32_t t0 = pb->r[top].t0, t1 = pb->r[top].t1;
+		bool done = false;
+		for (int wide = 0; wide < 2 && !done; wide++) {
+			if (wide) {
+				/*
+				 * Everything sharing time with the window,
+				 * the fixed ones too.
+				 */
+				for (uint32_t k = 0; k < rp.nwin; k++) {
+					const struct as_rect *r =
+						&pb->r[rp.win[k]];
+					t0 = r->t0 < t0 ? r->t0 : t0;
+					t1 = r->t1 > t1 ? r->t1 : t1;
+				}
+			}
+			rp.nwin = 0;
+			for (uint32_t i = 0; i < n; i++)
+				if ((wide || !fixed[i]) && pb->r[i].t0 < t1 &&
+				    t0 < pb->r[i].t1)
+					rp.win[rp.nwin++] = i;
+			/* A refill cannot be cut short: keep windows small. */
+			if (rp.nwin > AS_STRIP_WINDOW_MAX)
+				break;
+			for (uint32_t k = 0; k < rp.nwin; k++)
+				rp.save[k] = off[rp.win[k]];
+			for (int o = 0; o < 4 && !done; o++) {
+				if (o == 0 &&
+				    as_strip_order(pb, 0, rp.win, rp.nwin))
+					goto out;
+				if (o == 1 && as_sort_u32(rp.win, rp.nwin,
+							  by_start, pb))
+					goto out;
+				for (uint32_t k = rp.nwin; o >= 2 && k > 1;
+				     k--) {
+					uint32_t j = (uint32_t)(as_splitmix64(
+								&rp.rng) %
+							k);
+					uint32_t t = rp.win[k - 1];
+					rp.win[k - 1] = rp.win[j];
+					rp.win[j] = t;
+				}
+				/* save[] follows win[]: refresh it. */
+				for (uint32_t k = 0; k < rp.nwin; k++)
+					rp.save[k] = off[rp.win[k]];
+				uint64_t high = refill(&rp);
+				if (high < peak) {
+					done = true;
+					(*moves)++;
+				} else if (high != UINT64_MAX) {
+					restore(&rp);
+				} else {
+					*err = AS_EUNSUPPORTED;
+					goto out;
+				}
+				if (as_now_ms() > deadline)
+					break;
+			}
+		}
+		if (!done)
+			break;
+		peak = as_place_peak(pb, off);
+	}
+out:
+	as_placer_destroy(rp.pl);
+	free(rp.win);
+	free(rp.save);
+	return as_place_peak(pb, off);
+}
+
+/*
+ * Window search: around a rectangle at the peak, free every rectangle that
+ * shares its time (the window), hold every other rectangle that shares
+ * time with the window where it is, and ask the exact search for the
+ * window below the peak. Repeats while it succeeds and time is left.
+ * Returns the number of windows improved; off[] is updated.
+ */
+#define AS_STRIP_WINDOW_FREE 512
+
+struct by_off_desc_ctx {
+	const uint64_t *off;
+	const struct as_problem *pb;
+};
+
+/* Highest top first. */
+static bool by_top_desc_off(uint32_t a, uint32_t b, const void *cv)
+{
+	const struct by_off_desc_ctx *c = cv;
+	uint64_t ta = c->off[a] + c->pb->r[a].size;
+	uint64_t tb = c->off[b] + c->pb->r[b].size;
+	return ta > tb || (ta == tb && a < b);
+}
+#define AS_STRIP_WINDOW_ALL 4000
+
+static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
+			     uint64_t seed, double deadline, uint64_t nodes,
+			     int *err)
+{
+	struct as_exact_stats st = {0};
+	uint32_t n = pb->n, S = pb->nsections, wins = 0;
+	uint32_t *mark = calloc((size_t)S + 2, sizeof(uint32_t));
+	uint32_t *map = calloc(n, sizeof(uint32_t));
+	uint8_t *role = calloc(n, 1); /* 1 free, 2 held */
+	struct as_problem sub = *pb;
+	uint64_t *fixed = calloc(AS_STRIP_WINDOW_ALL, sizeof(uint64_t));
+	uint64_t *so = calloc(AS_STRIP_WINDOW_ALL, sizeof(uint64_t));
+	uint64_t *load = calloc((size_t)S + 1, sizeof(uint64_t));
+	sub.r = calloc(AS_STRIP_WINDOW_ALL, sizeof(*sub.r));
+	*err = AS_ENOMEM;
+	if (!mark || !map || !role || !fixed || !so || !load || !sub.r)
+		goto out;
+	*err = AS_OK;
+	/* Start wide, halve after a failure, double after a success. */
+	uint32_t limit = AS_STRIP_WINDOW_FREE;
+	while (as_now_ms() < deadline && limit >= 16 &&
+	       (!nodes || st.nodes < nodes)) {
+		uint64_t peak = as_place_peak(pb, off);
+		if (peak <= pb->lower_bound)
+			break;
+		uint32_t top = 0;
+		while (off[top] + pb->r[top].size != peak)
+			top++;
+		const struct as_rect *rt = &pb->r[top];
+		/*
+		 * Free: the `want` highest rectangles sharing time with the
+		 * top one (a window in time and in space); held: the others
+		 * sharing time with those. Halve the window until it fits.
+		 */
+		uint32_t nf = 0, m = 0;
+		uint64_t base = 0;
+		bool fits = false;
+		for (uint32_t want = limit; want >= 16; want /= 2) {
+			m = 0;
+			for (uint32_t i = 0; i < n; i++)
+				if (pb->r[i].t0 < rt->t1 && rt->t0 < pb->r[i].t1)
+					map[m++] = i;
+			if (m > want) {
+				struct by_off_desc_ctx c = {off, pb};
+				if (as_sort_u32(map, m, by_top_desc_off, &c)) {
+					*err = AS_ENOMEM;
+					goto out;
+				}
+				m = want;
+			}
+			nf = m;
+			/*
+			 * The band: from the lowest free offset (aligned
+			 * down) up. Held rectangles wholly below it do not
+			 * matter; those reaching into it are clipped to it.
+			 */
+			uint8_t lg = 0;
+			base = UINT64_MAX;
+			for (uint32_t k = 0; k < m; k++) {
+				uint32_t i = map[k];
+				if (off[i] < base)
+					base = off[i];
+				if (pb->r[i].align_log2 > lg)
+					lg = pb->r[i].align_log2;
+			}
+			base &= ~(((uint64_t)1 << lg) - 1);
+			memset(role, 0, n);
+			for (uint32_t k = 0; k < m; k++)
+				role[map[k]] = 1;
+			memset(mark, 0, ((size_t)S + 2) * sizeof(uint32_t));
+			for (uint32_t k = 0; k < m; k++) {
+				mark[pb->r[map[k]].t0]++;
+				mark[pb->r[map[k]].t1]--;
+			}
+			uint32_t run = 0, acc = 0;
+			for (uint32_t t = 0; t <= S; t++) {
+				run += mark[t];
+				uint32_t c = t < S && run > 0;
+				mark[t] = acc;
+				acc += c;
+			}
+			for (uint32_t i = 0; i < n && m <= AS_STRIP_WINDOW_ALL;
+			     i++)
+				if (!role[i] &&
+				    off[i] + pb->r[i].size > base &&
+				    mark[pb->r[i].t1] - mark[pb->r[i].t0] > 0) {
+					role[i] = 2;
+					map[m++] = i;
+				}
+			if (m <= AS_STRIP_WINDOW_ALL) {
+				fits = true;
+				break;
+			}
+		}
+		if (!fits)
+			break;
+		/* Offsets in the band are counted from base. */
+		for (uint32_t k = 0; k < m; k++) {
+			uint32_t i = map[k];
+			sub.r[k] = pb->r[i];
+			fixed[k] = AS_NO_OFFSET;
+			if (role[i] == 2) {
+				uint64_t lo = off[i] > base ? off[i] : base;
+				sub.r[k].size = off[i] + pb->r[i].size - lo;
+				sub.r[k].align_log2 = 0;
+				fixed[k] = lo - base;
+			}
+		}
+		sub.n = m;
+		as_problem_load(&sub, load);
+		sub.lower_bound = 0;
+		for (uint32_t t = 0; t < S; t++)
+			if (load[t] > sub.lower_bound)
+				sub.lower_bound = load[t];
+		double now = as_now_ms();
+		if (sub.lower_bound > peak - 1 - base)
+			break;
+		/* A quarter of the time, at most 0.3 s (nodes= decides alone). */
+		double slice = (deadline - now) / 4;
+		if (slice > 300)
+			slice = 300;
+		if (nodes)
+			slice = deadline - now;
+		/* With nodes=, each window gets an eighth of what is left. */
+		uint64_t share = nodes ? (nodes - st.nodes) / 8 + 1 : 0;
+		int r = as_exact_solve_fixed(&sub, fixed, peak - 1 - base,
+					     now + slice, share, seed, so, &st);
+		if (r < 0) {
+			*err = r;
+			break;
+		}
+		if (r != AS_EXACT_FOUND) {
+			limit = nf / 2; /* a smaller window */
+			continue;
+		}
+		limit = nf * 2 < AS_STRIP_WINDOW_FREE ? nf * 2
+						      : AS_STRIP_WINDOW_FREE;
+		for (uint32_t k = 0; k < m; k++)
+			if (role[map[k]] == 1)
+				off[map[k]] = so[k] + base;
+		wins++;
+	}
+out:
+	free(mark);
+	free(map);
+	free(role);
+	free(fixed);
+	free(so);
+	free(load);
+	free(sub.r);
+	return wins;
+}
+
+/*
+ * Traces with too many overlapping pairs for the seed's method (hundreds of
+ * thousands to millions of buffers): the O(n log n) time sweep, first fit
+ * and best fit; then "big first": the big rectangles (where the bytes are)
+ * get the full method on their own, and the sweep fits the rest around them.
+ * The best of these is kept.
+ */
+int as_strip_large(const struct as_problem *pb, uint64_t *off,
+		       struct as_strip_cfg *cfg, struct as_plan *p, double deadline)
+{
+	uint32_t n = pb->n;
+	uint64_t *tmp = calloc(n, sizeof(uint64_t));
+	uint8_t *fixed = calloc(n, 1);
+	uint32_t *map = calloc(n, sizeof(uint32_t));
+	struct as_problem sub = *pb;
+	struct as_placer *obst = NULL;
+	uint64_t best = UINT64_MAX, peak;
+	int err = AS_ENOMEM;
+	sub.r = calloc(n, sizeof(*sub.r));
+	if (!tmp || !fixed || !map || !sub.r)
+		goto out;
+	for (int f = 0; f < 2; f++) {
+		peak = as_place_sweep(pb, f ? AS_FIT_BEST : AS_FIT_LOWEST, NULL,
+				      NULL, tmp, &err);
+		if (err)
+			goto out;
+		if (peak == UINT64_MAX) {
+			err = AS_EUNSUPPORTED;
+			goto out;
+		}
+		if ((err = as_strip_note(cfg, p, f ? "sweep best fit"
+					      : "sweep first fit", peak)))
+			goto out;
+		if (peak < best) {
+			best = peak;
+			memcpy(off, tmp, n * sizeof(uint64_t));
+		}
+	}
+	/* The skyline greedy over everything, when its pair lists fit. */
+	if (as_problem_pairs(pb) <= AS_STRIP_PAIRS_TIER) {
+		peak = as_strip_skyline_try(pb, tmp, &err);
+		if (err)
+			goto out;
+		if (peak == UINT64_MAX) {
+			err = AS_EUNSUPPORTED;
+			goto out;
+		}
+		if ((err = as_strip_note(cfg, p, "skyline greedy", peak)))
+			goto out;
+		if (peak < best) {
+			best = peak;
+			memcpy(off, tmp, n * sizeof(uint64_t));
+		}
+	}
+	/* Big: at least 1/big of the bound, doubling the cut while too many. */
+	uint64_t cut;
+	for (cut = pb->lower_bound / cfg->big + 1;; cut *= 2) {
+		sub.n = 0;
+		if (cut == 0)
+			break;
+		for (uint32_t i = 0; i < n; i++)
+			if (pb->r[i].size >= cut) {
+				map[sub.n] = i;
+				sub.r[sub.n++] = pb->r[i];
+			}
+		if (as_problem_pairs(&sub) <= AS_STRIP_PAIRS_MAX &&
+		    sub.n <= cfg->exact_max)
+			break;
+	}
+	if ((err = as_plan_stat_int(p, "big_rects", sub.n)))
+		goto out;
+	if (sub.n == 0 || sub.n == n)
+		goto done;
+	{
+		uint64_t *so = calloc(sub.n, sizeof(uint64_t));
+		uint64_t *load = calloc((size_t)sub.nsections + 1,
+					sizeof(uint64_t));
+		if (!so || !load) {
+			free(so);
+			free(load);
+			goto out;
+		}
+		as_problem_load(&sub, load);
+		sub.lower_bound = 0;
+		for (uint32_t t = 0; t < sub.nsections; t++)
+			if (load[t] > sub.lower_bound)
+				sub.lower_bound = load[t];
+		free(load);
+		/* No tuning rounds there: the exact search's dive does better. */
+		struct as_strip_cfg c2 = *cfg;
+		c2.rounds = 0;
+		double now = as_now_ms();
+		err = as_strip_full(&sub, so, &c2, p, now + (deadline - now) / 2);
+		for (uint32_t k = 0; err == AS_OK && k < sub.n; k++) {
+			tmp[map[k]] = so[k];
+			fixed[map[k]] = 1;
+		}
+		free(so);
+		if (err)
+			goto out;
+	}
+	obst = as_placer_create(pb);
+	if (!obst)
+		goto out;
+	for (uint32_t i = 0; i < n; i++)
+		if (fixed[i])
+			as_placer_put(obst, i, tmp[i]);
+	peak = as_place_sweep(pb, AS_FIT_LOWEST, fixed, obst, tmp, &err);
+	if (err)
+		goto out;
+	if (peak == UINT64_MAX) {
+		err = AS_EUNSUPPORTED;
+		goto out;
+	}
+	if ((err = as_strip_note(cfg, p, "big first, sweep", peak)))
+		goto out;
+	if (peak < best) {
+		best = peak;
+		memcpy(off, tmp, n * sizeof(uint64_t));
+	}
+	/*
+	 * Window search on the best so far, with 60% of the time left; the
+	 * middle tier below gets what remains.
+	 */
+	if (as_now_ms() < deadline) {
+		double now = as_now_ms();
+		uint32_t wins = window_exact(pb, off, cfg->seed,
+					     now + (deadline - now) * 0.6,
+					     cfg->nodes, &err);
+		if (err)
+			goto out;
+		best = as_place_peak(pb, off);
+		if (wins && (err = as_strip_note(cfg, p, "window search", best)))
+			goto out;
+		if ((err = as_plan_stat_int(p, "windows_improved", wins)))
+			goto out;
+	}
+	/*
+	 * A middle tier, when the pairs allow one pass of the general placer:
+	 * buffers down to cut/16 (all of them when the whole trace allows
+	 * one pass) go largest first onto the big ones (lowest fit), the sweep
+	 * fits the rest around both.
+	 */
+	uint64_t cut2 = as_problem_pairs(pb) <= AS_STRIP_PAIRS_TIER ? 1
+								  : cut / 16 + 1;
+	sub.n = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (pb->r[i].size >= cut2)
+			sub.r[sub.n++] = pb->r[i];
+	if (as_problem_pairs(&sub) <= AS_STRIP_PAIRS_TIER &&
+	    as_now_ms() < deadline) {
+		uint32_t m = 0;
+		for (uint32_t i = 0; i < n; i++)
+			if (!fixed[i] && pb->r[i].size >= cut2)
+				map[m++] = i;
+		if ((err = as_strip_order(pb, 0, map, m)))
+			goto out;
+		for (uint32_t k = 0; k < m; k++) {
+			uint32_t i = map[k];
+			if (!as_placer_find(obst, i, AS_FIT_LOWEST, &tmp[i],
+					    NULL)) {
+				err = AS_EUNSUPPORTED;
+				goto out;
+			}
+			as_placer_put(obst, i, tmp[i]);
+			fixed[i] = 1;
+		}
+		peak = as_place_sweep(pb, AS_FIT_LOWEST, fixed, obst, tmp,
+				      &err);
+		if (err)
+			goto out;
+		if (peak == UINT64_MAX) {
+			err = AS_EUNSUPPORTED;
+			goto out;
+		}
+		if ((err = as_strip_note(cfg, p, "big, middle, sweep", peak)))
+			goto out;
+		if (peak < best) {
+			best = peak;
+			memcpy(off, tmp, n * sizeof(uint64_t));
+		}
+	}
+done:
+	if (n <= AS_STRIP_REPAIR_MAX && as_now_ms() < deadline) {
+		uint32_t moves;
+		/* The big ones stay; `fixed` marks them, or nothing. */
+		if (sub.n == 0 || sub.n == n)
+			memset(fixed, 0, n);
+		else
+			for (uint32_t i = 0; i < n; i++)
+				fixed[i] = pb->r[i].size >= cut;
+		peak = repair_peak(pb, off, fixed, cfg->seed, deadline, &moves,
+				   &err);
+		if (err)
+			goto out;
+		if (moves && (err = as_strip_note(cfg, p, "peak repair", peak)))
+			goto out;
+		if ((err = as_plan_stat_int(p, "repair_moves", moves)))
+			goto out;
+	}
+	err = AS_OK;
+out:
+	as_placer_destroy(obst);
+	free(tmp);
+	free(fixed);
+	free(map);
+	free(sub.r);
+	return err;
+}

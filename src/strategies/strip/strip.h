@@ -1,0 +1,62 @@
+/*
+ * Private to strategy strip: the pieces shared by its files. strip.c holds
+ * the options and the choice of path per address space; seed.c the seed's
+ * method and the searches after it (as_strip_full); large.c the path for
+ * traces with many overlapping pairs (as_strip_large).
+ */
+#ifndef AS_STRIP_H
+#define AS_STRIP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "strategies/place/place.h"
+
+struct as_plan;
+
+enum { SEARCH_AUTO, SEARCH_EXACT, SEARCH_LOCAL, SEARCH_NONE };
+
+/*
+ * Above this many overlapping pairs a pass of the general placer costs
+ * seconds: such traces take the sweep (see strip_large).
+ */
+#define AS_STRIP_PAIRS_MAX 4000000ULL
+#define AS_STRIP_PAIRS_TIER 20000000ULL
+/*
+ * The exact search keeps a sorted list per depth: n^2/2 entries of 16
+ * bytes on a full dive (6000 rectangles: 288 MB). It never runs on more.
+ */
+#define AS_STRIP_EXACT_LIMIT 6000
+#define AS_STRIP_REPAIR_MAX 300000
+#define AS_STRIP_WINDOW_MAX 3000
+
+struct as_strip_cfg {
+	int metric, search;
+	uint64_t rounds, budget_ms, seed, exact_max, nodes, big;
+	double start_ms;
+	uint32_t nspace;        /* address spaces planned so far */
+	bool multi;             /* the trace has several spaces */
+};
+
+/* Record a round, naming the space when the trace has several. */
+int as_strip_note(const struct as_strip_cfg *cfg, struct as_plan *p,
+		  const char *what, uint64_t peak);
+
+/* Skyline greedy as one more candidate; returns its peak. */
+uint64_t as_strip_skyline_try(const struct as_problem *pb, uint64_t *out,
+			      int *err);
+
+/* The seed's method and the search, on a problem of moderate overlap. */
+int as_strip_full(const struct as_problem *pb, uint64_t *off,
+		  struct as_strip_cfg *cfg, struct as_plan *p,
+		  double deadline);
+
+/*
+ * Traces with too many overlapping pairs for the seed's method: the time
+ * sweeps, big first, the window search and the peak repair.
+ */
+int as_strip_large(const struct as_problem *pb, uint64_t *off,
+		   struct as_strip_cfg *cfg, struct as_plan *p,
+		   double deadline);
+
+#endif

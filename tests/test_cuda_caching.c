@@ -1,0 +1,716 @@
+/*
+ * Tests of the cuda-caching strategy: one test per rule of
+ * ../shared/specs/pytorch-caching-allocator.md (the worked examples there),
+ * seeded random traces checked after every event, check() reporting broken
+ * invariants as data, and the agreement with the real snapshots in
+ * ../shared/snapshots (skipped when absent or unreadable).
+ */
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdbool.h>
+
+#include "allocscope/allocscope.h"
+#include "strategies/strategy.h"
+#include "tap.h"
+
+/* A private copy of the strategy, to reach its state and break it on
+ * purpose. */
+#define as_strategy_cuda_caching as_strategy_cuda_caching_copy_under_test
+#include "strategies/cuda_caching.c"
+#undef as_strategy_cuda_caching
+
+#define MiB (1ull << 20)
+
+static struct as_trace *parse_ops(const char *text)
+{
+	struct as_trace *t = NULL;
+	struct as_diag d = {0};
+	if (as_trace_parse("test.ops", text, strlen(text), "ops", &t, &d)) {
+		printf("#   parse: %s\n", d.msg);
+		return NULL;
+	}
+	return t;
+}
+
+/* Run spec on t with checks after every event; NULL on error. */
+static struct as_plan *run(const struct as_trace *t, const char *spec)
+{
+	struct as_run_hooks hooks = {.check_every_event = true};
+	struct as_plan *p = NULL;
+	struct as_diag d = {0};
+	if (!t)
+		return NULL;
+	if (as_strategy_run(spec, t, &hooks, &p, &d)) {
+		printf("#   %s: %s\n", spec, d.msg);
+		return NULL;
+	}
+	struct as_report r;
+	if (as_validate(t, p, &r) != AS_OK || !r.valid) {
+		printf("#   %s: invalid plan\n", spec);
+		as_plan_destroy(p);
+		return NULL;
+	}
+	return p;
+}
+
+static double stat_of(const struct as_plan *p, const char *key)
+{
+	for (uint32_t i = 0; i < p->nstats; i++)
+		if (strcmp(p->stats[i].key, key) == 0)
+			return p->stats[i].value;
+	printf("#   no stat %s\n", key);
+	return -1;
+}
+
+static uint32_t buf_named(const struct as_trace *t, const char *name)
+{
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		if (strcmp(t->buffers[i].name, name) == 0)
+			return i;
+	return 0;
+}
+
+/* Offset, chunk and segment of buffer `name` in the plan. */
+#define OFF(name) (p->offset[buf_named(t, name)])
+#define CHUNK(name) (p->chunk[buf_named(t, name)])
+#define SEG(name) (p->segment_size[buf_named(t, name)])
+#define SEGOFF(name) (p->segment_offset[buf_named(t, name)])
+
+static void rounding_is_512_bytes_and_the_pools_split_at_one_mib(void)
+{
+	struct as_trace *t = parse_ops("alloc a 1 512\n"
+				       "alloc b 1000 512\n"
+				       "alloc c 1048576 512\n"
+				       "alloc d 1048577 512\n");
+	struct as_plan *p = run(t, "cuda-caching");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_U64(CHUNK("a"), 512);
+		CHECK_EQ_U64(SEGOFF("a"), 0);
+		CHECK_EQ_U64(CHUNK("b"), 1024);
+		CHECK_EQ_U64(SEGOFF("b"), 512);
+		CHECK_EQ_U64(SEG("a"), 2 * MiB);
+		/* exactly 1 MiB is a small request: same small segment */
+		CHECK_EQ_U64(SEG("c"), 2 * MiB);
+		CHECK_EQ_U64(OFF("c") - OFF("a"), 1536);
+		/* one byte more: the large pool, a 20 MiB segment */
+		CHECK_EQ_U64(SEG("d"), 20 * MiB);
+		CHECK_EQ_U64(SEGOFF("d"), 0);
+		CHECK_EQ_U64(CHUNK("d"), 1048576 + 512);
+		CHECK_EQ_U64(stat_of(p, "segment.current"), 2);
+		CHECK_EQ_U64(stat_of(p, "reserved_bytes.peak"), 22 * MiB);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void roundup_power2_divisions_round_to_a_division(void)
+{
+	struct as_trace *t = parse_ops("alloc a 88080384 512\n" /* 84 MiB */
+				       "alloc b 314572800 512\n" /* 300 MiB */
+				       "alloc c 629145600 512\n" /* 600 MiB */
+				       "alloc d 1200 512\n");
+	struct as_plan *p = run(t, "cuda-caching:roundup_power2_divisions=4");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_U64(CHUNK("a"), 96 * MiB);
+		CHECK_EQ_U64(CHUNK("b"), 320 * MiB);
+		CHECK_EQ_U64(CHUNK("c"), 640 * MiB);
+		CHECK_EQ_U64(CHUNK("d"), 1536); /* <= 512 * 4: the 512 path */
+	}
+	as_plan_destroy(p);
+	p = run(t, "cuda-caching:roundup_power2_divisions=[256:4,>:1]");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_U64(CHUNK("a"), 96 * MiB);
+		/* 300 MiB is not under 256 MiB: one division */
+		CHECK_EQ_U64(CHUNK("b"), 300 * MiB);
+		CHECK_EQ_U64(CHUNK("c"), 600 * MiB);
+	}
+	as_plan_destroy(p);
+	uint32_t div[NDIV] = {0};
+	CHECK(parse_divisions("[64:8,256:4,>:1]", div));
+	/* under 64 MiB: 8; 64 to 256 MiB: 4; from 256 MiB: 1 */
+	CHECK_EQ_U64(div[0], 8);
+	CHECK_EQ_U64(div[5], 8);
+	CHECK_EQ_U64(div[6], 4);
+	CHECK_EQ_U64(div[7], 4);
+	CHECK_EQ_U64(div[8], 1);
+	CHECK_EQ_U64(div[15], 1);
+	CHECK(!parse_divisions("3", div));
+	CHECK(!parse_divisions("[100:4]", div));
+	CHECK(!parse_divisions("[256:4", div));
+	as_trace_destroy(t);
+}
+
+static void segment_sizes_follow_the_request(void)
+{
+	struct as_trace *t = parse_ops("alloc a 12582913 512\n"
+				       "alloc b 12582912 512\n"
+				       "alloc c 5000000 512\n");
+	struct as_plan *p = run(t, "cuda-caching");
+	CHECK(p != NULL);
+	if (p) {
+		/* 12 MiB + 1 -> 14 MiB segment, split: remainder > 1 MiB */
+		CHECK_EQ_U64(SEG("a"), 14 * MiB);
+		CHECK_EQ_U64(CHUNK("a"), 12583424);
+		/* exactly 12 MiB: its own 12 MiB segment */
+		CHECK_EQ_U64(SEG("b"), 12 * MiB);
+		CHECK_EQ_U64(SEGOFF("b"), 0);
+		/* 1-10 MiB: a 20 MiB segment (the 14 MiB one's remainder
+		 * of 2 MiB is too small) */
+		CHECK_EQ_U64(SEG("c"), 20 * MiB);
+		CHECK_EQ_U64(stat_of(p, "segment.current"), 3);
+		CHECK_EQ_U64(stat_of(p, "inactive_split_bytes.current"),
+			     14 * MiB - 12583424 + 20 * MiB - 5000192);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void best_fit_takes_the_smallest_block_then_the_lowest_address(void)
+{
+	/* three 2 MiB-ish holes of different sizes in one 20 MiB segment */
+	struct as_trace *t = parse_ops("alloc h1 3145728 512\n" /* 3 MiB */
+				       "alloc k1 2097152 512\n"
+				       "alloc h2 2621440 512\n" /* 2.5 MiB */
+				       "alloc k2 2097152 512\n"
+				       "alloc h3 2621440 512\n"
+				       "alloc k3 2097152 512\n"
+				       "free h1\nfree h2\nfree h3\n"
+				       "alloc x 2400000 512\n");
+	struct as_plan *p = run(t, "cuda-caching");
+	CHECK(p != NULL);
+	if (p) {
+		/* the 2.5 MiB holes fit best; h2 is lower than h3; the
+		 * 0.2 MiB remainder is not split off (<= 1 MiB) */
+		CHECK_EQ_U64(OFF("x"), OFF("h2"));
+		CHECK_EQ_U64(CHUNK("x"), 2621440);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void large_blocks_split_only_above_one_mib_small_ones_at_512(void)
+{
+	struct as_trace *t = parse_ops("alloc a 19922944 512\n" /* 19 MiB */
+				       "alloc s 1000 512\n"
+				       "free s\n"
+				       "alloc s2 400 512\n"
+				       "alloc s3 100 512\n");
+	struct as_plan *p = run(t, "cuda-caching");
+	CHECK(p != NULL);
+	if (p) {
+		/* 20 MiB segment, remainder 1 MiB exactly: no split */
+		CHECK_EQ_U64(CHUNK("a"), 20 * MiB);
+		CHECK_EQ_U64(stat_of(p, "inactive_split_bytes.peak") > 0, 1);
+		/* small pool: the 1024 block is split into 512 + 512 */
+		CHECK_EQ_U64(CHUNK("s2"), 512);
+		CHECK_EQ_U64(OFF("s2"), OFF("s"));
+		CHECK_EQ_U64(OFF("s3"), OFF("s") + 512);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void oversize_blocks_serve_only_close_oversize_requests(void)
+{
+	/* the spec's example: max_split_size_mb=100 on a 300 MiB device */
+	struct as_trace *t = parse_ops("alloc big 157286400 512\n" /* 150 */
+				       "free big\n"
+				       "alloc m 52428800 512\n"         /* 50 */
+				       "alloc l 125829120 512\n");      /* 120 */
+	struct as_plan *p =
+		run(t, "cuda-caching:max_split_size_mb=100,capacity=300M");
+	CHECK(p != NULL);
+	if (p) {
+		/* 50 MiB: the 150 MiB block is oversize, a new segment */
+		CHECK_EQ_U64(SEG("m"), 50 * MiB);
+		CHECK(OFF("m") != OFF("big"));
+		/* 120 MiB: 150 >= 120 + 20 refused; no room on the device:
+		 * release_available_cached_blocks frees it, address 0 */
+		CHECK_EQ_U64(OFF("l"), OFF("big"));
+		CHECK_EQ_U64(SEG("l"), 120 * MiB);
+		CHECK_EQ_U64(stat_of(p, "num_device_free"), 1);
+		CHECK_EQ_U64(stat_of(p, "num_alloc_retries"), 0);
+		CHECK_EQ_U64(stat_of(p, "num_ooms"), 0);
+		CHECK_EQ_U64(stat_of(p, "oversize_allocations.peak"), 1);
+	}
+	as_plan_destroy(p);
+	/* within max_non_split_rounding an oversize block is reused */
+	as_trace_destroy(t);
+	t = parse_ops("alloc big 157286400 512\nfree big\n"
+		      "alloc l 140000000 512\n");
+	p = run(t, "cuda-caching:max_split_size_mb=100");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_U64(OFF("l"), OFF("big"));
+		CHECK_EQ_U64(CHUNK("l"), 150 * MiB); /* not split */
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+struct collect {
+	char states[64];
+	uint64_t sizes[64];
+	uint32_t n;
+};
+
+static bool collect_blocks(void *ctx, uint16_t space, const struct as_block *b)
+{
+	struct collect *c = ctx;
+	(void)space;
+	if (c->n < 64) {
+		c->states[c->n] = b->in_use ? 'a'
+				  : strcmp(b->region, "unmapped") == 0 ? 'u'
+								       : 'f';
+		c->sizes[c->n] = b->size;
+		c->n++;
+	}
+	return true;
+}
+
+/* The state itself: create, start, alloc/free by hand. */
+struct harness {
+	struct as_trace *t;
+	void *st;
+};
+
+static bool harness_open(struct harness *h, const char *ops, const char *opts)
+{
+	struct as_opts o;
+	struct as_diag d = {0};
+	h->t = parse_ops(ops);
+	h->st = NULL;
+	if (!h->t ||
+	    as_opts_parse(&o, "cuda-caching", cc_options, "", opts, &d) ||
+	    cc_create(&o, NULL, NULL, &h->st, &d) ||
+	    cc_start(h->st, h->t, 0, 0, &d)) {
+		printf("#   harness: %s\n", d.msg);
+		return false;
+	}
+	return true;
+}
+
+static void harness_close(struct harness *h)
+{
+	cc_destroy(h->st);
+	as_trace_destroy(h->t);
+}
+
+static bool step(struct harness *h, bool alloc, const char *name)
+{
+	uint32_t i = buf_named(h->t, name);
+	uint64_t off, chunk;
+	if (alloc && cc_alloc(h->st, h->t, i, &off, &chunk) != AS_OK)
+		return false;
+	if (!alloc)
+		cc_free(h->st, h->t, i);
+	char msg[256] = "";
+	if (cc_check(h->st, msg, sizeof(msg))) {
+		printf("#   check: %s\n", msg);
+		return false;
+	}
+	return true;
+}
+
+static void a_free_block_merges_with_prev_then_next(void)
+{
+	struct harness h;
+	CHECK(harness_open(&h,
+			   "alloc a 1000 512\nalloc b 1000 512\n"
+			   "alloc c 1000 512\nfree a\nfree c\nfree b\n",
+			   ""));
+	CHECK(step(&h, true, "a") && step(&h, true, "b") &&
+	      step(&h, true, "c") && step(&h, false, "a") &&
+	      step(&h, false, "c"));
+	struct collect c = {0};
+	cc_walk(h.st, 0, collect_blocks, &c);
+	/* a's block, b, and c merged with the tail */
+	CHECK_EQ_U64(c.n, 3);
+	CHECK(c.states[0] == 'f' && c.states[1] == 'a' && c.states[2] == 'f');
+	struct cc *s = h.st;
+	uint32_t bb = s->blk_of[buf_named(h.t, "b")];
+	uint64_t b_addr = s->b[bb].addr;
+	CHECK(step(&h, false, "b"));
+	memset(&c, 0, sizeof(c));
+	cc_walk(h.st, 0, collect_blocks, &c);
+	CHECK_EQ_U64(c.n, 1);
+	CHECK_EQ_U64(c.sizes[0], 2 * MiB);
+	/* b's block absorbed its previous neighbour first: it starts at
+	 * the segment's base and is still slot bb */
+	CHECK(s->b[bb].used && s->b[bb].addr == b_addr - 1024 &&
+	      s->b[bb].size == 2 * MiB);
+	CHECK_EQ_U64(s->inactive_split_bytes.cur, 0);
+	harness_close(&h);
+}
+
+static void oom_releases_cached_segments_and_retries_then_fails(void)
+{
+	struct as_trace *t = parse_ops("alloc a 15728640 512\n"  /* 15 MiB */
+				       "free a\n"
+				       "alloc b 31457280 512\n"  /* 30 MiB */
+				       "alloc c 31457280 512\n");
+	struct as_plan *p = run(t, "cuda-caching:capacity=40M");
+	CHECK(p != NULL);
+	if (p) {
+		/* 16 + 30 > 40: the cached 16 MiB segment is released and
+		 * the retry takes address 0 */
+		CHECK_EQ_U64(OFF("b"), 0);
+		CHECK_EQ_U64(stat_of(p, "num_alloc_retries"), 2);
+		CHECK_EQ_U64(stat_of(p, "num_device_free"), 1);
+		/* no room at all: a failed allocation */
+		CHECK_EQ_U64(OFF("c"), AS_NO_OFFSET);
+		CHECK_EQ_U64(stat_of(p, "num_ooms"), 1);
+		CHECK_EQ_U64(as_plan_failed(p, t), 1);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void expandable_segments_grow_one_range_by_pages(void)
+{
+	struct as_trace *t = parse_ops("alloc a 5242880 512\n"   /* 5 MiB */
+				       "alloc b 31457280 512\n"  /* 30 MiB */
+				       "alloc s 1000 512\n"
+				       "free a\nfree b\n"
+				       "alloc c 36700160 512\n"); /* 35 MiB */
+	struct as_plan *p = run(t, "cuda-caching:expandable_segments=1");
+	CHECK(p != NULL);
+	if (p) {
+		/* one virtual range: b follows a directly */
+		CHECK_EQ_U64(OFF("b") - OFF("a"), 5 * MiB);
+		CHECK_EQ_U64(SEGOFF("b"), 5 * MiB);
+		/* 5 MiB maps a 20 MiB page, 30 more map one more page */
+		CHECK_EQ_U64(SEG("b"), 40 * MiB);
+		/* the small pool has its own range of 2 MiB pages */
+		CHECK_EQ_U64(SEG("s"), 2 * MiB);
+		CHECK_EQ_U64(stat_of(p, "reserved_bytes.peak"), 42 * MiB);
+		/* a and b merged back: c reuses the range's start */
+		CHECK_EQ_U64(OFF("c"), OFF("a"));
+	}
+	as_plan_destroy(p);
+	/* on OOM the fully free pages are unmapped */
+	as_trace_destroy(t);
+	t = parse_ops("alloc a 41943040 512\nfree a\n"
+		      "alloc s 1048576 512\nalloc s2 1048576 512\n"
+		      "alloc s3 1048576 512\n");
+	p = run(t, "cuda-caching:expandable_segments=1,capacity=42M");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK(OFF("s3") != AS_NO_OFFSET);
+		CHECK_EQ_U64(stat_of(p, "num_ooms"), 0);
+		CHECK_EQ_U64(stat_of(p, "num_alloc_retries"), 1);
+		CHECK_EQ_U64(stat_of(p, "reserved_bytes.current"), 4 * MiB);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void free_blocks_are_reused_only_by_their_own_stream(void)
+{
+	struct as_trace *t = parse_ops("alloc a 4000 512 stream=0\n"
+				       "free a\n"
+				       "alloc b 4000 512 stream=1\n"
+				       "alloc c 4000 512 stream=0\n");
+	struct as_plan *p = run(t, "cuda-caching");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK(OFF("b") != OFF("a"));
+		CHECK_EQ_U64(SEGOFF("b"), 0); /* a segment of its own */
+		CHECK_EQ_U64(OFF("c"), OFF("a"));
+		CHECK_EQ_U64(stat_of(p, "segment.current"), 2);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void garbage_collection_frees_old_segments_above_the_threshold(void)
+{
+	struct as_trace *t = parse_ops("alloc a 31457280 512\nfree a\n"
+				       "alloc b 41943040 512\n");
+	struct as_plan *p = run(t, "cuda-caching:capacity=100M,fraction=1,"
+				   "garbage_collection_threshold=0.2");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_U64(stat_of(p, "gc_runs"), 1);
+		CHECK_EQ_U64(stat_of(p, "num_device_free"), 1);
+		CHECK_EQ_U64(OFF("b"), 0);
+	}
+	as_plan_destroy(p);
+	/* without the fraction, no collection: b goes after a */
+	p = run(t, "cuda-caching:capacity=100M,garbage_collection_threshold=0.2");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_U64(stat_of(p, "gc_runs"), 0);
+		CHECK_EQ_U64(OFF("b"), 30 * MiB);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void snapshot_settings_are_the_defaults_and_options_win(void)
+{
+	struct as_trace *t = parse_ops("alloc a 88080384 512\n"    /* 84 MiB */
+				       "alloc b 157286400 512\n"); /* 150 */
+	if (!t) {
+		CHECK(t != NULL);
+		return;
+	}
+	const char *saved = t->metadata;
+	t->metadata = "{\"allocator_settings\": {\"PYTORCH_CUDA_ALLOC_CONF\": "
+		      "\"roundup_power2_divisions:[256:4,>:1],"
+		      "max_split_size_mb:100\", \"max_split_size\": 104857600, "
+		      "\"expandable_segments\": false}}";
+	struct as_plan *p = run(t, "cuda-caching");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_U64(CHUNK("a"), 96 * MiB);
+		CHECK_EQ_U64(stat_of(p, "oversize_allocations.peak"), 1);
+	}
+	as_plan_destroy(p);
+	p = run(t, "cuda-caching:roundup_power2_divisions=0");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_U64(CHUNK("a"), 84 * MiB);
+		CHECK_EQ_U64(stat_of(p, "oversize_allocations.peak"), 1);
+	}
+	as_plan_destroy(p);
+	t->metadata = saved;
+	as_trace_destroy(t);
+}
+
+static void bad_options_are_refused_by_name(void)
+{
+	struct as_trace *t = parse_ops("alloc a 1 512\n");
+	struct as_plan *p = NULL;
+	struct as_diag d = {0};
+	CHECK(as_strategy_run("cuda-caching:max_split_size_mb=10", t, NULL,
+			      &p, &d) == AS_EINVAL);
+	CHECK(strstr(d.msg, "max_split_size_mb") != NULL);
+	CHECK(as_strategy_run("cuda-caching:roundup_power2_divisions=[3:4]", t,
+			      NULL, &p, &d) == AS_EINVAL);
+	CHECK(as_strategy_run("cuda-caching:roundup_power2_divisions=[256:4",
+			      t, NULL, &p, &d) == AS_EINVAL);
+	CHECK(as_strategy_run("cuda-caching:capacity=80G", t, NULL, &p, &d) ==
+	      AS_OK);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void the_plan_csv_carries_segment_columns(void)
+{
+	struct as_trace *t = parse_ops("alloc a 1000 512\nalloc b 3000000 512\n");
+	struct as_plan *p = run(t, "cuda-caching");
+	CHECK(p != NULL);
+	FILE *f = tmpfile();
+	CHECK(f != NULL);
+	if (p && f) {
+		CHECK(as_plan_write_csv(p, t, f) == AS_OK);
+		rewind(f);
+		char line[256];
+		CHECK(fgets(line, sizeof(line), f) != NULL);
+		CHECK_STR(line, "id,lower,upper,size,offset,segment_size,"
+				"segment_offset\n");
+		CHECK(fgets(line, sizeof(line), f) != NULL);
+		CHECK(strstr(line, ",2097152,0\n") != NULL);
+		CHECK(fgets(line, sizeof(line), f) != NULL);
+		CHECK(strstr(line, ",20971520,0\n") != NULL);
+	}
+	if (f)
+		fclose(f);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void check_reports_broken_invariants_as_data(void)
+{
+	struct harness h;
+	CHECK(harness_open(&h, "alloc a 1000 512\nalloc b 3000000 512\n", ""));
+	CHECK(step(&h, true, "a") && step(&h, true, "b"));
+	struct cc *s = h.st;
+	char msg[256] = "";
+	s->reserved_bytes.cur += 512;
+	CHECK(cc_check(s, msg, sizeof(msg)) >= 1);
+	CHECK(strstr(msg, "reserved_bytes") != NULL);
+	s->reserved_bytes.cur -= 512;
+	CHECK_EQ_U64(cc_check(s, msg, sizeof(msg)), 0);
+	uint32_t bi = s->blk_of[buf_named(h.t, "a")];
+	s->b[bi].size += 512;
+	CHECK(cc_check(s, msg, sizeof(msg)) >= 1);
+	s->b[bi].size -= 512;
+	s->inactive_split_bytes.cur = 7;
+	CHECK(cc_check(s, msg, sizeof(msg)) >= 1);
+	CHECK(strstr(msg, "inactive_split") != NULL);
+	harness_close(&h);
+}
+
+/* Random alloc/free traces (sizes from 1 B to 200 MiB, streams 0-1). */
+static char *random_ops(uint64_t seed, uint32_t n)
+{
+	size_t cap = (size_t)n * 64 + 64, len = 0;
+	char *s = malloc(cap);
+	uint32_t live[256], nlive = 0, next = 0;
+	if (!s)
+		return NULL;
+	s[0] = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		uint64_t r = as_splitmix64(&seed);
+		if (nlive && (nlive == 256 || r % 100 < 45)) {
+			uint32_t j = (uint32_t)(r >> 8) % nlive;
+			len += (size_t)snprintf(s + len, cap - len, "free b%u\n",
+						live[j]);
+			live[j] = live[--nlive];
+			continue;
+		}
+		uint64_t sz;
+		switch ((r >> 16) % 4) {
+		case 0:
+			sz = 1 + (r >> 24) % 4096;
+			break;
+		case 1:
+			sz = 1 + (r >> 24) % (1ull << 20);
+			break;
+		case 2:
+			sz = (1ull << 20) + (r >> 24) % (12ull << 20);
+			break;
+		default:
+			sz = 1 + (r >> 24) % (200ull << 20);
+			break;
+		}
+		len += (size_t)snprintf(s + len, cap - len,
+					"alloc b%u %" PRIu64 " 512 stream=%u\n",
+					next, sz, (unsigned)((r >> 60) & 1));
+		live[nlive++] = next++;
+	}
+	return s;
+}
+
+static void random_traces_keep_every_invariant_after_every_event(void)
+{
+	static const char *const specs[] = {
+		"cuda-caching",
+		"cuda-caching:max_split_size_mb=20",
+		"cuda-caching:roundup_power2_divisions=[64:8,>:2]",
+		"cuda-caching:expandable_segments=1",
+		"cuda-caching:capacity=2G",
+		"cuda-caching:capacity=1G,max_split_size_mb=64",
+		"cuda-caching:capacity=3G,fraction=0.5,"
+		"garbage_collection_threshold=0.6",
+		"cuda-caching:expandable_segments=1,capacity=1G",
+	};
+	uint64_t seed0 = 20261123;
+	printf("# seed %" PRIu64 "\n", seed0);
+	for (uint64_t k = 0; k < 12; k++) {
+		char *ops = random_ops(seed0 + k, 600);
+		struct as_trace *t = ops ? parse_ops(ops) : NULL;
+		for (size_t i = 0; t && i < sizeof(specs) / sizeof(*specs);
+		     i++) {
+			struct as_plan *p = run(t, specs[i]);
+			if (!p)
+				printf("#   seed %" PRIu64 " spec %s\n",
+				       seed0 + k, specs[i]);
+			CHECK(p != NULL);
+			as_plan_destroy(p);
+		}
+		CHECK(t != NULL);
+		as_trace_destroy(t);
+		free(ops);
+	}
+}
+
+/* ---- agreement with real snapshots ---- */
+
+static void snapshots_are_reproduced_block_for_block(void)
+{
+	const char *dir = getenv("AS_SHARED_DIR");
+	char path[1024];
+	if (!dir) {
+		TEST_SKIP(snapshots_are_reproduced_block_for_block,
+			  "AS_SHARED_DIR is not set");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/snapshots", dir);
+	DIR *dd = opendir(path);
+	if (!dd) {
+		TEST_SKIP(snapshots_are_reproduced_block_for_block,
+			  "no ../shared/snapshots");
+		return;
+	}
+	uint32_t seen = 0;
+	bool readable = true;
+	tap_cur_failed = 0;
+	struct dirent *e;
+	while ((e = readdir(dd))) {
+		size_t l = strlen(e->d_name);
+		if (l < 7 || strcmp(e->d_name + l - 7, ".pickle") != 0)
+			continue;
+		char file[1300];
+		snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
+		struct as_trace *t = NULL;
+		struct as_diag d = {0};
+		if (as_trace_load(file, NULL, &t, &d) != AS_OK) {
+			readable = false;
+			continue;
+		}
+		uint32_t nalloc = 0;
+		for (uint32_t i = 0; i < t->nbuffers; i++)
+			nalloc += t->buffers[i].start > 0;
+		if (!t->nsegments || !nalloc) {
+			as_trace_destroy(t);
+			continue;
+		}
+		seen++;
+		struct as_plan *p = run(t, "cuda-caching");
+		CHECK(p != NULL);
+		if (p) {
+			double br = stat_of(p, "blocks_reproduced");
+			double sr = stat_of(p, "segments_reproduced");
+			double mp = stat_of(p, "reserved_bytes.peak");
+			double rp = stat_of(p, "recorded_reserved_peak");
+			printf("#   %s: blocks_reproduced %.4f "
+			       "segments_reproduced %.4f reserved peak %.0f "
+			       "recorded %.0f\n",
+			       e->d_name, br, sr, mp, rp);
+			CHECK(br >= 0.95);
+			CHECK(sr >= 0.95);
+			CHECK(rp > 0 && mp >= rp * 0.99 && mp <= rp * 1.01);
+		}
+		as_plan_destroy(p);
+		as_trace_destroy(t);
+	}
+	closedir(dd);
+	if (!seen) {
+		TEST_SKIP(snapshots_are_reproduced_block_for_block,
+			  readable ? "no snapshot with a trace"
+				   : "snapshots cannot be read by this build");
+		return;
+	}
+	tap_n++;
+	printf("%sok %d - %s\n", tap_cur_failed ? "not " : "", tap_n,
+	       "snapshots_are_reproduced_block_for_block");
+	tap_failed += tap_cur_failed;
+}
+
+int main(void)
+{
+	TEST_RUN(rounding_is_512_bytes_and_the_pools_split_at_one_mib);
+	TEST_RUN(roundup_power2_divisions_round_to_a_division);
+	TEST_RUN(segment_sizes_follow_the_request);
+	TEST_RUN(best_fit_takes_the_smallest_block_then_the_lowest_address);
+	TEST_RUN(large_blocks_split_only_above_one_mib_small_ones_at_512);
+	TEST_RUN(oversize_blocks_serve_only_close_oversize_requests);
+	TEST_RUN(a_free_block_merges_with_prev_then_next);
+	TEST_RUN(oom_releases_cached_segments_and_retries_then_fails);
+	TEST_RUN(expandable_segments_grow_one_range_by_pages);
+	TEST_RUN(free_blocks_are_reused_only_by_their_own_stream);
+	TEST_RUN(garbage_collection_frees_old_segments_above_the_threshold);
+	TEST_RUN(snapshot_settings_are_the_defaults_and_options_win);
+	TEST_RUN(bad_options_are_refused_by_name);
+	TEST_RUN(the_plan_csv_carries_segment_columns);
+	TEST_RUN(check_reports_broken_invariants_as_data);
+	TEST_RUN(random_traces_keep_every_invariant_after_every_event);
+	snapshots_are_reproduced_block_for_block();
+	return tap_done();
+}
