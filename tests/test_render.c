@@ -596,7 +596,7 @@ static void peak_time_is_the_most_bytes_live_while_the_top_is_in_use(void)
 	printf("# seed %llu\n", (unsigned long long)seed);
 	for (int round = 0; round < 200; round++) {
 		struct tbuf b[40];
-		char names[40][8];
+		char names[40][24]; /* room for any size_t: -Werror=format-truncation at -O0 */
 		size_t n = 1 + as_test_rand(&seed) % 40;
 		for (size_t i = 0; i < n; i++) {
 			snprintf(names[i], sizeof(names[i]), "b%zu", i);
