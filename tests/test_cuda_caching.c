@@ -408,6 +408,51 @@ static void expandable_segments_grow_one_range_by_pages(void)
 	as_trace_destroy(t);
 }
 
+static void a_recorded_oom_releases_the_cache_and_tells_the_device_size(void)
+{
+	struct as_diag d = {0};
+	struct as_builder *b = as_builder_create("oom.ops", "ops");
+	struct as_trace *t = NULL;
+	CHECK(b != NULL);
+	if (!b)
+		return;
+	struct as_mark m = {.size = 40 * MiB, .device_free = 24 * MiB,
+			    .kind = AS_MARK_OOM};
+	bool ok = as_builder_alloc(b, "a", 15 * MiB, 512, 1, &d) >= 0 &&
+		  as_builder_free(b, "a", 2, &d) == AS_OK &&
+		  as_builder_mark(b, &m) == AS_OK &&
+		  as_builder_alloc(b, "b", 20 * MiB, 512, 3, &d) >= 0 &&
+		  as_builder_alloc(b, "c", 6 * MiB, 512, 4, &d) >= 0 &&
+		  as_builder_finish(b, &t, &d) == AS_OK;
+	CHECK(ok);
+	if (!ok) {
+		as_builder_destroy(b);
+		return;
+	}
+	struct as_plan *p = NULL;
+	struct as_run_hooks hooks = {.check_every_event = true};
+	CHECK(as_strategy_run("cuda-caching", t, &hooks, &p, &d) == AS_OK);
+	if (p) {
+		/* the OOM released a's cached 16 MiB segment: b reuses its
+		 * address; then nothing held plus 24 MiB free: a 24 MiB
+		 * device, on which c's 20 MiB segment does not fit */
+		CHECK_EQ_U64(stat_of(p, "recorded_ooms_replayed"), 1);
+		CHECK_EQ_U64(OFF("b"), OFF("a"));
+		CHECK_EQ_U64(OFF("c"), AS_NO_OFFSET);
+		CHECK_EQ_U64(stat_of(p, "num_ooms"), 1);
+		CHECK_EQ_U64(stat_of(p, "num_device_free"), 1);
+	}
+	as_plan_destroy(p);
+	/* a capacity option wins over what the recording tells */
+	p = NULL;
+	CHECK(as_strategy_run("cuda-caching:capacity=1G", t, &hooks, &p, &d) ==
+	      AS_OK);
+	if (p)
+		CHECK(OFF("c") != AS_NO_OFFSET);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
 static void free_blocks_are_reused_only_by_their_own_stream(void)
 {
 	struct as_trace *t = parse_ops("alloc a 4000 512 stream=0\n"
@@ -704,6 +749,7 @@ int main(void)
 	TEST_RUN(a_free_block_merges_with_prev_then_next);
 	TEST_RUN(oom_releases_cached_segments_and_retries_then_fails);
 	TEST_RUN(expandable_segments_grow_one_range_by_pages);
+	TEST_RUN(a_recorded_oom_releases_the_cache_and_tells_the_device_size);
 	TEST_RUN(free_blocks_are_reused_only_by_their_own_stream);
 	TEST_RUN(garbage_collection_frees_old_segments_above_the_threshold);
 	TEST_RUN(snapshot_settings_are_the_defaults_and_options_win);

@@ -129,6 +129,21 @@ static void mtrace_names_number_the_blocks_at_each_address(void)
 	as_trace_destroy(t);
 }
 
+static void mtrace_incomplete_last_line_is_ignored_and_counted(void)
+{
+	/* An exec or a kill cuts the trace mid-line: "0x3" may be "0x30". */
+	struct as_diag d;
+	struct as_trace *t = parse("c.mtrace",
+				   "= Start\n+ 0x1000 0x10\n+ 0x2000 0x3", NULL,
+				   &d);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK_EQ_U64(t->nbuffers, 1);
+	CHECK_EQ_U64(stat_of(t, "incomplete last line ignored"), 1);
+	as_trace_destroy(t);
+}
+
 static void mtrace_callers_are_interned_once(void)
 {
 	char text[4096] = "= Start\n";
@@ -480,6 +495,7 @@ int main(void)
 	TEST_RUN(mtrace_failed_malloc_is_a_mark_not_a_buffer);
 	TEST_RUN(mtrace_frees_of_unknown_addresses_are_counted_not_refused);
 	TEST_RUN(mtrace_names_number_the_blocks_at_each_address);
+	TEST_RUN(mtrace_incomplete_last_line_is_ignored_and_counted);
 	TEST_RUN(mtrace_callers_are_interned_once);
 	TEST_RUN(mtrace_recorded_offsets_shrink_gaps_and_keep_alignment);
 	TEST_RUN(mtrace_is_detected_by_content);

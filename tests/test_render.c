@@ -587,6 +587,16 @@ static void peak_time_is_the_most_bytes_live_while_the_top_is_in_use(void)
 	CHECK_EQ_U64(info.lower_bound_time, 45);
 	uint32_t live[8];
 	CHECK(as_render_live_at(r, 0, (double)info.peak_time, live, 8) == 3);
+	/* What happens in [40, 60): a and b start, b ends; 1000 bytes live
+	 * at most; the top in use is long's, 1100. */
+	struct as_range_summary rs;
+	CHECK(as_render_range_summary(r, 0, 40, 60, &rs) == AS_OK);
+	CHECK_EQ_U64(rs.allocs, 2);
+	CHECK_EQ_U64(rs.alloc_bytes, 900);
+	CHECK_EQ_U64(rs.frees, 1);
+	CHECK_EQ_U64(rs.free_bytes, 500);
+	CHECK_EQ_U64(rs.peak_live, 1000);
+	CHECK_EQ_U64(rs.peak_top, 1100);
 	as_render_destroy(r);
 	as_plan_destroy(p);
 	as_trace_destroy(t);
@@ -596,7 +606,7 @@ static void peak_time_is_the_most_bytes_live_while_the_top_is_in_use(void)
 	printf("# seed %llu\n", (unsigned long long)seed);
 	for (int round = 0; round < 200; round++) {
 		struct tbuf b[40];
-		char names[40][24]; /* room for any size_t: -Werror=format-truncation at -O0 */
+		char names[40][24];
 		size_t n = 1 + as_test_rand(&seed) % 40;
 		for (size_t i = 0; i < n; i++) {
 			snprintf(names[i], sizeof(names[i]), "b%zu", i);
@@ -843,6 +853,26 @@ static void recorded_clock_marks_segments_and_waste_are_drawn(void)
 	as_trace_destroy(t);
 }
 
+/* Defect: "+0%" and "peak 100 MiB, lower bound 100 MiB" for a 0.4% gap. */
+static void small_gaps_keep_their_digits(void)
+{
+	static const struct tbuf shape[] = {
+		{"a", 50u << 20, 0, 10, 0, 0, 0},
+		{"b", 50u << 20, 0, 10, (50u << 20) + (400u << 10), 0, 0},
+	};
+	struct as_plan *p;
+	struct as_trace *t = make(shape, 2, NULL, 0, &p);
+	struct as_render_panel pn = {"p", t, p, NULL, AS_RENDER_ALL_SPACES};
+	size_t len;
+	char *svg = render_svg(&pn, 1, NULL, &len);
+	CHECK(svg && strstr(svg, ">gap +0.39%</text>"));
+	CHECK(svg && strstr(svg, ">peak 100.391 MiB</text>"));
+	CHECK(svg && strstr(svg, ">lower bound 100 MiB</text>"));
+	free(svg);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
 static void far_apart_address_ranges_are_compressed_with_a_break(void)
 {
 	static const struct tbuf far[] = {
@@ -922,7 +952,11 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void a_million_buffers_render_fast_into_a_bounded_svg(void)
+/*
+ * Times are printed for the record (benchmarks judge speed), not asserted:
+ * a loaded machine must not fail the suite.
+ */
+static void a_million_buffers_render_into_a_bounded_svg(void)
 {
 	struct as_plan *p;
 	struct as_trace *t = make_big(1000000, &p);
@@ -950,7 +984,6 @@ static void a_million_buffers_render_fast_into_a_bounded_svg(void)
 	       len, t1 - t0, plen, t2 - t1);
 	CHECK(len < 2 * 1024 * 1024);
 	CHECK(svg && strstr(svg, "data:image/png;base64,"));
-	CHECK(t1 - t0 < 20 && t2 - t1 < 20); /* generous: sanitizers, valgrind */
 	/* Viewer frames: after a pan (level of detail recomputed), then
 	 * again (a hover: reused). */
 	uint32_t *px = calloc((size_t)1280 * 800, 4);
@@ -1336,8 +1369,9 @@ int main(void)
 	TEST_RUN(tall_short_lived_buffers_stay_visible_at_low_zoom);
 	TEST_RUN(time_labels_never_repeat_when_zoomed_at_large_times);
 	TEST_RUN(recorded_clock_marks_segments_and_waste_are_drawn);
+	TEST_RUN(small_gaps_keep_their_digits);
 	TEST_RUN(far_apart_address_ranges_are_compressed_with_a_break);
-	TEST_RUN(a_million_buffers_render_fast_into_a_bounded_svg);
+	TEST_RUN(a_million_buffers_render_into_a_bounded_svg);
 	TEST_RUN(colours_follow_the_name_in_every_panel_and_mode);
 	TEST_RUN(option_parsers_accept_good_values_and_reject_bad_ones);
 	TEST_RUN(a_file_that_cannot_be_written_leaves_nothing_behind);

@@ -650,6 +650,81 @@ static void every_strategy_plans_every_benchmark_at_its_recorded_height(void)
 	}
 }
 
+/*
+ * The placer answers from per-node unions until a pop makes them stale,
+ * then from the runs one by one: both must give the same offsets.
+ */
+static void placer_unions_and_runs_give_the_same_offsets(void)
+{
+	for (uint64_t seed = 1; seed <= 4; seed++) {
+		struct as_trace *t = random_timed(seed, 3000, seed & 1);
+		struct as_problem pb;
+		CHECK(t && as_problem_init(&pb, t, 0) == AS_OK);
+		if (!t)
+			continue;
+		struct as_placer *a = as_placer_create(&pb);
+		struct as_placer *b = as_placer_create(&pb);
+		uint32_t *order = calloc(pb.n, sizeof(uint32_t));
+		uint64_t *oa = calloc(pb.n, sizeof(uint64_t));
+		CHECK(a && b && order && oa &&
+		      as_order_bestfit(&pb, false, order) == AS_OK);
+		for (int fit = 0; fit < 2 && a && b && order && oa; fit++) {
+			enum as_fit f = fit ? AS_FIT_BEST : AS_FIT_LOWEST;
+			CHECK(as_place_order(a, order, pb.n, f, oa) !=
+			      UINT64_MAX);
+			/* b: fill, empty again by pops (stale), refill. */
+			as_placer_reset(b);
+			for (uint32_t j = 0; j < pb.n; j++)
+				as_placer_put(b, order[j], oa[order[j]]);
+			for (uint32_t j = pb.n; j-- > 0;)
+				as_placer_pop(b, order[j]);
+			uint32_t same = 0;
+			for (uint32_t j = 0; j < pb.n; j++) {
+				uint64_t o = 0;
+				if (as_placer_find(b, order[j], f, &o, NULL))
+					as_placer_put(b, order[j], o);
+				same += o == oa[order[j]];
+			}
+			CHECK_EQ_U64(same, pb.n);
+		}
+		as_placer_destroy(a);
+		as_placer_destroy(b);
+		free(order);
+		free(oa);
+		as_problem_finish(&pb);
+		as_trace_destroy(t);
+	}
+}
+
+/* strip starts from the baselines' best plan: it is never behind them. */
+static void strip_is_never_behind_the_baselines(void)
+{
+	for (uint64_t seed = 1; seed <= 6; seed++) {
+		struct as_trace *t = random_timed(seed, 2000 + 500 * seed,
+						  seed & 1);
+		const char *specs[] = {"greedy-size", "bestfit",
+				       "greedy-breadth"};
+		uint64_t best = UINT64_MAX;
+		for (int k = 0; k < 3 && t; k++) {
+			struct as_plan *p = run(specs[k], t);
+			CHECK(p != NULL);
+			if (p && as_plan_peak(p, t, -1) < best)
+				best = as_plan_peak(p, t, -1);
+			as_plan_destroy(p);
+		}
+		struct as_plan *p =
+			t ? run("strip:budget_ms=0,nodes=1,rounds=0", t) : NULL;
+		CHECK(p && valid(t, p) && as_plan_peak(p, t, -1) <= best);
+		if (p && as_plan_peak(p, t, -1) > best)
+			printf("#   seed %llu: strip %llu, best baseline %llu\n",
+			       (unsigned long long)seed,
+			       (unsigned long long)as_plan_peak(p, t, -1),
+			       (unsigned long long)best);
+		as_plan_destroy(p);
+		as_trace_destroy(t);
+	}
+}
+
 int main(void)
 {
 	TEST_RUN(risk_is_high_above_the_threshold_and_for_what_shares_its_time);
@@ -668,6 +743,8 @@ int main(void)
 	TEST_RUN(strip_large_mode_stays_within_half_a_percent);
 	TEST_RUN(greedy_breadth_serves_the_broadest_operator_first);
 	TEST_RUN(bestfit_takes_the_tightest_gap_and_keeps_the_better_order);
+	TEST_RUN(placer_unions_and_runs_give_the_same_offsets);
+	TEST_RUN(strip_is_never_behind_the_baselines);
 	if (tap_shared_dir())
 		TEST_RUN(every_strategy_plans_every_benchmark_at_its_recorded_height);
 	else

@@ -152,6 +152,11 @@ run "$two" -s bfc --script "$tmp/script"
 [ "$(differ "$tmp/a0.png" "$tmp/a1.png" 690 72 712 758)" -gt 100 ]
 ok "a draws the allocator's blocks at the mouse's time" $?
 
+script "move 200 400" "key [" "move 800 400" "key ]" "screenshot $tmp/range.png"
+run "$two" -s recorded --script "$tmp/script"
+[ "$(differ "$tmp/plain.png" "$tmp/range.png" 0 822 1280 840)" -gt 100 ]
+ok "[ and ] summarise a time range in the status bar" $?
+
 script "key m" "screenshot $tmp/memory.png"
 run "$two" -s recorded --script "$tmp/script"
 [ "$(differ "$tmp/plain.png" "$tmp/memory.png" 63 600 1010 758)" -gt 1000 ]

@@ -39,6 +39,7 @@ static const char help_text[] =
 	"g\tgroup it by buffer, name prefix, stack frame, size\n"
 	"m\tmemory over time (live, each plan's top)\n"
 	"a\tallocator's blocks at the mouse's time (bfc, ...)\n"
+	"[ ]\tmark a time range at the mouse: its summary\n"
 	"s\tsave the view as PNG and SVG\n"
 	"r\treload the trace (or drop a file here)\n"
 	"Esc\tclose lists, clear selection\n"
@@ -108,6 +109,7 @@ int view_init(struct viewer *v, int w, int h)
 	v->o.min_plot_height = 0;
 	v->o.memory = false; /* m shows memory over time */
 	v->o.walk_at_peak = false; /* a walks where the mouse points */
+	v->range_a = v->range_b = NAN;
 	v->cursor_panel = -1;
 	v->selected = AS_NONE;
 	v->match = AS_NONE;
@@ -443,6 +445,44 @@ static void allocator_state(struct viewer *v)
 		     s->spec, (unsigned long long)tm, v->nblocks, nfree);
 }
 
+/* [ and ]: mark the start and end of a time range at the mouse; with both,
+ * the status bar summarises it. */
+static void range_mark(struct viewer *v, bool start)
+{
+	if (v->hover.panel < 0 || !v->hover.in_plot) {
+		view_message(v, C_RED_LIGHT, "[ ]: point at a time in a plot");
+		return;
+	}
+	if (start)
+		v->range_a = v->hover.time;
+	else
+		v->range_b = v->hover.time;
+	if (isnan(v->range_a) || isnan(v->range_b)) {
+		view_message(v, C_BAR_TEXT, "range %s at t %.0f; %s marks the %s",
+			     start ? "starts" : "ends", v->hover.time,
+			     start ? "]" : "[", start ? "end" : "start");
+		return;
+	}
+	double a = v->range_a < v->range_b ? v->range_a : v->range_b;
+	double b = v->range_a < v->range_b ? v->range_b : v->range_a;
+	struct as_range_summary rs;
+	if (as_render_range_summary(v->r, (size_t)v->hover.panel, a, b + 1,
+				    &rs) != AS_OK) {
+		view_message(v, C_RED_LIGHT, "range: out of memory");
+		return;
+	}
+	char x[32], y[32], z[32], w[32];
+	view_message(v, C_OK,
+		     "t [%.0f, %.0f]: %llu allocated (%s), %llu freed (%s), "
+		     "most live %s, top %s",
+		     a, b, (unsigned long long)rs.allocs,
+		     as_human_bytes(rs.alloc_bytes, x, sizeof(x)),
+		     (unsigned long long)rs.frees,
+		     as_human_bytes(rs.free_bytes, y, sizeof(y)),
+		     as_human_bytes(rs.peak_live, z, sizeof(z)),
+		     as_human_bytes(rs.peak_top, w, sizeof(w)));
+}
+
 /* ---- keys ---- */
 
 static void peak(struct viewer *v)
@@ -630,6 +670,10 @@ static void key(struct viewer *v, SDL_Keycode k, Uint16 mod)
 		break;
 	case SDLK_a:
 		allocator_state(v);
+		break;
+	case SDLK_LEFTBRACKET:
+	case SDLK_RIGHTBRACKET:
+		range_mark(v, k == SDLK_LEFTBRACKET);
 		break;
 	case SDLK_m:
 		v->o.memory = !v->o.memory;
@@ -1010,6 +1054,29 @@ int view_paint(struct viewer *v)
 		.text = text, .line_colors = lc, .nline_colors = 2,
 	};
 
+	/* Time cursor: what is live at the mouse's time, grouped. */
+	char cur_text[4096];
+	uint32_t cur_col[CURSOR_LINES + 2] = {0};
+	if (v->show_cursor && v->hover.panel >= 0 && v->hover.in_plot &&
+	    !v->dragging) {
+		size_t nl = cursor_text(v, cur_text, sizeof(cur_text), cur_col);
+		struct as_render_panel_info info;
+		if (nl && as_render_panel_info(v->r, (size_t)v->hover.panel,
+					       &info) == AS_OK) {
+			struct as_render_overlay *b = &box[nb++];
+			*b = (struct as_render_overlay){
+				.fill = C_BOX, .border = C_BORDER,
+				.color = C_TEXT, .font_size = 12,
+				.text = cur_text, .bold_first = true,
+				.line_colors = cur_col, .nline_colors = nl,
+				.swatch = true,
+			};
+			double bw, bh;
+			as_render_overlay_measure(b, &bw, &bh);
+			place(v, b, info.x + info.w - bw - 8, info.y + 8);
+		}
+	}
+
 	/* Tooltip of the buffer under the mouse. */
 	char tip[2048];
 	if (v->hover.panel >= 0 && v->hover.buffer != AS_NONE &&
@@ -1074,29 +1141,6 @@ int view_paint(struct viewer *v)
 			as_render_overlay_measure(b, &bw, &bh);
 		}
 		place(v, b, info.x + 8, info.y + 8);
-	}
-
-	/* Time cursor: what is live at the mouse's time, grouped. */
-	char cur_text[4096];
-	uint32_t cur_col[CURSOR_LINES + 2] = {0};
-	if (v->show_cursor && v->hover.panel >= 0 && v->hover.in_plot &&
-	    !v->dragging) {
-		size_t nl = cursor_text(v, cur_text, sizeof(cur_text), cur_col);
-		struct as_render_panel_info info;
-		if (nl && as_render_panel_info(v->r, (size_t)v->hover.panel,
-					       &info) == AS_OK) {
-			struct as_render_overlay *b = &box[nb++];
-			*b = (struct as_render_overlay){
-				.fill = C_BOX, .border = C_BORDER,
-				.color = C_TEXT, .font_size = 12,
-				.text = cur_text, .bold_first = true,
-				.line_colors = cur_col, .nline_colors = nl,
-				.swatch = true,
-			};
-			double bw, bh;
-			as_render_overlay_measure(b, &bw, &bh);
-			place(v, b, info.x + info.w - bw - 8, info.y + 8);
-		}
 	}
 
 	/* Validation failures of the strategy in view. */

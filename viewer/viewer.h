@@ -93,6 +93,8 @@ struct viewer {
 	struct as_render_state state;
 	struct as_block *blocks;
 	size_t nblocks, cap_blocks;
+	/* Range summary ([ and ]): times marked, NAN when not. */
+	double range_a, range_b;
 	size_t peak_panel;
 	uint32_t peak_bufs[24];
 	int64_t npeak;

@@ -673,6 +673,11 @@ static int ht_lines(struct as_builder *b, struct as_line_state *st,
 	size_t n;
 	while ((s = as_next_line(&p, end, &n))) {
 		st->line++;
+		if (p == end && end[-1] != '\n') /* the file's last bytes */
+			return as_builder_count(b, "incomplete last line "
+						   "ignored (the writer "
+						   "stopped mid-line)",
+						1);
 		int err = parse_line(b, h, s, n, st->line, diag);
 		if (err)
 			return err;

@@ -36,7 +36,7 @@ static int cmp_span_len_desc(const void *a, const void *b)
  * together (a heap near 0x55... and mmap regions near 0x7f...) become
  * breaks drawn at a fixed 5% of the axis.
  */
-int build_axis(struct panel *pn, bool compress)
+int as_r_build_axis(struct panel *pn, bool compress)
 {
 	uint32_t n = 0;
 	struct span *sp = NULL, *gaps = NULL;
@@ -48,10 +48,10 @@ int build_axis(struct panel *pn, bool compress)
 	}
 	for (uint32_t k = 0; k < pn->nplaced; k++) {
 		uint32_t i = pn->bufs[k];
-		if (is_alias(pn, i))
+		if (as_r_is_alias(pn, i))
 			continue;
 		sp[n].lo = pn->p->offset[i];
-		sp[n].hi = end_addr(pn, i);
+		sp[n].hi = as_r_end_addr(pn, i);
 		n++;
 	}
 	qsort(sp, n, sizeof(*sp), cmp_span);
@@ -134,7 +134,7 @@ out:
 }
 
 /* Axis fraction of an address; *in_break when it lies in a break. */
-double addr_u(const struct panel *pn, uint64_t a, bool *in_break)
+double as_r_addr_u(const struct panel *pn, uint64_t a, bool *in_break)
 {
 	uint32_t lo = 0, hi = pn->npieces;
 	if (in_break)
@@ -160,7 +160,7 @@ double addr_u(const struct panel *pn, uint64_t a, bool *in_break)
 				((double)(a - pc->lo) / (double)(pc->hi - pc->lo));
 }
 
-uint64_t u_addr(const struct panel *pn, double u, bool *in_break)
+uint64_t as_r_u_addr(const struct panel *pn, double u, bool *in_break)
 {
 	uint32_t k = 0;
 	while (k + 1 < pn->npieces && pn->pieces[k].u1 <= u)
@@ -178,37 +178,37 @@ uint64_t u_addr(const struct panel *pn, double u, bool *in_break)
 	return (uint64_t)a;
 }
 
-double y_of_u(const struct panel *pn, double u)
+double as_r_y_of_u(const struct panel *pn, double u)
 {
 	return pn->py + pn->ph - (u - pn->v0) / (pn->v1 - pn->v0) * pn->ph;
 }
 
-double y_of(const struct panel *pn, uint64_t a)
+double as_r_y_of(const struct panel *pn, uint64_t a)
 {
-	return y_of_u(pn, addr_u(pn, a, NULL));
+	return as_r_y_of_u(pn, as_r_addr_u(pn, a, NULL));
 }
 
 /* Times inside are relative to r->tbase, so that large timestamps keep
  * their precision. */
-double rel_t(const struct as_render *r, uint64_t t)
+double as_r_rel_t(const struct as_render *r, uint64_t t)
 {
 	return t >= r->tbase ? (double)(t - r->tbase)
 			     : -(double)(r->tbase - t);
 }
 
-double x_of(const struct as_render *r, const struct panel *pn,
+double as_r_x_of(const struct as_render *r, const struct panel *pn,
 	    double t)
 {
 	return pn->px + (t - r->t0) / (r->t1 - r->t0) * pn->pw;
 }
 
 /* Axis fraction, with a fast path for the usual single-piece axis. */
-double fast_u(const struct panel *pn, uint64_t a)
+double as_r_fast_u(const struct panel *pn, uint64_t a)
 {
 	if (pn->npieces == 1 && a <= pn->pieces[0].hi)
 		return (double)(a - pn->pieces[0].lo) /
 		       (double)(pn->pieces[0].hi - pn->pieces[0].lo);
-	return addr_u(pn, a, NULL);
+	return as_r_addr_u(pn, a, NULL);
 }
 
 /* Labels placed without overlap, in order of priority. */
@@ -221,7 +221,7 @@ static bool ticks_room(const struct tick *t, uint32_t n, double y, double h)
 }
 
 /* Address ticks of one panel: per uncompressed piece, powers of two. */
-int build_ticks(struct as_render *r, struct panel *pn)
+int as_r_build_ticks(struct as_render *r, struct panel *pn)
 {
 	free(pn->ticks);
 	pn->ticks = NULL;
@@ -238,7 +238,7 @@ int build_ticks(struct as_render *r, struct panel *pn)
 			const struct piece *pc = &pn->pieces[k];
 			if (pc->brk)
 				continue;
-			double ya = y_of_u(pn, pc->u0), yb = y_of_u(pn, pc->u1);
+			double ya = as_r_y_of_u(pn, pc->u0), yb = as_r_y_of_u(pn, pc->u1);
 			bool hex = pc->hi > ((uint64_t)1 << 40) ||
 				   (pc->lo >= ((uint64_t)1 << 32));
 			if (pass == 0) {
@@ -254,7 +254,7 @@ int build_ticks(struct as_render *r, struct panel *pn)
 							 "0x%llx",
 							 (unsigned long long)pc->lo);
 					else
-						fmt_bytes_tick(pc->lo, t[n].label,
+						as_r_fmt_bytes_tick(pc->lo, t[n].label,
 							       sizeof(t[n].label));
 					n++;
 				}
@@ -274,7 +274,7 @@ int build_ticks(struct as_render *r, struct panel *pn)
 			if (uvis1 <= uvis0)
 				continue;
 			bool ib;
-			uint64_t a0 = u_addr(pn, uvis0, &ib);
+			uint64_t a0 = as_r_u_addr(pn, uvis0, &ib);
 			/* Hex pieces count from their base, others from 0. */
 			uint64_t base = hex ? pc->lo : 0;
 			if (a0 < pc->lo)
@@ -284,7 +284,7 @@ int build_ticks(struct as_render *r, struct panel *pn)
 			if (first < a0) /* overflow */
 				continue;
 			for (uint64_t a = first; a <= pc->hi && n < cap;) {
-				double y = y_of(pn, a);
+				double y = as_r_y_of(pn, a);
 				if (y < ytop - 0.5)
 					break;
 				if (y <= ybot + 0.5 &&
@@ -293,7 +293,7 @@ int build_ticks(struct as_render *r, struct panel *pn)
 					t[n].major = false;
 					if (hex && a != pc->lo) {
 						char b[32];
-						fmt_bytes_tick(a - pc->lo, b,
+						as_r_fmt_bytes_tick(a - pc->lo, b,
 							       sizeof(b));
 						snprintf(t[n].label,
 							 sizeof(t[n].label),
@@ -304,7 +304,7 @@ int build_ticks(struct as_render *r, struct panel *pn)
 							 "0x%llx",
 							 (unsigned long long)a);
 					} else {
-						fmt_bytes_tick(a, t[n].label,
+						as_r_fmt_bytes_tick(a, t[n].label,
 							       sizeof(t[n].label));
 					}
 					n++;
@@ -326,8 +326,8 @@ int as_render_to_pixel(const struct as_render *r, size_t i, double time,
 	if (!r || i >= r->npanels)
 		return AS_EINVAL;
 	const struct panel *pn = &r->panels[i];
-	*x = x_of(r, pn, time - (double)r->tbase);
-	*y = y_of(pn, address);
+	*x = as_r_x_of(r, pn, time - (double)r->tbase);
+	*y = as_r_y_of(pn, address);
 	return AS_OK;
 }
 
@@ -336,10 +336,10 @@ double as_render_axis_at(const struct as_render *r, size_t i,
 {
 	if (!r || i >= r->npanels)
 		return -1;
-	return addr_u(&r->panels[i], address, NULL);
+	return as_r_addr_u(&r->panels[i], address, NULL);
 }
 
-void clip_rect(const struct panel *pn, double *x0, double *x1,
+void as_r_clip_rect(const struct panel *pn, double *x0, double *x1,
 	       double *y0, double *y1)
 {
 	if (*x0 < pn->px)

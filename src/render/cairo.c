@@ -146,7 +146,7 @@ static const struct canvas_impl cairo_impl = {
 	.end_group = c_end_group,
 };
 
-struct canvas *cairo_canvas_create(void *cr)
+struct canvas *as_r_cairo_canvas_create(void *cr)
 {
 	struct cairo_canvas *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -167,7 +167,7 @@ static struct canvas *canvas_on(cairo_surface_t *s, double sx, double sy)
 	cairo_t *cr = cairo_create(s);
 	cairo_scale(cr, sx, sy);
 	struct cairo_canvas *c = (struct cairo_canvas *)(void *)
-		cairo_canvas_create(cr);
+		as_r_cairo_canvas_create(cr);
 	if (!c) {
 		cairo_destroy(cr);
 		cairo_surface_destroy(s);
@@ -177,7 +177,7 @@ static struct canvas *canvas_on(cairo_surface_t *s, double sx, double sy)
 	return &c->base;
 }
 
-struct canvas *cairo_canvas_create_pixels(uint32_t *pixels, int width,
+struct canvas *as_r_cairo_canvas_create_pixels(uint32_t *pixels, int width,
 					  int height, int stride, double sx,
 					  double sy)
 {
@@ -187,14 +187,14 @@ struct canvas *cairo_canvas_create_pixels(uint32_t *pixels, int width,
 			 sx, sy);
 }
 
-struct canvas *cairo_canvas_create_image(int width, int height, double scale)
+struct canvas *as_r_cairo_canvas_create_image(int width, int height, double scale)
 {
 	return canvas_on(cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width,
 						    height),
 			 scale, scale);
 }
 
-int cairo_canvas_finish(struct canvas *c)
+int as_r_cairo_canvas_finish(struct canvas *c)
 {
 	struct cairo_canvas *cc = (struct cairo_canvas *)(void *)c;
 	cairo_restore(cc->cr);
@@ -213,7 +213,7 @@ static cairo_status_t write_file(void *closure, const unsigned char *data,
 						    : CAIRO_STATUS_WRITE_ERROR;
 }
 
-int cairo_canvas_write_png(struct canvas *c, FILE *f)
+int as_r_cairo_canvas_write_png(struct canvas *c, FILE *f)
 {
 	struct cairo_canvas *cc = (struct cairo_canvas *)(void *)c;
 	if (!cc->own)
@@ -224,7 +224,7 @@ int cairo_canvas_write_png(struct canvas *c, FILE *f)
 		       : AS_EIO;
 }
 
-void cairo_canvas_destroy(struct canvas *c)
+void as_r_cairo_canvas_destroy(struct canvas *c)
 {
 	struct cairo_canvas *cc = (struct cairo_canvas *)(void *)c;
 	if (!cc)
@@ -241,7 +241,7 @@ struct measurer {
 	cairo_t *cr;
 };
 
-struct measurer *measurer_create(void)
+struct measurer *as_r_measurer_create(void)
 {
 	struct measurer *m = calloc(1, sizeof(*m));
 	if (!m)
@@ -249,13 +249,13 @@ struct measurer *measurer_create(void)
 	m->s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
 	m->cr = cairo_create(m->s);
 	if (cairo_status(m->cr) != CAIRO_STATUS_SUCCESS) {
-		measurer_destroy(m);
+		as_r_measurer_destroy(m);
 		return NULL;
 	}
 	return m;
 }
 
-void measurer_destroy(struct measurer *m)
+void as_r_measurer_destroy(struct measurer *m)
 {
 	if (!m)
 		return;
@@ -266,7 +266,7 @@ void measurer_destroy(struct measurer *m)
 	free(m);
 }
 
-double measure_text(struct measurer *m, const char *s, double size,
+double as_r_measure_text(struct measurer *m, const char *s, double size,
 		    bool bold)
 {
 	cairo_text_extents_t e;
@@ -299,7 +299,7 @@ static cairo_status_t write_mem(void *closure, const unsigned char *data,
 	return CAIRO_STATUS_SUCCESS;
 }
 
-int png_encode(const uint32_t *argb, int w, int h, unsigned char **out,
+int as_r_png_encode(const uint32_t *argb, int w, int h, unsigned char **out,
 	       size_t *len)
 {
 	struct membuf m = {0};
@@ -345,9 +345,9 @@ static const char *ov_line(const char *s, char *buf, size_t len, char *col2,
 	col2[0] = 0;
 	if (tab) {
 		*tab = 0;
-		render_clean_text(tab + 1, col2, len2);
+		as_r_render_clean_text(tab + 1, col2, len2);
 	}
-	render_clean_text(raw, buf, len);
+	as_r_render_clean_text(raw, buf, len);
 	return nl ? nl + 1 : NULL;
 }
 
@@ -389,11 +389,11 @@ int as_render_overlay_measure(const struct as_render_overlay *b, double *w,
 {
 	if (!b || !w || !h)
 		return AS_EINVAL;
-	struct measurer *m = measurer_create();
+	struct measurer *m = as_r_measurer_create();
 	if (!m)
 		return AS_ENOMEM;
 	ov_measure(m->cr, b, w, h);
-	measurer_destroy(m);
+	as_r_measurer_destroy(m);
 	return AS_OK;
 }
 

@@ -16,7 +16,7 @@
 #include "render/render_private.h"
 
 /* The geometry and block bounds of the plain buffers (struct geo). */
-int index_geo(const struct as_render *r, struct panel *pn)
+int as_r_index_geo(const struct as_render *r, struct panel *pn)
 {
 	const uint32_t n = pn->nplain;
 	const uint32_t nblk = (n + GEO_BLOCK - 1) / GEO_BLOCK;
@@ -39,8 +39,8 @@ int index_geo(const struct as_render *r, struct panel *pn)
 		uint64_t top = off > UINT64_MAX - ext ? UINT64_MAX : off + ext;
 		g[k].t0 = (double)(b->start - tb);
 		g[k].t1 = (double)(b->end - tb);
-		g[k].u0 = fast_u(pn, off);
-		g[k].u1 = fast_u(pn, top);
+		g[k].u0 = as_r_fast_u(pn, off);
+		g[k].u1 = as_r_fast_u(pn, top);
 	}
 	double m = -INFINITY;
 	for (uint32_t j = 0; j < nblk; j++) {
@@ -363,7 +363,7 @@ static int dens_init(struct as_render *r, struct dens *d, int w, int h,
 }
 
 /* The colours of the panel's placed buffers, cached per colour mode. */
-int panel_colors(struct as_render *r, struct panel *pn)
+int as_r_panel_colors(struct as_render *r, struct panel *pn)
 {
 	if (pn->colors && pn->colors_for == (int)r->o.color_by)
 		return AS_OK;
@@ -373,7 +373,7 @@ int panel_colors(struct as_render *r, struct panel *pn)
 			return AS_ENOMEM;
 	}
 	for (uint32_t k = 0; k < pn->nplaced; k++)
-		pn->colors[k] = color_of(r, pn, pn->bufs[k]);
+		pn->colors[k] = as_r_color_of(r, pn, pn->bufs[k]);
 	pn->colors_for = (int)r->o.color_by;
 	return AS_OK;
 }
@@ -383,7 +383,7 @@ int panel_colors(struct as_render *r, struct panel *pn)
  * MAX_RECTS of those at least MIN_RECT_PX both ways) and the density
  * raster (all others); the result is kept in the panel.
  */
-int lod_pass(struct as_render *r, struct panel *pn)
+int as_r_lod_pass(struct as_render *r, struct panel *pn)
 {
 	struct dens d;
 	int err = dens_init(r, &d, pn->pw, pn->ph,
@@ -443,7 +443,7 @@ int lod_pass(struct as_render *r, struct panel *pn)
 		double y0 = ay - g[k].u1 * by;
 		if (y1 <= Y0 || y0 >= Y1)
 			continue;
-		clip_rect(pn, &x0, &x1, &y0, &y1);
+		as_r_clip_rect(pn, &x0, &x1, &y0, &y1);
 		if (x1 - x0 >= MIN_RECT_PX && y1 - y0 >= MIN_RECT_PX) {
 			cand[nc++] = (struct cand){(float)x0, (float)y0,
 						   (float)x1, (float)y1, k};

@@ -21,7 +21,7 @@ static uint32_t hix_level(const struct hit_index *h, uint64_t len)
 	return j;
 }
 
-int index_hits(const struct as_render *r, struct panel *pn)
+int as_r_index_hits(const struct as_render *r, struct panel *pn)
 {
 	struct hit_index *h = &pn->hix;
 	const uint32_t n = pn->nplaced;
@@ -93,7 +93,7 @@ int64_t as_render_live_at(const struct as_render *r, size_t i, double time,
 	uint64_t n;
 	if (!(time >= 0) || time >= 18446744073709551615.0)
 		return 0;
-	int err = collect_live(&r->panels[i], (uint64_t)floor(time), &v, &n,
+	int err = as_r_collect_live(&r->panels[i], (uint64_t)floor(time), &v, &n,
 			       NULL);
 	if (err)
 		return err;
@@ -109,21 +109,21 @@ uint32_t as_render_buffer_color(const struct as_render *r, size_t panel,
 	if (!r || panel >= r->npanels ||
 	    buffer >= r->panels[panel].t->nbuffers)
 		return 0;
-	return color_of(r, &r->panels[panel], buffer);
+	return as_r_color_of(r, &r->panels[panel], buffer);
 }
 
 /* Pixel rectangle of a placed buffer (unclipped, unsnapped). */
-void buf_rect(const struct as_render *r, const struct panel *pn,
+void as_r_buf_rect(const struct as_render *r, const struct panel *pn,
 	      uint32_t i, uint64_t extent, double *x0, double *x1,
 	      double *y0, double *y1)
 {
 	const struct as_buffer *b = &pn->t->buffers[i];
 	uint64_t off = pn->p->offset[i];
 	uint64_t top = off > UINT64_MAX - extent ? UINT64_MAX : off + extent;
-	*x0 = x_of(r, pn, rel_t(r, b->start));
-	*x1 = x_of(r, pn, rel_t(r, b->end));
-	*y0 = y_of(pn, top);
-	*y1 = y_of(pn, off);
+	*x0 = as_r_x_of(r, pn, as_r_rel_t(r, b->start));
+	*x1 = as_r_x_of(r, pn, as_r_rel_t(r, b->end));
+	*y0 = as_r_y_of(pn, top);
+	*y1 = as_r_y_of(pn, off);
 }
 
 static double rect_dist(double x, double y, double x0, double x1, double y0,
@@ -149,7 +149,7 @@ static void hit_consider(const struct as_render *r, const struct panel *pn,
 {
 	uint32_t b = pn->bufs[k];
 	double x0, x1, y0, y1;
-	buf_rect(r, pn, b, extent_of(pn, b), &x0, &x1, &y0, &y1);
+	as_r_buf_rect(r, pn, b, as_r_extent_of(pn, b), &x0, &x1, &y0, &y1);
 	double d = rect_dist(x, y, x0, x1, y0, y1);
 	if (d == 0) {
 		double area = (x1 - x0) * (y1 - y0);
@@ -210,7 +210,7 @@ int as_render_hit_test(const struct as_render *r, double x, double y,
 			    (x - pn->px) / pn->pw * (r->t1 - r->t0);
 		out->axis = pn->v0 + (pn->py + pn->ph - y) / pn->ph *
 					     (pn->v1 - pn->v0);
-		out->address = u_addr(pn, out->axis, &out->in_break);
+		out->address = as_r_u_addr(pn, out->axis, &out->in_break);
 		out->in_plot = x >= pn->px && x < pn->px + pn->pw &&
 			       y >= pn->py && y < bottom;
 		bool in_strip = pn->strip_h > 0 && y >= pn->strip_y &&
@@ -220,8 +220,8 @@ int as_render_hit_test(const struct as_render *r, double x, double y,
 			double best = slop + 1;
 			for (uint32_t k = pn->nplaced; k < pn->nbufs; k++) {
 				uint32_t b = pn->bufs[k];
-				double x0 = x_of(r, pn, rel_t(r, pn->t->buffers[b].start));
-				double x1 = x_of(r, pn, rel_t(r, pn->t->buffers[b].end));
+				double x0 = as_r_x_of(r, pn, as_r_rel_t(r, pn->t->buffers[b].start));
+				double x1 = as_r_x_of(r, pn, as_r_rel_t(r, pn->t->buffers[b].end));
 				double d = rect_dist(x, 0, x0, x1, 0, 0);
 				if (d < best) {
 					best = d;

@@ -10,17 +10,17 @@
 #include "core/internal.h"
 #include "render/render_private.h"
 
-bool buf_drawable(const struct as_buffer *b)
+bool as_r_buf_drawable(const struct as_buffer *b)
 {
 	return b->size > 0 && b->end > b->start;
 }
 
-bool is_alias(const struct panel *pn, uint32_t i)
+bool as_r_is_alias(const struct panel *pn, uint32_t i)
 {
 	return as_plan_alias_of(pn->p, pn->t, i) != AS_NONE;
 }
 
-uint64_t extent_of(const struct panel *pn, uint32_t i)
+uint64_t as_r_extent_of(const struct panel *pn, uint32_t i)
 {
 	uint64_t s = pn->t->buffers[i].size;
 	if (pn->p->chunk && pn->p->chunk[i] > s)
@@ -28,17 +28,17 @@ uint64_t extent_of(const struct panel *pn, uint32_t i)
 	return s;
 }
 
-uint64_t end_addr(const struct panel *pn, uint32_t i)
+uint64_t as_r_end_addr(const struct panel *pn, uint32_t i)
 {
-	uint64_t o = pn->p->offset[i], e = extent_of(pn, i);
+	uint64_t o = pn->p->offset[i], e = as_r_extent_of(pn, i);
 	return o > UINT64_MAX - e ? UINT64_MAX : o + e;
 }
 
 /* What frames need of the panel's buffers, prepared once per axis. */
-int index_panel(const struct as_render *r, struct panel *pn)
+int as_r_index_panel(const struct as_render *r, struct panel *pn)
 {
-	int err = index_geo(r, pn);
-	return err ? err : index_hits(r, pn);
+	int err = as_r_index_geo(r, pn);
+	return err ? err : as_r_index_hits(r, pn);
 }
 
 struct sized {
@@ -55,7 +55,7 @@ static int cmp_by_size_desc(const void *a, const void *b)
 }
 
 /* Placed, non-alias buffers live at t, largest first (all of them). */
-int collect_live(const struct panel *pn, uint64_t t, uint32_t **out,
+int as_r_collect_live(const struct panel *pn, uint64_t t, uint32_t **out,
 		 uint64_t *n_out, uint64_t *bytes)
 {
 	struct sized *v = malloc(sizeof(*v) * (pn->nplaced ? pn->nplaced : 1));
@@ -65,7 +65,7 @@ int collect_live(const struct panel *pn, uint64_t t, uint32_t **out,
 	for (uint32_t k = 0; k < pn->nplaced; k++) {
 		uint32_t i = pn->bufs[k];
 		const struct as_buffer *b = &pn->t->buffers[i];
-		if (is_alias(pn, i) || b->start > t || b->end <= t)
+		if (as_r_is_alias(pn, i) || b->start > t || b->end <= t)
 			continue;
 		v[n].size = b->size;
 		v[n++].idx = i;
@@ -90,7 +90,7 @@ static int prepare_panel(struct panel *pn, const struct order *ord,
 	uint32_t nb = t->nbuffers < p->nbuffers ? t->nbuffers : p->nbuffers;
 	uint32_t nplaced = 0, nfailed = 0;
 	for (uint32_t i = 0; i < nb; i++) {
-		if (!buf_drawable(&t->buffers[i]) ||
+		if (!as_r_buf_drawable(&t->buffers[i]) ||
 		    as_plan_space_of(p, t, i) != pn->space)
 			continue;
 		if (p->offset[i] == AS_NO_OFFSET) {
@@ -106,7 +106,7 @@ static int prepare_panel(struct panel *pn, const struct order *ord,
 	uint32_t a = 0, f = nplaced;
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t i = 0; i < nb; i++) {
-			if (!buf_drawable(&t->buffers[i]) ||
+			if (!as_r_buf_drawable(&t->buffers[i]) ||
 			    as_plan_space_of(p, t, i) != pn->space)
 				continue;
 			bool alias = as_plan_alias_of(p, t, i) != AS_NONE;
@@ -139,14 +139,14 @@ static int prepare_panel(struct panel *pn, const struct order *ord,
 	 * top (moments.c). */
 	struct as_moment pm;
 	struct order own = {0};
-	int merr = ord->t == t ? AS_OK : order_build(t, &own);
+	int merr = ord->t == t ? AS_OK : as_r_order_build(t, &own);
 	if (merr)
 		return merr;
 	if (ord->t != t)
 		ord = &own;
-	merr = peak_moment(ord, p, pn->space, &pm);
+	merr = as_r_peak_moment(ord, p, pn->space, &pm);
 	if (merr < 0) {
-		order_free(&own);
+		as_r_order_free(&own);
 		return merr;
 	}
 	if (merr == AS_OK && pm.top_buffer != AS_NONE) {
@@ -160,17 +160,17 @@ static int prepare_panel(struct panel *pn, const struct order *ord,
 		pn->lb_time = same->lb_time;
 	} else if (pn->lb) {
 		struct as_moment bm;
-		merr = bound_moment(ord, pn->space, &bm);
+		merr = as_r_bound_moment(ord, pn->space, &bm);
 		pn->has_lb_time = merr == AS_OK;
 		pn->lb_time = bm.time;
 	}
-	order_free(&own);
+	as_r_order_free(&own);
 	if (merr < 0)
 		return merr;
 	if (pn->has_peak) {
 		uint32_t *v;
 		uint64_t n;
-		int err = collect_live(pn, pn->peak_time, &v, &n,
+		int err = as_r_collect_live(pn, pn->peak_time, &v, &n,
 				       &pn->live_bytes);
 		if (err)
 			return err;
@@ -195,7 +195,7 @@ static int prepare_panel(struct panel *pn, const struct order *ord,
 			pn->violations = pn->rep->violations;
 		pn->valid = !here;
 	}
-	return build_axis(pn, compress);
+	return as_r_build_axis(pn, compress);
 }
 
 static uint16_t plan_nspaces(const struct as_plan *p, const struct as_trace *t)
@@ -221,7 +221,7 @@ static void free_panels(struct as_render *r)
 		free(r->panels[i].blk_start);
 		free(r->panels[i].hix.idx);
 		free(r->panels[i].hix.off);
-		curve_free(&r->panels[i].foot);
+		as_r_curve_free(&r->panels[i].foot);
 		free(r->panels[i].walk);
 	}
 	free(r->panels);
@@ -234,12 +234,12 @@ void as_render_destroy(struct as_render *r)
 	if (!r)
 		return;
 	free_panels(r);
-	order_free(&r->ord);
-	curve_free(&r->live);
-	curve_free(&r->reserved);
+	as_r_order_free(&r->ord);
+	as_r_curve_free(&r->live);
+	as_r_curve_free(&r->reserved);
 	free(r->src);
 	free(r->own);
-	measurer_destroy(r->m);
+	as_r_measurer_destroy(r->m);
 	free(r->vd);
 	free(r->hd);
 	free(r->raster);
@@ -328,7 +328,7 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 	}
 	r->src = calloc(n, sizeof(*r->src));
 	r->own = calloc(n, sizeof(*r->own));
-	r->m = measurer_create();
+	r->m = as_r_measurer_create();
 	if (!r->src || !r->own || !r->m)
 		goto fail;
 	memcpy(r->src, panels, n * sizeof(*panels));
@@ -361,7 +361,7 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 	if (!r->panels)
 		goto fail;
 	/* One sort of the first trace's times serves every sweep. */
-	err = order_build(panels[0].trace, &r->ord);
+	err = as_r_order_build(panels[0].trace, &r->ord);
 	if (err)
 		goto fail;
 	err = AS_ENOMEM;
@@ -384,7 +384,7 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 			pn->source = (uint32_t)s;
 			pn->space = (uint16_t)sidx;
 			pn->show_space = ns > 1;
-			render_clean_text(
+			as_r_render_clean_text(
 				as_plan_space_name(sp->plan, t, (uint16_t)sidx),
 				pn->space_name, sizeof(pn->space_name));
 			r->npanels++;
@@ -406,7 +406,7 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 			pn->rep = sp->report ? sp->report : &r->own[s];
 			pn->title = sp->title ? sp->title : "plan";
 			pn->source = (uint32_t)s;
-			render_clean_text(as_plan_space_name(sp->plan, t, 0),
+			as_r_render_clean_text(as_plan_space_name(sp->plan, t, 0),
 					  pn->space_name, sizeof(pn->space_name));
 			err = prepare_panel(pn, &r->ord, same_lb(r, pn), r->o.compress);
 			if (err)
@@ -426,10 +426,10 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 			tend = t->end_time;
 		for (uint32_t i = 0; i < t->nbuffers; i++) {
 			const struct as_buffer *b = &t->buffers[i];
-			if (!buf_drawable(b))
+			if (!as_r_buf_drawable(b))
 				continue;
-			double ls = log2_u64(b->size);
-			double ll = log2_u64(b->end - b->start);
+			double ls = as_r_log2_u64(b->size);
+			double ll = as_r_log2_u64(b->end - b->start);
 			r->size_lo = ls < r->size_lo ? ls : r->size_lo;
 			r->size_hi = ls > r->size_hi ? ls : r->size_hi;
 			r->life_lo = ll < r->life_lo ? ll : r->life_lo;
@@ -455,7 +455,7 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 			   !(panels[0].trace->format &&
 			     strcmp(panels[0].trace->format, "csv") == 0);
 	for (size_t i = 0; i < r->npanels; i++) {
-		err = index_panel(r, &r->panels[i]);
+		err = as_r_index_panel(r, &r->panels[i]);
 		if (err)
 			goto fail;
 	}
@@ -540,7 +540,7 @@ static int layout(struct as_render *r)
 			pn->v0 = 0;
 			pn->v1 = (double)ph / (ph - pad);
 		}
-		int err = build_ticks(r, pn);
+		int err = as_r_build_ticks(r, pn);
 		if (err)
 			return err;
 	}
@@ -552,7 +552,7 @@ static int layout(struct as_render *r)
 	for (size_t i = 0; i < r->npanels; i++) {
 		struct panel *pn = &r->panels[i];
 		for (uint32_t k = 0; k < pn->nticks; k++) {
-			double w = measure_text(r->m, pn->ticks[k].label, FS_TICK,
+			double w = as_r_measure_text(r->m, pn->ticks[k].label, FS_TICK,
 						pn->ticks[k].major);
 			if (w > widest)
 				widest = w;
@@ -583,9 +583,9 @@ int as_render_set_opts(struct as_render *r, const struct as_render_opts *o)
 			free(pn->pieces);
 			pn->pieces = NULL;
 			pn->lod_valid = false;
-			int err = build_axis(pn, o->compress);
+			int err = as_r_build_axis(pn, o->compress);
 			if (!err)
-				err = index_panel(r, pn);
+				err = as_r_index_panel(r, pn);
 			if (err)
 				return err;
 		}

@@ -10,22 +10,22 @@
 #include "core/internal.h"
 #include "render/render_private.h"
 
-bool box_hit(const struct box *a, const struct box *b)
+bool as_r_box_hit(const struct box *a, const struct box *b)
 {
 	return a->x0 < b->x1 && b->x0 < a->x1 && a->y0 < b->y1 &&
 	       b->y0 < a->y1;
 }
 
 /* Text on a light box, for labels over rectangles. */
-struct box label_box(struct as_render *r, double x, double y,
+struct box as_r_label_box(struct as_render *r, double x, double y,
 		     const char *s, double size, bool bold, int anchor)
 {
-	double w = measure_text(r->m, s, size, bold);
+	double w = as_r_measure_text(r->m, s, size, bold);
 	double x0 = anchor == ANCHOR_END ? x - w : x;
 	return (struct box){x0 - 4, y - size - 1, x0 + w + 4, y + 4};
 }
 
-void boxed_text(struct as_render *r, struct canvas *c,
+void as_r_boxed_text(struct as_render *r, struct canvas *c,
 		const struct box *b, double x, double y, const char *s,
 		double size, bool bold, uint32_t col, int anchor)
 {
@@ -42,13 +42,13 @@ void boxed_text(struct as_render *r, struct canvas *c,
  *   chunk 10.0 KiB, waste 2.00 KiB          (online allocators)
  *     first stack frames                    (where the trace has them)
  */
-void buffer_title(const struct panel *pn, uint32_t i, char *buf,
+void as_r_buffer_title(const struct panel *pn, uint32_t i, char *buf,
 		  size_t len)
 {
 	const struct as_buffer *b = &pn->t->buffers[i];
 	char name[160], sz[32], where[64], al[32] = "", ck[80] = "";
 	uint64_t off = pn->p->offset[i];
-	render_clean_text(b->name ? b->name : "?", name, sizeof(name));
+	as_r_render_clean_text(b->name ? b->name : "?", name, sizeof(name));
 	as_human_bytes(b->size, sz, sizeof(sz));
 	if (off == AS_NO_OFFSET)
 		snprintf(where, sizeof(where), ": FAILED, no address");
@@ -79,7 +79,7 @@ void buffer_title(const struct panel *pn, uint32_t i, char *buf,
 		snprintf(line, sizeof(line), "%.*s", (int)(l < 119 ? l : 119),
 			 fr);
 		char clean[160];
-		render_clean_text(line, clean, sizeof(clean));
+		as_r_render_clean_text(line, clean, sizeof(clean));
 		n += snprintf(buf + n, len - (size_t)n, "\n  %s", clean);
 		fr = nl ? nl + 1 : fr + l;
 	}
@@ -95,12 +95,12 @@ const char *as_render_buffer_text(const struct as_render *r, size_t panel,
 	    buffer >= r->panels[panel].t->nbuffers ||
 	    buffer >= r->panels[panel].p->nbuffers)
 		return buf;
-	buffer_title(&r->panels[panel], buffer, buf, len);
+	as_r_buffer_title(&r->panels[panel], buffer, buf, len);
 	return buf;
 }
 
 /* Zig-zag marks of an axis break at height y across [x0, x1]. */
-void emit_zigzag(struct canvas *c, double x0, double x1, double y)
+void as_r_emit_zigzag(struct canvas *c, double x0, double x1, double y)
 {
 	double xy[2 * 65];
 	int n = 0, k = 0;
@@ -118,7 +118,7 @@ void emit_zigzag(struct canvas *c, double x0, double x1, double y)
 		c->impl->poly(c, xy, n, false, 0, C_FRAME, 1);
 }
 
-void emit_title(struct as_render *r, struct canvas *c,
+void as_r_emit_title(struct as_render *r, struct canvas *c,
 		const struct panel *pn)
 {
 	char seg[6][160];
@@ -129,7 +129,7 @@ void emit_title(struct as_render *r, struct canvas *c,
 	double y = pn->top + 16;
 	double maxw = r->o.width - pn->px - 8;
 
-	fmt_bytes_apart(pn->peak, pn->lb ? pn->lb : pn->peak, a, b, sizeof(a));
+	as_r_fmt_bytes_apart(pn->peak, pn->lb ? pn->lb : pn->peak, a, b, sizeof(a));
 	snprintf(seg[n], sizeof(seg[n]), "peak %s", a);
 	col[n] = C_TEXT;
 	bold[n++] = true;
@@ -143,7 +143,7 @@ void emit_title(struct as_render *r, struct canvas *c,
 			snprintf(seg[n], sizeof(seg[n]), "gap > +9999%%");
 		else
 			snprintf(seg[n], sizeof(seg[n]), "gap %s",
-				 fmt_pct(gap, g, sizeof(g)));
+				 as_r_fmt_pct(gap, g, sizeof(g)));
 		col[n] = C_TEXT;
 		bold[n++] = false;
 	}
@@ -153,7 +153,7 @@ void emit_title(struct as_render *r, struct canvas *c,
 		bold[n++] = false;
 	} else {
 		char v[32];
-		fmt_count((double)pn->violations, v, sizeof(v));
+		as_r_fmt_count((double)pn->violations, v, sizeof(v));
 		snprintf(seg[n], sizeof(seg[n]), "INVALID: %s violation%s", v,
 			 pn->violations == 1 ? "" : "s");
 		col[n] = C_RED;
@@ -165,7 +165,7 @@ void emit_title(struct as_render *r, struct canvas *c,
 
 	double stats_w = 0;
 	for (int k = 0; k < n; k++)
-		stats_w += measure_text(r->m, seg[k], FS_STAT, bold[k]) + 18;
+		stats_w += as_r_measure_text(r->m, seg[k], FS_STAT, bold[k]) + 18;
 	char title[200], full[200];
 	if (pn->show_space)
 		snprintf(full, sizeof(full), "%s \xc2\xb7 %s", pn->title,
@@ -175,12 +175,12 @@ void emit_title(struct as_render *r, struct canvas *c,
 	double room = maxw - stats_w - 18;
 	if (room < 80)
 		room = 80;
-	fit_text(r->m, full, FS_TITLE, true, room, title, sizeof(title));
+	as_r_fit_text(r->m, full, FS_TITLE, true, room, title, sizeof(title));
 	double x = pn->px;
 	TEXT(c, x, y, title, FS_TITLE, true, C_TEXT, ANCHOR_START);
-	x += measure_text(r->m, title, FS_TITLE, true) + 18;
+	x += as_r_measure_text(r->m, title, FS_TITLE, true) + 18;
 	for (int k = 0; k < n; k++) {
-		double w = measure_text(r->m, seg[k], FS_STAT, bold[k]);
+		double w = as_r_measure_text(r->m, seg[k], FS_STAT, bold[k]);
 		if (x + w > r->o.width - 4)
 			break;
 		TEXT(c, x, y, seg[k], FS_STAT, bold[k], col[k], ANCHOR_START);
@@ -188,7 +188,7 @@ void emit_title(struct as_render *r, struct canvas *c,
 	}
 }
 
-void emit_failed_strip(struct as_render *r, struct canvas *c,
+void as_r_emit_failed_strip(struct as_render *r, struct canvas *c,
 		       const struct panel *pn)
 {
 	if (!pn->strip_h)
@@ -203,8 +203,8 @@ void emit_failed_strip(struct as_render *r, struct canvas *c,
 		return;
 	for (uint32_t k = pn->nplaced; k < pn->nbufs; k++) {
 		const struct as_buffer *b = &pn->t->buffers[pn->bufs[k]];
-		double x0 = x_of(r, pn, rel_t(r, b->start)) - pn->px;
-		double x1 = x_of(r, pn, rel_t(r, b->end)) - pn->px;
+		double x0 = as_r_x_of(r, pn, as_r_rel_t(r, b->start)) - pn->px;
+		double x1 = as_r_x_of(r, pn, as_r_rel_t(r, b->end)) - pn->px;
 		if (x1 <= 0 || x0 >= pn->pw)
 			continue;
 		int a = x0 < 0 ? 0 : (int)floor(x0);
@@ -229,7 +229,7 @@ void emit_failed_strip(struct as_render *r, struct canvas *c,
 }
 
 /* A mark that stays visible however small the thing it marks. */
-void grow_min(double *x0, double *x1, double *y0, double *y1,
+void as_r_grow_min(double *x0, double *x1, double *y0, double *y1,
 	      double min)
 {
 	if (*x1 - *x0 < min) {
@@ -245,7 +245,7 @@ void grow_min(double *x0, double *x1, double *y0, double *y1,
 }
 
 /* Where the listed violations of this panel are drawn (at most 16). */
-int violation_marks(const struct as_render *r, const struct panel *pn,
+int as_r_violation_marks(const struct as_render *r, const struct panel *pn,
 		    struct vmark *out)
 {
 	const struct as_report *rep = pn->rep;
@@ -268,19 +268,19 @@ int violation_marks(const struct as_render *r, const struct panel *pn,
 			uint64_t te = A->end < B->end ? A->end : B->end;
 			uint64_t oa = pn->p->offset[a], ob = pn->p->offset[b];
 			uint64_t lo = oa > ob ? oa : ob;
-			uint64_t ea = end_addr(pn, a), eb = end_addr(pn, b);
+			uint64_t ea = as_r_end_addr(pn, a), eb = as_r_end_addr(pn, b);
 			uint64_t hi = ea < eb ? ea : eb;
 			if (hi < lo)
 				hi = lo;
-			x0 = x_of(r, pn, rel_t(r, ts));
-			x1 = x_of(r, pn, rel_t(r, te));
-			y0 = y_of(pn, hi);
-			y1 = y_of(pn, lo);
+			x0 = as_r_x_of(r, pn, as_r_rel_t(r, ts));
+			x1 = as_r_x_of(r, pn, as_r_rel_t(r, te));
+			y0 = as_r_y_of(pn, hi);
+			y1 = as_r_y_of(pn, lo);
 		} else {
-			buf_rect(r, pn, a, extent_of(pn, a), &x0, &x1, &y0, &y1);
+			as_r_buf_rect(r, pn, a, as_r_extent_of(pn, a), &x0, &x1, &y0, &y1);
 		}
-		grow_min(&x0, &x1, &y0, &y1, 8);
-		clip_rect(pn, &x0, &x1, &y0, &y1);
+		as_r_grow_min(&x0, &x1, &y0, &y1, 8);
+		as_r_clip_rect(pn, &x0, &x1, &y0, &y1);
 		if (x1 <= x0 || y1 <= y0)
 			continue;
 		out[n].b = (struct box){x0, y0, x1, y1};
@@ -289,7 +289,7 @@ int violation_marks(const struct as_render *r, const struct panel *pn,
 	return n;
 }
 
-void emit_violations(struct canvas *c, const struct panel *pn,
+void as_r_emit_violations(struct canvas *c, const struct panel *pn,
 		     const struct vmark *m, int n)
 {
 	for (int k = 0; k < n; k++) {
@@ -346,7 +346,7 @@ static void emit_rounds(struct as_render *r, struct canvas *c,
 	}
 	hi = pn->peak > hi ? pn->peak : hi;
 	snprintf(buf, sizeof(buf), "search steps (%u plans)", shown);
-	fit_text(r->m, buf, FS_SMALL, true, w, fit, sizeof(fit));
+	as_r_fit_text(r->m, buf, FS_SMALL, true, w, fit, sizeof(fit));
 	TEXT(c, x, y0 + 10, fit, FS_SMALL, true, C_TEXT, ANCHOR_START);
 	double cx = x + 46, cw = w - 46, cy = y0 + 16, ch = 44;
 	RECT(c, cx, cy, cw, ch, 0xfff7f7f7u, 0, 0, NULL);
@@ -382,17 +382,17 @@ static void emit_rounds(struct as_render *r, struct canvas *c,
 	snprintf(buf, sizeof(buf), "black: best %s; - - this plan",
 		 as_human_bytes(lo == UINT64_MAX ? pn->peak : lo, a,
 				sizeof(a)));
-	fit_text(r->m, buf, 9, false, w, fit, sizeof(fit));
+	as_r_fit_text(r->m, buf, 9, false, w, fit, sizeof(fit));
 	TEXT(c, x, cy + ch + 11, fit, 9, false, C_TEXT2, ANCHOR_START);
 	if (parts) {
 		/* Steps on parts of the plan peak below the bound. */
 		snprintf(buf, sizeof(buf), "%u steps on parts not shown", parts);
-		fit_text(r->m, buf, 9, false, w, fit, sizeof(fit));
+		as_r_fit_text(r->m, buf, 9, false, w, fit, sizeof(fit));
 		TEXT(c, x, cy + ch + 22, fit, 9, false, C_TEXT2, ANCHOR_START);
 	}
 }
 
-void emit_sidebar(struct as_render *r, struct canvas *c,
+void as_r_emit_sidebar(struct as_render *r, struct canvas *c,
 		  const struct panel *pn)
 {
 	if (!r->sidebar_w)
@@ -418,9 +418,9 @@ void emit_sidebar(struct as_render *r, struct canvas *c,
 						   "over capacity",
 						   "outside parent", "overflow"};
 		char na[80], nb[80];
-		render_clean_text(pn->t->buffers[v->a].name, na, sizeof(na));
+		as_r_render_clean_text(pn->t->buffers[v->a].name, na, sizeof(na));
 		if (v->kind == AS_V_OVERLAP && v->b < pn->t->nbuffers) {
-			render_clean_text(pn->t->buffers[v->b].name, nb,
+			as_r_render_clean_text(pn->t->buffers[v->b].name, nb,
 					  sizeof(nb));
 			snprintf(buf, sizeof(buf), "%s: %s \xc3\x97 %s",
 				 kind[v->kind], na, nb);
@@ -430,7 +430,7 @@ void emit_sidebar(struct as_render *r, struct canvas *c,
 				 na);
 		}
 		char fit[200];
-		fit_text(r->m, buf, FS_SMALL, true, w, fit, sizeof(fit));
+		as_r_fit_text(r->m, buf, FS_SMALL, true, w, fit, sizeof(fit));
 		TEXT(c, x, y, fit, FS_SMALL, true, C_RED, ANCHOR_START);
 		y += row;
 	}
@@ -441,10 +441,10 @@ void emit_sidebar(struct as_render *r, struct canvas *c,
 	char tt[32];
 	if (r->rel_labels)
 		snprintf(buf, sizeof(buf), "live at peak, t = +%s",
-			 fmt_count(rel_t(r, pn->peak_time), tt, sizeof(tt)));
+			 as_r_fmt_count(as_r_rel_t(r, pn->peak_time), tt, sizeof(tt)));
 	else
 		snprintf(buf, sizeof(buf), "live at peak, t = %s",
-			 fmt_count((double)pn->peak_time, tt, sizeof(tt)));
+			 as_r_fmt_count((double)pn->peak_time, tt, sizeof(tt)));
 	TEXT(c, x, y, buf, FS_SMALL, true, C_TEXT, ANCHOR_START);
 	y += row - 2;
 	snprintf(buf, sizeof(buf), "%llu buffers, %s",
@@ -459,13 +459,13 @@ void emit_sidebar(struct as_render *r, struct canvas *c,
 		/* The last row that fits says how many are not listed. */
 		if (y + row + 2 > bottom && pn->nlive_total > shown + 1)
 			break;
-		uint32_t col = color_of(r, pn, i);
-		RECT(c, x, y - 9, 10, 10, 0xff000000u | col, darker(col), 1,
+		uint32_t col = as_r_color_of(r, pn, i);
+		RECT(c, x, y - 9, 10, 10, 0xff000000u | col, as_r_darker(col), 1,
 		     NULL);
 		as_human_bytes(bf->size, b, sizeof(b));
-		double sw = measure_text(r->m, b, FS_SMALL, false);
+		double sw = as_r_measure_text(r->m, b, FS_SMALL, false);
 		char fit[200];
-		fit_text(r->m, bf->name ? bf->name : "?", FS_SMALL, false,
+		as_r_fit_text(r->m, bf->name ? bf->name : "?", FS_SMALL, false,
 			 w - 14 - sw - 8, fit, sizeof(fit));
 		TEXT(c, x + 14, y, fit, FS_SMALL, false, C_TEXT, ANCHOR_START);
 		TEXT(c, x + w, y, b, FS_SMALL, false, C_TEXT2, ANCHOR_END);
@@ -481,15 +481,15 @@ void emit_sidebar(struct as_render *r, struct canvas *c,
 		emit_rounds(r, c, pn, x, pn->py + pn->ph - ROUNDS_H, w);
 }
 
-void emit_header(struct as_render *r, struct canvas *c)
+void as_r_emit_header(struct as_render *r, struct canvas *c)
 {
 	if (!r->o.header)
 		return;
 	const struct as_trace *t = r->panels[0].t;
 	char buf[400], name[200], lb[32], nb[32];
-	render_clean_text(basename_of(t->path), name, sizeof(name));
+	as_r_render_clean_text(as_r_basename_of(t->path), name, sizeof(name));
 	snprintf(buf, sizeof(buf), "%s \xc2\xb7 %s buffers \xc2\xb7 lower bound %s",
-		 name, fmt_count(t->nbuffers, nb, sizeof(nb)),
+		 name, as_r_fmt_count(t->nbuffers, nb, sizeof(nb)),
 		 as_human_bytes(r->trace_lb, lb, sizeof(lb)));
 	char legend[80];
 	snprintf(legend, sizeof(legend), "colour: %s",
@@ -500,18 +500,18 @@ void emit_header(struct as_render *r, struct canvas *c)
 		 : r->o.color_by == AS_COLOR_PREFIX ? "name prefix"
 		 : r->o.color_by == AS_COLOR_FRAME  ? "first stack frame"
 						    : "pool");
-	double lw = measure_text(r->m, legend, FS_TICK, false);
+	double lw = as_r_measure_text(r->m, legend, FS_TICK, false);
 	bool seq = r->o.color_by == AS_COLOR_SIZE ||
 		   r->o.color_by == AS_COLOR_LIFETIME;
 	double gx = r->o.width - 10 - (seq ? 90 : 0);
 	char fit[400];
-	fit_text(r->m, buf, FS_STAT, true, gx - lw - 40, fit, sizeof(fit));
+	as_r_fit_text(r->m, buf, FS_STAT, true, gx - lw - 40, fit, sizeof(fit));
 	TEXT(c, 10, 18, fit, FS_STAT, true, C_TEXT, ANCHOR_START);
 	TEXT(c, gx - (seq ? 8 : 0), 18, legend, FS_TICK, false, C_TEXT2,
 	     ANCHOR_END);
 	if (seq) {
 		for (int k = 0; k < 90; k++)
 			RECT(c, gx + k, 8, 1, 12,
-			     0xff000000u | seq_color(k / 89.0), 0, 0, NULL);
+			     0xff000000u | as_r_seq_color(k / 89.0), 0, 0, NULL);
 	}
 }

@@ -19,7 +19,7 @@
 
 #define CURVE_BLOCK 64
 
-void curve_free(struct curve *c)
+void as_r_curve_free(struct curve *c)
 {
 	if (!c)
 		return;
@@ -84,7 +84,7 @@ static int curve_alloc(struct curve *c, size_t n)
 	c->t = malloc(sizeof(uint64_t) * (n + 1));
 	c->v = malloc(sizeof(uint64_t) * (n + 1));
 	if (!c->t || !c->v) {
-		curve_free(c);
+		as_r_curve_free(c);
 		return AS_ENOMEM;
 	}
 	return AS_OK;
@@ -112,7 +112,7 @@ static int curve_sum(struct cedge *e, size_t m, struct curve *c)
 	return curve_finish(c);
 }
 
-int curve_live(const struct order *o, struct curve *c)
+int as_r_curve_live(const struct order *o, struct curve *c)
 {
 	const struct as_trace *t = o->t;
 	uint8_t *keep = calloc((size_t)t->nbuffers + 1, 1);
@@ -122,7 +122,7 @@ int curve_live(const struct order *o, struct curve *c)
 		goto out;
 	for (uint32_t i = 0; i < t->nbuffers; i++)
 		keep[i] = t->buffers[i].alias_of == AS_NONE;
-	size_t m = order_edges(o, keep, e);
+	size_t m = as_r_order_edges(o, keep, e);
 	err = curve_alloc(c, m);
 	if (err)
 		goto out;
@@ -146,7 +146,7 @@ out:
 	return err;
 }
 
-int curve_reserved(const struct as_trace *t, struct curve *c)
+int as_r_curve_reserved(const struct as_trace *t, struct curve *c)
 {
 	memset(c, 0, sizeof(*c));
 	if (!t->nsegments)
@@ -206,7 +206,7 @@ static void heap_pop(struct hent *h, uint32_t *n)
 		h[i] = x;
 }
 
-int curve_top(const struct order *o, const struct panel *pn,
+int as_r_curve_top(const struct order *o, const struct panel *pn,
 	      struct curve *c)
 {
 	const uint32_t nb = pn->t->nbuffers;
@@ -219,7 +219,7 @@ int curve_top(const struct order *o, const struct panel *pn,
 	uint8_t *dead = keep + nb + 1;
 	for (uint32_t k = 0; k < pn->nplain; k++)
 		keep[pn->bufs[k]] = 1;
-	size_t m = order_edges(o, keep, e);
+	size_t m = as_r_order_edges(o, keep, e);
 	err = curve_alloc(c, m);
 	if (err)
 		goto out;
@@ -230,7 +230,7 @@ int curve_top(const struct order *o, const struct panel *pn,
 			uint32_t i = e[k].i;
 			if (e[k].start)
 				heap_push(h, &nh,
-					  (struct hent){end_addr(pn, i), i});
+					  (struct hent){as_r_end_addr(pn, i), i});
 			else
 				dead[i] = 1;
 		}
@@ -278,7 +278,7 @@ static uint64_t curve_max(const struct curve *c, double ta, double tb)
 }
 
 /* The value at time t (absolute). */
-uint64_t curve_at(const struct curve *c, uint64_t t)
+uint64_t as_r_curve_at(const struct curve *c, uint64_t t)
 {
 	uint32_t lo = 0, hi = c->n;
 	while (lo < hi) {
@@ -291,22 +291,22 @@ uint64_t curve_at(const struct curve *c, uint64_t t)
 	return lo > 0 ? c->v[lo - 1] : 0;
 }
 
-int memory_prepare(struct as_render *r)
+int as_r_memory_prepare(struct as_render *r)
 {
-	int err = curve_live(&r->ord, &r->live);
+	int err = as_r_curve_live(&r->ord, &r->live);
 	if (!err)
-		err = curve_reserved(r->ord.t, &r->reserved);
+		err = as_r_curve_reserved(r->ord.t, &r->reserved);
 	for (size_t i = 0; !err && i < r->npanels; i++) {
 		struct panel *pn = &r->panels[i];
 		if (pn->t == r->ord.t) {
-			err = curve_top(&r->ord, pn, &pn->foot);
+			err = as_r_curve_top(&r->ord, pn, &pn->foot);
 			continue;
 		}
 		struct order o;
-		err = order_build(pn->t, &o);
+		err = as_r_order_build(pn->t, &o);
 		if (!err)
-			err = curve_top(&o, pn, &pn->foot);
-		order_free(&o);
+			err = as_r_curve_top(&o, pn, &pn->foot);
+		as_r_order_free(&o);
 	}
 	return err;
 }
@@ -315,6 +315,22 @@ static const uint32_t line_colors[] = {
 	0xff000000u, 0xff4477aau, 0xffaa4499u, 0xff228833u,
 	0xffccbb44u, 0xff66ccee, 0xffee6677u, 0xff999933u,
 };
+
+/*
+ * A plan's top address is a footprint when its addresses start near 0
+ * (planners, online allocators). Recorded addresses of a real process
+ * (0x7f..., with compressed gaps) are not bytes of memory: their panel
+ * gets no line; the reserved bytes say what the recording allocator held.
+ */
+static bool foot_drawn(const struct panel *pn)
+{
+	if (pn->npieces == 0)
+		return true;
+	for (uint32_t k = 0; k < pn->npieces; k++)
+		if (pn->pieces[k].brk)
+			return false;
+	return pn->pieces[0].lo < ((uint64_t)1 << 32);
+}
 
 /* A line of the strip: a curve, its panel (-1: reserved), its look. */
 struct mline {
@@ -382,16 +398,16 @@ static void emit_summary(struct as_render *r, struct canvas *c, double x,
 	TEXT(c, x, y, "summary", FS_SMALL, true, C_TEXT, ANCHOR_START);
 	y += row;
 	snprintf(buf, sizeof(buf), "%s allocations, %s",
-		 fmt_count((double)n, cnt, sizeof(cnt)),
+		 as_r_fmt_count((double)n, cnt, sizeof(cnt)),
 		 as_human_bytes(bytes, a, sizeof(a)));
-	fit_text(r->m, buf, FS_SMALL, false, w, fit, sizeof(fit));
+	as_r_fit_text(r->m, buf, FS_SMALL, false, w, fit, sizeof(fit));
 	TEXT(c, x, y, fit, FS_SMALL, false, C_TEXT2, ANCHOR_START);
 	y += row;
 	char c2[32];
 	snprintf(buf, sizeof(buf), "%s temporary, %s never freed",
-		 fmt_count((double)temp, cnt, sizeof(cnt)),
-		 fmt_count((double)never, c2, sizeof(c2)));
-	fit_text(r->m, buf, FS_SMALL, false, w, fit, sizeof(fit));
+		 as_r_fmt_count((double)temp, cnt, sizeof(cnt)),
+		 as_r_fmt_count((double)never, c2, sizeof(c2)));
+	as_r_fit_text(r->m, buf, FS_SMALL, false, w, fit, sizeof(fit));
 	TEXT(c, x, y, fit, FS_SMALL, false, C_TEXT2, ANCHOR_START);
 	y += 6;
 	/* Sizes: bars for < 64 B, < 1 KiB, < 16 KiB, ... >= 1 GiB. */
@@ -420,26 +436,56 @@ static void emit_summary(struct as_render *r, struct canvas *c, double x,
 		y += row;
 		char g[32] = "";
 		if (pn->lb)
-			fmt_pct(((double)pn->peak - (double)pn->lb) / pn->lb * 100,
+			as_r_fmt_pct(((double)pn->peak - (double)pn->lb) / pn->lb * 100,
 				g, sizeof(g));
 		snprintf(buf, sizeof(buf), "%s %s %s%s%s", pn->title,
 			 as_human_bytes(pn->peak, a, sizeof(a)), g,
 			 pn->failed ? ", failed " : "",
-			 pn->failed ? fmt_count(pn->failed, cnt, sizeof(cnt))
+			 pn->failed ? as_r_fmt_count(pn->failed, cnt, sizeof(cnt))
 				    : "");
-		fit_text(r->m, buf, FS_SMALL, false, w, fit, sizeof(fit));
+		as_r_fit_text(r->m, buf, FS_SMALL, false, w, fit, sizeof(fit));
 		TEXT(c, x, y, fit, FS_SMALL, false,
 		     pn->failed || !pn->valid ? C_RED : C_TEXT, ANCHOR_START);
 	}
 }
 
-int emit_memory(struct as_render *r, struct canvas *c)
+int as_render_range_summary(struct as_render *r, size_t i, double t0,
+			    double t1, struct as_range_summary *out)
+{
+	if (!r || i >= r->npanels || !out || !(t1 > t0))
+		return AS_EINVAL;
+	if (!r->mem_ready) {
+		int err = as_r_memory_prepare(r);
+		if (err)
+			return err;
+		r->mem_ready = true;
+	}
+	const struct panel *pn = &r->panels[i];
+	memset(out, 0, sizeof(*out));
+	for (uint32_t k = 0; k < pn->nplain; k++) {
+		const struct as_buffer *b = &pn->t->buffers[pn->bufs[k]];
+		if ((double)b->start >= t0 && (double)b->start < t1) {
+			out->allocs++;
+			out->alloc_bytes += b->size;
+		}
+		if ((double)b->end >= t0 && (double)b->end < t1) {
+			out->frees++;
+			out->free_bytes += b->size;
+		}
+	}
+	if (pn->t == r->ord.t)
+		out->peak_live = curve_max(&r->live, t0, t1);
+	out->peak_top = curve_max(&pn->foot, t0, t1);
+	return AS_OK;
+}
+
+int as_r_emit_memory(struct as_render *r, struct canvas *c)
 {
 	if (!r->mem_h)
 		return AS_OK;
 	/* The curves, once, when first shown (a viewer may never). */
 	if (!r->mem_ready) {
-		int err = memory_prepare(r);
+		int err = as_r_memory_prepare(r);
 		if (err)
 			return err;
 		r->mem_ready = true;
@@ -456,8 +502,10 @@ int emit_memory(struct as_render *r, struct canvas *c)
 	uint64_t vmax = r->live.vmax > r->reserved.vmax ? r->live.vmax
 							 : r->reserved.vmax;
 	for (size_t i = 0; i < r->npanels; i++)
-		vmax = r->panels[i].foot.vmax > vmax ? r->panels[i].foot.vmax
-						    : vmax;
+		if (foot_drawn(&r->panels[i]))
+			vmax = r->panels[i].foot.vmax > vmax
+				       ? r->panels[i].foot.vmax
+				       : vmax;
 	if (vmax == 0)
 		vmax = 1;
 	const double top_pad = 14;
@@ -496,8 +544,9 @@ int emit_memory(struct as_render *r, struct canvas *c)
 	if (r->reserved.n)
 		lines[nl++] = (struct mline){&r->reserved, -1, 0xff7f7f7fu, 4};
 	for (size_t i = 0; i < r->npanels && nl < 9; i++)
-		lines[nl++] = (struct mline){&r->panels[i].foot, (int)i,
-					     line_colors[i % 8], 0};
+		if (foot_drawn(&r->panels[i]))
+			lines[nl++] = (struct mline){&r->panels[i].foot, (int)i,
+						     line_colors[i % 8], 0};
 	for (int l = 0; l < nl; l++) {
 		column_max(r, lines[l].cv, ys, pw, Y1, k);
 		n = steps(ys, pw, X0, xy, 0);
@@ -515,7 +564,7 @@ int emit_memory(struct as_render *r, struct canvas *c)
 	/* Marks of the input: OOM and failed allocations. */
 	const struct as_trace *t = p0->t;
 	for (uint32_t m = 0; m < t->nmarks; m++) {
-		double x = x_of(r, p0, rel_t(r, t->marks[m].time));
+		double x = as_r_x_of(r, p0, as_r_rel_t(r, t->marks[m].time));
 		if (x < X0 || x > X1)
 			continue;
 		x = floor(x) + 0.5;
@@ -529,7 +578,7 @@ int emit_memory(struct as_render *r, struct canvas *c)
 	RECT(c, lx, ly - 8, 10, 8, 0xffc8c8c8u, 0, 0, NULL);
 	lx += 14;
 	TEXT(c, lx, ly, "live bytes", FS_SMALL, false, C_TEXT, ANCHOR_START);
-	lx += measure_text(r->m, "live bytes", FS_SMALL, false) + 12;
+	lx += as_r_measure_text(r->m, "live bytes", FS_SMALL, false) + 12;
 	for (int l = 0; l < nl; l++) {
 		const char *name;
 		if (lines[l].panel < 0) {
@@ -544,8 +593,8 @@ int emit_memory(struct as_render *r, struct canvas *c)
 			name = buf;
 		}
 		char fit[120];
-		fit_text(r->m, name, FS_SMALL, false, 200, fit, sizeof(fit));
-		double w = measure_text(r->m, fit, FS_SMALL, false);
+		as_r_fit_text(r->m, name, FS_SMALL, false, 200, fit, sizeof(fit));
+		double w = as_r_measure_text(r->m, fit, FS_SMALL, false);
 		if (lx + 18 + w > X1 - 4)
 			break;
 		LINE(c, lx, ly - 4, lx + 14, ly - 4, lines[l].col, 2,
@@ -561,8 +610,8 @@ int emit_memory(struct as_render *r, struct canvas *c)
 	}
 	RECT(c, X0 - 0.5, Y0 - 0.5, pw + 1, r->mem_h + 1, 0, C_FRAME, 1, NULL);
 	struct tticks tt;
-	time_ticks(r, p0, &tt);
-	emit_time_axis(r, c, p0, &tt, Y1, true);
+	as_r_time_ticks(r, p0, &tt);
+	as_r_emit_time_axis(r, c, p0, &tt, Y1, true);
 	if (r->sidebar_w)
 		emit_summary(r, c, X1 + 14, Y0 - 8, r->sidebar_w - 8, Y1 + 30);
 	c->impl->end_group(c);

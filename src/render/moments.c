@@ -33,7 +33,7 @@ static bool drawable(const struct as_buffer *b)
 	return b->size > 0 && b->end > b->start;
 }
 
-int order_build(const struct as_trace *t, struct order *o)
+int as_r_order_build(const struct as_trace *t, struct order *o)
 {
 	memset(o, 0, sizeof(*o));
 	uint32_t n = 0;
@@ -44,7 +44,7 @@ int order_build(const struct as_trace *t, struct order *o)
 	o->by_end = malloc(sizeof(uint32_t) * ((size_t)n + 1));
 	if (!k || !o->by_start || !o->by_end) {
 		free(k);
-		order_free(o);
+		as_r_order_free(o);
 		return AS_ENOMEM;
 	}
 	o->t = t;
@@ -94,14 +94,14 @@ int order_build(const struct as_trace *t, struct order *o)
 	return AS_OK;
 }
 
-void order_free(struct order *o)
+void as_r_order_free(struct order *o)
 {
 	free(o->by_start);
 	free(o->by_end);
 	memset(o, 0, sizeof(*o));
 }
 
-size_t order_edges(const struct order *o, const uint8_t *keep,
+size_t as_r_order_edges(const struct order *o, const uint8_t *keep,
 		   struct edge *out)
 {
 	const struct as_buffer *b = o->t->buffers;
@@ -136,7 +136,7 @@ static int sweep(const struct order *o, const uint8_t *keep,
 	struct edge *e = malloc(sizeof(*e) * 2 * (size_t)n);
 	if (!e)
 		return AS_ENOMEM;
-	size_t m = order_edges(o, keep, e);
+	size_t m = as_r_order_edges(o, keep, e);
 	unsigned __int128 live = 0, best = 0;
 	uint64_t nlive = 0, ntop = 0, best_n = 0, best_t = 0;
 	bool found = false;
@@ -177,14 +177,14 @@ int as_render_peak_moment(const struct as_trace *t, const struct as_plan *p,
 	if (!t || !p || !p->offset || !out)
 		return AS_EINVAL;
 	struct order o;
-	int err = order_build(t, &o);
+	int err = as_r_order_build(t, &o);
 	if (!err)
-		err = peak_moment(&o, p, space, out);
-	order_free(&o);
+		err = as_r_peak_moment(&o, p, space, out);
+	as_r_order_free(&o);
 	return err;
 }
 
-int peak_moment(const struct order *o, const struct as_plan *p, int space,
+int as_r_peak_moment(const struct order *o, const struct as_plan *p, int space,
 		struct as_moment *out)
 {
 	const struct as_trace *t = o->t;
@@ -237,14 +237,14 @@ int as_render_bound_moment(const struct as_trace *t, int space,
 	if (!t || !out)
 		return AS_EINVAL;
 	struct order o;
-	int err = order_build(t, &o);
+	int err = as_r_order_build(t, &o);
 	if (!err)
-		err = bound_moment(&o, space, out);
-	order_free(&o);
+		err = as_r_bound_moment(&o, space, out);
+	as_r_order_free(&o);
 	return err;
 }
 
-int bound_moment(const struct order *o, int space, struct as_moment *out)
+int as_r_bound_moment(const struct order *o, int space, struct as_moment *out)
 {
 	const struct as_trace *t = o->t;
 	uint8_t *keep = calloc((size_t)t->nbuffers + 1, 1);

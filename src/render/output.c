@@ -14,8 +14,8 @@
 /* Emit to a canvas and finish it; the first error wins. */
 static int emit_cairo(struct as_render *r, struct canvas *c)
 {
-	int err = render_emit(r, c);
-	int ferr = cairo_canvas_finish(c);
+	int err = as_r_render_emit(r, c);
+	int ferr = as_r_cairo_canvas_finish(c);
 	return err ? err : ferr;
 }
 
@@ -23,11 +23,11 @@ int as_render_draw_cairo(struct as_render *r, void *cr)
 {
 	if (!r || !cr)
 		return AS_EINVAL;
-	struct canvas *c = cairo_canvas_create(cr);
+	struct canvas *c = as_r_cairo_canvas_create(cr);
 	if (!c)
 		return AS_ENOMEM;
 	int err = emit_cairo(r, c);
-	cairo_canvas_destroy(c);
+	as_r_cairo_canvas_destroy(c);
 	return err;
 }
 
@@ -36,13 +36,13 @@ int as_render_draw_argb32(struct as_render *r, uint32_t *pixels, int width,
 {
 	if (!r || !pixels || width <= 0 || height <= 0 || stride < width * 4)
 		return AS_EINVAL;
-	struct canvas *c = cairo_canvas_create_pixels(
+	struct canvas *c = as_r_cairo_canvas_create_pixels(
 		pixels, width, height, stride, (double)width / r->o.width,
 		(double)height / r->o.height);
 	if (!c)
 		return AS_EINVAL;
 	int err = emit_cairo(r, c);
-	cairo_canvas_destroy(c);
+	as_r_cairo_canvas_destroy(c);
 	return err;
 }
 
@@ -51,13 +51,13 @@ static int png_write(struct as_render *r, FILE *f)
 	double scale = r->o.scale;
 	int pw = (int)(r->o.width * scale + 0.5);
 	int ph = (int)(r->o.height * scale + 0.5);
-	struct canvas *c = cairo_canvas_create_image(pw, ph, scale);
+	struct canvas *c = as_r_cairo_canvas_create_image(pw, ph, scale);
 	if (!c)
 		return AS_ENOMEM;
 	int err = emit_cairo(r, c);
 	if (!err)
-		err = cairo_canvas_write_png(c, f);
-	cairo_canvas_destroy(c);
+		err = as_r_cairo_canvas_write_png(c, f);
+	as_r_cairo_canvas_destroy(c);
 	return err;
 }
 
@@ -68,12 +68,12 @@ int as_render_write_stream(struct as_render *r, FILE *f,
 		return AS_EINVAL;
 	if (fmt == AS_IMAGE_PNG)
 		return png_write(r, f);
-	struct canvas *c = svg_canvas_create(f, r->o.width, r->o.height);
+	struct canvas *c = as_r_svg_canvas_create(f, r->o.width, r->o.height);
 	if (!c)
 		return AS_ENOMEM;
-	int err = render_emit(r, c);
-	int ferr = svg_canvas_finish(c);
-	svg_canvas_destroy(c);
+	int err = as_r_render_emit(r, c);
+	int ferr = as_r_svg_canvas_finish(c);
+	as_r_svg_canvas_destroy(c);
 	return err ? err : ferr;
 }
 

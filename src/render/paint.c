@@ -26,13 +26,13 @@ static void emit_segments(struct as_render *r, struct canvas *c,
 		const struct as_segment *sg = &t->segments[k];
 		if (sg->space != pn->space || sg->end <= sg->start)
 			continue;
-		double x0 = x_of(r, pn, rel_t(r, sg->start));
-		double x1 = x_of(r, pn, rel_t(r, sg->end));
+		double x0 = as_r_x_of(r, pn, as_r_rel_t(r, sg->start));
+		double x1 = as_r_x_of(r, pn, as_r_rel_t(r, sg->end));
 		uint64_t top = sg->addr > UINT64_MAX - sg->size
 				       ? UINT64_MAX
 				       : sg->addr + sg->size;
-		double y0 = y_of(pn, top), y1 = y_of(pn, sg->addr);
-		clip_rect(pn, &x0, &x1, &y0, &y1);
+		double y0 = as_r_y_of(pn, top), y1 = as_r_y_of(pn, sg->addr);
+		as_r_clip_rect(pn, &x0, &x1, &y0, &y1);
 		if (x1 - x0 < 0.5 || y1 - y0 < 0.5)
 			continue;
 		RECT(c, x0, y0, x1 - x0, y1 - y0,
@@ -44,14 +44,14 @@ static void emit_segments(struct as_render *r, struct canvas *c,
 static int emit_buffers(struct as_render *r, struct canvas *c,
 			struct panel *pn, struct box *avoid, int navoid)
 {
-	int err = panel_colors(r, pn);
+	int err = as_r_panel_colors(r, pn);
 	if (err)
 		return err;
 	double key[9] = {r->t0, r->t1, pn->v0, pn->v1, pn->px, pn->py,
 			 pn->pw, pn->ph, (double)r->o.color_by};
 	if (!pn->lod_valid || memcmp(key, pn->lod_key, sizeof(key)) != 0) {
 		pn->lod_valid = false;
-		err = lod_pass(r, pn);
+		err = as_r_lod_pass(r, pn);
 		if (err)
 			return err;
 		memcpy(pn->lod_key, key, sizeof(key));
@@ -80,10 +80,10 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 		const char *ti = NULL;
 		if (c->wants_titles &&
 		    (x1 - x0) * (y1 - y0) >= TITLE_MIN_AREA) {
-			buffer_title(pn, i, title, sizeof(title));
+			as_r_buffer_title(pn, i, title, sizeof(title));
 			ti = title;
 		}
-		uint64_t ext = extent_of(pn, i);
+		uint64_t ext = as_r_extent_of(pn, i);
 		/* What the program asked for, when the trace knows it: the
 		 * allocator's rounding above it is waste too. */
 		const struct as_buffer_info *inf =
@@ -96,26 +96,26 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 			/* Internal waste: the chunk above the request, lighter. */
 			double yr;
 			uint64_t off = pn->p->offset[i];
-			yr = floor(y_of(pn, off + used) + 0.5);
+			yr = floor(as_r_y_of(pn, off + used) + 0.5);
 			if (yr < y0)
 				yr = y0;
 			if (yr > y1)
 				yr = y1;
 			RECT(c, x0, y0, x1 - x0, yr - y0,
-			     0xff000000u | mix(col, 0xffffff, 0.7), 0, 0, NULL);
+			     0xff000000u | as_r_mix(col, 0xffffff, 0.7), 0, 0, NULL);
 			RECT(c, x0, yr, x1 - x0, y1 - yr, 0xff000000u | col, 0, 0,
 			     NULL);
 			RECT(c, x0, y0, x1 - x0, y1 - y0, 0,
-			     big ? darker(col) : 0, 1, ti);
+			     big ? as_r_darker(col) : 0, 1, ti);
 		} else {
 			RECT(c, x0, y0, x1 - x0, y1 - y0, 0xff000000u | col,
-			     big ? darker(col) : 0, 1, ti);
+			     big ? as_r_darker(col) : 0, 1, ti);
 		}
 		/* Freed by the program but not yet by the allocator (a
 		 * stream still uses it): the pending part, paled. */
 		if (inf && inf->free_requested > b->start &&
 		    inf->free_requested < b->end) {
-			double xf = floor(x_of(r, pn, rel_t(r, inf->free_requested)) +
+			double xf = floor(as_r_x_of(r, pn, as_r_rel_t(r, inf->free_requested)) +
 					  0.5);
 			if (xf < x0)
 				xf = x0;
@@ -127,8 +127,8 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 		if (nlabels < MAX_NAME_LABELS && x1 - x0 >= 40 &&
 		    y1 - y0 >= 15 && b->name) {
 			char nm[120];
-			double tw = measure_text(
-				r->m, render_clean_text(b->name, nm, sizeof(nm)),
+			double tw = as_r_measure_text(
+				r->m, as_r_render_clean_text(b->name, nm, sizeof(nm)),
 				FS_SMALL, false);
 			/* In the middle, else at the top, else the bottom. */
 			double tys[3] = {floor((y0 + y1) / 2 + 4), y0 + 12,
@@ -141,11 +141,11 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 						 ty + 3};
 				ok = lb.y0 >= y0 && lb.y1 <= y1;
 				for (int a = 0; ok && a < navoid; a++)
-					ok = !box_hit(&lb, &avoid[a]);
+					ok = !as_r_box_hit(&lb, &avoid[a]);
 			}
 			if (ok) {
 				TEXT(c, x0 + 4, ty, nm, FS_SMALL, false,
-				     luminance(col) < 120 ? 0xffffffffu : C_TEXT,
+				     as_r_luminance(col) < 120 ? 0xffffffffu : C_TEXT,
 				     ANCHOR_START);
 				nlabels++;
 			}
@@ -168,10 +168,10 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 	for (uint32_t k = pn->nplain; k < pn->nplaced; k++) {
 		uint32_t i = pn->bufs[k];
 		double x0, x1, y0, y1;
-		buf_rect(r, pn, i, pn->t->buffers[i].size, &x0, &x1, &y0, &y1);
+		as_r_buf_rect(r, pn, i, pn->t->buffers[i].size, &x0, &x1, &y0, &y1);
 		if (x1 <= X0 || x0 >= X1 || y1 <= Y0 || y0 >= Y1)
 			continue;
-		clip_rect(pn, &x0, &x1, &y0, &y1);
+		as_r_clip_rect(pn, &x0, &x1, &y0, &y1);
 		if (x1 - x0 >= 3 && y1 - y0 >= 3)
 			RECT(c, floor(x0 + 0.5), floor(y0 + 0.5),
 			     floor(x1 - x0 + 0.5), floor(y1 - y0 + 0.5), 0,
@@ -184,24 +184,26 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
  * Time ticks of the view: round values of what the labels show, at most
  * 100, x at the pixel centre.
  */
-/* A clock reading in us as a label for ticks `step` us apart. */
+/* A clock reading in us as a label for ticks `step` us apart: in the
+ * unit of its size (s, ms, us), with the decimals that resolve the step. */
 static void fmt_us(double v, double step, char *buf, size_t len)
 {
-	double unit = step >= 1e6 ? 1e6 : step >= 1e3 ? 1e3 : 1;
+	double unit = v >= 1e6 ? 1e6 : v >= 1e3 ? 1e3 : 1;
 	const char *u = unit == 1e6 ? "s" : unit == 1e3 ? "ms" : "us";
 	int dec = 0;
-	while (dec < 3 && step < unit / pow(10, dec) * 0.999)
+	while (dec < 6 && step < unit / pow(10, dec) * 0.999)
 		dec++;
 	char num[32];
-	fmt_fixed(v / unit, dec, num, sizeof(num));
+	as_r_fmt_fixed(v / unit, dec, num, sizeof(num));
 	snprintf(buf, len, "%s %s", num, u);
 }
 
 /*
- * Ticks at round readings of the recorded clock: each at the first time
- * step whose reading is at or past it (the x axis keeps one column per
- * step, so ticks are as uneven as the program's pace). False when the
- * view holds no clock range.
+ * Ticks of the recorded clock: evenly spaced on the x axis (one column per
+ * time step), each labelled with the reading at its step, with the digits
+ * that tell it from its neighbours (a program's pace is uneven: a snapshot
+ * may spend 1.6 s in its first tenth of events and 0.2 s in the rest).
+ * False when the view holds no clock range.
  */
 static bool clock_ticks(const struct as_render *r, const struct panel *pn,
 			struct tticks *tt)
@@ -212,46 +214,50 @@ static bool clock_ticks(const struct as_render *r, const struct panel *pn,
 	double ta = r->t0 + tbase, tb = r->t1 + tbase;
 	ta = ta < 0 ? 0 : (ta > last ? last : ta);
 	tb = tb < 0 ? 0 : (tb > last ? last : tb);
-	uint64_t c0 = ck[(uint64_t)floor(ta)], c1 = ck[(uint64_t)ceil(tb)];
-	if (c1 <= c0)
+	if (ck[(uint64_t)ceil(tb)] <= ck[(uint64_t)floor(ta)])
 		return false;
-	double want = (double)(c1 - c0) / pn->pw * 110;
-	double p10 = pow(10, floor(log10(want > 0 ? want : 1)));
-	double step = p10 < want ? (2 * p10 < want ? (5 * p10 < want ? 10 * p10
-								      : 5 * p10)
-						   : 2 * p10)
-				 : p10;
-	if (step < 1)
-		step = 1;
+	int n = pn->pw / 110 + 1;
+	if (n > TTICKS_MAX)
+		n = TTICKS_MAX;
+	if (n < 2)
+		n = 2;
+	uint64_t steps[TTICKS_MAX];
+	double xs[TTICKS_MAX];
+	for (int k = 0; k < n; k++) {
+		double x = pn->px + (double)k * pn->pw / (n - 1);
+		double tm = r->t0 + (x - pn->px) / pn->pw * (r->t1 - r->t0) +
+			    tbase;
+		tm = tm < 0 ? 0 : (tm > last ? last : tm);
+		steps[k] = (uint64_t)floor(tm);
+		xs[k] = floor(as_r_x_of(r, pn, as_r_rel_t(r, steps[k]))) + 0.5;
+	}
 	tt->n = 0;
-	double lastx = -1e9;
-	uint64_t n = t->end_time + 1;
-	for (int k = 0; k < 1000 && tt->n < TTICKS_MAX; k++) {
-		double v = (ceil((double)c0 / step) + k) * step;
-		if (v > (double)c1)
-			break;
-		uint64_t lo = 0, hi = n;
-		while (lo < hi) {
-			uint64_t mid = lo + (hi - lo) / 2;
-			if ((double)ck[mid] < v)
-				lo = mid + 1;
-			else
-				hi = mid;
+	for (int k = 0; k < n; k++) {
+		/* The smallest difference to a neighbour sets the digits. */
+		double d = INFINITY;
+		if (k > 0 && ck[steps[k]] > ck[steps[k - 1]])
+			d = (double)(ck[steps[k]] - ck[steps[k - 1]]);
+		if (k + 1 < n && ck[steps[k + 1]] > ck[steps[k]]) {
+			double d2 = (double)(ck[steps[k + 1]] - ck[steps[k]]);
+			d = d2 < d ? d2 : d;
 		}
-		double x = floor(x_of(r, pn, rel_t(r, lo))) + 0.5;
-		if (x - lastx < 60 || x < pn->px || x > pn->px + pn->pw)
-			continue;
-		lastx = x;
-		tt->x[tt->n] = x;
-		fmt_us(v, step, tt->label[tt->n], sizeof(tt->label[0]));
+		if (!isfinite(d))
+			d = (double)(ck[steps[n - 1]] - ck[steps[0]]);
+		tt->x[tt->n] = xs[k];
+		fmt_us((double)ck[steps[k]], d, tt->label[tt->n],
+		       sizeof(tt->label[0]));
+		if (tt->n > 0 && strcmp(tt->label[tt->n],
+					tt->label[tt->n - 1]) == 0)
+			tt->label[tt->n][0] = 0; /* no time passed */
 		tt->n++;
 	}
 	snprintf(tt->what, sizeof(tt->what),
-		 "time (recorded clock, at the events' pace)");
-	return tt->n > 0;
+		 "time (recorded clock; one column per event, so the pace "
+		 "varies)");
+	return true;
 }
 
-void time_ticks(const struct as_render *r, const struct panel *pn,
+void as_r_time_ticks(const struct as_render *r, const struct panel *pn,
 		struct tticks *tt)
 {
 	if (pn->t->clock && !r->o.time_events && clock_ticks(r, pn, tt))
@@ -275,9 +281,9 @@ void time_ticks(const struct as_render *r, const struct panel *pn,
 		double t = tfirst + k * tstep;
 		if (t > r->t1 + 1e-9 || (k && t == tfirst + (k - 1) * tstep))
 			break;
-		tt->x[tt->n] = floor(x_of(r, pn, t)) + 0.5;
+		tt->x[tt->n] = floor(as_r_x_of(r, pn, t)) + 0.5;
 		char num[32];
-		fmt_time_tick(t + lab0, tstep, num, sizeof(num));
+		as_r_fmt_time_tick(t + lab0, tstep, num, sizeof(num));
 		snprintf(tt->label[tt->n], sizeof(tt->label[0]), "%s%s",
 			 r->rel_labels && t > 0 ? "+" : "", num);
 		tt->n++;
@@ -291,7 +297,7 @@ void time_ticks(const struct as_render *r, const struct panel *pn,
 }
 
 /* Tick marks under a plot at y1, and with `labels` the labels. */
-void emit_time_axis(struct as_render *r, struct canvas *c,
+void as_r_emit_time_axis(struct as_render *r, struct canvas *c,
 		    const struct panel *pn, const struct tticks *tt, double y1,
 		    bool labels)
 {
@@ -314,7 +320,7 @@ static void emit_state(struct as_render *r, struct canvas *c,
 		       const struct panel *pn, uint64_t time,
 		       const struct as_block *b, size_t n)
 {
-	double xm = x_of(r, pn, rel_t(r, time));
+	double xm = as_r_x_of(r, pn, as_r_rel_t(r, time));
 	if (xm < pn->px || xm > pn->px + pn->pw || n == 0)
 		return;
 	xm = floor(xm) + 0.5;
@@ -323,8 +329,8 @@ static void emit_state(struct as_render *r, struct canvas *c,
 				       ? UINT64_MAX
 				       : b[k].offset + b[k].size;
 		double x0 = xm - 5, x1 = xm + 5;
-		double y0 = y_of(pn, top), y1 = y_of(pn, b[k].offset);
-		clip_rect(pn, &x0, &x1, &y0, &y1);
+		double y0 = as_r_y_of(pn, top), y1 = as_r_y_of(pn, b[k].offset);
+		as_r_clip_rect(pn, &x0, &x1, &y0, &y1);
 		if (y1 - y0 < 0.5)
 			y1 = y0 + 0.5;
 		if (b[k].in_use)
@@ -345,8 +351,8 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 	const double X0 = pn->px, X1 = pn->px + pn->pw, Y0 = pn->py,
 		     Y1 = pn->py + pn->ph;
 	c->impl->begin_group(c, "panel");
-	emit_title(r, c, pn);
-	emit_failed_strip(r, c, pn);
+	as_r_emit_title(r, c, pn);
+	as_r_emit_failed_strip(r, c, pn);
 	RECT(c, X0, Y0, pn->pw, pn->ph, 0xffffffffu, 0, 0, NULL);
 
 	/* Grid: address ticks and time ticks. */
@@ -355,7 +361,7 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		LINE(c, X0, y, X1, y, C_GRID, 1, 0);
 	}
 	struct tticks tt;
-	time_ticks(r, pn, &tt);
+	as_r_time_ticks(r, pn, &tt);
 	for (int k = 0; k < tt.n; k++)
 		LINE(c, tt.x[k], Y0, tt.x[k], Y1, C_GRID, 1, 0);
 
@@ -364,7 +370,7 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		const struct piece *pc = &pn->pieces[k];
 		if (!pc->brk)
 			continue;
-		double ya = y_of_u(pn, pc->u1), yb = y_of_u(pn, pc->u0);
+		double ya = as_r_y_of_u(pn, pc->u1), yb = as_r_y_of_u(pn, pc->u0);
 		if (yb <= Y0 || ya >= Y1)
 			continue;
 		if (ya < Y0)
@@ -372,8 +378,8 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		if (yb > Y1)
 			yb = Y1;
 		RECT(c, X0, ya, pn->pw, yb - ya, C_BREAK, 0, 0, NULL);
-		emit_zigzag(c, X0 - 8, X1, ya + 1.5);
-		emit_zigzag(c, X0 - 8, X1, yb - 1.5);
+		as_r_emit_zigzag(c, X0 - 8, X1, ya + 1.5);
+		as_r_emit_zigzag(c, X0 - 8, X1, yb - 1.5);
 		if (yb - ya >= 13) {
 			char sz[32];
 			snprintf(lab, sizeof(lab), "%s unused, not to scale",
@@ -385,9 +391,9 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 
 	/* Line labels first, so that names inside rectangles avoid them; no
 	 * label covers the peak-time marker or another label. */
-	bool marker = pn->has_peak && rel_t(r, pn->peak_time) >= r->t0 &&
-		      rel_t(r, pn->peak_time) <= r->t1;
-	double mx = marker ? floor(x_of(r, pn, rel_t(r, pn->peak_time))) + 0.5
+	bool marker = pn->has_peak && as_r_rel_t(r, pn->peak_time) >= r->t0 &&
+		      as_r_rel_t(r, pn->peak_time) <= r->t1;
+	double mx = marker ? floor(as_r_x_of(r, pn, as_r_rel_t(r, pn->peak_time))) + 0.5
 			   : -1000;
 	struct box mbox = {mx - 8, Y0 - 1, mx + 8, Y0 + 10};
 	struct box boxes[4 + 16];
@@ -399,22 +405,22 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 	double lb_ty = 0, peak_ty = 0;
 	bool lb_sample = false;
 	if (pn->has_peak) {
-		double y = floor(y_of(pn, pn->peak) + 0.5);
+		double y = floor(as_r_y_of(pn, pn->peak) + 0.5);
 		if (y >= Y0 && y <= Y1) {
 			y_peak = y;
 			char lbs[48];
-			fmt_bytes_apart(pn->peak, pn->lb ? pn->lb : pn->peak, a,
+			as_r_fmt_bytes_apart(pn->peak, pn->lb ? pn->lb : pn->peak, a,
 					lbs, sizeof(lbs));
 			snprintf(peak_lab, sizeof(peak_lab), "peak %s", a);
 			peak_ty = y - 5;
 			if (peak_ty - FS_TICK < Y0)
 				peak_ty = y + FS_TICK + 3;
-			struct box bx = label_box(r, peak_x, peak_ty, peak_lab,
+			struct box bx = as_r_label_box(r, peak_x, peak_ty, peak_lab,
 						  FS_TICK, true, ANCHOR_END);
-			if (box_hit(&bx, &mbox)) {
+			if (as_r_box_hit(&bx, &mbox)) {
 				peak_x = X0 + 6;
 				peak_anchor = ANCHOR_START;
-				bx = label_box(r, peak_x, peak_ty, peak_lab,
+				bx = as_r_label_box(r, peak_x, peak_ty, peak_lab,
 					       FS_TICK, true, ANCHOR_START);
 			}
 			npeak = nbox;
@@ -422,13 +428,13 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		}
 	}
 	bool lb_hidden;
-	double ulb = addr_u(pn, pn->lb, &lb_hidden);
+	double ulb = as_r_addr_u(pn, pn->lb, &lb_hidden);
 	if (pn->lb && !lb_hidden) {
-		double y = floor(y_of_u(pn, ulb) + 0.5);
+		double y = floor(as_r_y_of_u(pn, ulb) + 0.5);
 		if (y >= Y0 && y <= Y1) {
 			y_lb = y;
 			char pks[48];
-			fmt_bytes_apart(pn->peak, pn->lb, pks, a, sizeof(a));
+			as_r_fmt_bytes_apart(pn->peak, pn->lb, pks, a, sizeof(a));
 			snprintf(lb_lab, sizeof(lb_lab), "lower bound %s", a);
 			/* Above the peak line beside its label, where no
 			 * buffer is drawn, with a sample of the dashes; else
@@ -438,10 +444,10 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 			if (npeak >= 0 && peak_ty < y_peak &&
 			    peak_anchor == ANCHOR_END && pn->lb <= pn->peak) {
 				double lx = boxes[npeak].x0 - 30;
-				struct box bx = label_box(r, lx, peak_ty, lb_lab,
+				struct box bx = as_r_label_box(r, lx, peak_ty, lb_lab,
 							  FS_TICK, false,
 							  ANCHOR_END);
-				if (bx.x0 > X0 && !box_hit(&bx, &mbox)) {
+				if (bx.x0 > X0 && !as_r_box_hit(&bx, &mbox)) {
 					lb_ty = peak_ty;
 					lb_x = lx;
 					nlb = nbox;
@@ -454,11 +460,11 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 				double ty = tys[k & 1];
 				int an = k < 2 ? ANCHOR_END : ANCHOR_START;
 				double lx = k < 2 ? X1 - 6 : X0 + 6;
-				struct box bx = label_box(r, lx, ty, lb_lab,
+				struct box bx = as_r_label_box(r, lx, ty, lb_lab,
 							  FS_TICK, false, an);
 				if (bx.y1 > Y1 || bx.y0 < Y0 ||
-				    box_hit(&bx, &mbox) ||
-				    (npeak >= 0 && box_hit(&bx, &boxes[npeak])))
+				    as_r_box_hit(&bx, &mbox) ||
+				    (npeak >= 0 && as_r_box_hit(&bx, &boxes[npeak])))
 					continue;
 				lb_ty = ty;
 				lb_x = lx;
@@ -477,7 +483,7 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		boxes[nbox++] = (struct box){X0, y_lb - 2, X1, y_lb + 2};
 	/* ... and off the red marks of violations. */
 	struct vmark vm[16];
-	int nvm = violation_marks(r, pn, vm);
+	int nvm = as_r_violation_marks(r, pn, vm);
 	for (int k = 0; k < nvm; k++)
 		boxes[nbox++] = vm[k].b;
 
@@ -485,17 +491,17 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 	int err = emit_buffers(r, c, pn, boxes, nbox);
 	if (err)
 		return err;
-	emit_violations(c, pn, vm, nvm);
+	as_r_emit_violations(c, pn, vm, nvm);
 
 	/* The buffer that reaches the peak, outlined even when tiny. */
 	if (pn->has_peak) {
 		double x0, x1, y0, y1;
-		buf_rect(r, pn, pn->peak_buf, pn->t->buffers[pn->peak_buf].size,
+		as_r_buf_rect(r, pn, pn->peak_buf, pn->t->buffers[pn->peak_buf].size,
 			 &x0, &x1, &y0, &y1);
 		if ((x1 - x0 < 6 || y1 - y0 < 6) && x1 > X0 && x0 < X1 &&
 		    y1 > Y0 && y0 < Y1) {
-			grow_min(&x0, &x1, &y0, &y1, 6);
-			clip_rect(pn, &x0, &x1, &y0, &y1);
+			as_r_grow_min(&x0, &x1, &y0, &y1, 6);
+			as_r_clip_rect(pn, &x0, &x1, &y0, &y1);
 			RECT(c, floor(x0), floor(y0), ceil(x1 - x0), ceil(y1 - y0),
 			     0, C_PEAK, 1.5, NULL);
 		}
@@ -508,9 +514,9 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		c->impl->poly(c, tri, 3, true, C_PEAK, 0xffffffffu, 1);
 	}
 	/* Both moments on the time axis: the peak filled, the bound hollow. */
-	if (pn->has_lb_time && rel_t(r, pn->lb_time) >= r->t0 &&
-	    rel_t(r, pn->lb_time) <= r->t1) {
-		double bx = floor(x_of(r, pn, rel_t(r, pn->lb_time))) + 0.5;
+	if (pn->has_lb_time && as_r_rel_t(r, pn->lb_time) >= r->t0 &&
+	    as_r_rel_t(r, pn->lb_time) <= r->t1) {
+		double bx = floor(as_r_x_of(r, pn, as_r_rel_t(r, pn->lb_time))) + 0.5;
 		double tri[6] = {bx - 5, Y1 + 8, bx + 5, Y1 + 8, bx, Y1};
 		c->impl->poly(c, tri, 3, true, 0xffffffffu, C_LB, 1.2);
 	}
@@ -523,10 +529,10 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 	if (y_peak >= 0)
 		LINE(c, X0, y_peak, X1, y_peak, C_PEAK, 2, 0);
 	if (npeak >= 0)
-		boxed_text(r, c, &boxes[npeak], peak_x, peak_ty, peak_lab,
+		as_r_boxed_text(r, c, &boxes[npeak], peak_x, peak_ty, peak_lab,
 			   FS_TICK, true, C_TEXT, peak_anchor);
 	if (nlb >= 0)
-		boxed_text(r, c, &boxes[nlb], lb_x, lb_ty, lb_lab, FS_TICK,
+		as_r_boxed_text(r, c, &boxes[nlb], lb_x, lb_ty, lb_lab, FS_TICK,
 			   false, C_TEXT, lb_anchor);
 	if (lb_sample)
 		LINE(c, lb_x + 6, lb_ty - 4, lb_x + 24, lb_ty - 4, C_LB, 1.5, 6);
@@ -537,11 +543,11 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 	if (h < pn->t->nbuffers && h < pn->p->nbuffers &&
 	    pn->p->offset[h] != AS_NO_OFFSET &&
 	    as_plan_space_of(pn->p, pn->t, h) == pn->space &&
-	    buf_drawable(&pn->t->buffers[h])) {
+	    as_r_buf_drawable(&pn->t->buffers[h])) {
 		double x0, x1, y0, y1;
-		buf_rect(r, pn, h, extent_of(pn, h), &x0, &x1, &y0, &y1);
-		grow_min(&x0, &x1, &y0, &y1, 7);
-		clip_rect(pn, &x0, &x1, &y0, &y1);
+		as_r_buf_rect(r, pn, h, as_r_extent_of(pn, h), &x0, &x1, &y0, &y1);
+		as_r_grow_min(&x0, &x1, &y0, &y1, 7);
+		as_r_clip_rect(pn, &x0, &x1, &y0, &y1);
 		if (x1 > x0 && y1 > y0) {
 			RECT(c, x0 - 1, y0 - 1, x1 - x0 + 2, y1 - y0 + 2, 0,
 			     0xff000000u, 2.5, NULL);
@@ -561,7 +567,7 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 	/* OOM (red) and failed allocations (orange) on the time axis. */
 	for (uint32_t m = 0; m < pn->t->nmarks; m++) {
 		const struct as_mark *mk = &pn->t->marks[m];
-		double x = x_of(r, pn, rel_t(r, mk->time));
+		double x = as_r_x_of(r, pn, as_r_rel_t(r, mk->time));
 		if (mk->space != pn->space || x < X0 || x > X1)
 			continue;
 		x = floor(x) + 0.5;
@@ -586,20 +592,20 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		TEXT(c, X0 - 7, ty, pn->ticks[k].label, FS_TICK,
 		     pn->ticks[k].major, C_TEXT, ANCHOR_END);
 	}
-	emit_time_axis(r, c, pn, &tt, Y1, last && !r->mem_h);
-	emit_sidebar(r, c, pn);
+	as_r_emit_time_axis(r, c, pn, &tt, Y1, last && !r->mem_h);
+	as_r_emit_sidebar(r, c, pn);
 	c->impl->end_group(c);
 	return AS_OK;
 }
 
-int render_emit(struct as_render *r, struct canvas *c)
+int as_r_render_emit(struct as_render *r, struct canvas *c)
 {
 	RECT(c, 0, 0, r->o.width, r->o.height, C_BG, 0, 0, NULL);
-	emit_header(r, c);
+	as_r_emit_header(r, c);
 	for (size_t i = 0; i < r->npanels; i++) {
 		int err = emit_panel(r, c, &r->panels[i], i + 1 == r->npanels);
 		if (err)
 			return err;
 	}
-	return emit_memory(r, c);
+	return as_r_emit_memory(r, c);
 }

@@ -271,146 +271,146 @@ struct vmark {
 /* text.c */
 
 /* Copy `s` into buf as valid UTF-8 without control characters. */
-const char *render_clean_text(const char *s, char *buf, size_t len);
-const char *fit_text(struct measurer *m, const char *s, double size,
+const char *as_r_render_clean_text(const char *s, char *buf, size_t len);
+const char *as_r_fit_text(struct measurer *m, const char *s, double size,
 		     bool bold, double maxw, char *buf, size_t len);
-char *fmt_fixed(double v, int dec, char *buf, size_t len);
-char *fmt_count(double v, char *buf, size_t len);
-char *fmt_bytes_tick(uint64_t v, char *buf, size_t len);
-char *fmt_pct(double pct, char *buf, size_t len);
-char *fmt_time_tick(double v, double step, char *buf, size_t len);
-void fmt_bytes_apart(uint64_t a, uint64_t b, char *ba, char *bb, size_t len);
-const char *basename_of(const char *path);
-uint32_t mix(uint32_t a, uint32_t b, double t);
-uint32_t seq_color(double t);
-double log2_u64(uint64_t v);
-uint32_t color_of(const struct as_render *r, const struct panel *pn,
+char *as_r_fmt_fixed(double v, int dec, char *buf, size_t len);
+char *as_r_fmt_count(double v, char *buf, size_t len);
+char *as_r_fmt_bytes_tick(uint64_t v, char *buf, size_t len);
+char *as_r_fmt_pct(double pct, char *buf, size_t len);
+char *as_r_fmt_time_tick(double v, double step, char *buf, size_t len);
+void as_r_fmt_bytes_apart(uint64_t a, uint64_t b, char *ba, char *bb, size_t len);
+const char *as_r_basename_of(const char *path);
+uint32_t as_r_mix(uint32_t a, uint32_t b, double t);
+uint32_t as_r_seq_color(double t);
+double as_r_log2_u64(uint64_t v);
+uint32_t as_r_color_of(const struct as_render *r, const struct panel *pn,
 		  uint32_t i);
-double luminance(uint32_t c);
-uint32_t darker(uint32_t c);
+double as_r_luminance(uint32_t c);
+uint32_t as_r_darker(uint32_t c);
 
 /* layout.c */
 
-bool buf_drawable(const struct as_buffer *b);
-bool is_alias(const struct panel *pn, uint32_t i);
-uint64_t extent_of(const struct panel *pn, uint32_t i);
-uint64_t end_addr(const struct panel *pn, uint32_t i);
-int index_panel(const struct as_render *r, struct panel *pn);
-int collect_live(const struct panel *pn, uint64_t t, uint32_t **out,
+bool as_r_buf_drawable(const struct as_buffer *b);
+bool as_r_is_alias(const struct panel *pn, uint32_t i);
+uint64_t as_r_extent_of(const struct panel *pn, uint32_t i);
+uint64_t as_r_end_addr(const struct panel *pn, uint32_t i);
+int as_r_index_panel(const struct as_render *r, struct panel *pn);
+int as_r_collect_live(const struct panel *pn, uint64_t t, uint32_t **out,
 		 uint64_t *n_out, uint64_t *bytes);
 
 /* axes.c */
 
-int build_axis(struct panel *pn, bool compress);
-double addr_u(const struct panel *pn, uint64_t a, bool *in_break);
-uint64_t u_addr(const struct panel *pn, double u, bool *in_break);
-double y_of_u(const struct panel *pn, double u);
-double y_of(const struct panel *pn, uint64_t a);
-double rel_t(const struct as_render *r, uint64_t t);
-double x_of(const struct as_render *r, const struct panel *pn,
+int as_r_build_axis(struct panel *pn, bool compress);
+double as_r_addr_u(const struct panel *pn, uint64_t a, bool *in_break);
+uint64_t as_r_u_addr(const struct panel *pn, double u, bool *in_break);
+double as_r_y_of_u(const struct panel *pn, double u);
+double as_r_y_of(const struct panel *pn, uint64_t a);
+double as_r_rel_t(const struct as_render *r, uint64_t t);
+double as_r_x_of(const struct as_render *r, const struct panel *pn,
 	    double t);
-double fast_u(const struct panel *pn, uint64_t a);
-int build_ticks(struct as_render *r, struct panel *pn);
-void clip_rect(const struct panel *pn, double *x0, double *x1,
+double as_r_fast_u(const struct panel *pn, uint64_t a);
+int as_r_build_ticks(struct as_render *r, struct panel *pn);
+void as_r_clip_rect(const struct panel *pn, double *x0, double *x1,
 	       double *y0, double *y1);
 
 /* hit.c */
 
-int index_hits(const struct as_render *r, struct panel *pn);
-void buf_rect(const struct as_render *r, const struct panel *pn,
+int as_r_index_hits(const struct as_render *r, struct panel *pn);
+void as_r_buf_rect(const struct as_render *r, const struct panel *pn,
 	      uint32_t i, uint64_t extent, double *x0, double *x1,
 	      double *y0, double *y1);
 
 /* density.c */
 
-int index_geo(const struct as_render *r, struct panel *pn);
-int panel_colors(struct as_render *r, struct panel *pn);
-int lod_pass(struct as_render *r, struct panel *pn);
+int as_r_index_geo(const struct as_render *r, struct panel *pn);
+int as_r_panel_colors(struct as_render *r, struct panel *pn);
+int as_r_lod_pass(struct as_render *r, struct panel *pn);
 
 /* marks.c */
 
-bool box_hit(const struct box *a, const struct box *b);
-struct box label_box(struct as_render *r, double x, double y,
+bool as_r_box_hit(const struct box *a, const struct box *b);
+struct box as_r_label_box(struct as_render *r, double x, double y,
 		     const char *s, double size, bool bold, int anchor);
-void boxed_text(struct as_render *r, struct canvas *c,
+void as_r_boxed_text(struct as_render *r, struct canvas *c,
 		const struct box *b, double x, double y, const char *s,
 		double size, bool bold, uint32_t col, int anchor);
-void buffer_title(const struct panel *pn, uint32_t i, char *buf,
+void as_r_buffer_title(const struct panel *pn, uint32_t i, char *buf,
 		  size_t len);
-void emit_zigzag(struct canvas *c, double x0, double x1, double y);
-void emit_title(struct as_render *r, struct canvas *c,
+void as_r_emit_zigzag(struct canvas *c, double x0, double x1, double y);
+void as_r_emit_title(struct as_render *r, struct canvas *c,
 		const struct panel *pn);
-void emit_failed_strip(struct as_render *r, struct canvas *c,
+void as_r_emit_failed_strip(struct as_render *r, struct canvas *c,
 		       const struct panel *pn);
-void grow_min(double *x0, double *x1, double *y0, double *y1,
+void as_r_grow_min(double *x0, double *x1, double *y0, double *y1,
 	      double min);
-int violation_marks(const struct as_render *r, const struct panel *pn,
+int as_r_violation_marks(const struct as_render *r, const struct panel *pn,
 		    struct vmark *out);
-void emit_violations(struct canvas *c, const struct panel *pn,
+void as_r_emit_violations(struct canvas *c, const struct panel *pn,
 		     const struct vmark *m, int n);
-void emit_sidebar(struct as_render *r, struct canvas *c,
+void as_r_emit_sidebar(struct as_render *r, struct canvas *c,
 		  const struct panel *pn);
-void emit_header(struct as_render *r, struct canvas *c);
+void as_r_emit_header(struct as_render *r, struct canvas *c);
 
 /* cairo.c */
 
 /* Text measurement shared by layout and every backend. */
 struct measurer;
-struct measurer *measurer_create(void);
-void measurer_destroy(struct measurer *m);
-double measure_text(struct measurer *m, const char *s, double size,
+struct measurer *as_r_measurer_create(void);
+void as_r_measurer_destroy(struct measurer *m);
+double as_r_measure_text(struct measurer *m, const char *s, double size,
 		    bool bold);
 
 /* A canvas painting into a cairo_t (not owned; its state is saved and
  * restored by cairo_canvas_finish). */
-struct canvas *cairo_canvas_create(void *cr);
+struct canvas *as_r_cairo_canvas_create(void *cr);
 /* A canvas painting into caller-owned premultiplied ARGB32 pixels, user
  * space scaled by (sx, sy); NULL if cairo refuses the pixels. */
-struct canvas *cairo_canvas_create_pixels(uint32_t *pixels, int width,
+struct canvas *as_r_cairo_canvas_create_pixels(uint32_t *pixels, int width,
 					  int height, int stride, double sx,
 					  double sy);
 /* A canvas over its own width x height image, user space times scale. */
-struct canvas *cairo_canvas_create_image(int width, int height, double scale);
+struct canvas *as_r_cairo_canvas_create_image(int width, int height, double scale);
 /* Done painting: AS_OK, or AS_ENOMEM / AS_EIO if cairo failed. */
-int cairo_canvas_finish(struct canvas *c);
+int as_r_cairo_canvas_finish(struct canvas *c);
 /* The image of a cairo_canvas_create_image canvas as PNG. */
-int cairo_canvas_write_png(struct canvas *c, FILE *f);
+int as_r_cairo_canvas_write_png(struct canvas *c, FILE *f);
 /* Accepts NULL. */
-void cairo_canvas_destroy(struct canvas *c);
+void as_r_cairo_canvas_destroy(struct canvas *c);
 
 /* Encode a premultiplied ARGB32 raster as PNG into a malloc'd buffer. */
-int png_encode(const uint32_t *argb, int w, int h, unsigned char **out,
+int as_r_png_encode(const uint32_t *argb, int w, int h, unsigned char **out,
 	       size_t *len);
 
 /* svg.c */
 
-struct canvas *svg_canvas_create(FILE *f, int width, int height);
+struct canvas *as_r_svg_canvas_create(FILE *f, int width, int height);
 /* Finish the document; returns AS_EIO if writing failed. */
-int svg_canvas_finish(struct canvas *c);
-void svg_canvas_destroy(struct canvas *c);
+int as_r_svg_canvas_finish(struct canvas *c);
+void as_r_svg_canvas_destroy(struct canvas *c);
 
 /* moments.c */
 
-int order_build(const struct as_trace *t, struct order *o);
-void order_free(struct order *o);
+int as_r_order_build(const struct as_trace *t, struct order *o);
+void as_r_order_free(struct order *o);
 /* The starts and ends of the buffers with keep[i] set, in time order, into
  * out (room for 2 per buffer); returns how many. */
-size_t order_edges(const struct order *o, const uint8_t *keep,
+size_t as_r_order_edges(const struct order *o, const uint8_t *keep,
 		   struct edge *out);
-int peak_moment(const struct order *o, const struct as_plan *p, int space,
+int as_r_peak_moment(const struct order *o, const struct as_plan *p, int space,
 		struct as_moment *out);
-int bound_moment(const struct order *o, int space, struct as_moment *out);
+int as_r_bound_moment(const struct order *o, int space, struct as_moment *out);
 
 /* memory.c */
 
-void curve_free(struct curve *c);
-int curve_live(const struct order *o, struct curve *c);
-int curve_reserved(const struct as_trace *t, struct curve *c);
-int curve_top(const struct order *o, const struct panel *pn,
+void as_r_curve_free(struct curve *c);
+int as_r_curve_live(const struct order *o, struct curve *c);
+int as_r_curve_reserved(const struct as_trace *t, struct curve *c);
+int as_r_curve_top(const struct order *o, const struct panel *pn,
 	      struct curve *c);
-uint64_t curve_at(const struct curve *c, uint64_t t);
-int memory_prepare(struct as_render *r);
-int emit_memory(struct as_render *r, struct canvas *c);
+uint64_t as_r_curve_at(const struct curve *c, uint64_t t);
+int as_r_memory_prepare(struct as_render *r);
+int as_r_emit_memory(struct as_render *r, struct canvas *c);
 
 /* paint.c */
 
@@ -421,13 +421,13 @@ struct tticks {
 	char label[TTICKS_MAX][40];
 	char what[96];
 };
-void time_ticks(const struct as_render *r, const struct panel *pn,
+void as_r_time_ticks(const struct as_render *r, const struct panel *pn,
 		struct tticks *tt);
-void emit_time_axis(struct as_render *r, struct canvas *c,
+void as_r_emit_time_axis(struct as_render *r, struct canvas *c,
 		    const struct panel *pn, const struct tticks *tt, double y1,
 		    bool labels);
 
 /* Emit the whole picture to a canvas. */
-int render_emit(struct as_render *r, struct canvas *c);
+int as_r_render_emit(struct as_render *r, struct canvas *c);
 
 #endif

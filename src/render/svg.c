@@ -208,7 +208,7 @@ static void s_image(struct canvas *c, double x, double y, int w, int h,
 	struct svg_canvas *sc = (struct svg_canvas *)c;
 	unsigned char *png = NULL;
 	size_t len = 0;
-	int err = png_encode(argb, w, h, &png, &len);
+	int err = as_r_png_encode(argb, w, h, &png, &len);
 	if (err != AS_OK) {
 		sc->err = err;
 		return;
@@ -253,7 +253,7 @@ static const struct canvas_impl svg_impl = {
 	.end_group = s_end_group,
 };
 
-struct canvas *svg_canvas_create(FILE *f, int width, int height)
+struct canvas *as_r_svg_canvas_create(FILE *f, int width, int height)
 {
 	struct svg_canvas *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -271,7 +271,7 @@ struct canvas *svg_canvas_create(FILE *f, int width, int height)
 	return &c->base;
 }
 
-int svg_canvas_finish(struct canvas *c)
+int as_r_svg_canvas_finish(struct canvas *c)
 {
 	struct svg_canvas *sc = (struct svg_canvas *)c;
 	fputs("</svg>\n", sc->f);
@@ -280,7 +280,7 @@ int svg_canvas_finish(struct canvas *c)
 	return sc->err;
 }
 
-void svg_canvas_destroy(struct canvas *c)
+void as_r_svg_canvas_destroy(struct canvas *c)
 {
 	free(c);
 }

@@ -56,7 +56,7 @@ static size_t utf8_len(const unsigned char *p)
 	return n;
 }
 
-const char *render_clean_text(const char *s, char *buf, size_t len)
+const char *as_r_render_clean_text(const char *s, char *buf, size_t len)
 {
 	size_t o = 0;
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
@@ -84,11 +84,11 @@ const char *render_clean_text(const char *s, char *buf, size_t len)
 }
 
 /* Fit clean text into maxw pixels, cutting with an ellipsis. */
-const char *fit_text(struct measurer *m, const char *s, double size,
+const char *as_r_fit_text(struct measurer *m, const char *s, double size,
 		     bool bold, double maxw, char *buf, size_t len)
 {
-	render_clean_text(s, buf, len);
-	if (measure_text(m, buf, size, bold) <= maxw)
+	as_r_render_clean_text(s, buf, len);
+	if (as_r_measure_text(m, buf, size, bold) <= maxw)
 		return buf;
 	size_t n = strlen(buf);
 	while (n > 0) {
@@ -100,7 +100,7 @@ const char *fit_text(struct measurer *m, const char *s, double size,
 		char save[4];
 		memcpy(save, buf + n, 4);
 		memcpy(buf + n, "\xe2\x80\xa6", 4); /* U+2026 and NUL */
-		if (measure_text(m, buf, size, bold) <= maxw)
+		if (as_r_measure_text(m, buf, size, bold) <= maxw)
 			return buf;
 		memcpy(buf + n, save, 4);
 	}
@@ -109,7 +109,7 @@ const char *fit_text(struct measurer *m, const char *s, double size,
 }
 
 /* v with at most `dec` (<= 6) decimals, trailing zeros dropped; no locale. */
-char *fmt_fixed(double v, int dec, char *buf, size_t len)
+char *as_r_fmt_fixed(double v, int dec, char *buf, size_t len)
 {
 	double scale = 1;
 	if (dec > 6)
@@ -137,13 +137,13 @@ char *fmt_fixed(double v, int dec, char *buf, size_t len)
 }
 
 /* Counts and times: 950, 12k, 1.5M. */
-char *fmt_count(double v, char *buf, size_t len)
+char *as_r_fmt_count(double v, char *buf, size_t len)
 {
 	static const char *const sfx[] = {"", "k", "M", "G", "T", "P"};
 	int u = 0;
 	double a = fabs(v);
 	if (a < 10000) {
-		return fmt_fixed(v, a < 10 && a != floor(a) ? 2 : 0, buf,
+		return as_r_fmt_fixed(v, a < 10 && a != floor(a) ? 2 : 0, buf,
 				 len);
 	}
 	while (a >= 1000 && u < 5) {
@@ -152,7 +152,7 @@ char *fmt_count(double v, char *buf, size_t len)
 		u++;
 	}
 	char num[32];
-	fmt_fixed(v, 2, num, sizeof(num));
+	as_r_fmt_fixed(v, 2, num, sizeof(num));
 	snprintf(buf, len, "%s%s", num, sfx[u]);
 	return buf;
 }
@@ -162,13 +162,13 @@ char *fmt_count(double v, char *buf, size_t len)
  * apart (2.2105M, 2.2106M), or every digit when a suffix would need more
  * than four decimals.
  */
-char *fmt_time_tick(double v, double step, char *buf, size_t len)
+char *as_r_fmt_time_tick(double v, double step, char *buf, size_t len)
 {
 	static const char *const sfx[] = {"", "k", "M", "G", "T", "P"};
 	double a = fabs(v), unit = 1;
 	int u = 0;
 	if (a < 10000)
-		return fmt_count(v, buf, len);
+		return as_r_fmt_count(v, buf, len);
 	while (a >= 1000 && u < 5) {
 		a /= 1000;
 		unit *= 1000;
@@ -178,15 +178,15 @@ char *fmt_time_tick(double v, double step, char *buf, size_t len)
 	while (dec <= 4 && step > 0 && step < unit / pow(10, dec) * 0.999)
 		dec++;
 	if (dec > 4)
-		return fmt_fixed(v, 0, buf, len);
+		return as_r_fmt_fixed(v, 0, buf, len);
 	char num[32];
-	fmt_fixed(v / unit, dec, num, sizeof(num));
+	as_r_fmt_fixed(v / unit, dec, num, sizeof(num));
 	snprintf(buf, len, "%s%s", num, sfx[u]);
 	return buf;
 }
 
 /* Bytes on axes: 0, 768 KiB, 1.5 MiB (exact, up to 3 decimals). */
-char *fmt_bytes_tick(uint64_t v, char *buf, size_t len)
+char *as_r_fmt_bytes_tick(uint64_t v, char *buf, size_t len)
 {
 	static const char *const unit[] = {"B", "KiB", "MiB", "GiB",
 					   "TiB", "PiB", "EiB"};
@@ -201,7 +201,7 @@ char *fmt_bytes_tick(uint64_t v, char *buf, size_t len)
 		u++;
 	}
 	char num[32];
-	fmt_fixed((double)v / (double)d, 3, num, sizeof(num));
+	as_r_fmt_fixed((double)v / (double)d, 3, num, sizeof(num));
 	snprintf(buf, len, "%s %s", num, unit[u]);
 	return buf;
 }
@@ -210,7 +210,7 @@ char *fmt_bytes_tick(uint64_t v, char *buf, size_t len)
  * A percentage with a sign and enough digits to tell a small gap from
  * none: +17.6%, +0.4%, +0.012%; exactly 0 is "+0%".
  */
-char *fmt_pct(double pct, char *buf, size_t len)
+char *as_r_fmt_pct(double pct, char *buf, size_t len)
 {
 	char num[32];
 	double a = fabs(pct);
@@ -221,7 +221,7 @@ char *fmt_pct(double pct, char *buf, size_t len)
 		snprintf(buf, len, "%s<0.000001%%", pct < 0 ? "-" : "+");
 	else
 		snprintf(buf, len, "%s%s%%", pct < 0 ? "" : "+",
-			 fmt_fixed(pct, dec, num, sizeof(num)));
+			 as_r_fmt_fixed(pct, dec, num, sizeof(num)));
 	return buf;
 }
 
@@ -229,7 +229,7 @@ char *fmt_pct(double pct, char *buf, size_t len)
  * Two byte counts in words (as_human_bytes), with more digits when they
  * differ but would read the same: 5.19 GiB against 5.188 GiB.
  */
-void fmt_bytes_apart(uint64_t a, uint64_t b, char *ba, char *bb, size_t len)
+void as_r_fmt_bytes_apart(uint64_t a, uint64_t b, char *ba, char *bb, size_t len)
 {
 	as_human_bytes(a, ba, len);
 	as_human_bytes(b, bb, len);
@@ -245,8 +245,8 @@ void fmt_bytes_apart(uint64_t a, uint64_t b, char *ba, char *bb, size_t len)
 	}
 	char na[32], nb[32];
 	for (int dec = 3; dec <= 6; dec++) {
-		fmt_fixed((double)a / (double)d, dec, na, sizeof(na));
-		fmt_fixed((double)b / (double)d, dec, nb, sizeof(nb));
+		as_r_fmt_fixed((double)a / (double)d, dec, na, sizeof(na));
+		as_r_fmt_fixed((double)b / (double)d, dec, nb, sizeof(nb));
 		if (strcmp(na, nb) != 0)
 			break;
 	}
@@ -254,13 +254,13 @@ void fmt_bytes_apart(uint64_t a, uint64_t b, char *ba, char *bb, size_t len)
 	snprintf(bb, len, "%s %s", nb, unit[u]);
 }
 
-const char *basename_of(const char *path)
+const char *as_r_basename_of(const char *path)
 {
 	const char *s = path ? strrchr(path, '/') : NULL;
 	return s ? s + 1 : (path ? path : "trace");
 }
 
-uint32_t mix(uint32_t a, uint32_t b, double t)
+uint32_t as_r_mix(uint32_t a, uint32_t b, double t)
 {
 	uint32_t out = 0;
 	for (int s = 0; s <= 16; s += 8) {
@@ -270,7 +270,7 @@ uint32_t mix(uint32_t a, uint32_t b, double t)
 	return out;
 }
 
-uint32_t seq_color(double t)
+uint32_t as_r_seq_color(double t)
 {
 	if (!(t > 0))
 		t = 0;
@@ -280,7 +280,7 @@ uint32_t seq_color(double t)
 	int i = (int)x;
 	if (i >= 8)
 		return viridis[8];
-	return mix(viridis[i], viridis[i + 1], x - i);
+	return as_r_mix(viridis[i], viridis[i + 1], x - i);
 }
 
 static uint32_t hash_name(const char *s)
@@ -293,12 +293,12 @@ static uint32_t hash_name(const char *s)
 	return h;
 }
 
-double log2_u64(uint64_t v)
+double as_r_log2_u64(uint64_t v)
 {
 	return v ? log2((double)v) : 0;
 }
 
-uint32_t color_of(const struct as_render *r, const struct panel *pn,
+uint32_t as_r_color_of(const struct as_render *r, const struct panel *pn,
 		  uint32_t i)
 {
 	const struct as_buffer *b = &pn->t->buffers[i];
@@ -306,16 +306,16 @@ uint32_t color_of(const struct as_render *r, const struct panel *pn,
 	switch (r->o.color_by) {
 	case AS_COLOR_SIZE:
 		t = r->size_hi > r->size_lo
-			    ? (log2_u64(b->size) - r->size_lo) /
+			    ? (as_r_log2_u64(b->size) - r->size_lo) /
 				      (r->size_hi - r->size_lo)
 			    : 0.5;
-		return seq_color(t);
+		return as_r_seq_color(t);
 	case AS_COLOR_LIFETIME:
 		t = r->life_hi > r->life_lo
-			    ? (log2_u64(b->end - b->start) - r->life_lo) /
+			    ? (as_r_log2_u64(b->end - b->start) - r->life_lo) /
 				      (r->life_hi - r->life_lo)
 			    : 0.5;
-		return seq_color(t);
+		return as_r_seq_color(t);
 	case AS_COLOR_SPACE:
 		return palette[as_plan_space_of(pn->p, pn->t, i) % NPALETTE];
 	case AS_COLOR_PREFIX:
@@ -335,7 +335,7 @@ uint32_t color_of(const struct as_render *r, const struct panel *pn,
 	}
 }
 
-double luminance(uint32_t c)
+double as_r_luminance(uint32_t c)
 {
 	return 0.299 * ((c >> 16) & 0xff) + 0.587 * ((c >> 8) & 0xff) +
 	       0.114 * (c & 0xff);
@@ -438,7 +438,7 @@ const char *as_render_group(const struct as_trace *t, uint32_t i,
 		break;
 	}
 	char clean[200];
-	render_clean_text(buf, clean, sizeof(clean));
+	as_r_render_clean_text(buf, clean, sizeof(clean));
 	snprintf(buf, len, "%s", clean);
 	return buf;
 }
@@ -482,7 +482,7 @@ void as_render_opts_init(struct as_render_opts *o)
 	o->min_plot_height = 0;
 }
 
-uint32_t darker(uint32_t c)
+uint32_t as_r_darker(uint32_t c)
 {
-	return 0xff000000u | mix(c, 0x000000, 0.4);
+	return 0xff000000u | as_r_mix(c, 0x000000, 0.4);
 }

@@ -31,6 +31,15 @@ static bool before(uint32_t a, uint32_t b, const void *cv)
 	return a < b;
 }
 
+int as_order_bestfit(const struct as_problem *pb, bool by_length,
+		     uint32_t *order)
+{
+	struct ctx c = {pb, by_length};
+	for (uint32_t i = 0; i < pb->n; i++)
+		order[i] = i;
+	return as_sort_u32(order, pb->n, before, &c);
+}
+
 static int plan_space(const struct as_problem *pb, uint64_t *off, void *unused,
 		      struct as_plan *p, struct as_diag *diag)
 {
@@ -43,10 +52,7 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *unused,
 	if (!pl || !order || !tmp)
 		goto out;
 	for (int k = 0; k < 2; k++) {
-		struct ctx c = {pb, k == 1};
-		for (uint32_t i = 0; i < n; i++)
-			order[i] = i;
-		if (as_sort_u32(order, n, before, &c))
+		if (as_order_bestfit(pb, k == 1, order))
 			goto out;
 		uint64_t peak = as_place_order(pl, order, n, AS_FIT_BEST, tmp);
 		if (peak == UINT64_MAX) {

@@ -11,17 +11,22 @@
  * allocator releases cached segments and retries. With expandable segments a
  * virtual range per (stream, pool) grows by mapping 2 MiB or 20 MiB pages.
  *
- * The device is a model (PyTorch has none): lowest-address first fit with
- * 2 MiB-aligned starts in [0, capacity). Plan offsets are these device
- * addresses (virtual addresses for expandable segments); the plan also
- * carries each buffer's segment size and offset inside its segment.
+ * The device is a model (PyTorch has none): capacity counts bytes, and a
+ * segment's address is the lowest-address first fit with 2 MiB-aligned
+ * starts (below the space's own capacity, if the trace gives one). Plan
+ * offsets are these addresses; expandable ranges, far apart in virtual
+ * memory, are laid out one after the other above the segments at the end.
+ * The plan also carries each buffer's segment size and offset inside it.
  *
  * On a recording (a PyTorch snapshot), the allocator starts from the state at
  * the start of the recording: the segments live at time 0, in their recorded
  * address order, with the blocks live at time 0 at their recorded offsets.
- * The replay never reads the recorded addresses of later allocations; they
- * are read only at the end, to tell how many blocks the model put in the
- * same place (stats blocks_reproduced, segments_reproduced).
+ * The replay never reads the recorded addresses of later allocations nor
+ * later segment events; a recorded OOM is replayed (the cache is released)
+ * and tells the device size. Recorded addresses are read only at the end,
+ * to tell how many blocks the model put in the same place (stats
+ * blocks_reproduced, segments_reproduced, notes with the first
+ * disagreements).
  *
  * Ownership: the online driver creates one state per case and space, and
  * releases it with destroy (NULL accepted). Text goes only to emit.
@@ -2157,15 +2162,21 @@ static bool addr_less(uint32_t a, uint32_t b, const void *ctx)
  * the first gets a cause.
  */
 static const char *why(const struct cc *s, const struct as_trace *t,
-		       uint32_t i, const struct as_segment *rg, bool first)
+		       uint32_t i, const struct as_segment *rg, bool first,
+		       bool below)
 {
 	const struct as_buffer *b = &t->buffers[i];
 	if (s->seg_size[i] == 0)
 		return "the model ran out of memory";
+	/* a device size is not a setting of the allocator */
 	for (uint32_t k = 0; k < s->opts.n; k++)
-		if (s->opts.kv[k].from_spec)
+		if (s->opts.kv[k].from_spec &&
+		    strcmp(s->opts.kv[k].key, "capacity") != 0)
 			return "the model runs with other settings than the "
 			       "recording";
+	if (below)
+		return "the recorded allocator mapped pages below the lowest "
+		       "one its range had mapped at the start";
 	if (!first)
 		return "follows an earlier disagreement";
 	if (b->stream != 0)
@@ -2211,7 +2222,7 @@ static void agreement(struct cc *s, struct as_plan *p)
 	 * unmapped first: every address ever mapped in a range lies in one
 	 * run from its base. Runs of recorded pieces give the bases.
 	 */
-	uint64_t (*runs)[2] = malloc(((size_t)t->nsegments + 1) *
+	uint64_t (*runs)[3] = malloc(((size_t)t->nsegments + 1) *
 				     sizeof(*runs));
 	uint32_t nruns = 0;
 	/* pieces less than a device apart are one range, as seeding has it
@@ -2225,10 +2236,13 @@ static void agreement(struct cc *s, struct as_plan *p)
 			      g->addr - runs[nruns - 1][1] < apart)) {
 			if (g->addr + g->size > runs[nruns - 1][1])
 				runs[nruns - 1][1] = g->addr + g->size;
+			if (g->start == 0 && g->addr < runs[nruns - 1][2])
+				runs[nruns - 1][2] = g->addr;
 			continue;
 		}
 		runs[nruns][0] = g->addr;
-		runs[nruns++][1] = g->addr + g->size;
+		runs[nruns][1] = g->addr + g->size;
+		runs[nruns++][2] = g->start == 0 ? g->addr : UINT64_MAX;
 	}
 	uint64_t compared = 0, same = 0, seg_same = 0, notes = 0;
 	for (uint32_t i = 0; i < t->nbuffers; i++) {
@@ -2256,9 +2270,16 @@ static void agreement(struct cc *s, struct as_plan *p)
 				else
 					hi = mid;
 			}
+			/* a range live at the start is measured from its
+			 * lowest page mapped then, as seeding has it (pages
+			 * mapped below it later are out of the model's
+			 * reach); a later one from its lowest page */
 			if (lo > 0) {
-				roff = b->recorded - runs[lo - 1][0];
-				rsize = runs[lo - 1][1] - runs[lo - 1][0];
+				uint64_t base = runs[lo - 1][2] != UINT64_MAX
+							? runs[lo - 1][2]
+							: runs[lo - 1][0];
+				roff = b->recorded - base;
+				rsize = runs[lo - 1][1] - base;
 			}
 		}
 		/* an expandable range has no one size: the offset from its
@@ -2273,11 +2294,13 @@ static void agreement(struct cc *s, struct as_plan *p)
 			snprintf(line, sizeof(line),
 				 "%s: buffer %s (#%u, %" PRIu64
 				 " B) model segment %" PRIu64 " +%" PRIu64
-				 ", recorded segment %" PRIu64 " +%" PRIu64
+				 ", recorded segment %" PRIu64 " %+" PRId64
 				 ": %s",
 				 t->spaces[s->space].name, b->name, i, b->size,
-				 s->seg_size[i], s->seg_off[i], rsize, roff,
-				 why(s, t, i, rg, notes == 0));
+				 s->seg_size[i], s->seg_off[i], rsize,
+				 (int64_t)roff,
+				 why(s, t, i, rg, notes == 0,
+				     rexp && roff > rsize));
 			as_plan_note(p, line);
 			emitf(s, "disagreement %s", line);
 			notes++;
@@ -2297,8 +2320,11 @@ static void agreement(struct cc *s, struct as_plan *p)
 		if (strcmp(p->stats[k].key, "blocks_same_segment_size") == 0)
 			z = p->stats[k].value;
 	}
-	as_plan_stat(p, "blocks_reproduced", c > 0 ? a / c : 1.0);
-	as_plan_stat(p, "segments_reproduced", c > 0 ? z / c : 1.0);
+	/* nothing to compare (a snapshot without a trace): no fraction */
+	if (c > 0) {
+		as_plan_stat(p, "blocks_reproduced", a / c);
+		as_plan_stat(p, "segments_reproduced", z / c);
+	}
 	uint64_t rp = recorded_peak(t, s->space);
 	if (s->space < MAX_DEV_KEYS)
 		as_plan_stat_int(p, dev_recorded_keys[s->space], rp);

@@ -41,20 +41,17 @@ static bool by_load(uint32_t a, uint32_t b, const void *cv)
 	return a < b;
 }
 
-static int plan_space(const struct as_problem *pb, uint64_t *off, void *unused,
-		      struct as_plan *p, struct as_diag *diag)
+int as_order_breadth(const struct as_problem *pb, uint32_t *order)
 {
 	uint32_t n = pb->n, S = pb->nsections, levels = 1;
 	while ((1u << levels) <= S)
 		levels++;
-	struct as_placer *pl = as_placer_create(pb);
 	uint64_t *load = calloc((size_t)S + 1, sizeof(uint64_t));
 	uint32_t *secs = calloc((size_t)S + 1, sizeof(uint32_t));
 	uint32_t *sparse = calloc((size_t)levels * (S + 1), sizeof(uint32_t));
 	uint32_t *first = calloc(n, sizeof(uint32_t));
-	uint32_t *order = calloc(n, sizeof(uint32_t));
 	int err = AS_ENOMEM;
-	if (!pl || !load || !secs || !sparse || !first || !order)
+	if (!load || !secs || !sparse || !first)
 		goto out;
 	as_problem_load(pb, load);
 	for (uint32_t s = 0; s < S; s++)
@@ -83,7 +80,24 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *unused,
 	struct ctx c = {pb, first};
 	if (as_sort_u32(order, n, before, &c))
 		goto out;
-	if (as_place_order(pl, order, n, AS_FIT_BEST, off) == UINT64_MAX) {
+	err = AS_OK;
+out:
+	free(load);
+	free(secs);
+	free(sparse);
+	free(first);
+	return err;
+}
+
+static int plan_space(const struct as_problem *pb, uint64_t *off, void *unused,
+		      struct as_plan *p, struct as_diag *diag)
+{
+	struct as_placer *pl = as_placer_create(pb);
+	uint32_t *order = calloc(pb->n, sizeof(uint32_t));
+	int err = AS_ENOMEM;
+	if (!pl || !order || as_order_breadth(pb, order))
+		goto out;
+	if (as_place_order(pl, order, pb->n, AS_FIT_BEST, off) == UINT64_MAX) {
 		err = as_placer_nomem(pl)
 			      ? AS_ENOMEM
 			      : as_diag_set(diag, 0, AS_EUNSUPPORTED,
@@ -94,10 +108,6 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *unused,
 	err = AS_OK;
 out:
 	as_placer_destroy(pl);
-	free(load);
-	free(secs);
-	free(sparse);
-	free(first);
 	free(order);
 	return err;
 }

@@ -7,7 +7,8 @@ Usage: mtrace_count.py FILE  ->  prints "BLOCKS PEAK"
 Every successful "+" or ">" is a block; "-" and "<" free the live block at
 their address (frees of unknown addresses are ignored); a "+" at an address
 still live frees the old block first. The peak is the most bytes live at
-once, frees counted before the allocation that follows them.
+once, frees counted before the allocation that follows them. A last line
+without its newline (the writer stopped mid-line) is not an event.
 """
 import gzip
 import sys
@@ -31,6 +32,8 @@ def main():
     cur = peak = blocks = 0
     with opener(path, "rt", errors="replace") as f:
         for line in f:
+            if not line.endswith("\n"):
+                break  # cut mid-line (exec, kill): not an event
             w = words(line)
             if not w:
                 continue

@@ -240,6 +240,21 @@ int as_render_file(const char *path, enum as_image_format fmt,
 /* Parse "WxH" (e.g. "1280x800"), each within [200, 16384]. */
 int as_render_parse_size(const char *s, int *width, int *height);
 
+/* What happens in a time range of a drawn panel. */
+struct as_range_summary {
+	uint64_t allocs, alloc_bytes;  /* buffers starting in [t0, t1) */
+	uint64_t frees, free_bytes;    /* buffers ending in [t0, t1) */
+	uint64_t peak_live;            /* most bytes live in the trace then */
+	uint64_t peak_top;             /* the plan's highest top address then */
+};
+
+/*
+ * Summarise times [t0, t1) of drawn panel i (O(n) in the buffers, plus the
+ * curves of memory over time, prepared on first use).
+ */
+int as_render_range_summary(struct as_render *r, size_t i, double t0,
+			    double t1, struct as_range_summary *out);
+
 /* ---- Moments: when a plan peaks, when the most bytes are live ---- */
 
 struct as_moment {

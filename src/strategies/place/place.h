@@ -146,6 +146,18 @@ uint64_t as_place_peak(const struct as_problem *pb, const uint64_t *off);
 /* as_sort_u32 order of rectangle indices by first section (ctx: pb). */
 bool as_rect_by_t0(uint32_t a, uint32_t b, const void *pb);
 
+/*
+ * The baselines' orders, for strip's incumbents (each defined in its
+ * strategy's file): fill order[0..pb->n) and return 0 or AS_ENOMEM.
+ * greedy-size: size, then length, largest first, placed AS_FIT_LOWEST;
+ * bestfit: the same or length first (by_length), AS_FIT_BEST;
+ * greedy-breadth: by the broadest section spanned, then size, AS_FIT_BEST.
+ */
+int as_order_greedy_size(const struct as_problem *pb, uint32_t *order);
+int as_order_bestfit(const struct as_problem *pb, bool by_length,
+		     uint32_t *order);
+int as_order_breadth(const struct as_problem *pb, uint32_t *order);
+
 /* ---- Exact search: branch and bound over canonical placements ---- */
 
 enum as_exact_result {

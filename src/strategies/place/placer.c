@@ -17,25 +17,56 @@
  * costs one entry, not thousands. sub[v] counts the rectangles recorded in
  * v's subtree, v included, so empty subtrees are never walked.
  *
- * A query for [t0, t1) reads the runs of every ancestor of its cover nodes
- * (rectangles covering part of its range) and of every non-empty node below
- * them (rectangles inside its range), sorts them and scans for the gap.
+ * Each node also keeps part[v], the union of the address ranges of the
+ * rectangles recorded anywhere in v's subtree (merged, sorted, disjoint):
+ * exactly the rectangles sharing time with v's range, less those recorded
+ * above v. A query for [t0, t1) then reads O(log S) sets: part[] of its
+ * cover nodes and the runs of their strict ancestors (rectangles covering
+ * a cover node's whole range), sorts them and scans for the gap; the free
+ * gaps are the same as among the rectangles one by one, and their number is
+ * bounded by the fragmentation, not by the rectangles live.
+ *
+ * A union cannot give a rectangle back, so as_placer_pop makes part[]
+ * stale until the next reset; a query then reads the runs of every
+ * ancestor of its cover nodes and of every non-empty node below them
+ * (rectangles inside its range) instead, which is exact but visits every
+ * placed rectangle sharing time with the query.
  */
 struct runs {
 	struct as_span *v;
 	uint32_t n, cap;
 };
 
+/* A cursor into a sorted set of runs, for the merge of a query. */
+struct src {
+	const struct as_span *v, *end;
+};
+
+/*
+ * The top nodes (depth < 13) cache the union of the runs on their path from
+ * the root: a query reads that instead of every ancestor's runs, which hold
+ * the long-lived rectangles one by one.
+ */
+#define AS_PLACER_PATH_NODES 8192
+
 struct as_placer {
 	const struct as_problem *pb;
 	uint32_t size;          /* leaves, a power of two */
 	struct runs *node;      /* 2 * size */
+	struct runs *part;      /* 2 * size: unions per subtree */
+	bool stale;             /* part[] is out of date (a pop) */
+	/* Path unions of the top npath nodes (see path_union). */
+	struct runs *path;
+	uint64_t *path_at, *ver, clock;
+	uint32_t npath;
 	uint32_t *sub, *vis;
 	uint32_t stamp;
 	uint64_t *off;
 	struct as_span *g;         /* query scratch */
 	uint32_t ng, gcap;
 	uint32_t *stack;
+	struct src *src;        /* query: sorted sets to merge */
+	uint32_t nsrc, srccap;
 	bool nomem;
 };
 
@@ -68,13 +99,20 @@ struct as_placer *as_placer_create(const struct as_problem *pb)
 		pl->size <<= 1;
 	size_t nodes = 2 * (size_t)pl->size;
 	pl->node = calloc(nodes, sizeof(*pl->node));
+	pl->npath = nodes < AS_PLACER_PATH_NODES ? (uint32_t)nodes
+						 : AS_PLACER_PATH_NODES;
+	pl->path = calloc(pl->npath, sizeof(*pl->path));
+	pl->path_at = calloc(pl->npath, sizeof(uint64_t));
+	pl->ver = calloc(pl->npath, sizeof(uint64_t));
+	pl->part = calloc(nodes, sizeof(*pl->part));
 	pl->sub = calloc(nodes, sizeof(uint32_t));
 	pl->vis = calloc(nodes, sizeof(uint32_t));
 	pl->off = calloc((size_t)pb->n + 1, sizeof(uint64_t));
 	pl->gcap = 1024;
 	pl->g = calloc(pl->gcap, sizeof(struct as_span));
 	pl->stack = calloc(nodes + 64, sizeof(uint32_t));
-	if (!pl->node || !pl->sub || !pl->vis || !pl->off || !pl->g ||
+	if (!pl->node || !pl->part || !pl->path || !pl->path_at ||
+	    !pl->ver || !pl->sub || !pl->vis || !pl->off || !pl->g ||
 	    !pl->stack) {
 		as_placer_destroy(pl);
 		return NULL;
@@ -86,23 +124,40 @@ void as_placer_destroy(struct as_placer *pl)
 {
 	if (!pl)
 		return;
-	if (pl->node)
-		for (size_t v = 0; v < 2 * (size_t)pl->size; v++)
+	for (size_t v = 0; v < 2 * (size_t)pl->size; v++) {
+		if (pl->node)
 			free(pl->node[v].v);
+		if (pl->part)
+			free(pl->part[v].v);
+	}
+	for (uint32_t v = 0; pl->path && v < pl->npath; v++)
+		free(pl->path[v].v);
 	free(pl->node);
+	free(pl->part);
+	free(pl->path);
+	free(pl->path_at);
+	free(pl->ver);
 	free(pl->sub);
 	free(pl->vis);
 	free(pl->off);
 	free(pl->g);
 	free(pl->stack);
+	free(pl->src);
 	free(pl);
 }
 
 void as_placer_reset(struct as_placer *pl)
 {
 	size_t nodes = 2 * (size_t)pl->size;
-	for (size_t v = 0; v < nodes; v++)
+	for (size_t v = 0; v < nodes; v++) {
 		pl->node[v].n = 0;
+		pl->part[v].n = 0;
+	}
+	for (uint32_t v = 0; v < pl->npath; v++)
+		pl->path[v].n = 0;
+	memset(pl->path_at, 0, pl->npath * sizeof(uint64_t));
+	memset(pl->ver, 0, pl->npath * sizeof(uint64_t));
+	pl->stale = false;
 	memset(pl->sub, 0, nodes * sizeof(uint32_t));
 }
 
@@ -187,6 +242,48 @@ static bool run_remove(struct runs *ru, uint64_t lo, uint64_t hi)
 	return true;
 }
 
+/* Add [lo, hi) to a union of disjoint runs, merging what it meets. */
+static bool run_unite(struct runs *ru, uint64_t lo, uint64_t hi)
+{
+	/* i: first run with hi >= lo; j: first run with lo > hi. */
+	uint32_t a = 0, b = ru->n;
+	while (a < b) {
+		uint32_t mid = a + (b - a) / 2;
+		if (ru->v[mid].hi < lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	uint32_t i = a, j = i;
+	while (j < ru->n && ru->v[j].lo <= hi)
+		j++;
+	if (i < j) {
+		if (ru->v[i].lo < lo)
+			lo = ru->v[i].lo;
+		if (ru->v[j - 1].hi > hi)
+			hi = ru->v[j - 1].hi;
+		ru->v[i].lo = lo;
+		ru->v[i].hi = hi;
+		memmove(ru->v + i + 1, ru->v + j,
+			(ru->n - j) * sizeof(*ru->v));
+		ru->n -= j - i - 1;
+		return true;
+	}
+	if (ru->n == ru->cap) {
+		uint32_t cap = ru->cap ? 2 * ru->cap : 4;
+		struct as_span *nv = realloc(ru->v, cap * sizeof(*nv));
+		if (!nv)
+			return false;
+		ru->v = nv;
+		ru->cap = cap;
+	}
+	memmove(ru->v + i + 1, ru->v + i, (ru->n - i) * sizeof(*ru->v));
+	ru->v[i].lo = lo;
+	ru->v[i].hi = hi;
+	ru->n++;
+	return true;
+}
+
 bool as_placer_nomem(const struct as_placer *pl)
 {
 	return pl->nomem;
@@ -196,28 +293,42 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 {
 	uint64_t hi = off + pl->pb->r[i].size;
 	pl->off[i] = off;
+	if (++pl->stamp == 0) {
+		memset(pl->vis, 0, 2 * (size_t)pl->size * sizeof(uint32_t));
+		pl->stamp = 1;
+	}
 	FOR_COVER(pl, &pl->pb->r[i], v, {
 		if (!run_insert(&pl->node[v], off, hi))
 			pl->nomem = true;
+		if (v < pl->npath)
+			pl->ver[v] = ++pl->clock;
 		for (uint32_t a = v; a >= 1; a >>= 1)
 			pl->sub[a]++;
+		for (uint32_t a = v; a >= 1 && pl->vis[a] != pl->stamp;
+		     a >>= 1) {
+			pl->vis[a] = pl->stamp;
+			if (!pl->stale && !run_unite(&pl->part[a], off, hi))
+				pl->nomem = true;
+		}
 	});
 }
 
 void as_placer_pop(struct as_placer *pl, uint32_t i)
 {
 	uint64_t lo = pl->off[i], hi = lo + pl->pb->r[i].size;
+	pl->stale = true;
 	FOR_COVER(pl, &pl->pb->r[i], v, {
 		if (!run_remove(&pl->node[v], lo, hi))
 			pl->nomem = true;
+		if (v < pl->npath)
+			pl->ver[v] = ++pl->clock;
 		for (uint32_t a = v; a >= 1; a >>= 1)
 			pl->sub[a]--;
 	});
 }
 
-static void take_node(struct as_placer *pl, uint32_t v)
+static void take(struct as_placer *pl, const struct runs *ru)
 {
-	const struct runs *ru = &pl->node[v];
 	if (pl->ng + ru->n > pl->gcap) {
 		uint32_t cap = pl->gcap;
 		while (cap < pl->ng + ru->n)
@@ -248,7 +359,7 @@ static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 		     a >>= 1) {
 			pl->vis[a] = pl->stamp;
 			if (pl->node[a].n)
-				take_node(pl, a);
+				take(pl, &pl->node[a]);
 		}
 		/* Descendants lie inside r's range. */
 		uint32_t sp = 0;
@@ -261,7 +372,7 @@ static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 			if (!pl->sub[w])
 				continue;
 			if (pl->node[w].n)
-				take_node(pl, w);
+				take(pl, &pl->node[w]);
 			if (w < pl->size) {
 				pl->stack[sp++] = 2 * w;
 				pl->stack[sp++] = 2 * w + 1;
@@ -270,6 +381,28 @@ static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 	});
 	return pl->ng;
 }
+
+static void add_src(struct as_placer *pl, const struct runs *ru)
+{
+	if (pl->nsrc == pl->srccap) {
+		uint32_t cap = pl->srccap ? 2 * pl->srccap : 64;
+		struct src *ns = realloc(pl->src, cap * sizeof(*ns));
+		if (!ns) {
+			pl->nomem = true;
+			return;
+		}
+		pl->src = ns;
+		pl->srccap = cap;
+	}
+	pl->src[pl->nsrc++] = (struct src){ru->v, ru->v + ru->n};
+}
+
+/*
+ * The sorted sets whose union is the placed rectangles sharing time with r,
+ * into pl->src: with part[] up to date, O(log S) of them; else the runs
+ * gathered one by one, sorted, as one set.
+ */
+static void sources(struct as_placer *pl, const struct as_rect *r);
 
 static void span_swap(struct as_span *a, struct as_span *b)
 {
@@ -330,25 +463,177 @@ static void sort_spans(struct as_span *g, uint32_t n)
 struct as_span *as_placer_spans(struct as_placer *pl, const struct as_rect *r,
 				uint32_t *n)
 {
-	uint32_t k = gather(pl, r);
+	if (pl->stale) {
+		uint32_t k = gather(pl, r);
+		if (pl->nomem)
+			return NULL;
+		sort_spans(pl->g, k);
+		*n = k;
+		return pl->g;
+	}
+	sources(pl, r);
+	pl->ng = 0;
+	for (uint32_t j = 0; j < pl->nsrc && !pl->nomem; j++) {
+		struct runs ru = {(struct as_span *)pl->src[j].v,
+				  (uint32_t)(pl->src[j].end - pl->src[j].v), 0};
+		take(pl, &ru);
+	}
 	if (pl->nomem)
 		return NULL;
-	sort_spans(pl->g, k);
-	*n = k;
+	sort_spans(pl->g, pl->ng);
+	*n = pl->ng;
 	return pl->g;
+}
+
+/* dst = x united with y (both sorted, disjoint runs); false: no memory. */
+static bool unite_into(struct runs *dst, const struct runs *x,
+		       const struct runs *y)
+{
+	uint32_t need = (x ? x->n : 0) + y->n;
+	if (need > dst->cap) {
+		uint32_t cap = dst->cap ? dst->cap : 4;
+		while (cap < need)
+			cap *= 2;
+		struct as_span *nv = realloc(dst->v, cap * sizeof(*nv));
+		if (!nv)
+			return false;
+		dst->v = nv;
+		dst->cap = cap;
+	}
+	uint32_t i = 0, j = 0, n = 0, xn = x ? x->n : 0;
+	while (i < xn || j < y->n) {
+		const struct as_span *s =
+			j == y->n || (i < xn && x->v[i].lo < y->v[j].lo)
+				? &x->v[i++]
+				: &y->v[j++];
+		if (n && s->lo <= dst->v[n - 1].hi) {
+			if (s->hi > dst->v[n - 1].hi)
+				dst->v[n - 1].hi = s->hi;
+		} else {
+			dst->v[n++] = *s;
+		}
+	}
+	dst->n = n;
+	return true;
+}
+
+/*
+ * The union of the runs of every node on the path from the root down to
+ * `leaf`, as far as the cached top nodes reach: path[a] is the union of
+ * node[] over a's ancestors and a, rebuilt from its parent's when a's runs
+ * or the parent's union changed since (ver[], path_at[] are stamps of one
+ * clock). *top gets the deepest node it covers; the caller reads the runs
+ * below it one by one. NULL when memory ran out.
+ */
+static const struct runs *path_union(struct as_placer *pl, uint32_t leaf,
+				     uint32_t *top)
+{
+	uint32_t h = 0;
+	while ((leaf >> h) > 1)
+		h++;
+	const struct runs *up = NULL;
+	uint64_t up_at = 0;
+	*top = 0;
+	for (uint32_t d = 0; d <= h; d++) {
+		uint32_t a = leaf >> (h - d);
+		if (a >= pl->npath)
+			break;
+		if (pl->path_at[a] < pl->ver[a] || pl->path_at[a] < up_at) {
+			if (!unite_into(&pl->path[a], up, &pl->node[a])) {
+				pl->nomem = true;
+				return NULL;
+			}
+			pl->path_at[a] = ++pl->clock;
+		}
+		up = &pl->path[a];
+		up_at = pl->path_at[a];
+		*top = a;
+	}
+	return up;
+}
+
+static void sources(struct as_placer *pl, const struct as_rect *r)
+{
+	pl->nsrc = 0;
+	if (pl->stale) {
+		uint32_t k = gather(pl, r);
+		sort_spans(pl->g, k);
+		struct runs one = {pl->g, k, k};
+		if (k)
+			add_src(pl, &one);
+		return;
+	}
+	if (++pl->stamp == 0) {
+		memset(pl->vis, 0, 2 * (size_t)pl->size * sizeof(uint32_t));
+		pl->stamp = 1;
+	}
+	FOR_COVER(pl, r, v, {
+		if (pl->part[v].n)
+			add_src(pl, &pl->part[v]);
+	});
+	/* Strict ancestors of the cover lie on the paths to both ends. */
+	const struct runs *prev = NULL;
+	for (int e = 0; e < 2; e++) {
+		uint32_t leaf = pl->size + (e ? r->t1 - 1 : r->t0), top;
+		const struct runs *pu = path_union(pl, leaf, &top);
+		if (pu && pu != prev && pu->n)
+			add_src(pl, pu);
+		prev = pu;
+		for (uint32_t b = leaf; b > top; b >>= 1)
+			if (pl->vis[b] != pl->stamp) {
+				pl->vis[b] = pl->stamp;
+				if (pl->node[b].n)
+					add_src(pl, &pl->node[b]);
+			}
+	}
+}
+
+/* Min-heap of cursors by the low end of their current run. */
+static void src_down(struct src *h, uint32_t n, uint32_t i)
+{
+	struct src x = h[i];
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && h[c + 1].v->lo < h[c].v->lo)
+			c++;
+		if (h[c].v->lo >= x.v->lo)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = x;
+}
+
+/* The next run in address order, NULL after the last. */
+static const struct as_span *src_next(struct src *h, uint32_t *n)
+{
+	if (*n == 0)
+		return NULL;
+	const struct as_span *s = h[0].v++;
+	if (h[0].v == h[0].end)
+		h[0] = h[--*n];
+	if (*n)
+		src_down(h, *n, 0);
+	return s;
 }
 
 bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 		    uint64_t *off, uint64_t *gap_out)
 {
 	const struct as_rect *r = &pl->pb->r[i];
-	uint32_t k = gather(pl, r);
+	uint32_t k;
+	/* A merge of the sorted sets; lowest fit stops at the answer. */
+	sources(pl, r);
 	if (pl->nomem)
 		return false;
-	sort_spans(pl->g, k);
+	k = pl->nsrc;
+	for (uint32_t j = k / 2; j-- > 0;)
+		src_down(pl->src, k, j);
 	uint64_t cand = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
-	for (uint32_t j = 0; j < k; j++) {
-		const struct as_span *s = &pl->g[j];
+	const struct as_span *s;
+	while ((s = src_next(pl->src, &k))) {
 		if (s->lo > cand) {
 			uint64_t a;
 			if (!as_align_up(cand, r->align_log2, &a))

@@ -40,6 +40,46 @@
 static const char *const search_names[] = {"auto", "exact", "local", "none",
 					   NULL};
 
+/*
+ * The baselines' plans of one space (greedy-size, bestfit's two orders,
+ * greedy-breadth) through the shared placer; the best goes to off and its
+ * peak to *peak. Returns 0, AS_ENOMEM or AS_EUNSUPPORTED (overflow).
+ */
+static int incumbents(const struct as_problem *pb, uint64_t *off,
+		      uint64_t *peak)
+{
+	struct as_placer *pl = as_placer_create(pb);
+	uint32_t *order = calloc(pb->n, sizeof(uint32_t));
+	uint64_t *tmp = calloc(pb->n, sizeof(uint64_t));
+	int err = AS_ENOMEM;
+	*peak = UINT64_MAX;
+	if (!pl || !order || !tmp)
+		goto out;
+	for (int k = 0; k < 4; k++) {
+		err = k == 0   ? as_order_greedy_size(pb, order)
+		      : k == 3 ? as_order_breadth(pb, order)
+			       : as_order_bestfit(pb, k == 2, order);
+		if (err)
+			goto out;
+		uint64_t pk = as_place_order(pl, order, pb->n,
+					     k ? AS_FIT_BEST : AS_FIT_LOWEST,
+					     tmp);
+		if (pk == UINT64_MAX) {
+			err = as_placer_nomem(pl) ? AS_ENOMEM : AS_EUNSUPPORTED;
+			goto out;
+		}
+		if (pk < *peak) {
+			*peak = pk;
+			memcpy(off, tmp, pb->n * sizeof(uint64_t));
+		}
+	}
+out:
+	as_placer_destroy(pl);
+	free(order);
+	free(tmp);
+	return err;
+}
+
 static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 		      struct as_plan *p, struct as_diag *diag)
 {
@@ -71,9 +111,24 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 			memcpy(off, alt, pb->n * sizeof(uint64_t));
 		free(alt);
 	}
+	/*
+	 * Never behind the baselines: their best plan is the incumbent (a
+	 * trace too large for the placer's memory skips them).
+	 */
+	if (err == AS_OK && pb->n <= AS_STRIP_INCUMBENT_MAX) {
+		uint64_t *inc = calloc(pb->n, sizeof(uint64_t)), ipeak;
+		err = inc ? incumbents(pb, inc, &ipeak) : AS_ENOMEM;
+		if (err == AS_OK)
+			err = as_strip_note(cfg, p, "baselines' best", ipeak);
+		if (err == AS_OK && ipeak < as_place_peak(pb, off))
+			memcpy(off, inc, pb->n * sizeof(uint64_t));
+		free(inc);
+	}
 	if (err == AS_EUNSUPPORTED)
 		return as_diag_set(diag, 0, err,
 				   "strip: offsets overflow 64 bits");
+	if (err == AS_ENOMEM)
+		return as_diag_set(diag, 0, err, "out of memory");
 	return err;
 }
 
