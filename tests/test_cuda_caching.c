@@ -13,11 +13,9 @@
 #include "strategies/strategy.h"
 #include "tap.h"
 
-/* A private copy of the strategy, to reach its state and break it on
+/* The strategy's private header, to reach its state and break it on
  * purpose. */
-#define as_strategy_cuda_caching as_strategy_cuda_caching_copy_under_test
-#include "strategies/cuda_caching.c"
-#undef as_strategy_cuda_caching
+#include "strategies/cuda_caching/cuda_caching.h"
 
 #define MiB (1ull << 20)
 
@@ -129,7 +127,7 @@ static void roundup_power2_divisions_round_to_a_division(void)
 	}
 	as_plan_destroy(p);
 	uint32_t div[NDIV] = {0};
-	CHECK(parse_divisions("[64:8,256:4,>:1]", div));
+	CHECK(as_cuda_parse_divisions("[64:8,256:4,>:1]", div));
 	/* under 64 MiB: 8; 64 to 256 MiB: 4; from 256 MiB: 1 */
 	CHECK_EQ_U64(div[0], 8);
 	CHECK_EQ_U64(div[5], 8);
@@ -137,9 +135,9 @@ static void roundup_power2_divisions_round_to_a_division(void)
 	CHECK_EQ_U64(div[7], 4);
 	CHECK_EQ_U64(div[8], 1);
 	CHECK_EQ_U64(div[15], 1);
-	CHECK(!parse_divisions("3", div));
-	CHECK(!parse_divisions("[100:4]", div));
-	CHECK(!parse_divisions("[256:4", div));
+	CHECK(!as_cuda_parse_divisions("3", div));
+	CHECK(!as_cuda_parse_divisions("[100:4]", div));
+	CHECK(!as_cuda_parse_divisions("[256:4", div));
 	as_trace_destroy(t);
 }
 
@@ -284,9 +282,9 @@ static bool harness_open(struct harness *h, const char *ops, const char *opts)
 	h->t = parse_ops(ops);
 	h->st = NULL;
 	if (!h->t ||
-	    as_opts_parse(&o, "cuda-caching", cc_options, "", opts, &d) ||
-	    cc_create(&o, NULL, NULL, &h->st, &d) ||
-	    cc_start(h->st, h->t, 0, 0, &d)) {
+	    as_opts_parse(&o, "cuda-caching", as_cuda_options, "", opts, &d) ||
+	    as_cuda_create(&o, NULL, NULL, &h->st, &d) ||
+	    as_cuda_start(h->st, h->t, 0, 0, &d)) {
 		printf("#   harness: %s\n", d.msg);
 		return false;
 	}
@@ -295,7 +293,7 @@ static bool harness_open(struct harness *h, const char *ops, const char *opts)
 
 static void harness_close(struct harness *h)
 {
-	cc_destroy(h->st);
+	as_cuda_destroy(h->st);
 	as_trace_destroy(h->t);
 }
 
@@ -303,12 +301,12 @@ static bool step(struct harness *h, bool alloc, const char *name)
 {
 	uint32_t i = buf_named(h->t, name);
 	uint64_t off, chunk;
-	if (alloc && cc_alloc(h->st, h->t, i, &off, &chunk) != AS_OK)
+	if (alloc && as_cuda_alloc(h->st, h->t, i, &off, &chunk) != AS_OK)
 		return false;
 	if (!alloc)
-		cc_free(h->st, h->t, i);
+		as_cuda_free(h->st, h->t, i);
 	char msg[256] = "";
-	if (cc_check(h->st, msg, sizeof(msg))) {
+	if (as_cuda_check(h->st, msg, sizeof(msg))) {
 		printf("#   check: %s\n", msg);
 		return false;
 	}
@@ -326,7 +324,7 @@ static void a_free_block_merges_with_prev_then_next(void)
 	      step(&h, true, "c") && step(&h, false, "a") &&
 	      step(&h, false, "c"));
 	struct collect c = {0};
-	cc_walk(h.st, 0, collect_blocks, &c);
+	as_cuda_walk(h.st, 0, collect_blocks, &c);
 	/* a's block, b, and c merged with the tail */
 	CHECK_EQ_U64(c.n, 3);
 	CHECK(c.states[0] == 'f' && c.states[1] == 'a' && c.states[2] == 'f');
@@ -335,7 +333,7 @@ static void a_free_block_merges_with_prev_then_next(void)
 	uint64_t b_addr = s->b[bb].addr;
 	CHECK(step(&h, false, "b"));
 	memset(&c, 0, sizeof(c));
-	cc_walk(h.st, 0, collect_blocks, &c);
+	as_cuda_walk(h.st, 0, collect_blocks, &c);
 	CHECK_EQ_U64(c.n, 1);
 	CHECK_EQ_U64(c.sizes[0], 2 * MiB);
 	/* b's block absorbed its previous neighbour first: it starts at
@@ -577,16 +575,16 @@ static void check_reports_broken_invariants_as_data(void)
 	struct cc *s = h.st;
 	char msg[256] = "";
 	s->reserved_bytes.cur += 512;
-	CHECK(cc_check(s, msg, sizeof(msg)) >= 1);
+	CHECK(as_cuda_check(s, msg, sizeof(msg)) >= 1);
 	CHECK(strstr(msg, "reserved_bytes") != NULL);
 	s->reserved_bytes.cur -= 512;
-	CHECK_EQ_U64(cc_check(s, msg, sizeof(msg)), 0);
+	CHECK_EQ_U64(as_cuda_check(s, msg, sizeof(msg)), 0);
 	uint32_t bi = s->blk_of[buf_named(h.t, "a")];
 	s->b[bi].size += 512;
-	CHECK(cc_check(s, msg, sizeof(msg)) >= 1);
+	CHECK(as_cuda_check(s, msg, sizeof(msg)) >= 1);
 	s->b[bi].size -= 512;
 	s->inactive_split_bytes.cur = 7;
-	CHECK(cc_check(s, msg, sizeof(msg)) >= 1);
+	CHECK(as_cuda_check(s, msg, sizeof(msg)) >= 1);
 	CHECK(strstr(msg, "inactive_split") != NULL);
 	harness_close(&h);
 }

@@ -146,6 +146,8 @@ static int parse_line(struct as_builder *b, struct mtrace *m, const char *s,
 		while (p < end && *p == ' ')
 			p++;
 	}
+	if (p >= end) /* fuzz: a caller and then the end of the line */
+		return as_diag_set(diag, line, AS_EPARSE, "caller without an operation");
 	char op = *p++;
 	if (p < end && *p != ' ' && *p != '\t')
 		op = '?';

@@ -374,7 +374,7 @@ static int make_tuple(struct machine *m, size_t base, size_t n)
 	struct as_pk *t = new_value(m, AS_PK_TUPLE);
 	if (!t || !reserve(t, n))
 		return nomem(m);
-	copy_items(t->v.items, m->stack + base, n);
+	copy_items(t->v.items, n ? m->stack + base : NULL, n); /* fuzz: NULL + 0 */
 	t->n = (uint32_t)n;
 	m->nstack = base;
 	return push(m, t);

@@ -119,7 +119,7 @@ static int first_pass(struct run *r, const struct as_numa_parent *pa)
 		}
 	}
 	for (uint32_t d = 0; d < r->ntb; d++) {
-		int err = numa_place(&r->ws, &r->items[(size_t)d * E], E,
+		int err = as_numa_place(&r->ws, &r->items[(size_t)d * E], E,
 				     &r->tb[d].peak);
 		if (err)
 			return err;
@@ -250,7 +250,7 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	err = AS_ENOMEM;
 	if (!r.dense || !r.tb || !r.cs || (r.keep && !r.moved))
 		goto out;
-	if ((err = numa_want_spaces(t, p)))
+	if ((err = as_numa_want_spaces(t, p)))
 		goto out;
 	if (r.keep && !p->alias_of) {
 		/* A numa trace has no aliases of its own (the parser makes
@@ -307,14 +307,14 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	if (!err)
 		err = as_plan_stat_int(p, "bytes_kept_on_chip", r.kept_bytes);
 	if (!err)
-		err = numa_core_stats(t, p);
+		err = as_numa_core_stats(t, p);
 out:
 	free(r.items);
 	free(r.dense);
 	free(r.tb);
 	free(r.moved);
 	free(r.cs);
-	numa_ws_finish(&r.ws);
+	as_numa_ws_finish(&r.ws);
 	return err;
 }
 

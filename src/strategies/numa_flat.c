@@ -28,7 +28,7 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	int err = AS_ENOMEM;
 	if (!first || !bycore || !items)
 		goto out;
-	if ((err = numa_want_spaces(t, p)))
+	if ((err = as_numa_want_spaces(t, p)))
 		goto out;
 	/* Counting sort of the blocks by core, trace order inside. */
 	for (uint32_t i = 0; i < n; i++)
@@ -49,7 +49,7 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 				as_buffer_align(b), 0};
 		}
 		uint64_t peak;
-		if ((err = numa_place(&ws, items, hi - lo, &peak)))
+		if ((err = as_numa_place(&ws, items, hi - lo, &peak)))
 			break;
 		for (uint32_t k = lo; k < hi; k++)
 			p->offset[bycore[k]] = items[k - lo].offset;
@@ -70,12 +70,12 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	if (!err)
 		err = as_plan_stat_int(p, "round_trips_avoided", 0);
 	if (!err)
-		err = numa_core_stats(t, p);
+		err = as_numa_core_stats(t, p);
 out:
 	free(first);
 	free(bycore);
 	free(items);
-	numa_ws_finish(&ws);
+	as_numa_ws_finish(&ws);
 	return err;
 }
 

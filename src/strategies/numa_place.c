@@ -49,7 +49,7 @@ static uint8_t log2_of(uint64_t align)
 	return lg;
 }
 
-int numa_place(struct numa_ws *ws, struct numa_item *items, uint32_t n,
+int as_numa_place(struct numa_ws *ws, struct numa_item *items, uint32_t n,
 	       uint64_t *peak)
 {
 	int err = reserve(ws, n);
@@ -89,7 +89,7 @@ int numa_place(struct numa_ws *ws, struct numa_item *items, uint32_t n,
 	return AS_OK;
 }
 
-void numa_ws_finish(struct numa_ws *ws)
+void as_numa_ws_finish(struct numa_ws *ws)
 {
 	free(ws->order);
 	free(ws->idx);
@@ -97,7 +97,7 @@ void numa_ws_finish(struct numa_ws *ws)
 	*ws = (struct numa_ws){0};
 }
 
-int numa_want_spaces(const struct as_trace *t, struct as_plan *p)
+int as_numa_want_spaces(const struct as_trace *t, struct as_plan *p)
 {
 	const struct as_numa *nm = t->numa;
 	if (!p->space) {
@@ -119,7 +119,7 @@ int numa_want_spaces(const struct as_trace *t, struct as_plan *p)
 	return as_plan_want_spaces(p, t, t->nspaces);
 }
 
-int numa_core_stats(const struct as_trace *t, struct as_plan *p)
+int as_numa_core_stats(const struct as_trace *t, struct as_plan *p)
 {
 	const struct as_numa *nm = t->numa;
 	uint64_t *peak = calloc((size_t)p->nspaces + 1, sizeof(*peak));

@@ -34,9 +34,9 @@ struct numa_ws {
  * AS_EUNSUPPORTED when an offset would pass 2^64. Items of size 0 get
  * offset 0.
  */
-int numa_place(struct numa_ws *ws, struct numa_item *items, uint32_t n,
+int as_numa_place(struct numa_ws *ws, struct numa_item *items, uint32_t n,
 	       uint64_t *peak);
-void numa_ws_finish(struct numa_ws *ws);
+void as_numa_ws_finish(struct numa_ws *ws);
 
 struct as_trace;
 struct as_plan;
@@ -46,13 +46,13 @@ struct as_plan;
  * as_plan_want_spaces), filling plan->space from the bundle structure in
  * trace order rather than from every buffer. Returns 0 or AS_ENOMEM.
  */
-int numa_want_spaces(const struct as_trace *t, struct as_plan *p);
+int as_numa_want_spaces(const struct as_trace *t, struct as_plan *p);
 
 /*
  * Add the per-core statistics every numa strategy reports: the largest,
  * smallest and mean per-core peak, and the largest and mean utilisation
  * (peak / capacity, cores with a capacity only). Returns 0 or a code.
  */
-int numa_core_stats(const struct as_trace *t, struct as_plan *p);
+int as_numa_core_stats(const struct as_trace *t, struct as_plan *p);
 
 #endif

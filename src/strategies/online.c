@@ -51,7 +51,7 @@ static int start_case(struct replay *r, uint32_t c, struct as_diag *diag)
 			err = r->impl->online->start(r->st[s], r->t, s, c,
 						     diag);
 	}
-	if (err && err != AS_ENOMEM && diag) /* an option error: its line */
+	if (err && err != AS_ENOMEM && diag && !diag->line) /* its line */
 		diag->line = r->t->cases[c].line;
 	return err;
 }

@@ -1,6 +1,7 @@
 /*
  * A parsed trace through every strategy that applies, and the validator.
- * The first byte picks the reader (ops, csv, json), the rest is the text.
+ * The first byte picks the reader (as_format_names order: every format),
+ * the rest is the text.
  *
  * What must hold for any input: no crash, no leak, and no plan in which two
  * live buffers overlap, except from `recorded`, which replays the trace's
@@ -32,10 +33,13 @@ static const char *spec_of(const char *name)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const fmts[] = {"ops", "csv", "json"};
-	if (size == 0)
+	size_t nformats = 0;
+	while (as_format_names(nformats))
+		nformats++;
+	if (size == 0 || nformats == 0)
 		return 0;
-	struct as_trace *t = fuzz_parse(data + 1, size - 1, fmts[data[0] % 3]);
+	struct as_trace *t = fuzz_parse(data + 1, size - 1,
+					as_format_names(data[0] % nformats));
 	if (!t)
 		return 0;
 	for (size_t i = 0; t->nbuffers < MAX_BUFFERS &&

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocscope/allocscope.h"
 #include "fuzz.h"
 
 static int run_file(const char *path, int variants)
@@ -34,7 +35,8 @@ int main(int argc, char **argv)
 {
 	int files = 0, variants = 0, first = 1;
 	if (argc > 1 && strcmp(argv[1], "--format-byte") == 0) {
-		variants = 3;
+		while (as_format_names((size_t)variants))
+			variants++; /* once per format */
 		first = 2;
 	}
 	for (int i = first; i < argc; i++) {

@@ -1,0 +1,262 @@
+/*
+ * cuda-caching: PyTorch's CUDA caching allocator (DeviceCachingAllocator),
+ * replayed block for block (issue 13). The behaviour follows the facts in
+ * ../shared/specs/pytorch-caching-allocator.md; no PyTorch code is used.
+ *
+ * A request is rounded (512 bytes, or a power-of-two division), served from
+ * the small pool (<= 1 MiB) or the large pool by the best fit in (stream,
+ * size, address) order with no further scan, split at the low end when the
+ * rules allow, and otherwise given a new segment (2 MiB, 20 MiB or the
+ * request rounded to 2 MiB) from the device. Before an out-of-memory the
+ * allocator releases cached segments and retries. With expandable segments a
+ * virtual range per (stream, pool) grows by mapping 2 MiB or 20 MiB pages.
+ *
+ * The device is a model (PyTorch has none): capacity counts bytes, and a
+ * segment's address is the lowest-address first fit with 2 MiB-aligned
+ * starts (below the space's own capacity, if the trace gives one). Plan
+ * offsets are these addresses; expandable ranges, far apart in virtual
+ * memory, are laid out one after the other above the segments at the end.
+ * The plan also carries each buffer's segment size and offset inside it.
+ *
+ * On a recording (a PyTorch snapshot), the allocator starts from the state at
+ * the start of the recording: the segments live at time 0, in their recorded
+ * address order, with the blocks live at time 0 at their recorded offsets.
+ * The replay never reads the recorded addresses of later allocations nor
+ * later segment events; a recorded OOM is replayed (the cache is released)
+ * and tells the device size. Recorded addresses are read only at the end,
+ * to tell how many blocks the model put in the same place (stats
+ * blocks_reproduced, segments_reproduced, notes with the first
+ * disagreements).
+ *
+ * Ownership: the online driver creates one state per case and space, and
+ * releases it with destroy (NULL accepted). Text goes only to emit.
+ *
+ * Private to the strategy (and its tests): the state and the functions the
+ * files of this folder share, grouped by the file that defines them.
+ */
+#ifndef AS_CUDA_CACHING_H
+#define AS_CUDA_CACHING_H
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strategies/strategy.h"
+
+#define NIL UINT32_MAX
+#define MIN_BLOCK 512ull
+#define SMALL_SIZE (1ull << 20)
+#define SMALL_BUFFER (2ull << 20)
+#define LARGE_BUFFER (20ull << 20)
+#define MIN_LARGE_ALLOC (10ull << 20)
+#define ROUND_LARGE (2ull << 20)
+#define NDIV 16
+#define MAX_BYTES (1ull << 60)
+#define NO_LIMIT UINT64_MAX
+/* The virtual range of an expandable segment without a capacity. */
+#define DEFAULT_VA (1ull << 40)
+/* Device addresses lie below VA_BASE; virtual ranges are taken above it. */
+#define VA_BASE (1ull << 52)
+/* Per buffer flags. */
+#define SEEDED 1u          /* placed by the state at the start */
+#define IN_INITIAL_SEG 2u  /* placed in a segment of that state */
+#define IN_EXPANDABLE 4u   /* placed in an expandable segment */
+/* Per-device stat keys (literals: plan stats keep the pointer). */
+#define MAX_DEV_KEYS 8
+
+/*
+ * +--------------------------------------------------------------------+
+ * | Treaps over one node array. A node has a key (k0, k1, k2) ordered  |
+ * | lexicographically and unique within its tree, a value (block or    |
+ * | unused), a size and aug = the largest size in its subtree.         |
+ * | - pool free sets: key (stream, size, addr), value = block;        |
+ * | - unmapped ranges of expandable segments: (stream, addr, 0);      |
+ * | - device gaps: key (addr, 0, 0), size = gap length.               |
+ * | prio (random) of a node is >= its children's. Free nodes form a    |
+ * | stack through `l`.                                                 |
+ * +--------------------------------------------------------------------+
+ */
+struct tnode {
+	uint64_t k0, k1, k2;
+	uint64_t size, aug;
+	uint32_t l, r, prio, val;
+};
+
+struct tpool {
+	struct tnode *n;
+	uint32_t used, cap, free;
+	uint64_t rng;
+};
+
+/*
+ * +--------------------------------------------------------------------+
+ * | A block: [addr, addr + size) of one segment. Blocks of a segment   |
+ * | tile it in address order through prev/next (NIL at the ends).      |
+ * | - an allocated block holds buffer `buf`; a free mapped block is in |
+ * |   its pool's free set with key (stream, size, addr); an unmapped   |
+ * |   block (expandable segments only) is in the pool's unmapped set.  |
+ * | - no two neighbours are both free and equally mapped (merged).     |
+ * | - unused slots form a stack through `next`.                        |
+ * +--------------------------------------------------------------------+
+ */
+struct block {
+	uint64_t addr, size;
+	uint64_t gc_base;       /* pool's get_free_block count at insertion */
+	uint32_t prev, next;
+	uint32_t seg, buf;
+	uint16_t stream;
+	uint8_t allocated, mapped, small, used;
+};
+
+/*
+ * +--------------------------------------------------------------------+
+ * | A segment: one cudaMalloc, or one expandable virtual range (size = |
+ * | its virtual size, mapped = bytes of mapped pages). `first` is its  |
+ * | lowest block. Dead cudaMalloc slots (live = 0) are reused through  |
+ * | a stack on `first`; dead expandable ranges keep their record (the |
+ * | plan lays the ranges out by their high-water marks at the end).   |
+ * +--------------------------------------------------------------------+
+ */
+struct segment {
+	uint64_t addr, size, mapped, page;
+	uint64_t hiwater;       /* expandable: highest mapped end - addr */
+	uint32_t first;
+	uint16_t stream;
+	uint8_t small, expandable, live, initial;
+};
+
+struct pool {
+	uint32_t blocks;        /* free set root */
+	uint32_t unmapped;      /* expandable: unmapped ranges root */
+	uint64_t calls;         /* get_free_block calls (gc ages) */
+};
+
+struct stat {
+	uint64_t cur, peak;
+};
+
+struct cc {
+	/* options */
+	uint64_t max_split, max_non_split, capacity, large_seg;
+	uint32_t div[NDIV];
+	double gc_threshold, fraction;
+	bool expandable, opt_capacity;
+	bool learning;          /* a scratch replay that learns the capacity */
+	struct as_opts opts;
+
+	as_emit_fn emit;
+	void *ctx;
+	const struct as_trace *t;
+	uint16_t space;
+	bool is_first_case;
+
+	struct tpool tp;
+	uint32_t gaps;          /* device gaps root */
+	uint64_t limit;         /* device addresses [0, limit) */
+	struct pool pools[2];   /* 0 small, 1 large */
+
+	struct block *b;
+	uint32_t nb, capb, freeb;
+	struct segment *s;
+	uint32_t ns, caps, frees;
+	uint64_t va_next;       /* next virtual range address */
+	uint64_t addr_bound;    /* the space's capacity, or NO_LIMIT */
+	uint64_t dev_top;       /* highest end of a cudaMalloc segment */
+
+	uint32_t *blk_of;       /* per buffer: its block, NIL */
+	uint32_t *seg_of;       /* per buffer: its segment, NIL */
+	uint64_t *seg_size;     /* per buffer: model segment size, 0 none */
+	uint64_t *seg_off;
+	uint8_t *initial;       /* per buffer: SEEDED, IN_INITIAL_SEG */
+
+	/* statistics as torch.cuda.memory_stats() names them */
+	struct stat allocation, allocated_bytes, requested_bytes, segment,
+		reserved_bytes, inactive_split, inactive_split_bytes,
+		oversize_allocations, oversize_segments;
+	uint32_t next_mark;     /* first recorded mark not yet replayed */
+	uint64_t seen_peak;     /* reserved peak when alloc_at_peak was set */
+	uint64_t alloc_at_peak; /* most allocated while reserved was at peak */
+	uint64_t recorded_ooms;
+	uint64_t num_alloc_retries, num_ooms, num_device_alloc,
+		num_device_free, num_sync_all_streams, gc_runs, allocs;
+};
+
+/* ---- small helpers ---- */
+
+static inline uint64_t as_cuda_round_up(uint64_t n, uint64_t a)
+{
+	return (n + a - 1) / a * a;
+}
+
+static inline int as_cuda_floor_log2(uint64_t n)
+{
+	return 63 - __builtin_clzll(n);
+}
+
+static inline void as_cuda_stat_add(struct stat *s, uint64_t n)
+{
+	s->cur += n;
+	if (s->cur > s->peak)
+		s->peak = s->cur;
+}
+
+static inline void as_cuda_stat_sub(struct stat *s, uint64_t n)
+{
+	s->cur = n > s->cur ? 0 : s->cur - n;
+}
+
+/* tree.c: the treaps (NIL: no node). */
+int as_cuda_t_insert(struct tpool *p, uint32_t *root, uint64_t k0,
+		     uint64_t k1, uint64_t k2, uint64_t size, uint32_t val);
+bool as_cuda_t_erase_at(struct tpool *p, uint32_t *link, uint64_t k0,
+			uint64_t k1, uint64_t k2);
+uint32_t as_cuda_t_lower_bound(const struct tpool *p, uint32_t t, uint64_t k0,
+			       uint64_t k1, uint64_t k2);
+uint32_t as_cuda_t_before(const struct tpool *p, uint32_t t, uint64_t k0,
+			  uint64_t k1, uint64_t k2);
+uint32_t as_cuda_t_next(const struct tpool *p, uint32_t root, uint32_t x);
+uint32_t as_cuda_t_first_fit(const struct tpool *p, uint32_t t,
+			     uint64_t need);
+
+/* core.c: the allocator. */
+void as_cuda_emitf(struct cc *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+bool as_cuda_device_take(struct cc *s, uint64_t size, uint64_t bound,
+			 uint64_t *out);
+uint32_t as_cuda_block_new(struct cc *s);
+bool as_cuda_counts_inactive_split(const struct cc *s,
+				   const struct block *b);
+int as_cuda_pool_insert(struct cc *s, uint32_t i);
+uint32_t as_cuda_segment_new(struct cc *s);
+uint64_t as_cuda_round_size(const struct cc *s, uint64_t n);
+int as_cuda_release_cached(struct cc *s);
+int as_cuda_ensure_arrays(struct cc *s, const struct as_trace *t);
+void as_cuda_account_alloc(struct cc *s, uint32_t bi, uint32_t buf,
+			   uint64_t requested);
+uint64_t as_cuda_requested_of(const struct as_trace *t, uint32_t buf);
+int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
+		  uint64_t *offset, uint64_t *chunk);
+void as_cuda_free(void *state, const struct as_trace *t, uint32_t buf);
+
+/* settings.c: options, a recording's settings, create and destroy. */
+extern const struct as_option_desc as_cuda_options[];
+bool as_cuda_parse_divisions(const char *v, uint32_t *div);
+void as_cuda_apply_settings(struct cc *s, const char *m);
+int as_cuda_create(const struct as_opts *o, as_emit_fn emit, void *ctx,
+		   void **state, struct as_diag *diag);
+void as_cuda_destroy(void *state);
+
+/* start.c: the state at a recording's start, agreement with it. */
+int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
+		  uint32_t case_index, struct as_diag *diag);
+void as_cuda_agreement(struct cc *s, struct as_plan *p);
+
+/* inspect.c: walk, query, stats, check. */
+bool as_cuda_walk(void *state, uint16_t space, as_block_fn visit, void *ctx);
+void as_cuda_query(void *state, enum as_query q);
+void as_cuda_stat_sum(struct cc *s, struct as_plan *p, const char *key,
+		      uint64_t v);
+void as_cuda_stats(void *state, struct as_plan *p);
+uint64_t as_cuda_check(void *state, char *msg, size_t len);
+#endif

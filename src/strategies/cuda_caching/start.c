@@ -1,0 +1,621 @@
+/*
+ * cuda-caching: a recording's start and how far the model agrees with it.
+ * The state at the start (segments and blocks live at time 0, at their
+ * recorded addresses), the device size a recorded OOM tells, and the
+ * agreement figures (blocks_reproduced, segments_reproduced, recorded
+ * reserved peaks, notes with the first disagreements and their causes).
+ */
+#include "strategies/cuda_caching/cuda_caching.h"
+
+/* ---- the state at the start of a recording ---- */
+
+/* Recorded segments of `space` live at time 0, by address. */
+static bool initial_seg_less(uint32_t a, uint32_t b, const void *ctx)
+{
+	const struct as_trace *t = ctx;
+	return t->segments[a].addr < t->segments[b].addr;
+}
+
+/*
+ * A buffer is part of the state at the start when it is live at time step 0
+ * at a recorded address (readers of recordings that start mid-run give the
+ * blocks allocated before the recording step 0, the trace's own operations
+ * later steps) inside a segment live at time 0.
+ */
+static bool initial_buffer(const struct as_trace *t, uint32_t i,
+			   uint16_t space)
+{
+	const struct as_buffer *b = &t->buffers[i];
+	return b->start == 0 && b->space == space &&
+	       b->recorded != AS_NO_OFFSET && b->alias_of == AS_NONE;
+}
+
+/* The recorded segment (index) holding addr at time `at`, or NIL. */
+static uint32_t recorded_segment(const struct as_trace *t,
+				 const uint32_t *by_addr, uint32_t n,
+				 uint16_t space, uint64_t addr, uint64_t at)
+{
+	uint32_t lo = 0, hi = n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (t->segments[by_addr[mid]].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* segments of one address over time: look back a bounded way */
+	for (uint32_t k = 0; k < 64 && lo > 0; k++) {
+		const struct as_segment *g = &t->segments[by_addr[--lo]];
+		if (g->space == space && g->addr <= addr &&
+		    addr - g->addr < g->size && g->start <= at &&
+		    (at < g->end || g->end == g->start))
+			return by_addr[lo];
+	}
+	return NIL;
+}
+
+/*
+ * Append a block of kind 'f' (free), 'u' (unmapped) or 'a' (allocated) to
+ * segment gi after *prev; a free or unmapped block extends a previous one
+ * of the same kind (neighbours of one kind are merged).
+ */
+static int seed_block(struct cc *s, uint32_t gi, uint32_t *prev,
+		      uint64_t addr, uint64_t size, char kind)
+{
+	if (size == 0)
+		return AS_OK;
+	if (kind != 'a' && *prev != NIL) {
+		struct block *p = &s->b[*prev];
+		if (!p->allocated && p->mapped == (kind == 'f') &&
+		    p->addr + p->size == addr) {
+			p->size += size;
+			return AS_OK;
+		}
+	}
+	uint32_t bi = as_cuda_block_new(s);
+	if (bi == NIL)
+		return AS_ENOMEM;
+	struct segment *g = &s->s[gi];
+	struct block *b = &s->b[bi];
+	b->addr = addr;
+	b->size = size;
+	b->seg = gi;
+	b->stream = g->stream;
+	b->small = g->small;
+	b->mapped = kind != 'u';
+	b->allocated = kind == 'a';
+	b->prev = *prev;
+	if (*prev != NIL)
+		s->b[*prev].next = bi;
+	else
+		g->first = bi;
+	*prev = bi;
+	return AS_OK;
+}
+
+static bool recorded_less(uint32_t a, uint32_t b, const void *ctx)
+{
+	const struct as_trace *t = ctx;
+	return t->buffers[a].recorded < t->buffers[b].recorded;
+}
+
+/* The recorded pieces v[i, j) of one segment (or one expandable range). */
+struct seed_range {
+	const struct as_segment *const *pieces;
+	uint32_t n;
+	uint64_t base, end;     /* recorded addresses */
+	bool expandable, small;
+	uint16_t stream;
+};
+
+/*
+ * Fill model segment gi (at model address `at`) with the recorded range's
+ * blocks: the buffers bufs[*k...] that lie in it at their recorded offsets,
+ * free space between them, and (expandable) unmapped holes.
+ */
+static int seed_blocks(struct cc *s, const struct as_trace *t, uint32_t gi,
+		       const struct seed_range *r, const uint32_t *bufs,
+		       uint32_t nb, uint32_t *k)
+{
+	uint32_t prev = NIL;
+	int err = AS_OK;
+	uint64_t at = r->base; /* recorded address covered so far */
+	uint64_t model = s->s[gi].addr;
+	while (*k < nb && t->buffers[bufs[*k]].recorded < r->base)
+		(*k)++;
+	for (uint32_t p = 0, q; !err && p < r->n; p = q) {
+		/* a run of touching pieces is one mapped stretch */
+		uint64_t pa = r->pieces[p]->addr;
+		uint64_t pe = pa + r->pieces[p]->size;
+		for (q = p + 1; q < r->n && r->pieces[q]->addr <= pe; q++)
+			if (r->pieces[q]->addr + r->pieces[q]->size > pe)
+				pe = r->pieces[q]->addr + r->pieces[q]->size;
+		if (pe <= at)
+			continue;
+		if (pa > at)
+			err = seed_block(s, gi, &prev, at - r->base + model,
+					 pa - at, 'u');
+		if (pa > at)
+			at = pa;
+		for (; !err && *k < nb && t->buffers[bufs[*k]].recorded < pe;
+		     (*k)++) {
+			uint32_t buf = bufs[*k];
+			const struct as_buffer *bb = &t->buffers[buf];
+			uint64_t size = as_cuda_round_size(s, bb->size);
+			/* overlapping the previous one or sticking out of
+			 * the mapped stretch: the replay places it anew */
+			if (bb->recorded < at || size > pe - bb->recorded)
+				continue;
+			err = seed_block(s, gi, &prev, at - r->base + model,
+					 bb->recorded - at, 'f');
+			/* a tail the allocator would not have split off
+			 * belongs to the block */
+			uint64_t next = pe;
+			if (*k + 1 < nb &&
+			    t->buffers[bufs[*k + 1]].recorded < pe)
+				next = t->buffers[bufs[*k + 1]].recorded;
+			uint64_t gap = next > bb->recorded + size
+					       ? next - bb->recorded - size
+					       : 0;
+			if (gap && (s->s[gi].small || s->expandable ||
+						    s->s[gi].expandable
+					    ? gap < MIN_BLOCK
+					    : gap <= SMALL_SIZE))
+				size += gap;
+			if (!err)
+				err = seed_block(s, gi, &prev,
+						 bb->recorded - r->base + model,
+						 size, 'a');
+			if (err)
+				break;
+			struct block *b = &s->b[prev];
+			b->stream = bb->stream;
+			s->initial[buf] = SEEDED;
+			as_cuda_account_alloc(s, prev, buf,
+					      as_cuda_requested_of(t, buf));
+			at = bb->recorded + size;
+		}
+		if (!err && at < pe)
+			err = seed_block(s, gi, &prev, at - r->base + model,
+					 pe - at, 'f');
+		if (at < pe)
+			at = pe;
+	}
+	if (!err && at < r->end)
+		err = seed_block(s, gi, &prev, at - r->base + model,
+				 r->end - at, 'u');
+	uint64_t mapped = 0;
+	for (uint32_t x = s->s[gi].first; x != NIL; x = s->b[x].next)
+		if (s->b[x].mapped) {
+			mapped += s->b[x].size;
+			s->s[gi].hiwater = s->b[x].addr + s->b[x].size -
+					   s->s[gi].addr;
+		}
+	s->s[gi].mapped = mapped;
+	as_cuda_stat_add(&s->reserved_bytes, mapped);
+	/* pool the free blocks now that the neighbours are known */
+	for (uint32_t x = s->s[gi].first; !err && x != NIL; x = s->b[x].next)
+		if (!s->b[x].allocated)
+			err = as_cuda_pool_insert(s, x);
+	return err;
+}
+
+/* Whether a recorded range holds small-pool blocks. */
+static bool range_is_small(const struct cc *s, const struct as_trace *t,
+			   const struct seed_range *r, const uint32_t *bufs,
+			   uint32_t nb, uint32_t k)
+{
+	for (; k < nb && t->buffers[bufs[k]].recorded < r->end; k++)
+		if (t->buffers[bufs[k]].recorded >= r->base)
+			return as_cuda_round_size(s,
+						  t->buffers[bufs[k]].size) <=
+			       SMALL_SIZE;
+	if (!r->expandable)
+		return r->end - r->base == SMALL_BUFFER;
+	for (uint32_t p = 0; p < r->n; p++)
+		if (r->pieces[p]->size % s->large_seg)
+			return true;
+	return false;
+}
+
+static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
+{
+	uint32_t n = 0, np = 0, nb = 0;
+	for (uint32_t i = 0; i < t->nsegments; i++)
+		n += t->segments[i].space == space &&
+		     t->segments[i].start == 0;
+	if (!n)
+		return AS_OK;
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		np += initial_buffer(t, i, space);
+	uint32_t *v = malloc((size_t)n * sizeof(*v));
+	const struct as_segment **pv = malloc((size_t)n * sizeof(*pv));
+	uint32_t *bufs = malloc(((size_t)np + 1) * sizeof(*bufs));
+	int err = v && pv && bufs ? AS_OK : AS_ENOMEM;
+	n = 0;
+	for (uint32_t i = 0; !err && i < t->nsegments; i++)
+		if (t->segments[i].space == space && t->segments[i].start == 0)
+			v[n++] = i;
+	for (uint32_t i = 0; !err && i < t->nbuffers; i++)
+		if (initial_buffer(t, i, space))
+			bufs[nb++] = i;
+	if (!err)
+		err = as_sort_u32(v, n, initial_seg_less, t);
+	if (!err)
+		err = as_sort_u32(bufs, nb, recorded_less, t);
+	for (uint32_t i = 0; !err && i < n; i++)
+		pv[i] = &t->segments[v[i]];
+	/* ranges of an expandable segment: pieces of one stream less than
+	 * a device apart (PyTorch reserves more than the device per range) */
+	uint64_t apart = s->capacity ? s->capacity : 4ull << 30;
+	uint32_t k = 0;
+	for (uint32_t i = 0, j; !err && i < n; i = j) {
+		struct seed_range r = {.pieces = pv + i, .base = pv[i]->addr,
+				       .stream = pv[i]->stream,
+				       .expandable = (pv[i]->flags &
+						      AS_SEG_EXPANDABLE) != 0};
+		r.end = r.base + pv[i]->size;
+		for (j = i + 1; r.expandable && j < n &&
+				(pv[j]->flags & AS_SEG_EXPANDABLE) &&
+				pv[j]->stream == r.stream &&
+				pv[j]->addr - r.end < apart;
+		     j++)
+			if (pv[j]->addr + pv[j]->size > r.end)
+				r.end = pv[j]->addr + pv[j]->size;
+		r.n = j - i;
+		r.small = range_is_small(s, t, &r, bufs, nb, k);
+		uint64_t page = r.small ? SMALL_BUFFER : s->large_seg;
+		uint64_t size = r.end - r.base;
+		if (r.expandable) {
+			uint64_t va = s->capacity ? s->capacity + s->capacity / 8
+						  : DEFAULT_VA;
+			if (va < size)
+				va = size;
+			size = as_cuda_round_up(va, page);
+			r.end = r.base + size;
+		}
+		uint64_t addr = s->va_next;
+		/* a range no device could hold is left out: its buffers are
+		 * placed by the replay */
+		if (size > MAX_BYTES ||
+		    (r.expandable && size > UINT64_MAX / 2 - s->va_next) ||
+		    (!r.expandable &&
+		     !as_cuda_device_take(s, size, s->addr_bound, &addr)))
+			continue;
+		uint32_t gi = as_cuda_segment_new(s);
+		if (gi == NIL) {
+			err = AS_ENOMEM;
+			break;
+		}
+		if (r.expandable)
+			s->va_next += size;
+		else if (addr + size > s->dev_top)
+			s->dev_top = addr + size;
+		s->s[gi] = (struct segment){.addr = addr, .size = size,
+					    .stream = r.stream,
+					    .small = r.small,
+					    .expandable = r.expandable,
+					    .live = 1, .initial = 1,
+					    .page = page, .first = NIL};
+		if (!r.expandable) {
+			as_cuda_stat_add(&s->segment, 1);
+			if (size >= s->max_split)
+				as_cuda_stat_add(&s->oversize_segments, 1);
+		}
+		err = seed_blocks(s, t, gi, &r, bufs, nb, &k);
+	}
+	free(v);
+	free(pv);
+	free(bufs);
+	return err;
+}
+
+/*
+ * The device size a recording's first OOM tells: replay the trace's start
+ * on a scratch allocator up to that OOM and add the device's free memory
+ * then to what the model held. 0 when the space has no OOM.
+ */
+static uint64_t learn_capacity(const struct cc *s, const struct as_trace *t,
+			       uint16_t space)
+{
+	const struct as_mark *m = NULL;
+	for (uint32_t k = 0; k < t->nmarks && !m; k++)
+		if (t->marks[k].kind == AS_MARK_OOM &&
+		    t->marks[k].space == space && t->marks[k].device_free)
+			m = &t->marks[k];
+	if (!m)
+		return 0;
+	struct diag_sink {
+		struct as_diag d;
+	} sink;
+	void *st = NULL;
+	uint64_t cap = 0;
+	if (as_cuda_create(&s->opts, NULL, NULL, &st, &sink.d) != AS_OK)
+		return 0;
+	struct cc *x = st;
+	x->learning = true;
+	int err = as_cuda_start(x, t, space, 0, &sink.d);
+	for (uint32_t e = 0; !err && e < t->nevents; e++) {
+		const struct as_event *ev = &t->events[e];
+		if (ev->kind != AS_EV_ALLOC && ev->kind != AS_EV_FREE)
+			continue;
+		const struct as_buffer *b = &t->buffers[ev->arg];
+		uint64_t now = ev->kind == AS_EV_ALLOC ? b->start : b->end;
+		if (now >= m->time)
+			break;
+		if (b->space != space || b->alias_of != AS_NONE)
+			continue;
+		uint64_t off, chunk;
+		if (ev->kind == AS_EV_ALLOC)
+			err = as_cuda_alloc(x, t, ev->arg, &off, &chunk) < 0;
+		else
+			as_cuda_free(x, t, ev->arg);
+	}
+	if (!err && as_cuda_release_cached(x) == AS_OK)
+		cap = x->reserved_bytes.cur + m->device_free;
+	as_cuda_destroy(x);
+	return cap;
+}
+
+int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
+		  uint32_t case_index, struct as_diag *diag)
+{
+	struct cc *s = state;
+	(void)diag;
+	s->t = t;
+	s->space = space;
+	s->is_first_case = case_index == 0;
+	if (space < t->nspaces && t->spaces[space].capacity) {
+		s->addr_bound = t->spaces[space].capacity;
+		if (!s->opt_capacity)
+			s->capacity = t->spaces[space].capacity;
+	}
+	if (t->metadata)
+		as_cuda_apply_settings(s, t->metadata);
+	int err = as_cuda_ensure_arrays(s, t);
+	if (!err && case_index == 0)
+		err = seed_state(s, t, space);
+	if (!err && case_index == 0 && !s->opt_capacity && !s->learning) {
+		uint64_t cap = learn_capacity(s, t, space);
+		if (cap && (s->capacity == 0 || cap < s->capacity))
+			s->capacity = cap;
+	}
+	return err;
+}
+
+/* ---- agreement with the recording ---- */
+
+static const char *const dev_recorded_keys[MAX_DEV_KEYS] = {
+	"recorded_reserved_peak.space0", "recorded_reserved_peak.space1",
+	"recorded_reserved_peak.space2", "recorded_reserved_peak.space3",
+	"recorded_reserved_peak.space4", "recorded_reserved_peak.space5",
+	"recorded_reserved_peak.space6", "recorded_reserved_peak.space7",
+};
+
+struct seg_ev {
+	uint64_t time;
+	int64_t delta;
+};
+
+static bool ev_less(uint32_t a, uint32_t b, const void *ctx)
+{
+	const struct seg_ev *e = ctx;
+	if (e[a].time != e[b].time)
+		return e[a].time < e[b].time;
+	return e[a].delta < e[b].delta; /* frees first */
+}
+
+/* The recorded reserved peak of a space (sum of live segments). */
+static uint64_t recorded_peak(const struct as_trace *t, uint16_t space)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < t->nsegments; i++)
+		n += t->segments[i].space == space;
+	struct seg_ev *e = malloc(((size_t)2 * n + 1) * sizeof(*e));
+	uint32_t *o = malloc(((size_t)2 * n + 1) * sizeof(*o));
+	uint64_t cur = 0, peak = 0;
+	if (e && o) {
+		uint32_t k = 0;
+		for (uint32_t i = 0; i < t->nsegments; i++) {
+			const struct as_segment *g = &t->segments[i];
+			if (g->space != space)
+				continue;
+			e[k++] = (struct seg_ev){g->start, (int64_t)g->size};
+			e[k++] = (struct seg_ev){g->end, -(int64_t)g->size};
+		}
+		for (uint32_t i = 0; i < k; i++)
+			o[i] = i;
+		if (as_sort_u32(o, k, ev_less, e) == AS_OK)
+			for (uint32_t i = 0; i < k; i++) {
+				cur += (uint64_t)e[o[i]].delta;
+				if (cur > peak)
+					peak = cur;
+			}
+	}
+	free(e);
+	free(o);
+	return peak;
+}
+
+static bool addr_less(uint32_t a, uint32_t b, const void *ctx)
+{
+	const struct as_trace *t = ctx;
+	if (t->segments[a].addr != t->segments[b].addr)
+		return t->segments[a].addr < t->segments[b].addr;
+	return t->segments[a].start < t->segments[b].start;
+}
+
+/*
+ * Why buffer i landed elsewhere than in the recording. Later disagreements
+ * usually follow the first one (the model's state differs from then on);
+ * the first gets a cause.
+ */
+static const char *why(const struct cc *s, const struct as_trace *t,
+		       uint32_t i, const struct as_segment *rg, bool first,
+		       bool below)
+{
+	const struct as_buffer *b = &t->buffers[i];
+	if (s->seg_size[i] == 0)
+		return "the model ran out of memory";
+	/* a device size is not a setting of the allocator */
+	for (uint32_t k = 0; k < s->opts.n; k++)
+		if (s->opts.kv[k].from_spec &&
+		    strcmp(s->opts.kv[k].key, "capacity") != 0)
+			return "the model runs with other settings than the "
+			       "recording";
+	if (below)
+		return "the recorded allocator mapped pages below the lowest "
+		       "one its range had mapped at the start";
+	if (!first)
+		return "follows an earlier disagreement";
+	if (b->stream != 0)
+		return "stream reuse: blocks are kept per stream";
+	/* a block the program had let go of but the allocator had not
+	 * (record_stream, stream events) */
+	for (uint32_t j = 0; t->info && j < i; j++)
+		if (t->buffers[j].space == b->space &&
+		    t->info[j].free_requested < b->start &&
+		    b->start < t->buffers[j].end)
+			return "record_stream or stream events delayed a free";
+	if (rg->start == 0 && !(s->initial[i] & IN_INITIAL_SEG))
+		return "the recorded allocator reused memory cached before "
+		       "the recording (ring buffer truncation?)";
+	if (rg->start > 0 && rg->start == b->start)
+		return "the recorded allocator made a new segment where the "
+		       "model reused a cached block (release, empty_cache or "
+		       "version differences)";
+	return "a different block was chosen (version differences, or state "
+	       "from before the recording)";
+}
+
+/*
+ * Agreement with the recording: per buffer allocated during the trace with
+ * a recorded address, the same segment size and the same offset inside it.
+ */
+void as_cuda_agreement(struct cc *s, struct as_plan *p)
+{
+	const struct as_trace *t = s->t;
+	if (!t || !t->nsegments)
+		return;
+	uint32_t *by = malloc(((size_t)t->nsegments + 1) * sizeof(*by));
+	if (!by)
+		return;
+	for (uint32_t i = 0; i < t->nsegments; i++)
+		by[i] = i;
+	if (as_sort_u32(by, t->nsegments, addr_less, t) != AS_OK) {
+		free(by);
+		return;
+	}
+	/*
+	 * Expandable ranges map their pages from the base up, lowest
+	 * unmapped first: every address ever mapped in a range lies in one
+	 * run from its base. Runs of recorded pieces give the bases.
+	 */
+	uint64_t (*runs)[3] = malloc(((size_t)t->nsegments + 1) *
+				     sizeof(*runs));
+	uint32_t nruns = 0;
+	/* pieces less than a device apart are one range, as seeding has it
+	 * (a hole in the middle may never be mapped while recording) */
+	uint64_t apart = s->capacity ? s->capacity : 4ull << 30;
+	for (uint32_t k = 0; runs && k < t->nsegments; k++) {
+		const struct as_segment *g = &t->segments[by[k]];
+		if (g->space != s->space || !(g->flags & AS_SEG_EXPANDABLE))
+			continue;
+		if (nruns && (g->addr <= runs[nruns - 1][1] ||
+			      g->addr - runs[nruns - 1][1] < apart)) {
+			if (g->addr + g->size > runs[nruns - 1][1])
+				runs[nruns - 1][1] = g->addr + g->size;
+			if (g->start == 0 && g->addr < runs[nruns - 1][2])
+				runs[nruns - 1][2] = g->addr;
+			continue;
+		}
+		runs[nruns][0] = g->addr;
+		runs[nruns][1] = g->addr + g->size;
+		runs[nruns++][2] = g->start == 0 ? g->addr : UINT64_MAX;
+	}
+	uint64_t compared = 0, same = 0, seg_same = 0, notes = 0;
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		const struct as_buffer *b = &t->buffers[i];
+		/* blocks from before the recording are the start, not the
+		 * replay */
+		if (b->space != s->space || b->start == 0 ||
+		    b->recorded == AS_NO_OFFSET || b->alias_of != AS_NONE)
+			continue;
+		uint32_t g = recorded_segment(t, by, t->nsegments, s->space,
+					      b->recorded, b->start);
+		if (g == NIL)
+			continue;
+		const struct as_segment *rg = &t->segments[g];
+		compared++;
+		uint64_t roff = b->recorded - rg->addr, rsize = rg->size;
+		bool rexp = (rg->flags & AS_SEG_EXPANDABLE) && runs;
+		bool mexp = (s->initial[i] & IN_EXPANDABLE) != 0;
+		if (rexp) {
+			uint32_t lo = 0, hi = nruns;
+			while (lo < hi) {
+				uint32_t mid = lo + (hi - lo) / 2;
+				if (runs[mid][0] <= b->recorded)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			/* a range live at the start is measured from its
+			 * lowest page mapped then, as seeding has it (pages
+			 * mapped below it later are out of the model's
+			 * reach); a later one from its lowest page */
+			if (lo > 0) {
+				uint64_t base = runs[lo - 1][2] != UINT64_MAX
+							? runs[lo - 1][2]
+							: runs[lo - 1][0];
+				roff = b->recorded - base;
+				rsize = runs[lo - 1][1] - base;
+			}
+		}
+		/* an expandable range has no one size: the offset from its
+		 * base tells */
+		bool ss = rexp || mexp ? rexp == mexp
+				       : s->seg_size[i] == rg->size;
+		bool so = ss && s->seg_off[i] == roff;
+		seg_same += ss;
+		same += so;
+		if (!so && notes < 8) {
+			char line[512];
+			snprintf(line, sizeof(line),
+				 "%s: buffer %s (#%u, %" PRIu64
+				 " B) model segment %" PRIu64 " +%" PRIu64
+				 ", recorded segment %" PRIu64 " %+" PRId64
+				 ": %s",
+				 t->spaces[s->space].name, b->name, i, b->size,
+				 s->seg_size[i], s->seg_off[i], rsize,
+				 (int64_t)roff,
+				 why(s, t, i, rg, notes == 0,
+				     rexp && roff > rsize));
+			as_plan_note(p, line);
+			as_cuda_emitf(s, "disagreement %s", line);
+			notes++;
+		}
+	}
+	free(by);
+	free(runs);
+	as_cuda_stat_sum(s, p, "blocks_compared", compared);
+	as_cuda_stat_sum(s, p, "blocks_same_place", same);
+	as_cuda_stat_sum(s, p, "blocks_same_segment_size", seg_same);
+	double c = 0, a = 0, z = 0;
+	for (uint32_t k = 0; k < p->nstats; k++) {
+		if (strcmp(p->stats[k].key, "blocks_compared") == 0)
+			c = p->stats[k].value;
+		if (strcmp(p->stats[k].key, "blocks_same_place") == 0)
+			a = p->stats[k].value;
+		if (strcmp(p->stats[k].key, "blocks_same_segment_size") == 0)
+			z = p->stats[k].value;
+	}
+	/* nothing to compare (a snapshot without a trace): no fraction */
+	if (c > 0) {
+		as_plan_stat(p, "blocks_reproduced", a / c);
+		as_plan_stat(p, "segments_reproduced", z / c);
+	}
+	uint64_t rp = recorded_peak(t, s->space);
+	if (s->space < MAX_DEV_KEYS)
+		as_plan_stat_int(p, dev_recorded_keys[s->space], rp);
+	as_cuda_stat_sum(s, p, "recorded_reserved_peak", rp);
+}
