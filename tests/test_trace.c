@@ -1,5 +1,6 @@
 /* The trace model, the three input formats and the lower bound. */
 #include "allocscope/allocscope.h"
+#include "core/trace_private.h"
 #include "tap.h"
 
 static struct as_trace *parse(const char *name, const char *text,
@@ -353,9 +354,66 @@ static void minimalloc_benchmarks_have_the_published_lower_bounds(void)
 	}
 }
 
+/*
+ * The address map merges touching ranges, shrinks holes to the gap plus
+ * their remainder, and turns offsets into addresses and back; offsets in a
+ * shrunk hole, other spaces and traces without a map have no address.
+ */
+static void address_map_turns_compressed_offsets_into_addresses(void)
+{
+	struct as_builder *b = as_builder_create("map", "csv");
+	CHECK(b != NULL);
+	if (!b)
+		return;
+	CHECK(as_builder_space(b, "other", 0) == 1);
+	struct as_addr_range r[] = {
+		{.address = 0x7f0000100000, .length = 0x200},
+		{.address = 0x7f0000000800, .length = 0x1000},
+		{.address = 0x50000010, .length = 16, .space = 1},
+		{.address = 0x7f0000000000, .length = 0x1000},
+	};
+	CHECK_EQ_U64(as_builder_addr_map(b, r, 4, 4096, 4096), AS_OK);
+	CHECK_EQ_U64(as_builder_addr_map(b, r, 4, 4096, 4096), AS_EINVAL);
+	uint64_t off = 0;
+	CHECK(as_builder_offset_of(b, 0, 0x7f0000100100, &off));
+	CHECK_EQ_U64(off, 0x3100); /* 0x1800 used, a 0x1800 hole */
+	CHECK(!as_builder_offset_of(b, 0, 0x7f0000002000, &off));
+	struct as_trace *t = NULL;
+	struct as_diag d;
+	CHECK(as_builder_finish(b, &t, &d) == AS_OK);
+	if (!t) {
+		as_builder_destroy(b);
+		return;
+	}
+	CHECK_EQ_U64(t->naddr_map, 3);
+	uint64_t a = 0;
+	CHECK(as_trace_address_of(t, 0, 0, &a));
+	CHECK_EQ_U64(a, 0x7f0000000000);
+	CHECK(as_trace_address_of(t, 0, 0x17ff, &a));
+	CHECK_EQ_U64(a, 0x7f00000017ff);
+	a = 7;
+	CHECK(!as_trace_address_of(t, 0, 0x1800, &a)); /* the shrunk hole */
+	CHECK_EQ_U64(a, 7);
+	CHECK(as_trace_address_of(t, 0, 0x3000, &a));
+	CHECK_EQ_U64(a, 0x7f0000100000);
+	CHECK(!as_trace_address_of(t, 0, 0x3200, &a));
+	CHECK(as_trace_address_of(t, 1, 0x10, &a));
+	CHECK_EQ_U64(a, 0x50000010);
+	CHECK(!as_trace_address_of(t, 1, 0, &a));
+	CHECK(!as_trace_address_of(t, 2, 0x10, &a));
+	as_trace_destroy(t);
+	/* Without a map nothing is an address. */
+	b = as_builder_create("plain", "csv");
+	t = NULL;
+	CHECK(b && as_builder_finish(b, &t, &d) == AS_OK);
+	CHECK(t && !as_trace_address_of(t, 0, 0, &a));
+	as_trace_destroy(t);
+}
+
 int main(void)
 {
 	TEST_RUN(ops_lifetimes_count_one_step_per_operation);
+	TEST_RUN(address_map_turns_compressed_offsets_into_addresses);
 	TEST_RUN(ops_name_may_be_reused_after_free);
 	TEST_RUN(config_after_operations_starts_a_new_case);
 	TEST_RUN(ops_alloc_attributes_set_pool_offset_and_symbol);

@@ -633,6 +633,115 @@ int as_builder_segment(struct as_builder *b, const struct as_segment *s)
 	return AS_OK;
 }
 
+/* ---- Address map ---- */
+
+static int by_space_addr(const void *x, const void *y)
+{
+	const struct as_addr_range *a = x, *b = y;
+	if (a->space != b->space)
+		return a->space < b->space ? -1 : 1;
+	if (a->address != b->address)
+		return a->address < b->address ? -1 : 1;
+	return (a->length > b->length) - (a->length < b->length);
+}
+
+int as_builder_addr_map(struct as_builder *b, struct as_addr_range *ranges,
+			size_t n, uint64_t keep, uint64_t gap)
+{
+	struct as_trace *t = b->t;
+	if (t->addr_map || gap == 0 || (gap & (gap - 1)) || keep < gap)
+		return AS_EINVAL;
+	if (n == 0)
+		return AS_OK;
+	qsort(ranges, n, sizeof(*ranges), by_space_addr);
+	/*
+	 * Merge in place into ranges[0, m): ranges[m - 1] is the open one,
+	 * `end` its highest real end so far.
+	 */
+	size_t m = 0;
+	uint64_t end = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct as_addr_range r = ranges[i];
+		uint64_t rend = r.address + r.length; /* readers check this */
+		if (rend < r.address)
+			return AS_EINVAL;
+		struct as_addr_range *last = m ? &ranges[m - 1] : NULL;
+		if (last && last->space == r.space &&
+		    (r.address <= end || r.address - end <= keep)) {
+			if (rend > end)
+				end = rend;
+			last->length = end - last->address;
+			continue;
+		}
+		uint64_t off;
+		if (last && last->space == r.space) {
+			uint64_t hole = r.address - end;
+			off = last->offset + last->length + gap +
+			      (hole & (gap - 1));
+		} else {
+			off = r.address & (gap - 1);
+		}
+		ranges[m++] = (struct as_addr_range){off, r.address, r.length,
+						     r.space};
+		end = rend;
+	}
+	if (m > UINT32_MAX)
+		return AS_ENOMEM;
+	t->addr_map = malloc(m * sizeof(*t->addr_map));
+	if (!t->addr_map)
+		return AS_ENOMEM;
+	memcpy(t->addr_map, ranges, m * sizeof(*t->addr_map));
+	t->naddr_map = (uint32_t)m;
+	return AS_OK;
+}
+
+/*
+ * The last range of `space` starting at or below `key` (an offset, or with
+ * `by_address` a real address), or NULL. Ranges are in the same order by
+ * both.
+ */
+static const struct as_addr_range *
+map_find(const struct as_trace *t, uint16_t space, uint64_t key,
+	 bool by_address)
+{
+	uint32_t lo = 0, hi = t->naddr_map; /* first range past key: [lo, hi) */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct as_addr_range *r = &t->addr_map[mid];
+		uint64_t v = by_address ? r->address : r->offset;
+		if (r->space < space || (r->space == space && v <= key))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	const struct as_addr_range *r = &t->addr_map[lo - 1];
+	return r->space == space ? r : NULL;
+}
+
+bool as_trace_address_of(const struct as_trace *t, uint16_t space,
+			 uint64_t offset, uint64_t *addr)
+{
+	const struct as_addr_range *r = t ? map_find(t, space, offset, false)
+					  : NULL;
+	if (!r || offset - r->offset >= r->length)
+		return false;
+	*addr = r->address + (offset - r->offset);
+	return true;
+}
+
+bool as_builder_offset_of(const struct as_builder *b, uint16_t space,
+			  uint64_t address, uint64_t *offset)
+{
+	/* A range's end too: an empty block may lie there. */
+	const struct as_addr_range *r = map_find(b->t, space, address, true);
+	if (!r || address - r->address > r->length)
+		return false;
+	*offset = r->offset + (address - r->address);
+	return true;
+}
+
 /* Default info for buffers [from, nbuffers). */
 static void info_fill(struct as_trace *t, uint32_t from)
 {
@@ -915,6 +1024,7 @@ void as_trace_destroy(struct as_trace *t)
 	free(t->segments);
 	free(t->info);
 	free(t->input_stats);
+	free(t->addr_map);
 	free(t);
 }
 

@@ -51,6 +51,22 @@ int as_builder_space_find(const struct as_builder *b, const char *name);
  */
 int as_builder_live_twice(struct as_builder *b, uint32_t *first,
 			  uint32_t *second);
+/*
+ * Build the trace's address map (once; AS_EINVAL after) from the real
+ * address ranges a reader met (address and length set, any order, overlaps
+ * allowed; `ranges` is reordered). Per space, ranges closer than `keep`
+ * bytes merge; each hole longer than `keep` shrinks to `gap` bytes plus its
+ * remainder modulo `gap`, so offsets keep the addresses' alignment up to
+ * `gap`; the lowest address of a space keeps its remainder modulo `gap` as
+ * its offset. `gap` a power of two, keep >= gap. Then as_builder_offset_of
+ * turns the reader's addresses into recorded offsets. O(n log n).
+ */
+int as_builder_addr_map(struct as_builder *b, struct as_addr_range *ranges,
+			size_t n, uint64_t keep, uint64_t gap);
+/* The recorded offset of real address `address` of `space`; false when no
+ * range of the map holds it. */
+bool as_builder_offset_of(const struct as_builder *b, uint16_t space,
+			  uint64_t address, uint64_t *offset);
 /* Find a buffer by name: the live one, else the most recent. */
 int64_t as_builder_lookup(struct as_builder *b, const char *name);
 

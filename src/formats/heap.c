@@ -10,7 +10,8 @@
  * Recorded offsets (`-s recorded`): the addresses, with every address range
  * that no block ever touched and that is longer than GAP_KEEP shrunk to one
  * page plus its remainder modulo the page, so offsets keep the addresses'
- * alignment. The main heap, thread arenas and mmap'ed blocks lie terabytes
+ * alignment; the trace's address map (as_trace_address_of) turns them back
+ * into addresses. The main heap, thread arenas and mmap'ed blocks lie terabytes
  * apart; shrunk, the plan's peak is the span malloc really used: the heap's
  * own fragmentation stays, the empty space between mappings goes. The
  * lowest block keeps its offset within its page.
@@ -28,7 +29,6 @@
 struct addr_entry {
 	uint64_t addr;          /* 0: empty slot (malloc never returns 0) */
 	uint64_t top;           /* highest end of a block here */
-	uint64_t shift;         /* what the recorded offset subtracts */
 	uint32_t count;         /* blocks handed out here */
 	uint32_t live;          /* the live buffer here, or AS_NONE */
 };
@@ -267,42 +267,38 @@ int as_heap_alloc(struct as_builder *b, struct as_heap *h, uint64_t addr,
 	return AS_OK;
 }
 
-static int by_addr(const void *a, const void *b)
-{
-	const struct addr_entry *x = a, *y = b;
-	return (x->addr > y->addr) - (x->addr < y->addr);
-}
-
-/* Recorded offsets: addresses with the untouched gaps shrunk. */
+/*
+ * Recorded offsets: the trace's address map over the touched ranges (each
+ * address's blocks), untouched gaps over GAP_KEEP shrunk to a page plus
+ * their remainder, then every buffer's address through it.
+ */
 static int shrink_gaps(struct as_builder *b, struct as_heap *h)
 {
 	if (!h->naddrs)
 		return AS_OK;
-	struct addr_entry *v = malloc(h->naddrs * sizeof(*v));
+	struct as_addr_range *v = malloc(h->naddrs * sizeof(*v));
 	if (!v)
 		return AS_ENOMEM;
 	size_t n = 0;
 	for (size_t i = 0; i <= h->addr_mask; i++)
 		if (h->addrs[i].addr)
-			v[n++] = h->addrs[i];
-	qsort(v, n, sizeof(*v), by_addr);
-	uint64_t shift = v[0].addr & ~(uint64_t)(PAGE - 1);
-	uint64_t top = v[0].top;
-	for (size_t i = 0; i < n; i++) {
-		if (v[i].addr > top && v[i].addr - top > GAP_KEEP) {
-			uint64_t gap = v[i].addr - top;
-			shift += gap - (PAGE + (gap & (PAGE - 1)));
-		}
-		if (v[i].top > top)
-			top = v[i].top;
-		addr_find(h, v[i].addr)->shift = shift;
-	}
+			v[n++] = (struct as_addr_range){
+				.address = h->addrs[i].addr,
+				.length = h->addrs[i].top - h->addrs[i].addr,
+			};
+	int err = as_builder_addr_map(b, v, n, GAP_KEEP, PAGE);
 	free(v);
+	if (err)
+		return err;
 	struct as_trace *t = as_builder_trace(b);
 	for (uint32_t i = 0; i < t->nbuffers; i++) {
 		struct as_buffer *buf = &t->buffers[i];
-		if (buf->recorded != AS_NO_OFFSET)
-			buf->recorded -= addr_find(h, buf->recorded)->shift;
+		uint64_t off;
+		if (buf->recorded == AS_NO_OFFSET)
+			continue;
+		if (!as_builder_offset_of(b, 0, buf->recorded, &off))
+			return AS_EINVAL; /* every address is in the map */
+		buf->recorded = off;
 	}
 	return AS_OK;
 }

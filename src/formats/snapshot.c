@@ -24,7 +24,10 @@
  *  - `oom` entries become AS_MARK_OOM marks; `allocator_settings` becomes
  *    the trace's metadata: {"allocator_settings": {...}} as JSON.
  *
- * Addresses are device addresses, kept as the buffers' recorded offsets.
+ * Recorded offsets are device addresses with the empty ranges between the
+ * segments and blocks of a device shrunk (the trace's address map turns them
+ * back); segments' addresses are offsets the same way. Names keep the real
+ * addresses.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +42,10 @@
 /* Frames text of one stack, and of all stacks (beyond: dropped, counted). */
 #define MAX_STACK_TEXT (64u << 10)
 #define MAX_FRAMES_TEXT ((size_t)256 << 20)
+/* Empty device address ranges shrink to this (and their remainder). */
+#define SEG_GAP ((uint64_t)4096)
+/* The same with expandable segments (at least any device's memory). */
+#define EXP_GAP ((uint64_t)1 << 40)
 
 enum act {
 	A_ALLOC,
@@ -1059,12 +1066,56 @@ out:
 
 /* ---- To the builder ---- */
 
+/*
+ * The address map: per device, the segments' and blocks' address ranges,
+ * the empty ranges between them shrunk to SEG_GAP (device addresses lie
+ * terabytes up; the recorded peak then reads as memory). With expandable
+ * segments only holes beyond EXP_GAP shrink, to EXP_GAP: PyTorch reserves
+ * a virtual range per stream and pool, and cuda-caching tells the ranges
+ * apart by their distance (more than a device).
+ */
+static int addr_map(struct ctx *c)
+{
+	size_t n = c->ndone + c->nbufs;
+	uint64_t gap = SEG_GAP;
+	if (!n)
+		return AS_OK;
+	struct as_addr_range *v = malloc(n * sizeof(*v));
+	if (!v)
+		return nomem(c);
+	for (size_t i = 0; i < c->ndone; i++) {
+		v[i] = (struct as_addr_range){.address = c->done[i].addr,
+					      .length = c->done[i].size,
+					      .space = (uint16_t)c->done[i].dev};
+		if (c->done[i].flags & AS_SEG_EXPANDABLE)
+			gap = EXP_GAP;
+	}
+	for (size_t i = 0; i < c->nbufs; i++)
+		v[c->ndone + i] = (struct as_addr_range){
+			.address = c->bufs[i].addr,
+			.length = c->bufs[i].size,
+			.space = (uint16_t)c->bufs[i].dev};
+	int err = as_builder_addr_map(c->b, v, n, gap, gap);
+	free(v);
+	return err ? nomem(c) : AS_OK;
+}
+
+/* The recorded offset of a device address (every one is in the map). */
+static uint64_t offset_of(struct ctx *c, uint32_t dev, uint64_t addr)
+{
+	uint64_t off = addr;
+	as_builder_offset_of(c->b, (uint16_t)dev, addr, &off);
+	return off;
+}
+
 static int emit(struct ctx *c, uint32_t ndev, uint64_t end_step)
 {
 	struct as_builder *b = c->b;
 	struct as_trace *t = as_builder_trace(b);
 	char name[48];
 	int err;
+	if ((err = addr_map(c)))
+		return err;
 	for (size_t i = 0; i < c->nbufs; i++) {
 		const struct sbuf *s = &c->bufs[i];
 		snprintf(name, sizeof(name), "b%llx_%u",
@@ -1075,7 +1126,7 @@ static int emit(struct ctx *c, uint32_t ndev, uint64_t end_step)
 		if (idx < 0)
 			return (int)idx;
 		struct as_buffer *buf = as_builder_buffer(b, (uint32_t)idx);
-		buf->recorded = s->addr;
+		buf->recorded = offset_of(c, s->dev, s->addr);
 		buf->space = (uint16_t)s->dev;
 		buf->stream = s->stream;
 		if (s->never_freed)
@@ -1116,7 +1167,8 @@ static int emit(struct ctx *c, uint32_t ndev, uint64_t end_step)
 		}
 		for (size_t i = 0; i < c->ndone; i++) {
 			const struct seg *s = &c->done[ord[i]];
-			struct as_segment out = {s->addr, s->size, s->start,
+			struct as_segment out = {offset_of(c, s->dev, s->addr),
+						 s->size, s->start,
 						 s->end, (uint16_t)s->dev,
 						 s->stream, s->flags};
 			if ((err = as_builder_segment(b, &out))) {

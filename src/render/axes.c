@@ -220,7 +220,58 @@ static bool ticks_room(const struct tick *t, uint32_t n, double y, double h)
 	return true;
 }
 
-/* Address ticks of one panel: per uncompressed piece, powers of two. */
+/*
+ * A panel of recorded offsets that stand for real addresses (the trace's
+ * address map; the `recorded` plan, as for segments in paint.c): its ticks
+ * name the real addresses.
+ */
+static bool shows_addresses(const struct panel *pn)
+{
+	return pn->t->naddr_map && pn->title &&
+	       strncmp(pn->title, "recorded", 8) == 0;
+}
+
+/* The tick label of offset a on such a panel; false in a shrunk hole. */
+static bool address_label(const struct panel *pn, uint64_t a, char *out,
+			  size_t len)
+{
+	uint64_t real;
+	if (!as_trace_address_of(pn->t, pn->space, a, &real))
+		return false;
+	snprintf(out, len, "0x%llx", (unsigned long long)real);
+	return true;
+}
+
+/*
+ * Major ticks of such a panel: the start of every range of the map (memory
+ * the recording used, after a shrunk hole), named by its real address.
+ */
+static uint32_t range_ticks(const struct panel *pn, struct tick *t,
+			    uint32_t n, uint32_t cap, double ytop, double ybot,
+			    double min_gap)
+{
+	const struct as_trace *tr = pn->t;
+	for (uint32_t k = 0; k < tr->naddr_map && n < cap; k++) {
+		const struct as_addr_range *m = &tr->addr_map[k];
+		if (m->space != pn->space)
+			continue;
+		double y = as_r_y_of(pn, m->offset);
+		if (y > ybot + 0.5 || y < ytop || !ticks_room(t, n, y, min_gap))
+			continue;
+		t[n].y = y;
+		t[n].major = true;
+		snprintf(t[n].label, sizeof(t[n].label), "0x%llx",
+			 (unsigned long long)m->address);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Address ticks of one panel: per uncompressed piece, powers of two. On a
+ * panel of recorded offsets with an address map, labels are the real
+ * addresses the offsets stand for.
+ */
 int as_r_build_ticks(struct as_render *r, struct panel *pn)
 {
 	free(pn->ticks);
@@ -233,6 +284,9 @@ int as_r_build_ticks(struct as_render *r, struct panel *pn)
 	/* Labels stay clear of the failed strip and title above. */
 	double ytop = pn->py + 6, ybot = pn->py + pn->ph;
 	const double min_gap = FS_TICK + 5;
+	bool real = shows_addresses(pn);
+	if (real)
+		n = range_ticks(pn, t, n, cap, ytop, ybot, min_gap);
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t k = 0; k < pn->npieces; k++) {
 			const struct piece *pc = &pn->pieces[k];
@@ -248,7 +302,12 @@ int as_r_build_ticks(struct as_render *r, struct panel *pn)
 				if (n < cap && ticks_room(t, n, ya, min_gap)) {
 					t[n].y = ya;
 					t[n].major = true;
-					if (hex)
+					if (real) {
+						if (!address_label(
+							    pn, pc->lo, t[n].label,
+							    sizeof(t[n].label)))
+							continue;
+					} else if (hex)
 						snprintf(t[n].label,
 							 sizeof(t[n].label),
 							 "0x%llx",
@@ -291,7 +350,12 @@ int as_r_build_ticks(struct as_render *r, struct panel *pn)
 				    ticks_room(t, n, y, min_gap)) {
 					t[n].y = y;
 					t[n].major = false;
-					if (hex && a != pc->lo) {
+					if (real) {
+						if (!address_label(
+							    pn, a, t[n].label,
+							    sizeof(t[n].label)))
+							goto next;
+					} else if (hex && a != pc->lo) {
 						char b[32];
 						as_r_fmt_bytes_tick(a - pc->lo, b,
 							       sizeof(b));
@@ -309,6 +373,7 @@ int as_r_build_ticks(struct as_render *r, struct panel *pn)
 					}
 					n++;
 				}
+			next:
 				if (a > UINT64_MAX - step)
 					break;
 				a += step;

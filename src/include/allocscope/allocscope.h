@@ -174,6 +174,20 @@ struct as_segment {
 enum { AS_SEG_EXPANDABLE = 1 << 0 };
 
 /*
+ * The address map: recorded offsets that stand for real addresses (device or
+ * heap addresses of a recording) are kept compressed, the empty address
+ * ranges between the memory the recording used shrunk to a small gap, so
+ * that a `recorded` plan's peak reads as memory. Each range says that
+ * offsets [offset, offset + length) of `space` are the real addresses
+ * [address, address + length). Ranges of one space do not overlap and are
+ * in the same order by offset and by address.
+ */
+struct as_addr_range {
+	uint64_t offset, address, length;
+	uint16_t space;
+};
+
+/*
  * What some inputs know of a buffer beyond its rectangle. `requested` is what
  * the program asked for (size minus requested is the allocator's rounding);
  * `free_requested` the time the program let go of it, at or before `end`
@@ -222,6 +236,10 @@ struct as_trace {
 				      * set aside (frees of unknown
 				      * addresses, ...) */
 	uint32_t ninput_stats;
+	struct as_addr_range *addr_map; /* by space, then offset; NULL
+					 * (count 0): offsets are not
+					 * compressed addresses */
+	uint32_t naddr_map;
 	struct as_trace_private *priv;
 };
 
@@ -257,6 +275,15 @@ uint64_t as_trace_lower_bound(const struct as_trace *t);
 
 /* The lower bound of one address space. */
 uint64_t as_trace_lower_bound_space(const struct as_trace *t, uint16_t space);
+
+/*
+ * The real address of recorded offset `offset` of `space` through the
+ * trace's address map: true with *addr set when a range holds the offset;
+ * false (and *addr untouched) when the trace has no map or the offset lies
+ * in a shrunk gap. O(log n).
+ */
+bool as_trace_address_of(const struct as_trace *t, uint16_t space,
+			 uint64_t offset, uint64_t *addr);
 
 /*
  * Building traces in code (generators, tests, parsers). Buffers are appended
