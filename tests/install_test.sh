@@ -1,8 +1,11 @@
 #!/bin/sh
 # meson install into a temporary root, then build a tiny program against the
 # installed headers and library through pkg-config alone, and run it.
-# Usage: install_test.sh BUILD_DIR SOURCE_DIR
-build=$1 src=$2
+# Usage: install_test.sh BUILD_DIR SOURCE_DIR [SANITIZERS]
+# A sanitizer build's library needs the tiny program built with the same.
+build=$1 src=$2 san=${3:-none}
+sanflags=""
+[ "$san" = none ] || sanflags="-fsanitize=$san"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "1..6"
@@ -29,7 +32,7 @@ mkdir -p "$tmp/pc"
 [ -n "$pc" ] && sed "s|^prefix=|prefix=$tmp/root|" "$pc" >"$tmp/pc/allocscope.pc"
 export PKG_CONFIG_PATH="$tmp/pc"
 check tiny_program_builds_against_the_installed_copy \
-	sh -c "cc -std=c11 -Wall -Werror -o '$tmp/tiny' '$src/tests/install/tiny.c' \
+	sh -c "cc -std=c11 -Wall -Werror $sanflags -o '$tmp/tiny' '$src/tests/install/tiny.c' \
 		\$(pkg-config --cflags --libs allocscope)"
 check tiny_program_plans_and_validates_a_trace \
 	"$tmp/tiny" "$src/traces/small-cnn.json"

@@ -54,7 +54,8 @@ int as_r_build_axis(struct panel *pn, bool compress)
 		sp[n].hi = as_r_end_addr(pn, i);
 		n++;
 	}
-	qsort(sp, n, sizeof(*sp), cmp_span);
+	if (n)
+		qsort(sp, n, sizeof(*sp), cmp_span);
 	uint32_t m = 0;
 	for (uint32_t k = 0; k < n; k++) {
 		if (m && sp[k].lo <= sp[m - 1].hi) {
