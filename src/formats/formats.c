@@ -291,3 +291,23 @@ int as_trace_load(const char *path, const char *format, struct as_trace **out,
 	fclose(f);
 	return err;
 }
+
+int as_recorded_lines(struct as_builder *b, struct as_line_state *st,
+		      const char *data, size_t len, as_line_fn fn,
+		      void *state, struct as_diag *diag)
+{
+	const char *p = data, *end = data + len, *s;
+	size_t n;
+	while ((s = as_next_line(&p, end, &n))) {
+		st->line++;
+		if (p == end && end[-1] != '\n') /* the file's last bytes */
+			return as_builder_count(b, "incomplete last line "
+						   "ignored (the writer "
+						   "stopped mid-line)",
+						1);
+		int err = fn(b, state, s, n, st->line, diag);
+		if (err)
+			return err;
+	}
+	return AS_OK;
+}

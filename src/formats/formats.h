@@ -46,4 +46,17 @@ extern const struct as_format_impl as_format_heaptrack;
 
 /* Line formats split their text with as_next_line (core/internal.h). */
 
+/* One whole line of a recording (no newline) and its number. */
+typedef int (*as_line_fn)(struct as_builder *b, void *state, const char *s,
+			  size_t len, uint64_t line, struct as_diag *diag);
+
+/*
+ * Feed the whole lines of a piece to fn, counting st->line. A last line
+ * with no newline at the very end of the file is a writer stopped mid-line
+ * (a killed program): counted in the trace's input stats and ignored.
+ */
+int as_recorded_lines(struct as_builder *b, struct as_line_state *st,
+		      const char *data, size_t len, as_line_fn fn,
+		      void *state, struct as_diag *diag);
+
 #endif

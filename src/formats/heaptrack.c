@@ -502,10 +502,10 @@ static int free_interpreted(struct as_builder *b, struct heaptrack *h,
 			       diag);
 }
 
-static int parse_line(struct as_builder *b, struct heaptrack *h,
-		      const char *s, size_t len, uint64_t line,
-		      struct as_diag *diag)
+static int parse_line(struct as_builder *b, void *state, const char *s,
+		      size_t len, uint64_t line, struct as_diag *diag)
 {
+	struct heaptrack *h = state;
 	if (len == 0 || s[0] == '#')
 		return AS_OK;
 	if (len > 1 && s[1] != ' ')
@@ -669,20 +669,7 @@ static int ht_lines(struct as_builder *b, struct as_line_state *st,
 		h->ips[h->nips++] = "";
 		h->nodes[h->nnodes++] = (struct node){0, 0, NULL};
 	}
-	const char *p = data, *end = data + len, *s;
-	size_t n;
-	while ((s = as_next_line(&p, end, &n))) {
-		st->line++;
-		if (p == end && end[-1] != '\n') /* the file's last bytes */
-			return as_builder_count(b, "incomplete last line "
-						   "ignored (the writer "
-						   "stopped mid-line)",
-						1);
-		int err = parse_line(b, h, s, n, st->line, diag);
-		if (err)
-			return err;
-	}
-	return AS_OK;
+	return as_recorded_lines(b, st, data, len, parse_line, h, diag);
 }
 
 static int ht_end(struct as_builder *b, struct as_line_state *st, int err,

@@ -105,9 +105,10 @@ static int no_more(const char *p, const char *end, uint64_t line,
 	return AS_OK;
 }
 
-static int parse_line(struct as_builder *b, struct mtrace *m, const char *s,
+static int parse_line(struct as_builder *b, void *state, const char *s,
 		      size_t len, uint64_t line, struct as_diag *diag)
 {
+	struct mtrace *m = state;
 	const char *p = s, *end = s + len;
 	const char *caller = NULL;
 	while (p < end && (*p == ' ' || *p == '\t'))
@@ -226,20 +227,7 @@ static int mtrace_lines(struct as_builder *b, struct as_line_state *st,
 		if (!(m->heap = as_heap_create()))
 			return AS_ENOMEM;
 	}
-	const char *p = data, *end = data + len, *s;
-	size_t n;
-	while ((s = as_next_line(&p, end, &n))) {
-		st->line++;
-		if (p == end && end[-1] != '\n') /* the file's last bytes */
-			return as_builder_count(b, "incomplete last line "
-						   "ignored (the writer "
-						   "stopped mid-line)",
-						1);
-		int err = parse_line(b, m, s, n, st->line, diag);
-		if (err)
-			return err;
-	}
-	return AS_OK;
+	return as_recorded_lines(b, st, data, len, parse_line, m, diag);
 }
 
 static int mtrace_end(struct as_builder *b, struct as_line_state *st,

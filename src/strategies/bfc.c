@@ -925,51 +925,33 @@ static void bfc_stats(void *state, struct as_plan *p)
 
 /* ---- check ---- */
 
-struct problems {
-	uint64_t n;
-	char *msg;
-	size_t len;
-};
-
-static void problem(struct problems *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void problem(struct problems *p, const char *fmt, ...)
-{
-	if (p->n++ == 0 && p->msg && p->len) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(p->msg, p->len, fmt, ap);
-		va_end(ap);
-	}
-}
-
 /* Walk treap t: order, heap property, bin; returns its node count. */
 static uint64_t check_treap(const struct bfc *s, uint32_t t, int bin,
 			    const struct chunk *lo, const struct chunk *hi,
-			    struct problems *p, int depth)
+			    struct as_problems *p, int depth)
 {
 	if (t == NIL)
 		return 0;
 	if (t >= s->nchunks || depth > 200) {
-		problem(p, "bin %d: broken tree link %" PRIu32, bin, t);
+		as_problem(p, "bin %d: broken tree link %" PRIu32, bin, t);
 		return 0;
 	}
 	const struct chunk *c = &s->c[t];
 	if (c->in_use || c->size == 0)
-		problem(p, "bin %d holds chunk base+0x%" PRIx64
+		as_problem(p, "bin %d holds chunk base+0x%" PRIx64
 			   " which is not free",
 			bin, c->off);
 	if (c->bin != bin || bin_of(c->size) != bin)
-		problem(p, "chunk base+0x%" PRIx64 " size=%" PRIu64
+		as_problem(p, "chunk base+0x%" PRIx64 " size=%" PRIu64
 			   " is in bin %d",
 			c->off, c->size, bin);
 	if ((lo && !key_less(lo, c)) || (hi && !key_less(c, hi)))
-		problem(p, "bin %d out of (size, address) order at base+0x%" PRIx64,
+		as_problem(p, "bin %d out of (size, address) order at base+0x%" PRIx64,
 			bin, c->off);
 	for (int k = 0; k < 2; k++) {
 		uint32_t ch = k ? c->right : c->left;
 		if (ch != NIL && ch < s->nchunks && s->c[ch].prio > c->prio)
-			problem(p, "bin %d: heap order broken", bin);
+			as_problem(p, "bin %d: heap order broken", bin);
 	}
 	return 1 +
 	       check_treap(s, c->left, bin, lo, c, p, depth + 1) +
@@ -979,7 +961,7 @@ static uint64_t check_treap(const struct bfc *s, uint32_t t, int bin,
 uint64_t as_bfc_check(void *state, char *msg, size_t len)
 {
 	struct bfc *s = state;
-	struct problems p = {0, msg, len};
+	struct as_problems p = {0, msg, len};
 	uint64_t nfree = 0, nused = 0, used_bytes = 0, used_req = 0, pool = 0;
 	uint64_t nchunks = 0;
 	if (msg && len)
@@ -990,15 +972,15 @@ uint64_t as_bfc_check(void *state, char *msg, size_t len)
 		uint32_t prev = NIL;
 		pool += rg->size;
 		if (r > 0 && s->r[r - 1].off + s->r[r - 1].size > rg->off)
-			problem(&p, "regions overlap at base+0x%" PRIx64,
+			as_problem(&p, "regions overlap at base+0x%" PRIx64,
 				rg->off);
 		if (r > 0 && s->coalesce && region_end(&s->r[r - 1]) == rg->off)
-			problem(&p, "touching regions at base+0x%" PRIx64
+			as_problem(&p, "touching regions at base+0x%" PRIx64
 				    " were not coalesced",
 				rg->off);
 		for (uint32_t i = rg->first; i != NIL; i = s->c[i].next) {
 			if (i >= s->nchunks || nchunks > s->live_chunks) {
-				problem(&p, "region base+0x%" PRIx64
+				as_problem(&p, "region base+0x%" PRIx64
 					    ": broken chunk list",
 					rg->off);
 				break;
@@ -1006,26 +988,26 @@ uint64_t as_bfc_check(void *state, char *msg, size_t len)
 			const struct chunk *c = &s->c[i];
 			nchunks++;
 			if (c->prev != prev)
-				problem(&p, "chunk base+0x%" PRIx64
+				as_problem(&p, "chunk base+0x%" PRIx64
 					    ": prev link broken",
 					c->off);
 			if (c->off != at)
-				problem(&p, "chunk base+0x%" PRIx64
+				as_problem(&p, "chunk base+0x%" PRIx64
 					    " should start at base+0x%" PRIx64,
 					c->off, at);
 			if (c->size == 0 || c->size % MIN_ALLOC)
-				problem(&p, "chunk base+0x%" PRIx64
+				as_problem(&p, "chunk base+0x%" PRIx64
 					    " has size %" PRIu64,
 					c->off, c->size);
 			if (prev != NIL && !c->in_use && !s->c[prev].in_use)
-				problem(&p, "free neighbours at base+0x%" PRIx64,
+				as_problem(&p, "free neighbours at base+0x%" PRIx64,
 					c->off);
 			if (c->in_use) {
 				nused++;
 				used_bytes += c->size;
 				used_req += c->req;
 				if (c->req == 0 || c->req > c->size)
-					problem(&p, "chunk base+0x%" PRIx64
+					as_problem(&p, "chunk base+0x%" PRIx64
 						    " req=%" PRIu64 " size=%" PRIu64,
 						c->off, c->req, c->size);
 			} else {
@@ -1035,25 +1017,25 @@ uint64_t as_bfc_check(void *state, char *msg, size_t len)
 			prev = i;
 		}
 		if (at != region_end(rg))
-			problem(&p, "chunks of region base+0x%" PRIx64
+			as_problem(&p, "chunks of region base+0x%" PRIx64
 				    " end at base+0x%" PRIx64 ", not base+0x%" PRIx64,
 				rg->off, at, region_end(rg));
 	}
 	uint64_t in_bins = 0;
 	for (int b = 0; b < NUM_BINS; b++) {
 		if ((s->root[b] != NIL) != !!(s->nonempty & (1u << b)))
-			problem(&p, "bin %d: non-empty bit is wrong", b);
+			as_problem(&p, "bin %d: non-empty bit is wrong", b);
 		in_bins += check_treap(s, s->root[b], b, NULL, NULL, &p, 0);
 	}
 	if (in_bins != nfree || s->nfree != nfree)
-		problem(&p, "bins hold %" PRIu64 " chunks, %" PRIu64
+		as_problem(&p, "bins hold %" PRIu64 " chunks, %" PRIu64
 			    " chunks are free",
 			in_bins, nfree);
 	if (nchunks != s->live_chunks)
-		problem(&p, "%" PRIu64 " chunks in regions, %" PRIu32 " allocated",
+		as_problem(&p, "%" PRIu64 " chunks in regions, %" PRIu32 " allocated",
 			nchunks, s->live_chunks);
 	if (nused != s->live.n)
-		problem(&p, "%" PRIu64 " chunks in use, %" PRIu32 " live buffers",
+		as_problem(&p, "%" PRIu64 " chunks in use, %" PRIu32 " live buffers",
 			nused, s->live.n);
 	uint64_t in_map = 0;
 	for (uint32_t k = 0; k < s->live.cap; k++) {
@@ -1065,25 +1047,25 @@ uint64_t as_bfc_check(void *state, char *msg, size_t len)
 		while (j != k && s->live.e[j].buf != NIL)
 			j = (j + 1) & (s->live.cap - 1);
 		if (j != k)
-			problem(&p, "live buffer %" PRIu32 " is unreachable", le->buf);
+			as_problem(&p, "live buffer %" PRIu32 " is unreachable", le->buf);
 		if (le->chunk >= s->nchunks || !s->c[le->chunk].in_use)
-			problem(&p, "buffer %" PRIu32 " maps to a chunk not in use",
+			as_problem(&p, "buffer %" PRIu32 " maps to a chunk not in use",
 				le->buf);
 	}
 	if (in_map != s->live.n)
-		problem(&p, "live map holds %" PRIu64 " entries, counts %" PRIu32,
+		as_problem(&p, "live map holds %" PRIu64 " entries, counts %" PRIu32,
 			in_map, s->live.n);
 	if (used_bytes != s->bytes_in_use || used_req != s->req_in_use)
-		problem(&p, "bytes_in_use=%" PRIu64 " but chunks in use hold %" PRIu64,
+		as_problem(&p, "bytes_in_use=%" PRIu64 " but chunks in use hold %" PRIu64,
 			s->bytes_in_use, used_bytes);
 	if (pool != s->pool_bytes)
-		problem(&p, "pool_bytes=%" PRIu64 " but regions hold %" PRIu64,
+		as_problem(&p, "pool_bytes=%" PRIu64 " but regions hold %" PRIu64,
 			s->pool_bytes, pool);
 	if (s->bytes_in_use > s->peak_bytes_in_use ||
 	    s->pool_bytes > s->peak_pool_bytes || s->pool_bytes > s->total)
-		problem(&p, "peaks or limit below current values");
+		as_problem(&p, "peaks or limit below current values");
 	if (s->capacity && s->pool_bytes > s->capacity)
-		problem(&p, "pool_bytes=%" PRIu64 " exceeds capacity %" PRIu64,
+		as_problem(&p, "pool_bytes=%" PRIu64 " exceeds capacity %" PRIu64,
 			s->pool_bytes, s->capacity);
 	return p.n;
 }

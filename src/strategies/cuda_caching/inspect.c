@@ -228,27 +228,9 @@ void as_cuda_stats(void *state, struct as_plan *p)
 
 /* ---- check ---- */
 
-struct problems {
-	uint64_t n;
-	char *msg;
-	size_t len;
-};
-
-static void problem(struct problems *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void problem(struct problems *p, const char *fmt, ...)
-{
-	if (p->n++ == 0 && p->msg && p->len) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(p->msg, p->len, fmt, ap);
-		va_end(ap);
-	}
-}
-
 struct check_walk {
 	const struct cc *s;
-	struct problems *p;
+	struct as_problems *p;
 	uint64_t seg_addr, at, blocks, allocated, reserved, isplit;
 	char last;
 };
@@ -265,19 +247,19 @@ static bool check_one(void *ctx, const struct segment *g,
 		w->last = 0;
 	}
 	if (a != w->at)
-		problem(w->p, "segment 0x%" PRIx64 ": block at +0x%" PRIx64
+		as_problem(w->p, "segment 0x%" PRIx64 ": block at +0x%" PRIx64
 			      " does not follow the previous one (+0x%" PRIx64 ")",
 			sa, a - sa, w->at - sa);
 	if (n == 0)
-		problem(w->p, "segment 0x%" PRIx64 ": empty block", sa);
+		as_problem(w->p, "segment 0x%" PRIx64 ": empty block", sa);
 	if (st == w->last && st != 'a')
-		problem(w->p, "segment 0x%" PRIx64 ": two %s neighbours at +0x%" PRIx64
+		as_problem(w->p, "segment 0x%" PRIx64 ": two %s neighbours at +0x%" PRIx64
 			      " not merged",
 			sa, st == 'f' ? "free" : "unmapped", a - sa);
 	w->last = st;
 	w->at = a + n;
 	if (w->at > sa + ss)
-		problem(w->p, "segment 0x%" PRIx64 ": block +0x%" PRIx64
+		as_problem(w->p, "segment 0x%" PRIx64 ": block +0x%" PRIx64
 			      " runs past its end",
 			sa, a - sa);
 	w->blocks++;
@@ -289,7 +271,7 @@ static bool check_one(void *ctx, const struct segment *g,
 uint64_t as_cuda_check(void *state, char *msg, size_t len)
 {
 	const struct cc *s = state;
-	struct problems p = {0, msg, len};
+	struct as_problems p = {0, msg, len};
 	struct check_walk w = {.s = s, .p = &p, .seg_addr = UINT64_MAX};
 	seg_walk(s, check_one, &w);
 	uint64_t reserved = 0, isplit = 0, nseg = 0, free_blocks = 0;
@@ -303,11 +285,11 @@ uint64_t as_cuda_check(void *state, char *msg, size_t len)
 		for (uint32_t x = g->first; x != NIL; x = s->b[x].next) {
 			const struct block *b = &s->b[x];
 			if (!b->used || b->seg != i)
-				problem(&p, "segment 0x%" PRIx64
+				as_problem(&p, "segment 0x%" PRIx64
 					    ": block list holds a stray block",
 					g->addr);
 			if (b->next != NIL && s->b[b->next].prev != x)
-				problem(&p, "segment 0x%" PRIx64
+				as_problem(&p, "segment 0x%" PRIx64
 					    ": prev/next links disagree",
 					g->addr);
 			sum += b->size;
@@ -321,7 +303,7 @@ uint64_t as_cuda_check(void *state, char *msg, size_t len)
 					b->addr);
 				if (it == NIL || s->tp.n[it].val != x ||
 				    s->tp.n[it].k2 != b->addr)
-					problem(&p, "free block 0x%" PRIx64
+					as_problem(&p, "free block 0x%" PRIx64
 						    " is not in its pool",
 						b->addr);
 				if (as_cuda_counts_inactive_split(s, b))
@@ -329,20 +311,20 @@ uint64_t as_cuda_check(void *state, char *msg, size_t len)
 			}
 			if (b->allocated && (b->buf == NIL ||
 					     s->blk_of[b->buf] != x))
-				problem(&p, "allocated block 0x%" PRIx64
+				as_problem(&p, "allocated block 0x%" PRIx64
 					    " is not its buffer's",
 					b->addr);
 			if (b->small != g->small)
-				problem(&p, "block 0x%" PRIx64
+				as_problem(&p, "block 0x%" PRIx64
 					    " is in the other pool's segment",
 					b->addr);
 		}
 		if (sum != g->size)
-			problem(&p, "segment 0x%" PRIx64 ": blocks cover %" PRIu64
+			as_problem(&p, "segment 0x%" PRIx64 ": blocks cover %" PRIu64
 				    " of %" PRIu64 " bytes",
 				g->addr, sum, g->size);
 		if (mapped != g->mapped)
-			problem(&p, "segment 0x%" PRIx64 ": %" PRIu64
+			as_problem(&p, "segment 0x%" PRIx64 ": %" PRIu64
 				    " bytes mapped, blocks say %" PRIu64,
 				g->addr, g->mapped, mapped);
 	}
@@ -354,24 +336,24 @@ uint64_t as_cuda_check(void *state, char *msg, size_t len)
 		     it = as_cuda_t_next(&s->tp, s->pools[k].blocks, it))
 			pooled++;
 	if (pooled != free_blocks)
-		problem(&p, "pools hold %" PRIu64 " blocks, segments %" PRIu64
+		as_problem(&p, "pools hold %" PRIu64 " blocks, segments %" PRIu64
 			    " free ones",
 			pooled, free_blocks);
 	if (reserved != s->reserved_bytes.cur)
-		problem(&p, "reserved_bytes=%" PRIu64 " but segments hold %" PRIu64,
+		as_problem(&p, "reserved_bytes=%" PRIu64 " but segments hold %" PRIu64,
 			s->reserved_bytes.cur, reserved);
 	if (w.allocated != s->allocated_bytes.cur)
-		problem(&p, "allocated_bytes=%" PRIu64 " but blocks hold %" PRIu64,
+		as_problem(&p, "allocated_bytes=%" PRIu64 " but blocks hold %" PRIu64,
 			s->allocated_bytes.cur, w.allocated);
 	if (isplit != s->inactive_split_bytes.cur)
-		problem(&p, "inactive_split_bytes=%" PRIu64 " but %" PRIu64
+		as_problem(&p, "inactive_split_bytes=%" PRIu64 " but %" PRIu64
 			    " found",
 			s->inactive_split_bytes.cur, isplit);
 	if (nseg != s->segment.cur)
-		problem(&p, "segment=%" PRIu64 " but %" PRIu64 " are live",
+		as_problem(&p, "segment=%" PRIu64 " but %" PRIu64 " are live",
 			s->segment.cur, nseg);
 	if (s->capacity && s->reserved_bytes.cur > s->capacity)
-		problem(&p, "reserved_bytes=%" PRIu64 " exceeds capacity %" PRIu64,
+		as_problem(&p, "reserved_bytes=%" PRIu64 " exceeds capacity %" PRIu64,
 			s->reserved_bytes.cur, s->capacity);
 	return p.n;
 }
