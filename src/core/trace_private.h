@@ -70,4 +70,38 @@ bool as_builder_offset_of(const struct as_builder *b, uint16_t space,
 /* Find a buffer by name: the live one, else the most recent. */
 int64_t as_builder_lookup(struct as_builder *b, const char *name);
 
+/* The builder's state (trace.c; recorded.c keeps what inputs record). */
+struct as_builder {
+	struct as_trace *t;
+	uint32_t cap_buffers, cap_events, cap_cases, cap_symbols,
+		cap_frames, nframes;
+	/*
+	 * Live names: open addressing with linear probing over buffer
+	 * indices (AS_NONE marks an empty slot); deletion shifts back, so
+	 * there are no tombstones. Load stays below 1/2. live_hash holds
+	 * each slot's name hash (its low 32 bits): probes compare it before
+	 * the names, and moves never hash a name again.
+	 */
+	uint32_t *live, *live_hash;
+	uint32_t live_mask, live_n;
+	uint64_t time;
+	bool timed, ordered;
+	uint32_t cap_marks, cap_segments, cap_info, ninfo, cap_input_stats;
+	uint64_t cap_clock, nclock; /* clock readings held: steps [0, nclock) */
+	/* Space names past spaces[0] (which parsers may rename): open
+	 * addressing over space indices, 0 marks an empty slot. */
+	uint16_t *space_slots;
+	uint32_t space_mask, cap_spaces;
+	/* Symbols by name: open addressing over symbol index + 1 (0: empty). */
+	uint32_t *sym_slots;
+	uint32_t sym_mask;
+};
+
+/* Grow *arr to hold `need` elements (doubling); false when it cannot. */
+bool as_builder_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+/* Clock readings for steps up to `step`, repeating the last (recorded.c). */
+int as_builder_clock_fill(struct as_builder *b, uint64_t step);
+/* Default info for buffers [from, nbuffers) (recorded.c). */
+void as_trace_info_fill(struct as_trace *t, uint32_t from);
+
 #endif
