@@ -6,18 +6,7 @@ exe=${AS_EXE:?}
 src=${AS_SOURCE_DIR:?}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-failed=0
-
-ok() { # ok NAME CONDITION-STATUS
-	n=$((n + 1))
-	if [ "$2" -eq 0 ]; then
-		echo "ok $n - $1"
-	else
-		echo "not ok $n - $1"
-		failed=$((failed + 1))
-	fi
-}
+. "$src/tests/tap.sh"
 
 # Bad inputs (tests/bad/): tests/bad_input_test.sh.
 cd "$src"

@@ -12,18 +12,7 @@ src=${AS_SOURCE_DIR:?}
 shared=${AS_SHARED_DIR:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-failed=0
-
-ok() { # ok NAME STATUS
-	n=$((n + 1))
-	if [ "$2" -eq 0 ]; then
-		echo "ok $n - $1"
-	else
-		echo "not ok $n - $1"
-		failed=$((failed + 1))
-	fi
-}
+. "$src/tests/tap.sh"
 
 skip() {
 	n=$((n + 1))
