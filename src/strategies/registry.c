@@ -3,6 +3,8 @@
  * runs them (options, timing, aliases). Adding a strategy is one file and
  * one line in `registry` below.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -84,6 +86,56 @@ static void resolve_aliases(const struct as_trace *t, struct as_plan *p)
 }
 
 /*
+ * A plan holds at most 2^64-1 bytes, all its spaces together: the limit a
+ * trace is held to at load (core/limits.c), so no figure saturates. In
+ * allocation order, a buffer that ends past 2^64-1 or would take the sum of
+ * the spaces' peaks past it fails, as an allocation fails when memory is
+ * full; an offline planner that gives up on the trace as a whole
+ * (AS_STRATEGY_PAST_2_64) fails every buffer. The same rule for every
+ * strategy, here only (docs/strategies.md, "Past 2^64").
+ */
+static int fail_past_2_64(const struct as_trace *t, struct as_plan *p,
+			  bool all)
+{
+	uint16_t ns = p->nspaces > t->nspaces ? p->nspaces : t->nspaces;
+	uint64_t *top = calloc(ns ? ns : 1, sizeof(*top));
+	if (!top)
+		return AS_ENOMEM;
+	uint64_t total = 0, failed = 0;
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		uint64_t off = p->offset[i], size = t->buffers[i].size;
+		uint16_t sp = as_plan_space_of(p, t, i);
+		if (off == AS_NO_OFFSET || sp >= ns)
+			continue; /* the validator reports a bad space */
+		uint64_t end = off + size;
+		if (!all && off <= UINT64_MAX - size &&
+		    (end <= top[sp] || end - top[sp] <= UINT64_MAX - total)) {
+			if (end > top[sp]) {
+				total += end - top[sp];
+				top[sp] = end;
+			}
+			continue;
+		}
+		p->offset[i] = AS_NO_OFFSET;
+		failed += size > 0;
+	}
+	/* What a strategy placed inside a failed buffer fails with it. */
+	for (uint32_t i = 0; failed && i < t->nbuffers; i++) {
+		uint32_t a = as_plan_alias_of(p, t, i);
+		if (a < t->nbuffers && p->offset[a] == AS_NO_OFFSET)
+			p->offset[i] = AS_NO_OFFSET;
+	}
+	free(top);
+	if (!failed)
+		return AS_OK;
+	char note[96];
+	snprintf(note, sizeof(note),
+		 "%llu allocations failed: memory past 2^64-1 bytes",
+		 (unsigned long long)failed);
+	return as_plan_note(p, note);
+}
+
+/*
  * The strategy SPEC names ("NAME[:k=v,...]"), checked against the trace;
  * *opts points at the options part of SPEC.
  */
@@ -152,6 +204,8 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 			diag->line = t->cases[0].line;
 		if (err == AS_OK)
 			err = s->plan(t, &o, p, diag);
+		if (err == AS_STRATEGY_PAST_2_64)
+			err = fail_past_2_64(t, p, true);
 		for (uint32_t i = 0; err == AS_OK && i < t->nbuffers; i++)
 			if (t->buffers[i].size == 0 &&
 			    p->offset[i] == AS_NO_OFFSET)
@@ -163,6 +217,10 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 			as_diag_set(diag, 0, err, "%s: out of memory", name);
 		as_plan_destroy(p);
 		return err;
+	}
+	if ((err = fail_past_2_64(t, p, false))) {
+		as_plan_destroy(p);
+		return as_diag_set(diag, 0, err, "%s: out of memory", name);
 	}
 	resolve_aliases(t, p);
 	*out = p;

@@ -125,8 +125,7 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 		free(inc);
 	}
 	if (err == AS_EUNSUPPORTED)
-		return as_diag_set(diag, 0, err,
-				   "strip: offsets overflow 64 bits");
+		return AS_STRATEGY_PAST_2_64;
 	if (err == AS_ENOMEM)
 		return as_diag_set(diag, 0, err, "out of memory");
 	return err;
