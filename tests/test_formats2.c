@@ -59,9 +59,9 @@ static void mtrace_realloc_frees_the_old_block_and_links_the_new_one(void)
 		CHECK_EQ_U64(a->size, 16);
 		CHECK_EQ_U64(b->size, 64);
 		CHECK(a->end <= b->start);
-		CHECK(t->info != NULL);
-		if (t->info)
-			CHECK_EQ_U64(t->info[1].realloc_of, 0);
+		CHECK_EQ_U64(as_trace_realloc_of(t, 1), 0);
+		CHECK_EQ_U64(as_trace_realloc_of(t, 0), AS_NONE);
+		CHECK(t->info == NULL); /* links are kept apart */
 		CHECK(t->frames && t->frames[1]);
 		if (t->frames && t->frames[1])
 			CHECK_STR(t->frames[1], "./p:[0x401140]");

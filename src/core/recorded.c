@@ -202,8 +202,36 @@ void as_trace_info_fill(struct as_trace *t, uint32_t from)
 		t->info[i] = (struct as_buffer_info){
 			.requested = t->buffers[i].size,
 			.free_requested = UINT64_MAX,
-			.realloc_of = AS_NONE,
 		};
+}
+
+int as_builder_realloc_of(struct as_builder *b, uint32_t idx, uint32_t of)
+{
+	struct as_trace *t = b->t;
+	if (idx >= t->nbuffers || of >= t->nbuffers || of == idx ||
+	    (t->nreallocs && t->reallocs[t->nreallocs - 1].buffer >= idx))
+		return AS_EINVAL;
+	if (!as_builder_grow((void **)&t->reallocs, &b->cap_reallocs,
+			     t->nreallocs + 1, sizeof(*t->reallocs)))
+		return AS_ENOMEM;
+	t->reallocs[t->nreallocs++] = (struct as_realloc){idx, of};
+	return AS_OK;
+}
+
+uint32_t as_trace_realloc_of(const struct as_trace *t, uint32_t buffer)
+{
+	uint32_t lo = 0, hi = t ? t->nreallocs : 0;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		uint32_t v = t->reallocs[mid].buffer;
+		if (v == buffer)
+			return t->reallocs[mid].realloc_of;
+		if (v < buffer)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return AS_NONE;
 }
 
 struct as_buffer_info *as_builder_info(struct as_builder *b, uint32_t idx)

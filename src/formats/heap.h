@@ -36,6 +36,9 @@ int as_heap_free(struct as_builder *b, struct as_heap *h, uint64_t addr,
 /* The one copy the trace holds of string `s`. NULL when out of memory. */
 const char *as_heap_intern(struct as_builder *b, struct as_heap *h,
 			   const char *s);
+/* The same for the `len` bytes at s (no NUL among them). */
+const char *as_heap_intern_n(struct as_builder *b, struct as_heap *h,
+			     const char *s, size_t len);
 
 /*
  * After the last line: count the blocks still live under `live_key` (a

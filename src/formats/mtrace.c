@@ -13,8 +13,8 @@
  *                                              program was killed or exited
  *
  * A buffer lives from its `+` (or `>`) to the `-` (or `<`) of its address;
- * a realloc frees the old block and allocates the new one, linked through
- * the new one's info (realloc_of). Blocks never freed live to the end. A
+ * a realloc frees the old block and allocates the new one, linked to it
+ * (as_trace_realloc_of). Blocks never freed live to the end. A
  * free of an address never allocated (allocated before tracing started) is
  * ignored and counted; so is an allocation at an address still live (its
  * free was not traced). Failed allocations are marks, not buffers.
@@ -138,10 +138,7 @@ static int parse_line(struct as_builder *b, void *state, const char *s,
 			return as_diag_set(diag, line, AS_EPARSE,
 					   "caller longer than %u bytes",
 					   MAX_CALLER);
-		char text[MAX_CALLER];
-		memcpy(text, c, n);
-		text[n] = 0;
-		if (!(caller = as_heap_intern(b, m->heap, text)))
+		if (!(caller = as_heap_intern_n(b, m->heap, c, n)))
 			return AS_ENOMEM;
 		p = ce;
 		while (p < end && *p == ' ')
