@@ -287,6 +287,7 @@ int as_heap_alloc(struct as_builder *b, struct as_heap *h, uint64_t addr,
  */
 static int shrink_gaps(struct as_builder *b, struct as_heap *h)
 {
+	/* Frees the address table (after the last line, nothing needs it). */
 	if (!h->naddrs)
 		return AS_OK;
 	struct as_addr_range *v = malloc(h->naddrs * sizeof(*v));
@@ -299,6 +300,10 @@ static int shrink_gaps(struct as_builder *b, struct as_heap *h)
 				.address = h->addrs[i].addr,
 				.length = h->addrs[i].top - h->addrs[i].addr,
 			};
+	/* The table is done with: the map is the load's last peak. */
+	free(h->addrs);
+	h->addrs = NULL;
+	h->naddrs = 0;
 	int err = as_builder_addr_map(b, v, n, GAP_KEEP, PAGE);
 	free(v);
 	if (err)

@@ -42,7 +42,8 @@ const char *as_heap_intern_n(struct as_builder *b, struct as_heap *h,
 
 /*
  * After the last line: count the blocks still live under `live_key` (a
- * literal) and turn recorded addresses into offsets.
+ * literal) and turn recorded addresses into offsets; the address table is
+ * freed (no block calls may follow).
  */
 int as_heap_finish(struct as_builder *b, struct as_heap *h,
 		   const char *live_key);
