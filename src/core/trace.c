@@ -412,6 +412,17 @@ int as_builder_free_index(struct as_builder *b, uint32_t idx, uint64_t line,
 	return push_event(b, AS_EV_FREE, idx);
 }
 
+int as_builder_leak_index(struct as_builder *b, uint32_t idx)
+{
+	struct as_trace *t = b->t;
+	if (idx >= t->nbuffers || b->unique_live == 0)
+		return AS_EINVAL;
+	t->buffers[idx].end = b->time;
+	t->buffers[idx].flags |= AS_BUF_NEVER_FREED;
+	b->unique_live--;
+	return AS_OK;
+}
+
 int as_builder_free(struct as_builder *b, const char *name, uint64_t line,
 		    struct as_diag *diag)
 {

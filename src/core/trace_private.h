@@ -82,6 +82,12 @@ int64_t as_builder_alloc_unique(struct as_builder *b, const char *name,
 				struct as_diag *diag);
 int as_builder_free_index(struct as_builder *b, uint32_t idx, uint64_t line,
 			  struct as_diag *diag);
+/*
+ * After the last operation: live buffer idx of as_builder_alloc_unique is
+ * never freed (ends with the trace), as the end would do; a reader that
+ * knows its live buffers saves the end a pass over all of them.
+ */
+int as_builder_leak_index(struct as_builder *b, uint32_t idx);
 /* Find a buffer by name: the live one, else the most recent. */
 int64_t as_builder_lookup(struct as_builder *b, const char *name);
 

@@ -270,15 +270,21 @@ size_t as_bom_len(const char *s, size_t len)
 uint64_t as_hash_mem(const void *p, size_t len)
 {
 	const unsigned char *s = p;
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ len;
-	for (; len >= 8; s += 8, len -= 8) {
-		uint64_t w;
-		memcpy(&w, s, 8);
-		h = (h ^ w) * 0xff51afd7ed558ccdULL;
-		h ^= h >> 32;
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ len, w = 0;
+	size_t n = len;
+	if (n >= 8) {
+		for (; n > 8; s += 8, n -= 8) {
+			memcpy(&w, s, 8);
+			h = (h ^ w) * 0xff51afd7ed558ccdULL;
+			h ^= h >> 32;
+		}
+		/* The last 8 bytes, overlapping: one whole load (a load of
+		 * bytes stored one at a time stalls). */
+		memcpy(&w, s + n - 8, 8);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			w = w << 8 | s[i];
 	}
-	uint64_t w = 0;
-	memcpy(&w, s, len);
 	h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
 	return h ^ (h >> 29);
 }

@@ -325,9 +325,13 @@ int as_heap_finish(struct as_builder *b, struct as_heap *h,
 		   const char *live_key)
 {
 	uint64_t live = 0;
-	for (size_t i = 0; h->addrs && i <= h->addr_mask; i++)
-		if (h->addrs[i].addr && h->addrs[i].live != AS_NONE)
+	int err = AS_OK;
+	for (size_t i = 0; !err && h->addrs && i <= h->addr_mask; i++)
+		if (h->addrs[i].addr && h->addrs[i].live != AS_NONE) {
+			err = as_builder_leak_index(b, h->addrs[i].live);
 			live++;
-	int err = live ? as_builder_count(b, live_key, live) : AS_OK;
+		}
+	if (!err && live)
+		err = as_builder_count(b, live_key, live);
 	return err ? err : shrink_gaps(b, h);
 }
