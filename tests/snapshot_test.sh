@@ -24,7 +24,8 @@ if ! command -v python3 >/dev/null; then
 	exit 0
 fi
 
-# Per device "cuda:N lower_bound=X buffers=Y" from replay --json.
+# Per device "cuda:N lower_bound=X buffers=Y [reserved_peak=Z]" from
+# replay --json.
 figures() {
 	python3 - "$1" <<'EOF'
 import json, sys
@@ -34,7 +35,8 @@ if devs is None:  # nothing recorded: all the figures are the totals
     print(f"total lower_bound={t['lower_bound']} buffers={t['buffers']}")
 else:
     for d in devs:
-        print(f"{d['device']} lower_bound={d['lower_bound']} buffers={d['buffers']}")
+        r = f" reserved_peak={d['reserved_peak']}" if "reserved_peak" in d else ""
+        print(f"{d['device']} lower_bound={d['lower_bound']} buffers={d['buffers']}{r}")
 EOF
 }
 
@@ -71,7 +73,7 @@ for f in "${files[@]}"; do
 		echo "#   $b: rc=$rc; ours / reference:"
 		sed 's/^/#     /' "$tmp/ours" "$tmp/want" "$tmp/err" 2>/dev/null
 	fi
-	ok "$b: per device, the lower bound and buffer count equal the reference reader's" $s
+	ok "$b: per device, the lower bound, buffer count and reserved peak equal the reference reader's" $s
 
 	"$exe" replay "$f" --no-progress >"$tmp/table" 2>"$tmp/err"
 	rc=$?

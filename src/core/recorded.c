@@ -86,6 +86,59 @@ int as_builder_segment(struct as_builder *b, const struct as_segment *s)
 	return AS_OK;
 }
 
+/* ---- Reserved memory ---- */
+
+struct seg_event {
+	uint64_t time, size;
+	uint16_t space;
+	bool open;
+};
+
+static int by_seg_time(const void *a, const void *b)
+{
+	const struct seg_event *x = a, *y = b;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return (int)x->open - (int)y->open; /* ends first */
+}
+
+int as_trace_reserved_peaks(const struct as_trace *t, uint64_t *peak)
+{
+	memset(peak, 0, (size_t)t->nspaces * sizeof(*peak));
+	if (t->nsegments == 0)
+		return AS_OK;
+	struct seg_event *ev = malloc(((size_t)t->nsegments * 2) * sizeof(*ev));
+	uint64_t *cur = calloc((size_t)t->nspaces, sizeof(*cur));
+	if (!ev || !cur) {
+		free(ev);
+		free(cur);
+		return AS_ENOMEM;
+	}
+	size_t n = 0;
+	for (uint32_t i = 0; i < t->nsegments; i++) {
+		const struct as_segment *s = &t->segments[i];
+		if (s->space >= t->nspaces || s->end <= s->start)
+			continue;
+		ev[n++] = (struct seg_event){s->start, s->size, s->space, true};
+		ev[n++] = (struct seg_event){s->end, s->size, s->space, false};
+	}
+	qsort(ev, n, sizeof(*ev), by_seg_time);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t *c = &cur[ev[i].space];
+		if (ev[i].open) {
+			*c = *c > UINT64_MAX - ev[i].size ? UINT64_MAX
+							  : *c + ev[i].size;
+			if (*c > peak[ev[i].space])
+				peak[ev[i].space] = *c;
+		} else {
+			*c = *c > ev[i].size ? *c - ev[i].size : 0;
+		}
+	}
+	free(ev);
+	free(cur);
+	return AS_OK;
+}
+
 /* ---- Address map ---- */
 
 static int by_space_addr(const void *x, const void *y)

@@ -296,6 +296,14 @@ uint64_t as_trace_lower_bound_space(const struct as_trace *t, uint16_t space);
 bool as_trace_address_of(const struct as_trace *t, uint16_t space,
 			 uint64_t offset, uint64_t *addr);
 
+/*
+ * The most memory the recording allocator held reserved at once in each
+ * space (the trace's segments, ends before starts at equal times): peak[s]
+ * for every s < t->nspaces, 0 for a space without segments. AS_OK, or
+ * AS_ENOMEM (peak zeroed). O(n log n) in the segments.
+ */
+int as_trace_reserved_peaks(const struct as_trace *t, uint64_t *peak);
+
 /* The buffer that buffer `buffer` replaced through realloc, or AS_NONE.
  * O(log n) over the trace's links. */
 uint32_t as_trace_realloc_of(const struct as_trace *t, uint32_t buffer);
