@@ -77,6 +77,31 @@ static struct addr_entry *addr_find(struct as_heap *h, uint64_t addr)
 	return h->addrs[i].addr ? &h->addrs[i] : NULL;
 }
 
+void as_heap_prefetch(const struct as_heap *h, uint64_t addr)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	if (h->addrs)
+		__builtin_prefetch(&h->addrs[hash_u64(addr) & h->addr_mask]);
+#else
+	(void)h;
+	(void)addr;
+#endif
+}
+
+void as_heap_prefetch_live(struct as_builder *b, struct as_heap *h,
+			   uint64_t addr)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	const struct addr_entry *e = addr_find(h, addr);
+	if (e && e->live != AS_NONE)
+		__builtin_prefetch(as_builder_buffer(b, e->live), 1);
+#else
+	(void)b;
+	(void)h;
+	(void)addr;
+#endif
+}
+
 static struct addr_entry *addr_get(struct as_heap *h, uint64_t addr)
 {
 	struct addr_entry *e = addr_find(h, addr);
