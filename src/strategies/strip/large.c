@@ -26,12 +26,16 @@ struct repair {
 	uint64_t *off, *save;
 	const uint8_t *fixed;
 	uint32_t *win;
-	uint32_t nwin;
+	uint32_t nwin, placed;
 	uint64_t rng;
 };
 
-/* Re-place the window in its current order; highest top, or UINT64_MAX. */
-static uint64_t refill(struct repair *rp)
+/*
+ * Re-place the window in its current order; highest top, UINT64_MAX on
+ * overflow or UINT64_MAX - 1 when the deadline cut it (restore() then puts
+ * the window back).
+ */
+static uint64_t refill(struct repair *rp, double deadline)
 {
 	uint64_t high = 0;
 	for (uint32_t k = 0; k < rp->nwin; k++)
@@ -39,19 +43,28 @@ static uint64_t refill(struct repair *rp)
 	for (uint32_t k = 0; k < rp->nwin; k++) {
 		uint32_t i = rp->win[k];
 		uint64_t y;
-		if (!as_placer_find(rp->pl, i, AS_FIT_LOWEST, &y, NULL))
-			return UINT64_MAX; /* leaves the window half placed */
+		/* A find costs what shares time with i: look at the clock. */
+		if (k % 32 == 31 && as_now_ms() > deadline) {
+			rp->placed = k;
+			return UINT64_MAX - 1;
+		}
+		if (!as_placer_find(rp->pl, i, AS_FIT_LOWEST, &y, NULL)) {
+			rp->placed = k;
+			return UINT64_MAX;
+		}
 		rp->off[i] = y;
 		as_placer_put(rp->pl, i, y);
 		if (y + rp->pb->r[i].size > high)
 			high = y + rp->pb->r[i].size;
 	}
+	rp->placed = rp->nwin;
 	return high;
 }
 
+/* Put the window back where it was (after a refill that placed `placed`). */
 static void restore(struct repair *rp)
 {
-	for (uint32_t k = 0; k < rp->nwin; k++)
+	for (uint32_t k = 0; k < rp->placed; k++)
 		as_placer_pop(rp->pl, rp->win[k]);
 	for (uint32_t k = 0; k < rp->nwin; k++) {
 		uint32_t i = rp->win[k];
@@ -133,13 +146,18 @@ static uint64_t repair_peak(const struct as_problem *pb, uint64_t *off,
 				/* save[] follows win[]: refresh it. */
 				for (uint32_t k = 0; k < rp.nwin; k++)
 					rp.save[k] = off[rp.win[k]];
-				uint64_t high = refill(&rp);
+				uint64_t high = refill(&rp, deadline);
+				if (high == UINT64_MAX - 1) {
+					restore(&rp); /* out of time */
+					break;
+				}
 				if (high < peak) {
 					done = true;
 					(*moves)++;
 				} else if (high != UINT64_MAX) {
 					restore(&rp);
 				} else {
+					restore(&rp);
 					*err = AS_EUNSUPPORTED;
 					goto out;
 				}
@@ -373,6 +391,11 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 			memcpy(off, tmp, n * sizeof(uint64_t));
 		}
 	}
+	/* The baselines' best, when it is better, is where the search starts. */
+	if (cfg->start && cfg->start_peak < best) {
+		best = cfg->start_peak;
+		memcpy(off, cfg->start, n * sizeof(uint64_t));
+	}
 	/* The skyline greedy over everything, when its pair lists fit. */
 	if (as_problem_pairs(pb) <= AS_STRIP_PAIRS_TIER) {
 		peak = as_strip_skyline_try(pb, tmp, &err);
@@ -426,6 +449,7 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 		/* No tuning rounds there: the exact search's dive does better. */
 		struct as_strip_cfg c2 = *cfg;
 		c2.rounds = 0;
+		c2.start = NULL;
 		double now = as_now_ms();
 		err = as_strip_full(&sub, so, &c2, p, now + (deadline - now) / 2);
 		for (uint32_t k = 0; err == AS_OK && k < sub.n; k++) {
