@@ -96,8 +96,10 @@ struct npu {
 static const struct as_option_desc options[] = {
 	{"capacity", "1G", "bytes of memory the list starts with (0: "
 			   "unlimited)"},
-	{"merge", "immediate", "immediate|never: merge released nodes with "
-			       "free neighbours"},
+	{"merge", "immediate",
+	 "immediate|never: merge released nodes with free neighbours; never "
+	 "is a demonstration setting (the list only grows, so the walks it "
+	 "models grow with every split), not in the default set"},
 	{"granule", "64", "request sizes are rounded up to this power of two"},
 	{NULL, NULL, NULL},
 };

@@ -197,7 +197,8 @@ static const struct as_option_desc options[] = {
 	 "length-size, size-overlap, overlap-size"},
 	{"rounds", "8", "seed tuning rounds (0-1000)"},
 	{"budget_ms", "3000",
-	 "time for the improving search, per trace (0-3600000)"},
+	 "time for the whole run, per trace: the baselines (never cut "
+	 "short), then the search in what is left (0-3600000)"},
 	{"seed", "1", "seed of the search's tie-breaks"},
 	{"search", "auto", "auto, exact, local or none"},
 	{"exact_max", "3000",
