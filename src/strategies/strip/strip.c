@@ -46,9 +46,8 @@ static const char *const search_names[] = {"auto", "exact", "local", "none",
  * address space the lowest of their peaks goes to inc[] (per trace buffer).
  * They are strip's incumbents, computed first: whatever the search finds
  * later only replaces them when lower, so strip is never behind them.
- * Their time counts against budget_ms but they are never cut short; a
- * trace whose baselines alone take longer than the budget gets their best
- * plan and nothing more. Returns 0 or a negative code (diag filled).
+ * Their time counts against budget_ms but they are never cut short; when
+ * they take more than half of it the search still gets half (plan_space). Returns 0 or a negative code (diag filled).
  */
 static const char *const baselines[] = {"greedy-size", "bestfit",
 					"greedy-breadth"};
@@ -115,6 +114,12 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 	struct as_strip_cfg *cfg = ctx;
 	double now = as_now_ms();
 	double end = cfg->start_ms + (double)cfg->budget_ms;
+	/*
+	 * Baselines slower than half the budget still leave the search half
+	 * of it: a run takes at most max(budget, baselines + budget / 2).
+	 */
+	if (end < cfg->search_from + (double)cfg->budget_ms / 2)
+		end = cfg->search_from + (double)cfg->budget_ms / 2;
 	/* The time left, shared among the spaces by their rectangles. */
 	double deadline = now;
 	if (end > now && cfg->left > 0)
@@ -198,7 +203,8 @@ static const struct as_option_desc options[] = {
 	{"rounds", "8", "seed tuning rounds (0-1000)"},
 	{"budget_ms", "3000",
 	 "time for the whole run, per trace: the baselines (never cut "
-	 "short), then the search in what is left (0-3600000)"},
+	 "short), then the search in what is left, at least half "
+	 "(0-3600000)"},
 	{"seed", "1", "seed of the search's tie-breaks"},
 	{"search", "auto", "auto, exact, local or none"},
 	{"exact_max", "3000",
@@ -261,6 +267,7 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 		}
 		cfg.inc = inc;
 	}
+	cfg.search_from = as_now_ms();
 	err = as_plan_spaces(t, p, plan_space, &cfg, diag);
 	free(inc);
 	return err;

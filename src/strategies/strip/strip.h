@@ -40,6 +40,7 @@ struct as_strip_cfg {
 	int metric, search;
 	uint64_t rounds, budget_ms, seed, exact_max, nodes, big;
 	double start_ms;        /* the run's start: budget_ms counts from it */
+	double search_from;     /* when the baselines were done */
 	uint32_t nspace;        /* address spaces planned so far */
 	bool multi;             /* the trace has several spaces */
 	uint64_t left;          /* rectangles of the spaces not planned yet */
