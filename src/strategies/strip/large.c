@@ -439,7 +439,10 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 		}
 	}
 	/* Big: at least 1/big of the bound, doubling the cut while too many. */
-	uint64_t cut;
+	uint64_t cut = UINT64_MAX;
+	sub.n = 0;
+	if (!affordable(deadline, 2 * unit))
+		goto done; /* not even the cut's passes */
 	for (cut = pb->lower_bound / cfg->big + 1;; cut *= 2) {
 		sub.n = 0;
 		if (cut == 0)
