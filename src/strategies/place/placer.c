@@ -65,7 +65,7 @@ static bool runs_grow(struct runs *ru, uint32_t need)
 {
 	if (need <= ru->cap)
 		return true;
-	uint32_t cap = ru->cap ? ru->cap : 4;
+	uint32_t cap = ru->cap ? ru->cap : 2;
 	while (cap < need)
 		cap *= 2;
 	struct as_span *nv = realloc(ru->v, runs_bytes(cap));
@@ -159,11 +159,11 @@ static bool src_step(struct src *c, uint64_t size)
 }
 
 /*
- * The top nodes (depth < 13) cache the union of the runs on their path from
+ * The top nodes (depth < 8) cache the union of the runs on their path from
  * the root: a query reads that instead of every ancestor's runs, which hold
  * the long-lived rectangles one by one.
  */
-#define AS_PLACER_PATH_NODES 1024
+#define AS_PLACER_PATH_NODES 256
 
 struct as_placer {
 	const struct as_problem *pb;
@@ -184,13 +184,23 @@ struct as_placer {
 	struct src *src;        /* query: sorted sets to merge */
 	uint32_t nsrc, srccap;
 	struct runs one;        /* the gathered runs, after a pop */
+	uint32_t *map;          /* section -> leaf (see FOR_COVER) */
 	bool nomem;
 };
 
+/*
+ * The tree's leaves are the sections where some rectangle starts: two
+ * rectangles share time exactly when the later start lies in both, so a
+ * rectangle covers the leaves map[t0] .. map[t1] - 1 (map[t]: starting
+ * sections before t) and nothing is lost. The tree is the bottom-up one over
+ * exactly that many leaves (no power of two): a node's leaves need not be
+ * consecutive, but they nest, and the placer only asks which nodes are
+ * ancestors or descendants of which.
+ */
 #define FOR_COVER(pl, r, v, body)                                    \
 	do {                                                         \
-		uint32_t l_ = (r)->t0 + (pl)->size;                  \
-		uint32_t h_ = (r)->t1 + (pl)->size;                  \
+		uint32_t l_ = (pl)->map[(r)->t0] + (pl)->size;       \
+		uint32_t h_ = (pl)->map[(r)->t1] + (pl)->size;       \
 		while (l_ < h_) {                                    \
 			if (l_ & 1) {                                \
 				uint32_t v = l_++;                   \
@@ -211,9 +221,20 @@ struct as_placer *as_placer_create(const struct as_problem *pb)
 	if (!pl)
 		return NULL;
 	pl->pb = pb;
-	pl->size = 1;
-	while (pl->size < pb->nsections)
-		pl->size <<= 1;
+	pl->map = calloc((size_t)pb->nsections + 1, sizeof(uint32_t));
+	if (!pl->map) {
+		free(pl);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < pb->n; i++)
+		pl->map[pb->r[i].t0] = 1;
+	uint32_t starts = 0;
+	for (uint32_t t = 0; t <= pb->nsections; t++) {
+		uint32_t here = pl->map[t];
+		pl->map[t] = starts;
+		starts += here;
+	}
+	pl->size = starts ? starts : 1;
 	size_t nodes = 2 * (size_t)pl->size;
 	pl->node = calloc(nodes, sizeof(*pl->node));
 	pl->npath = nodes < AS_PLACER_PATH_NODES ? (uint32_t)nodes
@@ -249,6 +270,7 @@ void as_placer_destroy(struct as_placer *pl)
 	}
 	for (uint32_t v = 0; pl->path && v < pl->npath; v++)
 		free(pl->path[v].v);
+	free(pl->map);
 	free(pl->node);
 	free(pl->part);
 	free(pl->path);
@@ -683,7 +705,9 @@ static void sources(struct as_placer *pl, const struct as_rect *r)
 	/* Strict ancestors of the cover lie on the paths to both ends. */
 	const struct runs *prev = NULL;
 	for (int e = 0; e < 2; e++) {
-		uint32_t leaf = pl->size + (e ? r->t1 - 1 : r->t0), top;
+		uint32_t leaf = pl->size + (e ? pl->map[r->t1] - 1
+					      : pl->map[r->t0]),
+			 top;
 		struct runs *pu = path_union(pl, leaf, &top);
 		if (pu && pu != prev && pu->n)
 			add_src(pl, pu, false);
