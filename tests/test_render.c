@@ -945,6 +945,103 @@ static struct as_trace *make_big(uint32_t n, struct as_plan **plan)
 	return t;
 }
 
+/*
+ * A pan by whole pixels moves the picture it has and draws only the
+ * uncovered columns and those at the plot's edges: the pixels are those
+ * of a picture drawn afresh at the new view (a density cell may differ
+ * by a step where float sums were added in another order), in both
+ * raster modes, with thin tall buffers and with buffers cut by the edges.
+ */
+static void panning_by_whole_pixels_draws_what_a_fresh_picture_draws(void)
+{
+	const uint32_t n = 60000, lanes = 400;
+	struct tbuf *b = calloc(n, sizeof(*b));
+	uint64_t *clock = calloc(lanes, sizeof(*clock));
+	uint64_t seed = 16;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t x = as_test_rand(&seed);
+		uint32_t lane = i % lanes;
+		uint64_t len = i % 211 == 0 ? 500 + x % 20000
+			       : i % 17 == 0 ? 20 + x % 200 : 1 + x % 6;
+		uint64_t size = lane % 50 == 0 ? 200000 : 64 + (x >> 20) % 4000;
+		b[i] = (struct tbuf){i % 3 ? "a.x" : "b.y", size, clock[lane],
+				     clock[lane] + len,
+				     (uint64_t)lane * 4096 +
+					     (lane / 50) * 200000,
+				     0, 0};
+		clock[lane] += len + (x >> 40) % 3;
+	}
+	struct as_plan *p;
+	struct as_trace *t = make(b, n, NULL, 0, &p);
+	struct as_render_panel pn = {"pan", t, p, NULL, 0};
+	const enum as_color_by modes[] = {AS_COLOR_BUFFER, AS_COLOR_SIZE};
+	uint64_t ndiff = 0, cells = 0, moved = 0, steps = 0;
+	for (size_t mi = 0; mi < 2; mi++) {
+		struct as_render_opts o;
+		as_render_opts_init(&o);
+		o.width = 900;
+		o.height = 500;
+		o.color_by = modes[mi];
+		struct as_render *r = NULL, *f = NULL;
+		struct as_diag d;
+		CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+		struct as_render_panel_info in;
+		CHECK(as_render_panel_info(r, 0, &in) == AS_OK);
+		/* A twentieth of the trace, then a half, then all of it. */
+		const double spans[] = {clock[0] / 20.0, clock[0] / 2.0,
+					clock[0] * 1.1};
+		const int shifts[] = {7, 7, -13, 1, -1, 120, -300, 2};
+		for (size_t si = 0; si < 3; si++) {
+			o.view = (struct as_render_view){
+				1000, 1000 + spans[si], 0, 0};
+			CHECK(as_render_set_opts(r, &o) == AS_OK);
+			free(draw(r, o.width, o.height));
+			for (size_t k = 0; k < 8; k++) {
+				double dt = shifts[k] * spans[si] / in.w;
+				o.view.t0 += dt;
+				o.view.t1 += dt;
+				CHECK(as_render_set_opts(r, &o) == AS_OK);
+				uint32_t *a = draw(r, o.width, o.height);
+				CHECK(as_render_create(&pn, 1, &o, &f, &d) ==
+				      AS_OK);
+				uint32_t *c = draw(f, o.width, o.height);
+				for (int y = (int)in.y; y < in.y + in.h; y++)
+					for (int x = (int)in.x;
+					     x < in.x + in.w; x++) {
+						uint32_t u = a[y * o.width + x],
+							 v = c[y * o.width + x];
+						int worst = 0;
+						for (int s = 0; s < 32; s += 8) {
+							int e = (int)((u >> s) & 255) -
+								(int)((v >> s) & 255);
+							e = e < 0 ? -e : e;
+							worst = e > worst ? e : worst;
+						}
+						ndiff += worst > 0;
+						cells++;
+					}
+				as_render_destroy(f);
+				free(a);
+				free(c);
+				steps++;
+			}
+		}
+		CHECK(as_render_panel_info(r, 0, &in) == AS_OK);
+		moved += in.frames_moved;
+		as_render_destroy(r);
+	}
+	/* Most steps moved the picture (the largest ones uncover much). */
+	CHECK(moved * 4 >= steps * 3);
+	printf("# %llu of %llu steps moved; %llu of %llu pixels differ\n",
+	     (unsigned long long)moved, (unsigned long long)steps,
+	     (unsigned long long)ndiff, (unsigned long long)cells);
+	CHECK(ndiff * 100000 <= cells);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+	free(clock);
+	free(b);
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -1372,6 +1469,7 @@ int main(void)
 	TEST_RUN(small_gaps_keep_their_digits);
 	TEST_RUN(far_apart_address_ranges_are_compressed_with_a_break);
 	TEST_RUN(a_million_buffers_render_into_a_bounded_svg);
+	TEST_RUN(panning_by_whole_pixels_draws_what_a_fresh_picture_draws);
 	TEST_RUN(colours_follow_the_name_in_every_panel_and_mode);
 	TEST_RUN(option_parsers_accept_good_values_and_reject_bad_ones);
 	TEST_RUN(a_file_that_cannot_be_written_leaves_nothing_behind);

@@ -267,8 +267,13 @@ static void zoom_axis(struct viewer *v, double factor, double at_y)
 void view_pan(struct viewer *v, double ft, double fy)
 {
 	struct as_render_view cv;
+	struct as_render_panel_info info;
 	current_view(v, &cv);
-	double dt = (cv.t1 - cv.t0) * ft, dy = (cv.y1 - cv.y0) * fy;
+	plot_of(v, 0, &info);
+	/* Time moves by whole pixels: the renderer then moves the picture
+	 * it has instead of drawing every buffer again. */
+	double dt = (cv.t1 - cv.t0) * floor(ft * info.w + 0.5) / info.w;
+	double dy = (cv.y1 - cv.y0) * fy;
 	cv.t0 += dt;
 	cv.t1 += dt;
 	cv.y0 += dy;

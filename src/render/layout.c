@@ -216,6 +216,7 @@ static void free_panels(struct as_render *r)
 		free(r->panels[i].lod_raster);
 		free(r->panels[i].lod_over);
 		free(r->panels[i].lod_thin);
+		free(r->panels[i].lod_mark);
 		free(r->panels[i].geo);
 		free(r->panels[i].blk_end);
 		free(r->panels[i].blk_start);
@@ -625,5 +626,7 @@ int as_render_panel_info(const struct as_render *r, size_t i,
 	out->failed = pn->failed;
 	out->valid = pn->valid;
 	out->violations = pn->violations;
+	out->frames_moved = pn->lod_moved;
+	out->frames_redrawn = pn->lod_redone;
 	return AS_OK;
 }

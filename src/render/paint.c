@@ -47,15 +47,28 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 	int err = as_r_panel_colors(r, pn);
 	if (err)
 		return err;
-	double key[9] = {r->t0, r->t1, pn->v0, pn->v1, pn->px, pn->py,
-			 pn->pw, pn->ph, (double)r->o.color_by};
-	if (!pn->lod_valid || memcmp(key, pn->lod_key, sizeof(key)) != 0) {
+	/* The level of detail of the last frame is kept while only time
+	 * moves by whole pixels (a pan): moved, not redone. */
+	double key[7] = {pn->v0, pn->v1, pn->px, pn->py, pn->pw, pn->ph,
+			 (double)r->o.color_by};
+	double bx = pn->pw / (r->t1 - r->t0), ax = pn->px - r->t0 * bx;
+	bool same = pn->lod_valid && memcmp(key, pn->lod_key, sizeof(key)) == 0;
+	bool redo = !same || bx != pn->lod_bx || ax != pn->lod_ax;
+	if (redo && same && pn->lod_shiftable &&
+	    fabs(bx - pn->lod_bx) <= 1e-9 * fabs(pn->lod_bx)) {
+		double d = ax - pn->lod_ax, n = floor(d + 0.5);
+		if (fabs(d - n) <= 1e-3 && fabs(n) < pn->pw)
+			redo = n != 0 && as_r_lod_shift(r, pn, (int)n) != 0;
+		pn->lod_moved += n != 0 && !redo;
+	}
+	if (redo) {
 		pn->lod_valid = false;
 		err = as_r_lod_pass(r, pn);
 		if (err)
 			return err;
 		memcpy(pn->lod_key, key, sizeof(key));
 		pn->lod_valid = true;
+		pn->lod_redone++;
 	}
 	const struct cand *cand = pn->lod_cand;
 	const uint32_t nc = pn->lod_nc;

@@ -178,7 +178,16 @@ struct panel {
 	struct cand *lod_thin; /* or, when few, the same as rectangles */
 	uint32_t lod_nthin;
 	bool lod_any, lod_over_any, lod_valid;
-	double lod_key[9];
+	double lod_key[7];
+	/* The time mapping of that pass (x = lod_ax + t * lod_bx), and
+	 * whether a pan by whole pixels may shift it (as_r_lod_shift): not
+	 * when rectangles overflowed into the raster or there is no time
+	 * index. lod_mark: scratch, one flag per plain buffer, all clear
+	 * between passes. */
+	double lod_ax, lod_bx;
+	bool lod_shiftable;
+	uint8_t *lod_mark;
+	uint64_t lod_moved, lod_redone; /* frames_moved, frames_redrawn */
 	int colors_for;        /* the enum as_color_by they were made for */
 	uint64_t peak, lb, amax;
 	uint32_t failed;
@@ -326,6 +335,12 @@ void as_r_buf_rect(const struct as_render *r, const struct panel *pn,
 int as_r_index_geo(const struct as_render *r, struct panel *pn);
 int as_r_panel_colors(struct as_render *r, struct panel *pn);
 int as_r_lod_pass(struct as_render *r, struct panel *pn);
+/* The kept pass moved dx whole pixels right (negative: left): shift its
+ * rasters and rectangles, redo only the columns a pan exposes or whose
+ * clipping changed. Returns 1 (nothing changed) when it cannot, and the
+ * caller makes a full pass. */
+#define LOD_EDGE_PX 4
+int as_r_lod_shift(struct as_render *r, struct panel *pn, int dx);
 
 /* marks.c */
 

@@ -155,6 +155,10 @@ struct as_render_panel_info {
 	uint32_t buffers, failed;
 	bool valid;
 	uint64_t violations;
+	/* Frames drawn so far whose buffers were moved from the frame before
+	 * (a pan by whole pixels: only the uncovered columns drawn), and
+	 * frames whose buffers were all placed again. For benchmarks. */
+	uint64_t frames_moved, frames_redrawn;
 };
 
 int as_render_panel_info(const struct as_render *r, size_t i,
