@@ -74,10 +74,13 @@ static void present(struct viewer *v)
 {
 	if (!v->ren)
 		return;
+	Uint64 c0 = SDL_GetPerformanceCounter();
 	SDL_UpdateTexture(v->tex, NULL, v->px, v->px_w * 4);
 	SDL_RenderClear(v->ren);
 	SDL_RenderCopy(v->ren, v->tex, NULL, NULL);
 	SDL_RenderPresent(v->ren);
+	v->present_ms = (double)(SDL_GetPerformanceCounter() - c0) * 1000.0 /
+			(double)SDL_GetPerformanceFrequency();
 }
 
 static void set_title(struct viewer *v)
@@ -176,17 +179,19 @@ static void print_times(const char *what, double *ms, long n)
 	       what, n, ms[0], ms[(n - 1) / 2], ms[p95], ms[n - 1]);
 }
 
-/* --bench-frames: N frames panning (the level of detail is recomputed
- * each time), then N frames moving the mouse (hover: hit test, tooltip). */
+/* --bench-frames: N frames panning by 1% of the view (whole pixels: the
+ * renderer moves its picture and draws the uncovered columns), then N
+ * frames moving the mouse (hover: hit test, tooltip). */
 static int bench(struct viewer *v, long n)
 {
-	double *ms = malloc((size_t)n * 3 * sizeof(*ms));
+	double *ms = malloc((size_t)n * 4 * sizeof(*ms));
 	if (!ms)
 		return EXIT_USAGE;
-	double *draw = ms + n, *over = ms + 2 * n;
+	double *draw = ms + n, *over = ms + 2 * n, *pres = ms + 3 * n;
 	double freq = (double)SDL_GetPerformanceFrequency();
 	struct as_render_panel_info info;
 	as_render_panel_info(v->r, 0, &info);
+	uint64_t moved0 = info.frames_moved;
 	for (int phase = 0; phase < 2; phase++) {
 		for (long i = 0; i < n; i++) {
 			Uint64 t0 = SDL_GetPerformanceCounter();
@@ -209,12 +214,21 @@ static int bench(struct viewer *v, long n)
 				1000.0 / freq;
 			draw[i] = v->draw_ms;
 			over[i] = v->overlay_ms;
+			pres[i] = v->present_ms;
 		}
 		print_times(phase ? "hover (hit test, tooltip)"
-				  : "pan (level of detail recomputed)",
+				  : "pan (1% of the view, whole pixels)",
 			    ms, n);
 		print_times("  of which the picture", draw, n);
 		print_times("  of which the overlays", over, n);
+		print_times("  of which the upload and present", pres, n);
+		if (phase == 0) {
+			as_render_panel_info(v->r, 0, &info);
+			printf("  buffers moved, not placed again (first "
+			       "panel): %llu of %ld frames\n",
+			       (unsigned long long)(info.frames_moved - moved0),
+			       n);
+		}
 	}
 	free(ms);
 	return 0;
