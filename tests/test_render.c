@@ -853,6 +853,149 @@ static void recorded_clock_marks_segments_and_waste_are_drawn(void)
 	as_trace_destroy(t);
 }
 
+/*
+ * Reserved memory is drawn wherever the plan has some: the segments a
+ * strategy reserved (cuda-caching's per-buffer segment size and offset),
+ * cached after their buffers end until a later segment takes their
+ * addresses, whatever the panel's title; nothing for a plan without them.
+ */
+static void segments_a_strategy_reserved_are_drawn_on_its_panel(void)
+{
+	const uint64_t M = 1 << 20;
+	static const struct tbuf shape[] = {
+		{"a", 1 << 20, 0, 10, 0, 0, 0},          /* segment [0, 2M) */
+		{"b", 1 << 20, 20, 30, 1 << 20, 0, 0},   /* the same */
+		{"c", 1 << 20, 5, 15, 4 << 20, 0, 0},    /* segment [4M, 6M) */
+		{"d", 1 << 20, 60, 100, 1 << 20, 0, 0},  /* segment [1M, 3M) */
+	};
+	struct as_plan *p;
+	struct as_trace *t = make(shape, 4, NULL, 0, &p);
+	if (!t)
+		return;
+	CHECK(as_plan_want_segments(p) == AS_OK);
+	const uint64_t ssz[4] = {2 * M, 2 * M, 2 * M, 2 * M};
+	const uint64_t soff[4] = {0, M, 0, 0};
+	for (int i = 0; i < 4; i++) {
+		p->segment_size[i] = ssz[i];
+		p->segment_offset[i] = soff[i];
+	}
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	o.width = 800;
+	o.height = 400;
+	o.sidebar = false;
+	struct as_render_panel pn = {"cuda-caching", t, p, NULL, 0};
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+	if (!r)
+		goto out;
+	uint32_t *px = draw(r, o.width, o.height);
+	double x, y;
+	/* Cached: segment 1 after its buffers ended, segment 2 to the end. */
+	CHECK(as_render_to_pixel(r, 0, 47, 3 * M / 10, &x, &y) == AS_OK);
+	CHECK_EQ_U64(at(px, o.width, x, y), 0xeeeeee);
+	CHECK(as_render_to_pixel(r, 0, 87, 46 * M / 10, &x, &y) == AS_OK);
+	CHECK_EQ_U64(at(px, o.width, x, y), 0xeeeeee);
+	/* Released when segment 3 took part of its range at 60. */
+	CHECK(as_render_to_pixel(r, 0, 83, 3 * M / 10, &x, &y) == AS_OK);
+	CHECK_EQ_U64(at(px, o.width, x, y), 0xffffff);
+	/* Segment 3 under and beside its buffer's life. */
+	CHECK(as_render_to_pixel(r, 0, 83, 27 * M / 10, &x, &y) == AS_OK);
+	CHECK_EQ_U64(at(px, o.width, x, y), 0xeeeeee);
+	free(px);
+	as_render_destroy(r);
+	keep("segments", &pn, 1, &o);
+	/* The same plan without segments: nothing reserved to show. */
+	free(p->segment_size);
+	free(p->segment_offset);
+	p->segment_size = p->segment_offset = NULL;
+	CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+	if (r) {
+		px = draw(r, o.width, o.height);
+		CHECK(as_render_to_pixel(r, 0, 47, 3 * M / 10, &x, &y) == AS_OK);
+		CHECK_EQ_U64(at(px, o.width, x, y), 0xffffff);
+		free(px);
+		as_render_destroy(r);
+	}
+out:
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+/*
+ * A heap recording: offsets are addresses with the empty ranges between
+ * mappings shrunk (the address map). A plan that keeps them, whatever its
+ * name, says real addresses in its tooltip and under the mouse, and shows
+ * the recording's segments; a plan of its own says offsets.
+ */
+static void recorded_offsets_read_as_real_addresses(void)
+{
+	char path[] = "/tmp/as_render_mtraceXXXXXX.mtrace";
+	int fd = mkstemps(path, 7);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	const char *text = "= Start\n"
+			   "@ ./a.out:[0x401136] + 0x5555555592a0 0x100\n"
+			   "@ ./a.out:[0x401136] + 0x7f0000001000 0x20000\n"
+			   "@ ./a.out:[0x401136] - 0x5555555592a0\n"
+			   "@ ./a.out:[0x401136] + 0x555555559400 0x80\n"
+			   "@ ./a.out:[0x401136] - 0x7f0000001000\n"
+			   "@ ./a.out:[0x401136] - 0x555555559400\n"
+			   "= End\n";
+	CHECK(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+	close(fd);
+	struct as_trace *t = NULL;
+	struct as_diag d;
+	CHECK(as_trace_load(path, NULL, &t, &d) == AS_OK);
+	unlink(path);
+	if (!t)
+		return;
+	CHECK(t->naddr_map > 0);
+	struct as_plan *mine = as_plan_create(t), *other = as_plan_create(t);
+	uint32_t big = AS_NONE;
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		mine->offset[i] = t->buffers[i].recorded;
+		other->offset[i] = (uint64_t)i << 20;
+		if (t->buffers[i].size == 0x20000)
+			big = i;
+	}
+	CHECK(big != AS_NONE);
+	struct as_render_panel pn[2] = {{"from a file", t, mine, NULL, 0},
+					{"greedy", t, other, NULL, 0}};
+	struct as_render *r = NULL;
+	CHECK(as_render_create(pn, 2, NULL, &r, &d) == AS_OK);
+	if (r && big != AS_NONE) {
+		char buf[1024];
+		as_render_buffer_text(r, 0, big, buf, sizeof(buf));
+		CHECK(strstr(buf, "at address 0x7f0000001000") != NULL);
+		as_render_buffer_text(r, 1, big, buf, sizeof(buf));
+		CHECK(strstr(buf, "at offset") != NULL);
+		const struct as_buffer *b = &t->buffers[big];
+		double x, y;
+		CHECK(as_render_to_pixel(r, 0, (b->start + b->end) / 2.0,
+					 mine->offset[big] + 0x10000, &x,
+					 &y) == AS_OK);
+		struct as_render_hit h;
+		CHECK(as_render_hit_test(r, x, y, 0, &h) == AS_OK);
+		CHECK_EQ_U64(h.buffer, big);
+		CHECK(h.has_real);
+		CHECK(h.real_address >= 0x7f0000001000ull &&
+		      h.real_address < 0x7f0000021000ull);
+		CHECK(h.address < 0x7f0000001000ull); /* the offset */
+		CHECK(as_render_to_pixel(r, 1, (b->start + b->end) / 2.0,
+					 other->offset[big] + 0x10000, &x,
+					 &y) == AS_OK);
+		CHECK(as_render_hit_test(r, x, y, 0, &h) == AS_OK);
+		CHECK(!h.has_real);
+	}
+	as_render_destroy(r);
+	as_plan_destroy(mine);
+	as_plan_destroy(other);
+	as_trace_destroy(t);
+}
+
 /* Defect: "+0%" and "peak 100 MiB, lower bound 100 MiB" for a 0.4% gap. */
 static void small_gaps_keep_their_digits(void)
 {
@@ -1466,6 +1609,8 @@ int main(void)
 	TEST_RUN(tall_short_lived_buffers_stay_visible_at_low_zoom);
 	TEST_RUN(time_labels_never_repeat_when_zoomed_at_large_times);
 	TEST_RUN(recorded_clock_marks_segments_and_waste_are_drawn);
+	TEST_RUN(segments_a_strategy_reserved_are_drawn_on_its_panel);
+	TEST_RUN(recorded_offsets_read_as_real_addresses);
 	TEST_RUN(small_gaps_keep_their_digits);
 	TEST_RUN(far_apart_address_ranges_are_compressed_with_a_break);
 	TEST_RUN(a_million_buffers_render_into_a_bounded_svg);

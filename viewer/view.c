@@ -983,11 +983,17 @@ static void status_line(struct viewer *v, char *buf, size_t len)
 	    (size_t)n < len) {
 		char tb[48], ab[32];
 		fmt_time(v->hover.time, tb, sizeof(tb));
-		snprintf(buf + n, len - (size_t)n,
-			 "  |  t %s  addr 0x%llx (%s)%s", tb,
-			 (unsigned long long)v->hover.address,
-			 as_human_bytes(v->hover.address, ab, sizeof(ab)),
-			 v->hover.in_break ? " break" : "");
+		if (v->hover.has_real) /* a recorded address, not an offset */
+			snprintf(buf + n, len - (size_t)n,
+				 "  |  t %s  addr 0x%llx", tb,
+				 (unsigned long long)v->hover.real_address);
+		else
+			snprintf(buf + n, len - (size_t)n,
+				 "  |  t %s  addr 0x%llx (%s)%s", tb,
+				 (unsigned long long)v->hover.address,
+				 as_human_bytes(v->hover.address, ab,
+						sizeof(ab)),
+				 v->hover.in_break ? " break" : "");
 	}
 }
 

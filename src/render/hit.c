@@ -211,6 +211,9 @@ int as_render_hit_test(const struct as_render *r, double x, double y,
 		out->axis = pn->v0 + (pn->py + pn->ph - y) / pn->ph *
 					     (pn->v1 - pn->v0);
 		out->address = as_r_u_addr(pn, out->axis, &out->in_break);
+		out->has_real = !out->in_break &&
+				as_r_real_address(pn, out->address,
+						  &out->real_address);
 		out->in_plot = x >= pn->px && x < pn->px + pn->pw &&
 			       y >= pn->py && y < bottom;
 		bool in_strip = pn->strip_h > 0 && y >= pn->strip_y &&

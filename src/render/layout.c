@@ -217,6 +217,7 @@ static void free_panels(struct as_render *r)
 		free(r->panels[i].lod_over);
 		free(r->panels[i].lod_thin);
 		free(r->panels[i].lod_mark);
+		free(r->panels[i].psegs);
 		free(r->panels[i].geo);
 		free(r->panels[i].blk_end);
 		free(r->panels[i].blk_start);
@@ -457,8 +458,11 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 			     strcmp(panels[0].trace->format, "csv") == 0);
 	for (size_t i = 0; i < r->npanels; i++) {
 		err = as_r_index_panel(r, &r->panels[i]);
+		if (!err)
+			err = as_r_plan_segments(&r->panels[i]);
 		if (err)
 			goto fail;
+		r->panels[i].keeps_recorded = as_r_keeps_recorded(&r->panels[i]);
 	}
 	for (size_t i = 0; r->o.walk_at_peak && i < r->npanels; i++) {
 		err = walk_peak(&r->panels[i]);

@@ -11,19 +11,22 @@
 #include "render/render_private.h"
 
 /*
- * The memory the recording allocator reserved (segments), a pale band
- * behind the buffers. Only a plan that keeps the recorded addresses
- * ("recorded") shares their address space; other plans place buffers
- * elsewhere and get no band.
+ * Reserved memory, a pale band behind the buffers (segments.c says which
+ * panels show what): the recording allocator's segments on a panel of
+ * the recorded offsets, or the segments the strategy reserved.
  */
 static void emit_segments(struct as_render *r, struct canvas *c,
 			  const struct panel *pn)
 {
 	const struct as_trace *t = pn->t;
-	if (!t->nsegments || strncmp(pn->title, "recorded", 8) != 0)
-		return;
-	for (uint32_t k = 0; k < t->nsegments; k++) {
-		const struct as_segment *sg = &t->segments[k];
+	const struct as_segment *segs = pn->psegs;
+	uint32_t n = pn->npsegs;
+	if (pn->keeps_recorded && t->nsegments) {
+		segs = t->segments;
+		n = t->nsegments;
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		const struct as_segment *sg = &segs[k];
 		if (sg->space != pn->space || sg->end <= sg->start)
 			continue;
 		double x0 = as_r_x_of(r, pn, as_r_rel_t(r, sg->start));
@@ -32,6 +35,9 @@ static void emit_segments(struct as_render *r, struct canvas *c,
 				       ? UINT64_MAX
 				       : sg->addr + sg->size;
 		double y0 = as_r_y_of(pn, top), y1 = as_r_y_of(pn, sg->addr);
+		if (x1 <= pn->px || x0 >= pn->px + pn->pw ||
+		    y1 <= pn->py || y0 >= pn->py + pn->ph)
+			continue;
 		as_r_clip_rect(pn, &x0, &x1, &y0, &y1);
 		if (x1 - x0 < 0.5 || y1 - y0 < 0.5)
 			continue;

@@ -213,6 +213,12 @@ struct panel {
 	struct curve foot;     /* the top address in use over time */
 	struct as_block *walk; /* the allocator's blocks at the peak */
 	size_t nwalk;
+	/* Reserved memory to draw behind the buffers (segments.c): the
+	 * trace's segments when the plan keeps the recorded offsets, else
+	 * the segments the strategy reserved (psegs). */
+	bool keeps_recorded;
+	struct as_segment *psegs;
+	uint32_t npsegs;
 };
 
 struct as_render {
@@ -319,6 +325,10 @@ double as_r_rel_t(const struct as_render *r, uint64_t t);
 double as_r_x_of(const struct as_render *r, const struct panel *pn,
 	    double t);
 double as_r_fast_u(const struct panel *pn, uint64_t a);
+/* The real address recorded offset `off` stands for, on a panel that
+ * shows real addresses (address map, recorded offsets); false elsewhere
+ * or in a shrunk gap. */
+bool as_r_real_address(const struct panel *pn, uint64_t off, uint64_t *addr);
 int as_r_build_ticks(struct as_render *r, struct panel *pn);
 void as_r_clip_rect(const struct panel *pn, double *x0, double *x1,
 	       double *y0, double *y1);
@@ -341,6 +351,14 @@ int as_r_lod_pass(struct as_render *r, struct panel *pn);
  * caller makes a full pass. */
 #define LOD_EDGE_PX 4
 int as_r_lod_shift(struct as_render *r, struct panel *pn, int dx);
+
+/* segments.c */
+
+/* The plan puts every buffer of the panel at its recorded offset (or the
+ * panel is titled `recorded`). */
+bool as_r_keeps_recorded(const struct panel *pn);
+/* The segments the panel's strategy reserved, from the plan (psegs). */
+int as_r_plan_segments(struct panel *pn);
 
 /* marks.c */
 

@@ -173,6 +173,11 @@ struct as_render_hit {
 	double axis;        /* address axis fraction at y */
 	uint64_t address;   /* address at y; in a compressed break: its start */
 	bool in_break;      /* y lies in a compressed empty range */
+	/* On a panel whose offsets stand for recorded addresses (the trace's
+	 * address map, a plan keeping the recorded offsets): the real address
+	 * `address` stands for (as_trace_address_of). */
+	bool has_real;
+	uint64_t real_address;
 };
 
 /*
