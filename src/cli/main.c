@@ -664,6 +664,7 @@ static int cmd_strategies(void)
 		const struct as_strategy_info *s = as_strategy_at(i);
 		printf("%-16s %-8s %s\n", s->name,
 		       s->online ? "online" : "offline", s->summary);
+		printf("    time: %s\n", as_strategy_time(i));
 		for (const struct as_option_desc *o = s->options; o && o->key;
 		     o++)
 			printf("    %s=%s\t%s\n", o->key, o->def, o->help);

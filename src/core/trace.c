@@ -183,6 +183,7 @@ void as_builder_destroy(struct as_builder *b)
 	free(b->live_hash);
 	free(b->space_slots);
 	free(b->sym_slots);
+	free(b->lines);
 	free(b);
 }
 
@@ -338,6 +339,8 @@ static int64_t new_buffer(struct as_builder *b, const char *name,
 		.symbol = AS_NONE,
 		.align_log2 = log2,
 	};
+	if (as_builder_note_line(b, line))
+		return AS_ENOMEM;
 	return t->nbuffers++;
 }
 
@@ -759,25 +762,29 @@ int as_builder_finish(struct as_builder *b, struct as_trace **out,
 	for (uint32_t i = 0; i < t->nbuffers; i++) {
 		struct as_buffer *buf = &t->buffers[i];
 		if (buf->space >= t->nspaces)
-			return as_diag_set(diag, 0, AS_EPARSE,
+			return as_diag_set(diag, as_builder_line_of(b, i),
+					   AS_EPARSE,
 					   "buffer '%s' names space %u of %u",
 					   buf->name, buf->space, t->nspaces);
 		if (buf->alias_of == AS_NONE)
 			continue;
 		if (buf->alias_of >= t->nbuffers || buf->alias_of == i)
-			return as_diag_set(diag, 0, AS_EPARSE,
+			return as_diag_set(diag, as_builder_line_of(b, i),
+					   AS_EPARSE,
 					   "buffer '%s' is an alias of an "
 					   "unknown buffer",
 					   buf->name);
 		const struct as_buffer *p = &t->buffers[buf->alias_of];
 		if (p->alias_of != AS_NONE)
-			return as_diag_set(diag, 0, AS_EPARSE,
+			return as_diag_set(diag, as_builder_line_of(b, i),
+					   AS_EPARSE,
 					   "buffer '%s' is an alias of '%s', "
 					   "itself an alias",
 					   buf->name, p->name);
 		if (buf->alias_offset > p->size ||
 		    buf->size > p->size - buf->alias_offset)
-			return as_diag_set(diag, 0, AS_EPARSE,
+			return as_diag_set(diag, as_builder_line_of(b, i),
+					   AS_EPARSE,
 					   "alias '%s' (%llu bytes at +%llu) "
 					   "does not fit inside '%s' (%llu "
 					   "bytes)",
@@ -792,7 +799,8 @@ int as_builder_finish(struct as_builder *b, struct as_trace **out,
 		 * the validator handles those.)
 		 */
 		if (buf->start < p->start || buf->end > p->end)
-			return as_diag_set(diag, 0, AS_EPARSE,
+			return as_diag_set(diag, as_builder_line_of(b, i),
+					   AS_EPARSE,
 					   "alias '%s' (time [%llu, %llu)) "
 					   "outlives '%s' (time [%llu, %llu)), "
 					   "the buffer it lives inside",
@@ -803,6 +811,8 @@ int as_builder_finish(struct as_builder *b, struct as_trace **out,
 					   (unsigned long long)p->end);
 		buf->space = p->space;
 	}
+	if ((err = as_builder_check_live(b, diag)))
+		return err;
 	*out = t;
 	b->t = NULL;
 	as_builder_destroy(b);

@@ -120,7 +120,20 @@ struct as_builder {
 	/* Symbols by name: open addressing over symbol index + 1 (0: empty). */
 	uint32_t *sym_slots;
 	uint32_t sym_mask;
+	/* Each buffer's input line, coded by limits.c. */
+	uint8_t *lines;
+	size_t nlines, cap_lines;
+	uint64_t last_line;
 };
+
+/* ---- limits.c ---- */
+/* Record the input line of the buffer just added (AS_ENOMEM). */
+int as_builder_note_line(struct as_builder *b, uint64_t line);
+/* The input line of buffer `idx` (0: unknown). O(n): for messages. */
+uint64_t as_builder_line_of(const struct as_builder *b, uint32_t idx);
+/* AS_EPARSE with the line of the allocation that takes the spaces' peaks,
+ * summed, past 2^64-1 bytes (events derived); AS_ENOMEM. O(n). */
+int as_builder_check_live(const struct as_builder *b, struct as_diag *diag);
 
 /* Grow *arr to hold `need` elements (doubling); false when it cannot. */
 bool as_builder_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);

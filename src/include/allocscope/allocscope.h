@@ -522,6 +522,11 @@ struct as_strategy_info {
 /* Registered strategies, in registry order. */
 size_t as_strategy_count(void);
 const struct as_strategy_info *as_strategy_at(size_t i);
+/*
+ * The running time of strategy i in words ("O(n log n): ..."), n being the
+ * trace's buffers or events; a static string, NULL past the end.
+ */
+const char *as_strategy_time(size_t i);
 const struct as_strategy_info *as_strategy_find(const char *name);
 
 /* Whether the strategy can plan this trace (e.g. `recorded` needs offsets). */
