@@ -48,8 +48,11 @@ static const char *const search_names[] = {"auto", "exact", "local", "none",
  * They are strip's incumbents, computed first: whatever the search finds
  * later only replaces them when lower, so strip is never behind them.
  * Their time counts against budget_ms but they are never cut short; when
- * they take more than half of it the search still gets half (plan_space). Returns 0 or a negative code (diag filled).
+ * they take more than half of it the search still gets half (plan_space).
+ * Returns 0, NO_INCUMBENTS, or a negative code (diag filled).
  */
+#define NO_INCUMBENTS 1 /* incumbents(): the search starts from nothing */
+
 static const char *const baselines[] = {"greedy-size", "greedy-breadth",
 					"bestfit"};
 
@@ -104,11 +107,10 @@ static int incumbents(const struct as_trace *t, uint64_t *inc,
 		if (all)
 			break;
 	}
+	/* No baseline places every buffer of a space (past 2^64): none. */
 	for (uint32_t s = 0; s < ns && err == AS_OK; s++)
 		if (best[s] == UINT64_MAX)
-			err = as_diag_set(diag, 0, AS_EUNSUPPORTED,
-					  "strip: no baseline plans space %u",
-					  s);
+			err = NO_INCUMBENTS;
 	(void)p;
 out:
 	free(best);
@@ -268,11 +270,12 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 		if (!inc)
 			return as_diag_set(diag, 0, AS_ENOMEM,
 					   "out of memory");
-		if ((err = incumbents(t, inc, p, diag))) {
+		err = incumbents(t, inc, p, diag);
+		if (err != AS_OK && err != NO_INCUMBENTS) {
 			free(inc);
 			return err;
 		}
-		cfg.inc = inc;
+		cfg.inc = err == AS_OK ? inc : NULL;
 	}
 	cfg.search_from = as_now_ms();
 	err = as_plan_spaces(t, p, plan_space, &cfg, diag);
