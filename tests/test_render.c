@@ -1093,7 +1093,8 @@ static struct as_trace *make_big(uint32_t n, struct as_plan **plan)
  * uncovered columns and those at the plot's edges: the pixels are those
  * of a picture drawn afresh at the new view (a density cell may differ
  * by a step where float sums were added in another order), in both
- * raster modes, with thin tall buffers and with buffers cut by the edges.
+ * raster modes, at four zooms, with thin tall buffers and with buffers
+ * cut by the edges.
  */
 static void panning_by_whole_pixels_draws_what_a_fresh_picture_draws(void)
 {
@@ -1130,13 +1131,15 @@ static void panning_by_whole_pixels_draws_what_a_fresh_picture_draws(void)
 		CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
 		struct as_render_panel_info in;
 		CHECK(as_render_panel_info(r, 0, &in) == AS_OK);
-		/* A twentieth of the trace, then a half, then all of it. */
+		/* A twentieth of the trace, a half, all of it, and a few
+		 * pixels a time unit near its end. */
 		const double spans[] = {clock[0] / 20.0, clock[0] / 2.0,
-					clock[0] * 1.1};
+					clock[0] * 1.1, 300};
+		const double from[] = {1000, 1000, 1000, clock[0] * 0.9};
 		const int shifts[] = {7, 7, -13, 1, -1, 120, -300, 2};
-		for (size_t si = 0; si < 3; si++) {
+		for (size_t si = 0; si < 4; si++) {
 			o.view = (struct as_render_view){
-				1000, 1000 + spans[si], 0, 0};
+				from[si], from[si] + spans[si], 0, 0};
 			CHECK(as_render_set_opts(r, &o) == AS_OK);
 			free(draw(r, o.width, o.height));
 			for (size_t k = 0; k < 8; k++) {

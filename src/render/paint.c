@@ -60,8 +60,10 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 	double bx = pn->pw / (r->t1 - r->t0), ax = pn->px - r->t0 * bx;
 	bool same = pn->lod_valid && memcmp(key, pn->lod_key, sizeof(key)) == 0;
 	bool redo = !same || bx != pn->lod_bx || ax != pn->lod_ax;
+	/* The same scale, to a thousandth of a pixel anywhere in view (the
+	 * view read back from the window drifts by a few ulps). */
 	if (redo && same && pn->lod_shiftable &&
-	    fabs(bx - pn->lod_bx) <= 1e-9 * fabs(pn->lod_bx)) {
+	    fabs(bx - pn->lod_bx) * (fabs(r->t0) + fabs(r->t1) + 1) <= 1e-3) {
 		double d = ax - pn->lod_ax, n = floor(d + 0.5);
 		if (fabs(d - n) <= 1e-3 && fabs(n) < pn->pw)
 			redo = n != 0 && as_r_lod_shift(r, pn, (int)n) != 0;
