@@ -801,8 +801,9 @@ int as_r_lod_shift(struct as_render *r, struct panel *pn, int dx)
 			for (int row = 0; row < H; row++)
 				memset(pn->lod_over + (size_t)row * W + ca, 0,
 				       sizeof(uint32_t) * bw);
-			qsort(bandt.v, bandt.n, sizeof(*bandt.v),
-			      cmp_cand_idx_desc);
+			if (bandt.n)
+				qsort(bandt.v, bandt.n, sizeof(*bandt.v),
+				      cmp_cand_idx_desc);
 			for (uint32_t i = 0; i < bandt.n; i++) {
 				const struct cand *t = &bandt.v[i];
 				int col = (int)(t->x0 - X0);
@@ -820,8 +821,10 @@ int as_r_lod_shift(struct as_render *r, struct panel *pn, int dx)
 	}
 
 	/* Merge what the bands added into what was kept. */
-	qsort(add.v, add.n, sizeof(*add.v), cmp_cand_idx);
-	qsort(addt.v, addt.n, sizeof(*addt.v), cmp_cand_idx_desc);
+	if (add.n)
+		qsort(add.v, add.n, sizeof(*add.v), cmp_cand_idx);
+	if (addt.n)
+		qsort(addt.v, addt.n, sizeof(*addt.v), cmp_cand_idx_desc);
 	err = 1;
 	if (keep.n + add.n > MAX_RECTS ||
 	    (!over_mode && keept.n + addt.n > THIN_RECTS))
