@@ -222,7 +222,7 @@ static void lower_bound_matches_hand_computed_cases(void)
 		{"alloc a 10\nalloc b 20\nfree a\nalloc c 5\n", 30},
 		{"alloc a 10\nfree a\nalloc b 20\nfree b\nalloc c 5\n", 20},
 		{"alloc a 7\nalloc b 0\nalloc c 3\nfree a\nalloc d 8\n", 11},
-		{"", 0},
+		{"alloc z 0\nfree z\n", 0},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct as_diag d;
@@ -233,6 +233,31 @@ static void lower_bound_matches_hand_computed_cases(void)
 		CHECK_EQ_U64(as_trace_lower_bound(t), cases[i].lb);
 		as_trace_destroy(t);
 	}
+}
+
+static void empty_text_files_are_refused_on_line_1(void)
+{
+	static const char *const texts[][2] = {
+		{"x.ops", ""},
+		{"x.ops", "\n  \n\t\r\n"},
+		{"x.ops", "# a comment\n\n# and another\n"},
+		{"x.mtrace", ""},
+		{"x.heaptrack", " \n"},
+		{"x.csv", ""},
+		{"x.csv", "id,lower,upper,size\n"},
+	};
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		struct as_diag d;
+		struct as_trace *t = parse(texts[i][0], texts[i][1], &d);
+		CHECK(t == NULL);
+		CHECK_EQ_U64(d.line, 1);
+		as_trace_destroy(t);
+	}
+	/* A config alone is a trace: its case, with no buffers. */
+	struct as_diag d;
+	struct as_trace *t = parse("x.ops", "config total=1G\n", &d);
+	CHECK(t != NULL);
+	as_trace_destroy(t);
 }
 
 static void lower_bound_of_separate_spaces_is_the_sum_of_their_bounds(void)
@@ -259,17 +284,37 @@ static void lower_bound_of_separate_spaces_is_the_sum_of_their_bounds(void)
 	as_trace_destroy(t);
 }
 
-static void lower_bound_does_not_wrap_on_huge_sizes(void)
+static void traces_past_2_64_bytes_live_are_refused_where_they_pass_it(void)
 {
 	struct as_diag d;
+	/* 2^64-1 bytes live at once is the most a trace may hold. */
 	struct as_trace *t = parse("x.ops",
 				   "alloc a 18446744073709551000 1\n"
-				   "alloc b 18446744073709551000 1\n",
+				   "alloc b 615 1\n"
+				   "free b\n"
+				   "alloc c 615\n",
 				   &d);
 	CHECK(t != NULL);
-	if (!t)
-		return;
-	CHECK_EQ_U64(as_trace_lower_bound(t), UINT64_MAX);
+	if (t)
+		CHECK_EQ_U64(as_trace_lower_bound(t), UINT64_MAX);
+	as_trace_destroy(t);
+	t = parse("x.ops",
+		  "alloc a 18446744073709551000 1\n"
+		  "# two lines on\n"
+		  "alloc b 616 1\n",
+		  &d);
+	CHECK(t == NULL);
+	CHECK_EQ_U64(d.line, 3);
+	CHECK(strcmp(d.msg, "more than 2^64-1 bytes live at once") == 0);
+	as_trace_destroy(t);
+	/* With spaces, the peaks of the spaces sum, even at different times. */
+	t = parse("x.ops",
+		  "alloc a 9223372036854775808 pool=p\n"
+		  "free a\n"
+		  "alloc b 9223372036854775808 pool=q\n",
+		  &d);
+	CHECK(t == NULL);
+	CHECK_EQ_U64(d.line, 3);
 	as_trace_destroy(t);
 }
 
@@ -423,8 +468,9 @@ int main(void)
 	TEST_RUN(json_events_carry_pools_metadata_and_frames);
 	TEST_RUN(json_buffers_form_has_explicit_lifetimes);
 	TEST_RUN(lower_bound_matches_hand_computed_cases);
+	TEST_RUN(empty_text_files_are_refused_on_line_1);
 	TEST_RUN(lower_bound_of_separate_spaces_is_the_sum_of_their_bounds);
-	TEST_RUN(lower_bound_does_not_wrap_on_huge_sizes);
+	TEST_RUN(traces_past_2_64_bytes_live_are_refused_where_they_pass_it);
 	TEST_RUN(format_is_detected_by_content_without_extension);
 	TEST_RUN(errors_name_the_line_and_the_problem);
 	if (tap_shared_dir())

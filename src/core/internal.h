@@ -35,6 +35,25 @@ int as_sort_u32(uint32_t *v, size_t n, as_less_fn less, const void *ctx);
 /* Milliseconds of a monotonic clock. */
 double as_now_ms(void);
 
+/*
+ * Strings to uint32 values, each key in a namespace `ns` (an owner's index,
+ * so one map serves the names of many owners): open addressing, load below
+ * 1/2, O(1) expected per call. Keys are the caller's (pointer and length,
+ * no NUL needed) and must outlive the map. Zeroed is empty.
+ */
+struct as_strmap {
+	struct as_strmap_slot *slot;
+	uint32_t mask, n;
+};
+/* Set `key` to `value`; with `keep`, a key already there keeps its first
+ * value. AS_ENOMEM. */
+int as_strmap_put(struct as_strmap *m, uint32_t ns, const char *key,
+		  size_t len, uint32_t value, bool keep);
+/* The value of `key`, or AS_NONE. */
+uint32_t as_strmap_get(const struct as_strmap *m, uint32_t ns,
+		       const char *key, size_t len);
+void as_strmap_finish(struct as_strmap *m);
+
 /* The next line of [*p, end) without its \n or \r\n, and advance; NULL
  * at the end. */
 const char *as_next_line(const char **p, const char *end, size_t *len);
@@ -114,6 +133,9 @@ static inline uint64_t as_splitmix64(uint64_t *s)
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
 }
+
+/* A hash of len bytes, eight at a time (long keys: interned stacks). */
+uint64_t as_hash_mem(const void *p, size_t len);
 
 /* FNV-1a of a string, with its high bits folded down for table indices. */
 static inline uint64_t as_hash_str(const char *s)

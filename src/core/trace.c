@@ -183,6 +183,7 @@ void as_builder_destroy(struct as_builder *b)
 	free(b->live_hash);
 	free(b->space_slots);
 	free(b->sym_slots);
+	free(b->lines);
 	free(b);
 }
 
@@ -338,6 +339,8 @@ static int64_t new_buffer(struct as_builder *b, const char *name,
 		.symbol = AS_NONE,
 		.align_log2 = log2,
 	};
+	if (as_builder_note_line(b, line))
+		return AS_ENOMEM;
 	return t->nbuffers++;
 }
 
@@ -375,6 +378,54 @@ int64_t as_builder_alloc(struct as_builder *b, const char *name, uint64_t size,
 	return idx;
 }
 
+int64_t as_builder_alloc_unique(struct as_builder *b, const char *name,
+				uint64_t size, uint64_t align, uint64_t line,
+				struct as_diag *diag)
+{
+	if (b->timed)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "operations cannot follow buffers with "
+				   "explicit lifetimes");
+	int64_t idx = new_buffer(b, name, size, align, line, diag);
+	if (idx < 0)
+		return idx;
+	struct as_buffer *buf = &b->t->buffers[idx];
+	buf->start = b->time++;
+	buf->end = UINT64_MAX;
+	b->ordered = true;
+	b->unique_live++;
+	int err = push_event(b, AS_EV_ALLOC, (uint32_t)idx);
+	return err ? err : idx;
+}
+
+int as_builder_free_index(struct as_builder *b, uint32_t idx, uint64_t line,
+			  struct as_diag *diag)
+{
+	/*
+	 * The caller's table says idx is live: reading the buffer back to
+	 * check would cost a cache miss per free on large traces.
+	 */
+	struct as_trace *t = b->t;
+	if (idx >= t->nbuffers || b->unique_live == 0)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "free of buffer %u, which is not live",
+				   idx);
+	t->buffers[idx].end = b->time++;
+	b->unique_live--;
+	return push_event(b, AS_EV_FREE, idx);
+}
+
+int as_builder_leak_index(struct as_builder *b, uint32_t idx)
+{
+	struct as_trace *t = b->t;
+	if (idx >= t->nbuffers || b->unique_live == 0)
+		return AS_EINVAL;
+	t->buffers[idx].end = b->time;
+	t->buffers[idx].flags |= AS_BUF_NEVER_FREED;
+	b->unique_live--;
+	return AS_OK;
+}
+
 int as_builder_free(struct as_builder *b, const char *name, uint64_t line,
 		    struct as_diag *diag)
 {
@@ -410,6 +461,19 @@ static void end_live(struct as_builder *b)
 		b->live[i] = AS_NONE;
 	}
 	b->live_n = 0;
+	/*
+	 * Buffers of as_builder_alloc_unique, not in the table: the ones
+	 * still open since the last sweep (named ones are ended above).
+	 */
+	struct as_trace *t = b->t;
+	for (uint32_t i = b->sweep_from; b->unique_live && i < t->nbuffers;
+	     i++)
+		if (t->buffers[i].end == UINT64_MAX) {
+			t->buffers[i].end = b->time;
+			t->buffers[i].flags |= AS_BUF_NEVER_FREED;
+			b->unique_live--;
+		}
+	b->sweep_from = t->nbuffers;
 }
 
 int as_builder_case(struct as_builder *b, const char *options,
@@ -698,25 +762,29 @@ int as_builder_finish(struct as_builder *b, struct as_trace **out,
 	for (uint32_t i = 0; i < t->nbuffers; i++) {
 		struct as_buffer *buf = &t->buffers[i];
 		if (buf->space >= t->nspaces)
-			return as_diag_set(diag, 0, AS_EPARSE,
+			return as_diag_set(diag, as_builder_line_of(b, i),
+					   AS_EPARSE,
 					   "buffer '%s' names space %u of %u",
 					   buf->name, buf->space, t->nspaces);
 		if (buf->alias_of == AS_NONE)
 			continue;
 		if (buf->alias_of >= t->nbuffers || buf->alias_of == i)
-			return as_diag_set(diag, 0, AS_EPARSE,
+			return as_diag_set(diag, as_builder_line_of(b, i),
+					   AS_EPARSE,
 					   "buffer '%s' is an alias of an "
 					   "unknown buffer",
 					   buf->name);
 		const struct as_buffer *p = &t->buffers[buf->alias_of];
 		if (p->alias_of != AS_NONE)
-			return as_diag_set(diag, 0, AS_EPARSE,
+			return as_diag_set(diag, as_builder_line_of(b, i),
+					   AS_EPARSE,
 					   "buffer '%s' is an alias of '%s', "
 					   "itself an alias",
 					   buf->name, p->name);
 		if (buf->alias_offset > p->size ||
 		    buf->size > p->size - buf->alias_offset)
-			return as_diag_set(diag, 0, AS_EPARSE,
+			return as_diag_set(diag, as_builder_line_of(b, i),
+					   AS_EPARSE,
 					   "alias '%s' (%llu bytes at +%llu) "
 					   "does not fit inside '%s' (%llu "
 					   "bytes)",
@@ -731,7 +799,8 @@ int as_builder_finish(struct as_builder *b, struct as_trace **out,
 		 * the validator handles those.)
 		 */
 		if (buf->start < p->start || buf->end > p->end)
-			return as_diag_set(diag, 0, AS_EPARSE,
+			return as_diag_set(diag, as_builder_line_of(b, i),
+					   AS_EPARSE,
 					   "alias '%s' (time [%llu, %llu)) "
 					   "outlives '%s' (time [%llu, %llu)), "
 					   "the buffer it lives inside",
@@ -742,6 +811,8 @@ int as_builder_finish(struct as_builder *b, struct as_trace **out,
 					   (unsigned long long)p->end);
 		buf->space = p->space;
 	}
+	if ((err = as_builder_check_live(b, diag)))
+		return err;
 	*out = t;
 	b->t = NULL;
 	as_builder_destroy(b);
@@ -771,6 +842,7 @@ void as_trace_destroy(struct as_trace *t)
 	free(t->marks);
 	free(t->segments);
 	free(t->info);
+	free(t->reallocs);
 	free(t->input_stats);
 	free(t->addr_map);
 	free(t);

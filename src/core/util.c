@@ -266,3 +266,99 @@ size_t as_bom_len(const char *s, size_t len)
 {
 	return len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
 }
+
+/* ---- A string map ---- */
+
+struct as_strmap_slot {
+	const char *key; /* NULL: empty */
+	size_t len;
+	uint32_t ns, value;
+	uint64_t hash;
+};
+
+static uint64_t key_hash(uint32_t ns, const char *key, size_t len)
+{
+	return as_hash_mem(key, len) ^ (uint64_t)ns * 0x9e3779b97f4a7c15ull;
+}
+
+static uint32_t map_find(const struct as_strmap *m, uint32_t ns,
+			 const char *key, size_t len, uint64_t h)
+{
+	uint32_t i = (uint32_t)h & m->mask;
+	for (;; i = (i + 1) & m->mask) {
+		const struct as_strmap_slot *s = &m->slot[i];
+		if (!s->key || (s->hash == h && s->ns == ns && s->len == len &&
+				memcmp(s->key, key, len) == 0))
+			return i;
+	}
+}
+
+int as_strmap_put(struct as_strmap *m, uint32_t ns, const char *key,
+		  size_t len, uint32_t value, bool keep)
+{
+	if (2 * ((size_t)m->n + 1) > (size_t)m->mask + 1 || !m->slot) {
+		size_t cap = m->slot ? 2 * ((size_t)m->mask + 1) : 64;
+		if (cap > ((size_t)1 << 31))
+			return AS_ENOMEM;
+		struct as_strmap grown = {calloc(cap, sizeof(*grown.slot)),
+					  (uint32_t)(cap - 1), m->n};
+		if (!grown.slot)
+			return AS_ENOMEM;
+		for (size_t i = 0; m->slot && i <= m->mask; i++)
+			if (m->slot[i].key)
+				grown.slot[map_find(&grown, m->slot[i].ns,
+						    m->slot[i].key,
+						    m->slot[i].len,
+						    m->slot[i].hash)] =
+					m->slot[i];
+		free(m->slot);
+		*m = grown;
+	}
+	uint64_t h = key_hash(ns, key, len);
+	struct as_strmap_slot *s = &m->slot[map_find(m, ns, key, len, h)];
+	if (s->key && keep)
+		return AS_OK;
+	if (!s->key)
+		m->n++;
+	*s = (struct as_strmap_slot){key, len, ns, value, h};
+	return AS_OK;
+}
+
+uint32_t as_strmap_get(const struct as_strmap *m, uint32_t ns,
+		       const char *key, size_t len)
+{
+	if (!m->slot)
+		return AS_NONE;
+	const struct as_strmap_slot *s =
+		&m->slot[map_find(m, ns, key, len, key_hash(ns, key, len))];
+	return s->key ? s->value : AS_NONE;
+}
+
+void as_strmap_finish(struct as_strmap *m)
+{
+	free(m->slot);
+	m->slot = NULL;
+	m->mask = m->n = 0;
+}
+
+uint64_t as_hash_mem(const void *p, size_t len)
+{
+	const unsigned char *s = p;
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ len, w = 0;
+	size_t n = len;
+	if (n >= 8) {
+		for (; n > 8; s += 8, n -= 8) {
+			memcpy(&w, s, 8);
+			h = (h ^ w) * 0xff51afd7ed558ccdULL;
+			h ^= h >> 32;
+		}
+		/* The last 8 bytes, overlapping: one whole load (a load of
+		 * bytes stored one at a time stalls). */
+		memcpy(&w, s + n - 8, 8);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			w = w << 8 | s[i];
+	}
+	h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 29);
+}

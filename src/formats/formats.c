@@ -102,6 +102,8 @@ static int feed(struct as_builder *b, const struct as_format_impl *fmt,
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "NUL byte in a text file");
 	}
+	for (size_t i = 0; !st->content && i < len; i++)
+		st->content = !strchr(" \t\r\n", data[i]);
 	return fmt->lines(b, st, data, len, diag);
 }
 
@@ -111,6 +113,9 @@ static int finish(struct as_builder *b, const struct as_format_impl *fmt,
 {
 	if (fmt->end)
 		err = fmt->end(b, st, err, diag);
+	/* One rule for every line format: nothing but blanks is no trace. */
+	if (err == AS_OK && fmt->lines && !st->content)
+		err = as_diag_set(diag, 1, AS_EPARSE, "empty file");
 	if (err == AS_OK) {
 		err = as_builder_finish(b, out, diag);
 		if (err == AS_OK)
@@ -160,7 +165,7 @@ int as_trace_parse(const char *name, const char *data, size_t len,
 	return finish(b, fmt, &st, err, out, diag);
 }
 
-#define WINDOW (4u << 20)
+#define WINDOW (1u << 20)
 /* Bounds against hostile (compressed) input: one line, a whole-file format. */
 #define MAX_LINE (64u << 20)
 #define MAX_WHOLE_COMPRESSED (1u << 30)

@@ -19,6 +19,7 @@ struct as_line_state {
 	int ncols;              /* CSV: columns in the header, 0 before it */
 	int pos[8];             /* CSV: column of each field, -1 when absent */
 	void *priv;
+	bool content;           /* a byte other than a blank was fed */
 };
 
 struct as_format_impl {

@@ -223,6 +223,18 @@ static int ops_lines(struct as_builder *b, struct as_line_state *st,
 	return AS_OK;
 }
 
+/* Comments alone are no trace (blanks alone: formats.c says so). */
+static int ops_end(struct as_builder *b, struct as_line_state *st, int err,
+		   struct as_diag *diag)
+{
+	const struct as_trace *t = as_builder_trace(b);
+	if (err == AS_OK && st->content && t->nevents == 0 &&
+	    (!t->cases[0].options || !*t->cases[0].options))
+		return as_diag_set(diag, 1, AS_EPARSE,
+				   "no operations, only comments");
+	return err;
+}
+
 /* The fallback: any text that no other format claims. */
 static bool ops_sniff(const char *head, size_t len)
 {
@@ -234,4 +246,5 @@ const struct as_format_impl as_format_ops = {
 	.extensions = ".ops .txt",
 	.sniff = ops_sniff,
 	.lines = ops_lines,
+	.end = ops_end,
 };

@@ -56,11 +56,8 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *unused,
 			goto out;
 		uint64_t peak = as_place_order(pl, order, n, AS_FIT_BEST, tmp);
 		if (peak == UINT64_MAX) {
-			err = as_placer_nomem(pl)
-				      ? AS_ENOMEM
-				      : as_diag_set(diag, 0, AS_EUNSUPPORTED,
-						    "bestfit: offsets overflow "
-						    "64 bits");
+			err = as_placer_nomem(pl) ? AS_ENOMEM
+						  : AS_STRATEGY_PAST_2_64;
 			goto out;
 		}
 		if ((err = as_plan_round(p, k ? "length order" : "size order",

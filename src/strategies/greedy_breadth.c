@@ -98,11 +98,7 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *unused,
 	if (!pl || !order || as_order_breadth(pb, order))
 		goto out;
 	if (as_place_order(pl, order, pb->n, AS_FIT_BEST, off) == UINT64_MAX) {
-		err = as_placer_nomem(pl)
-			      ? AS_ENOMEM
-			      : as_diag_set(diag, 0, AS_EUNSUPPORTED,
-					    "greedy-breadth: offsets overflow "
-					    "64 bits");
+		err = as_placer_nomem(pl) ? AS_ENOMEM : AS_STRATEGY_PAST_2_64;
 		goto out;
 	}
 	err = AS_OK;

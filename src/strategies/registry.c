@@ -3,6 +3,8 @@
  * runs them (options, timing, aliases). Adding a strategy is one file and
  * one line in `registry` below.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -22,18 +24,46 @@ extern const struct as_strategy_impl as_strategy_npu_list;
 extern const struct as_strategy_impl as_strategy_numa_flat;
 extern const struct as_strategy_impl as_strategy_numa_bundle;
 
-static const struct as_strategy_impl *const registry[] = {
-	&as_strategy_recorded,
-	&as_strategy_greedy_size,
-	&as_strategy_greedy_breadth,
-	&as_strategy_bestfit,
-	&as_strategy_strip,
-	&as_strategy_bfc,
-	&as_strategy_cuda_caching,
-	&as_strategy_tiered,
-	&as_strategy_npu_list,
-	&as_strategy_numa_flat,
-	&as_strategy_numa_bundle,
+/*
+ * One row per strategy, with its running time in n, the buffers (planners)
+ * or events (online allocators) of a trace, as `allocscope strategies`
+ * prints it. The default set (replay without -s) is every row whose
+ * strategy applies, with its default options: each of those is O(n log n)
+ * or O(n log^2 n), or says here why not.
+ */
+static const struct entry {
+	const struct as_strategy_impl *impl;
+	const char *time;
+} registry[] = {
+	{&as_strategy_recorded, "O(n): copies the input's offsets"},
+	{&as_strategy_greedy_size,
+	 "O(n log n + sum of k log k), k the placed buffers sharing a "
+	 "buffer's time"},
+	{&as_strategy_greedy_breadth,
+	 "O(n log n + sum of k log k), k the placed buffers sharing a "
+	 "buffer's time"},
+	{&as_strategy_bestfit,
+	 "O(n log n + sum of k log k), k the placed buffers sharing a "
+	 "buffer's time"},
+	{&as_strategy_strip,
+	 "the baselines, then O(n log n) sweeps; steps whose cost grows with "
+	 "overlapping pairs run under a pair cap and only when their "
+	 "estimated time fits in budget_ms"},
+	{&as_strategy_bfc,
+	 "O(n log n): best fit in size-ordered treaps, one per bin"},
+	{&as_strategy_cuda_caching,
+	 "O(n log n): pools, segments and device gaps in treaps"},
+	{&as_strategy_tiered,
+	 "O(n log n): free blocks in a treap by size, neighbours linked"},
+	{&as_strategy_npu_list,
+	 "O(n log n): the list's first fit found through a treap by address "
+	 "(any merge= setting)"},
+	{&as_strategy_numa_flat,
+	 "O(n log n + sum of k log k), k the placed blocks sharing a block's "
+	 "time on its core"},
+	{&as_strategy_numa_bundle,
+	 "O(n log n + sum of k log k), k the placed bundles sharing a "
+	 "bundle's time on its core"},
 };
 
 #define NREG (sizeof(registry) / sizeof(registry[0]))
@@ -45,14 +75,19 @@ size_t as_strategy_count(void)
 
 const struct as_strategy_info *as_strategy_at(size_t i)
 {
-	return i < NREG ? &registry[i]->info : NULL;
+	return i < NREG ? &registry[i].impl->info : NULL;
+}
+
+const char *as_strategy_time(size_t i)
+{
+	return i < NREG ? registry[i].time : NULL;
 }
 
 const struct as_strategy_impl *as_strategy_impl_find(const char *name)
 {
 	for (size_t i = 0; i < NREG; i++)
-		if (strcmp(registry[i]->info.name, name) == 0)
-			return registry[i];
+		if (strcmp(registry[i].impl->info.name, name) == 0)
+			return registry[i].impl;
 	return NULL;
 }
 
@@ -81,6 +116,56 @@ static void resolve_aliases(const struct as_trace *t, struct as_plan *p)
 		if (p->space)
 			p->space[i] = p->space[b->alias_of];
 	}
+}
+
+/*
+ * A plan holds at most 2^64-1 bytes, all its spaces together: the limit a
+ * trace is held to at load (core/limits.c), so no figure saturates. In
+ * allocation order, a buffer that ends past 2^64-1 or would take the sum of
+ * the spaces' peaks past it fails, as an allocation fails when memory is
+ * full; an offline planner that gives up on the trace as a whole
+ * (AS_STRATEGY_PAST_2_64) fails every buffer. The same rule for every
+ * strategy, here only (docs/strategies.md, "Past 2^64").
+ */
+static int fail_past_2_64(const struct as_trace *t, struct as_plan *p,
+			  bool all)
+{
+	uint16_t ns = p->nspaces > t->nspaces ? p->nspaces : t->nspaces;
+	uint64_t *top = calloc(ns ? ns : 1, sizeof(*top));
+	if (!top)
+		return AS_ENOMEM;
+	uint64_t total = 0, failed = 0;
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		uint64_t off = p->offset[i], size = t->buffers[i].size;
+		uint16_t sp = as_plan_space_of(p, t, i);
+		if (off == AS_NO_OFFSET || sp >= ns)
+			continue; /* the validator reports a bad space */
+		uint64_t end = off + size;
+		if (!all && off <= UINT64_MAX - size &&
+		    (end <= top[sp] || end - top[sp] <= UINT64_MAX - total)) {
+			if (end > top[sp]) {
+				total += end - top[sp];
+				top[sp] = end;
+			}
+			continue;
+		}
+		p->offset[i] = AS_NO_OFFSET;
+		failed += size > 0;
+	}
+	/* What a strategy placed inside a failed buffer fails with it. */
+	for (uint32_t i = 0; failed && i < t->nbuffers; i++) {
+		uint32_t a = as_plan_alias_of(p, t, i);
+		if (a < t->nbuffers && p->offset[a] == AS_NO_OFFSET)
+			p->offset[i] = AS_NO_OFFSET;
+	}
+	free(top);
+	if (!failed)
+		return AS_OK;
+	char note[96];
+	snprintf(note, sizeof(note),
+		 "%llu allocations failed: memory past 2^64-1 bytes",
+		 (unsigned long long)failed);
+	return as_plan_note(p, note);
 }
 
 /*
@@ -152,6 +237,8 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 			diag->line = t->cases[0].line;
 		if (err == AS_OK)
 			err = s->plan(t, &o, p, diag);
+		if (err == AS_STRATEGY_PAST_2_64)
+			err = fail_past_2_64(t, p, true);
 		for (uint32_t i = 0; err == AS_OK && i < t->nbuffers; i++)
 			if (t->buffers[i].size == 0 &&
 			    p->offset[i] == AS_NO_OFFSET)
@@ -163,6 +250,10 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 			as_diag_set(diag, 0, err, "%s: out of memory", name);
 		as_plan_destroy(p);
 		return err;
+	}
+	if ((err = fail_past_2_64(t, p, false))) {
+		as_plan_destroy(p);
+		return as_diag_set(diag, 0, err, "%s: out of memory", name);
 	}
 	resolve_aliases(t, p);
 	*out = p;

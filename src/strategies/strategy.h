@@ -52,6 +52,13 @@ struct as_online_impl {
 	void (*destroy)(void *state);
 };
 
+/*
+ * What an offline planner returns when it cannot keep every address below
+ * 2^64 (never seen by callers: as_strategy_run turns it into failed
+ * allocations, docs/strategies.md "Past 2^64").
+ */
+#define AS_STRATEGY_PAST_2_64 (AS__ERR_FIRST - 1)
+
 struct as_strategy_impl {
 	struct as_strategy_info info;
 	/* Whether the trace suits this strategy; NULL means always. */

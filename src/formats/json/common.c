@@ -186,6 +186,55 @@ uint64_t as_json_line(const struct as_jctx *c, const char *field)
 	return line_of(c->text, c->len, path, n);
 }
 
+static bool same_parent(const struct as_jctx *c, int n)
+{
+	for (int i = 0; i < n - 1; i++)
+		if (c->walk.parent[i].key != c->path[i].key ||
+		    c->walk.parent[i].index != c->path[i].index)
+			return false;
+	return c->walk.depth == n;
+}
+
+uint64_t as_json_elem_line(struct as_jctx *c)
+{
+	int n = c->depth;
+	if (n < 1 || n > AS_JPATH_MAX || c->path[n - 1].key)
+		return as_json_line(c, NULL);
+	int idx = c->path[n - 1].index;
+	struct scan s = {c->walk.p, c->text + c->len};
+	if (c->walk.p && idx == c->walk.index + 1 && same_parent(c, n)) {
+		/* the next element: step over the last one and its comma */
+		if (skip_value(&s, 1)) {
+			ws(&s);
+			if (s.p < s.end && *s.p == ',') {
+				s.p++;
+				ws(&s);
+				for (const char *q = c->walk.p; q < s.p; q++)
+					c->walk.line += *q == '\n';
+				c->walk.p = s.p;
+				c->walk.index = idx;
+				return c->walk.line;
+			}
+		}
+	}
+	/* anywhere else: from the start, once */
+	s = (struct scan){c->text, c->text + c->len};
+	for (int i = 0; i < n; i++) {
+		if (!step(&s, &c->path[i])) {
+			c->walk.p = NULL;
+			return as_json_line(c, NULL);
+		}
+	}
+	c->walk.line = 1;
+	for (const char *q = c->text; q < s.p; q++)
+		c->walk.line += *q == '\n';
+	c->walk.p = s.p;
+	c->walk.index = idx;
+	c->walk.depth = n;
+	memcpy(c->walk.parent, c->path, (size_t)(n - 1) * sizeof(*c->path));
+	return c->walk.line;
+}
+
 int as_json_fail(const struct as_jctx *c, const char *field,
 		 const char *fmt, ...)
 {

@@ -41,6 +41,7 @@ struct gtensor {
 	int64_t last_use;       /* op index, -1: never read */
 	uint8_t flags;          /* AS_BUF_GRAPH_INPUT/OUTPUT */
 	uint32_t buf;           /* buffer index once added */
+	uint64_t line;          /* of its entry in "tensors" */
 };
 
 struct graph {
@@ -363,16 +364,9 @@ static int graph_add(struct as_jctx *c, struct graph *g, uint32_t ti,
 	if (end <= start)
 		end = start + 1;
 	int64_t idx = as_builder_add_timed(c->b, gt->name, gt->size, gt->align,
-					   start, end, 0, c->diag);
-	if (idx < 0) { /* the line of the tensor, found only when needed */
-		struct as_jctx at = *c;
-		at.depth = 1;
-		as_json_push(&at, "tensors", 0);
-		as_json_push(&at, NULL, (int)ti);
-		if (c->diag && idx != AS_ENOMEM)
-			c->diag->line = as_json_line(&at, NULL);
+					   start, end, gt->line, c->diag);
+	if (idx < 0)
 		return (int)idx;
-	}
 	gt->buf = (uint32_t)idx;
 	as_builder_buffer(c->b, gt->buf)->flags |= gt->flags;
 	return AS_OK;
@@ -414,6 +408,7 @@ int as_json_graph(struct as_jctx *c, const cJSON *graph)
 		as_json_push(c, NULL, i++);
 		if ((err = graph_tensor(c, &g, it, def_align)))
 			goto out;
+		g.t[g.n - 1].line = as_json_elem_line(c); /* O(1) in order */
 		c->depth--;
 	}
 	c->depth--;

@@ -41,6 +41,14 @@ struct as_jctx {
 	/* Integers past 2^53 written as plain numbers are read exactly from
 	 * their digits (results files) instead of being refused. */
 	bool exact_big;
+	/* Where as_json_elem_line left off: the element `index` of the
+	 * array at path[0..depth-1) starts at p, on `line` (p NULL: none). */
+	struct {
+		const char *p;
+		uint64_t line;
+		int depth, index;
+		struct as_jseg parent[AS_JPATH_MAX];
+	} walk;
 };
 
 /* ---- common.c ---- */
@@ -49,6 +57,13 @@ void as_json_push(struct as_jctx *c, const char *key, int index);
 
 /* The line of path (plus `field` when not NULL) in the text. */
 uint64_t as_json_line(const struct as_jctx *c, const char *field);
+
+/*
+ * The line of the array element at the path (its last step an index). A
+ * reader that asks for elements in order pays for each element's text
+ * once: lines for every buffer of a large trace in O(n) overall.
+ */
+uint64_t as_json_elem_line(struct as_jctx *c);
 
 /* "PATH[.field]: message" at the value's line; returns AS_EPARSE. */
 int as_json_fail(const struct as_jctx *c, const char *field,

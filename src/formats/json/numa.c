@@ -25,27 +25,30 @@
  */
 #define NUMA_MAX_BLOCKS (1u << 23)
 
-/* An operator by name (in `ops`) or by position; AS_NONE when absent. */
+/*
+ * Names are found through one hash map (O(1) each, so a trace reads in
+ * O(n)), namespaces apart: parents, and per parent its edges and its
+ * operators.
+ */
+#define NS_PARENTS UINT32_MAX
+#define NS_EDGES(pi) (2 * (pi))
+#define NS_OPS(pi) (2 * (pi) + 1)
+
+/* An operator by name (in parent pi's `ops`, the first of that name) or by
+ * position; AS_NONE when absent. */
 static int nop_ref(const struct as_jctx *x, const cJSON *edge, const char *field,
-		   const cJSON *ops, uint32_t nops, uint32_t *out)
+		   const struct as_strmap *names, uint32_t pi, uint32_t nops,
+		   uint32_t *out)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(edge, field);
 	*out = AS_NONE;
 	if (!v || cJSON_IsNull(v))
 		return AS_OK;
 	if (cJSON_IsString(v)) {
-		uint32_t i = 0;
-		const cJSON *o;
-		if (cJSON_IsArray(ops))
-			cJSON_ArrayForEach(o, ops)
-			{
-				if (cJSON_IsString(o) &&
-				    strcmp(o->valuestring, v->valuestring) == 0) {
-					*out = i;
-					return AS_OK;
-				}
-				i++;
-			}
+		*out = as_strmap_get(names, NS_OPS(pi), v->valuestring,
+				     strlen(v->valuestring));
+		if (*out != AS_NONE)
+			return AS_OK;
 		return as_json_fail(x, field, "unknown operator '%s'",
 			     v->valuestring);
 	}
@@ -59,8 +62,8 @@ static int nop_ref(const struct as_jctx *x, const cJSON *edge, const char *field
 
 /* "source": "PARENT/EDGE" or [parent, edge], an earlier parent's output. */
 static int nsource(const struct as_jctx *x, const cJSON *v,
-		   const struct as_numa *nm, uint32_t cur, uint32_t *sp,
-		   uint32_t *se)
+		   const struct as_numa *nm, const struct as_strmap *names,
+		   uint32_t cur, uint32_t *sp, uint32_t *se)
 {
 	uint64_t pi = AS_NONE, ei = AS_NONE;
 	int err;
@@ -79,19 +82,19 @@ static int nsource(const struct as_jctx *x, const cJSON *v,
 		if (!slash)
 			return as_json_fail(x, "source", "'%s' is not PARENT/EDGE", s);
 		size_t plen = (size_t)(slash - s);
-		for (uint32_t p = cur; p-- > 0 && pi == AS_NONE;)
-			if (strlen(nm->parents[p].name) == plen &&
-			    memcmp(nm->parents[p].name, s, plen) == 0)
-				pi = p;
+		/* the latest earlier parent of that name */
+		uint32_t found = as_strmap_get(names, NS_PARENTS, s, plen);
+		if (found != AS_NONE && found < cur)
+			pi = found;
 		if (pi == AS_NONE)
 			return as_json_fail(x, "source", "no earlier parent named "
 						  "'%.*s'",
 				     (int)plen, s);
 		const struct as_numa_parent *pp = &nm->parents[pi];
-		for (uint32_t e = 0; e < pp->nedges && ei == AS_NONE; e++)
-			if (strcmp(nm->edges[pp->first_edge + e].name,
-				   slash + 1) == 0)
-				ei = e;
+		uint32_t e = as_strmap_get(names, NS_EDGES((uint32_t)pi),
+					   slash + 1, strlen(slash + 1));
+		if (e != AS_NONE)
+			ei = e;
 		if (ei == AS_NONE)
 			return as_json_fail(x, "source", "parent '%s' has no edge '%s'",
 				     pp->name, slash + 1);
@@ -142,10 +145,9 @@ static int edges_unique(struct as_jctx *x, const struct as_numa *nm,
 
 /* One parent's edges; volumes go to vol[e * nsub + k]. */
 static int nedges(struct as_jctx *x, const cJSON *po, struct as_numa *nm,
-		  uint32_t pi, uint64_t *vol)
+		  struct as_strmap *names, uint32_t pi, uint64_t *vol)
 {
 	struct as_numa_parent *p = &nm->parents[pi];
-	const cJSON *ops = cJSON_GetObjectItemCaseSensitive(po, "ops");
 	const cJSON *edges = cJSON_GetObjectItemCaseSensitive(po, "edges");
 	uint32_t e = 0;
 	const cJSON *eo;
@@ -174,8 +176,9 @@ static int nedges(struct as_jctx *x, const cJSON *po, struct as_numa *nm,
 		ed->name = as_builder_intern(x->b, name);
 		if (!ed->name)
 			return AS_ENOMEM;
-		if ((err = nop_ref(x, eo, "from", ops, p->nops, &ed->from)) ||
-		    (err = nop_ref(x, eo, "to", ops, p->nops, &ed->to)))
+		if ((err = nop_ref(x, eo, "from", names, pi, p->nops,
+				   &ed->from)) ||
+		    (err = nop_ref(x, eo, "to", names, pi, p->nops, &ed->to)))
 			return err;
 		ed->src_parent = ed->src_edge = AS_NONE;
 		const cJSON *src = cJSON_GetObjectItemCaseSensitive(eo, "source");
@@ -184,8 +187,8 @@ static int nedges(struct as_jctx *x, const cJSON *po, struct as_numa *nm,
 				return as_json_fail(x, "source", "an edge has \"from\" "
 							  "or \"source\", not "
 							  "both");
-			if ((err = nsource(x, src, nm, pi, &ed->src_parent,
-					   &ed->src_edge)))
+			if ((err = nsource(x, src, nm, names, pi,
+					   &ed->src_parent, &ed->src_edge)))
 				return err;
 		}
 		if (ed->from == AS_NONE && ed->to == AS_NONE)
@@ -236,6 +239,11 @@ static int nedges(struct as_jctx *x, const cJSON *po, struct as_numa *nm,
 		e++;
 	}
 	err = edges_unique(x, nm, p);
+	for (uint32_t k = 0; err == AS_OK && k < p->nedges; k++) {
+		const char *en = nm->edges[p->first_edge + k].name;
+		err = as_strmap_put(names, NS_EDGES(pi), en, strlen(en), k,
+				    false);
+	}
 	x->depth--;
 	return err;
 }
@@ -289,13 +297,14 @@ static int ncores(struct as_jctx *x, const cJSON *no, struct as_numa *nm)
 	    (err = as_json_u64(x, caps, "capacity", 0, UINT64_MAX / 2, &cap)))
 		return err;
 	struct as_trace *t = as_builder_trace(x->b);
+	const cJSON *ci = cJSON_IsArray(caps) ? caps->child : NULL;
 	for (uint32_t c = 0; c < n; c++) {
 		uint64_t cc = cap;
-		if (cJSON_IsArray(caps)) {
+		if (cJSON_IsArray(caps)) { /* ci walks the list: O(1) each */
 			as_json_push(x, "capacity", 0);
 			as_json_push(x, NULL, (int)c);
-			err = as_json_u64(x, cJSON_GetArrayItem(caps, (int)c), NULL,
-				     0, UINT64_MAX / 2, &cc);
+			err = as_json_u64(x, ci, NULL, 0, UINT64_MAX / 2, &cc);
+			ci = ci ? ci->next : NULL;
 			x->depth -= 2;
 			if (err)
 				return err;
@@ -382,7 +391,8 @@ static int nalloc(struct as_jctx *x, const cJSON *parents, struct as_numa **out)
 }
 
 static int nparent(struct as_jctx *x, const cJSON *po, struct as_numa *nm,
-		   uint32_t pi, uint64_t **vol, size_t *volcap)
+		   struct as_strmap *names, uint32_t pi, uint64_t **vol,
+		   size_t *volcap)
 {
 	struct as_numa_parent *p = &nm->parents[pi];
 	const char *name;
@@ -402,11 +412,17 @@ static int nparent(struct as_jctx *x, const cJSON *po, struct as_numa *nm,
 	const cJSON *ops = cJSON_GetObjectItemCaseSensitive(po, "ops");
 	if (cJSON_IsArray(ops)) {
 		const cJSON *o;
+		uint32_t i = 0;
 		cJSON_ArrayForEach(o, ops)
 		{
 			if (!cJSON_IsString(o))
 				return as_json_fail(x, "ops", "expected an array of "
 						       "operator names");
+			if ((err = as_strmap_put(names, NS_OPS(pi),
+						 o->valuestring,
+						 strlen(o->valuestring), i++,
+						 true)))
+				return err;
 		}
 		v = (uint64_t)cJSON_GetArraySize(ops);
 		if (v == 0 || v > NUMA_MAX_OPS)
@@ -431,7 +447,10 @@ static int nparent(struct as_jctx *x, const cJSON *po, struct as_numa *nm,
 		*vol = n;
 		*volcap = need;
 	}
-	return nedges(x, po, nm, pi, *vol);
+	if ((err = nedges(x, po, nm, names, pi, *vol)))
+		return err;
+	return as_strmap_put(names, NS_PARENTS, p->name, strlen(p->name), pi,
+			     false);
 }
 
 static bool by_parent_name(uint32_t a, uint32_t b, const void *ctx)
@@ -514,6 +533,7 @@ int as_json_numa(struct as_jctx *x, const cJSON *root)
 	uint64_t *vol = NULL;
 	struct as_numa_load load;
 	size_t volcap = 0;
+	struct as_strmap names = {0};
 	uint64_t time = 0;
 	uint32_t pi = 0, first_edge = 0, first_sub = 0;
 	const cJSON *po;
@@ -529,7 +549,7 @@ int as_json_numa(struct as_jctx *x, const cJSON *root)
 		p->first_edge = first_edge;
 		p->first_sub = first_sub;
 		given |= cJSON_HasObjectItem(po, "cores");
-		if ((err = nparent(x, po, nm, pi, &vol, &volcap)) ||
+		if ((err = nparent(x, po, nm, &names, pi, &vol, &volcap)) ||
 		    (err = nschedule(x, po, nm, pi, rule, vol, &load)))
 			break;
 		p->start = time;
@@ -549,6 +569,7 @@ int as_json_numa(struct as_jctx *x, const cJSON *root)
 		x->depth--;
 	}
 	free(vol);
+	as_strmap_finish(&names);
 	as_numa_load_finish(&load);
 	if (err || (err = parents_unique(x, nm)))
 		return err;

@@ -179,7 +179,9 @@ static int parse_event(struct as_jctx *c, const cJSON *ev)
 		    (err = as_json_get_u64(c, ev, "align", false, 1, &align)))
 			return err;
 		int64_t idx = at_line(c, as_builder_alloc(c->b, name, size,
-							  align, 0, c->diag));
+							  align,
+							  as_json_elem_line(c),
+							  c->diag));
 		if (idx < 0)
 			return (int)idx;
 		return buffer_extras(c, ev, (uint32_t)idx);
@@ -239,7 +241,9 @@ static int parse_buffer(struct as_jctx *c, const cJSON *bo)
 	    (err = as_json_get_u64(c, bo, "end", true, 0, &end)))
 		return err;
 	int64_t idx = at_line(c, as_builder_add_timed(c->b, name, size, align,
-						      start, end, 0, c->diag));
+						      start, end,
+						      as_json_elem_line(c),
+						      c->diag));
 	if (idx < 0)
 		return (int)idx;
 	return buffer_extras(c, bo, (uint32_t)idx);
