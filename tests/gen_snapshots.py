@@ -13,6 +13,12 @@ two streams, with frames memory_viz would filter.
 old_writer.pickle (protocol 2): an older writer: `free` actions, no
 time_us, blocks without addresses (they abut) and frames in `history`.
 
+segment_churn.pickle (protocol 4): segments reserved and given back
+between two block events (a segment allocated and freed at once, another
+allocated while an older one is freed, an expandable range mapped and
+unmapped): the reserved peak counts them (90 MiB on cuda:0, 24 MiB on
+cuda:1).
+
 Deterministic (seeded), so the test's figures never move.
 """
 import os
@@ -173,6 +179,47 @@ def old_writer():
             "device_traces": [trace]}
 
 
+def segment_churn():
+    s0, s1, s2, s3 = (0x7f6000000000 + k * (1 << 30) for k in range(4))
+    x = 0x7f7000000000
+    t = [1_700_000_000_000_000]
+
+    def e(action, addr, size, dev=0):
+        t[0] += 7
+        return {"action": action, "addr": addr, "size": size, "stream": 0,
+                "time_us": t[0], "frames": FRAMES[3:]}
+
+    dev0 = [
+        e("alloc", s0, 2 * MB),
+        e("segment_alloc", s1, 40 * MB),    # reserved and given back
+        e("segment_free", s1, 40 * MB),     # before the next block event
+        e("segment_alloc", s2, 10 * MB),    # while s3 (from before the
+        e("segment_free", s3, 30 * MB),     # trace) still is
+        e("free_completed", s0, 2 * MB),
+        e("alloc", s2, MB),
+    ]
+    dev1 = [
+        e("alloc", x, 4 * MB),
+        e("segment_map", x + 8 * MB, 16 * MB),
+        e("segment_unmap", x + 8 * MB, 16 * MB),
+        e("free_completed", x, 4 * MB),
+    ]
+
+    def seg(dev, addr, size, blocks, expandable=False):
+        return {"device": dev, "address": addr, "total_size": size,
+                "stream": 0, "is_expandable": expandable,
+                "blocks": blocks}
+    inactive = {"size": 0, "state": "inactive"}
+    return {"segments": [
+        seg(0, s0, 20 * MB, [dict(inactive, address=s0, size=20 * MB)]),
+        seg(0, s2, 10 * MB, [{"address": s2, "size": MB,
+                              "requested_size": MB,
+                              "state": "active_allocated"},
+                             dict(inactive, address=s2 + MB, size=9 * MB)]),
+        seg(1, x, 8 * MB, [dict(inactive, address=x, size=8 * MB)], True),
+    ], "device_traces": [dev0, dev1]}
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -180,6 +227,8 @@ def main():
         pickle.dump(three_devices(), f, protocol=5)
     with open(os.path.join(out, "old_writer.pickle"), "wb") as f:
         pickle.dump(old_writer(), f, protocol=2)
+    with open(os.path.join(out, "segment_churn.pickle"), "wb") as f:
+        pickle.dump(segment_churn(), f, protocol=4)
 
 
 if __name__ == "__main__":

@@ -59,9 +59,9 @@ static void mtrace_realloc_frees_the_old_block_and_links_the_new_one(void)
 		CHECK_EQ_U64(a->size, 16);
 		CHECK_EQ_U64(b->size, 64);
 		CHECK(a->end <= b->start);
-		CHECK(t->info != NULL);
-		if (t->info)
-			CHECK_EQ_U64(t->info[1].realloc_of, 0);
+		CHECK_EQ_U64(as_trace_realloc_of(t, 1), 0);
+		CHECK_EQ_U64(as_trace_realloc_of(t, 0), AS_NONE);
+		CHECK(t->info == NULL); /* links are kept apart */
 		CHECK(t->frames && t->frames[1]);
 		if (t->frames && t->frames[1])
 			CHECK_STR(t->frames[1], "./p:[0x401140]");
@@ -189,6 +189,32 @@ static void mtrace_recorded_offsets_shrink_gaps_and_keep_alignment(void)
 	CHECK(c->recorded - (b->recorded + b->size) <= 2 * 4096);
 	CHECK_EQ_U64(c->recorded % 4096, 0x10); /* alignment kept */
 	as_trace_destroy(t);
+}
+
+/* Lines run a few lines after they are parsed: the error told is still the
+ * first one in the file, a bad line or a bad operation. */
+static void mtrace_errors_name_the_first_bad_line_though_lines_run_late(void)
+{
+	struct as_diag d;
+	CHECK(parse("e.mtrace", "= Start\n+ 0x1000 0x10\n< 0x1000\n"
+				"> (nil) 0x20\n+ 0x2000 zz\n", "mtrace",
+		    &d) == NULL);
+	CHECK_EQ_U64(d.line, 4);
+	CHECK(strstr(d.msg, "(nil)") != NULL);
+	CHECK(parse("e.mtrace", "= Start\n+ 0x1000 0x10\n- 0x1000\n"
+				"+ 0x2000 zz\n> (nil) 0x20\n", "mtrace",
+		    &d) == NULL);
+	CHECK_EQ_U64(d.line, 4);
+	CHECK(strstr(d.msg, "zz") != NULL);
+	/* 40 good lines, then the bad operation: past the queue. */
+	char text[2048] = "= Start\n";
+	for (int i = 0; i < 20; i++)
+		snprintf(text + strlen(text), sizeof(text) - strlen(text),
+			 "+ 0x%x 0x10\n- 0x%x\n", 0x1000 + 16 * i,
+			 0x1000 + 16 * i);
+	strcat(text, "< 0x1000\n> (nil) 0x20\n");
+	CHECK(parse("e.mtrace", text, "mtrace", &d) == NULL);
+	CHECK_EQ_U64(d.line, 43);
 }
 
 static void mtrace_is_detected_by_content(void)
@@ -498,6 +524,7 @@ int main(void)
 	TEST_RUN(mtrace_incomplete_last_line_is_ignored_and_counted);
 	TEST_RUN(mtrace_callers_are_interned_once);
 	TEST_RUN(mtrace_recorded_offsets_shrink_gaps_and_keep_alignment);
+	TEST_RUN(mtrace_errors_name_the_first_bad_line_though_lines_run_late);
 	TEST_RUN(mtrace_is_detected_by_content);
 	TEST_RUN(mtrace_random_traces_peak_as_a_plain_count);
 	TEST_RUN(heaptrack_interpreted_frees_the_latest_block_of_its_info);

@@ -374,6 +374,161 @@ static char *random_stream(uint64_t seed, uint32_t n)
 	return text;
 }
 
+/*
+ * The model written out: a plain list walked from the head, as the file's
+ * header describes it (no symbols). The strategy finds its answers through
+ * a treap; offsets, failures and nodes_walked must be the walk's.
+ */
+struct ref_node {
+	uint64_t start, size;
+	bool used;
+};
+
+struct ref_list {
+	struct ref_node *v;
+	uint32_t n;
+	uint64_t walks;
+};
+
+static void ref_insert(struct ref_list *l, uint32_t at, struct ref_node x)
+{
+	memmove(&l->v[at + 1], &l->v[at], (l->n - at) * sizeof(*l->v));
+	l->v[at] = x;
+	l->n++;
+}
+
+static void ref_remove(struct ref_list *l, uint32_t at)
+{
+	memmove(&l->v[at], &l->v[at + 1], (l->n - at - 1) * sizeof(*l->v));
+	l->n--;
+}
+
+/* Offset of the request, or UINT64_MAX when nothing fits. */
+static uint64_t ref_alloc(struct ref_list *l, uint64_t size, uint64_t align)
+{
+	for (uint32_t k = 0; k < l->n; k++) {
+		struct ref_node *x = &l->v[k];
+		l->walks++;
+		if (x->used || x->size < size)
+			continue;
+		uint64_t pad = (x->start + align - 1) / align * align - x->start;
+		if (pad) {
+			if (x->size - size < pad)
+				continue;
+			struct ref_node rest = {x->start + pad, x->size - pad,
+						false};
+			x->size = pad;
+			ref_insert(l, k + 1, rest);
+			continue;
+		}
+		if (x->size > size) {
+			struct ref_node rest = {x->start + size,
+						x->size - size, false};
+			x->size = size;
+			ref_insert(l, k + 1, rest);
+		}
+		l->v[k].used = true;
+		return l->v[k].start;
+	}
+	return UINT64_MAX;
+}
+
+static void ref_free(struct ref_list *l, uint64_t start, bool merge)
+{
+	uint32_t k = 0;
+	while (l->v[k].start != start)
+		k++;
+	l->v[k].used = false;
+	if (!merge)
+		return;
+	if (k + 1 < l->n && !l->v[k + 1].used) {
+		l->v[k].size += l->v[k + 1].size;
+		ref_remove(l, k + 1);
+	}
+	if (k > 0 && !l->v[k - 1].used) {
+		l->v[k - 1].size += l->v[k].size;
+		ref_remove(l, k);
+	}
+}
+
+static void the_treap_finds_what_a_walk_from_the_head_finds(void)
+{
+	enum { N = 600, CAP = 1 << 20 };
+	for (uint64_t seed = 1; seed <= 6; seed++) {
+		bool merge = seed & 1;
+		size_t cap = (size_t)N * 48 + 64, used = 0;
+		char *text = malloc(cap);
+		uint64_t *sz = malloc(N * sizeof(*sz)), *al = malloc(N * 8);
+		uint32_t *live = malloc(N * sizeof(*live)), nlive = 0;
+		uint32_t *ev = malloc(2 * N * sizeof(*ev)), nev = 0;
+		struct ref_list l = {malloc((2 * N + 2) * sizeof(*l.v)), 1, 0};
+		uint64_t *want = malloc(N * sizeof(*want));
+		CHECK(text && sz && al && live && ev && l.v && want);
+		if (!text || !sz || !al || !live || !ev || !l.v || !want)
+			goto next;
+		rng = seed * 991;
+		for (uint32_t i = 0; i < N; i++) {
+			while (nlive && rnd() % 5 < 2) {
+				uint32_t k = (uint32_t)(rnd() % nlive);
+				used += (size_t)snprintf(text + used,
+							 cap - used,
+							 "free b%u\n", live[k]);
+				ev[nev++] = live[k] | 0x80000000u;
+				live[k] = live[--nlive];
+			}
+			sz[i] = (1 + rnd() % 300) * 64;
+			al[i] = (uint64_t)64 << (rnd() % 4 == 0 ? rnd() % 5 : 0);
+			used += (size_t)snprintf(
+				text + used, cap - used, "alloc b%u %llu %llu\n",
+				i, (unsigned long long)sz[i],
+				(unsigned long long)al[i]);
+			ev[nev++] = i;
+			live[nlive++] = i;
+		}
+		/* The reference replay. */
+		l.v[0] = (struct ref_node){0, CAP, false};
+		for (uint32_t e = 0; e < nev; e++) {
+			uint32_t i = ev[e] & 0x7fffffffu;
+			if (ev[e] & 0x80000000u) {
+				if (want[i] != UINT64_MAX)
+					ref_free(&l, want[i], merge);
+			} else {
+				want[i] = ref_alloc(&l, sz[i], al[i]);
+			}
+		}
+		char spec[64];
+		snprintf(spec, sizeof(spec),
+			 "npu-list:capacity=%d,granule=64,merge=%s", CAP,
+			 merge ? "immediate" : "never");
+		struct test_run r;
+		test_run(&r, spec, "t.ops", text);
+		if (test_run_ok(&r)) {
+			uint32_t same = 0;
+			for (uint32_t i = 0; i < N; i++) {
+				char name[16];
+				snprintf(name, sizeof(name), "b%u", i);
+				uint64_t got = test_offset(&r, name);
+				same += got == want[i] ||
+					(got == AS_NO_OFFSET &&
+					 want[i] == UINT64_MAX);
+			}
+			CHECK_EQ_U64(same, N);
+			CHECK_EQ_U64((uint64_t)test_stat(r.p, "nodes_walked"),
+				     l.walks);
+			CHECK_EQ_U64((uint64_t)test_stat(r.p, "nodes"), l.n);
+		}
+		test_run_done(&r);
+	next:
+		free(text);
+		free(sz);
+		free(al);
+		free(live);
+		free(ev);
+		free(l.v);
+		free(want);
+	}
+}
+
 static void plans_validate_on_seeded_random_streams_with_symbols(void)
 {
 	uint64_t base = getenv("AS_SEED") ? strtoull(getenv("AS_SEED"), 0, 10)
@@ -421,5 +576,6 @@ int main(void)
 	TEST_RUN(config_lines_set_options_per_case);
 	TEST_RUN(the_bundled_instruction_stream_shares_symbols_validly);
 	TEST_RUN(plans_validate_on_seeded_random_streams_with_symbols);
+	TEST_RUN(the_treap_finds_what_a_walk_from_the_head_finds);
 	return tap_done();
 }

@@ -853,6 +853,149 @@ static void recorded_clock_marks_segments_and_waste_are_drawn(void)
 	as_trace_destroy(t);
 }
 
+/*
+ * Reserved memory is drawn wherever the plan has some: the segments a
+ * strategy reserved (cuda-caching's per-buffer segment size and offset),
+ * cached after their buffers end until a later segment takes their
+ * addresses, whatever the panel's title; nothing for a plan without them.
+ */
+static void segments_a_strategy_reserved_are_drawn_on_its_panel(void)
+{
+	const uint64_t M = 1 << 20;
+	static const struct tbuf shape[] = {
+		{"a", 1 << 20, 0, 10, 0, 0, 0},          /* segment [0, 2M) */
+		{"b", 1 << 20, 20, 30, 1 << 20, 0, 0},   /* the same */
+		{"c", 1 << 20, 5, 15, 4 << 20, 0, 0},    /* segment [4M, 6M) */
+		{"d", 1 << 20, 60, 100, 1 << 20, 0, 0},  /* segment [1M, 3M) */
+	};
+	struct as_plan *p;
+	struct as_trace *t = make(shape, 4, NULL, 0, &p);
+	if (!t)
+		return;
+	CHECK(as_plan_want_segments(p) == AS_OK);
+	const uint64_t ssz[4] = {2 * M, 2 * M, 2 * M, 2 * M};
+	const uint64_t soff[4] = {0, M, 0, 0};
+	for (int i = 0; i < 4; i++) {
+		p->segment_size[i] = ssz[i];
+		p->segment_offset[i] = soff[i];
+	}
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	o.width = 800;
+	o.height = 400;
+	o.sidebar = false;
+	struct as_render_panel pn = {"cuda-caching", t, p, NULL, 0};
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+	if (!r)
+		goto out;
+	uint32_t *px = draw(r, o.width, o.height);
+	double x, y;
+	/* Cached: segment 1 after its buffers ended, segment 2 to the end. */
+	CHECK(as_render_to_pixel(r, 0, 47, 3 * M / 10, &x, &y) == AS_OK);
+	CHECK_EQ_U64(at(px, o.width, x, y), 0xeeeeee);
+	CHECK(as_render_to_pixel(r, 0, 87, 46 * M / 10, &x, &y) == AS_OK);
+	CHECK_EQ_U64(at(px, o.width, x, y), 0xeeeeee);
+	/* Released when segment 3 took part of its range at 60. */
+	CHECK(as_render_to_pixel(r, 0, 83, 3 * M / 10, &x, &y) == AS_OK);
+	CHECK_EQ_U64(at(px, o.width, x, y), 0xffffff);
+	/* Segment 3 under and beside its buffer's life. */
+	CHECK(as_render_to_pixel(r, 0, 83, 27 * M / 10, &x, &y) == AS_OK);
+	CHECK_EQ_U64(at(px, o.width, x, y), 0xeeeeee);
+	free(px);
+	as_render_destroy(r);
+	keep("segments", &pn, 1, &o);
+	/* The same plan without segments: nothing reserved to show. */
+	free(p->segment_size);
+	free(p->segment_offset);
+	p->segment_size = p->segment_offset = NULL;
+	CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+	if (r) {
+		px = draw(r, o.width, o.height);
+		CHECK(as_render_to_pixel(r, 0, 47, 3 * M / 10, &x, &y) == AS_OK);
+		CHECK_EQ_U64(at(px, o.width, x, y), 0xffffff);
+		free(px);
+		as_render_destroy(r);
+	}
+out:
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+/*
+ * A heap recording: offsets are addresses with the empty ranges between
+ * mappings shrunk (the address map). A plan that keeps them, whatever its
+ * name, says real addresses in its tooltip and under the mouse, and shows
+ * the recording's segments; a plan of its own says offsets.
+ */
+static void recorded_offsets_read_as_real_addresses(void)
+{
+	char path[] = "/tmp/as_render_mtraceXXXXXX.mtrace";
+	int fd = mkstemps(path, 7);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	const char *text = "= Start\n"
+			   "@ ./a.out:[0x401136] + 0x5555555592a0 0x100\n"
+			   "@ ./a.out:[0x401136] + 0x7f0000001000 0x20000\n"
+			   "@ ./a.out:[0x401136] - 0x5555555592a0\n"
+			   "@ ./a.out:[0x401136] + 0x555555559400 0x80\n"
+			   "@ ./a.out:[0x401136] - 0x7f0000001000\n"
+			   "@ ./a.out:[0x401136] - 0x555555559400\n"
+			   "= End\n";
+	CHECK(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+	close(fd);
+	struct as_trace *t = NULL;
+	struct as_diag d;
+	CHECK(as_trace_load(path, NULL, &t, &d) == AS_OK);
+	unlink(path);
+	if (!t)
+		return;
+	CHECK(t->naddr_map > 0);
+	struct as_plan *mine = as_plan_create(t), *other = as_plan_create(t);
+	uint32_t big = AS_NONE;
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		mine->offset[i] = t->buffers[i].recorded;
+		other->offset[i] = (uint64_t)i << 20;
+		if (t->buffers[i].size == 0x20000)
+			big = i;
+	}
+	CHECK(big != AS_NONE);
+	struct as_render_panel pn[2] = {{"from a file", t, mine, NULL, 0},
+					{"greedy", t, other, NULL, 0}};
+	struct as_render *r = NULL;
+	CHECK(as_render_create(pn, 2, NULL, &r, &d) == AS_OK);
+	if (r && big != AS_NONE) {
+		char buf[1024];
+		as_render_buffer_text(r, 0, big, buf, sizeof(buf));
+		CHECK(strstr(buf, "at address 0x7f0000001000") != NULL);
+		as_render_buffer_text(r, 1, big, buf, sizeof(buf));
+		CHECK(strstr(buf, "at offset") != NULL);
+		const struct as_buffer *b = &t->buffers[big];
+		double x, y;
+		CHECK(as_render_to_pixel(r, 0, (b->start + b->end) / 2.0,
+					 mine->offset[big] + 0x10000, &x,
+					 &y) == AS_OK);
+		struct as_render_hit h;
+		CHECK(as_render_hit_test(r, x, y, 0, &h) == AS_OK);
+		CHECK_EQ_U64(h.buffer, big);
+		CHECK(h.has_real);
+		CHECK(h.real_address >= 0x7f0000001000ull &&
+		      h.real_address < 0x7f0000021000ull);
+		CHECK(h.address < 0x7f0000001000ull); /* the offset */
+		CHECK(as_render_to_pixel(r, 1, (b->start + b->end) / 2.0,
+					 other->offset[big] + 0x10000, &x,
+					 &y) == AS_OK);
+		CHECK(as_render_hit_test(r, x, y, 0, &h) == AS_OK);
+		CHECK(!h.has_real);
+	}
+	as_render_destroy(r);
+	as_plan_destroy(mine);
+	as_plan_destroy(other);
+	as_trace_destroy(t);
+}
+
 /* Defect: "+0%" and "peak 100 MiB, lower bound 100 MiB" for a 0.4% gap. */
 static void small_gaps_keep_their_digits(void)
 {
@@ -943,6 +1086,103 @@ static struct as_trace *make_big(uint32_t n, struct as_plan **plan)
 	free(clock);
 	*plan = p;
 	return t;
+}
+
+/*
+ * A pan by whole pixels moves the picture it has and draws only the
+ * uncovered columns and those at the plot's edges: the pixels are those
+ * of a picture drawn afresh at the new view (a density cell may differ
+ * by a step where float sums were added in another order), in both
+ * raster modes, with thin tall buffers and with buffers cut by the edges.
+ */
+static void panning_by_whole_pixels_draws_what_a_fresh_picture_draws(void)
+{
+	const uint32_t n = 60000, lanes = 400;
+	struct tbuf *b = calloc(n, sizeof(*b));
+	uint64_t *clock = calloc(lanes, sizeof(*clock));
+	uint64_t seed = 16;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t x = as_test_rand(&seed);
+		uint32_t lane = i % lanes;
+		uint64_t len = i % 211 == 0 ? 500 + x % 20000
+			       : i % 17 == 0 ? 20 + x % 200 : 1 + x % 6;
+		uint64_t size = lane % 50 == 0 ? 200000 : 64 + (x >> 20) % 4000;
+		b[i] = (struct tbuf){i % 3 ? "a.x" : "b.y", size, clock[lane],
+				     clock[lane] + len,
+				     (uint64_t)lane * 4096 +
+					     (lane / 50) * 200000,
+				     0, 0};
+		clock[lane] += len + (x >> 40) % 3;
+	}
+	struct as_plan *p;
+	struct as_trace *t = make(b, n, NULL, 0, &p);
+	struct as_render_panel pn = {"pan", t, p, NULL, 0};
+	const enum as_color_by modes[] = {AS_COLOR_BUFFER, AS_COLOR_SIZE};
+	uint64_t ndiff = 0, cells = 0, moved = 0, steps = 0;
+	for (size_t mi = 0; mi < 2; mi++) {
+		struct as_render_opts o;
+		as_render_opts_init(&o);
+		o.width = 900;
+		o.height = 500;
+		o.color_by = modes[mi];
+		struct as_render *r = NULL, *f = NULL;
+		struct as_diag d;
+		CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+		struct as_render_panel_info in;
+		CHECK(as_render_panel_info(r, 0, &in) == AS_OK);
+		/* A twentieth of the trace, then a half, then all of it. */
+		const double spans[] = {clock[0] / 20.0, clock[0] / 2.0,
+					clock[0] * 1.1};
+		const int shifts[] = {7, 7, -13, 1, -1, 120, -300, 2};
+		for (size_t si = 0; si < 3; si++) {
+			o.view = (struct as_render_view){
+				1000, 1000 + spans[si], 0, 0};
+			CHECK(as_render_set_opts(r, &o) == AS_OK);
+			free(draw(r, o.width, o.height));
+			for (size_t k = 0; k < 8; k++) {
+				double dt = shifts[k] * spans[si] / in.w;
+				o.view.t0 += dt;
+				o.view.t1 += dt;
+				CHECK(as_render_set_opts(r, &o) == AS_OK);
+				uint32_t *a = draw(r, o.width, o.height);
+				CHECK(as_render_create(&pn, 1, &o, &f, &d) ==
+				      AS_OK);
+				uint32_t *c = draw(f, o.width, o.height);
+				for (int y = (int)in.y; y < in.y + in.h; y++)
+					for (int x = (int)in.x;
+					     x < in.x + in.w; x++) {
+						uint32_t u = a[y * o.width + x],
+							 v = c[y * o.width + x];
+						int worst = 0;
+						for (int s = 0; s < 32; s += 8) {
+							int e = (int)((u >> s) & 255) -
+								(int)((v >> s) & 255);
+							e = e < 0 ? -e : e;
+							worst = e > worst ? e : worst;
+						}
+						ndiff += worst > 0;
+						cells++;
+					}
+				as_render_destroy(f);
+				free(a);
+				free(c);
+				steps++;
+			}
+		}
+		CHECK(as_render_panel_info(r, 0, &in) == AS_OK);
+		moved += in.frames_moved;
+		as_render_destroy(r);
+	}
+	/* Most steps moved the picture (the largest ones uncover much). */
+	CHECK(moved * 4 >= steps * 3);
+	printf("# %llu of %llu steps moved; %llu of %llu pixels differ\n",
+	     (unsigned long long)moved, (unsigned long long)steps,
+	     (unsigned long long)ndiff, (unsigned long long)cells);
+	CHECK(ndiff * 100000 <= cells);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+	free(clock);
+	free(b);
 }
 
 static double now(void)
@@ -1369,9 +1609,12 @@ int main(void)
 	TEST_RUN(tall_short_lived_buffers_stay_visible_at_low_zoom);
 	TEST_RUN(time_labels_never_repeat_when_zoomed_at_large_times);
 	TEST_RUN(recorded_clock_marks_segments_and_waste_are_drawn);
+	TEST_RUN(segments_a_strategy_reserved_are_drawn_on_its_panel);
+	TEST_RUN(recorded_offsets_read_as_real_addresses);
 	TEST_RUN(small_gaps_keep_their_digits);
 	TEST_RUN(far_apart_address_ranges_are_compressed_with_a_break);
 	TEST_RUN(a_million_buffers_render_into_a_bounded_svg);
+	TEST_RUN(panning_by_whole_pixels_draws_what_a_fresh_picture_draws);
 	TEST_RUN(colours_follow_the_name_in_every_panel_and_mode);
 	TEST_RUN(option_parsers_accept_good_values_and_reject_bad_ones);
 	TEST_RUN(a_file_that_cannot_be_written_leaves_nothing_behind);

@@ -791,6 +791,37 @@ static void snapshot_segments_give_reserved_memory_over_time(void)
 	free(w.p);
 }
 
+static void reserved_peaks_sweep_each_space_ends_first(void)
+{
+	struct as_builder *b = as_builder_create("mem", "json");
+	CHECK(b != NULL);
+	if (!b)
+		return;
+	int s1 = as_builder_space(b, "cuda:1", 0);
+	CHECK(s1 == 1);
+	/* space 0: 10 over [0, 4), 5 over [4, 6) (ends first: not 15),
+	 * 7 over [2, 3); space 1: 3 over [1, 2), nothing empty counted. */
+	const struct as_segment segs[] = {
+		{0, 10, 0, 4, 0, 0, 0}, {100, 7, 2, 3, 0, 0, 0},
+		{0, 5, 4, 6, 0, 0, 0},  {0, 3, 1, 2, 1, 0, 0},
+		{50, 99, 3, 3, 1, 0, 0},
+	};
+	for (size_t i = 0; i < sizeof(segs) / sizeof(segs[0]); i++)
+		CHECK(as_builder_segment(b, &segs[i]) == AS_OK);
+	struct as_trace *t = NULL;
+	struct as_diag d;
+	CHECK(as_builder_finish(b, &t, &d) == AS_OK);
+	if (!t) {
+		as_builder_destroy(b);
+		return;
+	}
+	uint64_t peak[2] = {1, 1};
+	CHECK(as_trace_reserved_peaks(t, peak) == AS_OK);
+	CHECK_EQ_U64(peak[0], 17);
+	CHECK_EQ_U64(peak[1], 3);
+	as_trace_destroy(t);
+}
+
 /* An entry with only action and addr (older writers may leave out size). */
 static void pw_bare(struct pw *w, const char *action, uint64_t addr)
 {
@@ -1086,6 +1117,7 @@ int main(void)
 	TEST_RUN(snapshot_blocks_from_before_the_trace_and_ghosts_live_from_the_start);
 	TEST_RUN(snapshot_devices_are_spaces_merged_by_time);
 	TEST_RUN(snapshot_segments_give_reserved_memory_over_time);
+	TEST_RUN(reserved_peaks_sweep_each_space_ends_first);
 	TEST_RUN(snapshot_frees_without_a_size_end_what_is_there);
 	TEST_RUN(snapshot_oom_entries_become_marks);
 	TEST_RUN(snapshot_frames_are_filtered_python_first_and_shared);

@@ -231,7 +231,7 @@ out=$(run "$two" --script "$tmp/script" 2>&1); rc=$?
 ok "a malformed script step is refused with its line" $?
 
 out=$(run "$two" --bench-frames 3 2>&1); rc=$?
-[ $rc -eq 0 ] && echo "$out" | grep -q "^pan (level of detail recomputed): 3 frames, min .* ms, median .* ms, p95 .* ms, max .* ms"
+[ $rc -eq 0 ] && echo "$out" | grep -q "^pan (1% of the view, whole pixels): 3 frames, min .* ms, median .* ms, p95 .* ms, max .* ms"
 ok "--bench-frames prints frame times" $?
 
 echo "1..$n"

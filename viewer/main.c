@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "viewer.h"
 
@@ -74,10 +75,13 @@ static void present(struct viewer *v)
 {
 	if (!v->ren)
 		return;
+	Uint64 c0 = SDL_GetPerformanceCounter();
 	SDL_UpdateTexture(v->tex, NULL, v->px, v->px_w * 4);
 	SDL_RenderClear(v->ren);
 	SDL_RenderCopy(v->ren, v->tex, NULL, NULL);
 	SDL_RenderPresent(v->ren);
+	v->present_ms = (double)(SDL_GetPerformanceCounter() - c0) * 1000.0 /
+			(double)SDL_GetPerformanceFrequency();
 }
 
 static void set_title(struct viewer *v)
@@ -176,20 +180,39 @@ static void print_times(const char *what, double *ms, long n)
 	       what, n, ms[0], ms[(n - 1) / 2], ms[p95], ms[n - 1]);
 }
 
-/* --bench-frames: N frames panning (the level of detail is recomputed
- * each time), then N frames moving the mouse (hover: hit test, tooltip). */
+/* CPU time of the process, all threads (the software OpenGL's too): on a
+ * shared machine wall times also count the time others had the CPU. */
+static double cpu_ms(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* --bench-frames: N frames panning by 1% of the view (whole pixels: the
+ * renderer moves its picture and draws the uncovered columns), then N
+ * frames moving the mouse (hover: hit test, tooltip). */
 static int bench(struct viewer *v, long n)
 {
-	double *ms = malloc((size_t)n * 3 * sizeof(*ms));
+	double *ms = malloc((size_t)n * 5 * sizeof(*ms));
 	if (!ms)
 		return EXIT_USAGE;
-	double *draw = ms + n, *over = ms + 2 * n;
+	double *draw = ms + n, *over = ms + 2 * n, *pres = ms + 3 * n,
+	       *cpu = ms + 4 * n;
 	double freq = (double)SDL_GetPerformanceFrequency();
 	struct as_render_panel_info info;
+	as_render_panel_info(v->r, 0, &info);
+	size_t np = as_render_panel_count(v->r);
+	uint64_t moved0 = 0;
+	for (size_t k = 0; k < np; k++)
+		if (as_render_panel_info(v->r, k, &info) == AS_OK)
+			moved0 += info.frames_moved;
 	as_render_panel_info(v->r, 0, &info);
 	for (int phase = 0; phase < 2; phase++) {
 		for (long i = 0; i < n; i++) {
 			Uint64 t0 = SDL_GetPerformanceCounter();
+			double c0 = cpu_ms();
 			if (phase == 0) {
 				view_pan(v, i % 20 < 10 ? 0.01 : -0.01, 0);
 			} else {
@@ -209,12 +232,27 @@ static int bench(struct viewer *v, long n)
 				1000.0 / freq;
 			draw[i] = v->draw_ms;
 			over[i] = v->overlay_ms;
+			pres[i] = v->present_ms;
+			cpu[i] = cpu_ms() - c0;
 		}
 		print_times(phase ? "hover (hit test, tooltip)"
-				  : "pan (level of detail recomputed)",
+				  : "pan (1% of the view, whole pixels)",
 			    ms, n);
+		print_times("  CPU time of this process (all its threads)", cpu,
+			    n);
 		print_times("  of which the picture", draw, n);
 		print_times("  of which the overlays", over, n);
+		print_times("  of which the upload and present", pres, n);
+		if (phase == 0) {
+			struct as_render_panel_info pi;
+			uint64_t moved = 0;
+			for (size_t k = 0; k < np; k++)
+				if (as_render_panel_info(v->r, k, &pi) == AS_OK)
+					moved += pi.frames_moved;
+			printf("  panels whose buffers were moved, not placed "
+			       "again: %llu of %ld frames x %zu panels\n",
+			       (unsigned long long)(moved - moved0), n, np);
+		}
 	}
 	free(ms);
 	return 0;

@@ -267,8 +267,13 @@ static void zoom_axis(struct viewer *v, double factor, double at_y)
 void view_pan(struct viewer *v, double ft, double fy)
 {
 	struct as_render_view cv;
+	struct as_render_panel_info info;
 	current_view(v, &cv);
-	double dt = (cv.t1 - cv.t0) * ft, dy = (cv.y1 - cv.y0) * fy;
+	plot_of(v, 0, &info);
+	/* Time moves by whole pixels: the renderer then moves the picture
+	 * it has instead of drawing every buffer again. */
+	double dt = (cv.t1 - cv.t0) * floor(ft * info.w + 0.5) / info.w;
+	double dy = (cv.y1 - cv.y0) * fy;
 	cv.t0 += dt;
 	cv.t1 += dt;
 	cv.y0 += dy;
@@ -978,11 +983,17 @@ static void status_line(struct viewer *v, char *buf, size_t len)
 	    (size_t)n < len) {
 		char tb[48], ab[32];
 		fmt_time(v->hover.time, tb, sizeof(tb));
-		snprintf(buf + n, len - (size_t)n,
-			 "  |  t %s  addr 0x%llx (%s)%s", tb,
-			 (unsigned long long)v->hover.address,
-			 as_human_bytes(v->hover.address, ab, sizeof(ab)),
-			 v->hover.in_break ? " break" : "");
+		if (v->hover.has_real) /* a recorded address, not an offset */
+			snprintf(buf + n, len - (size_t)n,
+				 "  |  t %s  addr 0x%llx", tb,
+				 (unsigned long long)v->hover.real_address);
+		else
+			snprintf(buf + n, len - (size_t)n,
+				 "  |  t %s  addr 0x%llx (%s)%s", tb,
+				 (unsigned long long)v->hover.address,
+				 as_human_bytes(v->hover.address, ab,
+						sizeof(ab)),
+				 v->hover.in_break ? " break" : "");
 	}
 }
 

@@ -66,6 +66,7 @@ struct viewer {
 	uint32_t *px;
 	bool dirty;
 	double draw_ms, overlay_ms; /* the last paint: picture, overlays */
+	double present_ms;          /* the last upload and present */
 
 	/* Mouse. */
 	int mx, my;

@@ -97,62 +97,6 @@ static void write_spaces(FILE *f, const struct as_trace *t,
 	fputs("]", f);
 }
 
-struct seg_event {
-	uint64_t time;
-	uint64_t size;
-	uint16_t space;
-	bool open;
-};
-
-static int by_seg_time(const void *a, const void *b)
-{
-	const struct seg_event *x = a, *y = b;
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return (int)x->open - (int)y->open; /* ends first */
-}
-
-/*
- * The largest memory reserved at once (the recording allocator's segments)
- * in each space: one sweep over segment starts and ends, ends first at
- * equal times. peak[] has t->nspaces entries; false when memory is short.
- */
-static bool reserved_peaks(const struct as_trace *t, uint64_t *peak)
-{
-	struct seg_event *ev = malloc(((size_t)t->nsegments * 2 + 1) *
-				      sizeof(*ev));
-	uint64_t *cur = calloc((size_t)t->nspaces + 1, sizeof(*cur));
-	if (!ev || !cur) {
-		free(ev);
-		free(cur);
-		return false;
-	}
-	size_t n = 0;
-	for (uint32_t i = 0; i < t->nsegments; i++) {
-		const struct as_segment *s = &t->segments[i];
-		if (s->space >= t->nspaces)
-			continue;
-		ev[n++] = (struct seg_event){s->start, s->size, s->space, true};
-		ev[n++] = (struct seg_event){s->end, s->size, s->space, false};
-	}
-	qsort(ev, n, sizeof(*ev), by_seg_time);
-	memset(peak, 0, (size_t)t->nspaces * sizeof(*peak));
-	for (size_t i = 0; i < n; i++) {
-		uint64_t *c = &cur[ev[i].space];
-		if (ev[i].open) {
-			*c = *c > UINT64_MAX - ev[i].size ? UINT64_MAX
-							  : *c + ev[i].size;
-			if (*c > peak[ev[i].space])
-				peak[ev[i].space] = *c;
-		} else {
-			*c = *c > ev[i].size ? *c - ev[i].size : 0;
-		}
-	}
-	free(ev);
-	free(cur);
-	return true;
-}
-
 /*
  * Inputs that record the allocator (PyTorch snapshots: segments, OOMs or a
  * clock): inside "trace", the OOMs and per space its buffers, lower bound
@@ -186,7 +130,8 @@ static void write_recorded_state(FILE *f, const struct as_trace *t)
 	fputs("]", f);
 	uint64_t *peak = malloc(((size_t)t->nspaces + 1) * sizeof(*peak));
 	uint32_t *count = calloc((size_t)t->nspaces + 1, sizeof(*count));
-	bool reserved = peak && t->nsegments && reserved_peaks(t, peak);
+	bool reserved = peak && t->nsegments &&
+			as_trace_reserved_peaks(t, peak) == AS_OK;
 	for (uint32_t i = 0; count && i < t->nbuffers; i++)
 		if (t->buffers[i].space < t->nspaces)
 			count[t->buffers[i].space]++;
@@ -719,6 +664,7 @@ static int cmd_strategies(void)
 		const struct as_strategy_info *s = as_strategy_at(i);
 		printf("%-16s %-8s %s\n", s->name,
 		       s->online ? "online" : "offline", s->summary);
+		printf("    time: %s\n", as_strategy_time(i));
 		for (const struct as_option_desc *o = s->options; o && o->key;
 		     o++)
 			printf("    %s=%s\t%s\n", o->key, o->def, o->help);

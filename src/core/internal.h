@@ -134,6 +134,9 @@ static inline uint64_t as_splitmix64(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+/* A hash of len bytes, eight at a time (long keys: interned stacks). */
+uint64_t as_hash_mem(const void *p, size_t len);
+
 /* FNV-1a of a string, with its high bits folded down for table indices. */
 static inline uint64_t as_hash_str(const char *s)
 {

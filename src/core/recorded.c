@@ -86,6 +86,59 @@ int as_builder_segment(struct as_builder *b, const struct as_segment *s)
 	return AS_OK;
 }
 
+/* ---- Reserved memory ---- */
+
+struct seg_event {
+	uint64_t time, size;
+	uint16_t space;
+	bool open;
+};
+
+static int by_seg_time(const void *a, const void *b)
+{
+	const struct seg_event *x = a, *y = b;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return (int)x->open - (int)y->open; /* ends first */
+}
+
+int as_trace_reserved_peaks(const struct as_trace *t, uint64_t *peak)
+{
+	memset(peak, 0, (size_t)t->nspaces * sizeof(*peak));
+	if (t->nsegments == 0)
+		return AS_OK;
+	struct seg_event *ev = malloc(((size_t)t->nsegments * 2) * sizeof(*ev));
+	uint64_t *cur = calloc((size_t)t->nspaces, sizeof(*cur));
+	if (!ev || !cur) {
+		free(ev);
+		free(cur);
+		return AS_ENOMEM;
+	}
+	size_t n = 0;
+	for (uint32_t i = 0; i < t->nsegments; i++) {
+		const struct as_segment *s = &t->segments[i];
+		if (s->space >= t->nspaces || s->end <= s->start)
+			continue;
+		ev[n++] = (struct seg_event){s->start, s->size, s->space, true};
+		ev[n++] = (struct seg_event){s->end, s->size, s->space, false};
+	}
+	qsort(ev, n, sizeof(*ev), by_seg_time);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t *c = &cur[ev[i].space];
+		if (ev[i].open) {
+			*c = *c > UINT64_MAX - ev[i].size ? UINT64_MAX
+							  : *c + ev[i].size;
+			if (*c > peak[ev[i].space])
+				peak[ev[i].space] = *c;
+		} else {
+			*c = *c > ev[i].size ? *c - ev[i].size : 0;
+		}
+	}
+	free(ev);
+	free(cur);
+	return AS_OK;
+}
+
 /* ---- Address map ---- */
 
 static int by_space_addr(const void *x, const void *y)
@@ -202,8 +255,36 @@ void as_trace_info_fill(struct as_trace *t, uint32_t from)
 		t->info[i] = (struct as_buffer_info){
 			.requested = t->buffers[i].size,
 			.free_requested = UINT64_MAX,
-			.realloc_of = AS_NONE,
 		};
+}
+
+int as_builder_realloc_of(struct as_builder *b, uint32_t idx, uint32_t of)
+{
+	struct as_trace *t = b->t;
+	if (idx >= t->nbuffers || of >= t->nbuffers || of == idx ||
+	    (t->nreallocs && t->reallocs[t->nreallocs - 1].buffer >= idx))
+		return AS_EINVAL;
+	if (!as_builder_grow((void **)&t->reallocs, &b->cap_reallocs,
+			     t->nreallocs + 1, sizeof(*t->reallocs)))
+		return AS_ENOMEM;
+	t->reallocs[t->nreallocs++] = (struct as_realloc){idx, of};
+	return AS_OK;
+}
+
+uint32_t as_trace_realloc_of(const struct as_trace *t, uint32_t buffer)
+{
+	uint32_t lo = 0, hi = t ? t->nreallocs : 0;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		uint32_t v = t->reallocs[mid].buffer;
+		if (v == buffer)
+			return t->reallocs[mid].realloc_of;
+		if (v < buffer)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return AS_NONE;
 }
 
 struct as_buffer_info *as_builder_info(struct as_builder *b, uint32_t idx)

@@ -378,6 +378,54 @@ int64_t as_builder_alloc(struct as_builder *b, const char *name, uint64_t size,
 	return idx;
 }
 
+int64_t as_builder_alloc_unique(struct as_builder *b, const char *name,
+				uint64_t size, uint64_t align, uint64_t line,
+				struct as_diag *diag)
+{
+	if (b->timed)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "operations cannot follow buffers with "
+				   "explicit lifetimes");
+	int64_t idx = new_buffer(b, name, size, align, line, diag);
+	if (idx < 0)
+		return idx;
+	struct as_buffer *buf = &b->t->buffers[idx];
+	buf->start = b->time++;
+	buf->end = UINT64_MAX;
+	b->ordered = true;
+	b->unique_live++;
+	int err = push_event(b, AS_EV_ALLOC, (uint32_t)idx);
+	return err ? err : idx;
+}
+
+int as_builder_free_index(struct as_builder *b, uint32_t idx, uint64_t line,
+			  struct as_diag *diag)
+{
+	/*
+	 * The caller's table says idx is live: reading the buffer back to
+	 * check would cost a cache miss per free on large traces.
+	 */
+	struct as_trace *t = b->t;
+	if (idx >= t->nbuffers || b->unique_live == 0)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "free of buffer %u, which is not live",
+				   idx);
+	t->buffers[idx].end = b->time++;
+	b->unique_live--;
+	return push_event(b, AS_EV_FREE, idx);
+}
+
+int as_builder_leak_index(struct as_builder *b, uint32_t idx)
+{
+	struct as_trace *t = b->t;
+	if (idx >= t->nbuffers || b->unique_live == 0)
+		return AS_EINVAL;
+	t->buffers[idx].end = b->time;
+	t->buffers[idx].flags |= AS_BUF_NEVER_FREED;
+	b->unique_live--;
+	return AS_OK;
+}
+
 int as_builder_free(struct as_builder *b, const char *name, uint64_t line,
 		    struct as_diag *diag)
 {
@@ -413,6 +461,19 @@ static void end_live(struct as_builder *b)
 		b->live[i] = AS_NONE;
 	}
 	b->live_n = 0;
+	/*
+	 * Buffers of as_builder_alloc_unique, not in the table: the ones
+	 * still open since the last sweep (named ones are ended above).
+	 */
+	struct as_trace *t = b->t;
+	for (uint32_t i = b->sweep_from; b->unique_live && i < t->nbuffers;
+	     i++)
+		if (t->buffers[i].end == UINT64_MAX) {
+			t->buffers[i].end = b->time;
+			t->buffers[i].flags |= AS_BUF_NEVER_FREED;
+			b->unique_live--;
+		}
+	b->sweep_from = t->nbuffers;
 }
 
 int as_builder_case(struct as_builder *b, const char *options,
@@ -781,6 +842,7 @@ void as_trace_destroy(struct as_trace *t)
 	free(t->marks);
 	free(t->segments);
 	free(t->info);
+	free(t->reallocs);
 	free(t->input_stats);
 	free(t->addr_map);
 	free(t);

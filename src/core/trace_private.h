@@ -67,6 +67,27 @@ int as_builder_addr_map(struct as_builder *b, struct as_addr_range *ranges,
  * range of the map holds it. */
 bool as_builder_offset_of(const struct as_builder *b, uint16_t space,
 			  uint64_t address, uint64_t *offset);
+/*
+ * For readers that keep their own table of live blocks and make every name
+ * unique by construction (formats/heap.c): as_builder_alloc without the
+ * live-name table (the name is not checked against the live ones), and the
+ * free of such a buffer by its index, which the caller knows to be live
+ * (not checked beyond the index: AS_EPARSE when out of range). These
+ * buffers end at a case boundary or the end like the others; the name
+ * functions (as_builder_free, as_builder_lookup's live table) do not see
+ * them.
+ */
+int64_t as_builder_alloc_unique(struct as_builder *b, const char *name,
+				uint64_t size, uint64_t align, uint64_t line,
+				struct as_diag *diag);
+int as_builder_free_index(struct as_builder *b, uint32_t idx, uint64_t line,
+			  struct as_diag *diag);
+/*
+ * After the last operation: live buffer idx of as_builder_alloc_unique is
+ * never freed (ends with the trace), as the end would do; a reader that
+ * knows its live buffers saves the end a pass over all of them.
+ */
+int as_builder_leak_index(struct as_builder *b, uint32_t idx);
 /* Find a buffer by name: the live one, else the most recent. */
 int64_t as_builder_lookup(struct as_builder *b, const char *name);
 
@@ -85,8 +106,12 @@ struct as_builder {
 	uint32_t *live, *live_hash;
 	uint32_t live_mask, live_n;
 	uint64_t time;
+	/* as_builder_alloc_unique's buffers still live; buffers before
+	 * sweep_from are all ended. */
+	uint32_t unique_live, sweep_from;
 	bool timed, ordered;
-	uint32_t cap_marks, cap_segments, cap_info, ninfo, cap_input_stats;
+	uint32_t cap_marks, cap_segments, cap_info, ninfo, cap_input_stats,
+		cap_reallocs;
 	uint64_t cap_clock, nclock; /* clock readings held: steps [0, nclock) */
 	/* Space names past spaces[0] (which parsers may rename): open
 	 * addressing over space indices, 0 marks an empty slot. */

@@ -278,10 +278,7 @@ struct as_strmap_slot {
 
 static uint64_t key_hash(uint32_t ns, const char *key, size_t len)
 {
-	uint64_t h = 1469598103934665603ull ^ ((uint64_t)ns * 0x9e3779b97f4a7c15ull);
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)key[i]) * 1099511628211ull;
-	return h ^ (h >> 29);
+	return as_hash_mem(key, len) ^ (uint64_t)ns * 0x9e3779b97f4a7c15ull;
 }
 
 static uint32_t map_find(const struct as_strmap *m, uint32_t ns,
@@ -342,4 +339,26 @@ void as_strmap_finish(struct as_strmap *m)
 	free(m->slot);
 	m->slot = NULL;
 	m->mask = m->n = 0;
+}
+
+uint64_t as_hash_mem(const void *p, size_t len)
+{
+	const unsigned char *s = p;
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ len, w = 0;
+	size_t n = len;
+	if (n >= 8) {
+		for (; n > 8; s += 8, n -= 8) {
+			memcpy(&w, s, 8);
+			h = (h ^ w) * 0xff51afd7ed558ccdULL;
+			h ^= h >> 32;
+		}
+		/* The last 8 bytes, overlapping: one whole load (a load of
+		 * bytes stored one at a time stalls). */
+		memcpy(&w, s + n - 8, 8);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			w = w << 8 | s[i];
+	}
+	h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 29);
 }

@@ -33,10 +33,15 @@ struct addr_entry {
 	uint32_t live;          /* the live buffer here, or AS_NONE */
 };
 
+struct str_entry {
+	const char *s;          /* NULL: empty slot */
+	uint32_t len, hash;     /* hash: as_hash_mem's low bits */
+};
+
 struct as_heap {
 	struct addr_entry *addrs;
 	size_t addr_mask, naddrs;
-	const char **strs;      /* interned strings, open addressing */
+	struct str_entry *strs; /* interned strings, open addressing */
 	size_t str_mask, nstrs;
 };
 
@@ -72,6 +77,31 @@ static struct addr_entry *addr_find(struct as_heap *h, uint64_t addr)
 	return h->addrs[i].addr ? &h->addrs[i] : NULL;
 }
 
+void as_heap_prefetch(const struct as_heap *h, uint64_t addr)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	if (h->addrs)
+		__builtin_prefetch(&h->addrs[hash_u64(addr) & h->addr_mask]);
+#else
+	(void)h;
+	(void)addr;
+#endif
+}
+
+void as_heap_prefetch_live(struct as_builder *b, struct as_heap *h,
+			   uint64_t addr)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	const struct addr_entry *e = addr_find(h, addr);
+	if (e && e->live != AS_NONE)
+		__builtin_prefetch(as_builder_buffer(b, e->live), 1);
+#else
+	(void)b;
+	(void)h;
+	(void)addr;
+#endif
+}
+
 static struct addr_entry *addr_get(struct as_heap *h, uint64_t addr)
 {
 	struct addr_entry *e = addr_find(h, addr);
@@ -104,19 +134,21 @@ static struct addr_entry *addr_get(struct as_heap *h, uint64_t addr)
 	return &h->addrs[i];
 }
 
-const char *as_heap_intern(struct as_builder *b, struct as_heap *h,
-			   const char *s)
+const char *as_heap_intern_n(struct as_builder *b, struct as_heap *h,
+			     const char *s, size_t len)
 {
+	if (len >= UINT32_MAX)
+		return NULL;
 	if (!h->strs || (h->nstrs + 1) * 2 > h->str_mask + 1) {
 		size_t cap = h->strs ? (h->str_mask + 1) * 2 : 256;
-		const char **n = calloc(cap, sizeof(*n));
+		struct str_entry *n = calloc(cap, sizeof(*n));
 		if (!n)
 			return NULL;
 		for (size_t i = 0; h->strs && i <= h->str_mask; i++) {
-			if (!h->strs[i])
+			if (!h->strs[i].s)
 				continue;
-			size_t j = as_hash_str(h->strs[i]) & (cap - 1);
-			while (n[j])
+			size_t j = h->strs[i].hash & (cap - 1);
+			while (n[j].s)
 				j = (j + 1) & (cap - 1);
 			n[j] = h->strs[i];
 		}
@@ -124,15 +156,25 @@ const char *as_heap_intern(struct as_builder *b, struct as_heap *h,
 		h->strs = n;
 		h->str_mask = cap - 1;
 	}
-	size_t i = as_hash_str(s) & h->str_mask;
-	while (h->strs[i] && strcmp(h->strs[i], s) != 0)
-		i = (i + 1) & h->str_mask;
-	if (!h->strs[i]) {
-		if (!(h->strs[i] = as_builder_intern(b, s)))
-			return NULL;
-		h->nstrs++;
-	}
-	return h->strs[i];
+	uint32_t hash = (uint32_t)as_hash_mem(s, len);
+	size_t i = hash & h->str_mask;
+	for (; h->strs[i].s; i = (i + 1) & h->str_mask)
+		if (h->strs[i].hash == hash && h->strs[i].len == len &&
+		    memcmp(h->strs[i].s, s, len) == 0)
+			return h->strs[i].s;
+	struct as_trace *t = as_builder_trace(b);
+	const char *c = as_arena_dup(&t->priv->strings, s, len);
+	if (!c)
+		return NULL;
+	h->strs[i] = (struct str_entry){c, (uint32_t)len, hash};
+	h->nstrs++;
+	return c;
+}
+
+const char *as_heap_intern(struct as_builder *b, struct as_heap *h,
+			   const char *s)
+{
+	return as_heap_intern_n(b, h, s, strlen(s));
 }
 
 bool as_parse_hex(const char *s, size_t len, uint64_t *out)
@@ -191,11 +233,9 @@ static void block_name(char *out, uint64_t addr, uint32_t n)
 static int free_entry(struct as_builder *b, struct addr_entry *e,
 		      uint64_t line, uint32_t *idx, struct as_diag *diag)
 {
-	char name[48];
-	block_name(name, e->addr, e->count);
 	*idx = e->live;
 	e->live = AS_NONE;
-	return as_builder_free(b, name, line, diag);
+	return as_builder_free_index(b, *idx, line, diag);
 }
 
 int as_heap_free(struct as_builder *b, struct as_heap *h, uint64_t addr,
@@ -248,7 +288,9 @@ int as_heap_alloc(struct as_builder *b, struct as_heap *h, uint64_t addr,
 	uint64_t align = addr & (~addr + 1);
 	if (align > 16)
 		align = 16;
-	int64_t idx = as_builder_alloc(b, name, size, align, line, diag);
+	/* Names are unique by construction: the heap keeps the live ones. */
+	int64_t idx = as_builder_alloc_unique(b, name, size, align, line,
+					      diag);
 	if (idx < 0)
 		return (int)idx;
 	e->live = (uint32_t)idx;
@@ -258,12 +300,8 @@ int as_heap_alloc(struct as_builder *b, struct as_heap *h, uint64_t addr,
 	if (frames &&
 	    (err = as_builder_frames_interned(b, (uint32_t)idx, frames)))
 		return err;
-	if (realloc_of != AS_NONE) {
-		struct as_buffer_info *in = as_builder_info(b, (uint32_t)idx);
-		if (!in)
-			return AS_ENOMEM;
-		in->realloc_of = realloc_of;
-	}
+	if (realloc_of != AS_NONE)
+		return as_builder_realloc_of(b, (uint32_t)idx, realloc_of);
 	return AS_OK;
 }
 
@@ -274,6 +312,7 @@ int as_heap_alloc(struct as_builder *b, struct as_heap *h, uint64_t addr,
  */
 static int shrink_gaps(struct as_builder *b, struct as_heap *h)
 {
+	/* Frees the address table (after the last line, nothing needs it). */
 	if (!h->naddrs)
 		return AS_OK;
 	struct as_addr_range *v = malloc(h->naddrs * sizeof(*v));
@@ -286,6 +325,10 @@ static int shrink_gaps(struct as_builder *b, struct as_heap *h)
 				.address = h->addrs[i].addr,
 				.length = h->addrs[i].top - h->addrs[i].addr,
 			};
+	/* The table is done with: the map is the load's last peak. */
+	free(h->addrs);
+	h->addrs = NULL;
+	h->naddrs = 0;
 	int err = as_builder_addr_map(b, v, n, GAP_KEEP, PAGE);
 	free(v);
 	if (err)
@@ -307,9 +350,13 @@ int as_heap_finish(struct as_builder *b, struct as_heap *h,
 		   const char *live_key)
 {
 	uint64_t live = 0;
-	for (size_t i = 0; h->addrs && i <= h->addr_mask; i++)
-		if (h->addrs[i].addr && h->addrs[i].live != AS_NONE)
+	int err = AS_OK;
+	for (size_t i = 0; !err && h->addrs && i <= h->addr_mask; i++)
+		if (h->addrs[i].addr && h->addrs[i].live != AS_NONE) {
+			err = as_builder_leak_index(b, h->addrs[i].live);
 			live++;
-	int err = live ? as_builder_count(b, live_key, live) : AS_OK;
+		}
+	if (!err && live)
+		err = as_builder_count(b, live_key, live);
 	return err ? err : shrink_gaps(b, h);
 }

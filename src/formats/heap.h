@@ -33,13 +33,25 @@ int as_heap_alloc(struct as_builder *b, struct as_heap *h, uint64_t addr,
 int as_heap_free(struct as_builder *b, struct as_heap *h, uint64_t addr,
 		 uint64_t line, uint32_t *idx, struct as_diag *diag);
 
+/* A hint: the block at `addr` comes up soon (its table slot is fetched
+ * into the cache). Changes nothing. */
+void as_heap_prefetch(const struct as_heap *h, uint64_t addr);
+/* The same for the buffer live at `addr` (a free comes up soon): a lookup,
+ * best after as_heap_prefetch of the address. */
+void as_heap_prefetch_live(struct as_builder *b, struct as_heap *h,
+			   uint64_t addr);
+
 /* The one copy the trace holds of string `s`. NULL when out of memory. */
 const char *as_heap_intern(struct as_builder *b, struct as_heap *h,
 			   const char *s);
+/* The same for the `len` bytes at s (no NUL among them). */
+const char *as_heap_intern_n(struct as_builder *b, struct as_heap *h,
+			     const char *s, size_t len);
 
 /*
  * After the last line: count the blocks still live under `live_key` (a
- * literal) and turn recorded addresses into offsets.
+ * literal) and turn recorded addresses into offsets; the address table is
+ * freed (no block calls may follow).
  */
 int as_heap_finish(struct as_builder *b, struct as_heap *h,
 		   const char *live_key);

@@ -13,8 +13,8 @@
  *                                              program was killed or exited
  *
  * A buffer lives from its `+` (or `>`) to the `-` (or `<`) of its address;
- * a realloc frees the old block and allocates the new one, linked through
- * the new one's info (realloc_of). Blocks never freed live to the end. A
+ * a realloc frees the old block and allocates the new one, linked to it
+ * (as_trace_realloc_of). Blocks never freed live to the end. A
  * free of an address never allocated (allocated before tracing started) is
  * ignored and counted; so is an allocation at an address still live (its
  * free was not traced). Failed allocations are marks, not buffers.
@@ -36,11 +36,27 @@
 
 #define MAX_CALLER 4096
 
+/*
+ * A parsed line, waiting in a short queue: parsing a line hints the heap to
+ * fetch its address's table slot (as_heap_prefetch), and the line runs
+ * QUEUE lines later, when the slot is in the cache. On 10^7-line traces
+ * the table and buffer lookups are cache misses, most of the time spent.
+ */
+struct op {
+	uint64_t addr, size, line;
+	const char *caller;
+	char kind;              /* + - < > ! */
+};
+
+#define QUEUE 16
+
 struct mtrace {
 	struct as_heap *heap;
 	bool pending;           /* a `<` waits for its `>` */
 	uint32_t pending_idx;   /* the buffer `<` freed, or AS_NONE */
 	bool ended;
+	struct op q[QUEUE];     /* lines parsed, not run: q[(head + i) % QUEUE] */
+	unsigned head, n;
 };
 
 static bool token(const char **p, const char *end, const char **s,
@@ -105,12 +121,67 @@ static int no_more(const char *p, const char *end, uint64_t line,
 	return AS_OK;
 }
 
-static int parse_line(struct as_builder *b, void *state, const char *s,
-		      size_t len, uint64_t line, struct as_diag *diag)
+/* Run one parsed line against the heap. */
+static int run(struct as_builder *b, struct mtrace *m, const struct op *o,
+	       struct as_diag *diag)
 {
-	struct mtrace *m = state;
+	uint32_t idx;
+	int err;
+	if (o->kind != '>')
+		m->pending = false; /* a `<` without its `>` was a free */
+	switch (o->kind) {
+	case '=':
+		return AS_OK;
+	case '+':
+		return as_heap_alloc(b, m->heap, o->addr, o->size, o->caller,
+				     AS_NONE, o->line, diag);
+	case '-':
+		return as_heap_free(b, m->heap, o->addr, o->line, &idx, diag);
+	case '<':
+		if ((err = as_heap_free(b, m->heap, o->addr, o->line, &idx,
+					diag)))
+			return err;
+		m->pending = true;
+		m->pending_idx = idx;
+		return AS_OK;
+	case '>': {
+		uint32_t of = m->pending ? m->pending_idx : AS_NONE;
+		m->pending = false;
+		if (o->addr == 0)
+			return as_diag_set(diag, o->line, AS_EPARSE,
+					   "realloc result (nil) after a free");
+		return as_heap_alloc(b, m->heap, o->addr, o->size, o->caller,
+				     of, o->line, diag);
+	}
+	default: { /* '!': a failed realloc, the old block kept */
+		struct as_mark mk = {.size = o->size, .kind = AS_MARK_FAILED};
+		if ((err = as_builder_mark(b, &mk)))
+			return err;
+		return as_builder_count(b, "failed reallocs", 1);
+	}
+	}
+}
+
+/* Run every queued line, in order; the first error stops. */
+static int flush(struct as_builder *b, struct mtrace *m,
+		 struct as_diag *diag)
+{
+	int err = AS_OK;
+	while (!err && m->n) {
+		err = run(b, m, &m->q[m->head], diag);
+		m->head = (m->head + 1) % QUEUE;
+		m->n--;
+	}
+	return err;
+}
+
+/* Parse one line into *o (kind 0: nothing to run). */
+static int parse(struct as_builder *b, struct mtrace *m, const char *s,
+		 size_t len, uint64_t line, struct op *o,
+		 struct as_diag *diag)
+{
 	const char *p = s, *end = s + len;
-	const char *caller = NULL;
+	*o = (struct op){.line = line};
 	while (p < end && (*p == ' ' || *p == '\t'))
 		p++;
 	if (p == end)
@@ -138,10 +209,7 @@ static int parse_line(struct as_builder *b, void *state, const char *s,
 			return as_diag_set(diag, line, AS_EPARSE,
 					   "caller longer than %u bytes",
 					   MAX_CALLER);
-		char text[MAX_CALLER];
-		memcpy(text, c, n);
-		text[n] = 0;
-		if (!(caller = as_heap_intern(b, m->heap, text)))
+		if (!(o->caller = as_heap_intern_n(b, m->heap, c, n)))
 			return AS_ENOMEM;
 		p = ce;
 		while (p < end && *p == ' ')
@@ -152,10 +220,6 @@ static int parse_line(struct as_builder *b, void *state, const char *s,
 	char op = *p++;
 	if (p < end && *p != ' ' && *p != '\t')
 		op = '?';
-	if (op != '>')
-		m->pending = false; /* a `<` without its `>` was a free */
-	uint64_t addr, size;
-	uint32_t idx;
 	int err;
 	switch (op) {
 	case '=':
@@ -165,56 +229,71 @@ static int parse_line(struct as_builder *b, void *state, const char *s,
 			m->ended = true;
 		else if ((size_t)(end - p) >= 5 && memcmp(p, "Start", 5) == 0)
 			m->ended = false;
+		o->kind = '='; /* runs only to end a pending `<` */
 		return AS_OK;
 	case '+':
-		if ((err = address(&p, end, line, &addr, diag)) ||
-		    (err = size_field(&p, end, line, &size, diag)) ||
+	case '>':
+		if ((err = address(&p, end, line, &o->addr, diag)) ||
+		    (err = size_field(&p, end, line, &o->size, diag)) ||
 		    (err = no_more(p, end, line, diag)))
 			return err;
-		return as_heap_alloc(b, m->heap, addr, size, caller, AS_NONE,
-				     line, diag);
+		break;
 	case '-':
-		if ((err = address(&p, end, line, &addr, diag)) ||
-		    (err = no_more(p, end, line, diag)))
-			return err;
-		return as_heap_free(b, m->heap, addr, line, &idx, diag);
 	case '<':
-		if ((err = address(&p, end, line, &addr, diag)) ||
-		    (err = no_more(p, end, line, diag)) ||
-		    (err = as_heap_free(b, m->heap, addr, line, &idx, diag)))
-			return err;
-		m->pending = true;
-		m->pending_idx = idx;
-		return AS_OK;
-	case '>': {
-		if ((err = address(&p, end, line, &addr, diag)) ||
-		    (err = size_field(&p, end, line, &size, diag)) ||
+		if ((err = address(&p, end, line, &o->addr, diag)) ||
 		    (err = no_more(p, end, line, diag)))
 			return err;
-		uint32_t of = m->pending ? m->pending_idx : AS_NONE;
-		m->pending = false;
-		if (addr == 0)
-			return as_diag_set(diag, line, AS_EPARSE,
-					   "realloc result (nil) after a free");
-		return as_heap_alloc(b, m->heap, addr, size, caller, of, line,
-				     diag);
-	}
-	case '!': {
-		/* A failed realloc: "! OLD SIZE"; the old block is kept. */
-		if ((err = address(&p, end, line, &addr, diag)) ||
-		    (err = size_field(&p, end, line, &size, diag)))
+		break;
+	case '!':
+		/* A failed realloc: "! OLD SIZE" (anything after ignored). */
+		if ((err = address(&p, end, line, &o->addr, diag)) ||
+		    (err = size_field(&p, end, line, &o->size, diag)))
 			return err;
-		struct as_mark mk = {.size = size, .kind = AS_MARK_FAILED};
-		if ((err = as_builder_mark(b, &mk)))
-			return err;
-		return as_builder_count(b, "failed reallocs", 1);
-	}
+		break;
 	default:
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "unknown mtrace line '%.*s' (expected =, "
 				   "+, -, <, > or !)",
 				   (int)(len > 40 ? 40 : len), s);
 	}
+	o->kind = op;
+	return AS_OK;
+}
+
+/*
+ * A line: parsed now, run QUEUE lines later. On a parse error the lines
+ * before it run first, so the first error in the file is the one told.
+ */
+static int parse_line(struct as_builder *b, void *state, const char *s,
+		      size_t len, uint64_t line, struct as_diag *diag)
+{
+	struct mtrace *m = state;
+	struct op o;
+	int err = parse(b, m, s, len, line, &o, diag);
+	if (err) {
+		int first = flush(b, m, diag);
+		return first ? first : err;
+	}
+	if (!o.kind)
+		return AS_OK;
+	if (m->n == QUEUE) {
+		err = run(b, m, &m->q[m->head], diag);
+		m->head = (m->head + 1) % QUEUE;
+		m->n--;
+		if (err)
+			return err;
+	}
+	if (o.kind != '!' && o.kind != '=')
+		as_heap_prefetch(m->heap, o.addr);
+	m->q[(m->head + m->n++) % QUEUE] = o;
+	/* Halfway: the slot is in; a free's buffer comes next. */
+	if (m->n > QUEUE / 2) {
+		const struct op *h = &m->q[(m->head + m->n - 1 - QUEUE / 2) %
+					   QUEUE];
+		if (h->kind == '-' || h->kind == '<')
+			as_heap_prefetch_live(b, m->heap, h->addr);
+	}
+	return AS_OK;
 }
 
 static int mtrace_lines(struct as_builder *b, struct as_line_state *st,
@@ -234,6 +313,8 @@ static int mtrace_end(struct as_builder *b, struct as_line_state *st,
 		      int err, struct as_diag *diag)
 {
 	struct mtrace *m = st->priv;
+	if (!err && m)
+		err = flush(b, m, diag);
 	if (!err && m)
 		err = as_heap_finish(b, m->heap,
 				     m->ended ? "blocks live at = End (leaks)"

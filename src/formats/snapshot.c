@@ -7,7 +7,12 @@
  *    frames} of device d, which becomes space `cuda:d`. The devices' entries
  *    are merged by time (each device's order kept). Every alloc,
  *    free_requested and free_completed takes one time step, from 1; step 0
- *    is "before the trace". The clock is time_us since the first entry.
+ *    is "before the trace". Segment entries share the step of the next
+ *    block entry, except a segment_free/unmap after a segment_alloc/map
+ *    of the same step, which takes a new step: so a segment reserved and
+ *    given back between two block entries still lasts a step, and the
+ *    moment two segments were reserved at once is kept (reserved peaks).
+ *    The clock is time_us since the first entry.
  *  - A buffer lives from an `alloc` to the next `free_completed` (or the
  *    older `free`) at the same address of the same device; its
  *    `free_requested` step goes to the buffer's info; never freed: to the
@@ -432,7 +437,7 @@ int as_snap_replay(struct ctx *c, const struct as_pk *segs, uint64_t *end_step)
 		}
 		slot_set(s, 0, idx);
 	}
-	uint64_t now = 1;
+	uint64_t now = 1, opened = 0; /* opened: a segment opened at step */
 	for (size_t k = 0; k < c->ne; k++) {
 		const struct entry *e = &c->e[order[k]];
 		struct mslot *s = NULL;
@@ -483,6 +488,7 @@ int as_snap_replay(struct ctx *c, const struct as_pk *segs, uint64_t *end_step)
 			break;
 		case A_SEG_ALLOC:
 		case A_SEG_MAP:
+			opened = now;
 			if ((err = add_reading(c, now, e->key_us, -1)) ||
 			    (err = as_snap_seg_open(c, e, now,
 					    e->act == A_SEG_MAP
@@ -492,6 +498,14 @@ int as_snap_replay(struct ctx *c, const struct as_pk *segs, uint64_t *end_step)
 			break;
 		case A_SEG_FREE:
 		case A_SEG_UNMAP:
+			/*
+			 * After a segment opened in this step: a step of its
+			 * own, or the sweep (ends first at equal times) would
+			 * lose the moment both were reserved, and a segment
+			 * opened and closed here would last no time at all.
+			 */
+			if (opened == now)
+				now++;
 			if ((err = add_reading(c, now, e->key_us, -1)) ||
 			    (err = as_snap_seg_close(c, e->dev, e->addr, e->size, now,
 					     e->stream,

@@ -22,8 +22,12 @@
 #define MAX_FRAMES_TEXT ((size_t)256 << 20)
 /* Empty device address ranges shrink to this (and their remainder). */
 #define SEG_GAP ((uint64_t)4096)
-/* The same with expandable segments (at least any device's memory). */
-#define EXP_GAP ((uint64_t)1 << 40)
+/*
+ * The same with expandable segments: their pages' size, so offsets keep the
+ * 2 MiB alignment of the pages PyTorch maps (cuda-caching tells PyTorch's
+ * virtual ranges apart by their real addresses, through the map).
+ */
+#define EXP_GAP ((uint64_t)2 << 20)
 
 enum act {
 	A_ALLOC,

@@ -14,9 +14,10 @@ static bool seg_by_start(uint32_t a, uint32_t b, const void *ctx)
  * The address map: per device, the segments' and blocks' address ranges,
  * the empty ranges between them shrunk to SEG_GAP (device addresses lie
  * terabytes up; the recorded peak then reads as memory). With expandable
- * segments only holes beyond EXP_GAP shrink, to EXP_GAP: PyTorch reserves
- * a virtual range per stream and pool, and cuda-caching tells the ranges
- * apart by their distance (more than a device).
+ * segments the holes shrink to EXP_GAP instead, keeping offsets aligned to
+ * the pages PyTorch maps. PyTorch reserves a virtual range per stream and
+ * pool, far apart; shrunk, the ranges lie close in offsets, and
+ * cuda-caching tells them apart by their real addresses (as_trace_address_of).
  */
 static int addr_map(struct ctx *c)
 {

@@ -223,13 +223,18 @@ static bool ticks_room(const struct tick *t, uint32_t n, double y, double h)
 
 /*
  * A panel of recorded offsets that stand for real addresses (the trace's
- * address map; the `recorded` plan, as for segments in paint.c): its ticks
- * name the real addresses.
+ * address map, and a plan that keeps the recorded offsets: segments.c):
+ * its ticks name the real addresses.
  */
 static bool shows_addresses(const struct panel *pn)
 {
-	return pn->t->naddr_map && pn->title &&
-	       strncmp(pn->title, "recorded", 8) == 0;
+	return pn->t->naddr_map && pn->keeps_recorded;
+}
+
+bool as_r_real_address(const struct panel *pn, uint64_t off, uint64_t *addr)
+{
+	return shows_addresses(pn) &&
+	       as_trace_address_of(pn->t, pn->space, off, addr);
 }
 
 /* The tick label of offset a on such a panel; false in a shrunk hole. */

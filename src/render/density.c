@@ -258,7 +258,7 @@ static void dens_add(struct dens *d, double x0, double x1, double y0,
  * 16 steps and colours to 32 per channel, which nobody sees and which makes
  * the raster compress far better in SVG files.
  */
-static void dens_resolve(struct dens *d, uint32_t *out)
+static void dens_resolve(struct dens *d, uint32_t *out, size_t ostride)
 {
 	const int W = d->w, H = d->h, C = d->ch;
 	float *acc = d->vd + (size_t)H * W * C; /* row H is scratch */
@@ -283,7 +283,7 @@ static void dens_resolve(struct dens *d, uint32_t *out)
 		for (int row = 0; row < H; row++) {
 			const float *vrow = d->vd + (size_t)row * W;
 			const float *hrow = d->hd + (size_t)row * (W + 1);
-			uint32_t *orow = out + (size_t)row * W;
+			uint32_t *orow = out + (size_t)row * ostride;
 			float h1 = 0;
 			for (int col = 0; col < W; col++) {
 				acc[col] += vrow[col];
@@ -331,7 +331,7 @@ static void dens_resolve(struct dens *d, uint32_t *out)
 				     ((q[1] * A * 255 + 232) / 465) << 8 |
 				     ((q[2] * A * 255 + 232) / 465);
 			}
-			out[(size_t)row * W + col] = px;
+			out[(size_t)row * ostride + col] = px;
 		}
 	}
 }
@@ -469,6 +469,10 @@ int as_r_lod_pass(struct as_render *r, struct panel *pn)
 			}
 		}
 	}
+	pn->lod_ax = ax;
+	pn->lod_bx = bx;
+	pn->lod_shiftable = nc <= MAX_RECTS && pn->hix.idx && isfinite(ax) &&
+			    isfinite(bx) && isfinite(ay) && isfinite(by);
 	if (nc > MAX_RECTS) {
 		qsort(cand, nc, sizeof(*cand), cmp_cand_area);
 		for (uint32_t k = MAX_RECTS; k < nc; k++) {
@@ -481,7 +485,7 @@ int as_r_lod_pass(struct as_render *r, struct panel *pn)
 	}
 	pn->lod_any = d.any;
 	if (d.any)
-		dens_resolve(&d, pn->lod_raster);
+		dens_resolve(&d, pn->lod_raster, (size_t)pn->pw);
 	/* The thin buffers, in their own colours, opaque: each fills its
 	 * pixel column over the rows it covers (few buffers are a pixel
 	 * high yet thinner than one; each costs its height in pixels). */
@@ -528,4 +532,336 @@ int as_r_lod_pass(struct as_render *r, struct panel *pn)
 	pn->lod_cand = fit ? fit : cand;
 	pn->lod_nc = nc;
 	return AS_OK;
+}
+
+/*
+ * Panning by whole pixels. A buffer's kind (rectangle, thin column,
+ * density) and its pixels depend only on its own clipped rectangle, so
+ * after a pan by dx pixels everything is what it was, moved dx, except
+ * the columns the pan exposes and the few at each edge where a buffer's
+ * clipping changed (a buffer cut by an edge and narrower than
+ * MIN_RECT_PX there lies within LOD_EDGE_PX of it). Those bands are
+ * redone from the buffers that meet them in time (the hit index), the
+ * rest of the rasters is moved, and the rectangles and thin columns
+ * kept are moved and clipped again. What comes out is what a full pass
+ * at the new view makes, up to the order of float sums in the bands.
+ * It does not apply when the full pass had more than MAX_RECTS
+ * rectangles (which of them go to the raster depends on all of them).
+ */
+enum { K_NONE, K_RECT, K_THIN, K_DENS };
+
+struct map {
+	double ax, bx, ay, by;
+};
+
+/* The kind the full pass gives plain buffer k, and its clipped rectangle
+ * q = {x0, x1, y0, y1} (for a thin one, its column); c: the same as the
+ * full pass keeps it. */
+static int lod_kind(const struct panel *pn, uint32_t k, const struct map *m,
+		    double *q, struct cand *c)
+{
+	const struct geo *g = &pn->geo[k];
+	const double X0 = pn->px, Y0 = pn->py, X1 = pn->px + pn->pw,
+		     Y1 = pn->py + pn->ph;
+	double x0 = m->ax + g->t0 * m->bx;
+	double x1 = m->ax + g->t1 * m->bx;
+	if (x1 <= X0 || x0 >= X1)
+		return K_NONE;
+	double y1 = m->ay - g->u0 * m->by;
+	double y0 = m->ay - g->u1 * m->by;
+	if (y1 <= Y0 || y0 >= Y1)
+		return K_NONE;
+	as_r_clip_rect(pn, &x0, &x1, &y0, &y1);
+	int kind = K_NONE;
+	if (x1 - x0 >= MIN_RECT_PX && y1 - y0 >= MIN_RECT_PX) {
+		kind = K_RECT;
+	} else if (y1 - y0 >= 1 && x1 - x0 < 1) {
+		double xc = floor((x0 + x1) / 2);
+		xc = xc < X0 ? X0 : (xc + 1 > X1 ? X1 - 1 : xc);
+		x0 = xc;
+		x1 = xc + 1;
+		kind = K_THIN;
+	} else if (x1 > x0 && y1 > y0) {
+		kind = K_DENS;
+	}
+	q[0] = x0;
+	q[1] = x1;
+	q[2] = y0;
+	q[3] = y1;
+	*c = (struct cand){(float)x0, (float)y0, (float)x1, (float)y1, k};
+	return kind;
+}
+
+/* Move the columns of a w x h raster dx right (negative: left); the
+ * columns left behind keep stale pixels, to be redrawn. */
+static void shift_cols(uint32_t *px, int w, int h, int dx)
+{
+	int n = w - (dx > 0 ? dx : -dx);
+	for (int row = 0; row < h; row++) {
+		uint32_t *p = px + (size_t)row * w;
+		if (dx > 0)
+			memmove(p + dx, p, sizeof(uint32_t) * n);
+		else
+			memmove(p, p - dx, sizeof(uint32_t) * n);
+	}
+}
+
+static bool less_u32(uint32_t a, uint32_t b, const void *ctx)
+{
+	(void)ctx;
+	return a < b;
+}
+
+/* A growable list of cands. */
+struct cands {
+	struct cand *v;
+	uint32_t n, cap;
+};
+
+static int cands_push(struct cands *c, const struct cand *x)
+{
+	if (c->n == c->cap) {
+		uint32_t cap = c->cap ? c->cap * 2 : 256;
+		struct cand *v = realloc(c->v, sizeof(*v) * cap);
+		if (!v)
+			return AS_ENOMEM;
+		c->v = v;
+		c->cap = cap;
+	}
+	c->v[c->n++] = *x;
+	return AS_OK;
+}
+
+/* Merge b into a (both sorted by idx, ascending or descending) into a
+ * new array; NULL when out of memory. */
+static struct cand *merge_cands(const struct cand *a, uint32_t na,
+				const struct cand *b, uint32_t nb, bool desc)
+{
+	struct cand *out = malloc(sizeof(*out) * ((size_t)na + nb + 1));
+	if (!out)
+		return NULL;
+	uint32_t i = 0, j = 0, o = 0;
+	while (i < na && j < nb) {
+		bool take_a = desc ? a[i].idx > b[j].idx : a[i].idx < b[j].idx;
+		out[o++] = take_a ? a[i++] : b[j++];
+	}
+	while (i < na)
+		out[o++] = a[i++];
+	while (j < nb)
+		out[o++] = b[j++];
+	return out;
+}
+
+static int cmp_cand_idx_desc(const void *a, const void *b)
+{
+	return cmp_cand_idx(b, a);
+}
+
+/* The plain buffers whose lives meet the plot columns [ca, cb) under m,
+ * ascending, into ks (a reused list). */
+static int band_buffers(const struct panel *pn, const struct map *m, int ca,
+			int cb, uint32_t **ks, uint32_t *nks, uint32_t *cap)
+{
+	const struct hit_index *h = &pn->hix;
+	*nks = 0;
+	double ta = (pn->px + ca - 1 - m->ax) / m->bx;
+	double tb = (pn->px + cb + 1 - m->ax) / m->bx;
+	double tend = (double)h->tend;
+	if (!(ta <= tb) || tb < 0 || ta > tend)
+		return AS_OK;
+	ta = floor(ta) - 1;
+	tb = ceil(tb) + 1;
+	uint64_t qa = (uint64_t)(ta < 0 ? 0 : ta);
+	uint64_t qb = (uint64_t)(tb > tend ? tend : tb);
+	for (uint32_t j = 0; j < h->nlev; j++) {
+		uint64_t w = h->w0 << j;
+		uint64_t lo = qa / w, hi = qb / w;
+		lo = lo > 0 ? lo - 1 : 0;
+		if (hi >= h->nb[j])
+			hi = h->nb[j] - 1;
+		if (lo > hi)
+			continue;
+		uint32_t c = h->off[h->base[j] + lo];
+		uint32_t e = h->off[h->base[j] + hi + 1];
+		for (; c < e; c++) {
+			uint32_t k = h->idx[c];
+			if (k >= pn->nplain)
+				continue;
+			if (*nks == *cap) {
+				uint32_t nc = *cap ? *cap * 2 : 1024;
+				uint32_t *v = realloc(*ks, sizeof(*v) * nc);
+				if (!v)
+					return AS_ENOMEM;
+				*ks = v;
+				*cap = nc;
+			}
+			(*ks)[(*nks)++] = k;
+		}
+	}
+	return as_sort_u32(*ks, *nks, less_u32, NULL);
+}
+
+int as_r_lod_shift(struct as_render *r, struct panel *pn, int dx)
+{
+	const int W = pn->pw, H = pn->ph;
+	if (!pn->lod_valid || !pn->lod_shiftable || dx == 0)
+		return 1;
+	const int lb = (dx > 0 ? dx : 0) + LOD_EDGE_PX;
+	const int ra = W - (dx < 0 ? -dx : 0) - LOD_EDGE_PX;
+	if (lb >= ra)
+		return 1;
+	if (!pn->lod_mark) {
+		pn->lod_mark = calloc((size_t)pn->nplain + 1, 1);
+		if (!pn->lod_mark)
+			return AS_ENOMEM;
+	}
+	uint8_t *mark = pn->lod_mark;
+	const double X0 = pn->px, Y0 = pn->py, Y1 = pn->py + pn->ph;
+	const double by = pn->ph / (pn->v1 - pn->v0), ay = Y1 + pn->v0 * by;
+	const struct map m = {pn->lod_ax + dx, pn->lod_bx, ay, by};
+	const bool over_mode = pn->lod_over_any;
+	int err = AS_ENOMEM;
+	struct cands keep = {0}, keept = {0}, add = {0}, addt = {0},
+		     bandt = {0};
+	uint32_t *ks = NULL, nks = 0, capks = 0;
+	struct cand *nc = NULL, *nt = NULL;
+	struct cand q;
+	double g[4];
+
+	/* The rectangles and thin columns kept, moved (still sorted). */
+	for (uint32_t i = 0; i < pn->lod_nc; i++) {
+		uint32_t k = pn->lod_cand[i].idx;
+		if (lod_kind(pn, k, &m, g, &q) == K_RECT) {
+			if (cands_push(&keep, &q))
+				goto out;
+			mark[k] = 1;
+		}
+	}
+	for (uint32_t i = 0; i < pn->lod_nthin; i++) {
+		uint32_t k = pn->lod_thin[i].idx;
+		if (lod_kind(pn, k, &m, g, &q) == K_THIN) {
+			if (cands_push(&keept, &q))
+				goto out;
+			mark[k] = 1;
+		}
+	}
+	bool had = pn->lod_any;
+	if (had)
+		shift_cols(pn->lod_raster, W, H, dx);
+	if (over_mode)
+		shift_cols(pn->lod_over, W, H, dx);
+
+	const int ch = r->o.color_by == AS_COLOR_BUFFER ? 1 : 4;
+	const int bands[2][2] = {{0, lb}, {ra, W}};
+	for (int bi = 0; bi < 2; bi++) {
+		const int ca = bands[bi][0], cb = bands[bi][1], bw = cb - ca;
+		const double XA = X0 + ca, XB = X0 + cb;
+		if (band_buffers(pn, &m, ca, cb, &ks, &nks, &capks))
+			goto out;
+		struct dens d;
+		if (dens_init(r, &d, bw, H, ch))
+			goto out;
+		bandt.n = 0;
+		for (uint32_t i = 0; i < nks; i++) {
+			uint32_t k = ks[i];
+			int kind = lod_kind(pn, k, &m, g, &q);
+			if (kind == K_RECT && !mark[k]) {
+				if (cands_push(&add, &q))
+					goto out;
+				mark[k] = 1;
+			} else if (kind == K_THIN && over_mode) {
+				if (q.x0 >= XA && q.x0 < XB &&
+				    cands_push(&bandt, &q))
+					goto out;
+			} else if (kind == K_THIN && !mark[k]) {
+				if (cands_push(&addt, &q))
+					goto out;
+				mark[k] = 1;
+			} else if (kind == K_DENS) {
+				double x0 = g[0] > XA ? g[0] : XA;
+				double x1 = g[1] < XB ? g[1] : XB;
+				if (!(x1 > x0))
+					continue;
+				float rgb[3] = {0, 0, 0};
+				if (ch == 4)
+					rgb_f(pn->colors[k], rgb);
+				dens_add(&d, x0 - XA, x1 - XA, g[2] - Y0,
+					 g[3] - Y0, rgb);
+			}
+		}
+		if (d.any && !had) {
+			memset(pn->lod_raster, 0, sizeof(uint32_t) * W * H);
+			had = true;
+		}
+		if (had)
+			dens_resolve(&d, pn->lod_raster + ca, (size_t)W);
+		if (over_mode) {
+			/* The band's columns again, smallest position last
+			 * as in the full pass. */
+			for (int row = 0; row < H; row++)
+				memset(pn->lod_over + (size_t)row * W + ca, 0,
+				       sizeof(uint32_t) * bw);
+			qsort(bandt.v, bandt.n, sizeof(*bandt.v),
+			      cmp_cand_idx_desc);
+			for (uint32_t i = 0; i < bandt.n; i++) {
+				const struct cand *t = &bandt.v[i];
+				int col = (int)(t->x0 - X0);
+				int r0 = (int)floor(t->y0 - Y0 + 0.5);
+				int r1 = (int)floor(t->y1 - Y0 + 0.5);
+				r0 = r0 < 0 ? 0 : r0;
+				r1 = r1 > H ? H : (r1 <= r0 ? r0 + 1 : r1);
+				if (col < 0 || col >= W || r0 >= H)
+					continue;
+				uint32_t px = 0xff000000u | pn->colors[t->idx];
+				for (int row = r0; row < r1; row++)
+					pn->lod_over[(size_t)row * W + col] = px;
+			}
+		}
+	}
+
+	/* Merge what the bands added into what was kept. */
+	qsort(add.v, add.n, sizeof(*add.v), cmp_cand_idx);
+	qsort(addt.v, addt.n, sizeof(*addt.v), cmp_cand_idx_desc);
+	err = 1;
+	if (keep.n + add.n > MAX_RECTS ||
+	    (!over_mode && keept.n + addt.n > THIN_RECTS))
+		goto out; /* the full pass decides who goes where */
+	err = AS_ENOMEM;
+	nc = merge_cands(keep.v, keep.n, add.v, add.n, false);
+	nt = merge_cands(keept.v, keept.n, addt.v, addt.n, true);
+	if (!nc || !nt)
+		goto out;
+	free(pn->lod_cand);
+	pn->lod_cand = nc;
+	pn->lod_nc = keep.n + add.n;
+	nc = NULL;
+	if (!over_mode) {
+		free(pn->lod_thin);
+		pn->lod_thin = nt;
+		pn->lod_nthin = keept.n + addt.n;
+		nt = NULL;
+	}
+	pn->lod_any = had;
+	pn->lod_ax = m.ax;
+	err = AS_OK;
+out:
+	for (uint32_t i = 0; i < keep.n; i++)
+		mark[keep.v[i].idx] = 0;
+	for (uint32_t i = 0; i < keept.n; i++)
+		mark[keept.v[i].idx] = 0;
+	for (uint32_t i = 0; i < add.n; i++)
+		mark[add.v[i].idx] = 0;
+	for (uint32_t i = 0; i < addt.n; i++)
+		mark[addt.v[i].idx] = 0;
+	if (err)
+		pn->lod_valid = false; /* rasters half moved: a full pass */
+	free(keep.v);
+	free(keept.v);
+	free(add.v);
+	free(addt.v);
+	free(bandt.v);
+	free(ks);
+	free(nc);
+	free(nt);
+	return err;
 }

@@ -211,6 +211,9 @@ int as_render_hit_test(const struct as_render *r, double x, double y,
 		out->axis = pn->v0 + (pn->py + pn->ph - y) / pn->ph *
 					     (pn->v1 - pn->v0);
 		out->address = as_r_u_addr(pn, out->axis, &out->in_break);
+		out->has_real = !out->in_break &&
+				as_r_real_address(pn, out->address,
+						  &out->real_address);
 		out->in_plot = x >= pn->px && x < pn->px + pn->pw &&
 			       y >= pn->py && y < bottom;
 		bool in_strip = pn->strip_h > 0 && y >= pn->strip_y &&
@@ -241,6 +244,15 @@ int as_render_hit_test(const struct as_render *r, double x, double y,
 				hit_consider(r, pn, k, x, y, &hb);
 		} else {
 			const struct hit_index *h = &pn->hix;
+			/* Plain buffers are first judged from their kept
+			 * geometry (struct geo, read in one cache line),
+			 * with a pixel to spare: only those that may be
+			 * hit are looked up in the trace and the plan. */
+			const double bx = pn->pw / (r->t1 - r->t0),
+				     ax = pn->px - r->t0 * bx;
+			const double by = pn->ph / (pn->v1 - pn->v0),
+				     ay = pn->py + pn->ph + pn->v0 * by;
+			const double reach = slop + 1;
 			for (uint32_t j = 0; j < h->nlev; j++) {
 				uint64_t w = h->w0 << j;
 				uint64_t lo = qa / w, hi = qb / w;
@@ -251,9 +263,19 @@ int as_render_hit_test(const struct as_render *r, double x, double y,
 					continue;
 				uint32_t c = h->off[h->base[j] + lo];
 				uint32_t e = h->off[h->base[j] + hi + 1];
-				for (; c < e; c++)
-					hit_consider(r, pn, h->idx[c], x, y,
-						     &hb);
+				for (; c < e; c++) {
+					uint32_t k = h->idx[c];
+					if (k < pn->nplain && pn->geo) {
+						const struct geo *g = &pn->geo[k];
+						if (rect_dist(x, y, ax + g->t0 * bx,
+							      ax + g->t1 * bx,
+							      ay - g->u1 * by,
+							      ay - g->u0 * by) >
+						    reach)
+							continue;
+					}
+					hit_consider(r, pn, k, x, y, &hb);
+				}
 			}
 		}
 		out->buffer = hb.in != AS_NONE ? pn->bufs[hb.in]

@@ -216,6 +216,8 @@ static void free_panels(struct as_render *r)
 		free(r->panels[i].lod_raster);
 		free(r->panels[i].lod_over);
 		free(r->panels[i].lod_thin);
+		free(r->panels[i].lod_mark);
+		free(r->panels[i].psegs);
 		free(r->panels[i].geo);
 		free(r->panels[i].blk_end);
 		free(r->panels[i].blk_start);
@@ -456,8 +458,11 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 			     strcmp(panels[0].trace->format, "csv") == 0);
 	for (size_t i = 0; i < r->npanels; i++) {
 		err = as_r_index_panel(r, &r->panels[i]);
+		if (!err)
+			err = as_r_plan_segments(&r->panels[i]);
 		if (err)
 			goto fail;
+		r->panels[i].keeps_recorded = as_r_keeps_recorded(&r->panels[i]);
 	}
 	for (size_t i = 0; r->o.walk_at_peak && i < r->npanels; i++) {
 		err = walk_peak(&r->panels[i]);
@@ -625,5 +630,7 @@ int as_render_panel_info(const struct as_render *r, size_t i,
 	out->failed = pn->failed;
 	out->valid = pn->valid;
 	out->violations = pn->violations;
+	out->frames_moved = pn->lod_moved;
+	out->frames_redrawn = pn->lod_redone;
 	return AS_OK;
 }

@@ -38,6 +38,8 @@ void as_r_boxed_text(struct as_render *r, struct canvas *c,
  * A buffer in words, for SVG tooltips and the viewer:
  *   name
  *   8.00 KiB (8192 B) at offset 3072 (0xc00)
+ *     (or "at address 0x7f..." where the offsets stand for recorded
+ *     addresses: the trace's address map)
  *   live [1, 6), align 64
  *   chunk 10.0 KiB, waste 2.00 KiB          (online allocators)
  *     first stack frames                    (where the trace has them)
@@ -50,8 +52,12 @@ void as_r_buffer_title(const struct panel *pn, uint32_t i, char *buf,
 	uint64_t off = pn->p->offset[i];
 	as_r_render_clean_text(b->name ? b->name : "?", name, sizeof(name));
 	as_human_bytes(b->size, sz, sizeof(sz));
+	uint64_t real;
 	if (off == AS_NO_OFFSET)
 		snprintf(where, sizeof(where), ": FAILED, no address");
+	else if (as_r_real_address(pn, off, &real))
+		snprintf(where, sizeof(where), " at address 0x%llx",
+			 (unsigned long long)real);
 	else
 		snprintf(where, sizeof(where), " at offset %llu (0x%llx)",
 			 (unsigned long long)off, (unsigned long long)off);

@@ -11,19 +11,22 @@
 #include "render/render_private.h"
 
 /*
- * The memory the recording allocator reserved (segments), a pale band
- * behind the buffers. Only a plan that keeps the recorded addresses
- * ("recorded") shares their address space; other plans place buffers
- * elsewhere and get no band.
+ * Reserved memory, a pale band behind the buffers (segments.c says which
+ * panels show what): the recording allocator's segments on a panel of
+ * the recorded offsets, or the segments the strategy reserved.
  */
 static void emit_segments(struct as_render *r, struct canvas *c,
 			  const struct panel *pn)
 {
 	const struct as_trace *t = pn->t;
-	if (!t->nsegments || strncmp(pn->title, "recorded", 8) != 0)
-		return;
-	for (uint32_t k = 0; k < t->nsegments; k++) {
-		const struct as_segment *sg = &t->segments[k];
+	const struct as_segment *segs = pn->psegs;
+	uint32_t n = pn->npsegs;
+	if (pn->keeps_recorded && t->nsegments) {
+		segs = t->segments;
+		n = t->nsegments;
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		const struct as_segment *sg = &segs[k];
 		if (sg->space != pn->space || sg->end <= sg->start)
 			continue;
 		double x0 = as_r_x_of(r, pn, as_r_rel_t(r, sg->start));
@@ -32,6 +35,9 @@ static void emit_segments(struct as_render *r, struct canvas *c,
 				       ? UINT64_MAX
 				       : sg->addr + sg->size;
 		double y0 = as_r_y_of(pn, top), y1 = as_r_y_of(pn, sg->addr);
+		if (x1 <= pn->px || x0 >= pn->px + pn->pw ||
+		    y1 <= pn->py || y0 >= pn->py + pn->ph)
+			continue;
 		as_r_clip_rect(pn, &x0, &x1, &y0, &y1);
 		if (x1 - x0 < 0.5 || y1 - y0 < 0.5)
 			continue;
@@ -47,15 +53,28 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 	int err = as_r_panel_colors(r, pn);
 	if (err)
 		return err;
-	double key[9] = {r->t0, r->t1, pn->v0, pn->v1, pn->px, pn->py,
-			 pn->pw, pn->ph, (double)r->o.color_by};
-	if (!pn->lod_valid || memcmp(key, pn->lod_key, sizeof(key)) != 0) {
+	/* The level of detail of the last frame is kept while only time
+	 * moves by whole pixels (a pan): moved, not redone. */
+	double key[7] = {pn->v0, pn->v1, pn->px, pn->py, pn->pw, pn->ph,
+			 (double)r->o.color_by};
+	double bx = pn->pw / (r->t1 - r->t0), ax = pn->px - r->t0 * bx;
+	bool same = pn->lod_valid && memcmp(key, pn->lod_key, sizeof(key)) == 0;
+	bool redo = !same || bx != pn->lod_bx || ax != pn->lod_ax;
+	if (redo && same && pn->lod_shiftable &&
+	    fabs(bx - pn->lod_bx) <= 1e-9 * fabs(pn->lod_bx)) {
+		double d = ax - pn->lod_ax, n = floor(d + 0.5);
+		if (fabs(d - n) <= 1e-3 && fabs(n) < pn->pw)
+			redo = n != 0 && as_r_lod_shift(r, pn, (int)n) != 0;
+		pn->lod_moved += n != 0 && !redo;
+	}
+	if (redo) {
 		pn->lod_valid = false;
 		err = as_r_lod_pass(r, pn);
 		if (err)
 			return err;
 		memcpy(pn->lod_key, key, sizeof(key));
 		pn->lod_valid = true;
+		pn->lod_redone++;
 	}
 	const struct cand *cand = pn->lod_cand;
 	const uint32_t nc = pn->lod_nc;

@@ -178,7 +178,16 @@ struct panel {
 	struct cand *lod_thin; /* or, when few, the same as rectangles */
 	uint32_t lod_nthin;
 	bool lod_any, lod_over_any, lod_valid;
-	double lod_key[9];
+	double lod_key[7];
+	/* The time mapping of that pass (x = lod_ax + t * lod_bx), and
+	 * whether a pan by whole pixels may shift it (as_r_lod_shift): not
+	 * when rectangles overflowed into the raster or there is no time
+	 * index. lod_mark: scratch, one flag per plain buffer, all clear
+	 * between passes. */
+	double lod_ax, lod_bx;
+	bool lod_shiftable;
+	uint8_t *lod_mark;
+	uint64_t lod_moved, lod_redone; /* frames_moved, frames_redrawn */
 	int colors_for;        /* the enum as_color_by they were made for */
 	uint64_t peak, lb, amax;
 	uint32_t failed;
@@ -204,6 +213,12 @@ struct panel {
 	struct curve foot;     /* the top address in use over time */
 	struct as_block *walk; /* the allocator's blocks at the peak */
 	size_t nwalk;
+	/* Reserved memory to draw behind the buffers (segments.c): the
+	 * trace's segments when the plan keeps the recorded offsets, else
+	 * the segments the strategy reserved (psegs). */
+	bool keeps_recorded;
+	struct as_segment *psegs;
+	uint32_t npsegs;
 };
 
 struct as_render {
@@ -310,6 +325,10 @@ double as_r_rel_t(const struct as_render *r, uint64_t t);
 double as_r_x_of(const struct as_render *r, const struct panel *pn,
 	    double t);
 double as_r_fast_u(const struct panel *pn, uint64_t a);
+/* The real address recorded offset `off` stands for, on a panel that
+ * shows real addresses (address map, recorded offsets); false elsewhere
+ * or in a shrunk gap. */
+bool as_r_real_address(const struct panel *pn, uint64_t off, uint64_t *addr);
 int as_r_build_ticks(struct as_render *r, struct panel *pn);
 void as_r_clip_rect(const struct panel *pn, double *x0, double *x1,
 	       double *y0, double *y1);
@@ -326,6 +345,20 @@ void as_r_buf_rect(const struct as_render *r, const struct panel *pn,
 int as_r_index_geo(const struct as_render *r, struct panel *pn);
 int as_r_panel_colors(struct as_render *r, struct panel *pn);
 int as_r_lod_pass(struct as_render *r, struct panel *pn);
+/* The kept pass moved dx whole pixels right (negative: left): shift its
+ * rasters and rectangles, redo only the columns a pan exposes or whose
+ * clipping changed. Returns 1 (nothing changed) when it cannot, and the
+ * caller makes a full pass. */
+#define LOD_EDGE_PX 4
+int as_r_lod_shift(struct as_render *r, struct panel *pn, int dx);
+
+/* segments.c */
+
+/* The plan puts every buffer of the panel at its recorded offset (or the
+ * panel is titled `recorded`). */
+bool as_r_keeps_recorded(const struct panel *pn);
+/* The segments the panel's strategy reserved, from the plan (psegs). */
+int as_r_plan_segments(struct panel *pn);
 
 /* marks.c */
 

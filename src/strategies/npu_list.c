@@ -22,6 +22,17 @@
  * entry goes with it. With merge=immediate a released node merges with a
  * free successor and a free predecessor (found by walking from the head: the
  * list is singly linked); with merge=never it stays as it is.
+ *
+ * The list is what the model walks; the replay finds the same answers
+ * faster. Beside the list the nodes sit in a treap ordered by start address
+ * (starts never change: a split keeps the first part's start, a merge the
+ * left node's), each subtree knowing its node count and its largest free
+ * node. The first fit is then the leftmost free node large enough, found in
+ * O(log n), and the nodes a walk from the head would visit (the stat
+ * nodes_walked) are its position in the treap; the predecessor a merge needs
+ * is a back link. So a request or a release costs O(log n) whatever the
+ * setting, though with merge=never the list (and the walks it models) grows
+ * with every split that is never undone.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -46,7 +57,12 @@ enum merge_mode { MERGE_IMMEDIATE, MERGE_NEVER };
  */
 struct node {
 	uint64_t start, size;
+	uint64_t maxfree;       /* treap: largest free node in the subtree */
 	uint32_t next;          /* node index, AS_NONE at the end */
+	uint32_t prev;          /* node index, AS_NONE at the head */
+	uint32_t tl, tr;        /* treap children, by start address */
+	uint32_t cnt;           /* treap: nodes in the subtree */
+	uint32_t prio;          /* treap: heap priority */
 	uint32_t refs;          /* live buffers placed in this node */
 	uint32_t owner;         /* first buffer placed here */
 	uint32_t host;          /* newest live buffer placed here */
@@ -65,6 +81,8 @@ struct npu {
 	uint32_t nnodes, capnodes;
 	uint32_t spare;         /* recycled node slots, linked by next */
 	uint32_t head;
+	uint32_t root;          /* treap over the nodes of the list */
+	uint64_t rng;           /* treap priorities (deterministic) */
 	uint32_t live_nodes, peak_nodes;
 
 	uint32_t *sym_node;     /* per symbol: node or AS_NONE */
@@ -78,8 +96,10 @@ struct npu {
 static const struct as_option_desc options[] = {
 	{"capacity", "1G", "bytes of memory the list starts with (0: "
 			   "unlimited)"},
-	{"merge", "immediate", "immediate|never: merge released nodes with "
-			       "free neighbours"},
+	{"merge", "immediate",
+	 "immediate|never: merge released nodes with free neighbours; never "
+	 "is a demonstration setting (the list only grows, so the walks it "
+	 "models grow with every split), not in the default set"},
 	{"granule", "64", "request sizes are rounded up to this power of two"},
 	{NULL, NULL, NULL},
 };
@@ -101,11 +121,143 @@ static uint32_t node_new(struct npu *s, uint64_t start, uint64_t size)
 		}
 		i = s->nnodes++;
 	}
-	s->nodes[i] = (struct node){start, size, AS_NONE, 0, AS_NONE,
-				    AS_NONE, AS_NONE, false};
+	s->nodes[i] = (struct node){
+		.start = start, .size = size, .maxfree = size,
+		.next = AS_NONE, .prev = AS_NONE, .tl = AS_NONE,
+		.tr = AS_NONE, .cnt = 1,
+		.prio = (uint32_t)as_splitmix64(&s->rng),
+		.owner = AS_NONE, .host = AS_NONE, .symbol = AS_NONE,
+	};
 	if (++s->live_nodes > s->peak_nodes)
 		s->peak_nodes = s->live_nodes;
 	return i;
+}
+
+/* ---- The treap beside the list (see the top of the file) ---- */
+
+static uint32_t tcnt(const struct npu *s, uint32_t t)
+{
+	return t == AS_NONE ? 0 : s->nodes[t].cnt;
+}
+
+static uint64_t tmax(const struct npu *s, uint32_t t)
+{
+	return t == AS_NONE ? 0 : s->nodes[t].maxfree;
+}
+
+static void tfix(struct npu *s, uint32_t t)
+{
+	struct node *n = &s->nodes[t];
+	uint64_t m = n->used ? 0 : n->size;
+	if (tmax(s, n->tl) > m)
+		m = tmax(s, n->tl);
+	if (tmax(s, n->tr) > m)
+		m = tmax(s, n->tr);
+	n->maxfree = m;
+	n->cnt = 1 + tcnt(s, n->tl) + tcnt(s, n->tr);
+}
+
+/* Insert node i (its start is not in the treap yet); the new root. */
+static uint32_t tinsert(struct npu *s, uint32_t t, uint32_t i)
+{
+	if (t == AS_NONE)
+		return i;
+	struct node *n = &s->nodes[t];
+	if (s->nodes[i].start < n->start) {
+		n->tl = tinsert(s, n->tl, i);
+		if (s->nodes[n->tl].prio > n->prio) { /* rotate right */
+			uint32_t l = n->tl;
+			n->tl = s->nodes[l].tr;
+			tfix(s, t);
+			s->nodes[l].tr = t;
+			tfix(s, l);
+			return l;
+		}
+	} else {
+		n->tr = tinsert(s, n->tr, i);
+		if (s->nodes[n->tr].prio > n->prio) { /* rotate left */
+			uint32_t r = n->tr;
+			n->tr = s->nodes[r].tl;
+			tfix(s, t);
+			s->nodes[r].tl = t;
+			tfix(s, r);
+			return r;
+		}
+	}
+	tfix(s, t);
+	return t;
+}
+
+static uint32_t tjoin(struct npu *s, uint32_t a, uint32_t b)
+{
+	if (a == AS_NONE)
+		return b;
+	if (b == AS_NONE)
+		return a;
+	if (s->nodes[a].prio > s->nodes[b].prio) {
+		s->nodes[a].tr = tjoin(s, s->nodes[a].tr, b);
+		tfix(s, a);
+		return a;
+	}
+	s->nodes[b].tl = tjoin(s, a, s->nodes[b].tl);
+	tfix(s, b);
+	return b;
+}
+
+/* Remove the node starting at `start`; the new root. */
+static uint32_t terase(struct npu *s, uint32_t t, uint64_t start)
+{
+	if (t == AS_NONE)
+		return t;
+	struct node *n = &s->nodes[t];
+	if (start == n->start)
+		return tjoin(s, n->tl, n->tr);
+	if (start < n->start)
+		n->tl = terase(s, n->tl, start);
+	else
+		n->tr = terase(s, n->tr, start);
+	tfix(s, t);
+	return t;
+}
+
+/* Recompute the path to the node starting at `start` (its size or use
+ * changed). */
+static void trefresh(struct npu *s, uint32_t t, uint64_t start)
+{
+	if (t == AS_NONE)
+		return;
+	struct node *n = &s->nodes[t];
+	if (start < n->start)
+		trefresh(s, n->tl, start);
+	else if (start > n->start)
+		trefresh(s, n->tr, start);
+	tfix(s, t);
+}
+
+/*
+ * The leftmost free node starting at or after `from` with at least `need`
+ * bytes; *pos gets its position in the subtree (0: first). AS_NONE: none.
+ */
+static uint32_t tfind(const struct npu *s, uint32_t t, uint64_t from,
+		      uint64_t need, uint32_t *pos)
+{
+	if (t == AS_NONE || s->nodes[t].maxfree < need)
+		return AS_NONE;
+	const struct node *n = &s->nodes[t];
+	uint32_t lc = tcnt(s, n->tl);
+	if (n->start >= from) {
+		uint32_t r = tfind(s, n->tl, from, need, pos);
+		if (r != AS_NONE)
+			return r;
+		if (!n->used && n->size >= need) {
+			*pos = lc;
+			return t;
+		}
+	}
+	uint32_t r = tfind(s, n->tr, from, need, pos);
+	if (r != AS_NONE)
+		*pos += lc + 1;
+	return r;
 }
 
 static void node_drop(struct npu *s, uint32_t i)
@@ -123,8 +275,13 @@ static bool split_node(struct npu *s, uint32_t i, uint64_t at)
 	if (n == AS_NONE)
 		return false;
 	s->nodes[n].next = s->nodes[i].next;
+	s->nodes[n].prev = i;
+	if (s->nodes[i].next != AS_NONE)
+		s->nodes[s->nodes[i].next].prev = n;
 	s->nodes[i].next = n;
 	s->nodes[i].size = at;
+	trefresh(s, s->root, s->nodes[i].start);
+	s->root = tinsert(s, s->root, n);
 	return true;
 }
 
@@ -160,11 +317,13 @@ static int create(const struct as_opts *o, as_emit_fn emit, void *ctx,
 	s->emit = emit;
 	s->ctx = ctx;
 	s->spare = AS_NONE;
+	s->rng = 0x6e70752d6c697374ULL;
 	s->head = node_new(s, 0, s->capacity);
 	if (s->head == AS_NONE) {
 		free(s);
 		return AS_ENOMEM;
 	}
+	s->root = s->head;
 	s->peak_nodes = s->live_nodes = 1;
 	*state = s;
 	return AS_OK;
@@ -204,15 +363,25 @@ static uint64_t round_up(uint64_t x, uint64_t a)
 	return (x + a - 1) & ~(a - 1);
 }
 
-/* First fit from the head; AS_NONE when nothing fits. */
+/*
+ * First fit from the head; AS_NONE when nothing fits. The walk skips used
+ * and small nodes, and free nodes whose alignment padding leaves too
+ * little; the treap finds the next candidate at once, and the nodes the
+ * walk visits are counted by position (every node when nothing fits).
+ */
 static uint32_t first_fit(struct npu *s, uint64_t size, uint64_t align,
 			  bool *nomem)
 {
-	for (uint32_t i = s->head; i != AS_NONE; i = s->nodes[i].next) {
+	uint64_t from = 0;
+	for (;;) {
+		uint32_t pos = 0;
+		uint32_t i = tfind(s, s->root, from, size, &pos);
+		if (i == AS_NONE) {
+			s->walks += s->live_nodes;
+			return AS_NONE;
+		}
 		struct node *n = &s->nodes[i];
-		s->walks++;
-		if (n->used || n->size < size)
-			continue;
+		from = n->start + 1;
 		uint64_t pad = round_up(n->start, align) - n->start;
 		if (pad) {
 			if (n->size - size < pad)
@@ -225,6 +394,7 @@ static uint32_t first_fit(struct npu *s, uint64_t size, uint64_t align,
 			s->pads++;
 			continue; /* the successor now starts aligned */
 		}
+		s->walks += pos + 1;
 		if (n->size == size) {
 			s->exact++;
 		} else {
@@ -281,6 +451,7 @@ static int alloc(void *state, const struct as_trace *t, uint32_t buf,
 		return 1;
 	struct node *n = &s->nodes[i];
 	n->used = true;
+	trefresh(s, s->root, n->start);
 	n->refs = 1;
 	n->owner = n->host = buf;
 	n->symbol = sym;
@@ -301,8 +472,12 @@ static void merge_next(struct npu *s, uint32_t i)
 	uint32_t j = s->nodes[i].next;
 	if (j == AS_NONE || s->nodes[i].used || s->nodes[j].used)
 		return;
+	s->root = terase(s, s->root, s->nodes[j].start);
 	s->nodes[i].size += s->nodes[j].size;
 	s->nodes[i].next = s->nodes[j].next;
+	if (s->nodes[j].next != AS_NONE)
+		s->nodes[s->nodes[j].next].prev = i;
+	trefresh(s, s->root, s->nodes[i].start);
 	node_drop(s, j);
 	s->merges++;
 }
@@ -321,6 +496,7 @@ static void release(void *state, const struct as_trace *t, uint32_t buf)
 	if (--n->refs > 0)
 		return;
 	n->used = false;
+	trefresh(s, s->root, n->start);
 	s->in_use -= n->size;
 	if (n->symbol != AS_NONE)
 		s->sym_node[n->symbol] = AS_NONE;
@@ -329,11 +505,8 @@ static void release(void *state, const struct as_trace *t, uint32_t buf)
 	if (s->merge == MERGE_NEVER)
 		return;
 	merge_next(s, i);
-	uint32_t prev = AS_NONE;
-	for (uint32_t k = s->head; k != i; k = s->nodes[k].next)
-		prev = k;
-	if (prev != AS_NONE)
-		merge_next(s, prev);
+	if (s->nodes[i].prev != AS_NONE)
+		merge_next(s, s->nodes[i].prev);
 }
 
 static bool walk(void *state, uint16_t space, as_block_fn visit, void *ctx)

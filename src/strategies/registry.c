@@ -24,18 +24,46 @@ extern const struct as_strategy_impl as_strategy_npu_list;
 extern const struct as_strategy_impl as_strategy_numa_flat;
 extern const struct as_strategy_impl as_strategy_numa_bundle;
 
-static const struct as_strategy_impl *const registry[] = {
-	&as_strategy_recorded,
-	&as_strategy_greedy_size,
-	&as_strategy_greedy_breadth,
-	&as_strategy_bestfit,
-	&as_strategy_strip,
-	&as_strategy_bfc,
-	&as_strategy_cuda_caching,
-	&as_strategy_tiered,
-	&as_strategy_npu_list,
-	&as_strategy_numa_flat,
-	&as_strategy_numa_bundle,
+/*
+ * One row per strategy, with its running time in n, the buffers (planners)
+ * or events (online allocators) of a trace, as `allocscope strategies`
+ * prints it. The default set (replay without -s) is every row whose
+ * strategy applies, with its default options: each of those is O(n log n)
+ * or O(n log^2 n), or says here why not.
+ */
+static const struct entry {
+	const struct as_strategy_impl *impl;
+	const char *time;
+} registry[] = {
+	{&as_strategy_recorded, "O(n): copies the input's offsets"},
+	{&as_strategy_greedy_size,
+	 "O(n log n + sum of k log k), k the placed buffers sharing a "
+	 "buffer's time"},
+	{&as_strategy_greedy_breadth,
+	 "O(n log n + sum of k log k), k the placed buffers sharing a "
+	 "buffer's time"},
+	{&as_strategy_bestfit,
+	 "O(n log n + sum of k log k), k the placed buffers sharing a "
+	 "buffer's time"},
+	{&as_strategy_strip,
+	 "the baselines, then O(n log n) sweeps; steps whose cost grows with "
+	 "overlapping pairs run under a pair cap and only when their "
+	 "estimated time fits in budget_ms"},
+	{&as_strategy_bfc,
+	 "O(n log n): best fit in size-ordered treaps, one per bin"},
+	{&as_strategy_cuda_caching,
+	 "O(n log n): pools, segments and device gaps in treaps"},
+	{&as_strategy_tiered,
+	 "O(n log n): free blocks in a treap by size, neighbours linked"},
+	{&as_strategy_npu_list,
+	 "O(n log n): the list's first fit found through a treap by address "
+	 "(any merge= setting)"},
+	{&as_strategy_numa_flat,
+	 "O(n log n + sum of k log k), k the placed blocks sharing a block's "
+	 "time on its core"},
+	{&as_strategy_numa_bundle,
+	 "O(n log n + sum of k log k), k the placed bundles sharing a "
+	 "bundle's time on its core"},
 };
 
 #define NREG (sizeof(registry) / sizeof(registry[0]))
@@ -47,14 +75,19 @@ size_t as_strategy_count(void)
 
 const struct as_strategy_info *as_strategy_at(size_t i)
 {
-	return i < NREG ? &registry[i]->info : NULL;
+	return i < NREG ? &registry[i].impl->info : NULL;
+}
+
+const char *as_strategy_time(size_t i)
+{
+	return i < NREG ? registry[i].time : NULL;
 }
 
 const struct as_strategy_impl *as_strategy_impl_find(const char *name)
 {
 	for (size_t i = 0; i < NREG; i++)
-		if (strcmp(registry[i]->info.name, name) == 0)
-			return registry[i];
+		if (strcmp(registry[i].impl->info.name, name) == 0)
+			return registry[i].impl;
 	return NULL;
 }
 

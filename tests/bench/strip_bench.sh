@@ -3,11 +3,17 @@
 #
 #   tests/bench/strip_bench.sh [BUILD_DIR] [SPEC]
 #
-# BUILD_DIR defaults to build, SPEC to "strip" (default options). Prints two
+# BUILD_DIR defaults to build, SPEC to "strip" (default options). Prints
 # markdown tables: the MiniMalloc "challenging" and idealloc instances of
-# ../shared/benchmarks (with MiniMalloc's own figures from SOURCE.md), then
-# generated large traces (tests/bench/strip_gen.py) of 20k to 1M buffers. Every
-# plan is validated by allocscope itself; a row says "INVALID" otherwise.
+# ../shared/benchmarks (with MiniMalloc's own figures from SOURCE.md),
+# generated large traces (tests/bench/strip_gen.py) of 20k to 1M buffers, and
+# compiler-like traces (tests/bench/place_gen.py compiler, 18k-62k tensors
+# from the idealloc models). Every plan is validated by allocscope itself; a
+# row says "INVALID" otherwise. ONLY=compiler runs only that last table;
+# SCALE=1 adds the scale figures (issue 14): SPEC on a 1.1M-block malloc
+# trace, the default replay (every strategy) of it, and SPEC on 10^7 random
+# buffers against `sort -n` of the same CSV (wall time ratio, peak RSS per
+# buffer). Each table names the load average it started under.
 set -eu
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -44,6 +50,66 @@ print("| %s | %d | %d | %d%s | %.3f%% | %.2f | %s | %s |" % (
     100.0 * (s["peak"] - lb) / lb, s["plan_ms"] / 1000.0, ref, bs))
 EOF
 }
+
+load() {
+	uptime | sed 's/.*load/load/'
+}
+
+compiler() {
+	echo "## Compiler-like traces ($spec; $(load))"
+	echo
+	echo "| trace | buffers | lower bound | height | vs bound | s | - | best baseline |"
+	echo "|---|---|---|---|---|---|---|---|"
+	pg="$here/tests/bench/place_gen.py"
+	for c in 18000:resnet50 62000:resnet50 18000:G_1 62000:G_1; do
+		n=${c%%:*} m=${c#*:}
+		python3 "$pg" compiler "$n" "$shared/idealloc/$m.csv" \
+			> "$tmp/c.csv"
+		row "$tmp/c.csv" "compiler $n $m" "-" \
+		    "greedy-size bestfit greedy-breadth"
+	done
+	echo
+}
+
+# Wall seconds between two `date +%s.%N` stamps.
+secs() {
+	python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$2"
+}
+
+scale() {
+	echo "## Scale ($spec; $(load))"
+	echo
+	pg="$here/tests/bench/place_gen.py"
+	python3 "$pg" malloc 1100000 4000 > "$tmp/m.csv"
+	echo "| trace | buffers | lower bound | height | vs bound | s | - | best baseline |"
+	echo "|---|---|---|---|---|---|---|---|"
+	row "$tmp/m.csv" "malloc 1100000 4000" "-" ""
+	echo
+	s0=$(date +%s.%N)
+	"$exe" replay "$tmp/m.csv" --no-progress --json "$tmp/all.json" \
+		> /dev/null || true
+	s1=$(date +%s.%N)
+	echo "Default replay (every strategy) of malloc 1100000 4000:" \
+	     "$(secs "$s0" "$s1") s wall ($(load)); plan seconds:"
+	python3 -c "import json, sys; [print('- %s: %.1f' % (r['strategy'], r['plan_ms'] / 1000)) for r in json.load(open(sys.argv[1]))['results']]" "$tmp/all.json"
+	echo
+	python3 "$pg" random 10000000 > "$tmp/r.csv"
+	s0=$(date +%s.%N)
+	sort -n "$tmp/r.csv" > /dev/null
+	s1=$(date +%s.%N)
+	/usr/bin/time -f '%M' -o "$tmp/rss" "$exe" replay "$tmp/r.csv" \
+		-s "$spec" --no-progress > /dev/null || true
+	s2=$(date +%s.%N)
+	kb=$(tail -1 "$tmp/rss")
+	python3 -c "import sys; a, b, c, kb = map(float, sys.argv[1:5]); print('%s on random 10000000: %.1f s wall, sort -n %.1f s wall: %.1fx; peak RSS %.0f MB, %.0f bytes/buffer' % (sys.argv[5], c - b, b - a, (c - b) / (b - a), kb / 1024, kb * 1024 / 1e7))" \
+		"$s0" "$s1" "$s2" "$kb" "$spec"
+	echo
+}
+
+if [ "${ONLY:-}" = compiler ]; then
+	compiler
+	exit 0
+fi
 
 echo "## MiniMalloc and idealloc instances ($spec)"
 echo
@@ -87,3 +153,8 @@ row "$tmp/resnet-tile-52k.csv" "resnet50 x50, overlapping" "-" "greedy-size"
 row "$tmp/train-60k.csv" "training step 60k" "-" ""
 row "$tmp/malloc-60k.csv" "malloc stream 60k" "-" ""
 row "$tmp/malloc-1m.csv" "malloc stream 1M" "-" ""
+echo
+compiler
+if [ "${SCALE:-}" = 1 ]; then
+	scale
+fi

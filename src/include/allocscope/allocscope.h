@@ -191,13 +191,20 @@ struct as_addr_range {
  * What some inputs know of a buffer beyond its rectangle. `requested` is what
  * the program asked for (size minus requested is the allocator's rounding);
  * `free_requested` the time the program let go of it, at or before `end`
- * (PyTorch frees a block only when its stream is done with it); `realloc_of`
- * the buffer this one replaced through realloc, or AS_NONE.
+ * (PyTorch frees a block only when its stream is done with it).
  */
 struct as_buffer_info {
 	uint64_t requested;
 	uint64_t free_requested;
-	uint32_t realloc_of;
+};
+
+/*
+ * A realloc link: buffer `buffer` replaced buffer `realloc_of` (malloc
+ * traces). Kept apart from the per-buffer info, only for the buffers that
+ * have one, so that a 10^7-block trace with a few reallocs stays small.
+ */
+struct as_realloc {
+	uint32_t buffer, realloc_of;
 };
 
 struct as_trace {
@@ -231,7 +238,11 @@ struct as_trace {
 	uint32_t nmarks;
 	struct as_segment *segments; /* in start order */
 	uint32_t nsegments;
-	struct as_buffer_info *info; /* per buffer */
+	struct as_buffer_info *info; /* per buffer, or NULL: every buffer
+				      * has the defaults (requested = size,
+				      * free_requested = end) */
+	struct as_realloc *reallocs; /* by buffer, one at most each */
+	uint32_t nreallocs;
 	struct as_stat *input_stats; /* counts of what the reader met and
 				      * set aside (frees of unknown
 				      * addresses, ...) */
@@ -286,6 +297,18 @@ bool as_trace_address_of(const struct as_trace *t, uint16_t space,
 			 uint64_t offset, uint64_t *addr);
 
 /*
+ * The most memory the recording allocator held reserved at once in each
+ * space (the trace's segments, ends before starts at equal times): peak[s]
+ * for every s < t->nspaces, 0 for a space without segments. AS_OK, or
+ * AS_ENOMEM (peak zeroed). O(n log n) in the segments.
+ */
+int as_trace_reserved_peaks(const struct as_trace *t, uint64_t *peak);
+
+/* The buffer that buffer `buffer` replaced through realloc, or AS_NONE.
+ * O(log n) over the trace's links. */
+uint32_t as_trace_realloc_of(const struct as_trace *t, uint32_t buffer);
+
+/*
  * Building traces in code (generators, tests, parsers). Buffers are appended
  * in event order; the builder checks names, sizes and times.
  */
@@ -323,10 +346,16 @@ int as_builder_mark(struct as_builder *b, const struct as_mark *m);
 int as_builder_segment(struct as_builder *b, const struct as_segment *s);
 /*
  * The info of buffer `idx`, creating the per-buffer array on first use
- * (requested = size, free_requested = end, realloc_of = AS_NONE until set);
- * NULL when out of memory. The pointer is valid until the next buffer.
+ * (requested = size, free_requested = end until set); NULL when out of
+ * memory. The pointer is valid until the next buffer.
  */
 struct as_buffer_info *as_builder_info(struct as_builder *b, uint32_t idx);
+/*
+ * Record that buffer `idx` replaced buffer `of` through realloc. Links are
+ * set in increasing order of `idx` (as readers make buffers); AS_EINVAL
+ * otherwise or for an unknown buffer, AS_ENOMEM.
+ */
+int as_builder_realloc_of(struct as_builder *b, uint32_t idx, uint32_t of);
 /* Count something the reader met (`key` a literal); adds to the count. */
 int as_builder_count(struct as_builder *b, const char *key, uint64_t n);
 /*
@@ -493,6 +522,11 @@ struct as_strategy_info {
 /* Registered strategies, in registry order. */
 size_t as_strategy_count(void);
 const struct as_strategy_info *as_strategy_at(size_t i);
+/*
+ * The running time of strategy i in words ("O(n log n): ..."), n being the
+ * trace's buffers or events; a static string, NULL past the end.
+ */
+const char *as_strategy_time(size_t i);
 const struct as_strategy_info *as_strategy_find(const char *name);
 
 /* Whether the strategy can plan this trace (e.g. `recorded` needs offsets). */

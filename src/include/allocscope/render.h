@@ -155,6 +155,10 @@ struct as_render_panel_info {
 	uint32_t buffers, failed;
 	bool valid;
 	uint64_t violations;
+	/* Frames drawn so far whose buffers were moved from the frame before
+	 * (a pan by whole pixels: only the uncovered columns drawn), and
+	 * frames whose buffers were all placed again. For benchmarks. */
+	uint64_t frames_moved, frames_redrawn;
 };
 
 int as_render_panel_info(const struct as_render *r, size_t i,
@@ -169,6 +173,11 @@ struct as_render_hit {
 	double axis;        /* address axis fraction at y */
 	uint64_t address;   /* address at y; in a compressed break: its start */
 	bool in_break;      /* y lies in a compressed empty range */
+	/* On a panel whose offsets stand for recorded addresses (the trace's
+	 * address map, a plan keeping the recorded offsets): the real address
+	 * `address` stands for (as_trace_address_of). */
+	bool has_real;
+	uint64_t real_address;
 };
 
 /*

@@ -9,6 +9,23 @@
 
 /* ---- the state at the start of a recording ---- */
 
+/*
+ * How far offset `next` of `space` lies past offset `end` (an end, next >=
+ * end) in real addresses, through the trace's address map: readers shrink
+ * the empty ranges between PyTorch's virtual ranges, which cuda-caching
+ * tells apart by their real distance. Offsets the map does not hold (no
+ * map) count as addresses. next < end wraps, as the offsets' difference.
+ */
+static uint64_t real_gap(const struct as_trace *t, uint16_t space,
+			 uint64_t end, uint64_t next)
+{
+	uint64_t ra, rb;
+	if (next > end && as_trace_address_of(t, space, end - 1, &ra) &&
+	    as_trace_address_of(t, space, next, &rb) && rb > ra)
+		return rb - ra - 1;
+	return next - end;
+}
+
 /* Recorded segments of `space` live at time 0, by address. */
 static bool initial_seg_less(uint32_t a, uint32_t b, const void *ctx)
 {
@@ -258,7 +275,7 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 		for (j = i + 1; r.expandable && j < n &&
 				(pv[j]->flags & AS_SEG_EXPANDABLE) &&
 				pv[j]->stream == r.stream &&
-				pv[j]->addr - r.end < apart;
+				real_gap(t, space, r.end, pv[j]->addr) < apart;
 		     j++)
 			if (pv[j]->addr + pv[j]->size > r.end)
 				r.end = pv[j]->addr + pv[j]->size;
@@ -522,7 +539,8 @@ void as_cuda_agreement(struct cc *s, struct as_plan *p)
 		if (g->space != s->space || !(g->flags & AS_SEG_EXPANDABLE))
 			continue;
 		if (nruns && (g->addr <= runs[nruns - 1][1] ||
-			      g->addr - runs[nruns - 1][1] < apart)) {
+			      real_gap(t, s->space, runs[nruns - 1][1],
+				       g->addr) < apart)) {
 			if (g->addr + g->size > runs[nruns - 1][1])
 				runs[nruns - 1][1] = g->addr + g->size;
 			if (g->start == 0 && g->addr < runs[nruns - 1][2])

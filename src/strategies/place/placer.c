@@ -37,17 +37,133 @@ struct runs {
 	uint32_t n, cap;
 };
 
-/* A cursor into a sorted set of runs, for the merge of a query. */
+/*
+ * Gap index of a set of runs: the runs fall into blocks of AS_BLK, and
+ * block b keeps the largest gap strictly inside it (between runs bB..bB+B-1,
+ * not the one before run bB). For a rectangle of size s, a block whose
+ * largest inner gap is below s holds no place where it fits, so the merge of
+ * a query reads the block as one range, its hull: the gaps where s fits are
+ * the same, and so are their sizes (a gap that fits lies outside every such
+ * hull). The maxima sit after the runs in the same allocation: tail[0] is
+ * the number of blocks up to date from the start, tail[1 + b] block b's.
+ */
+#define AS_BLK 32
+
+static uint64_t *tail(const struct runs *ru)
+{
+	return (uint64_t *)(ru->v + ru->cap);
+}
+
+static size_t runs_bytes(uint32_t cap)
+{
+	return (size_t)cap * sizeof(struct as_span) +
+	       ((size_t)cap / AS_BLK + 2) * sizeof(uint64_t);
+}
+
+/* Room for `need` runs; false: no memory. The block maxima are redone. */
+static bool runs_grow(struct runs *ru, uint32_t need)
+{
+	if (need <= ru->cap)
+		return true;
+	uint32_t cap = ru->cap ? ru->cap : 2;
+	while (cap < need)
+		cap *= 2;
+	struct as_span *nv = realloc(ru->v, runs_bytes(cap));
+	if (!nv)
+		return false;
+	ru->v = nv;
+	ru->cap = cap;
+	tail(ru)[0] = 0;
+	return true;
+}
+
+/* Runs from index i on changed: their blocks are out of date. */
+static void runs_dirty(struct runs *ru, uint32_t i)
+{
+	if (ru->cap && tail(ru)[0] > i / AS_BLK)
+		tail(ru)[0] = i / AS_BLK;
+}
+
+/* The largest gap inside block b (b within the runs). */
+static uint64_t block_max(struct runs *ru, uint32_t b)
+{
+	uint64_t *t = tail(ru);
+	for (; t[0] <= b; t[0]++) {
+		uint32_t j = (uint32_t)t[0] * AS_BLK, e = j + AS_BLK;
+		uint64_t m = 0;
+		if (e > ru->n)
+			e = ru->n;
+		for (j++; j < e; j++)
+			if (ru->v[j].lo - ru->v[j - 1].hi > m)
+				m = ru->v[j].lo - ru->v[j - 1].hi;
+		t[1 + t[0]] = m;
+	}
+	return t[1 + b];
+}
+
+/*
+ * A cursor into a set of runs, for the merge of a query: cur is the range
+ * it stands at (a run, or the hull of a block where `size` cannot fit), j
+ * the next run after it.
+ */
 struct src {
-	const struct as_span *v, *end;
+	struct as_span cur;
+	struct runs *ru;
+	uint32_t j;
+	bool plain;     /* the gathered runs: may overlap, no block maxima */
 };
 
 /*
- * The top nodes (depth < 13) cache the union of the runs on their path from
+ * Skip c's runs that end at or below x (they are under the frontier of the
+ * merge and change nothing): a galloping search from c->j. Only for merged
+ * runs, whose ends ascend; the gathered ones may nest.
+ */
+static void src_skip(struct src *c, uint64_t x)
+{
+	const struct as_span *v = c->ru->v;
+	uint32_t n = c->ru->n, lo = c->j, step = 1;
+	while (lo + step <= n && v[lo + step - 1].hi <= x) {
+		lo += step;
+		step *= 2;
+	}
+	uint32_t hi = lo + step - 1 < n ? lo + step - 1 : n;
+	/* Runs before lo end at or below x; v[hi] (if any) ends above. */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (v[mid].hi <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	c->j = lo;
+}
+
+/* Move c to its next range; false when the set is done. */
+static bool src_step(struct src *c, uint64_t size)
+{
+	struct runs *ru = c->ru;
+	uint32_t j = c->j;
+	if (j == ru->n)
+		return false;
+	if (!c->plain && j % AS_BLK == 0 && ru->n - j > 1 &&
+	    block_max(ru, j / AS_BLK) < size) {
+		uint32_t e = j + AS_BLK < ru->n ? j + AS_BLK : ru->n;
+		c->cur.lo = ru->v[j].lo;
+		c->cur.hi = ru->v[e - 1].hi;
+		c->j = e;
+		return true;
+	}
+	c->cur = ru->v[j];
+	c->j = j + 1;
+	return true;
+}
+
+/*
+ * The top nodes (depth < 8) cache the union of the runs on their path from
  * the root: a query reads that instead of every ancestor's runs, which hold
  * the long-lived rectangles one by one.
  */
-#define AS_PLACER_PATH_NODES 8192
+#define AS_PLACER_PATH_NODES 256
 
 struct as_placer {
 	const struct as_problem *pb;
@@ -67,13 +183,24 @@ struct as_placer {
 	uint32_t *stack;
 	struct src *src;        /* query: sorted sets to merge */
 	uint32_t nsrc, srccap;
+	struct runs one;        /* the gathered runs, after a pop */
+	uint32_t *map;          /* section -> leaf (see FOR_COVER) */
 	bool nomem;
 };
 
+/*
+ * The tree's leaves are the sections where some rectangle starts: two
+ * rectangles share time exactly when the later start lies in both, so a
+ * rectangle covers the leaves map[t0] .. map[t1] - 1 (map[t]: starting
+ * sections before t) and nothing is lost. The tree is the bottom-up one over
+ * exactly that many leaves (no power of two): a node's leaves need not be
+ * consecutive, but they nest, and the placer only asks which nodes are
+ * ancestors or descendants of which.
+ */
 #define FOR_COVER(pl, r, v, body)                                    \
 	do {                                                         \
-		uint32_t l_ = (r)->t0 + (pl)->size;                  \
-		uint32_t h_ = (r)->t1 + (pl)->size;                  \
+		uint32_t l_ = (pl)->map[(r)->t0] + (pl)->size;       \
+		uint32_t h_ = (pl)->map[(r)->t1] + (pl)->size;       \
 		while (l_ < h_) {                                    \
 			if (l_ & 1) {                                \
 				uint32_t v = l_++;                   \
@@ -94,9 +221,20 @@ struct as_placer *as_placer_create(const struct as_problem *pb)
 	if (!pl)
 		return NULL;
 	pl->pb = pb;
-	pl->size = 1;
-	while (pl->size < pb->nsections)
-		pl->size <<= 1;
+	pl->map = calloc((size_t)pb->nsections + 1, sizeof(uint32_t));
+	if (!pl->map) {
+		free(pl);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < pb->n; i++)
+		pl->map[pb->r[i].t0] = 1;
+	uint32_t starts = 0;
+	for (uint32_t t = 0; t <= pb->nsections; t++) {
+		uint32_t here = pl->map[t];
+		pl->map[t] = starts;
+		starts += here;
+	}
+	pl->size = starts ? starts : 1;
 	size_t nodes = 2 * (size_t)pl->size;
 	pl->node = calloc(nodes, sizeof(*pl->node));
 	pl->npath = nodes < AS_PLACER_PATH_NODES ? (uint32_t)nodes
@@ -132,6 +270,7 @@ void as_placer_destroy(struct as_placer *pl)
 	}
 	for (uint32_t v = 0; pl->path && v < pl->npath; v++)
 		free(pl->path[v].v);
+	free(pl->map);
 	free(pl->node);
 	free(pl->part);
 	free(pl->path);
@@ -151,10 +290,14 @@ void as_placer_reset(struct as_placer *pl)
 	size_t nodes = 2 * (size_t)pl->size;
 	for (size_t v = 0; v < nodes; v++) {
 		pl->node[v].n = 0;
+		runs_dirty(&pl->node[v], 0);
 		pl->part[v].n = 0;
+		runs_dirty(&pl->part[v], 0);
 	}
-	for (uint32_t v = 0; v < pl->npath; v++)
+	for (uint32_t v = 0; v < pl->npath; v++) {
 		pl->path[v].n = 0;
+		runs_dirty(&pl->path[v], 0);
+	}
 	memset(pl->path_at, 0, pl->npath * sizeof(uint64_t));
 	memset(pl->ver, 0, pl->npath * sizeof(uint64_t));
 	pl->stale = false;
@@ -179,6 +322,7 @@ static bool run_insert(struct runs *ru, uint64_t lo, uint64_t hi)
 {
 	uint32_t k = run_find(ru, lo);
 	/* Runs before k end at or below lo; run k (if any) starts >= hi. */
+	runs_dirty(ru, k ? k - 1 : 0);
 	bool left = k > 0 && ru->v[k - 1].hi == lo;
 	bool right = k < ru->n && ru->v[k].lo == hi;
 	if (left && right) {
@@ -191,14 +335,8 @@ static bool run_insert(struct runs *ru, uint64_t lo, uint64_t hi)
 	} else if (right) {
 		ru->v[k].lo = lo;
 	} else {
-		if (ru->n == ru->cap) {
-			uint32_t cap = ru->cap ? 2 * ru->cap : 4;
-			struct as_span *nv = realloc(ru->v, cap * sizeof(*nv));
-			if (!nv)
-				return false;
-			ru->v = nv;
-			ru->cap = cap;
-		}
+		if (!runs_grow(ru, ru->n + 1))
+			return false;
 		memmove(ru->v + k + 1, ru->v + k,
 			(ru->n - k) * sizeof(*ru->v));
 		ru->v[k].lo = lo;
@@ -214,16 +352,11 @@ static bool run_remove(struct runs *ru, uint64_t lo, uint64_t hi)
 	if (k == ru->n || ru->v[k].lo > lo || ru->v[k].hi < hi)
 		return true; /* not recorded: nothing to do */
 	struct as_span r = ru->v[k];
+	runs_dirty(ru, k);
 	if (r.lo < lo && r.hi > hi) {
 		/* Split in two. */
-		if (ru->n == ru->cap) {
-			uint32_t cap = 2 * ru->cap;
-			struct as_span *nv = realloc(ru->v, cap * sizeof(*nv));
-			if (!nv)
-				return false;
-			ru->v = nv;
-			ru->cap = cap;
-		}
+		if (!runs_grow(ru, ru->n + 1))
+			return false;
 		memmove(ru->v + k + 2, ru->v + k + 1,
 			(ru->n - k - 1) * sizeof(*ru->v));
 		ru->v[k].hi = lo;
@@ -257,6 +390,7 @@ static bool run_unite(struct runs *ru, uint64_t lo, uint64_t hi)
 	uint32_t i = a, j = i;
 	while (j < ru->n && ru->v[j].lo <= hi)
 		j++;
+	runs_dirty(ru, i);
 	if (i < j) {
 		if (ru->v[i].lo < lo)
 			lo = ru->v[i].lo;
@@ -269,14 +403,8 @@ static bool run_unite(struct runs *ru, uint64_t lo, uint64_t hi)
 		ru->n -= j - i - 1;
 		return true;
 	}
-	if (ru->n == ru->cap) {
-		uint32_t cap = ru->cap ? 2 * ru->cap : 4;
-		struct as_span *nv = realloc(ru->v, cap * sizeof(*nv));
-		if (!nv)
-			return false;
-		ru->v = nv;
-		ru->cap = cap;
-	}
+	if (!runs_grow(ru, ru->n + 1))
+		return false;
 	memmove(ru->v + i + 1, ru->v + i, (ru->n - i) * sizeof(*ru->v));
 	ru->v[i].lo = lo;
 	ru->v[i].hi = hi;
@@ -382,7 +510,7 @@ static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 	return pl->ng;
 }
 
-static void add_src(struct as_placer *pl, const struct runs *ru)
+static void add_src(struct as_placer *pl, struct runs *ru, bool plain)
 {
 	if (pl->nsrc == pl->srccap) {
 		uint32_t cap = pl->srccap ? 2 * pl->srccap : 64;
@@ -394,7 +522,7 @@ static void add_src(struct as_placer *pl, const struct runs *ru)
 		pl->src = ns;
 		pl->srccap = cap;
 	}
-	pl->src[pl->nsrc++] = (struct src){ru->v, ru->v + ru->n};
+	pl->src[pl->nsrc++] = (struct src){{0, 0}, ru, 0, plain};
 }
 
 /*
@@ -473,11 +601,8 @@ struct as_span *as_placer_spans(struct as_placer *pl, const struct as_rect *r,
 	}
 	sources(pl, r);
 	pl->ng = 0;
-	for (uint32_t j = 0; j < pl->nsrc && !pl->nomem; j++) {
-		struct runs ru = {(struct as_span *)pl->src[j].v,
-				  (uint32_t)(pl->src[j].end - pl->src[j].v), 0};
-		take(pl, &ru);
-	}
+	for (uint32_t j = 0; j < pl->nsrc && !pl->nomem; j++)
+		take(pl, pl->src[j].ru);
 	if (pl->nomem)
 		return NULL;
 	sort_spans(pl->g, pl->ng);
@@ -490,15 +615,17 @@ static bool unite_into(struct runs *dst, const struct runs *x,
 		       const struct runs *y)
 {
 	uint32_t need = (x ? x->n : 0) + y->n;
-	if (need > dst->cap) {
-		uint32_t cap = dst->cap ? dst->cap : 4;
-		while (cap < need)
-			cap *= 2;
-		struct as_span *nv = realloc(dst->v, cap * sizeof(*nv));
-		if (!nv)
-			return false;
-		dst->v = nv;
-		dst->cap = cap;
+	if (!runs_grow(dst, need))
+		return false;
+	runs_dirty(dst, 0);
+	if (x && y->n <= 8) {
+		/* A copy and a few insertions beat the merge loop. */
+		memcpy(dst->v, x->v, x->n * sizeof(*x->v));
+		dst->n = x->n;
+		for (uint32_t j = 0; j < y->n; j++)
+			if (!run_unite(dst, y->v[j].lo, y->v[j].hi))
+				return false;
+		return true;
 	}
 	uint32_t i = 0, j = 0, n = 0, xn = x ? x->n : 0;
 	while (i < xn || j < y->n) {
@@ -522,22 +649,27 @@ static bool unite_into(struct runs *dst, const struct runs *x,
  * `leaf`, as far as the cached top nodes reach: path[a] is the union of
  * node[] over a's ancestors and a, rebuilt from its parent's when a's runs
  * or the parent's union changed since (ver[], path_at[] are stamps of one
- * clock). *top gets the deepest node it covers; the caller reads the runs
- * below it one by one. NULL when memory ran out.
+ * clock). A node without runs of its own keeps no union: it reads its
+ * parent's. *top gets the deepest node it covers; the caller reads the runs
+ * below it one by one. NULL when memory ran out or every node on the way is
+ * empty (check pl->nomem).
  */
-static const struct runs *path_union(struct as_placer *pl, uint32_t leaf,
-				     uint32_t *top)
+static struct runs *path_union(struct as_placer *pl, uint32_t leaf,
+			       uint32_t *top)
 {
 	uint32_t h = 0;
 	while ((leaf >> h) > 1)
 		h++;
-	const struct runs *up = NULL;
+	struct runs *up = NULL;
 	uint64_t up_at = 0;
 	*top = 0;
 	for (uint32_t d = 0; d <= h; d++) {
 		uint32_t a = leaf >> (h - d);
 		if (a >= pl->npath)
 			break;
+		*top = a;
+		if (!pl->node[a].n)
+			continue; /* its union is its parent's */
 		if (pl->path_at[a] < pl->ver[a] || pl->path_at[a] < up_at) {
 			if (!unite_into(&pl->path[a], up, &pl->node[a])) {
 				pl->nomem = true;
@@ -547,7 +679,6 @@ static const struct runs *path_union(struct as_placer *pl, uint32_t leaf,
 		}
 		up = &pl->path[a];
 		up_at = pl->path_at[a];
-		*top = a;
 	}
 	return up;
 }
@@ -558,9 +689,9 @@ static void sources(struct as_placer *pl, const struct as_rect *r)
 	if (pl->stale) {
 		uint32_t k = gather(pl, r);
 		sort_spans(pl->g, k);
-		struct runs one = {pl->g, k, k};
+		pl->one = (struct runs){pl->g, k, k};
 		if (k)
-			add_src(pl, &one);
+			add_src(pl, &pl->one, true);
 		return;
 	}
 	if (++pl->stamp == 0) {
@@ -569,26 +700,28 @@ static void sources(struct as_placer *pl, const struct as_rect *r)
 	}
 	FOR_COVER(pl, r, v, {
 		if (pl->part[v].n)
-			add_src(pl, &pl->part[v]);
+			add_src(pl, &pl->part[v], false);
 	});
 	/* Strict ancestors of the cover lie on the paths to both ends. */
 	const struct runs *prev = NULL;
 	for (int e = 0; e < 2; e++) {
-		uint32_t leaf = pl->size + (e ? r->t1 - 1 : r->t0), top;
-		const struct runs *pu = path_union(pl, leaf, &top);
+		uint32_t leaf = pl->size + (e ? pl->map[r->t1] - 1
+					      : pl->map[r->t0]),
+			 top;
+		struct runs *pu = path_union(pl, leaf, &top);
 		if (pu && pu != prev && pu->n)
-			add_src(pl, pu);
+			add_src(pl, pu, false);
 		prev = pu;
 		for (uint32_t b = leaf; b > top; b >>= 1)
 			if (pl->vis[b] != pl->stamp) {
 				pl->vis[b] = pl->stamp;
 				if (pl->node[b].n)
-					add_src(pl, &pl->node[b]);
+					add_src(pl, &pl->node[b], false);
 			}
 	}
 }
 
-/* Min-heap of cursors by the low end of their current run. */
+/* Min-heap of cursors by the low end of their current range. */
 static void src_down(struct src *h, uint32_t n, uint32_t i)
 {
 	struct src x = h[i];
@@ -596,9 +729,9 @@ static void src_down(struct src *h, uint32_t n, uint32_t i)
 		uint32_t c = 2 * i + 1;
 		if (c >= n)
 			break;
-		if (c + 1 < n && h[c + 1].v->lo < h[c].v->lo)
+		if (c + 1 < n && h[c + 1].cur.lo < h[c].cur.lo)
 			c++;
-		if (h[c].v->lo >= x.v->lo)
+		if (h[c].cur.lo >= x.cur.lo)
 			break;
 		h[i] = h[c];
 		i = c;
@@ -606,41 +739,42 @@ static void src_down(struct src *h, uint32_t n, uint32_t i)
 	h[i] = x;
 }
 
-/* The next run in address order, NULL after the last. */
-static const struct as_span *src_next(struct src *h, uint32_t *n)
-{
-	if (*n == 0)
-		return NULL;
-	const struct as_span *s = h[0].v++;
-	if (h[0].v == h[0].end)
-		h[0] = h[--*n];
-	if (*n)
-		src_down(h, *n, 0);
-	return s;
-}
-
 bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 		    uint64_t *off, uint64_t *gap_out)
 {
 	const struct as_rect *r = &pl->pb->r[i];
-	uint32_t k;
-	/* A merge of the sorted sets; lowest fit stops at the answer. */
+	uint32_t k = 0;
+	/*
+	 * A merge of the sorted sets, blocks where r cannot fit read as one
+	 * range; lowest fit stops at the answer, best fit at a gap of exactly
+	 * r's size (none can be smaller, and the merge goes up).
+	 */
 	sources(pl, r);
 	if (pl->nomem)
 		return false;
-	k = pl->nsrc;
+	for (uint32_t j = 0; j < pl->nsrc; j++)
+		if (src_step(&pl->src[j], r->size))
+			pl->src[k++] = pl->src[j];
 	for (uint32_t j = k / 2; j-- > 0;)
 		src_down(pl->src, k, j);
 	uint64_t cand = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
-	const struct as_span *s;
-	while ((s = src_next(pl->src, &k))) {
-		if (s->lo > cand) {
+	while (k) {
+		struct as_span s = pl->src[0].cur;
+		if (s.hi <= cand && !pl->src[0].plain)
+			src_skip(&pl->src[0], cand);
+		if (!src_step(&pl->src[0], r->size))
+			pl->src[0] = pl->src[--k];
+		if (k > 1)
+			src_down(pl->src, k, 0);
+		if (s.hi <= cand)
+			continue;
+		if (s.lo > cand) {
 			uint64_t a;
 			if (!as_align_up(cand, r->align_log2, &a))
 				return false;
-			if (a <= s->lo && s->lo - a >= r->size) {
-				uint64_t gap = s->lo - cand;
-				if (fit == AS_FIT_LOWEST) {
+			if (a <= s.lo && s.lo - a >= r->size) {
+				uint64_t gap = s.lo - cand;
+				if (fit == AS_FIT_LOWEST || gap == r->size) {
 					*off = a;
 					if (gap_out)
 						*gap_out = gap;
@@ -652,8 +786,8 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 				}
 			}
 		}
-		if (s->hi > cand)
-			cand = s->hi;
+		if (s.hi > cand)
+			cand = s.hi;
 	}
 	if (best != UINT64_MAX) {
 		*off = best;

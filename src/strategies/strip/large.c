@@ -26,12 +26,16 @@ struct repair {
 	uint64_t *off, *save;
 	const uint8_t *fixed;
 	uint32_t *win;
-	uint32_t nwin;
+	uint32_t nwin, placed;
 	uint64_t rng;
 };
 
-/* Re-place the window in its current order; highest top, or UINT64_MAX. */
-static uint64_t refill(struct repair *rp)
+/*
+ * Re-place the window in its current order; highest top, UINT64_MAX on
+ * overflow or UINT64_MAX - 1 when the deadline cut it (restore() then puts
+ * the window back).
+ */
+static uint64_t refill(struct repair *rp, double deadline)
 {
 	uint64_t high = 0;
 	for (uint32_t k = 0; k < rp->nwin; k++)
@@ -39,19 +43,28 @@ static uint64_t refill(struct repair *rp)
 	for (uint32_t k = 0; k < rp->nwin; k++) {
 		uint32_t i = rp->win[k];
 		uint64_t y;
-		if (!as_placer_find(rp->pl, i, AS_FIT_LOWEST, &y, NULL))
-			return UINT64_MAX; /* leaves the window half placed */
+		/* A find costs what shares time with i: look at the clock. */
+		if (k % 32 == 31 && as_now_ms() > deadline) {
+			rp->placed = k;
+			return UINT64_MAX - 1;
+		}
+		if (!as_placer_find(rp->pl, i, AS_FIT_LOWEST, &y, NULL)) {
+			rp->placed = k;
+			return UINT64_MAX;
+		}
 		rp->off[i] = y;
 		as_placer_put(rp->pl, i, y);
 		if (y + rp->pb->r[i].size > high)
 			high = y + rp->pb->r[i].size;
 	}
+	rp->placed = rp->nwin;
 	return high;
 }
 
+/* Put the window back where it was (after a refill that placed `placed`). */
 static void restore(struct repair *rp)
 {
-	for (uint32_t k = 0; k < rp->nwin; k++)
+	for (uint32_t k = 0; k < rp->placed; k++)
 		as_placer_pop(rp->pl, rp->win[k]);
 	for (uint32_t k = 0; k < rp->nwin; k++) {
 		uint32_t i = rp->win[k];
@@ -133,13 +146,18 @@ static uint64_t repair_peak(const struct as_problem *pb, uint64_t *off,
 				/* save[] follows win[]: refresh it. */
 				for (uint32_t k = 0; k < rp.nwin; k++)
 					rp.save[k] = off[rp.win[k]];
-				uint64_t high = refill(&rp);
+				uint64_t high = refill(&rp, deadline);
+				if (high == UINT64_MAX - 1) {
+					restore(&rp); /* out of time */
+					break;
+				}
 				if (high < peak) {
 					done = true;
 					(*moves)++;
 				} else if (high != UINT64_MAX) {
 					restore(&rp);
 				} else {
+					restore(&rp);
 					*err = AS_EUNSUPPORTED;
 					goto out;
 				}
@@ -335,6 +353,12 @@ out:
 	return wins;
 }
 
+/* Whether a step estimated to take `cost` ms ends before the deadline. */
+static bool affordable(double deadline, double cost)
+{
+	return as_now_ms() + cost <= deadline;
+}
+
 /*
  * Traces with too many overlapping pairs for the seed's method (hundreds of
  * thousands to millions of buffers): the O(n log n) time sweep, first fit
@@ -356,7 +380,18 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 	sub.r = calloc(n, sizeof(*sub.r));
 	if (!tmp || !fixed || !map || !sub.r)
 		goto out;
+	/*
+	 * The budget: a step starts only when its estimated cost fits in the
+	 * time left. The first sweep (O(n log n), always run: without the
+	 * baselines it is the first plan) gives the unit; a step visiting
+	 * overlapping pairs costs about unit x pairs / (n log2 n) (measured:
+	 * the skyline greedy and the middle tier take 0.7x that).
+	 */
+	double unit = 0, per_pair = 0;
 	for (int f = 0; f < 2; f++) {
+		double t0 = as_now_ms();
+		if (f && !affordable(deadline, unit))
+			break;
 		peak = as_place_sweep(pb, f ? AS_FIT_BEST : AS_FIT_LOWEST, NULL,
 				      NULL, tmp, &err);
 		if (err)
@@ -364,6 +399,13 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 		if (peak == UINT64_MAX) {
 			err = AS_EUNSUPPORTED;
 			goto out;
+		}
+		if (!f) {
+			uint32_t lg = 1;
+			while (lg < 63 && (2ULL << lg) <= n)
+				lg++;
+			unit = as_now_ms() - t0;
+			per_pair = unit / ((double)n * lg);
 		}
 		if ((err = as_strip_note(cfg, p, f ? "sweep best fit"
 					      : "sweep first fit", peak)))
@@ -373,8 +415,15 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 			memcpy(off, tmp, n * sizeof(uint64_t));
 		}
 	}
+	/* The baselines' best, when it is better, is where the search starts. */
+	if (cfg->start && cfg->start_peak < best) {
+		best = cfg->start_peak;
+		memcpy(off, cfg->start, n * sizeof(uint64_t));
+	}
 	/* The skyline greedy over everything, when its pair lists fit. */
-	if (as_problem_pairs(pb) <= AS_STRIP_PAIRS_TIER) {
+	uint64_t pairs = as_problem_pairs(pb);
+	if (pairs <= AS_STRIP_PAIRS_TIER &&
+	    affordable(deadline, per_pair * (double)pairs)) {
 		peak = as_strip_skyline_try(pb, tmp, &err);
 		if (err)
 			goto out;
@@ -390,7 +439,10 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 		}
 	}
 	/* Big: at least 1/big of the bound, doubling the cut while too many. */
-	uint64_t cut;
+	uint64_t cut = UINT64_MAX;
+	sub.n = 0;
+	if (!affordable(deadline, 2 * unit))
+		goto done; /* not even the cut's passes */
 	for (cut = pb->lower_bound / cfg->big + 1;; cut *= 2) {
 		sub.n = 0;
 		if (cut == 0)
@@ -406,7 +458,8 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 	}
 	if ((err = as_plan_stat_int(p, "big_rects", sub.n)))
 		goto out;
-	if (sub.n == 0 || sub.n == n)
+	/* Big first: the sub-problem's search, then a sweep around it. */
+	if (sub.n == 0 || sub.n == n || !affordable(deadline, 2 * unit))
 		goto done;
 	{
 		uint64_t *so = calloc(sub.n, sizeof(uint64_t));
@@ -426,8 +479,10 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 		/* No tuning rounds there: the exact search's dive does better. */
 		struct as_strip_cfg c2 = *cfg;
 		c2.rounds = 0;
+		c2.start = NULL;
 		double now = as_now_ms();
-		err = as_strip_full(&sub, so, &c2, p, now + (deadline - now) / 2);
+		err = as_strip_full(&sub, so, &c2, p,
+				    now + (deadline - now - 2 * unit) / 2);
 		for (uint32_t k = 0; err == AS_OK && k < sub.n; k++) {
 			tmp[map[k]] = so[k];
 			fixed[map[k]] = 1;
@@ -478,14 +533,14 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 	 * one pass) go largest first onto the big ones (lowest fit), the sweep
 	 * fits the rest around both.
 	 */
-	uint64_t cut2 = as_problem_pairs(pb) <= AS_STRIP_PAIRS_TIER ? 1
-								  : cut / 16 + 1;
+	uint64_t cut2 = pairs <= AS_STRIP_PAIRS_TIER ? 1 : cut / 16 + 1;
 	sub.n = 0;
 	for (uint32_t i = 0; i < n; i++)
 		if (pb->r[i].size >= cut2)
 			sub.r[sub.n++] = pb->r[i];
-	if (as_problem_pairs(&sub) <= AS_STRIP_PAIRS_TIER &&
-	    as_now_ms() < deadline) {
+	uint64_t sub_pairs = as_problem_pairs(&sub);
+	if (sub_pairs <= AS_STRIP_PAIRS_TIER &&
+	    affordable(deadline, per_pair * (double)sub_pairs + unit)) {
 		uint32_t m = 0;
 		for (uint32_t i = 0; i < n; i++)
 			if (!fixed[i] && pb->r[i].size >= cut2)

@@ -25,7 +25,6 @@ const char *const as_strip_metrics[] = {
 	NULL,
 };
 #define NMETRICS (sizeof(as_strip_metrics) / sizeof(as_strip_metrics[0]) - 1)
-#define NMETRICS (sizeof(as_strip_metrics) / sizeof(as_strip_metrics[0]) - 1)
 
 /* ---- Metrics ---- */
 
@@ -595,6 +594,8 @@ int as_strip_full(const struct as_problem *pb, uint64_t *off,
 	if (!sp.pl || !sp.off || !sp.best || !sp.order || !sp.next ||
 	    !sp.tmp || !sp.first || !sp.risk || !sp.hashes)
 		goto out;
+	if (cfg->start)
+		keep_if_better(&sp, cfg->start, cfg->start_peak);
 	err = seed_method(&sp, as_now_ms() + (deadline - as_now_ms()) * 0.4);
 	if (err)
 		goto out;

@@ -41,42 +41,72 @@ static const char *const search_names[] = {"auto", "exact", "local", "none",
 					   NULL};
 
 /*
- * The baselines' plans of one space (greedy-size, bestfit's two orders,
- * greedy-breadth) through the shared placer; the best goes to off and its
- * peak to *peak. Returns 0, AS_ENOMEM or AS_EUNSUPPORTED (overflow).
+ * The baselines' plans: greedy-size, bestfit and greedy-breadth run as
+ * `replay -s NAME` runs them (the same code, the trace's options), and per
+ * address space the lowest of their peaks goes to inc[] (per trace buffer).
+ * They are strip's incumbents, computed first: whatever the search finds
+ * later only replaces them when lower, so strip is never behind them.
+ * Their time counts against budget_ms but they are never cut short; when
+ * they take more than half of it the search still gets half (plan_space).
+ * Returns 0, NO_INCUMBENTS, or a negative code (diag filled).
  */
-static int incumbents(const struct as_problem *pb, uint64_t *off,
-		      uint64_t *peak)
+#define NO_INCUMBENTS 1 /* incumbents(): the search starts from nothing */
+
+static const char *const baselines[] = {"greedy-size", "bestfit",
+					"greedy-breadth"};
+
+static int incumbents(const struct as_trace *t, uint64_t *inc,
+		      struct as_plan *p, struct as_diag *diag)
 {
-	struct as_placer *pl = as_placer_create(pb);
-	uint32_t *order = calloc(pb->n, sizeof(uint32_t));
-	uint64_t *tmp = calloc(pb->n, sizeof(uint64_t));
-	int err = AS_ENOMEM;
-	*peak = UINT64_MAX;
-	if (!pl || !order || !tmp)
+	uint32_t ns = t->nspaces > 1 ? t->nspaces : 1;
+	uint64_t *best = malloc(ns * sizeof(uint64_t));
+	uint64_t *peak = malloc(ns * sizeof(uint64_t));
+	int err = AS_OK;
+	if (!best || !peak) {
+		err = as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
 		goto out;
-	for (int k = 0; k < 4; k++) {
-		err = k == 0   ? as_order_greedy_size(pb, order)
-		      : k == 3 ? as_order_breadth(pb, order)
-			       : as_order_bestfit(pb, k == 2, order);
-		if (err)
-			goto out;
-		uint64_t pk = as_place_order(pl, order, pb->n,
-					     k ? AS_FIT_BEST : AS_FIT_LOWEST,
-					     tmp);
-		if (pk == UINT64_MAX) {
-			err = as_placer_nomem(pl) ? AS_ENOMEM : AS_EUNSUPPORTED;
-			goto out;
-		}
-		if (pk < *peak) {
-			*peak = pk;
-			memcpy(off, tmp, pb->n * sizeof(uint64_t));
-		}
 	}
+	for (uint32_t s = 0; s < ns; s++)
+		best[s] = UINT64_MAX;
+	for (size_t k = 0; k < sizeof(baselines) / sizeof(*baselines); k++) {
+		struct as_plan *bp = NULL;
+		if ((err = as_strategy_run(baselines[k], t, NULL, &bp, diag)))
+			goto out;
+		for (uint32_t s = 0; s < ns; s++)
+			peak[s] = 0;
+		for (uint32_t i = 0; i < t->nbuffers; i++) {
+			const struct as_buffer *b = &t->buffers[i];
+			uint32_t s = b->space < ns ? b->space : 0;
+			if (b->alias_of != AS_NONE || b->size == 0 ||
+			    b->start >= b->end)
+				continue;
+			uint64_t o = bp->offset[i];
+			if (o == AS_NO_OFFSET || o > UINT64_MAX - b->size ||
+			    (bp->space && bp->space[i] != b->space))
+				peak[s] = UINT64_MAX; /* not usable there */
+			else if (peak[s] != UINT64_MAX && o + b->size > peak[s])
+				peak[s] = o + b->size;
+		}
+		for (uint32_t i = 0; i < t->nbuffers; i++) {
+			uint32_t s = t->buffers[i].space < ns
+					     ? t->buffers[i].space
+					     : 0;
+			if (peak[s] < best[s])
+				inc[i] = bp->offset[i];
+		}
+		for (uint32_t s = 0; s < ns; s++)
+			if (peak[s] < best[s])
+				best[s] = peak[s];
+		as_plan_destroy(bp);
+	}
+	/* No baseline places every buffer of a space (past 2^64): none. */
+	for (uint32_t s = 0; s < ns && err == AS_OK; s++)
+		if (best[s] == UINT64_MAX)
+			err = NO_INCUMBENTS;
+	(void)p;
 out:
-	as_placer_destroy(pl);
-	free(order);
-	free(tmp);
+	free(best);
+	free(peak);
 	return err;
 }
 
@@ -84,51 +114,87 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 		      struct as_plan *p, struct as_diag *diag)
 {
 	struct as_strip_cfg *cfg = ctx;
-	double deadline = cfg->start_ms + (double)cfg->budget_ms;
-	int err;
+	double now = as_now_ms();
+	double end = cfg->start_ms + (double)cfg->budget_ms;
+	/*
+	 * Baselines slower than half the budget still leave the search half
+	 * of it: a run takes at most max(budget, baselines + budget / 2).
+	 */
+	if (end < cfg->search_from + (double)cfg->budget_ms / 2)
+		end = cfg->search_from + (double)cfg->budget_ms / 2;
+	/* The time left, shared among the spaces by their rectangles. */
+	double deadline = now;
+	if (end > now && cfg->left > 0)
+		deadline = now + (end - now) * ((double)pb->n /
+						(double)(cfg->left > pb->n
+								 ? cfg->left
+								 : pb->n));
+	cfg->left = cfg->left > pb->n ? cfg->left - pb->n : 0;
+	int err = AS_OK;
+	uint64_t *alt = NULL, *start = NULL;
 	cfg->nspace++;
+	cfg->start = NULL;
+	cfg->start_peak = UINT64_MAX;
+	if (cfg->inc) {
+		start = malloc(pb->n * sizeof(uint64_t));
+		if (!start)
+			goto nomem;
+		for (uint32_t k = 0; k < pb->n; k++)
+			start[k] = cfg->inc[pb->r[k].buf];
+		cfg->start = start;
+		cfg->start_peak = as_place_peak(pb, start);
+		if ((err = as_strip_note(cfg, p, "baselines' best",
+					 cfg->start_peak)))
+			goto out;
+		memcpy(off, start, pb->n * sizeof(uint64_t));
+		/* At the bound, or no time left: the baselines' plan stands. */
+		if (cfg->start_peak <= pb->lower_bound ||
+		    as_now_ms() >= deadline)
+			goto out;
+	}
 	/*
 	 * Beyond the exact search's size the seed's method and the local
 	 * search do worse than big-first (measured on tiled real traces).
 	 */
 	bool many = pb->n > cfg->exact_max && cfg->search == SEARCH_AUTO;
 	bool few_pairs = as_problem_pairs(pb) <= AS_STRIP_PAIRS_MAX;
+	alt = calloc(pb->n, sizeof(uint64_t));
+	if (!alt)
+		goto nomem;
 	if (!many && few_pairs) {
-		err = as_strip_full(pb, off, cfg, p, deadline);
+		err = as_strip_full(pb, alt, cfg, p, deadline);
 	} else if (!few_pairs) {
-		err = as_strip_large(pb, off, cfg, p, deadline);
+		err = as_strip_large(pb, alt, cfg, p, deadline);
 	} else {
 		/* Both, the large path with half the time; keep the better. */
-		uint64_t *alt = calloc(pb->n, sizeof(uint64_t));
-		if (!alt)
-			return as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
-		double now = as_now_ms();
-		err = as_strip_large(pb, off, cfg, p, now + (deadline - now) / 2);
+		uint64_t *alt2 = calloc(pb->n, sizeof(uint64_t));
+		if (!alt2)
+			goto nomem;
+		now = as_now_ms();
+		err = as_strip_large(pb, alt, cfg, p, now + (deadline - now) / 2);
 		if (err == AS_OK)
-			err = as_strip_full(pb, alt, cfg, p, deadline);
+			err = as_strip_full(pb, alt2, cfg, p, deadline);
 		if (err == AS_OK &&
-		    as_place_peak(pb, alt) < as_place_peak(pb, off))
-			memcpy(off, alt, pb->n * sizeof(uint64_t));
-		free(alt);
+		    as_place_peak(pb, alt2) < as_place_peak(pb, alt))
+			memcpy(alt, alt2, pb->n * sizeof(uint64_t));
+		free(alt2);
 	}
-	/*
-	 * Never behind the baselines: their best plan is the incumbent (a
-	 * trace too large for the placer's memory skips them).
-	 */
-	if (err == AS_OK && pb->n <= AS_STRIP_INCUMBENT_MAX) {
-		uint64_t *inc = calloc(pb->n, sizeof(uint64_t)), ipeak;
-		err = inc ? incumbents(pb, inc, &ipeak) : AS_ENOMEM;
-		if (err == AS_OK)
-			err = as_strip_note(cfg, p, "baselines' best", ipeak);
-		if (err == AS_OK && ipeak < as_place_peak(pb, off))
-			memcpy(off, inc, pb->n * sizeof(uint64_t));
-		free(inc);
-	}
+	/* Never behind the baselines: the search's plan only when lower. */
+	if (err == AS_OK &&
+	    (!start || as_place_peak(pb, alt) < cfg->start_peak))
+		memcpy(off, alt, pb->n * sizeof(uint64_t));
+out:
+	cfg->start = NULL;
+	free(start);
+	free(alt);
 	if (err == AS_EUNSUPPORTED)
 		return AS_STRATEGY_PAST_2_64;
 	if (err == AS_ENOMEM)
 		return as_diag_set(diag, 0, err, "out of memory");
 	return err;
+nomem:
+	err = AS_ENOMEM;
+	goto out;
 }
 
 static const struct as_option_desc options[] = {
@@ -137,7 +203,9 @@ static const struct as_option_desc options[] = {
 	 "length-size, size-overlap, overlap-size"},
 	{"rounds", "8", "seed tuning rounds (0-1000)"},
 	{"budget_ms", "3000",
-	 "time for the improving search, per trace (0-3600000)"},
+	 "time for the whole run, per trace: the baselines (never cut "
+	 "short), then the search in what is left, at least half "
+	 "(0-3600000)"},
 	{"seed", "1", "seed of the search's tie-breaks"},
 	{"search", "auto", "auto, exact, local or none"},
 	{"exact_max", "3000",
@@ -145,6 +213,10 @@ static const struct as_option_desc options[] = {
 	{"big", "256",
 	 "large traces: buffers of at least 1/big of the bound go first "
 	 "(2-65536)"},
+	{"baselines", "on",
+	 "on: start from the best of greedy-size, bestfit and greedy-breadth "
+	 "(never behind them; their time counts in the budget but is never "
+	 "cut short); off: without them"},
 	{"nodes", "0",
 	 "search effort cap, machine independent (0: the budget only)"},
 	{NULL, NULL, NULL},
@@ -154,7 +226,7 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 		struct as_plan *p, struct as_diag *diag)
 {
 	struct as_strip_cfg cfg = {0};
-	int err;
+	int err, with_baselines;
 	cfg.start_ms = as_now_ms();
 	cfg.multi = t->nspaces > 1;
 	if ((err = as_opts_choice(o, "metric", as_strip_metrics, 0,
@@ -170,9 +242,37 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 			       &cfg.exact_max, diag)) ||
 	    (err = as_opts_u64(o, "nodes", 0, 0, UINT64_MAX, &cfg.nodes,
 			       diag)) ||
-	    (err = as_opts_u64(o, "big", 256, 2, 65536, &cfg.big, diag)))
+	    (err = as_opts_u64(o, "big", 256, 2, 65536, &cfg.big, diag)) ||
+	    (err = as_opts_choice(o, "baselines",
+				  (const char *const[]){"off", "on", NULL}, 1,
+				  &with_baselines, diag)))
 		return err;
-	return as_plan_spaces(t, p, plan_space, &cfg, diag);
+	uint64_t *inc = NULL;
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		const struct as_buffer *b = &t->buffers[i];
+		cfg.left += b->alias_of == AS_NONE && b->size > 0 &&
+			    b->start < b->end;
+	}
+	/*
+	 * The incumbents: a trace too large for their memory (three plans
+	 * one after the other and the placers' trees) goes without them.
+	 */
+	if (with_baselines && cfg.left <= AS_STRIP_INCUMBENT_MAX) {
+		inc = malloc(((size_t)t->nbuffers + 1) * sizeof(uint64_t));
+		if (!inc)
+			return as_diag_set(diag, 0, AS_ENOMEM,
+					   "out of memory");
+		err = incumbents(t, inc, p, diag);
+		if (err != AS_OK && err != NO_INCUMBENTS) {
+			free(inc);
+			return err;
+		}
+		cfg.inc = err == AS_OK ? inc : NULL;
+	}
+	cfg.search_from = as_now_ms();
+	err = as_plan_spaces(t, p, plan_space, &cfg, diag);
+	free(inc);
+	return err;
 }
 
 const struct as_strategy_impl as_strategy_strip = {

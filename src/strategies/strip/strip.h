@@ -39,9 +39,19 @@ enum { SEARCH_AUTO, SEARCH_EXACT, SEARCH_LOCAL, SEARCH_NONE };
 struct as_strip_cfg {
 	int metric, search;
 	uint64_t rounds, budget_ms, seed, exact_max, nodes, big;
-	double start_ms;
+	double start_ms;        /* the run's start: budget_ms counts from it */
+	double search_from;     /* when the baselines were done */
 	uint32_t nspace;        /* address spaces planned so far */
 	bool multi;             /* the trace has several spaces */
+	uint64_t left;          /* rectangles of the spaces not planned yet */
+	/* Per trace buffer: the baselines' best offset, or NULL (none). */
+	const uint64_t *inc;
+	/*
+	 * Per rectangle of the space being planned: a plan to start from
+	 * (the baselines' best) and its peak, or NULL and UINT64_MAX.
+	 */
+	const uint64_t *start;
+	uint64_t start_peak;
 };
 
 /* Record a round, naming the space when the trace has several. */
