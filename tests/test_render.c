@@ -1090,14 +1090,15 @@ static struct as_trace *make_big(uint32_t n, struct as_plan **plan)
 
 /*
  * A pan by whole pixels moves the picture it has and draws only the
- * uncovered columns and those at the plot's edges: the pixels are those
+ * uncovered columns (and rows) and those at the plot's edges: the pixels are those
  * of a picture drawn afresh at the new view (a density cell may differ
  * by a step where float sums were added in another order), in both
- * raster modes, with thin tall buffers and with buffers cut by the edges.
+ * raster modes, at four zooms, with thin tall buffers and with buffers
+ * cut by the edges.
  */
 static void panning_by_whole_pixels_draws_what_a_fresh_picture_draws(void)
 {
-	const uint32_t n = 60000, lanes = 400;
+	const uint32_t n = 60000, lanes = 100;
 	struct tbuf *b = calloc(n, sizeof(*b));
 	uint64_t *clock = calloc(lanes, sizeof(*clock));
 	uint64_t seed = 16;
@@ -1106,11 +1107,13 @@ static void panning_by_whole_pixels_draws_what_a_fresh_picture_draws(void)
 		uint32_t lane = i % lanes;
 		uint64_t len = i % 211 == 0 ? 500 + x % 20000
 			       : i % 17 == 0 ? 20 + x % 200 : 1 + x % 6;
-		uint64_t size = lane % 50 == 0 ? 200000 : 64 + (x >> 20) % 4000;
+		/* Every tenth lane tall: more thin tall buffers than are
+		 * drawn one by one (the raster of them). */
+		uint64_t size = lane % 10 == 0 ? 200000 : 64 + (x >> 20) % 4000;
 		b[i] = (struct tbuf){i % 3 ? "a.x" : "b.y", size, clock[lane],
 				     clock[lane] + len,
 				     (uint64_t)lane * 4096 +
-					     (lane / 50) * 200000,
+					     (lane / 10) * 200000,
 				     0, 0};
 		clock[lane] += len + (x >> 40) % 3;
 	}
@@ -1130,19 +1133,32 @@ static void panning_by_whole_pixels_draws_what_a_fresh_picture_draws(void)
 		CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
 		struct as_render_panel_info in;
 		CHECK(as_render_panel_info(r, 0, &in) == AS_OK);
-		/* A twentieth of the trace, then a half, then all of it. */
+		/* A twentieth of the trace, a half, all of it, and a few
+		 * pixels a time unit near its end. */
 		const double spans[] = {clock[0] / 20.0, clock[0] / 2.0,
-					clock[0] * 1.1};
+					clock[0] * 1.1, 300};
+		const double from[] = {1000, 1000, 1000, clock[0] * 0.9};
+		/* Time, and at the second and fourth zoom addresses too. */
 		const int shifts[] = {7, 7, -13, 1, -1, 120, -300, 2};
-		for (size_t si = 0; si < 3; si++) {
+		const int yshifts[] = {0, 3, 0, -1, 9, 0, -40, 1};
+		for (size_t si = 0; si < 4; si++) {
 			o.view = (struct as_render_view){
-				1000, 1000 + spans[si], 0, 0};
+				from[si], from[si] + spans[si], 0, 0};
+			if (si == 1 || si == 3)
+				o.view.y0 = 0.02, o.view.y1 = 0.9;
 			CHECK(as_render_set_opts(r, &o) == AS_OK);
 			free(draw(r, o.width, o.height));
 			for (size_t k = 0; k < 8; k++) {
 				double dt = shifts[k] * spans[si] / in.w;
 				o.view.t0 += dt;
 				o.view.t1 += dt;
+				if (si == 1 || si == 3) {
+					double du = yshifts[k] *
+						    (o.view.y1 - o.view.y0) /
+						    in.h;
+					o.view.y0 += du;
+					o.view.y1 += du;
+				}
 				CHECK(as_render_set_opts(r, &o) == AS_OK);
 				uint32_t *a = draw(r, o.width, o.height);
 				CHECK(as_render_create(&pn, 1, &o, &f, &d) ==

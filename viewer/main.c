@@ -209,12 +209,23 @@ static int bench(struct viewer *v, long n)
 		if (as_render_panel_info(v->r, k, &info) == AS_OK)
 			moved0 += info.frames_moved;
 	as_render_panel_info(v->r, 0, &info);
-	for (int phase = 0; phase < 2; phase++) {
+	for (int phase = 0; phase < 3; phase++) {
+		if (phase == 2) { /* count this phase's moves */
+			moved0 = 0;
+			for (size_t k = 0; k < np; k++)
+				if (as_render_panel_info(v->r, k, &info) ==
+				    AS_OK)
+					moved0 += info.frames_moved;
+		}
+		as_render_panel_info(v->r, 0, &info);
 		for (long i = 0; i < n; i++) {
 			Uint64 t0 = SDL_GetPerformanceCounter();
 			double c0 = cpu_ms();
 			if (phase == 0) {
 				view_pan(v, i % 20 < 10 ? 0.01 : -0.01, 0);
+			} else if (phase == 2) {
+				double f = i % 20 < 10 ? 0.01 : -0.01;
+				view_pan(v, f, f);
 			} else {
 				SDL_Event e = {0};
 				e.type = SDL_MOUSEMOTION;
@@ -235,15 +246,17 @@ static int bench(struct viewer *v, long n)
 			pres[i] = v->present_ms;
 			cpu[i] = cpu_ms() - c0;
 		}
-		print_times(phase ? "hover (hit test, tooltip)"
-				  : "pan (1% of the view, whole pixels)",
+		print_times(phase == 1	 ? "hover (hit test, tooltip)"
+			    : phase == 2 ? "pan in time and addresses (1% "
+					   "each, whole pixels)"
+					 : "pan (1% of the view, whole pixels)",
 			    ms, n);
 		print_times("  CPU time of this process (all its threads)", cpu,
 			    n);
 		print_times("  of which the picture", draw, n);
 		print_times("  of which the overlays", over, n);
 		print_times("  of which the upload and present", pres, n);
-		if (phase == 0) {
+		if (phase != 1) {
 			struct as_render_panel_info pi;
 			uint64_t moved = 0;
 			for (size_t k = 0; k < np; k++)

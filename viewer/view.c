@@ -270,10 +270,10 @@ void view_pan(struct viewer *v, double ft, double fy)
 	struct as_render_panel_info info;
 	current_view(v, &cv);
 	plot_of(v, 0, &info);
-	/* Time moves by whole pixels: the renderer then moves the picture
-	 * it has instead of drawing every buffer again. */
+	/* The view moves by whole pixels: the renderer then moves the
+	 * picture it has instead of drawing every buffer again. */
 	double dt = (cv.t1 - cv.t0) * floor(ft * info.w + 0.5) / info.w;
-	double dy = (cv.y1 - cv.y0) * fy;
+	double dy = (cv.y1 - cv.y0) * floor(fy * info.h + 0.5) / info.h;
 	cv.t0 += dt;
 	cv.t1 += dt;
 	cv.y0 += dy;

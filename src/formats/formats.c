@@ -165,7 +165,7 @@ int as_trace_parse(const char *name, const char *data, size_t len,
 	return finish(b, fmt, &st, err, out, diag);
 }
 
-#define WINDOW (1u << 20)
+#define WINDOW (256u << 10)
 /* Bounds against hostile (compressed) input: one line, a whole-file format. */
 #define MAX_LINE (64u << 20)
 #define MAX_WHOLE_COMPRESSED (1u << 30)

@@ -26,11 +26,21 @@
 #define GAP_KEEP (64u << 10) /* gaps up to this are the heap's own */
 #define PAGE 4096u
 
+/*
+ * 16 bytes a slot: on 10^7-event traces the table is most of what the
+ * reader holds beside the trace. After the last line every block has
+ * ended and the count and live buffer are done with; the slot's second
+ * word then holds the highest end of a block at its address (shrink_gaps).
+ */
 struct addr_entry {
 	uint64_t addr;          /* 0: empty slot (malloc never returns 0) */
-	uint64_t top;           /* highest end of a block here */
-	uint32_t count;         /* blocks handed out here */
-	uint32_t live;          /* the live buffer here, or AS_NONE */
+	union {
+		struct {
+			uint32_t count; /* blocks handed out here */
+			uint32_t live;  /* the live buffer here, or AS_NONE */
+		};
+		uint64_t top;           /* after the last line */
+	};
 };
 
 struct str_entry {
@@ -294,8 +304,6 @@ int as_heap_alloc(struct as_builder *b, struct as_heap *h, uint64_t addr,
 	if (idx < 0)
 		return (int)idx;
 	e->live = (uint32_t)idx;
-	if (addr + size > e->top)
-		e->top = addr + size;
 	as_builder_buffer(b, (uint32_t)idx)->recorded = addr;
 	if (frames &&
 	    (err = as_builder_frames_interned(b, (uint32_t)idx, frames)))
@@ -305,35 +313,72 @@ int as_heap_alloc(struct as_builder *b, struct as_heap *h, uint64_t addr,
 	return AS_OK;
 }
 
+static int by_addr(const void *x, const void *y)
+{
+	const struct addr_entry *a = x, *b = y;
+	return (a->addr > b->addr) - (a->addr < b->addr);
+}
+
 /*
  * Recorded offsets: the trace's address map over the touched ranges (each
  * address's blocks), untouched gaps over GAP_KEEP shrunk to a page plus
- * their remainder, then every buffer's address through it.
+ * their remainder, then every buffer's address through it. Uses up the
+ * address table: each slot's highest block end from a pass over the
+ * buffers, then the slots in address order, merged as the map would merge
+ * them, so the map is built from a few ranges and the table is freed first.
  */
 static int shrink_gaps(struct as_builder *b, struct as_heap *h)
 {
-	/* Frees the address table (after the last line, nothing needs it). */
+	struct as_trace *t = as_builder_trace(b);
 	if (!h->naddrs)
 		return AS_OK;
-	struct as_addr_range *v = malloc(h->naddrs * sizeof(*v));
-	if (!v)
-		return AS_ENOMEM;
+	for (size_t i = 0; i <= h->addr_mask; i++)
+		h->addrs[i].top = h->addrs[i].addr;
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		const struct as_buffer *buf = &t->buffers[i];
+		if (i + 16 < t->nbuffers &&
+		    t->buffers[i + 16].recorded != AS_NO_OFFSET)
+			as_heap_prefetch(h, t->buffers[i + 16].recorded);
+		if (buf->recorded == AS_NO_OFFSET)
+			continue;
+		struct addr_entry *e = addr_find(h, buf->recorded);
+		if (!e)
+			return AS_EINVAL; /* every block's address is here */
+		/* as_heap_alloc refused blocks past 64 bits */
+		if (buf->recorded + buf->size > e->top)
+			e->top = buf->recorded + buf->size;
+	}
 	size_t n = 0;
 	for (size_t i = 0; i <= h->addr_mask; i++)
 		if (h->addrs[i].addr)
-			v[n++] = (struct as_addr_range){
-				.address = h->addrs[i].addr,
-				.length = h->addrs[i].top - h->addrs[i].addr,
-			};
-	/* The table is done with: the map is the load's last peak. */
+			h->addrs[n++] = h->addrs[i];
+	qsort(h->addrs, n, sizeof(*h->addrs), by_addr);
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct addr_entry *last = m ? &h->addrs[m - 1] : NULL;
+		if (last && (h->addrs[i].addr <= last->top ||
+			     h->addrs[i].addr - last->top <= GAP_KEEP)) {
+			if (h->addrs[i].top > last->top)
+				last->top = h->addrs[i].top;
+			continue;
+		}
+		h->addrs[m++] = h->addrs[i];
+	}
+	struct as_addr_range *v = malloc(m * sizeof(*v));
+	if (!v)
+		return AS_ENOMEM;
+	for (size_t i = 0; i < m; i++)
+		v[i] = (struct as_addr_range){
+			.address = h->addrs[i].addr,
+			.length = h->addrs[i].top - h->addrs[i].addr,
+		};
 	free(h->addrs);
 	h->addrs = NULL;
 	h->naddrs = 0;
-	int err = as_builder_addr_map(b, v, n, GAP_KEEP, PAGE);
+	int err = as_builder_addr_map(b, v, m, GAP_KEEP, PAGE);
 	free(v);
 	if (err)
 		return err;
-	struct as_trace *t = as_builder_trace(b);
 	for (uint32_t i = 0; i < t->nbuffers; i++) {
 		struct as_buffer *buf = &t->buffers[i];
 		uint64_t off;

@@ -471,6 +471,8 @@ int as_r_lod_pass(struct as_render *r, struct panel *pn)
 	}
 	pn->lod_ax = ax;
 	pn->lod_bx = bx;
+	pn->lod_ay = ay;
+	pn->lod_by = by;
 	pn->lod_shiftable = nc <= MAX_RECTS && pn->hix.idx && isfinite(ax) &&
 			    isfinite(bx) && isfinite(ay) && isfinite(by);
 	if (nc > MAX_RECTS) {
@@ -701,28 +703,201 @@ static int band_buffers(const struct panel *pn, const struct map *m, int ca,
 	return as_sort_u32(*ks, *nks, less_u32, NULL);
 }
 
-int as_r_lod_shift(struct as_render *r, struct panel *pn, int dx)
+/* Move a w x h raster dx columns right and dy rows down (negative: left,
+ * up); what is left behind keeps stale pixels, to be redrawn. */
+static void shift_2d(uint32_t *px, int w, int h, int dx, int dy)
+{
+	if (dy == 0) {
+		shift_cols(px, w, h, dx);
+		return;
+	}
+	int n = w - (dx > 0 ? dx : -dx);
+	int d0 = dx > 0 ? dx : 0, s0 = dx > 0 ? 0 : -dx;
+	if (dy > 0) {
+		for (int y = h - 1; y >= dy; y--)
+			memmove(px + (size_t)y * w + d0,
+				px + (size_t)(y - dy) * w + s0,
+				sizeof(uint32_t) * n);
+	} else {
+		for (int y = 0; y < h + dy; y++)
+			memmove(px + (size_t)y * w + d0,
+				px + (size_t)(y - dy) * w + s0,
+				sizeof(uint32_t) * n);
+	}
+}
+
+/* What a shift works with. */
+struct shift {
+	struct as_render *r;
+	struct panel *pn;
+	struct map m;
+	int ch;
+	bool over_mode, had;
+	uint8_t *mark;
+	struct cands add, addt, bandt;
+};
+
+/*
+ * Redo the region of plot columns [ca, cb) and rows [r0, r1) from the
+ * buffers ks that may meet it: density and thin columns inside it, and
+ * rectangles and thin columns not yet listed.
+ */
+static int redo_region(struct shift *s, int ca, int cb, int r0, int r1,
+		       const uint32_t *ks, uint32_t nks)
+{
+	struct panel *pn = s->pn;
+	const int W = pn->pw, bw = cb - ca, bh = r1 - r0;
+	const double XA = pn->px + ca, XB = pn->px + cb;
+	const double YA = pn->py + r0, YB = pn->py + r1;
+	struct dens d;
+	if (bw <= 0 || bh <= 0)
+		return AS_OK;
+	if (dens_init(s->r, &d, bw, bh, s->ch))
+		return AS_ENOMEM;
+	s->bandt.n = 0;
+	struct cand q;
+	double g[4];
+	for (uint32_t i = 0; i < nks; i++) {
+		uint32_t k = ks[i];
+		int kind = lod_kind(pn, k, &s->m, g, &q);
+		if (kind == K_RECT && !s->mark[k]) {
+			if (cands_push(&s->add, &q))
+				return AS_ENOMEM;
+			s->mark[k] = 1;
+		} else if (kind == K_THIN && s->over_mode) {
+			if (q.x0 >= XA && q.x0 < XB && q.y1 > YA && q.y0 < YB &&
+			    cands_push(&s->bandt, &q))
+				return AS_ENOMEM;
+		} else if (kind == K_THIN && !s->mark[k]) {
+			if (cands_push(&s->addt, &q))
+				return AS_ENOMEM;
+			s->mark[k] = 1;
+		} else if (kind == K_DENS) {
+			double x0 = g[0] > XA ? g[0] : XA;
+			double x1 = g[1] < XB ? g[1] : XB;
+			double y0 = g[2] > YA ? g[2] : YA;
+			double y1 = g[3] < YB ? g[3] : YB;
+			if (!(x1 > x0) || !(y1 > y0))
+				continue;
+			float rgb[3] = {0, 0, 0};
+			if (s->ch == 4)
+				rgb_f(pn->colors[k], rgb);
+			dens_add(&d, x0 - XA, x1 - XA, y0 - YA, y1 - YA, rgb);
+		}
+	}
+	if (d.any && !s->had) {
+		memset(pn->lod_raster, 0, sizeof(uint32_t) * W * pn->ph);
+		s->had = true;
+	}
+	if (s->had)
+		dens_resolve(&d, pn->lod_raster + (size_t)r0 * W + ca,
+			     (size_t)W);
+	if (s->over_mode) {
+		/* The region's cells again, smallest position last as in
+		 * the full pass. */
+		for (int row = r0; row < r1; row++)
+			memset(pn->lod_over + (size_t)row * W + ca, 0,
+			       sizeof(uint32_t) * bw);
+		if (s->bandt.n)
+			qsort(s->bandt.v, s->bandt.n, sizeof(*s->bandt.v),
+			      cmp_cand_idx_desc);
+		for (uint32_t i = 0; i < s->bandt.n; i++) {
+			const struct cand *t = &s->bandt.v[i];
+			int col = (int)(t->x0 - pn->px);
+			int a = (int)floor(t->y0 - pn->py + 0.5);
+			int b = (int)floor(t->y1 - pn->py + 0.5);
+			a = a < 0 ? 0 : a;
+			b = b > pn->ph ? pn->ph : (b <= a ? a + 1 : b);
+			a = a < r0 ? r0 : a;
+			b = b > r1 ? r1 : b;
+			if (col < ca || col >= cb)
+				continue;
+			uint32_t px = 0xff000000u | pn->colors[t->idx];
+			for (int row = a; row < b; row++)
+				pn->lod_over[(size_t)row * W + col] = px;
+		}
+	}
+	return AS_OK;
+}
+
+/* The plain buffers drawn in the view whose rows meet [r0, r1), in order
+ * (a pass over the buffers in view, judging rows only). */
+static int row_buffers(const struct panel *pn, const struct map *m, int r0,
+		       int r1, uint32_t **ks, uint32_t *nks, uint32_t *cap)
+{
+	*nks = 0;
+	const double X0 = pn->px, X1 = pn->px + pn->pw;
+	const double YA = pn->py + r0 - 1, YB = pn->py + r1 + 1;
+	const struct geo *g = pn->geo;
+	uint32_t lo = 0, hi = pn->nblk;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (m->ax + pn->blk_end[mid] * m->bx <= X0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	uint32_t kb = lo * GEO_BLOCK, ke = pn->nplain;
+	hi = pn->nblk;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (m->ax + pn->blk_start[mid] * m->bx < X1)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if ((uint64_t)lo * GEO_BLOCK < ke)
+		ke = lo * GEO_BLOCK;
+	for (uint32_t k = kb; k < ke; k++) {
+		double y1 = m->ay - g[k].u0 * m->by;
+		double y0 = m->ay - g[k].u1 * m->by;
+		if (y1 < YA || y0 > YB)
+			continue;
+		double x1 = m->ax + g[k].t1 * m->bx;
+		double x0 = m->ax + g[k].t0 * m->bx;
+		if (x1 <= X0 || x0 >= X1)
+			continue;
+		if (*nks == *cap) {
+			uint32_t nc = *cap ? *cap * 2 : 1024;
+			uint32_t *v = realloc(*ks, sizeof(*v) * nc);
+			if (!v)
+				return AS_ENOMEM;
+			*ks = v;
+			*cap = nc;
+		}
+		(*ks)[(*nks)++] = k;
+	}
+	return AS_OK;
+}
+
+int as_r_lod_shift(struct as_render *r, struct panel *pn, int dx, int dy)
 {
 	const int W = pn->pw, H = pn->ph;
-	if (!pn->lod_valid || !pn->lod_shiftable || dx == 0)
+	if (!pn->lod_valid || !pn->lod_shiftable || (dx == 0 && dy == 0))
 		return 1;
-	const int lb = (dx > 0 ? dx : 0) + LOD_EDGE_PX;
-	const int ra = W - (dx < 0 ? -dx : 0) - LOD_EDGE_PX;
-	if (lb >= ra)
+	/* Columns: uncovered and at the edges (only when time moved). */
+	const int lb = dx ? (dx > 0 ? dx : 0) + LOD_EDGE_PX : 0;
+	const int ra = dx ? W - (dx < 0 ? -dx : 0) - LOD_EDGE_PX : W;
+	/* Rows: the same when addresses moved. */
+	const int tb = dy ? (dy > 0 ? dy : 0) + LOD_EDGE_PX : 0;
+	const int ba = dy ? H - (dy < 0 ? -dy : 0) - LOD_EDGE_PX : H;
+	if (lb >= ra || tb >= ba)
 		return 1;
 	if (!pn->lod_mark) {
 		pn->lod_mark = calloc((size_t)pn->nplain + 1, 1);
 		if (!pn->lod_mark)
 			return AS_ENOMEM;
 	}
-	uint8_t *mark = pn->lod_mark;
-	const double X0 = pn->px, Y0 = pn->py, Y1 = pn->py + pn->ph;
-	const double by = pn->ph / (pn->v1 - pn->v0), ay = Y1 + pn->v0 * by;
-	const struct map m = {pn->lod_ax + dx, pn->lod_bx, ay, by};
-	const bool over_mode = pn->lod_over_any;
+	struct shift s = {
+		.r = r, .pn = pn,
+		.m = {pn->lod_ax + dx, pn->lod_bx, pn->lod_ay + dy, pn->lod_by},
+		.ch = r->o.color_by == AS_COLOR_BUFFER ? 1 : 4,
+		.over_mode = pn->lod_over_any, .had = pn->lod_any,
+		.mark = pn->lod_mark,
+	};
+	uint8_t *mark = s.mark;
 	int err = AS_ENOMEM;
-	struct cands keep = {0}, keept = {0}, add = {0}, addt = {0},
-		     bandt = {0};
+	struct cands keep = {0}, keept = {0};
 	uint32_t *ks = NULL, nks = 0, capks = 0;
 	struct cand *nc = NULL, *nt = NULL;
 	struct cand q;
@@ -731,7 +906,7 @@ int as_r_lod_shift(struct as_render *r, struct panel *pn, int dx)
 	/* The rectangles and thin columns kept, moved (still sorted). */
 	for (uint32_t i = 0; i < pn->lod_nc; i++) {
 		uint32_t k = pn->lod_cand[i].idx;
-		if (lod_kind(pn, k, &m, g, &q) == K_RECT) {
+		if (lod_kind(pn, k, &s.m, g, &q) == K_RECT) {
 			if (cands_push(&keep, &q))
 				goto out;
 			mark[k] = 1;
@@ -739,127 +914,77 @@ int as_r_lod_shift(struct as_render *r, struct panel *pn, int dx)
 	}
 	for (uint32_t i = 0; i < pn->lod_nthin; i++) {
 		uint32_t k = pn->lod_thin[i].idx;
-		if (lod_kind(pn, k, &m, g, &q) == K_THIN) {
+		if (lod_kind(pn, k, &s.m, g, &q) == K_THIN) {
 			if (cands_push(&keept, &q))
 				goto out;
 			mark[k] = 1;
 		}
 	}
-	bool had = pn->lod_any;
-	if (had)
-		shift_cols(pn->lod_raster, W, H, dx);
-	if (over_mode)
-		shift_cols(pn->lod_over, W, H, dx);
+	if (s.had)
+		shift_2d(pn->lod_raster, W, H, dx, dy);
+	if (s.over_mode)
+		shift_2d(pn->lod_over, W, H, dx, dy);
 
-	const int ch = r->o.color_by == AS_COLOR_BUFFER ? 1 : 4;
-	const int bands[2][2] = {{0, lb}, {ra, W}};
-	for (int bi = 0; bi < 2; bi++) {
-		const int ca = bands[bi][0], cb = bands[bi][1], bw = cb - ca;
-		const double XA = X0 + ca, XB = X0 + cb;
-		if (band_buffers(pn, &m, ca, cb, &ks, &nks, &capks))
+	/* Column bands between the row bands, then the row bands across. */
+	const int cols[2][2] = {{0, lb}, {ra, W}};
+	for (int bi = 0; dx && bi < 2; bi++) {
+		if (band_buffers(pn, &s.m, cols[bi][0], cols[bi][1], &ks, &nks,
+				 &capks) ||
+		    redo_region(&s, cols[bi][0], cols[bi][1], tb, ba, ks, nks))
 			goto out;
-		struct dens d;
-		if (dens_init(r, &d, bw, H, ch))
+	}
+	const int rows[2][2] = {{0, tb}, {ba, H}};
+	for (int bi = 0; dy && bi < 2; bi++) {
+		if (row_buffers(pn, &s.m, rows[bi][0], rows[bi][1], &ks, &nks,
+				&capks) ||
+		    redo_region(&s, 0, W, rows[bi][0], rows[bi][1], ks, nks))
 			goto out;
-		bandt.n = 0;
-		for (uint32_t i = 0; i < nks; i++) {
-			uint32_t k = ks[i];
-			int kind = lod_kind(pn, k, &m, g, &q);
-			if (kind == K_RECT && !mark[k]) {
-				if (cands_push(&add, &q))
-					goto out;
-				mark[k] = 1;
-			} else if (kind == K_THIN && over_mode) {
-				if (q.x0 >= XA && q.x0 < XB &&
-				    cands_push(&bandt, &q))
-					goto out;
-			} else if (kind == K_THIN && !mark[k]) {
-				if (cands_push(&addt, &q))
-					goto out;
-				mark[k] = 1;
-			} else if (kind == K_DENS) {
-				double x0 = g[0] > XA ? g[0] : XA;
-				double x1 = g[1] < XB ? g[1] : XB;
-				if (!(x1 > x0))
-					continue;
-				float rgb[3] = {0, 0, 0};
-				if (ch == 4)
-					rgb_f(pn->colors[k], rgb);
-				dens_add(&d, x0 - XA, x1 - XA, g[2] - Y0,
-					 g[3] - Y0, rgb);
-			}
-		}
-		if (d.any && !had) {
-			memset(pn->lod_raster, 0, sizeof(uint32_t) * W * H);
-			had = true;
-		}
-		if (had)
-			dens_resolve(&d, pn->lod_raster + ca, (size_t)W);
-		if (over_mode) {
-			/* The band's columns again, smallest position last
-			 * as in the full pass. */
-			for (int row = 0; row < H; row++)
-				memset(pn->lod_over + (size_t)row * W + ca, 0,
-				       sizeof(uint32_t) * bw);
-			qsort(bandt.v, bandt.n, sizeof(*bandt.v),
-			      cmp_cand_idx_desc);
-			for (uint32_t i = 0; i < bandt.n; i++) {
-				const struct cand *t = &bandt.v[i];
-				int col = (int)(t->x0 - X0);
-				int r0 = (int)floor(t->y0 - Y0 + 0.5);
-				int r1 = (int)floor(t->y1 - Y0 + 0.5);
-				r0 = r0 < 0 ? 0 : r0;
-				r1 = r1 > H ? H : (r1 <= r0 ? r0 + 1 : r1);
-				if (col < 0 || col >= W || r0 >= H)
-					continue;
-				uint32_t px = 0xff000000u | pn->colors[t->idx];
-				for (int row = r0; row < r1; row++)
-					pn->lod_over[(size_t)row * W + col] = px;
-			}
-		}
 	}
 
 	/* Merge what the bands added into what was kept. */
-	qsort(add.v, add.n, sizeof(*add.v), cmp_cand_idx);
-	qsort(addt.v, addt.n, sizeof(*addt.v), cmp_cand_idx_desc);
+	if (s.add.n)
+		qsort(s.add.v, s.add.n, sizeof(*s.add.v), cmp_cand_idx);
+	if (s.addt.n)
+		qsort(s.addt.v, s.addt.n, sizeof(*s.addt.v), cmp_cand_idx_desc);
 	err = 1;
-	if (keep.n + add.n > MAX_RECTS ||
-	    (!over_mode && keept.n + addt.n > THIN_RECTS))
+	if (keep.n + s.add.n > MAX_RECTS ||
+	    (!s.over_mode && keept.n + s.addt.n > THIN_RECTS))
 		goto out; /* the full pass decides who goes where */
 	err = AS_ENOMEM;
-	nc = merge_cands(keep.v, keep.n, add.v, add.n, false);
-	nt = merge_cands(keept.v, keept.n, addt.v, addt.n, true);
+	nc = merge_cands(keep.v, keep.n, s.add.v, s.add.n, false);
+	nt = merge_cands(keept.v, keept.n, s.addt.v, s.addt.n, true);
 	if (!nc || !nt)
 		goto out;
 	free(pn->lod_cand);
 	pn->lod_cand = nc;
-	pn->lod_nc = keep.n + add.n;
+	pn->lod_nc = keep.n + s.add.n;
 	nc = NULL;
-	if (!over_mode) {
+	if (!s.over_mode) {
 		free(pn->lod_thin);
 		pn->lod_thin = nt;
-		pn->lod_nthin = keept.n + addt.n;
+		pn->lod_nthin = keept.n + s.addt.n;
 		nt = NULL;
 	}
-	pn->lod_any = had;
-	pn->lod_ax = m.ax;
+	pn->lod_any = s.had;
+	pn->lod_ax = s.m.ax;
+	pn->lod_ay = s.m.ay;
 	err = AS_OK;
 out:
 	for (uint32_t i = 0; i < keep.n; i++)
 		mark[keep.v[i].idx] = 0;
 	for (uint32_t i = 0; i < keept.n; i++)
 		mark[keept.v[i].idx] = 0;
-	for (uint32_t i = 0; i < add.n; i++)
-		mark[add.v[i].idx] = 0;
-	for (uint32_t i = 0; i < addt.n; i++)
-		mark[addt.v[i].idx] = 0;
+	for (uint32_t i = 0; i < s.add.n; i++)
+		mark[s.add.v[i].idx] = 0;
+	for (uint32_t i = 0; i < s.addt.n; i++)
+		mark[s.addt.v[i].idx] = 0;
 	if (err)
 		pn->lod_valid = false; /* rasters half moved: a full pass */
 	free(keep.v);
 	free(keept.v);
-	free(add.v);
-	free(addt.v);
-	free(bandt.v);
+	free(s.add.v);
+	free(s.addt.v);
+	free(s.bandt.v);
 	free(ks);
 	free(nc);
 	free(nt);

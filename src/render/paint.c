@@ -53,19 +53,27 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 	int err = as_r_panel_colors(r, pn);
 	if (err)
 		return err;
-	/* The level of detail of the last frame is kept while only time
+	/* The level of detail of the last frame is kept while the view only
 	 * moves by whole pixels (a pan): moved, not redone. */
-	double key[7] = {pn->v0, pn->v1, pn->px, pn->py, pn->pw, pn->ph,
-			 (double)r->o.color_by};
+	double key[5] = {pn->px, pn->py, pn->pw, pn->ph, (double)r->o.color_by};
 	double bx = pn->pw / (r->t1 - r->t0), ax = pn->px - r->t0 * bx;
+	double by = pn->ph / (pn->v1 - pn->v0),
+	       ay = pn->py + pn->ph + pn->v0 * by;
 	bool same = pn->lod_valid && memcmp(key, pn->lod_key, sizeof(key)) == 0;
-	bool redo = !same || bx != pn->lod_bx || ax != pn->lod_ax;
+	bool redo = !same || bx != pn->lod_bx || ax != pn->lod_ax ||
+		    by != pn->lod_by || ay != pn->lod_ay;
+	/* The same scales, to a thousandth of a pixel anywhere in view (the
+	 * view read back from the window drifts by a few ulps). */
 	if (redo && same && pn->lod_shiftable &&
-	    fabs(bx - pn->lod_bx) <= 1e-9 * fabs(pn->lod_bx)) {
+	    fabs(bx - pn->lod_bx) * (fabs(r->t0) + fabs(r->t1) + 1) <= 1e-3 &&
+	    fabs(by - pn->lod_by) * (fabs(pn->v0) + fabs(pn->v1) + 1) <= 1e-3) {
 		double d = ax - pn->lod_ax, n = floor(d + 0.5);
-		if (fabs(d - n) <= 1e-3 && fabs(n) < pn->pw)
-			redo = n != 0 && as_r_lod_shift(r, pn, (int)n) != 0;
-		pn->lod_moved += n != 0 && !redo;
+		double e = ay - pn->lod_ay, m = floor(e + 0.5);
+		if (fabs(d - n) <= 1e-3 && fabs(n) < pn->pw &&
+		    fabs(e - m) <= 1e-3 && fabs(m) < pn->ph)
+			redo = (n != 0 || m != 0) &&
+			       as_r_lod_shift(r, pn, (int)n, (int)m) != 0;
+		pn->lod_moved += (n != 0 || m != 0) && !redo;
 	}
 	if (redo) {
 		pn->lod_valid = false;

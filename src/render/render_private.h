@@ -178,13 +178,14 @@ struct panel {
 	struct cand *lod_thin; /* or, when few, the same as rectangles */
 	uint32_t lod_nthin;
 	bool lod_any, lod_over_any, lod_valid;
-	double lod_key[7];
-	/* The time mapping of that pass (x = lod_ax + t * lod_bx), and
-	 * whether a pan by whole pixels may shift it (as_r_lod_shift): not
+	double lod_key[5];
+	/* The mapping of that pass (x = lod_ax + t * lod_bx, y = lod_ay -
+	 * u * lod_by), and whether a pan by whole pixels may shift it
+	 * (as_r_lod_shift): not
 	 * when rectangles overflowed into the raster or there is no time
 	 * index. lod_mark: scratch, one flag per plain buffer, all clear
 	 * between passes. */
-	double lod_ax, lod_bx;
+	double lod_ax, lod_bx, lod_ay, lod_by;
 	bool lod_shiftable;
 	uint8_t *lod_mark;
 	uint64_t lod_moved, lod_redone; /* frames_moved, frames_redrawn */
@@ -345,12 +346,12 @@ void as_r_buf_rect(const struct as_render *r, const struct panel *pn,
 int as_r_index_geo(const struct as_render *r, struct panel *pn);
 int as_r_panel_colors(struct as_render *r, struct panel *pn);
 int as_r_lod_pass(struct as_render *r, struct panel *pn);
-/* The kept pass moved dx whole pixels right (negative: left): shift its
- * rasters and rectangles, redo only the columns a pan exposes or whose
- * clipping changed. Returns 1 (nothing changed) when it cannot, and the
- * caller makes a full pass. */
+/* The kept pass moved dx whole pixels right and dy down (negative: left,
+ * up): shift its rasters and rectangles, redo only the columns and rows
+ * a pan uncovers or whose clipping changed. Returns 1 when it cannot,
+ * and the caller makes a full pass. */
 #define LOD_EDGE_PX 4
-int as_r_lod_shift(struct as_render *r, struct panel *pn, int dx);
+int as_r_lod_shift(struct as_render *r, struct panel *pn, int dx, int dy);
 
 /* segments.c */
 

@@ -6,6 +6,9 @@
 # peak RSS over the buffers the trace holds.
 #
 # usage: tests/bench/formats_bench.sh [BUILD_DIR] [EVENTS]   (default: build 10000000)
+# FORMATS="ops csv ..." picks formats (default: all seven). Times are wall
+# and CPU (user + system) seconds: on a shared machine the CPU column is the
+# steadier one.
 #
 # The workload (seeded awk): EVENTS allocs and frees, about 10000 buffers
 # live, sizes log-uniform in [16 B, 64 KiB), each buffer in a 64 KiB slot
@@ -66,16 +69,19 @@ gen() { # gen FORMAT > file
 	}'
 }
 
-timed() { # timed COMMAND... -> "SECONDS MAXRSS_KB" (fails when the command does)
-	/usr/bin/time -f '%e %M' -o "$tmp/time" "$@" >/dev/null 2>"$tmp/err" ||
+timed() { # timed COMMAND... -> "SECONDS MAXRSS_KB CPU_SECONDS" (fails when the command does)
+	/usr/bin/time -f '%e %M %U %S' -o "$tmp/time" "$@" >/dev/null 2>"$tmp/err" ||
 		{ echo "failed: $* ($(head -n 1 "$tmp/err"))" >&2; return 1; }
-	cat "$tmp/time"
+	awk '{ printf "%s %s %.2f\n", $1, $2, $3 + $4 }' "$tmp/time"
 }
 
 echo "# $(uptime)"
 echo "# $events events, $(nproc) cores"
-printf '%-10s %-9s %10s %9s %8s %12s %8s %10s\n' format command buffers bytes_MB seconds events_per_s B_buf vs_sort
-for f in ops csv json mtrace heaptrack ops.gz ops.zst; do
+printf '%-10s %-9s %10s %9s %8s %8s %12s %8s %10s %10s\n' format command buffers bytes_MB wall_s cpu_s ev_per_cpu_s B_buf vs_sort cpu_vs_sort
+for f in ${FORMATS:-ops csv json mtrace heaptrack ops.gz ops.zst}; do
+	case $f in
+	ops.gz | ops.zst) [ -f "$tmp/t.ops" ] || gen ops > "$tmp/t.ops" ;;
+	esac
 	case $f in
 	ops.gz) gzip -1 -c "$tmp/t.ops" > "$tmp/t.ops.gz" ;;
 	ops.zst) zstd -q -1 -c "$tmp/t.ops" > "$tmp/t.ops.zst" ;;
@@ -84,9 +90,9 @@ for f in ops csv json mtrace heaptrack ops.gz ops.zst; do
 	file=$tmp/t.$f
 	mb=$(($(wc -c < "$file") / 1000000))
 	set -- $(timed sh -c 'case "$1" in *.gz) gzip -dc "$1";; *.zst) zstd -qdc "$1";; *) cat "$1";; esac | LC_ALL=C sort -n' sh "$file")
-	sort_s=$1
+	sort_s=$1 sort_cpu=$3
 	bufs=$(cat "$tmp/count")
-	printf '%-10s %-9s %10s %9s %8.2f %12s %8s %10s\n' "$f" "sort -n" "$bufs" "$mb" "$sort_s" - - 1.00
+	printf '%-10s %-9s %10s %9s %8.2f %8.2f %12s %8s %10s %10s\n' "$f" "sort -n" "$bufs" "$mb" "$sort_s" "$sort_cpu" - - 1.00 1.00
 	for cmd in recorded bfc check; do
 		case $cmd in
 		check) run="check $file" ;;
@@ -94,12 +100,12 @@ for f in ops csv json mtrace heaptrack ops.gz ops.zst; do
 		esac
 		# shellcheck disable=SC2086
 		if ! r=$(timed "$exe" $run); then
-			printf '%-10s %-9s %10s %9s %8s %12s %8s %10s\n' "$f" "$cmd" "$bufs" "$mb" failed - - -
+			printf '%-10s %-9s %10s %9s %8s %8s %12s %8s %10s %10s\n' "$f" "$cmd" "$bufs" "$mb" failed - - - - -
 			continue
 		fi
 		set -- $r
-		awk -v f="$f" -v c="$cmd" -v b="$bufs" -v mb="$mb" -v s="$1" -v kb="$2" -v e="$events" -v ref="$sort_s" 'BEGIN {
-			printf "%-10s %-9s %10d %9d %8.2f %12.0f %8.1f %10.2f\n", f, c, b, mb, s, e / (s > 0 ? s : 0.01), kb * 1024 / b, s / (ref > 0 ? ref : 0.01)
+		awk -v f="$f" -v c="$cmd" -v b="$bufs" -v mb="$mb" -v s="$1" -v kb="$2" -v cpu="$3" -v e="$events" -v ref="$sort_s" -v rcpu="$sort_cpu" 'BEGIN {
+			printf "%-10s %-9s %10d %9d %8.2f %8.2f %12.0f %8.1f %10.2f %10.2f\n", f, c, b, mb, s, cpu, e / (cpu > 0 ? cpu : 0.01), kb * 1024 / b, s / (ref > 0 ? ref : 0.01), cpu / (rcpu > 0 ? rcpu : 0.01)
 		}'
 	done
 	case $f in ops | ops.gz | ops.zst) ;; *) rm -f "$file" ;; esac

@@ -5,9 +5,12 @@
 #
 # Generates the traces with tests/bench/place_gen.py (deterministic) and
 # prints one markdown table: per trace and planner the peak against the
-# lower bound, the planning time, the wall time and peak memory of the
-# whole `allocscope replay` run, and the ratio of that wall time to `sort -n`
-# of the same CSV measured in the same run. Sizes from the environment:
+# lower bound, the planning time, its ratio to the segment-tree greedy of the
+# same order and fit (tests/bench/place_ref.c, built as BUILD_DIR/tests/
+# place_ref, run on the same CSV just before; bestfit runs two orders, so
+# against the sum of both), the wall time and peak memory of the whole
+# `allocscope replay` run, and the ratio of that wall time to `sort -n` of
+# the same CSV measured in the same run. Sizes from the environment:
 #   MALLOC="N:LIVE ..."   malloc-like traces (default "180000:20000 1100000:4000")
 #   COMPILER="N:MODEL ..." compiler-like traces from ../shared idealloc models
 #                         (default "18000:resnet50 62000:G_1"; skipped when
@@ -22,11 +25,13 @@ set -eu
 here=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-build}
 exe="$here/$build/allocscope"
+ref="$here/$build/tests/place_ref"
 gen="$here/tests/bench/place_gen.py"
 models="$here/../shared/benchmarks/idealloc"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
-[ -x "$exe" ] || { echo "no $exe: build first (ninja -C $build)" >&2; exit 2; }
+[ -x "$exe" ] && [ -x "$ref" ] ||
+	{ echo "no $exe or $ref: build first (ninja -C $build)" >&2; exit 2; }
 
 specs=${SPECS:-"greedy-size bestfit greedy-breadth strip"}
 
@@ -36,35 +41,50 @@ sort_s() {
 	cat "$tmp/sort.t"
 }
 
+# seconds of the reference's placement, order $2, fit $3
+ref_s() {
+	"$ref" "$1" "$2" "$3" | awk '{print $2}'
+}
+
 row() { # file label
 	f=$1 label=$2
 	st=$(sort_s "$f")
 	n=$(($(wc -l <"$f") - 1))
 	for s in $specs; do
+		case $s in
+		greedy-size) rs=$(ref_s "$f" size lowest) ;;
+		greedy-breadth) rs=$(ref_s "$f" breadth best) ;;
+		bestfit) rs=$(echo "$(ref_s "$f" size best) $(ref_s "$f" length best)" |
+			awk '{print $1 + $2}') ;;
+		*) rs= ;;
+		esac
 		/usr/bin/time -f "%e %M" -o "$tmp/t" "$exe" replay "$f" -s "$s" \
 			--no-progress --json "$tmp/out.json" >/dev/null 2>&1 || true
-		python3 - "$tmp/out.json" "$tmp/t" "$label" "$s" "$st" "$n" <<'PY'
+		python3 - "$tmp/out.json" "$tmp/t" "$label" "$s" "$st" "$n" "$rs" <<'PY'
 import json, sys
-out, tfile, label, spec, st, n = sys.argv[1:]
+out, tfile, label, spec, st, n, rs = sys.argv[1:]
 wall, kb = open(tfile).read().split()
 try:
     d = json.load(open(out))
     r = d["results"][0]
     lb = d["trace"]["lower_bound"]
     ok = "" if r["valid"] else " INVALID"
-    print("| %s | %s | %s | +%.3f%%%s | %.2f | %.2f | %.1fx | %.0f |" % (
-        label, n, spec, 100.0 * (r["peak"] - lb) / lb, ok,
-        r["plan_ms"] / 1000.0, float(wall), float(wall) / max(float(st), 0.01),
+    plan = r["plan_ms"] / 1000.0
+    vs = "%.2f (%.2fx)" % (float(rs), plan / max(float(rs), 0.001)) if rs else ""
+    print("| %s | %s | %s | +%.3f%%%s | %.2f | %s | %.2f | %.1fx | %.0f |" % (
+        label, n, spec, 100.0 * (r["peak"] - lb) / lb, ok, plan, vs,
+        float(wall), float(wall) / max(float(st), 0.01),
         int(kb) * 1024.0 / int(n)))
 except Exception as e:
-    print("| %s | %s | %s | failed (%s) | | %s | | |" % (label, n, spec, e, wall))
+    print("| %s | %s | %s | failed (%s) | | | %s | | |" % (label, n, spec, e, wall))
 PY
 	done
-	echo "| $label | $n | sort -n | | | $st | 1.0x | |"
+	echo "| $label | $n | sort -n | | | | $st | 1.0x | |"
 }
 
-echo "| trace | buffers | planner | vs lower bound | plan s | replay wall s | / sort -n | bytes/buffer |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| trace | buffers | planner | vs lower bound | plan s | reference s (plan / ref) | replay wall s | / sort -n | bytes/buffer |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for m in ${MALLOC-"180000:20000 1100000:4000"}; do
 	python3 "$gen" malloc "${m%%:*}" "${m##*:}" >"$tmp/m.csv"
 	row "$tmp/m.csv" "malloc ${m%%:*}, ${m##*:} live"

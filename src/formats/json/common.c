@@ -202,20 +202,21 @@ uint64_t as_json_elem_line(struct as_jctx *c)
 		return as_json_line(c, NULL);
 	int idx = c->path[n - 1].index;
 	struct scan s = {c->walk.p, c->text + c->len};
-	if (c->walk.p && idx == c->walk.index + 1 && same_parent(c, n)) {
-		/* the next element: step over the last one and its comma */
-		if (skip_value(&s, 1)) {
+	if (c->walk.p && idx > c->walk.index && same_parent(c, n)) {
+		/* a later element: step over those before it and their commas */
+		while (c->walk.index < idx && skip_value(&s, 1)) {
 			ws(&s);
-			if (s.p < s.end && *s.p == ',') {
-				s.p++;
-				ws(&s);
-				for (const char *q = c->walk.p; q < s.p; q++)
-					c->walk.line += *q == '\n';
-				c->walk.p = s.p;
-				c->walk.index = idx;
-				return c->walk.line;
-			}
+			if (s.p >= s.end || *s.p != ',')
+				break;
+			s.p++;
+			ws(&s);
+			for (const char *q = c->walk.p; q < s.p; q++)
+				c->walk.line += *q == '\n';
+			c->walk.p = s.p;
+			c->walk.index++;
 		}
+		if (c->walk.index == idx)
+			return c->walk.line;
 	}
 	/* anywhere else: from the start, once */
 	s = (struct scan){c->text, c->text + c->len};

@@ -60,8 +60,9 @@ uint64_t as_json_line(const struct as_jctx *c, const char *field);
 
 /*
  * The line of the array element at the path (its last step an index). A
- * reader that asks for elements in order pays for each element's text
- * once: lines for every buffer of a large trace in O(n) overall.
+ * reader that asks for elements in increasing order (skipping any) pays
+ * for each element's text once: lines for every buffer of a large trace in
+ * O(n) overall.
  */
 uint64_t as_json_elem_line(struct as_jctx *c);
 

@@ -184,6 +184,8 @@ struct as_placer {
 	struct src *src;        /* query: sorted sets to merge */
 	uint32_t nsrc, srccap;
 	struct runs one;        /* the gathered runs, after a pop */
+	struct hkey *heap;      /* query: the merge's heap */
+	uint32_t hcap;
 	uint32_t *map;          /* section -> leaf (see FOR_COVER) */
 	bool nomem;
 };
@@ -282,6 +284,7 @@ void as_placer_destroy(struct as_placer *pl)
 	free(pl->g);
 	free(pl->stack);
 	free(pl->src);
+	free(pl->heap);
 	free(pl);
 }
 
@@ -721,17 +724,25 @@ static void sources(struct as_placer *pl, const struct as_rect *r)
 	}
 }
 
-/* Min-heap of cursors by the low end of their current range. */
-static void src_down(struct src *h, uint32_t n, uint32_t i)
+/*
+ * Min-heap of cursors by the low end of their current range: small entries
+ * (the key and the cursor's index), the cursors stay in place.
+ */
+struct hkey {
+	uint64_t lo;
+	uint32_t at;
+};
+
+static void heap_down(struct hkey *h, uint32_t n, uint32_t i)
 {
-	struct src x = h[i];
+	struct hkey x = h[i];
 	for (;;) {
 		uint32_t c = 2 * i + 1;
 		if (c >= n)
 			break;
-		if (c + 1 < n && h[c + 1].cur.lo < h[c].cur.lo)
+		if (c + 1 < n && h[c + 1].lo < h[c].lo)
 			c++;
-		if (h[c].cur.lo >= x.cur.lo)
+		if (h[c].lo >= x.lo)
 			break;
 		h[i] = h[c];
 		i = c;
@@ -752,20 +763,33 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 	sources(pl, r);
 	if (pl->nomem)
 		return false;
+	if (pl->nsrc > pl->hcap) {
+		struct hkey *nh = realloc(pl->heap, pl->srccap * sizeof(*nh));
+		if (!nh) {
+			pl->nomem = true;
+			return false;
+		}
+		pl->heap = nh;
+		pl->hcap = pl->srccap;
+	}
+	struct hkey *h = pl->heap;
 	for (uint32_t j = 0; j < pl->nsrc; j++)
 		if (src_step(&pl->src[j], r->size))
-			pl->src[k++] = pl->src[j];
+			h[k++] = (struct hkey){pl->src[j].cur.lo, j};
 	for (uint32_t j = k / 2; j-- > 0;)
-		src_down(pl->src, k, j);
+		heap_down(h, k, j);
 	uint64_t cand = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
 	while (k) {
-		struct as_span s = pl->src[0].cur;
-		if (s.hi <= cand && !pl->src[0].plain)
-			src_skip(&pl->src[0], cand);
-		if (!src_step(&pl->src[0], r->size))
-			pl->src[0] = pl->src[--k];
+		struct src *c = &pl->src[h[0].at];
+		struct as_span s = c->cur;
+		if (s.hi <= cand && !c->plain)
+			src_skip(c, cand);
+		if (src_step(c, r->size))
+			h[0].lo = c->cur.lo;
+		else
+			h[0] = h[--k];
 		if (k > 1)
-			src_down(pl->src, k, 0);
+			heap_down(h, k, 0);
 		if (s.hi <= cand)
 			continue;
 		if (s.lo > cand) {

@@ -41,7 +41,8 @@ static const char *const search_names[] = {"auto", "exact", "local", "none",
 					   NULL};
 
 /*
- * The baselines' plans: greedy-size, bestfit and greedy-breadth run as
+ * The baselines' plans: greedy-size, greedy-breadth and bestfit (fastest
+ * first; a single space at the lower bound ends the list) run as
  * `replay -s NAME` runs them (the same code, the trace's options), and per
  * address space the lowest of their peaks goes to inc[] (per trace buffer).
  * They are strip's incumbents, computed first: whatever the search finds
@@ -52,8 +53,8 @@ static const char *const search_names[] = {"auto", "exact", "local", "none",
  */
 #define NO_INCUMBENTS 1 /* incumbents(): the search starts from nothing */
 
-static const char *const baselines[] = {"greedy-size", "bestfit",
-					"greedy-breadth"};
+static const char *const baselines[] = {"greedy-size", "greedy-breadth",
+					"bestfit"};
 
 static int incumbents(const struct as_trace *t, uint64_t *inc,
 		      struct as_plan *p, struct as_diag *diag)
@@ -98,6 +99,13 @@ static int incumbents(const struct as_trace *t, uint64_t *inc,
 			if (peak[s] < best[s])
 				best[s] = peak[s];
 		as_plan_destroy(bp);
+		/* At the bound nothing does better: skip the slower ones. */
+		bool all = true;
+		for (uint32_t s = 0; s < ns && all; s++)
+			all = best[s] <= as_trace_lower_bound_space(
+						 t, (uint16_t)s);
+		if (all)
+			break;
 	}
 	/* No baseline places every buffer of a space (past 2^64): none. */
 	for (uint32_t s = 0; s < ns && err == AS_OK; s++)

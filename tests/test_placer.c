@@ -1,0 +1,191 @@
+/*
+ * The segment-tree placer of place/placer.c against a plain one: for each
+ * rectangle of a random order, the placed rectangles sharing its time are
+ * collected one by one, sorted and scanned. The placer's shortcuts (leaves
+ * only where rectangles start, per-subtree unions, path unions, blocks read
+ * as one range where a size cannot fit, galloping under the merge frontier,
+ * best fit stopping at an exact-size gap) must give the same offsets.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strategies/place/place.h"
+#include "tap.h"
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+	return as_splitmix64(&rng_state);
+}
+
+/*
+ * n rectangles over S sections: mostly short lifetimes, some long, sizes
+ * from a few classes (exact-size gaps appear) with a rare large one, and
+ * alignment up to 2^align_max.
+ */
+static void random_problem(struct as_problem *pb, uint32_t n, uint32_t S,
+			   uint8_t align_max)
+{
+	memset(pb, 0, sizeof(*pb));
+	pb->r = calloc(n, sizeof(*pb->r));
+	pb->times = calloc((size_t)S + 1, sizeof(uint64_t));
+	pb->n = n;
+	pb->nsections = S;
+	for (uint32_t s = 0; s <= S; s++)
+		pb->times[s] = s;
+	static const uint64_t sizes[] = {8, 16, 24, 32, 48, 64, 96, 128, 256};
+	for (uint32_t i = 0; i < n; i++) {
+		struct as_rect *r = &pb->r[i];
+		r->t0 = (uint32_t)(rnd() % S);
+		uint32_t life = rnd() % 8 == 0 ? 1 + (uint32_t)(rnd() % S)
+					       : 1 + (uint32_t)(rnd() % 12);
+		r->t1 = r->t0 + life > S ? S : r->t0 + life;
+		r->size = rnd() % 50 == 0 ? 4096 + rnd() % 8192
+					  : sizes[rnd() % 9];
+		r->align_log2 = align_max ? (uint8_t)(rnd() % (align_max + 1))
+					  : 0;
+		r->buf = i;
+	}
+}
+
+static int by_lo(const void *a, const void *b)
+{
+	const struct as_span *x = a, *y = b;
+	return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+static uint64_t align_up(uint64_t x, uint8_t lg)
+{
+	uint64_t m = ((uint64_t)1 << lg) - 1;
+	return (x + m) & ~m;
+}
+
+/* The plain placer: every placed rectangle sharing time, one by one. */
+static uint64_t plain_find(const struct as_problem *pb, const uint8_t *placed,
+			   const uint64_t *off, uint32_t i, enum as_fit fit,
+			   struct as_span *g)
+{
+	const struct as_rect *r = &pb->r[i];
+	uint32_t k = 0;
+	for (uint32_t j = 0; j < pb->n; j++)
+		if (placed[j] && pb->r[j].t0 < r->t1 && r->t0 < pb->r[j].t1)
+			g[k++] = (struct as_span){off[j], off[j] + pb->r[j].size};
+	qsort(g, k, sizeof(*g), by_lo);
+	uint64_t cand = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
+	for (uint32_t j = 0; j < k; j++) {
+		if (g[j].lo > cand) {
+			uint64_t a = align_up(cand, r->align_log2);
+			if (a <= g[j].lo && g[j].lo - a >= r->size) {
+				if (fit == AS_FIT_LOWEST)
+					return a;
+				if (g[j].lo - cand < best_gap) {
+					best_gap = g[j].lo - cand;
+					best = a;
+				}
+			}
+		}
+		if (g[j].hi > cand)
+			cand = g[j].hi;
+	}
+	return best != UINT64_MAX ? best : align_up(cand, r->align_log2);
+}
+
+static void placer_matches_the_plain_greedy(void)
+{
+	for (uint64_t seed = 1; seed <= 6; seed++) {
+		struct as_problem pb;
+		rng_state = seed;
+		uint32_t n = 1500 + 500 * (uint32_t)(seed % 3);
+		random_problem(&pb, n, 40 + 60 * (uint32_t)(seed % 4),
+			       seed > 3 ? 4 : 0);
+		struct as_placer *pl = as_placer_create(&pb);
+		uint32_t *order = calloc(n, sizeof(uint32_t));
+		uint64_t *off = calloc(n, sizeof(uint64_t));
+		uint64_t *want = calloc(n, sizeof(uint64_t));
+		uint8_t *placed = calloc(n, 1);
+		struct as_span *g = calloc(n, sizeof(*g));
+		CHECK(pl && order && off && want && placed && g);
+		if (!pl || !order || !off || !want || !placed || !g)
+			goto next;
+		/* Largest first (the baselines' way), ties in random order. */
+		for (uint32_t j = 0; j < n; j++)
+			order[j] = j;
+		for (uint32_t j = n; j > 1; j--) {
+			uint32_t x = (uint32_t)(rnd() % j), t = order[j - 1];
+			order[j - 1] = order[x];
+			order[x] = t;
+		}
+		if (seed % 2 == 0)
+			as_order_greedy_size(&pb, order);
+		for (int f = 0; f < 2; f++) {
+			enum as_fit fit = f ? AS_FIT_BEST : AS_FIT_LOWEST;
+			uint64_t peak = as_place_order(pl, order, n, fit, off);
+			memset(placed, 0, n);
+			uint32_t same = 0;
+			for (uint32_t j = 0; j < n; j++) {
+				uint32_t i = order[j];
+				want[i] = plain_find(&pb, placed, want, i, fit, g);
+				placed[i] = 1;
+				same += want[i] == off[i];
+			}
+			CHECK(peak != UINT64_MAX);
+			CHECK_EQ_U64(same, n);
+			if (same != n)
+				printf("#   seed %llu, %s fit\n",
+				       (unsigned long long)seed,
+				       f ? "best" : "lowest");
+		}
+	next:
+		as_placer_destroy(pl);
+		free(order);
+		free(off);
+		free(want);
+		free(placed);
+		free(g);
+		free(pb.r);
+		free(pb.times);
+	}
+}
+
+/* Best fit takes the smallest gap, the lowest of equal ones, else the top. */
+static void best_fit_takes_the_lowest_of_the_tightest_gaps(void)
+{
+	struct as_rect r[6] = {
+		{10, 0, 4, 0, 0}, {4, 0, 4, 1, 0}, {10, 0, 4, 2, 0},
+		{4, 0, 4, 3, 0},  {10, 0, 4, 4, 0}, {4, 1, 2, 5, 0},
+	};
+	uint64_t times[5] = {0, 1, 2, 3, 4};
+	struct as_problem pb = {r, 6, 4, 0, times};
+	struct as_placer *pl = as_placer_create(&pb);
+	CHECK(pl != NULL);
+	if (!pl)
+		return;
+	/* 0-10 used, 10-14 free (4), 14-24 used, 24-30 free (6), 30-40. */
+	as_placer_put(pl, 0, 0);
+	as_placer_put(pl, 2, 14);
+	as_placer_put(pl, 4, 30);
+	uint64_t off = 0, gap = 0;
+	CHECK(as_placer_find(pl, 5, AS_FIT_BEST, &off, &gap));
+	CHECK_EQ_U64(off, 10);
+	CHECK_EQ_U64(gap, 4);
+	CHECK(as_placer_find(pl, 5, AS_FIT_LOWEST, &off, &gap));
+	CHECK_EQ_U64(off, 10);
+	as_placer_put(pl, 1, 10);
+	CHECK(as_placer_find(pl, 5, AS_FIT_BEST, &off, &gap));
+	CHECK_EQ_U64(off, 24);
+	CHECK_EQ_U64(gap, 6);
+	as_placer_put(pl, 3, 24);
+	CHECK(as_placer_find(pl, 5, AS_FIT_BEST, &off, &gap));
+	CHECK_EQ_U64(off, 40);
+	CHECK_EQ_U64(gap, UINT64_MAX);
+	as_placer_destroy(pl);
+}
+
+int main(void)
+{
+	TEST_RUN(placer_matches_the_plain_greedy);
+	TEST_RUN(best_fit_takes_the_lowest_of_the_tightest_gaps);
+	return tap_done();
+}
