@@ -360,8 +360,9 @@ int as_json_get_string(const struct as_jctx *c, const cJSON *obj,
 /*
  * One pass over the raw text before cJSON sees it, for what cJSON accepts
  * silently or reports badly: raw control bytes (a NUL cuts a name) and
- * \u0000 in strings, invalid UTF-8, nesting past AS_JSON_MAX_NEST, and
- * integers past 2^53 that a double would round. It keeps the path (raw
+ * \u0000 in strings, invalid UTF-8, nesting past AS_JSON_MAX_NEST,
+ * numbers with leading zeros (00, -01: not JSON), and integers past 2^53
+ * that a double would round. It keeps the path (raw
  * keys and indices) for its messages. Linear; tolerant of malformed JSON,
  * which cJSON then reports.
  */
@@ -517,6 +518,12 @@ static int prescan(const char *text, size_t len, bool exact_big,
 			bool integer = j >= len || !strchr(".eE", s[j]);
 			while (j < len && strchr("0123456789+-.eE", s[j]))
 				j++;
+			if (digits > 1 && s[d0] == '0')
+				return pre_fail(st, depth, line, diag,
+						"%.*s has a leading zero, which "
+						"JSON numbers do not allow",
+						(int)(j - i > 24 ? 24 : j - i),
+						text + i);
 			uint64_t v;
 			if (!exact_big && integer && digits > 0 &&
 			    (!as_parse_u64(text + d0, digits, &v) ||

@@ -99,8 +99,9 @@ int as_json_keys(const struct as_jctx *c, const cJSON *obj,
 /*
  * Parse c->text whole into *out. Refused with c->diag set: malformed
  * or truncated JSON, trailing data, raw control bytes, \u0000 or invalid
- * UTF-8 in strings, nesting past AS_JSON_MAX_NEST, integers past 2^53 as
- * plain numbers (unless c->exact_big), duplicate keys. Caller deletes.
+ * UTF-8 in strings, nesting past AS_JSON_MAX_NEST, leading zeros (00,
+ * -01), integers past 2^53 as plain numbers (unless c->exact_big),
+ * duplicate keys. Caller deletes.
  */
 int as_json_parse(struct as_jctx *c, cJSON **out);
 
