@@ -149,6 +149,73 @@ static void placer_matches_the_plain_greedy(void)
 	}
 }
 
+/*
+ * Trials taken back (strip's tuning): puts popped last first keep the
+ * per-subtree unions exact through an undo log; a pop out of that order
+ * falls back to reading every rectangle. Either way every query must give
+ * what the plain placer gives for the rectangles placed at that moment.
+ */
+static void popped_trials_leave_the_placer_as_before(void)
+{
+	for (uint64_t seed = 1; seed <= 4; seed++) {
+		struct as_problem pb;
+		rng_state = 100 + seed;
+		uint32_t n = 600;
+		random_problem(&pb, n, 80, seed > 2 ? 3 : 0);
+		struct as_placer *pl = as_placer_create(&pb);
+		uint64_t *off = calloc(n, sizeof(uint64_t));
+		uint8_t *placed = calloc(n, 1);
+		uint32_t *stack = calloc(n, sizeof(uint32_t));
+		struct as_span *g = calloc(n, sizeof(*g));
+		CHECK(pl && off && placed && stack && g);
+		if (!pl || !off || !placed || !stack || !g)
+			goto next;
+		uint32_t ns = 0, bad = 0, asked = 0;
+		as_placer_reset(pl);
+		for (uint32_t step = 0; step < 3000; step++) {
+			uint32_t i = (uint32_t)(rnd() % n);
+			uint64_t x = rnd() % 10;
+			if (x < 6 && !placed[i]) {
+				uint64_t o = 0;
+				as_placer_find(pl, i, AS_FIT_LOWEST, &o, NULL);
+				asked++;
+				bad += o != plain_find(&pb, placed, off, i,
+						       AS_FIT_LOWEST, g);
+				as_placer_put(pl, i, o);
+				off[i] = o;
+				placed[i] = 1;
+				stack[ns++] = i;
+			} else if (x < 9 && ns) {
+				/* The last put: the exact undo. */
+				placed[stack[--ns]] = 0;
+				as_placer_pop(pl, stack[ns]);
+			} else if (x == 9 && ns && seed % 2 == 0) {
+				/* Out of order: the placer goes stale. */
+				uint32_t k = (uint32_t)(rnd() % ns);
+				placed[stack[k]] = 0;
+				as_placer_pop(pl, stack[k]);
+				stack[k] = stack[--ns];
+			}
+			if (step % 500 == 499)
+				as_placer_reset(pl), ns = 0,
+					memset(placed, 0, n);
+		}
+		CHECK(asked > 1000);
+		CHECK_EQ_U64(bad, 0);
+		if (bad)
+			printf("#   seed %llu\n", (unsigned long long)seed);
+		CHECK(!as_placer_nomem(pl));
+	next:
+		as_placer_destroy(pl);
+		free(off);
+		free(placed);
+		free(stack);
+		free(g);
+		free(pb.r);
+		free(pb.times);
+	}
+}
+
 /* Best fit takes the smallest gap, the lowest of equal ones, else the top. */
 static void best_fit_takes_the_lowest_of_the_tightest_gaps(void)
 {
@@ -187,5 +254,6 @@ int main(void)
 {
 	TEST_RUN(placer_matches_the_plain_greedy);
 	TEST_RUN(best_fit_takes_the_lowest_of_the_tightest_gaps);
+	TEST_RUN(popped_trials_leave_the_placer_as_before);
 	return tap_done();
 }

@@ -26,7 +26,9 @@
  * gaps are the same as among the rectangles one by one, and their number is
  * bounded by the fragmentation, not by the rectangles live.
  *
- * A union cannot give a rectangle back, so as_placer_pop makes part[]
+ * A union cannot give a rectangle back, but each put logs what its unions
+ * overwrote, so popping the rectangles last put first (a trial placement
+ * taken back) restores part[] exactly. Any other pop makes part[]
  * stale until the next reset; a query then reads the runs of every
  * ancestor of its cover nodes and of every non-empty node below them
  * (rectangles inside its range) instead, which is exact but visits every
@@ -165,12 +167,31 @@ static bool src_step(struct src *c, uint64_t size)
  */
 #define AS_PLACER_PATH_NODES 256
 
+/* part[v] at pos: one run replaced the nold runs at uold[at], or (nold 0)
+ * was inserted there. */
+struct undo {
+	uint32_t v, pos, nold, at;
+};
+
+/* A put and where its undo entries start. */
+struct put_mark {
+	uint32_t i, ulog, uold;
+};
+
 struct as_placer {
 	const struct as_problem *pb;
 	uint32_t size;          /* leaves, a power of two */
 	struct runs *node;      /* 2 * size */
 	struct runs *part;      /* 2 * size: unions per subtree */
 	bool stale;             /* part[] is out of date (a pop) */
+	/* The undo log of part[] since the reset (see as_placer_pop). */
+	struct undo *ulog;
+	uint32_t nulog, ulcap;
+	struct as_span *uold;   /* the runs the logged unions replaced */
+	uint32_t nuold, uocap;
+	struct put_mark *marks; /* per put, in order */
+	uint32_t nmarks, mcap;
+	bool nolog;             /* the log ran out of memory: pops go stale */
 	/* Path unions of the top npath nodes (see path_union). */
 	struct runs *path;
 	uint64_t *path_at, *ver, clock;
@@ -285,6 +306,9 @@ void as_placer_destroy(struct as_placer *pl)
 	free(pl->stack);
 	free(pl->src);
 	free(pl->heap);
+	free(pl->ulog);
+	free(pl->uold);
+	free(pl->marks);
 	free(pl);
 }
 
@@ -304,6 +328,8 @@ void as_placer_reset(struct as_placer *pl)
 	memset(pl->path_at, 0, pl->npath * sizeof(uint64_t));
 	memset(pl->ver, 0, pl->npath * sizeof(uint64_t));
 	pl->stale = false;
+	pl->nulog = pl->nuold = pl->nmarks = 0;
+	pl->nolog = false;
 	memset(pl->sub, 0, nodes * sizeof(uint32_t));
 }
 
@@ -378,8 +404,9 @@ static bool run_remove(struct runs *ru, uint64_t lo, uint64_t hi)
 	return true;
 }
 
-/* Add [lo, hi) to a union of disjoint runs, merging what it meets. */
-static bool run_unite(struct runs *ru, uint64_t lo, uint64_t hi)
+/* The runs [*i, *j) that [lo, hi) meets or touches. */
+static void unite_range(const struct runs *ru, uint64_t lo, uint64_t hi,
+			uint32_t *i, uint32_t *j)
 {
 	/* i: first run with hi >= lo; j: first run with lo > hi. */
 	uint32_t a = 0, b = ru->n;
@@ -390,9 +417,17 @@ static bool run_unite(struct runs *ru, uint64_t lo, uint64_t hi)
 		else
 			b = mid;
 	}
-	uint32_t i = a, j = i;
-	while (j < ru->n && ru->v[j].lo <= hi)
-		j++;
+	*i = a;
+	*j = a;
+	while (*j < ru->n && ru->v[*j].lo <= hi)
+		(*j)++;
+}
+
+/* Add [lo, hi) to a union of disjoint runs, merging what it meets. */
+static bool run_unite(struct runs *ru, uint64_t lo, uint64_t hi)
+{
+	uint32_t i, j;
+	unite_range(ru, lo, hi, &i, &j);
 	runs_dirty(ru, i);
 	if (i < j) {
 		if (ru->v[i].lo < lo)
@@ -415,6 +450,68 @@ static bool run_unite(struct runs *ru, uint64_t lo, uint64_t hi)
 	return true;
 }
 
+/* Room for `need` elements of `size` bytes at *p; false: no memory. */
+static bool grow(void **p, uint32_t *cap, uint64_t need, size_t size)
+{
+	if (need <= *cap)
+		return true;
+	if (need > UINT32_MAX / 2)
+		return false;
+	uint32_t c = *cap ? *cap : 64;
+	while (c < need)
+		c *= 2;
+	void *np = realloc(*p, (size_t)c * size);
+	if (!np)
+		return false;
+	*p = np;
+	*cap = c;
+	return true;
+}
+
+/* run_unite on part[a], logging what it overwrites. */
+static bool part_unite(struct as_placer *pl, uint32_t a, uint64_t lo,
+		       uint64_t hi)
+{
+	struct runs *ru = &pl->part[a];
+	if (!pl->nolog) {
+		uint32_t i, j;
+		unite_range(ru, lo, hi, &i, &j);
+		if (grow((void **)&pl->ulog, &pl->ulcap, (uint64_t)pl->nulog + 1,
+			 sizeof(*pl->ulog)) &&
+		    grow((void **)&pl->uold, &pl->uocap,
+			 (uint64_t)pl->nuold + (j - i), sizeof(*pl->uold))) {
+			memcpy(pl->uold + pl->nuold, ru->v + i,
+			       (j - i) * sizeof(*ru->v));
+			pl->ulog[pl->nulog++] =
+				(struct undo){a, i, j - i, pl->nuold};
+			pl->nuold += j - i;
+		} else {
+			pl->nolog = true;
+		}
+	}
+	return run_unite(ru, lo, hi);
+}
+
+/* Take back one logged union; false: no memory. */
+static bool part_undo(struct as_placer *pl, const struct undo *u)
+{
+	struct runs *ru = &pl->part[u->v];
+	runs_dirty(ru, u->pos);
+	if (u->nold == 0) {
+		memmove(ru->v + u->pos, ru->v + u->pos + 1,
+			(ru->n - u->pos - 1) * sizeof(*ru->v));
+		ru->n--;
+		return true;
+	}
+	if (!runs_grow(ru, ru->n + u->nold - 1))
+		return false;
+	memmove(ru->v + u->pos + u->nold, ru->v + u->pos + 1,
+		(ru->n - u->pos - 1) * sizeof(*ru->v));
+	memcpy(ru->v + u->pos, pl->uold + u->at, u->nold * sizeof(*ru->v));
+	ru->n += u->nold - 1;
+	return true;
+}
+
 bool as_placer_nomem(const struct as_placer *pl)
 {
 	return pl->nomem;
@@ -424,6 +521,14 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 {
 	uint64_t hi = off + pl->pb->r[i].size;
 	pl->off[i] = off;
+	if (!pl->stale && !pl->nolog) {
+		if (grow((void **)&pl->marks, &pl->mcap,
+			 (uint64_t)pl->nmarks + 1, sizeof(*pl->marks)))
+			pl->marks[pl->nmarks++] =
+				(struct put_mark){i, pl->nulog, pl->nuold};
+		else
+			pl->nolog = true;
+	}
 	if (++pl->stamp == 0) {
 		memset(pl->vis, 0, 2 * (size_t)pl->size * sizeof(uint32_t));
 		pl->stamp = 1;
@@ -438,7 +543,7 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 		for (uint32_t a = v; a >= 1 && pl->vis[a] != pl->stamp;
 		     a >>= 1) {
 			pl->vis[a] = pl->stamp;
-			if (!pl->stale && !run_unite(&pl->part[a], off, hi))
+			if (!pl->stale && !part_unite(pl, a, off, hi))
 				pl->nomem = true;
 		}
 	});
@@ -447,7 +552,17 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 void as_placer_pop(struct as_placer *pl, uint32_t i)
 {
 	uint64_t lo = pl->off[i], hi = lo + pl->pb->r[i].size;
-	pl->stale = true;
+	if (!pl->stale && !pl->nolog && pl->nmarks &&
+	    pl->marks[pl->nmarks - 1].i == i) {
+		/* The last put: its unions are undone, part[] stays exact. */
+		struct put_mark m = pl->marks[--pl->nmarks];
+		while (pl->nulog > m.ulog)
+			if (!part_undo(pl, &pl->ulog[--pl->nulog]))
+				pl->nomem = true;
+		pl->nuold = m.uold;
+	} else {
+		pl->stale = true;
+	}
 	FOR_COVER(pl, &pl->pb->r[i], v, {
 		if (!run_remove(&pl->node[v], lo, hi))
 			pl->nomem = true;
@@ -671,8 +786,13 @@ static struct runs *path_union(struct as_placer *pl, uint32_t leaf,
 		if (a >= pl->npath)
 			break;
 		*top = a;
-		if (!pl->node[a].n)
-			continue; /* its union is its parent's */
+		if (!pl->node[a].n) {
+			/* Its union is its parent's; one emptied by a pop
+			 * still dates the unions below it. */
+			if (pl->ver[a] > up_at)
+				up_at = pl->ver[a];
+			continue;
+		}
 		if (pl->path_at[a] < pl->ver[a] || pl->path_at[a] < up_at) {
 			if (!unite_into(&pl->path[a], up, &pl->node[a])) {
 				pl->nomem = true;
