@@ -76,6 +76,15 @@ static uint64_t count_ops(const struct as_trace *t)
 static void write_spaces(FILE *f, const struct as_trace *t,
 			 const struct as_plan *p)
 {
+	/* One pass for every space's peak and bound (4096-core traces). */
+	uint64_t *peak = malloc(((size_t)p->nspaces + 1) * sizeof(*peak));
+	uint64_t *lb = malloc(((size_t)t->nspaces + 1) * sizeof(*lb));
+	if (peak)
+		as_plan_peaks(p, t, peak);
+	if (lb && as_trace_lower_bound_spaces(t, lb) != AS_OK) {
+		free(lb);
+		lb = NULL;
+	}
 	fputs(",\n   \"spaces\": [", f);
 	for (uint16_t s = 0; s < p->nspaces; s++) {
 		uint64_t cap = p->space_capacity ? p->space_capacity[s]
@@ -84,17 +93,21 @@ static void write_spaces(FILE *f, const struct as_trace *t,
 		fputs(s ? ", {\"name\": " : "{\"name\": ", f);
 		as_json_string(f, as_plan_space_name(p, t, s));
 		fprintf(f, ", \"peak\": %llu, \"capacity\": %llu",
-			(unsigned long long)as_plan_peak(p, t, s),
+			(unsigned long long)(peak ? peak[s]
+						  : as_plan_peak(p, t, s)),
 			(unsigned long long)cap);
 		/* The trace's bound of a space holds when spaces are the
 		 * trace's own (not levels the strategy chose). */
 		if (s < t->nspaces && p->nspaces == t->nspaces)
 			fprintf(f, ", \"lower_bound\": %llu",
-				(unsigned long long)as_trace_lower_bound_space(
-					t, s));
+				(unsigned long long)(
+					lb ? lb[s]
+					   : as_trace_lower_bound_space(t, s)));
 		fputs("}", f);
 	}
 	fputs("]", f);
+	free(peak);
+	free(lb);
 }
 
 /*
@@ -130,8 +143,13 @@ static void write_recorded_state(FILE *f, const struct as_trace *t)
 	fputs("]", f);
 	uint64_t *peak = malloc(((size_t)t->nspaces + 1) * sizeof(*peak));
 	uint32_t *count = calloc((size_t)t->nspaces + 1, sizeof(*count));
+	uint64_t *lb = malloc(((size_t)t->nspaces + 1) * sizeof(*lb));
 	bool reserved = peak && t->nsegments &&
 			as_trace_reserved_peaks(t, peak) == AS_OK;
+	if (lb && as_trace_lower_bound_spaces(t, lb) != AS_OK) {
+		free(lb);
+		lb = NULL;
+	}
 	for (uint32_t i = 0; count && i < t->nbuffers; i++)
 		if (t->buffers[i].space < t->nspaces)
 			count[t->buffers[i].space]++;
@@ -140,7 +158,8 @@ static void write_recorded_state(FILE *f, const struct as_trace *t)
 		fputs(s ? ", {\"device\": " : "{\"device\": ", f);
 		as_json_string(f, t->spaces[s].name);
 		fprintf(f, ", \"buffers\": %u, \"lower_bound\": %llu", count[s],
-			(unsigned long long)as_trace_lower_bound_space(t, s));
+			(unsigned long long)(lb ? lb[s]
+					     : as_trace_lower_bound_space(t, s)));
 		if (reserved)
 			fprintf(f, ", \"reserved_peak\": %llu",
 				(unsigned long long)peak[s]);
@@ -149,6 +168,7 @@ static void write_recorded_state(FILE *f, const struct as_trace *t)
 	fputs("]", f);
 	free(peak);
 	free(count);
+	free(lb);
 }
 
 /* `, "key": TIME` from a moment, or null when there is none. */
@@ -167,13 +187,18 @@ static int plan_moment(const struct as_trace *t, const struct as_plan *p,
 {
 	int space = AS_RENDER_ALL_SPACES;
 	uint64_t best = 0;
+	uint64_t *each = p->nspaces > 1 ? malloc(p->nspaces * sizeof(*each))
+					 : NULL;
+	if (each)
+		as_plan_peaks(p, t, each);
 	for (uint16_t s = 0; p->nspaces > 1 && s < p->nspaces; s++) {
-		uint64_t x = as_plan_peak(p, t, s);
+		uint64_t x = each ? each[s] : as_plan_peak(p, t, s);
 		if (space < 0 || x > best) {
 			best = x;
 			space = s;
 		}
 	}
+	free(each);
 	return as_render_peak_moment(t, p, space, m);
 }
 

@@ -96,3 +96,14 @@ uint64_t as_trace_lower_bound_space(const struct as_trace *t, uint16_t space)
 {
 	return sweep(t, space);
 }
+
+int as_trace_lower_bound_spaces(const struct as_trace *t, uint64_t *out)
+{
+	if (t->nspaces == 0)
+		return AS_OK;
+	if (t->nspaces == 1) {
+		out[0] = sweep(t, 0);
+		return AS_OK;
+	}
+	return sweep_spaces(t, out) ? AS_OK : AS_ENOMEM;
+}

@@ -174,26 +174,51 @@ const char *as_plan_space_name(const struct as_plan *p,
 	return "space";
 }
 
+static uint64_t top_of(const struct as_plan *p, const struct as_trace *t,
+		       uint32_t i)
+{
+	uint64_t off = p->offset[i], size = t->buffers[i].size;
+	return off > UINT64_MAX - size ? UINT64_MAX : off + size;
+}
+
+void as_plan_peaks(const struct as_plan *p, const struct as_trace *t,
+		   uint64_t *out)
+{
+	if (p->nspaces == 0)
+		return;
+	memset(out, 0, p->nspaces * sizeof(*out));
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		uint16_t s = as_plan_space_of(p, t, i);
+		if (p->offset[i] == AS_NO_OFFSET || s >= p->nspaces)
+			continue;
+		uint64_t top = top_of(p, t, i);
+		if (top > out[s])
+			out[s] = top;
+	}
+}
+
 uint64_t as_plan_peak(const struct as_plan *p, const struct as_trace *t,
 		      int space)
 {
 	if (space < 0 && p->nspaces > 1) {
-		uint64_t sum = 0;
+		uint64_t sum = 0, *each = malloc(p->nspaces * sizeof(*each));
+		if (each)
+			as_plan_peaks(p, t, each);
 		for (uint16_t s = 0; s < p->nspaces; s++) {
-			uint64_t x = as_plan_peak(p, t, s);
+			/* Out of memory: a pass per space. */
+			uint64_t x = each ? each[s] : as_plan_peak(p, t, s);
 			sum = x > UINT64_MAX - sum ? UINT64_MAX : sum + x;
 		}
+		free(each);
 		return sum;
 	}
 	uint64_t peak = 0;
 	for (uint32_t i = 0; i < t->nbuffers; i++) {
-		uint64_t off = p->offset[i];
-		if (off == AS_NO_OFFSET)
+		if (p->offset[i] == AS_NO_OFFSET)
 			continue;
 		if (space >= 0 && as_plan_space_of(p, t, i) != space)
 			continue;
-		uint64_t size = t->buffers[i].size;
-		uint64_t top = off > UINT64_MAX - size ? UINT64_MAX : off + size;
+		uint64_t top = top_of(p, t, i);
 		if (top > peak)
 			peak = top;
 	}

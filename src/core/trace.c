@@ -344,32 +344,41 @@ static int64_t new_buffer(struct as_builder *b, const char *name,
 	return t->nbuffers++;
 }
 
-int64_t as_builder_alloc(struct as_builder *b, const char *name, uint64_t size,
-			 uint64_t align, uint64_t line, struct as_diag *diag)
+/* A buffer allocated now, live until freed: its alloc event. */
+static int64_t open_buffer(struct as_builder *b, const char *name,
+			   uint64_t size, uint64_t align, uint64_t line,
+			   struct as_diag *diag)
 {
 	if (b->timed)
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "operations cannot follow buffers with "
 				   "explicit lifetimes");
-	uint32_t hash;
-	uint32_t slot = live_slot(b, name, &hash);
-	if (b->live[slot] != AS_NONE)
-		return as_diag_set(diag, line, AS_EPARSE,
-				   "alloc of '%s', which is still live "
-				   "(allocated at time %llu)",
-				   name,
-				   (unsigned long long)b->t->buffers[b->live[slot]]
-					   .start);
 	int64_t idx = new_buffer(b, name, size, align, line, diag);
 	if (idx < 0)
 		return idx;
 	struct as_buffer *buf = &b->t->buffers[idx];
 	buf->start = b->time++;
 	buf->end = UINT64_MAX;
-	int err = push_event(b, AS_EV_ALLOC, (uint32_t)idx);
-	if (err)
-		return err;
 	b->ordered = true;
+	int err = push_event(b, AS_EV_ALLOC, (uint32_t)idx);
+	return err ? err : idx;
+}
+
+int64_t as_builder_alloc(struct as_builder *b, const char *name, uint64_t size,
+			 uint64_t align, uint64_t line, struct as_diag *diag)
+{
+	uint32_t hash;
+	uint32_t slot = live_slot(b, name, &hash);
+	if (b->live[slot] != AS_NONE) /* (none while the builder is timed) */
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "alloc of '%s', which is still live "
+				   "(allocated at time %llu)",
+				   name,
+				   (unsigned long long)b->t->buffers[b->live[slot]]
+					   .start);
+	int64_t idx = open_buffer(b, name, size, align, line, diag);
+	if (idx < 0)
+		return idx;
 	b->live[slot] = (uint32_t)idx;
 	b->live_hash[slot] = hash;
 	if (++b->live_n * 2 > b->live_mask + 1 &&
@@ -382,20 +391,10 @@ int64_t as_builder_alloc_unique(struct as_builder *b, const char *name,
 				uint64_t size, uint64_t align, uint64_t line,
 				struct as_diag *diag)
 {
-	if (b->timed)
-		return as_diag_set(diag, line, AS_EPARSE,
-				   "operations cannot follow buffers with "
-				   "explicit lifetimes");
-	int64_t idx = new_buffer(b, name, size, align, line, diag);
-	if (idx < 0)
-		return idx;
-	struct as_buffer *buf = &b->t->buffers[idx];
-	buf->start = b->time++;
-	buf->end = UINT64_MAX;
-	b->ordered = true;
-	b->unique_live++;
-	int err = push_event(b, AS_EV_ALLOC, (uint32_t)idx);
-	return err ? err : idx;
+	int64_t idx = open_buffer(b, name, size, align, line, diag);
+	if (idx >= 0)
+		b->unique_live++;
+	return idx;
 }
 
 int as_builder_free_index(struct as_builder *b, uint32_t idx, uint64_t line,

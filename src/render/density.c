@@ -659,6 +659,21 @@ static int cmp_cand_idx_desc(const void *a, const void *b)
 	return cmp_cand_idx(b, a);
 }
 
+/* Append k to the reused list ks (AS_ENOMEM). */
+static int push_key(uint32_t **ks, uint32_t *nks, uint32_t *cap, uint32_t k)
+{
+	if (*nks == *cap) {
+		uint32_t nc = *cap ? *cap * 2 : 1024;
+		uint32_t *v = realloc(*ks, sizeof(*v) * nc);
+		if (!v)
+			return AS_ENOMEM;
+		*ks = v;
+		*cap = nc;
+	}
+	(*ks)[(*nks)++] = k;
+	return AS_OK;
+}
+
 /* The plain buffers whose lives meet the plot columns [ca, cb) under m,
  * ascending, into ks (a reused list). */
 static int band_buffers(const struct panel *pn, const struct map *m, int ca,
@@ -676,29 +691,13 @@ static int band_buffers(const struct panel *pn, const struct map *m, int ca,
 	uint64_t qa = (uint64_t)(ta < 0 ? 0 : ta);
 	uint64_t qb = (uint64_t)(tb > tend ? tend : tb);
 	for (uint32_t j = 0; j < h->nlev; j++) {
-		uint64_t w = h->w0 << j;
-		uint64_t lo = qa / w, hi = qb / w;
-		lo = lo > 0 ? lo - 1 : 0;
-		if (hi >= h->nb[j])
-			hi = h->nb[j] - 1;
-		if (lo > hi)
+		uint32_t c, e;
+		if (!as_r_hix_run(h, j, qa, qb, &c, &e))
 			continue;
-		uint32_t c = h->off[h->base[j] + lo];
-		uint32_t e = h->off[h->base[j] + hi + 1];
-		for (; c < e; c++) {
-			uint32_t k = h->idx[c];
-			if (k >= pn->nplain)
-				continue;
-			if (*nks == *cap) {
-				uint32_t nc = *cap ? *cap * 2 : 1024;
-				uint32_t *v = realloc(*ks, sizeof(*v) * nc);
-				if (!v)
-					return AS_ENOMEM;
-				*ks = v;
-				*cap = nc;
-			}
-			(*ks)[(*nks)++] = k;
-		}
+		for (; c < e; c++)
+			if (h->idx[c] < pn->nplain &&
+			    push_key(ks, nks, cap, h->idx[c]))
+				return AS_ENOMEM;
 	}
 	return as_sort_u32(*ks, *nks, less_u32, NULL);
 }
@@ -857,15 +856,8 @@ static int row_buffers(const struct panel *pn, const struct map *m, int r0,
 		double x0 = m->ax + g[k].t0 * m->bx;
 		if (x1 <= X0 || x0 >= X1)
 			continue;
-		if (*nks == *cap) {
-			uint32_t nc = *cap ? *cap * 2 : 1024;
-			uint32_t *v = realloc(*ks, sizeof(*v) * nc);
-			if (!v)
-				return AS_ENOMEM;
-			*ks = v;
-			*cap = nc;
-		}
-		(*ks)[(*nks)++] = k;
+		if (push_key(ks, nks, cap, k))
+			return AS_ENOMEM;
 	}
 	return AS_OK;
 }

@@ -21,6 +21,21 @@ static uint32_t hix_level(const struct hit_index *h, uint64_t len)
 	return j;
 }
 
+bool as_r_hix_run(const struct hit_index *h, uint32_t j, uint64_t qa,
+		  uint64_t qb, uint32_t *c, uint32_t *e)
+{
+	uint64_t w = h->w0 << j;
+	uint64_t lo = qa / w, hi = qb / w;
+	lo = lo > 0 ? lo - 1 : 0; /* a buffer ends before the next bucket but one */
+	if (hi >= h->nb[j])
+		hi = h->nb[j] - 1;
+	if (lo > hi)
+		return false;
+	*c = h->off[h->base[j] + lo];
+	*e = h->off[h->base[j] + hi + 1];
+	return true;
+}
+
 int as_r_index_hits(const struct as_render *r, struct panel *pn)
 {
 	struct hit_index *h = &pn->hix;
@@ -254,15 +269,9 @@ int as_render_hit_test(const struct as_render *r, double x, double y,
 				     ay = pn->py + pn->ph + pn->v0 * by;
 			const double reach = slop + 1;
 			for (uint32_t j = 0; j < h->nlev; j++) {
-				uint64_t w = h->w0 << j;
-				uint64_t lo = qa / w, hi = qb / w;
-				lo = lo > 0 ? lo - 1 : 0;
-				if (hi >= h->nb[j])
-					hi = h->nb[j] - 1;
-				if (lo > hi)
+				uint32_t c, e;
+				if (!as_r_hix_run(h, j, qa, qb, &c, &e))
 					continue;
-				uint32_t c = h->off[h->base[j] + lo];
-				uint32_t e = h->off[h->base[j] + hi + 1];
 				for (; c < e; c++) {
 					uint32_t k = h->idx[c];
 					if (k < pn->nplain && pn->geo) {

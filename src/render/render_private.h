@@ -337,6 +337,10 @@ void as_r_clip_rect(const struct panel *pn, double *x0, double *x1,
 /* hit.c */
 
 int as_r_index_hits(const struct as_render *r, struct panel *pn);
+/* The run idx[*c, *e) of level j's buckets that may hold a buffer living
+ * in the relative times [qa, qb]; false when there is none. */
+bool as_r_hix_run(const struct hit_index *h, uint32_t j, uint64_t qa,
+		  uint64_t qb, uint32_t *c, uint32_t *e);
 void as_r_buf_rect(const struct as_render *r, const struct panel *pn,
 	      uint32_t i, uint64_t extent, double *x0, double *x1,
 	      double *y0, double *y1);

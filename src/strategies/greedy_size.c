@@ -100,11 +100,14 @@ int as_order_greedy_size(const struct as_problem *pb, uint32_t *order)
  */
 static int plan_placer(const struct as_trace *t, struct as_plan *p)
 {
+	struct as_spaces sp;
+	if (as_spaces_init(&sp, t))
+		return AS_ENOMEM;
 	for (uint16_t s = 0; s < t->nspaces || s == 0; s++) {
 		struct as_problem pb;
 		struct as_placer *pl = NULL;
 		uint32_t *order = NULL;
-		int err = as_problem_init(&pb, t, s);
+		int err = as_problem_init_space(&pb, t, &sp, s);
 		if (err == AS_OK && pb.n > 0) {
 			pl = as_placer_create(&pb);
 			order = malloc((size_t)pb.n * sizeof(*order));
@@ -129,9 +132,12 @@ static int plan_placer(const struct as_trace *t, struct as_plan *p)
 		as_placer_destroy(pl);
 		free(order);
 		as_problem_finish(&pb);
-		if (err || t->nspaces <= 1)
+		if (err || t->nspaces <= 1) {
+			as_spaces_finish(&sp);
 			return err;
+		}
 	}
+	as_spaces_finish(&sp);
 	return AS_OK;
 }
 

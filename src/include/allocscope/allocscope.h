@@ -288,6 +288,13 @@ uint64_t as_trace_lower_bound(const struct as_trace *t);
 uint64_t as_trace_lower_bound_space(const struct as_trace *t, uint16_t space);
 
 /*
+ * Every space's lower bound in one pass over the events: out[s] for s below
+ * t->nspaces, equal to as_trace_lower_bound_space(t, s). Returns 0 or
+ * AS_ENOMEM.
+ */
+int as_trace_lower_bound_spaces(const struct as_trace *t, uint64_t *out);
+
+/*
  * The real address of recorded offset `offset` of `space` through the
  * trace's address map: true with *addr set when a range holds the offset;
  * false (and *addr untouched) when the trace has no map or the offset lies
@@ -452,6 +459,12 @@ const char *as_plan_space_name(const struct as_plan *p,
  */
 uint64_t as_plan_peak(const struct as_plan *p, const struct as_trace *t,
 		      int space);
+/*
+ * Every space's peak in one pass over the buffers: out[s] for s below
+ * p->nspaces, equal to as_plan_peak(p, t, s).
+ */
+void as_plan_peaks(const struct as_plan *p, const struct as_trace *t,
+		   uint64_t *out);
 /* Number of non-empty allocations the strategy failed. */
 uint32_t as_plan_failed(const struct as_plan *p, const struct as_trace *t);
 

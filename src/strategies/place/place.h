@@ -46,6 +46,24 @@ int as_problem_init(struct as_problem *pb, const struct as_trace *t,
 		    uint16_t space);
 void as_problem_finish(struct as_problem *pb);
 
+/*
+ * The buffers needing room bucketed by space in one pass (the problems of
+ * all spaces in O(n log n) instead of a pass over the buffers per space):
+ * space s holds idx[first[s] .. first[s + 1]). nspaces is at least 1.
+ * Release with as_spaces_finish (also after a failure).
+ */
+struct as_spaces {
+	uint32_t *first;
+	uint32_t *idx;
+	uint32_t nspaces;
+};
+
+int as_spaces_init(struct as_spaces *sp, const struct as_trace *t);
+void as_spaces_finish(struct as_spaces *sp);
+/* as_problem_init of `space` from the buckets: the same problem. */
+int as_problem_init_space(struct as_problem *pb, const struct as_trace *t,
+			  const struct as_spaces *sp, uint16_t space);
+
 /* Bytes live in each section (out has nsections entries). */
 void as_problem_load(const struct as_problem *pb, uint64_t *out);
 

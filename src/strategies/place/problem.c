@@ -33,14 +33,11 @@ static bool needs_room(const struct as_buffer *b)
 	return b->alias_of == AS_NONE && b->size > 0 && b->start < b->end;
 }
 
-int as_problem_init(struct as_problem *pb, const struct as_trace *t,
-		    uint16_t space)
+/* The problem of buffers idx[0..n) (ascending, all needing room). */
+static int init_from(struct as_problem *pb, const struct as_trace *t,
+		     const uint32_t *idx, uint32_t n)
 {
 	memset(pb, 0, sizeof(*pb));
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < t->nbuffers; i++)
-		if (t->buffers[i].space == space && needs_room(&t->buffers[i]))
-			n++;
 	if (n == 0)
 		return AS_OK;
 	pb->r = calloc(n, sizeof(*pb->r));
@@ -49,17 +46,14 @@ int as_problem_init(struct as_problem *pb, const struct as_trace *t,
 		free(tv);
 		return AS_ENOMEM;
 	}
-	uint32_t k = 0;
-	for (uint32_t i = 0; i < t->nbuffers; i++) {
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = idx[k];
 		const struct as_buffer *b = &t->buffers[i];
-		if (b->space != space || !needs_room(b))
-			continue;
 		tv[2 * k] = b->start;
 		tv[2 * k + 1] = b->end;
 		pb->r[k].size = b->size;
 		pb->r[k].buf = i;
 		pb->r[k].align_log2 = b->align_log2;
-		k++;
 	}
 	qsort(tv, 2 * (size_t)n, sizeof(*tv), cmp_u64);
 	uint32_t m = 0;
@@ -83,6 +77,71 @@ int as_problem_init(struct as_problem *pb, const struct as_trace *t,
 			pb->lower_bound = load[s];
 	free(load);
 	return AS_OK;
+}
+
+int as_problem_init(struct as_problem *pb, const struct as_trace *t,
+		    uint16_t space)
+{
+	memset(pb, 0, sizeof(*pb));
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		n += t->buffers[i].space == space && needs_room(&t->buffers[i]);
+	uint32_t *idx = malloc(((size_t)n + 1) * sizeof(*idx));
+	if (!idx)
+		return AS_ENOMEM;
+	for (uint32_t i = 0, k = 0; i < t->nbuffers; i++)
+		if (t->buffers[i].space == space && needs_room(&t->buffers[i]))
+			idx[k++] = i;
+	int err = init_from(pb, t, idx, n);
+	free(idx);
+	return err;
+}
+
+int as_spaces_init(struct as_spaces *sp, const struct as_trace *t)
+{
+	uint32_t ns = t->nspaces ? t->nspaces : 1;
+	sp->nspaces = ns;
+	sp->first = calloc((size_t)ns + 1, sizeof(*sp->first));
+	sp->idx = malloc(((size_t)t->nbuffers + 1) * sizeof(*sp->idx));
+	if (!sp->first || !sp->idx) {
+		as_spaces_finish(sp);
+		return AS_ENOMEM;
+	}
+	/* Counting sort by space: ascending buffer order within a space. */
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		if (t->buffers[i].space < ns && needs_room(&t->buffers[i]))
+			sp->first[t->buffers[i].space + 1]++;
+	for (uint32_t s = 0; s < ns; s++)
+		sp->first[s + 1] += sp->first[s];
+	uint32_t *at = malloc((size_t)ns * sizeof(*at));
+	if (!at) {
+		as_spaces_finish(sp);
+		return AS_ENOMEM;
+	}
+	memcpy(at, sp->first, (size_t)ns * sizeof(*at));
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		if (t->buffers[i].space < ns && needs_room(&t->buffers[i]))
+			sp->idx[at[t->buffers[i].space]++] = i;
+	free(at);
+	return AS_OK;
+}
+
+void as_spaces_finish(struct as_spaces *sp)
+{
+	free(sp->first);
+	free(sp->idx);
+	memset(sp, 0, sizeof(*sp));
+}
+
+int as_problem_init_space(struct as_problem *pb, const struct as_trace *t,
+			  const struct as_spaces *sp, uint16_t space)
+{
+	if (space >= sp->nspaces) {
+		memset(pb, 0, sizeof(*pb));
+		return AS_OK;
+	}
+	return init_from(pb, t, sp->idx + sp->first[space],
+			 sp->first[space + 1] - sp->first[space]);
 }
 
 void as_problem_finish(struct as_problem *pb)
@@ -112,9 +171,12 @@ int as_plan_spaces(const struct as_trace *t, struct as_plan *p,
 		if (b->alias_of == AS_NONE && !needs_room(b))
 			p->offset[i] = 0;
 	}
+	struct as_spaces sp;
+	if (as_spaces_init(&sp, t))
+		return as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
 	for (uint16_t s = 0; s < t->nspaces || s == 0; s++) {
 		struct as_problem pb;
-		int err = as_problem_init(&pb, t, s);
+		int err = as_problem_init_space(&pb, t, &sp, s);
 		uint64_t *off = NULL;
 		if (err == AS_OK && pb.n > 0) {
 			off = calloc(pb.n, sizeof(*off));
@@ -126,12 +188,13 @@ int as_plan_spaces(const struct as_trace *t, struct as_plan *p,
 		free(off);
 		as_problem_finish(&pb);
 		if (err == AS_ENOMEM)
-			return as_diag_set(diag, 0, err, "out of memory");
-		if (err)
+			err = as_diag_set(diag, 0, err, "out of memory");
+		if (err || t->nspaces <= 1) {
+			as_spaces_finish(&sp);
 			return err;
-		if (t->nspaces <= 1)
-			break;
+		}
 	}
+	as_spaces_finish(&sp);
 	return AS_OK;
 }
 

@@ -62,8 +62,10 @@ static int incumbents(const struct as_trace *t, uint64_t *inc,
 	uint32_t ns = t->nspaces > 1 ? t->nspaces : 1;
 	uint64_t *best = malloc(ns * sizeof(uint64_t));
 	uint64_t *peak = malloc(ns * sizeof(uint64_t));
+	uint64_t *bound = malloc(ns * sizeof(uint64_t));
 	int err = AS_OK;
-	if (!best || !peak) {
+	if (!best || !peak || !bound ||
+	    as_trace_lower_bound_spaces(t, bound) != AS_OK) {
 		err = as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -102,8 +104,7 @@ static int incumbents(const struct as_trace *t, uint64_t *inc,
 		/* At the bound nothing does better: skip the slower ones. */
 		bool all = true;
 		for (uint32_t s = 0; s < ns && all; s++)
-			all = best[s] <= as_trace_lower_bound_space(
-						 t, (uint16_t)s);
+			all = best[s] <= bound[s];
 		if (all)
 			break;
 	}
@@ -115,6 +116,7 @@ static int incumbents(const struct as_trace *t, uint64_t *inc,
 out:
 	free(best);
 	free(peak);
+	free(bound);
 	return err;
 }
 
