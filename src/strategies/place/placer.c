@@ -480,8 +480,9 @@ static bool part_unite(struct as_placer *pl, uint32_t a, uint64_t lo,
 			 sizeof(*pl->ulog)) &&
 		    grow((void **)&pl->uold, &pl->uocap,
 			 (uint64_t)pl->nuold + (j - i), sizeof(*pl->uold))) {
-			memcpy(pl->uold + pl->nuold, ru->v + i,
-			       (j - i) * sizeof(*ru->v));
+			if (j > i) /* (nothing overwritten: uold may be NULL) */
+				memcpy(pl->uold + pl->nuold, ru->v + i,
+				       (j - i) * sizeof(*ru->v));
 			pl->ulog[pl->nulog++] =
 				(struct undo){a, i, j - i, pl->nuold};
 			pl->nuold += j - i;
