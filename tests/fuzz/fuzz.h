@@ -18,4 +18,8 @@ struct as_trace;
 struct as_trace *fuzz_parse(const uint8_t *data, size_t size,
 			    const char *format);
 
+/* Parse data as the value of `key` ("graph", "numa") in an otherwise valid
+ * JSON trace, so the fuzzer spends its time inside that form's reader. */
+void fuzz_json_form(const uint8_t *data, size_t size, const char *key);
+
 #endif
