@@ -130,6 +130,46 @@ static inline uint64_t test_rand(uint64_t *state)
 	return x ^ (x >> 31);
 }
 
+/*
+ * A random ops trace over `pools` pools (spaces): allocations of random
+ * sizes (some empty), frees, and case boundaries. NULL on failure.
+ */
+static inline struct as_trace *test_random_pools_trace(uint64_t seed,
+						       int pools, int ops)
+{
+	size_t cap = (size_t)ops * 64 + 64, len = 0;
+	char *text = malloc(cap);
+	bool live[256] = {false};
+	if (!text)
+		return NULL;
+	for (int i = 0; i < ops; i++) {
+		uint64_t r = test_rand(&seed);
+		int k = (int)(r % 256);
+		if (i % 700 == 699) {
+			len += (size_t)snprintf(text + len, cap - len,
+						"config n=%d\n", i);
+			memset(live, 0, sizeof(live));
+		} else if (live[k]) {
+			len += (size_t)snprintf(text + len, cap - len,
+						"free b%d\n", k);
+			live[k] = false;
+		} else {
+			uint64_t size = (r >> 20) % 8 == 0 ? 0 : (r >> 24) % 5000;
+			len += (size_t)snprintf(text + len, cap - len,
+						"alloc b%d %llu pool=p%d\n", k,
+						(unsigned long long)size,
+						(int)((r >> 40) % (uint64_t)pools));
+			live[k] = true;
+		}
+	}
+	struct as_trace *t = NULL;
+	struct as_diag d;
+	if (as_trace_parse("r.ops", text, len, "ops", &t, &d) != AS_OK)
+		t = NULL;
+	free(text);
+	return t;
+}
+
 /* The path of `rel` in the source tree (AS_SOURCE_DIR, else "."). */
 static inline const char *test_source_path(char *buf, size_t len,
 					   const char *rel)

@@ -10,46 +10,8 @@
 #include "allocscope/allocscope.h"
 #include "core/internal.h"
 #include "strategies/place/place.h"
+#include "helpers.h"
 #include "tap.h"
-
-/*
- * A random ops trace over `pools` pools (spaces): allocations of random
- * sizes (some empty), frees, and case boundaries. NULL on failure.
- */
-static struct as_trace *random_trace(uint64_t seed, int pools, int ops)
-{
-	size_t cap = (size_t)ops * 64 + 64, len = 0;
-	char *text = malloc(cap);
-	bool live[256] = {false};
-	if (!text)
-		return NULL;
-	for (int i = 0; i < ops; i++) {
-		uint64_t r = as_splitmix64(&seed);
-		int k = (int)(r % 256);
-		if (i % 700 == 699) {
-			len += (size_t)snprintf(text + len, cap - len,
-						"config n=%d\n", i);
-			memset(live, 0, sizeof(live));
-		} else if (live[k]) {
-			len += (size_t)snprintf(text + len, cap - len,
-						"free b%d\n", k);
-			live[k] = false;
-		} else {
-			uint64_t size = (r >> 20) % 8 == 0 ? 0 : (r >> 24) % 5000;
-			len += (size_t)snprintf(text + len, cap - len,
-						"alloc b%d %llu pool=p%d\n", k,
-						(unsigned long long)size,
-						(int)((r >> 40) % (uint64_t)pools));
-			live[k] = true;
-		}
-	}
-	struct as_trace *t = NULL;
-	struct as_diag d;
-	if (as_trace_parse("r.ops", text, len, "ops", &t, &d) != AS_OK)
-		t = NULL;
-	free(text);
-	return t;
-}
 
 static const int pool_counts[] = {1, 2, 7, 61, 200};
 
@@ -57,7 +19,8 @@ static void lower_bound_spaces_equal_each_space_own_bound(void)
 {
 	for (size_t c = 0; c < sizeof(pool_counts) / sizeof(*pool_counts);
 	     c++) {
-		struct as_trace *t = random_trace(11 + c, pool_counts[c], 3000);
+		struct as_trace *t =
+			test_random_pools_trace(11 + c, pool_counts[c], 3000);
 		CHECK(t != NULL);
 		if (!t)
 			continue;
@@ -82,7 +45,8 @@ static void plan_peaks_equal_each_space_own_peak(void)
 	uint64_t seed = 5;
 	for (size_t c = 0; c < sizeof(pool_counts) / sizeof(*pool_counts);
 	     c++) {
-		struct as_trace *t = random_trace(31 + c, pool_counts[c], 3000);
+		struct as_trace *t =
+			test_random_pools_trace(31 + c, pool_counts[c], 3000);
 		CHECK(t != NULL);
 		for (size_t k = 0; t && k < sizeof(specs) / sizeof(*specs);
 		     k++) {
@@ -136,7 +100,8 @@ static void problems_from_buckets_equal_problems_built_per_space(void)
 {
 	for (size_t c = 0; c < sizeof(pool_counts) / sizeof(*pool_counts);
 	     c++) {
-		struct as_trace *t = random_trace(71 + c, pool_counts[c], 3000);
+		struct as_trace *t =
+			test_random_pools_trace(71 + c, pool_counts[c], 3000);
 		CHECK(t != NULL);
 		if (!t)
 			continue;

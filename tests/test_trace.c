@@ -2,6 +2,7 @@
 #include "allocscope/allocscope.h"
 #include "core/internal.h"
 #include "core/trace_private.h"
+#include "helpers.h"
 #include "tap.h"
 
 static struct as_trace *parse(const char *name, const char *text,
@@ -292,35 +293,7 @@ static void lower_bound_of_separate_spaces_is_the_sum_of_their_bounds(void)
  */
 static void lower_bound_of_many_spaces_equals_the_sum_of_each_sweep(void)
 {
-	uint64_t seed = 17;
-	size_t cap = 1 << 16, len = 0;
-	char *text = malloc(cap);
-	CHECK(text != NULL);
-	if (!text)
-		return;
-	bool live[64] = {false};
-	for (int i = 0; i < 1500; i++) {
-		uint64_t r = as_splitmix64(&seed);
-		int k = (int)(r % 64);
-		if (i % 500 == 499) {
-			len += (size_t)snprintf(text + len, cap - len,
-						"config total=%d\n", i);
-			memset(live, 0, sizeof(live));
-		} else if (live[k]) {
-			len += (size_t)snprintf(text + len, cap - len,
-						"free b%d\n", k);
-			live[k] = false;
-		} else {
-			len += (size_t)snprintf(text + len, cap - len,
-						"alloc b%d %llu pool=p%d\n", k,
-						(unsigned long long)(r >> 40),
-						k % 40);
-			live[k] = true;
-		}
-	}
-	struct as_diag d;
-	struct as_trace *t = parse("x.ops", text, &d);
-	free(text);
+	struct as_trace *t = test_random_pools_trace(17, 40, 1500);
 	CHECK(t != NULL && t->nspaces > 30);
 	if (!t)
 		return;
