@@ -64,7 +64,7 @@ int as_results_run(struct as_results *r, const struct as_trace *t,
  * Read a file written by `replay --json`, in either shape: one trace
  * {"trace": {...}, "results": [...]} or several
  * {"format": "allocscope-results", "version": 1, "runs": [{trace, results}]}.
- * Rows are appended to `r`. Defined in parse_json.c (the cJSON file).
+ * Rows are appended to `r`. Defined in formats/json/results.c.
  */
 int as_results_load(struct as_results *r, const char *path,
 		    struct as_diag *diag);
