@@ -3,7 +3,8 @@
  * extension, else by its first bytes (each row's sniff, in table order; the
  * ops format takes any text left), then read through the row's parser. Line
  * formats stream through a window of whole lines, so a 10^7-buffer trace
- * never sits in memory as text; whole formats are read at once.
+ * never sits in memory as text; pulled formats (JSON) read through an
+ * as_source, as many times as they need; whole formats are read at once.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -138,6 +139,20 @@ static int unknown_format(const char *format, struct as_diag *diag)
 	return as_diag_set(diag, 0, AS_EINVAL, "unknown format '%s'", format);
 }
 
+/*
+ * A pulled format's input: `head`, the bytes already read (all of them for
+ * text in memory), then the rest of the reader. A rewind reopens the reader
+ * and skips what head holds (and the BOM before it).
+ */
+struct as_source {
+	const char *head;
+	size_t head_len, pos;
+	struct as_reader **r; /* NULL: head is all */
+	FILE *f;
+	size_t skip; /* bytes of the file before head (a BOM) */
+	bool compressed;
+};
+
 int as_trace_parse(const char *name, const char *data, size_t len,
 		   const char *format, struct as_trace **out,
 		   struct as_diag *diag)
@@ -158,10 +173,14 @@ int as_trace_parse(const char *name, const char *data, size_t len,
 	int err = start(name, fmt, &b, diag);
 	if (err)
 		return err;
-	if (fmt->whole)
+	if (fmt->stream) {
+		struct as_source src = {.head = data, .head_len = len};
+		err = fmt->stream(b, &src, diag);
+	} else if (fmt->whole) {
 		err = fmt->whole(b, data, len, diag);
-	else
+	} else {
 		err = feed(b, fmt, &st, data, len, diag);
+	}
 	return finish(b, fmt, &st, err, out, diag);
 }
 
@@ -170,12 +189,62 @@ int as_trace_parse(const char *name, const char *data, size_t len,
 #define MAX_LINE (64u << 20)
 #define MAX_WHOLE_COMPRESSED (1u << 30)
 
-static int load_stream(struct as_reader *r, const char *path,
+int as_source_read(struct as_source *s, char *buf, size_t cap, size_t *got,
+		   struct as_diag *diag)
+{
+	if (s->pos < s->head_len) {
+		size_t n = s->head_len - s->pos < cap ? s->head_len - s->pos
+						      : cap;
+		memcpy(buf, s->head + s->pos, n);
+		s->pos += n;
+		*got = n;
+		return AS_OK;
+	}
+	if (!s->r) {
+		*got = 0;
+		return AS_OK;
+	}
+	return as_reader_read(*s->r, buf, cap, got, diag);
+}
+
+int as_source_rewind(struct as_source *s, struct as_diag *diag)
+{
+	s->pos = 0;
+	if (!s->r)
+		return AS_OK;
+	enum as_compression kind;
+	as_reader_close(*s->r);
+	*s->r = NULL;
+	if (fseek(s->f, 0, SEEK_SET) != 0)
+		return as_diag_set(diag, 0, AS_EIO, "cannot read again: %s",
+				   strerror(errno));
+	int err = as_reader_open(s->f, s->r, &kind, diag);
+	char scratch[4096];
+	for (size_t left = s->skip + s->head_len; !err && left > 0;) {
+		size_t got;
+		err = as_reader_read(*s->r, scratch,
+				     left < sizeof(scratch) ? left
+							    : sizeof(scratch),
+				     &got, diag);
+		if (!err && got == 0)
+			err = as_diag_set(diag, 0, AS_EIO, "the file shrank "
+							   "while being read");
+		left -= err ? 0 : got;
+	}
+	return err;
+}
+
+size_t as_source_limit(const struct as_source *s)
+{
+	return s->compressed ? MAX_WHOLE_COMPRESSED : SIZE_MAX;
+}
+
+static int load_stream(struct as_reader **r, FILE *f, const char *path,
 		       const char *detect_name, bool compressed,
 		       const struct as_format_impl *fmt,
 		       struct as_trace **out, struct as_diag *diag)
 {
-	size_t cap = WINDOW, have = 0;
+	size_t cap = WINDOW, have = 0, bom = 0;
 	char *buf = malloc(cap);
 	struct as_builder *b = NULL;
 	struct as_line_state st = {0};
@@ -205,13 +274,13 @@ static int load_stream(struct as_reader *r, const char *path,
 			cap *= 2;
 		}
 		size_t got;
-		if ((err = as_reader_read(r, buf + have, cap - have, &got,
+		if ((err = as_reader_read(*r, buf + have, cap - have, &got,
 					  diag)))
 			break;
 		eof = got == 0;
 		have += got;
 		if (!b && have == got) { /* the first bytes: a BOM goes */
-			size_t bom = as_bom_len(buf, have);
+			bom = as_bom_len(buf, have);
 			memmove(buf, buf + bom, have -= bom);
 		}
 		if (!b) {
@@ -221,6 +290,14 @@ static int load_stream(struct as_reader *r, const char *path,
 				continue; /* read it whole */
 			if ((err = start(path, fmt, &b, diag)))
 				break;
+			if (fmt->stream) { /* it reads the rest itself */
+				struct as_source src = {
+					.head = buf, .head_len = have,
+					.r = eof ? NULL : r, .f = f,
+					.skip = bom, .compressed = compressed};
+				err = fmt->stream(b, &src, diag);
+				break;
+			}
 			if (fmt->whole) {
 				err = fmt->whole(b, buf, have, diag);
 				break;
@@ -289,7 +366,7 @@ int as_trace_load(const char *path, const char *format, struct as_trace **out,
 		name[strlen(name) - strlen(ext)] = 0;
 	}
 	if (!err)
-		err = load_stream(r, path, name, kind != AS_PLAIN,
+		err = load_stream(&r, f, path, name, kind != AS_PLAIN,
 				  by_name(format), out, diag);
 	free(name);
 	as_reader_close(r);

@@ -1,8 +1,9 @@
 /*
  * Private: the input formats, one table row each (formats.c). A format
  * either takes whole lines in pieces (so large files stream through a small
- * window) or the whole file at once; detection tries each row's extensions,
- * then each row's sniff of the first bytes, in table order.
+ * window), pulls the bytes itself from a source (JSON: values need not end
+ * at a line), or takes the whole file at once; detection tries each row's
+ * extensions, then each row's sniff of the first bytes, in table order.
  */
 #ifndef AS_FORMATS_H
 #define AS_FORMATS_H
@@ -22,6 +23,26 @@ struct as_line_state {
 	bool content;           /* a byte other than a blank was fed */
 };
 
+/*
+ * The input of a pulled format: the bytes after any BOM, decompressed, in
+ * pieces of the reader's choosing. Owned by the loader.
+ */
+struct as_source;
+
+/* Up to `cap` bytes into buf; *got is 0 only at the end of the input. */
+int as_source_read(struct as_source *s, char *buf, size_t cap, size_t *got,
+		   struct as_diag *diag);
+
+/* Start again from the first byte (a file is read, or decompressed, again). */
+int as_source_rewind(struct as_source *s, struct as_diag *diag);
+
+/*
+ * The most bytes a reader may hold at once: bounded for compressed input
+ * (a decompression bomb), SIZE_MAX for text the caller already holds or a
+ * plain file.
+ */
+size_t as_source_limit(const struct as_source *s);
+
 struct as_format_impl {
 	const char *name;
 	const char *extensions; /* space separated, with the dot: ".ops .txt" */
@@ -35,6 +56,9 @@ struct as_format_impl {
 	/* Whole formats: the whole file. */
 	int (*whole)(struct as_builder *b, const char *data, size_t len,
 		     struct as_diag *diag);
+	/* Pulled formats: the bytes from `src`, as often as they rewind it. */
+	int (*stream)(struct as_builder *b, struct as_source *src,
+		      struct as_diag *diag);
 };
 
 /* The rows, defined by each format's file. */

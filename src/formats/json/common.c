@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "formats/formats.h"
 #include "formats/json/json.h"
 
 #define MAX_DEPTH 64
@@ -130,17 +131,75 @@ static bool step(struct scan *s, const struct as_jseg *seg)
 	return true;
 }
 
-static uint64_t line_of(const char *text, size_t len, const struct as_jseg *path,
-			int n)
+static bool seg_eq(const struct as_jseg *a, const struct as_jseg *b)
 {
-	struct scan s = {text, text + len};
-	for (int i = 0; i < n; i++)
-		if (!step(&s, &path[i]))
+	if (!a->key || !b->key)
+		return !a->key && !b->key && a->index == b->index;
+	return strcmp(a->key, b->key) == 0;
+}
+
+/*
+ * The text that holds the value at path[0..n): the whole document, the
+ * streamed value at path[0..base), or a root member's copy. Sets *s to it
+ * (empty when no text holds it) and *line to its first line; returns how
+ * many steps of path it already covers.
+ */
+static int locate(const struct as_jctx *c, const struct as_jseg *path, int n,
+		  struct scan *s, uint64_t *line)
+{
+	*s = (struct scan){NULL, NULL};
+	*line = 1;
+	if (c->text && c->base > 0 && n >= c->base) {
+		int i = 0;
+		while (i < c->base && seg_eq(&path[i], &c->path[i]))
+			i++;
+		if (i == c->base) {
+			*s = (struct scan){c->text, c->text + c->len};
+			*line = c->line0;
+			return c->base;
+		}
+	}
+	if (!c->members) {
+		*s = (struct scan){c->text, c->text + c->len};
+		return 0;
+	}
+	if (n < 1 || !path[0].key)
+		return n;
+	for (size_t m = 0; m < c->nmembers; m++) {
+		const struct as_jmember *mb = &c->members[m];
+		if (strcmp(mb->key, path[0].key) != 0)
+			continue;
+		*line = mb->line;
+		if (!mb->text)
+			return n;
+		*s = (struct scan){mb->text, mb->text + mb->len};
+		return 1;
+	}
+	return n;
+}
+
+/* Step s along path[from..n); the line it stops on, from `line`. */
+static uint64_t walk_lines(struct scan *s, const struct as_jseg *path,
+			   int from, int n, uint64_t line)
+{
+	const char *start = s->p;
+	if (!start)
+		return line;
+	for (int i = from; i < n; i++)
+		if (!step(s, &path[i]))
 			break;
-	uint64_t line = 1;
-	for (const char *q = text; q < s.p; q++)
+	for (const char *q = start; q < s->p; q++)
 		line += *q == '\n';
 	return line;
+}
+
+static uint64_t line_of(const struct as_jctx *c, const struct as_jseg *path,
+			int n)
+{
+	struct scan s;
+	uint64_t line;
+	int from = locate(c, path, n, &s, &line);
+	return walk_lines(&s, path, from, n, line);
 }
 
 /* "events[3].size": a path in words for messages. */
@@ -183,7 +242,7 @@ uint64_t as_json_line(const struct as_jctx *c, const char *field)
 {
 	struct as_jseg path[AS_JPATH_MAX + 1];
 	int n = full_path(c, field, path);
-	return line_of(c->text, c->len, path, n);
+	return line_of(c, path, n);
 }
 
 static bool same_parent(const struct as_jctx *c, int n)
@@ -200,9 +259,15 @@ uint64_t as_json_elem_line(struct as_jctx *c)
 	int n = c->depth;
 	if (n < 1 || n > AS_JPATH_MAX || c->path[n - 1].key)
 		return as_json_line(c, NULL);
+	struct scan t;
+	uint64_t line0;
+	int from = locate(c, c->path, n, &t, &line0);
+	if (from >= n || !t.p)
+		return line0; /* a streamed element: its own text */
 	int idx = c->path[n - 1].index;
-	struct scan s = {c->walk.p, c->text + c->len};
-	if (c->walk.p && idx > c->walk.index && same_parent(c, n)) {
+	struct scan s = {c->walk.p, t.end};
+	if (c->walk.p && c->walk.text == t.p && idx > c->walk.index &&
+	    same_parent(c, n)) {
 		/* a later element: step over those before it and their commas */
 		while (c->walk.index < idx && skip_value(&s, 1)) {
 			ws(&s);
@@ -218,17 +283,18 @@ uint64_t as_json_elem_line(struct as_jctx *c)
 		if (c->walk.index == idx)
 			return c->walk.line;
 	}
-	/* anywhere else: from the start, once */
-	s = (struct scan){c->text, c->text + c->len};
-	for (int i = 0; i < n; i++) {
+	/* anywhere else: from the start of its text, once */
+	s = t;
+	for (int i = from; i < n; i++) {
 		if (!step(&s, &c->path[i])) {
 			c->walk.p = NULL;
 			return as_json_line(c, NULL);
 		}
 	}
-	c->walk.line = 1;
-	for (const char *q = c->text; q < s.p; q++)
+	c->walk.line = line0;
+	for (const char *q = t.p; q < s.p; q++)
 		c->walk.line += *q == '\n';
+	c->walk.text = t.p;
 	c->walk.p = s.p;
 	c->walk.index = idx;
 	c->walk.depth = n;
@@ -248,7 +314,7 @@ int as_json_fail(const struct as_jctx *c, const char *field,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return as_diag_set(c->diag, line_of(c->text, c->len, path, n),
+	return as_diag_set(c->diag, line_of(c, path, n),
 			   AS_EPARSE, "%s%s%s", where, *where ? ": " : "",
 			   msg);
 }
@@ -261,8 +327,12 @@ static bool raw_u64(const struct as_jctx *c, const char *field,
 {
 	struct as_jseg path[AS_JPATH_MAX + 1];
 	int n = full_path(c, field, path);
-	struct scan sc = {c->text, c->text + c->len};
-	for (int i = 0; i < n; i++)
+	struct scan sc;
+	uint64_t line;
+	int from = locate(c, path, n, &sc, &line);
+	if (!sc.p)
+		return false;
+	for (int i = from; i < n; i++)
 		if (!step(&sc, &path[i]))
 			return false;
 	ws(&sc);
@@ -367,13 +437,15 @@ int as_json_get_string(const struct as_jctx *c, const cJSON *obj,
  * which cJSON then reports.
  */
 struct pre_level {
-	const char *key; /* objects: the current member's key, raw */
-	size_t klen;
-	uint32_t index;  /* arrays: the current element */
+	char key[40]; /* objects: the current member's key, raw, cut */
+	size_t klen;  /* its whole length */
+	bool has_key;
+	uint32_t index; /* arrays: the current element */
 	bool obj;
 };
 
 #define PRE_PATH 32
+#define PRE_KEY 40
 
 static int pre_fail(const struct pre_level *st, int depth, uint64_t line,
 		    struct as_diag *diag, const char *fmt, ...)
@@ -388,10 +460,11 @@ static int pre_fail(const struct pre_level *st, int depth, uint64_t line,
 	for (int i = 0; i < depth && i < PRE_PATH && used < sizeof(where);
 	     i++) {
 		int w;
-		if (st[i].obj && st[i].key)
+		if (st[i].obj && st[i].has_key)
 			w = snprintf(where + used, sizeof(where) - used,
 				     "%s%.*s", used ? "." : "",
-				     (int)(st[i].klen > 40 ? 40 : st[i].klen),
+				     (int)(st[i].klen > PRE_KEY ? PRE_KEY
+								: st[i].klen),
 				     st[i].key);
 		else if (!st[i].obj)
 			w = snprintf(where + used, sizeof(where) - used,
@@ -440,31 +513,95 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
-static int prescan(const char *text, size_t len, bool exact_big,
-		   struct as_diag *diag)
+int as_jwin_more(struct as_jwin *w, uint64_t line, struct as_diag *diag)
 {
-	const unsigned char *s = (const unsigned char *)text;
+	if (w->eof)
+		return AS_OK;
+	if (!w->src) {
+		w->eof = true;
+		return AS_OK;
+	}
+	size_t keep = w->mark < w->pos ? w->mark : w->pos;
+	if (keep > 0) {
+		memmove(w->own, w->own + keep, w->have - keep);
+		w->have -= keep;
+		w->pos -= keep;
+		if (w->mark != SIZE_MAX)
+			w->mark -= keep;
+		w->off += keep;
+	}
+	if (w->have == w->cap) { /* one value fills the window */
+		if (w->cap >= w->limit)
+			return as_diag_set(diag, line, AS_EPARSE,
+					   "a JSON value longer than %zu MiB "
+					   "(decompressed)",
+					   w->limit >> 20);
+		size_t cap = w->cap ? w->cap : (256u << 10);
+		cap = w->cap && cap <= w->limit / 2 ? cap * 2
+			: w->cap		    ? w->limit
+						    : cap;
+		char *n = realloc(w->own, cap);
+		if (!n)
+			return as_diag_set(diag, line, AS_ENOMEM,
+					   "out of memory");
+		w->own = n;
+		w->cap = cap;
+	}
+	size_t got;
+	int err = as_source_read(w->src, w->own + w->have, w->cap - w->have,
+				 &got, diag);
+	if (err)
+		return err;
+	w->buf = w->own;
+	w->have += got;
+	w->eof = got == 0;
+	return AS_OK;
+}
+
+static bool blank(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == 0;
+}
+
+int as_json_prescan(struct as_jwin *w, bool exact_big, struct as_jtotals *tot,
+		    struct as_diag *diag)
+{
 	struct pre_level st[PRE_PATH];
-	int depth = 0;
+	int depth = 0, err;
 	bool want_key = false;
-	uint64_t line = 1;
-	size_t i = 0;
-	while (i < len) {
+	uint64_t line = 1, last = 0;
+	uint32_t root_keys = 0;
+	for (;;) {
+		if ((err = as_jwin_need(w, 8, line, diag)))
+			return err;
+		if (w->pos >= w->have)
+			break;
+		const unsigned char *s = (const unsigned char *)w->buf;
+		size_t i = w->pos;
 		unsigned char c = s[i];
 		struct pre_level *top =
 			depth > 0 && depth <= PRE_PATH ? &st[depth - 1] : NULL;
 		if (c == '\n') {
 			line++;
-			i++;
+			w->pos++;
 		} else if (c == '"') {
-			size_t j = i + 1;
-			while (j < len && s[j] != '"') {
+			bool key = want_key && top && top->obj;
+			size_t klen = 0;
+			w->pos++;
+			for (;;) {
+				if ((err = as_jwin_need(w, 6, line, diag)))
+					return err;
+				s = (const unsigned char *)w->buf;
+				size_t j = w->pos, len = w->have;
+				if (j >= len || s[j] == '"')
+					break;
 				if (s[j] < 0x20)
 					return pre_fail(st, depth, line, diag,
 							"raw control byte 0x%02x "
 							"in a string (write it "
 							"as \\u%04x)",
 							s[j], s[j]);
+				size_t n;
 				if (s[j] == '\\') {
 					if (j + 5 < len && s[j + 1] == 'u' &&
 					    memcmp(s + j + 2, "0000", 4) == 0)
@@ -472,24 +609,28 @@ static int prescan(const char *text, size_t len, bool exact_big,
 							st, depth, line, diag,
 							"\\u0000 (NUL) in a "
 							"string");
-					j += j + 1 < len && s[j + 1] >= 0x20
-						     ? 2
-						     : 1;
-					continue;
-				}
-				size_t n = utf8_len(s + j, len - j);
-				if (n == 0)
+					n = j + 1 < len && s[j + 1] >= 0x20 ? 2
+									     : 1;
+				} else if ((n = utf8_len(s + j, len - j)) == 0) {
 					return pre_fail(st, depth, line, diag,
 							"invalid UTF-8 in a "
 							"string");
-				j += n;
+				}
+				for (size_t k = 0; key && k < n; k++)
+					if (klen + k < PRE_KEY)
+						top->key[klen + k] = (char)s[j + k];
+				klen += n;
+				w->pos = j + n;
 			}
-			if (want_key && top && top->obj) {
-				top->key = text + i + 1;
-				top->klen = j - i - 1;
+			if (key) {
+				top->klen = klen;
+				top->has_key = true;
 				want_key = false;
+				root_keys += depth == 1;
 			}
-			i = j + 1;
+			if (w->pos < w->have)
+				w->pos++;
+			last = w->off + w->pos;
 		} else if (c == '{' || c == '[') {
 			if (++depth > AS_JSON_MAX_NEST)
 				return pre_fail(st, PRE_PATH, line, diag,
@@ -499,50 +640,100 @@ static int prescan(const char *text, size_t len, bool exact_big,
 				st[depth - 1] = (struct pre_level){
 					.obj = c == '{'};
 			want_key = c == '{';
-			i++;
+			last = w->off + ++w->pos;
 		} else if (c == '}' || c == ']') {
 			if (depth > 0)
 				depth--;
 			want_key = false;
-			i++;
+			last = w->off + ++w->pos;
 		} else if (c == ',') {
 			if (top && !top->obj)
 				top->index++;
 			want_key = top && top->obj;
-			i++;
+			last = w->off + ++w->pos;
 		} else if (c == '-' || (c >= '0' && c <= '9')) {
-			size_t j = i + (c == '-'), d0 = j;
-			while (j < len && s[j] >= '0' && s[j] <= '9')
-				j++;
-			size_t digits = j - d0;
-			bool integer = j >= len || !strchr(".eE", s[j]);
-			while (j < len && strchr("0123456789+-.eE", s[j]))
-				j++;
-			if (digits > 1 && s[d0] == '0')
+			/* the first bytes of the number, for messages */
+			char tok[25];
+			size_t tn = 0, digits = 0, lead = c == '-';
+			uint64_t v = 0;
+			bool big = false, integer = true, in_digits = true;
+			if (lead)
+				tok[tn++] = '-', w->pos++;
+			for (;;) {
+				if ((err = as_jwin_need(w, 1, line, diag)))
+					return err;
+				if (w->pos >= w->have)
+					break;
+				unsigned char d = (unsigned char)w->buf[w->pos];
+				if (in_digits && d >= '0' && d <= '9') {
+					digits++;
+					if (v > (UINT64_MAX - (d - '0')) / 10)
+						big = true;
+					v = v * 10 + (d - '0');
+				} else if (in_digits) {
+					in_digits = false;
+					integer = !strchr(".eE", d);
+					if (!strchr("0123456789+-.eE", d))
+						break;
+				} else if (!strchr("0123456789+-.eE", d)) {
+					break;
+				}
+				if (tn < sizeof(tok))
+					tok[tn] = (char)d;
+				tn++;
+				w->pos++;
+				if (d)
+					last = w->off + w->pos;
+			}
+			size_t shown = tn < sizeof(tok) ? tn : sizeof(tok);
+			if (digits > 1 && tok[lead] == '0')
 				return pre_fail(st, depth, line, diag,
 						"%.*s has a leading zero, which "
 						"JSON numbers do not allow",
-						(int)(j - i > 24 ? 24 : j - i),
-						text + i);
-			uint64_t v;
+						(int)(shown > 24 ? 24 : shown),
+						tok);
 			if (!exact_big && integer && digits > 0 &&
-			    (!as_parse_u64(text + d0, digits, &v) ||
-			     v > ((uint64_t)1 << 53)))
+			    (big || v > ((uint64_t)1 << 53)))
 				return pre_fail(st, depth, line, diag,
 						"%.*s is past 2^53, where JSON "
 						"numbers lose digits: write it "
 						"as a decimal string",
 						(int)(digits > 24 ? 24 : digits),
-						text + d0);
-			i = j;
+						tok + lead);
 		} else if (c == 0) {
 			return pre_fail(st, depth, line, diag,
 					"NUL byte outside a string");
 		} else {
-			i++;
+			w->pos++;
+			if (!blank(c))
+				last = w->off + w->pos;
 		}
 	}
+	if (tot)
+		*tot = (struct as_jtotals){line, last, root_keys};
 	return AS_OK;
+}
+
+int as_json_syntax(struct as_jwin *w, size_t at, uint64_t line,
+		   const struct as_jtotals *tot, struct as_diag *diag)
+{
+	if (w->off + at + 1 >= tot->last)
+		return as_diag_set(diag, tot->lines, AS_EPARSE,
+				   "truncated JSON (unexpected end of input)");
+	char near[24];
+	size_t k = 0;
+	w->mark = at;
+	int err = AS_OK;
+	while (!err && w->have - w->mark < 20 && !w->eof)
+		err = as_jwin_more(w, line, diag);
+	if (err)
+		return err;
+	for (size_t q = w->mark; q < w->have && k < 20; q++)
+		near[k++] = (w->buf[q] >= ' ' && w->buf[q] < 127) ? w->buf[q]
+								  : ' ';
+	near[k] = 0;
+	return as_diag_set(diag, line, AS_EPARSE, "malformed JSON near '%s'",
+			   near);
 }
 
 /* Duplicate keys anywhere in the tree, each object checked once. */
@@ -551,7 +742,7 @@ static int by_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static int dup_keys(struct as_jctx *c, const cJSON *v)
+int as_json_dup_keys(struct as_jctx *c, const cJSON *v)
 {
 	const cJSON *it;
 	int err, n = 0;
@@ -582,7 +773,7 @@ static int dup_keys(struct as_jctx *c, const cJSON *v)
 		cJSON_ArrayForEach(it, v)
 		{
 			as_json_push(c, it->string, 0);
-			if ((err = dup_keys(c, it)))
+			if ((err = as_json_dup_keys(c, it)))
 				return err;
 			c->depth--;
 		}
@@ -590,7 +781,7 @@ static int dup_keys(struct as_jctx *c, const cJSON *v)
 		cJSON_ArrayForEach(it, v)
 		{
 			as_json_push(c, NULL, n++);
-			if ((err = dup_keys(c, it)))
+			if ((err = as_json_dup_keys(c, it)))
 				return err;
 			c->depth--;
 		}
@@ -631,7 +822,9 @@ int as_json_parse(struct as_jctx *c, cJSON **out)
 	const char *data = c->text;
 	size_t len = c->len;
 	struct as_diag *diag = c->diag;
-	int err = prescan(data, len, c->exact_big, diag);
+	struct as_jwin w = {.buf = data, .have = len, .mark = SIZE_MAX,
+			    .eof = true};
+	int err = as_json_prescan(&w, c->exact_big, NULL, diag);
 	if (err)
 		return err;
 	const char *end = NULL;
@@ -651,7 +844,7 @@ int as_json_parse(struct as_jctx *c, cJSON **out)
 					   "trailing data after the JSON "
 					   "value");
 		}
-		err = dup_keys(c, root);
+		err = as_json_dup_keys(c, root);
 		c->depth = 0;
 		if (err) {
 			if (err == AS_ENOMEM)

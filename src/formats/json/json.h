@@ -16,6 +16,7 @@
 
 struct as_builder;
 struct as_results;
+struct as_source;
 
 /* One step of a path: an object member, or an array element (key NULL). */
 struct as_jseg {
@@ -25,16 +26,32 @@ struct as_jseg {
 
 #define AS_JPATH_MAX 12
 
+/* A member of the root read so far, for lines (a streamed reader). */
+struct as_jmember {
+	char *key;
+	char *text; /* its value's text; NULL for the streamed array */
+	size_t len;
+	uint64_t line; /* where the value starts */
+};
+
 /*
  * Where a reader is: the text (for lines), the diagnostic it fills and the
  * path from the root to the value being read (events[3].size). Deeper
  * paths than AS_JPATH_MAX keep counting but are cut in messages.
+ *
+ * A whole document is `text` with `base` 0. A streamed one (trace.c) has
+ * no whole text: `members` hold the root's values read so far, and `text`
+ * (when not NULL) is the value at path[0..base), starting on line0.
  */
 struct as_jctx {
 	struct as_builder *b;    /* trace readers */
 	struct as_results *out;  /* the results reader */
 	const char *text;
 	size_t len;
+	int base;
+	uint64_t line0;
+	const struct as_jmember *members;
+	size_t nmembers;
 	struct as_diag *diag;
 	struct as_jseg path[AS_JPATH_MAX];
 	int depth;
@@ -44,7 +61,7 @@ struct as_jctx {
 	/* Where as_json_elem_line left off: the element `index` of the
 	 * array at path[0..depth-1) starts at p, on `line` (p NULL: none). */
 	struct {
-		const char *p;
+		const char *text, *p; /* the text walked, where */
 		uint64_t line;
 		int depth, index;
 		struct as_jseg parent[AS_JPATH_MAX];
@@ -104,6 +121,63 @@ int as_json_keys(const struct as_jctx *c, const cJSON *obj,
  * duplicate keys. Caller deletes.
  */
 int as_json_parse(struct as_jctx *c, cJSON **out);
+
+/* Refuse duplicate keys in v and below (v is at the path). */
+int as_json_dup_keys(struct as_jctx *c, const cJSON *v);
+
+/*
+ * A window on a text read in pieces: buf[pos, have) is unread, buf[0] is
+ * byte `off` of the text. A refill drops the bytes before pos, or before
+ * mark when it is lower (SIZE_MAX: none), and grows the window when a value
+ * fills it, up to `limit` bytes. With no src, buf is the whole text.
+ */
+struct as_jwin {
+	struct as_source *src;
+	const char *buf;
+	char *own; /* buf when read from src; the caller frees it */
+	size_t cap, have, pos, mark, limit;
+	uint64_t off;
+	bool eof;
+};
+
+/* Read more (`line` is where pos is, for a refusal); at the end, eof. */
+int as_jwin_more(struct as_jwin *w, uint64_t line, struct as_diag *diag);
+
+/* At least `n` unread bytes in the window unless the text ends first. */
+static inline int as_jwin_need(struct as_jwin *w, size_t n, uint64_t line,
+			       struct as_diag *diag)
+{
+	while (w->have - w->pos < n && !w->eof) {
+		int err = as_jwin_more(w, line, diag);
+		if (err)
+			return err;
+	}
+	return AS_OK;
+}
+
+/* What as_json_prescan saw of the whole text. */
+struct as_jtotals {
+	uint64_t lines;     /* 1 + its newlines */
+	uint64_t last;      /* the offset past its last byte that is not blank */
+	uint32_t root_keys; /* members of the root object */
+};
+
+/*
+ * The checks of as_json_parse that come before cJSON (control bytes, NUL,
+ * UTF-8, nesting, leading zeros, 2^53), over all of a window's text. The
+ * first refusal fills diag. `tot` may be NULL.
+ */
+int as_json_prescan(struct as_jwin *w, bool exact_big, struct as_jtotals *tot,
+		    struct as_diag *diag);
+
+/*
+ * cJSON's own refusal of the text at window index `at`, on `line`, as a
+ * whole-document parse words it: "truncated JSON" (on the last line) when
+ * `at` is the last byte that is not blank or past it, else "malformed JSON
+ * near '...'". May refill the window.
+ */
+int as_json_syntax(struct as_jwin *w, size_t at, uint64_t line,
+		   const struct as_jtotals *tot, struct as_diag *diag);
 
 /* ---- graph.c: the "graph" form ---- */
 int as_json_graph(struct as_jctx *c, const cJSON *graph);

@@ -332,18 +332,26 @@ static int live_names_unique(struct as_jctx *c)
 				      "name overlap in time",
 			   as_builder_trace(c->b)->buffers[second].name);
 	c->depth -= 2;
+	/* The element was read and let go: the line it started on. */
+	uint64_t line = as_builder_line_of(c->b, second);
+	if (line && c->diag)
+		c->diag->line = line;
 	return err;
 }
 
-static int parse_root(struct as_jctx *c, const cJSON *root)
+/*
+ * The root but its "events" and "buffers" (read after, in pieces): *lists
+ * is set when they are to be read, not when a graph or numa form took the
+ * trace. Duplicate keys in root are refused first.
+ */
+static int parse_root(struct as_jctx *c, const cJSON *root, bool *lists)
 {
+	*lists = false;
 	const char *fmt;
 	uint64_t version;
 	int err;
-	if (!cJSON_IsObject(root))
-		return as_json_fail(c, NULL, "expected a JSON object at the top%s",
-			    "");
-	if ((err = as_json_get_string(c, root, "format", true, &fmt)))
+	if ((err = as_json_dup_keys(c, root)) ||
+	    (err = as_json_get_string(c, root, "format", true, &fmt)))
 		return err;
 	if (strcmp(fmt, FORMAT_NAME) != 0)
 		return as_json_fail(c, "format", "'%s' is not "
@@ -400,23 +408,423 @@ static int parse_root(struct as_jctx *c, const cJSON *root)
 	if (has_graph)
 		return as_json_graph(c, cJSON_GetObjectItemCaseSensitive(root,
 								       "graph"));
-	if ((err = parse_list(c, root, "events", parse_event)))
-		return err;
-	if ((err = parse_list(c, root, "buffers", parse_buffer)))
-		return err;
-	return has_buffers ? live_names_unique(c) : AS_OK;
+	*lists = true;
+	return AS_OK;
 }
 
-static int json_whole(struct as_builder *b, const char *data, size_t len,
-		      struct as_diag *diag)
+/* ---- Reading in pieces ---- */
+
+/*
+ * A trace file is read in pieces, so that a 10^7-event trace never sits in
+ * memory as text or as one cJSON tree. First pass: as_json_prescan over
+ * all of it (the checks made before cJSON, and the totals a syntax error
+ * needs). Second pass, the root object: each member's value is cut from
+ * the window (brackets counted, strings skipped) and parsed with cJSON,
+ * except the "events" or "buffers" array, whose elements are cut, parsed
+ * and read one at a time. The root's other members are read before the
+ * array, whatever their order: when some come after it, the second pass
+ * only checks the array and a third reads it. Refusals are those of a
+ * whole-document parse, at the same line; where a file has several faults,
+ * the one met first may differ.
+ */
+struct reader {
+	struct as_jctx c;
+	struct as_jwin w;
+	struct as_jtotals tot;
+	uint64_t line;    /* of w.buf[w.pos] */
+	cJSON *root;      /* the members read; the streamed array as [] */
+	struct as_jmember *m;
+	size_t nm, cap_m;
+	const char *list; /* the streamed array's key */
+	uint64_t list_off, list_line;
+	bool deferred, lists;
+};
+
+/* Skip what cJSON skips (bytes up to ' '); the next byte, -1 at the end. */
+static int next(struct reader *r, int *ch)
 {
-	struct as_jctx c = {.b = b, .text = data, .len = len, .diag = diag};
-	cJSON *root = NULL;
-	int err = as_json_parse(&c, &root);
-	if (err)
+	struct as_jwin *w = &r->w;
+	for (;;) {
+		if (w->pos == w->have) {
+			if (w->eof) {
+				*ch = -1;
+				return AS_OK;
+			}
+			int err = as_jwin_more(w, r->line, r->c.diag);
+			if (err)
+				return err;
+			continue;
+		}
+		unsigned char c = (unsigned char)w->buf[w->pos];
+		if (c > ' ') {
+			*ch = c;
+			return AS_OK;
+		}
+		r->line += c == '\n';
+		w->pos++;
+	}
+}
+
+static int syntax(struct reader *r, size_t at)
+{
+	return as_json_syntax(&r->w, at, r->line, &r->tot, r->c.diag);
+}
+
+/*
+ * Cut the value at pos: an object or array to its closing bracket, a
+ * string to its closing quote, anything else to the next , ] } or blank
+ * (cJSON judges it); the end of the text cuts it short. *at is its window
+ * index (kept by w.mark until the next cut); pos goes past it.
+ */
+static int cut(struct reader *r, size_t *at, size_t *len)
+{
+	struct as_jwin *w = &r->w;
+	size_t n = 0;
+	int depth = 0;
+	bool str = false, esc = false, scalar = false, done = false;
+	w->mark = w->pos;
+	while (!done) {
+		if (w->mark + n == w->have) {
+			if (w->eof)
+				break;
+			int err = as_jwin_more(w, r->line, r->c.diag);
+			if (err)
+				return err;
+			continue;
+		}
+		const char *p = w->buf + w->mark + n, *end = w->buf + w->have;
+		if (n == 0)
+			scalar = *p != '{' && *p != '[' && *p != '"';
+		for (; p < end; p++) {
+			unsigned char ch = (unsigned char)*p;
+			if (scalar) {
+				if (ch <= ' ' || ch == ',' || ch == ']' ||
+				    ch == '}') {
+					done = true;
+					break;
+				}
+			} else if (str) {
+				if (esc)
+					esc = false;
+				else if (ch == '\\')
+					esc = true;
+				else if (ch == '"' && (str = false, depth == 0))
+					done = true;
+			} else if (ch == '"') {
+				str = true;
+			} else if (ch == '{' || ch == '[') {
+				depth++;
+			} else if (ch == '}' || ch == ']') {
+				done = --depth == 0;
+			} else if (ch == '\n') {
+				r->line++;
+			}
+			if (done) {
+				p++;
+				break;
+			}
+		}
+		n = (size_t)(p - (w->buf + w->mark));
+	}
+	*at = w->mark;
+	*len = n;
+	w->pos = w->mark + n;
+	return AS_OK;
+}
+
+/* cJSON on a cut value starting on line0; refusals as the whole text's. */
+static int parse_piece(struct reader *r, size_t at, size_t len,
+		       uint64_t line0, cJSON **out)
+{
+	const char *p = r->w.buf + at, *end = p;
+	cJSON *v = NULL;
+	/* cJSON would skip a BOM at the start of its text: here it is not. */
+	if (len == 0 || (unsigned char)p[0] != 0xef)
+		v = cJSON_ParseWithLengthOpts(p, len, &end, false);
+	if (!end || end < p || end > p + len)
+		end = v ? p + len : p;
+	if (v && end == p + len) {
+		*out = v;
+		return AS_OK;
+	}
+	cJSON_Delete(v);
+	for (const char *q = p; q < end; q++)
+		line0 += *q == '\n';
+	return as_json_syntax(&r->w, (size_t)(end - r->w.buf), line0, &r->tot,
+			      r->c.diag);
+}
+
+/* Blanks then the end: what may follow the root. */
+static int trailing(struct reader *r)
+{
+	struct as_jwin *w = &r->w;
+	for (;;) {
+		int err = as_jwin_need(w, 1, r->line, r->c.diag);
+		if (err)
+			return err;
+		if (w->pos == w->have)
+			return AS_OK;
+		char c = w->buf[w->pos];
+		if (!strchr(" \t\r\n", c))
+			return as_diag_set(r->c.diag, r->line, AS_EPARSE,
+					   "trailing data after the JSON "
+					   "value");
+		r->line += c == '\n';
+		w->pos++;
+	}
+}
+
+/* Back to byte `off`, on `line`, for another pass. */
+static int restart(struct reader *r, uint64_t off, uint64_t line)
+{
+	struct as_jwin *w = &r->w;
+	int err = as_source_rewind(w->src, r->c.diag);
+	w->have = w->pos = 0;
+	w->off = 0;
+	w->mark = SIZE_MAX;
+	w->eof = false;
+	while (!err && w->off + w->have < off && !w->eof) {
+		w->pos = w->have;
+		err = as_jwin_more(w, line, r->c.diag);
+	}
+	if (!err && w->off + w->have < off)
+		err = as_diag_set(r->c.diag, line, AS_EIO, "the file changed "
+							   "while being read");
+	if (!err)
+		w->pos = (size_t)(off - w->off);
+	r->line = line;
+	return err;
+}
+
+/* The root but the array, once all of it is known. */
+static int header(struct reader *r)
+{
+	r->c.text = NULL;
+	r->c.base = 0;
+	r->c.depth = 0;
+	return parse_root(&r->c, r->root, &r->lists);
+}
+
+/* The array at pos, each element read when `read` (else only parsed). */
+static int read_list(struct reader *r, bool read)
+{
+	struct as_jctx *c = &r->c;
+	struct as_jwin *w = &r->w;
+	int ch, err;
+	int (*each)(struct as_jctx *, const cJSON *) =
+		strcmp(r->list, "events") == 0 ? parse_event : parse_buffer;
+	w->pos++; /* [ */
+	if ((err = next(r, &ch)))
 		return err;
-	err = parse_root(&c, root);
-	cJSON_Delete(root);
+	if (ch == ']') {
+		w->pos++;
+		return AS_OK;
+	}
+	for (int i = 0;; i++) {
+		size_t at, len;
+		uint64_t line0;
+		cJSON *v;
+		if ((err = next(r, &ch)))
+			return err;
+		line0 = r->line;
+		if ((err = cut(r, &at, &len)) ||
+		    (err = parse_piece(r, at, len, line0, &v)))
+			return err;
+		if (read) {
+			c->depth = 0;
+			as_json_push(c, r->list, 0);
+			as_json_push(c, NULL, i);
+			c->text = w->buf + at;
+			c->len = len;
+			c->base = 2;
+			c->line0 = line0;
+			err = as_json_dup_keys(c, v);
+			if (!err)
+				err = each(c, v);
+			c->text = NULL;
+			c->base = 0;
+			c->depth = 0;
+		}
+		cJSON_Delete(v);
+		if (err || (err = next(r, &ch)))
+			return err;
+		w->pos += ch == ',' || ch == ']';
+		if (ch == ']')
+			return AS_OK;
+		if (ch != ',')
+			return syntax(r, w->pos);
+	}
+}
+
+/* Member `key` (taken) of the root, its value at pos (first byte ch). */
+static int member(struct reader *r, char *key, int ch, uint32_t ord)
+{
+	struct as_jctx *c = &r->c;
+	if (r->nm == r->cap_m) {
+		size_t cap = r->cap_m * 2;
+		struct as_jmember *m = realloc(r->m, cap * sizeof(*m));
+		if (!m) {
+			free(key);
+			return AS_ENOMEM;
+		}
+		r->m = m;
+		r->cap_m = cap;
+	}
+	struct as_jmember *mb = &r->m[r->nm++];
+	*mb = (struct as_jmember){.key = key, .line = r->line};
+	c->members = r->m;
+	c->nmembers = r->nm;
+	if (!r->list && ch == '[' &&
+	    (strcmp(key, "events") == 0 || strcmp(key, "buffers") == 0)) {
+		cJSON *none = cJSON_CreateArray();
+		if (!none || !cJSON_AddItemToObject(r->root, key, none)) {
+			cJSON_Delete(none);
+			return AS_ENOMEM;
+		}
+		r->list = key;
+		r->list_off = r->w.off + r->w.pos;
+		r->list_line = r->line;
+		r->deferred = r->tot.root_keys > ord + 1;
+		int err = r->deferred ? AS_OK : header(r);
+		return err ? err : read_list(r, !r->deferred && r->lists);
+	}
+	size_t at, len;
+	cJSON *v;
+	int err;
+	if ((err = cut(r, &at, &len)) ||
+	    (err = parse_piece(r, at, len, mb->line, &v)))
+		return err;
+	c->depth = 0;
+	as_json_push(c, key, 0);
+	c->text = r->w.buf + at;
+	c->len = len;
+	c->base = 1;
+	c->line0 = mb->line;
+	err = as_json_dup_keys(c, v);
+	c->text = NULL;
+	c->base = 0;
+	c->depth = 0;
+	if (!err && !(mb->text = malloc(len ? len : 1)))
+		err = AS_ENOMEM;
+	if (!err) {
+		memcpy(mb->text, r->w.buf + at, len);
+		mb->len = len;
+		if (!cJSON_AddItemToObject(r->root, key, v))
+			err = AS_ENOMEM;
+		else
+			v = NULL;
+	}
+	cJSON_Delete(v);
+	return err;
+}
+
+static int read_root(struct reader *r)
+{
+	struct as_jwin *w = &r->w;
+	int ch, err;
+	size_t at, len;
+	cJSON *v;
+	r->line = 1;
+	/* cJSON skips a BOM at the start of its text (formats.c took one) */
+	if ((err = as_jwin_need(w, 3, 1, r->c.diag)))
+		return err;
+	if (w->have - w->pos >= 3 &&
+	    memcmp(w->buf + w->pos, "\xef\xbb\xbf", 3) == 0)
+		w->pos += 3;
+	if ((err = next(r, &ch)))
+		return err;
+	if (ch != '{') { /* cJSON's verdict on the value, then ours */
+		if ((err = cut(r, &at, &len)) ||
+		    (err = parse_piece(r, at, len, r->line, &v)))
+			return err;
+		cJSON_Delete(v);
+		return (err = trailing(r))
+			       ? err
+			       : as_json_fail(&r->c, NULL,
+					      "expected a JSON object at the "
+					      "top%s",
+					      "");
+	}
+	w->pos++;
+	if ((err = next(r, &ch)))
+		return err;
+	bool end = ch == '}';
+	w->pos += end;
+	for (uint32_t ord = 0; !end; ord++) {
+		if ((err = next(r, &ch)))
+			return err;
+		if (ch != '"') /* where cJSON's string reader stops */
+			return syntax(r, w->pos + (ch >= 0));
+		if ((err = cut(r, &at, &len)) ||
+		    (err = parse_piece(r, at, len, r->line, &v)))
+			return err;
+		char *key = strdup(v->valuestring);
+		cJSON_Delete(v);
+		if (!key)
+			return AS_ENOMEM;
+		if ((err = next(r, &ch))) {
+			free(key);
+			return err;
+		}
+		if (ch != ':') {
+			free(key);
+			return syntax(r, w->pos);
+		}
+		w->pos++;
+		if ((err = next(r, &ch)) || (err = member(r, key, ch, ord)) ||
+		    (err = next(r, &ch)))
+			return err;
+		if (ch != ',' && ch != '}')
+			return syntax(r, w->pos);
+		w->pos++;
+		end = ch == '}';
+	}
+	if ((err = trailing(r)))
+		return err;
+	if (!r->list || r->deferred) {
+		if ((err = header(r)))
+			return err;
+		if (r->list && r->lists &&
+		    ((err = restart(r, r->list_off, r->list_line)) ||
+		     (err = read_list(r, true))))
+			return err;
+	}
+	if (!r->lists)
+		return AS_OK;
+	r->c.depth = 0;
+	/* A list given but not an array is refused here. */
+	if ((err = parse_list(&r->c, r->root, "events", parse_event)) ||
+	    (err = parse_list(&r->c, r->root, "buffers", parse_buffer)))
+		return err;
+	return cJSON_HasObjectItem(r->root, "buffers")
+		       ? live_names_unique(&r->c)
+		       : AS_OK;
+}
+
+static int json_stream(struct as_builder *b, struct as_source *src,
+		       struct as_diag *diag)
+{
+	struct reader r = {
+		.c = {.b = b, .diag = diag},
+		.w = {.src = src, .mark = SIZE_MAX,
+		      .limit = as_source_limit(src)},
+		.cap_m = 8,
+	};
+	r.m = malloc(r.cap_m * sizeof(*r.m));
+	r.root = cJSON_CreateObject();
+	int err = r.m && r.root ? AS_OK : AS_ENOMEM;
+	r.c.members = r.m;
+	if (!err)
+		err = as_json_prescan(&r.w, false, &r.tot, diag);
+	if (!err && !(err = restart(&r, 0, 1)))
+		err = read_root(&r);
+	for (size_t i = 0; i < r.nm; i++) {
+		free(r.m[i].key);
+		free(r.m[i].text);
+	}
+	free(r.m);
+	free(r.w.own);
+	cJSON_Delete(r.root);
 	return err;
 }
 
@@ -432,6 +840,6 @@ const struct as_format_impl as_format_json = {
 	.name = "json",
 	.extensions = ".json",
 	.sniff = json_sniff,
-	.whole = json_whole,
+	.stream = json_stream,
 };
 
