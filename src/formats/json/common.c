@@ -586,6 +586,7 @@ int as_json_prescan(struct as_jwin *w, bool exact_big, struct as_jtotals *tot,
 			w->pos++;
 		} else if (c == '"') {
 			bool key = want_key && top && top->obj;
+			char kbuf[PRE_KEY];
 			size_t klen = 0;
 			w->pos++;
 			for (;;) {
@@ -618,11 +619,13 @@ int as_json_prescan(struct as_jwin *w, bool exact_big, struct as_jtotals *tot,
 				}
 				for (size_t k = 0; key && k < n; k++)
 					if (klen + k < PRE_KEY)
-						top->key[klen + k] = (char)s[j + k];
+						kbuf[klen + k] = (char)s[j + k];
 				klen += n;
 				w->pos = j + n;
 			}
 			if (key) {
+				memcpy(top->key, kbuf,
+				       klen < PRE_KEY ? klen : PRE_KEY);
 				top->klen = klen;
 				top->has_key = true;
 				want_key = false;

@@ -473,10 +473,10 @@ static int syntax(struct reader *r, size_t at)
 /*
  * Cut the value at pos: an object or array to its closing bracket, a
  * string to its closing quote, anything else to the next , ] } or blank
- * (cJSON judges it); the end of the text cuts it short. *at is its window
- * index (kept by w.mark until the next cut); pos goes past it.
+ * (cJSON judges it); the end of the text cuts it short. It starts at
+ * w.mark, which keeps it in the window until the next cut; pos goes past.
  */
-static int cut(struct reader *r, size_t *at, size_t *len)
+static int cut(struct reader *r, size_t *len)
 {
 	struct as_jwin *w = &r->w;
 	size_t n = 0;
@@ -526,22 +526,31 @@ static int cut(struct reader *r, size_t *at, size_t *len)
 		}
 		n = (size_t)(p - (w->buf + w->mark));
 	}
-	*at = w->mark;
 	*len = n;
 	w->pos = w->mark + n;
 	return AS_OK;
 }
 
-/* cJSON on a cut value starting on line0; refusals as the whole text's. */
-static int parse_piece(struct reader *r, size_t at, size_t len,
-		       uint64_t line0, cJSON **out)
+/*
+ * cJSON on the value just cut, starting on line0; refusals as the whole
+ * text's. cJSON is shown the byte after it too: where it refuses a string
+ * it points past the string's first byte, and at its own text's end it
+ * would point one byte short.
+ */
+static int parse_piece(struct reader *r, size_t len, uint64_t line0,
+		       cJSON **out)
 {
-	const char *p = r->w.buf + at, *end = p;
+	struct as_jwin *w = &r->w;
+	int err = as_jwin_need(w, 1, r->line, r->c.diag);
+	if (err)
+		return err;
+	const char *p = w->buf + w->mark, *end = p;
+	size_t shown = len + (w->pos < w->have);
 	cJSON *v = NULL;
 	/* cJSON would skip a BOM at the start of its text: here it is not. */
 	if (len == 0 || (unsigned char)p[0] != 0xef)
-		v = cJSON_ParseWithLengthOpts(p, len, &end, false);
-	if (!end || end < p || end > p + len)
+		v = cJSON_ParseWithLengthOpts(p, shown, &end, false);
+	if (!end || end < p || end > p + shown)
 		end = v ? p + len : p;
 	if (v && end == p + len) {
 		*out = v;
@@ -621,20 +630,26 @@ static int read_list(struct reader *r, bool read)
 		return AS_OK;
 	}
 	for (int i = 0;; i++) {
-		size_t at, len;
+		size_t len;
 		uint64_t line0;
 		cJSON *v;
 		if ((err = next(r, &ch)))
 			return err;
 		line0 = r->line;
-		if ((err = cut(r, &at, &len)) ||
-		    (err = parse_piece(r, at, len, line0, &v)))
+		if ((err = cut(r, &len)) ||
+		    (err = parse_piece(r, len, line0, &v)))
 			return err;
+		/* What follows first: a whole-text parse refuses it before
+		 * reading anything. The window keeps the element (mark). */
+		if ((err = next(r, &ch)) || (ch != ',' && ch != ']')) {
+			cJSON_Delete(v);
+			return err ? err : syntax(r, w->pos);
+		}
 		if (read) {
 			c->depth = 0;
 			as_json_push(c, r->list, 0);
 			as_json_push(c, NULL, i);
-			c->text = w->buf + at;
+			c->text = w->buf + w->mark;
 			c->len = len;
 			c->base = 2;
 			c->line0 = line0;
@@ -646,13 +661,11 @@ static int read_list(struct reader *r, bool read)
 			c->depth = 0;
 		}
 		cJSON_Delete(v);
-		if (err || (err = next(r, &ch)))
+		if (err)
 			return err;
-		w->pos += ch == ',' || ch == ']';
+		w->pos++;
 		if (ch == ']')
 			return AS_OK;
-		if (ch != ',')
-			return syntax(r, w->pos);
 	}
 }
 
@@ -688,26 +701,17 @@ static int member(struct reader *r, char *key, int ch, uint32_t ord)
 		int err = r->deferred ? AS_OK : header(r);
 		return err ? err : read_list(r, !r->deferred && r->lists);
 	}
-	size_t at, len;
+	size_t len;
 	cJSON *v;
 	int err;
-	if ((err = cut(r, &at, &len)) ||
-	    (err = parse_piece(r, at, len, mb->line, &v)))
+	if ((err = cut(r, &len)) ||
+	    (err = parse_piece(r, len, mb->line, &v)))
 		return err;
-	c->depth = 0;
-	as_json_push(c, key, 0);
-	c->text = r->w.buf + at;
-	c->len = len;
-	c->base = 1;
-	c->line0 = mb->line;
-	err = as_json_dup_keys(c, v);
-	c->text = NULL;
-	c->base = 0;
-	c->depth = 0;
-	if (!err && !(mb->text = malloc(len ? len : 1)))
+	/* Its duplicate keys are refused with the root's (parse_root). */
+	if (!(mb->text = malloc(len ? len : 1)))
 		err = AS_ENOMEM;
 	if (!err) {
-		memcpy(mb->text, r->w.buf + at, len);
+		memcpy(mb->text, r->w.buf + r->w.mark, len);
 		mb->len = len;
 		if (!cJSON_AddItemToObject(r->root, key, v))
 			err = AS_ENOMEM;
@@ -722,7 +726,7 @@ static int read_root(struct reader *r)
 {
 	struct as_jwin *w = &r->w;
 	int ch, err;
-	size_t at, len;
+	size_t len;
 	cJSON *v;
 	r->line = 1;
 	/* cJSON skips a BOM at the start of its text (formats.c took one) */
@@ -734,8 +738,8 @@ static int read_root(struct reader *r)
 	if ((err = next(r, &ch)))
 		return err;
 	if (ch != '{') { /* cJSON's verdict on the value, then ours */
-		if ((err = cut(r, &at, &len)) ||
-		    (err = parse_piece(r, at, len, r->line, &v)))
+		if ((err = cut(r, &len)) ||
+		    (err = parse_piece(r, len, r->line, &v)))
 			return err;
 		cJSON_Delete(v);
 		return (err = trailing(r))
@@ -755,8 +759,8 @@ static int read_root(struct reader *r)
 			return err;
 		if (ch != '"') /* where cJSON's string reader stops */
 			return syntax(r, w->pos + (ch >= 0));
-		if ((err = cut(r, &at, &len)) ||
-		    (err = parse_piece(r, at, len, r->line, &v)))
+		if ((err = cut(r, &len)) ||
+		    (err = parse_piece(r, len, r->line, &v)))
 			return err;
 		char *key = strdup(v->valuestring);
 		cJSON_Delete(v);
