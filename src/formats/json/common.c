@@ -513,6 +513,11 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
+/* The first window; tests build with a tiny one to cross every boundary. */
+#ifndef AS_JSON_WINDOW
+#define AS_JSON_WINDOW (256u << 10)
+#endif
+
 int as_jwin_more(struct as_jwin *w, uint64_t line, struct as_diag *diag)
 {
 	if (w->eof)
@@ -536,7 +541,7 @@ int as_jwin_more(struct as_jwin *w, uint64_t line, struct as_diag *diag)
 					   "a JSON value longer than %zu MiB "
 					   "(decompressed)",
 					   w->limit >> 20);
-		size_t cap = w->cap ? w->cap : (256u << 10);
+		size_t cap = w->cap ? w->cap : AS_JSON_WINDOW;
 		cap = w->cap && cap <= w->limit / 2 ? cap * 2
 			: w->cap		    ? w->limit
 						    : cap;
