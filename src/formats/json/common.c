@@ -1,8 +1,10 @@
 /*
  * Shared by the JSON readers: a path locator (cJSON keeps no positions, so
  * a small scanner finds the line of the offending value by its path in
- * the original text, only when an error is reported), the error helper,
- * the integer reader and the parse step.
+ * the original text, or in the piece of it a streamed reader holds, only
+ * when an error is reported), the error helper, the integer reader, the
+ * window a streamed text is read through, the checks made before cJSON
+ * (over a whole text or a streamed one) and the parse step.
  */
 #include <math.h>
 #include <stdarg.h>

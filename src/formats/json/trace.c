@@ -1,8 +1,11 @@
 /*
  * The JSON trace format (docs/trace-format.md): the root, pools, config and
- * the "events" and "buffers" forms. The "graph" form is read by graph.c and
- * the "numa" form by numa.c; common.c locates values and reports errors.
+ * the "events" and "buffers" forms, read in pieces through the format
+ * layer's window (below: "Reading in pieces"). The "graph" form is read by
+ * graph.c and the "numa" form by numa.c; common.c locates values, reports
+ * errors and holds the window and the checks made before cJSON.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -635,6 +638,10 @@ static int read_list(struct reader *r, bool read)
 		cJSON *v;
 		if ((err = next(r, &ch)))
 			return err;
+		if (i == INT_MAX) /* paths count elements in an int */
+			return as_diag_set(c->diag, r->line, AS_EPARSE,
+					   "more than %d elements in \"%s\"",
+					   INT_MAX, r->list);
 		line0 = r->line;
 		if ((err = cut(r, &len)) ||
 		    (err = parse_piece(r, len, line0, &v)))
