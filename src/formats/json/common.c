@@ -565,6 +565,114 @@ int as_jwin_more(struct as_jwin *w, uint64_t line, struct as_diag *diag)
 	return AS_OK;
 }
 
+/*
+ * cJSON's grammar, followed token by token beside the checks, to tell
+ * whether the whole text parses (a streamed reader then reports syntax
+ * faults before anything else, as a whole parse does). `bad` sticks.
+ */
+enum { G_VALUE, G_FIRST_VALUE, G_FIRST_KEY, G_KEY, G_COLON, G_NEXT, G_END };
+
+struct gram {
+	unsigned char open[AS_JSON_MAX_NEST + 1];
+	int depth, state;
+	bool bad;
+};
+
+static void g_value(struct gram *g)
+{
+	if (g->state == G_VALUE || g->state == G_FIRST_VALUE)
+		g->state = g->depth ? G_NEXT : G_END;
+	else
+		g->bad = true;
+}
+
+static void g_string(struct gram *g)
+{
+	if (g->state == G_FIRST_KEY || g->state == G_KEY)
+		g->state = G_COLON;
+	else
+		g_value(g);
+}
+
+static void g_open(struct gram *g, unsigned char c)
+{
+	if ((g->state != G_VALUE && g->state != G_FIRST_VALUE) ||
+	    g->depth > AS_JSON_MAX_NEST) {
+		g->bad = true;
+		return;
+	}
+	g->open[g->depth++] = c;
+	g->state = c == '{' ? G_FIRST_KEY : G_FIRST_VALUE;
+}
+
+static void g_close(struct gram *g, unsigned char c)
+{
+	unsigned char o = c == '}' ? '{' : '[';
+	if (g->depth == 0 || g->open[g->depth - 1] != o ||
+	    (g->state != G_NEXT &&
+	     g->state != (c == '}' ? G_FIRST_KEY : G_FIRST_VALUE))) {
+		g->bad = true;
+		return;
+	}
+	g->depth--;
+	g->state = g->depth ? G_NEXT : G_END;
+}
+
+static void g_sep(struct gram *g, unsigned char c)
+{
+	if (c == ',' && g->state == G_NEXT)
+		g->state = g->open[g->depth - 1] == '{' ? G_KEY : G_VALUE;
+	else if (c == ':' && g->state == G_COLON)
+		g->state = G_VALUE;
+	else
+		g->bad = true;
+}
+
+/* Whether the escape at s (a backslash, n bytes on) is one cJSON takes
+ * for sure: surrogates count as unsure. */
+static bool escape_ok(const unsigned char *s, size_t n)
+{
+	if (n >= 2 && strchr("bfnrt\"\\/", s[1]) && s[1])
+		return true;
+	if (n < 6 || s[1] != 'u')
+		return false;
+	unsigned code = 0;
+	for (int k = 2; k < 6; k++) {
+		unsigned char h = s[k];
+		unsigned d = h >= '0' && h <= '9'   ? h - '0'
+			     : h >= 'a' && h <= 'f' ? h - 'a' + 10
+			     : h >= 'A' && h <= 'F' ? h - 'A' + 10
+						    : 16;
+		if (d == 16)
+			return false;
+		code = code * 16 + d;
+	}
+	return code < 0xd800 || code > 0xdfff;
+}
+
+/* A number as cJSON reads it (strtod over at most 63 bytes of
+ * 0-9+-.eE): the state after byte d, -1 when it cannot be one. */
+static int num_step(int st, unsigned char d)
+{
+	bool digit = d >= '0' && d <= '9';
+	switch (st) {
+	case 0: /* after the sign */
+		return digit ? 1 : d == '.' ? 2 : -1;
+	case 1: /* integer digits */
+		return digit ? 1 : d == '.' ? 3 : d == 'e' || d == 'E' ? 4 : -1;
+	case 2: /* a point before any digit */
+		return digit ? 3 : -1;
+	case 3: /* fraction digits */
+		return digit ? 3 : d == 'e' || d == 'E' ? 4 : -1;
+	case 4: /* e */
+		return digit ? 6 : d == '+' || d == '-' ? 5 : -1;
+	case 5: /* its sign */
+	case 6: /* exponent digits */
+		return digit ? 6 : -1;
+	}
+	return -1;
+}
+
 static bool blank(unsigned char c)
 {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == 0;
@@ -578,6 +686,14 @@ int as_json_prescan(struct as_jwin *w, bool exact_big, struct as_jtotals *tot,
 	bool want_key = false;
 	uint64_t line = 1, last = 0;
 	uint32_t root_keys = 0;
+	struct gram g = {.state = G_VALUE};
+	if ((err = as_jwin_need(w, 3, line, diag)))
+		return err;
+	/* cJSON skips a BOM at the start of its text (formats.c took one) */
+	uint64_t bom = w->have - w->pos >= 3 &&
+			       memcmp(w->buf + w->pos, "\xef\xbb\xbf", 3) == 0
+		       ? w->off + w->pos + 3
+		       : 0;
 	for (;;) {
 		if ((err = as_jwin_need(w, 8, line, diag)))
 			return err;
@@ -611,6 +727,7 @@ int as_json_prescan(struct as_jwin *w, bool exact_big, struct as_jtotals *tot,
 							s[j], s[j]);
 				size_t n;
 				if (s[j] == '\\') {
+					g.bad |= !escape_ok(s + j, len - j);
 					if (j + 5 < len && s[j + 1] == 'u' &&
 					    memcmp(s + j + 2, "0000", 4) == 0)
 						return pre_fail(
@@ -630,6 +747,10 @@ int as_json_prescan(struct as_jwin *w, bool exact_big, struct as_jtotals *tot,
 				klen += n;
 				w->pos = j + n;
 			}
+			if (w->pos < w->have)
+				g_string(&g);
+			else
+				g.bad = true; /* no closing quote */
 			if (key) {
 				memcpy(top->key, kbuf,
 				       klen < PRE_KEY ? klen : PRE_KEY);
@@ -650,16 +771,19 @@ int as_json_prescan(struct as_jwin *w, bool exact_big, struct as_jtotals *tot,
 				st[depth - 1] = (struct pre_level){
 					.obj = c == '{'};
 			want_key = c == '{';
+			g_open(&g, c);
 			last = w->off + ++w->pos;
 		} else if (c == '}' || c == ']') {
 			if (depth > 0)
 				depth--;
 			want_key = false;
+			g_close(&g, c);
 			last = w->off + ++w->pos;
 		} else if (c == ',') {
 			if (top && !top->obj)
 				top->index++;
 			want_key = top && top->obj;
+			g_sep(&g, c);
 			last = w->off + ++w->pos;
 		} else if (c == '-' || (c >= '0' && c <= '9')) {
 			/* the first bytes of the number, for messages */
@@ -667,6 +791,7 @@ int as_json_prescan(struct as_jwin *w, bool exact_big, struct as_jtotals *tot,
 			size_t tn = 0, digits = 0, lead = c == '-';
 			uint64_t v = 0;
 			bool big = false, integer = true, in_digits = true;
+			int num = 0;
 			if (lead)
 				tok[tn++] = '-', w->pos++;
 			for (;;) {
@@ -691,10 +816,15 @@ int as_json_prescan(struct as_jwin *w, bool exact_big, struct as_jtotals *tot,
 				if (tn < sizeof(tok))
 					tok[tn] = (char)d;
 				tn++;
+				if (num >= 0)
+					num = num_step(num, d);
 				w->pos++;
 				if (d)
 					last = w->off + w->pos;
 			}
+			if (num == 1 || num == 3 || num == 6) /* and the sign */
+				g_value(&g);
+			g.bad |= !(num == 1 || num == 3 || num == 6) || tn > 63;
 			size_t shown = tn < sizeof(tok) ? tn : sizeof(tok);
 			if (digits > 1 && tok[lead] == '0')
 				return pre_fail(st, depth, line, diag,
@@ -713,14 +843,38 @@ int as_json_prescan(struct as_jwin *w, bool exact_big, struct as_jtotals *tot,
 		} else if (c == 0) {
 			return pre_fail(st, depth, line, diag,
 					"NUL byte outside a string");
-		} else {
+		} else if (c == ':') {
+			g_sep(&g, c);
+			last = w->off + ++w->pos;
+		} else if (c <= ' ') { /* blanks to cJSON; after the root, the
+					 * trailing data check allows fewer */
+			g.bad |= g.state == G_END && !strchr(" \t\r", c);
 			w->pos++;
 			if (!blank(c))
 				last = w->off + w->pos;
+		} else {
+			/* a literal, or the BOM cJSON skips, or not JSON */
+			static const char *const lits[] = {"true", "false",
+							   "null"};
+			size_t n = 1;
+			if (w->off + i >= bom) {
+				int k = c == 't' ? 0 : c == 'f' ? 1 : c == 'n' ? 2 : -1;
+				size_t l = k < 0 ? 0 : strlen(lits[k]);
+				if (k >= 0 && w->have - i >= l &&
+				    memcmp(s + i, lits[k], l) == 0) {
+					g_value(&g);
+					n = l;
+				} else {
+					g.bad = true;
+				}
+			}
+			w->pos += n;
+			last = w->off + w->pos;
 		}
 	}
 	if (tot)
-		*tot = (struct as_jtotals){line, last, root_keys};
+		*tot = (struct as_jtotals){line, last, root_keys,
+					   !g.bad && g.state == G_END};
 	return AS_OK;
 }
 

@@ -160,6 +160,9 @@ struct as_jtotals {
 	uint64_t lines;     /* 1 + its newlines */
 	uint64_t last;      /* the offset past its last byte that is not blank */
 	uint32_t root_keys; /* members of the root object */
+	/* Whether cJSON parses it: false also where it is only unsure (an
+	 * escaped surrogate, a number longer than cJSON reads). */
+	bool parses;
 };
 
 /*

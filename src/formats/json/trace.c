@@ -426,9 +426,12 @@ static int parse_root(struct as_jctx *c, const cJSON *root, bool *lists)
  * except the "events" or "buffers" array, whose elements are cut, parsed
  * and read one at a time. The root's other members are read before the
  * array, whatever their order: when some come after it, the second pass
- * only checks the array and a third reads it. Refusals are those of a
- * whole-document parse, at the same line; where a file has several faults,
- * the one met first may differ.
+ * only parses the array and a third reads it. When the first pass saw
+ * that the text does not parse, a pass that only parses comes before, so
+ * that the syntax fault is reported first. Refusals are those of a
+ * whole-document parse, at the same line; only duplicate keys, reported
+ * where they are met, may come after a fault that a whole parse named
+ * second.
  */
 struct reader {
 	struct as_jctx c;
@@ -441,6 +444,7 @@ struct reader {
 	const char *list; /* the streamed array's key */
 	uint64_t list_off, list_line;
 	bool deferred, lists;
+	bool check_only; /* a pass that only parses, to find a syntax fault */
 };
 
 /* Skip what cJSON skips (bytes up to ' '); the next byte, -1 at the end. */
@@ -705,6 +709,8 @@ static int member(struct reader *r, char *key, int ch, uint32_t ord)
 		r->list_off = r->w.off + r->w.pos;
 		r->list_line = r->line;
 		r->deferred = r->tot.root_keys > ord + 1;
+		if (r->check_only)
+			return read_list(r, false);
 		int err = r->deferred ? AS_OK : header(r);
 		return err ? err : read_list(r, !r->deferred && r->lists);
 	}
@@ -790,7 +796,7 @@ static int read_root(struct reader *r)
 		w->pos++;
 		end = ch == '}';
 	}
-	if ((err = trailing(r)))
+	if ((err = trailing(r)) || r->check_only)
 		return err;
 	if (!r->list || r->deferred) {
 		if ((err = header(r)))
@@ -812,6 +818,33 @@ static int read_root(struct reader *r)
 		       : AS_OK;
 }
 
+/* Drop what a pass read of the root. */
+static void forget(struct reader *r)
+{
+	for (size_t i = 0; i < r->nm; i++) {
+		free(r->m[i].key);
+		free(r->m[i].text);
+	}
+	r->nm = 0;
+	cJSON_Delete(r->root);
+	r->root = NULL;
+}
+
+/* One pass over the root, from the start. */
+static int pass(struct reader *r, bool check_only)
+{
+	forget(r);
+	r->c = (struct as_jctx){.b = r->c.b, .diag = r->c.diag,
+				.members = r->m};
+	r->list = NULL;
+	r->deferred = r->lists = false;
+	r->check_only = check_only;
+	if (!(r->root = cJSON_CreateObject()))
+		return AS_ENOMEM;
+	int err = restart(r, 0, 1);
+	return err ? err : read_root(r);
+}
+
 static int json_stream(struct as_builder *b, struct as_source *src,
 		       struct as_diag *diag)
 {
@@ -822,20 +855,17 @@ static int json_stream(struct as_builder *b, struct as_source *src,
 		.cap_m = 8,
 	};
 	r.m = malloc(r.cap_m * sizeof(*r.m));
-	r.root = cJSON_CreateObject();
-	int err = r.m && r.root ? AS_OK : AS_ENOMEM;
-	r.c.members = r.m;
+	int err = r.m ? as_json_prescan(&r.w, false, &r.tot, diag)
+		      : AS_ENOMEM;
+	/* A text that does not parse: its first syntax fault, found by a
+	 * pass that reads nothing, comes before any other refusal. */
+	if (!err && !r.tot.parses)
+		err = pass(&r, true);
 	if (!err)
-		err = as_json_prescan(&r.w, false, &r.tot, diag);
-	if (!err && !(err = restart(&r, 0, 1)))
-		err = read_root(&r);
-	for (size_t i = 0; i < r.nm; i++) {
-		free(r.m[i].key);
-		free(r.m[i].text);
-	}
+		err = pass(&r, false);
+	forget(&r);
 	free(r.m);
 	free(r.w.own);
-	cJSON_Delete(r.root);
 	return err;
 }
 
