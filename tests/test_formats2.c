@@ -23,7 +23,7 @@ static const struct as_buffer *named(const struct as_trace *t,
 				     const char *name)
 {
 	for (uint32_t i = 0; i < t->nbuffers; i++)
-		if (strcmp(t->buffers[i].name, name) == 0)
+		if (strcmp(as_trace_buffer_name(t, i), name) == 0)
 			return &t->buffers[i];
 	return NULL;
 }

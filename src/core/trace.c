@@ -319,7 +319,7 @@ static int64_t new_buffer(struct as_builder *b, const char *name,
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "too many buffers (at most %u)",
 				   AS_MAX_BUFFERS);
-	size_t namelen = strlen(name);
+	size_t namelen = name ? strlen(name) : 0;
 	if (namelen > AS_NAME_MAX)
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "name is too long (%zu bytes; at most %d)",
@@ -327,8 +327,10 @@ static int64_t new_buffer(struct as_builder *b, const char *name,
 	if (!as_builder_grow((void **)&t->buffers, &b->cap_buffers, t->nbuffers + 1,
 		  sizeof(*t->buffers)))
 		return AS_ENOMEM;
-	const char *n = as_arena_dup(&t->priv->strings, name, namelen);
-	if (!n)
+	/* No name: the namer makes it when it is first read. */
+	const char *n = name ? as_arena_dup(&t->priv->strings, name, namelen)
+			     : NULL;
+	if (name && !n)
 		return AS_ENOMEM;
 	struct as_buffer *buf = &t->buffers[t->nbuffers];
 	*buf = (struct as_buffer){
@@ -434,7 +436,8 @@ int as_builder_free(struct as_builder *b, const char *name, uint64_t line,
 	if (idx == AS_NONE) {
 		bool known = false;
 		for (uint32_t i = b->t->nbuffers; i-- > 0;)
-			if (strcmp(b->t->buffers[i].name, name) == 0) {
+			if (b->t->buffers[i].name &&
+			    strcmp(b->t->buffers[i].name, name) == 0) {
 				known = true;
 				break;
 			}
@@ -602,9 +605,40 @@ int64_t as_builder_lookup(struct as_builder *b, const char *name)
 	if (b->live[slot] != AS_NONE)
 		return b->live[slot];
 	for (uint32_t i = b->t->nbuffers; i-- > 0;)
-		if (strcmp(b->t->buffers[i].name, name) == 0)
+		if (b->t->buffers[i].name &&
+		    strcmp(b->t->buffers[i].name, name) == 0)
 			return i;
 	return -1;
+}
+
+void as_builder_namer(struct as_builder *b, int (*namer)(struct as_trace *t))
+{
+	b->t->priv->namer = namer;
+}
+
+int as_trace_name_all(const struct as_trace *t)
+{
+	if (!t->priv || !t->priv->namer || t->priv->named)
+		return AS_OK;
+	/*
+	 * The one place a finished trace changes: the names it made no room
+	 * for until now, what they would have been at load. The trace is
+	 * the caller's memory, not const storage.
+	 */
+	struct as_trace *w = (struct as_trace *)t;
+	int err = w->priv->namer(w);
+	if (err == AS_OK)
+		w->priv->named = true;
+	return err;
+}
+
+const char *as_trace_buffer_name(const struct as_trace *t, uint32_t i)
+{
+	if (!t || i >= t->nbuffers)
+		return NULL;
+	if (!t->buffers[i].name && as_trace_name_all(t) != AS_OK)
+		return NULL;
+	return t->buffers[i].name;
 }
 
 static bool by_start(uint32_t a, uint32_t b, const void *ctx)

@@ -16,6 +16,13 @@ struct as_trace_private {
 	/* Arrays owned by the trace (ops inputs/outputs, shapes' dims). */
 	void **owned;
 	size_t nowned, capowned;
+	/*
+	 * Buffers added without a name (as_builder_alloc_unique with NULL):
+	 * `namer` gives every one its name at once, on the first call of
+	 * as_trace_buffer_name, in the trace's arena; `named` once it did.
+	 */
+	int (*namer)(struct as_trace *t);
+	bool named;
 };
 
 char *as_arena_dup(struct as_arena *a, const char *s, size_t len);
@@ -70,7 +77,8 @@ bool as_builder_offset_of(const struct as_builder *b, uint16_t space,
 /*
  * For readers that keep their own table of live blocks and make every name
  * unique by construction (formats/heap.c): as_builder_alloc without the
- * live-name table (the name is not checked against the live ones), and the
+ * live-name table (the name is not checked against the live ones; NULL: the
+ * buffer's name is made later by the namer, see as_builder_namer), and the
  * free of such a buffer by its index, which the caller knows to be live
  * (not checked beyond the index: AS_EPARSE when out of range). These
  * buffers end at a case boundary or the end like the others; the name
@@ -88,6 +96,17 @@ int as_builder_free_index(struct as_builder *b, uint32_t idx, uint64_t line,
  * knows its live buffers saves the end a pass over all of them.
  */
 int as_builder_leak_index(struct as_builder *b, uint32_t idx);
+/*
+ * The function that names the buffers added without a name, from what the
+ * trace holds (their names cost no memory until someone reads one): called
+ * once, by the first as_trace_buffer_name, it sets the name of every buffer
+ * whose name is NULL (strings in the trace's arena) and returns AS_OK or
+ * AS_ENOMEM. Names it makes must be unique, as the builder's are.
+ */
+void as_builder_namer(struct as_builder *b, int (*namer)(struct as_trace *t));
+/* Give every buffer its name now (as_trace_buffer_name's first call), for
+ * code that reads buffers[i].name of many: AS_OK or AS_ENOMEM. */
+int as_trace_name_all(const struct as_trace *t);
 /* Find a buffer by name: the live one, else the most recent. */
 int64_t as_builder_lookup(struct as_builder *b, const char *name);
 

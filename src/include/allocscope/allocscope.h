@@ -58,7 +58,7 @@ const char *as_diag_text(const struct as_diag *d, char *buf, size_t len);
  * [start, end) and whose y extent an offset chosen by a strategy plus size.
  */
 struct as_buffer {
-	const char *name;
+	const char *name;        /* NULL until read: use as_trace_buffer_name */
 	uint64_t size;
 	uint64_t start, end;     /* lifetime, half-open */
 	uint64_t recorded;       /* offset given by the input, or AS_NO_OFFSET */
@@ -253,6 +253,16 @@ struct as_trace {
 	uint32_t naddr_map;
 	struct as_trace_private *priv;
 };
+
+/*
+ * The name of buffer `i`, the one way to read names: malloc traces (mtrace,
+ * raw heaptrack) generate theirs ("0xADDR#N") on the first call, all at once
+ * (O(n) time and the memory the names take), and hold none before; other
+ * traces return buffers[i].name. NULL when i is out of range or memory runs
+ * out. The first call writes into the trace: not concurrently with other
+ * uses of it.
+ */
+const char *as_trace_buffer_name(const struct as_trace *t, uint32_t i);
 
 /*
  * Input formats are named ("ops", "csv", "json", ...); NULL or "auto"
