@@ -62,9 +62,10 @@ static void mtrace_realloc_frees_the_old_block_and_links_the_new_one(void)
 		CHECK_EQ_U64(as_trace_realloc_of(t, 1), 0);
 		CHECK_EQ_U64(as_trace_realloc_of(t, 0), AS_NONE);
 		CHECK(t->info == NULL); /* links are kept apart */
-		CHECK(t->frames && t->frames[1]);
-		if (t->frames && t->frames[1])
-			CHECK_STR(t->frames[1], "./p:[0x401140]");
+		CHECK(as_trace_buffer_frames(t, 1));
+		if (as_trace_buffer_frames(t, 1))
+			CHECK_STR(as_trace_buffer_frames(t, 1),
+				  "./p:[0x401140]");
 	}
 	CHECK_EQ_U64(as_trace_lower_bound(t), 64);
 	as_trace_destroy(t);
@@ -156,15 +157,18 @@ static void mtrace_callers_are_interned_once(void)
 	}
 	struct as_diag d;
 	struct as_trace *t = parse("i.mtrace", text, NULL, &d);
-	CHECK(t && t->frames);
-	if (!t || !t->frames) {
+	CHECK(t && as_trace_buffer_frames(t, 0));
+	if (!t || !as_trace_buffer_frames(t, 0)) {
 		as_trace_destroy(t);
 		return;
 	}
-	CHECK_STR(t->frames[0], "/lib/libc.so.6:(f+1a)[0x100]");
+	CHECK_STR(as_trace_buffer_frames(t, 0),
+		  "/lib/libc.so.6:(f+1a)[0x100]");
 	for (uint32_t i = 2; i < t->nbuffers; i++)
-		CHECK(t->frames[i] == t->frames[i % 2]);
-	CHECK(t->frames[0] != t->frames[1]);
+		CHECK(as_trace_buffer_frames(t, i) ==
+		      as_trace_buffer_frames(t, i % 2));
+	CHECK(as_trace_buffer_frames(t, 0) !=
+	      as_trace_buffer_frames(t, 1));
 	as_trace_destroy(t);
 }
 
@@ -351,15 +355,17 @@ static void heaptrack_stacks_come_from_the_trace_tree_innermost_first(void)
 {
 	struct as_diag d;
 	struct as_trace *t = parse("h", heaptrack_text, NULL, &d);
-	CHECK(t && t->frames);
-	if (!t || !t->frames) {
+	CHECK(t && as_trace_buffer_frames(t, 0));
+	if (!t || !as_trace_buffer_frames(t, 0)) {
 		as_trace_destroy(t);
 		return;
 	}
-	CHECK_STR(t->frames[0], "helper prog.c:20\nmain prog.c:10");
-	CHECK_STR(t->frames[2],
+	CHECK_STR(as_trace_buffer_frames(t, 0),
+		  "helper prog.c:20\nmain prog.c:10");
+	CHECK_STR(as_trace_buffer_frames(t, 2),
 		  "0x401200 prog\nhelper prog.c:20\nmain prog.c:10");
-	CHECK(t->frames[0] == t->frames[1]); /* interned */
+	CHECK(as_trace_buffer_frames(t, 0) ==
+	      as_trace_buffer_frames(t, 1)); /* interned */
 	as_trace_destroy(t);
 }
 
@@ -396,9 +402,9 @@ static void heaptrack_raw_blocks_are_named_and_placed_by_address(void)
 	const struct as_buffer *a = named(t, "0x56549c014530#1");
 	CHECK(a && a->size == 32 && a->end == 2);
 	CHECK_EQ_U64(t->buffers[1].recorded - t->buffers[0].recorded, 0x30);
-	CHECK(t->frames && t->frames[0]);
-	if (t->frames && t->frames[0]) /* the executable's module "x" */
-		CHECK_STR(t->frames[0], "0x56546d146000 prog+0x2000\n"
+	CHECK(as_trace_buffer_frames(t, 0));
+	if (as_trace_buffer_frames(t, 0)) /* the executable's module "x" */
+		CHECK_STR(as_trace_buffer_frames(t, 0), "0x56546d146000 prog+0x2000\n"
 					"0x56546d145000 prog+0x1000");
 	CHECK_EQ_U64(stat_of(t, "frees of addresses never allocated"), 1);
 	as_trace_destroy(t);

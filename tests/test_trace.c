@@ -185,8 +185,8 @@ static void json_events_carry_pools_metadata_and_frames(void)
 	CHECK_STR(t->spaces[0].name, "hbm");
 	CHECK_EQ_U64(t->spaces[1].capacity, 256);
 	CHECK_EQ_U64(named(t, "a", 0)->space, 1);
-	CHECK_STR(t->frames[0], "f.py:1\ng.py:2");
-	CHECK(t->frames[1] == NULL);
+	CHECK_STR(as_trace_buffer_frames(t, 0), "f.py:1\ng.py:2");
+	CHECK(as_trace_buffer_frames(t, 1) == NULL);
 	CHECK_STR(t->cases[0].options, "total=1024");
 	CHECK_STR(t->metadata, "{\"model\":\"m\"}");
 	CHECK_EQ_U64(named(t, "v", 0)->alias_of, 0);

@@ -23,6 +23,14 @@ struct as_trace_private {
 	 */
 	int (*namer)(struct as_trace *t);
 	bool named;
+	/*
+	 * Stack frames: stacks[k] is stack k (each distinct text once, or
+	 * once per string a reader interned), stack_of[i] buffer i's stack or
+	 * AS_NONE; NULL when no buffer has frames.
+	 */
+	const char **stacks;
+	uint32_t nstacks;
+	uint32_t *stack_of;
 };
 
 char *as_arena_dup(struct as_arena *a, const char *s, size_t len);
@@ -34,7 +42,8 @@ int as_builder_own(struct as_builder *b, void *block);
 struct as_trace *as_builder_trace(struct as_builder *b);
 /* The index of address symbol `name`, added when new. */
 int64_t as_builder_symbol(struct as_builder *b, const char *name);
-/* Give buffer `idx` its stack frames (lines joined by '\n'). */
+/* Give buffer `idx` its stack frames (lines joined by '\n'); buffers with
+ * the same text share one copy. */
 int as_builder_frames(struct as_builder *b, uint32_t idx, const char *frames);
 /*
  * The same with a string the trace already holds (from as_builder_intern),
@@ -114,7 +123,12 @@ int64_t as_builder_lookup(struct as_builder *b, const char *name);
 struct as_builder {
 	struct as_trace *t;
 	uint32_t cap_buffers, cap_events, cap_cases, cap_symbols,
-		cap_frames, nframes;
+		cap_frames, nframes, cap_stacks;
+	/* Stacks by text (as_builder_frames) and by string address
+	 * (as_builder_frames_interned): open addressing over stack index + 1
+	 * (0: empty), each kept half empty. */
+	uint32_t *stack_text, *stack_ptr;
+	uint32_t stack_text_mask, stack_ptr_mask;
 	/*
 	 * Live names: open addressing with linear probing over buffer
 	 * indices (AS_NONE marks an empty slot); deletion shifts back, so

@@ -77,7 +77,7 @@ void as_r_buffer_title(const struct panel *pn, uint32_t i, char *buf,
 			 (unsigned long long)b->start,
 			 (unsigned long long)b->end, al, ck);
 	/* The first stack frames, where the trace has them. */
-	const char *fr = pn->t->frames ? pn->t->frames[i] : NULL;
+	const char *fr = as_trace_buffer_frames(pn->t, i);
 	for (int k = 0; fr && *fr && k < 3 && n > 0 && (size_t)n + 2 < len;
 	     k++) {
 		const char *nl = strchr(fr, '\n');

@@ -415,7 +415,7 @@ const char *as_render_group(const struct as_trace *t, uint32_t i,
 		snprintf(buf, len, "%.*s", (int)(n < 190 ? n : 190), name);
 		break;
 	case AS_GROUP_FRAME: {
-		const char *fr = t->frames ? t->frames[i] : NULL;
+		const char *fr = as_trace_buffer_frames(t, i);
 		if (!fr || !*fr) {
 			snprintf(buf, len, "(no frames)");
 			break;

@@ -221,8 +221,7 @@ struct as_trace {
 	uint32_t ncases;
 	const char **symbols;   /* address symbols by index */
 	uint32_t nsymbols;
-	const char **frames;    /* per buffer: stack frames, '\n'-joined, or
-				 * NULL; the array is NULL when none has any */
+	/* (stack frames per buffer: as_trace_buffer_frames) */
 	struct as_op *ops;      /* graph operators in execution order, or NULL */
 	uint32_t nops;
 	struct as_tensor_shape *shapes; /* per buffer when ops != NULL, else NULL */
@@ -263,6 +262,13 @@ struct as_trace {
  * uses of it.
  */
 const char *as_trace_buffer_name(const struct as_trace *t, uint32_t i);
+
+/*
+ * The stack frames of buffer `i` ('\n'-joined, innermost first), or NULL
+ * when it has none or i is out of range. Buffers with the same stack share
+ * one string: the trace holds a 4-byte stack number per buffer.
+ */
+const char *as_trace_buffer_frames(const struct as_trace *t, uint32_t i);
 
 /*
  * Input formats are named ("ops", "csv", "json", ...); NULL or "auto"
