@@ -58,7 +58,8 @@ const char *as_diag_text(const struct as_diag *d, char *buf, size_t len);
  * [start, end) and whose y extent an offset chosen by a strategy plus size.
  */
 struct as_buffer {
-	const char *name;        /* NULL until read: use as_trace_buffer_name */
+	const char *name;        /* read through as_trace_buffer_name: NULL
+				  * in malloc traces until first read */
 	uint64_t size;
 	uint64_t start, end;     /* lifetime, half-open */
 	uint64_t recorded;       /* offset given by the input, or AS_NO_OFFSET */
