@@ -130,6 +130,31 @@ static void mtrace_names_number_the_blocks_at_each_address(void)
 	as_trace_destroy(t);
 }
 
+static void mtrace_names_are_made_when_first_read_and_match_the_counts(void)
+{
+	/* A block at each end of a merged range and one mapped far away: the
+	 * names come back through the address map, ranks per address. */
+	struct as_diag d;
+	struct as_trace *t = parse("m.mtrace",
+				   "= Start\n+ 0x1000 0x10\n+ 0x1010 0x0\n"
+				   "- 0x1000\n+ 0x1000 0x20\n"
+				   "+ 0x7f0000000000 0x8\n= End\n",
+				   NULL, &d);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK_EQ_U64(t->nbuffers, 4);
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		CHECK(t->buffers[i].name == NULL); /* none held by the load */
+	static const char *const want[] = {"0x1000#1", "0x1010#1", "0x1000#2",
+					   "0x7f0000000000#1"};
+	for (uint32_t i = 0; i < 4 && i < t->nbuffers; i++)
+		CHECK_STR(as_trace_buffer_name(t, i), want[i]);
+	CHECK(t->buffers[0].name != NULL); /* all made at the first read */
+	CHECK(as_trace_buffer_name(t, 4) == NULL);
+	as_trace_destroy(t);
+}
+
 static void mtrace_incomplete_last_line_is_ignored_and_counted(void)
 {
 	/* An exec or a kill cuts the trace mid-line: "0x3" may be "0x30". */
@@ -527,6 +552,7 @@ int main(void)
 	TEST_RUN(mtrace_failed_malloc_is_a_mark_not_a_buffer);
 	TEST_RUN(mtrace_frees_of_unknown_addresses_are_counted_not_refused);
 	TEST_RUN(mtrace_names_number_the_blocks_at_each_address);
+	TEST_RUN(mtrace_names_are_made_when_first_read_and_match_the_counts);
 	TEST_RUN(mtrace_incomplete_last_line_is_ignored_and_counted);
 	TEST_RUN(mtrace_callers_are_interned_once);
 	TEST_RUN(mtrace_recorded_offsets_shrink_gaps_and_keep_alignment);
