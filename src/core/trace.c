@@ -723,6 +723,37 @@ const char *as_trace_buffer_name(const struct as_trace *t, uint32_t i)
 	return t->buffers[i].name;
 }
 
+const struct as_plan *as_trace_memo_get(const struct as_trace *t,
+					const char *spec)
+{
+	for (uint32_t i = 0; t->priv && i < t->priv->nmemo; i++)
+		if (strcmp(t->priv->memo[i].spec, spec) == 0)
+			return t->priv->memo[i].plan;
+	return NULL;
+}
+
+void as_trace_memo_put(const struct as_trace *t, const char *spec,
+		       const struct as_plan *p)
+{
+	struct as_trace_private *tp = t->priv;
+	if (!tp || as_trace_memo_get(t, spec))
+		return;
+	struct as_memo *m =
+		realloc(tp->memo, ((size_t)tp->nmemo + 1) * sizeof(*m));
+	if (!m)
+		return;
+	tp->memo = m;
+	size_t len = strlen(spec) + 1;
+	char *key = malloc(len);
+	struct as_plan *c = key ? as_plan_copy(p) : NULL;
+	if (!c) {
+		free(key);
+		return;
+	}
+	memcpy(key, spec, len);
+	m[tp->nmemo++] = (struct as_memo){key, c};
+}
+
 static bool by_start(uint32_t a, uint32_t b, const void *ctx)
 {
 	const struct as_trace *t = ctx;
@@ -945,6 +976,11 @@ void as_trace_destroy(struct as_trace *t)
 			free(t->priv->owned[i]);
 		free(t->priv->stacks);
 		free(t->priv->stack_of);
+		for (uint32_t i = 0; i < t->priv->nmemo; i++) {
+			free(t->priv->memo[i].spec);
+			as_plan_destroy(t->priv->memo[i].plan);
+		}
+		free(t->priv->memo);
 		free(t->priv->owned);
 		as_arena_finish(&t->priv->strings);
 		free(t->priv);

@@ -31,7 +31,28 @@ struct as_trace_private {
 	const char **stacks;
 	uint32_t nstacks;
 	uint32_t *stack_of;
+	/* Plans kept for reuse (as_trace_memo_*), by spec. */
+	struct as_memo *memo;
+	uint32_t nmemo;
 };
+
+/*
+ * Plans of this trace kept for a later run of the same spec: a run of
+ * several strategies computes a deterministic planner's plan once (strip
+ * starts from the baselines the same run already made). The trace is the
+ * caller's memory, like the names made on first read; not for two threads
+ * at once. get: the kept plan or NULL; put: keeps a copy (none when memory
+ * runs out: the cache is only a cache).
+ */
+struct as_memo {
+	char *spec;
+	struct as_plan *plan;
+};
+
+const struct as_plan *as_trace_memo_get(const struct as_trace *t,
+					const char *spec);
+void as_trace_memo_put(const struct as_trace *t, const char *spec,
+		       const struct as_plan *p);
 
 char *as_arena_dup(struct as_arena *a, const char *s, size_t len);
 void as_arena_finish(struct as_arena *a);

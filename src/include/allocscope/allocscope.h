@@ -440,6 +440,8 @@ struct as_plan {
 
 struct as_plan *as_plan_create(const struct as_trace *t);
 void as_plan_destroy(struct as_plan *p);
+/* A copy of every array and remark of p, or NULL when memory ran out. */
+struct as_plan *as_plan_copy(const struct as_plan *p);
 /* Allocate the optional arrays (filled with "same as trace" values). */
 int as_plan_want_chunks(struct as_plan *p);
 int as_plan_want_spaces(struct as_plan *p, const struct as_trace *t,
