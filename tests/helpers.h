@@ -86,7 +86,7 @@ static inline void test_run_done(struct test_run *r)
 static inline int64_t test_buffer(const struct as_trace *t, const char *name)
 {
 	for (uint32_t i = t ? t->nbuffers : 0; i-- > 0;)
-		if (strcmp(t->buffers[i].name, name) == 0)
+		if (strcmp(as_trace_buffer_name(t, i), name) == 0)
 			return i;
 	return -1;
 }

@@ -23,7 +23,7 @@ static const struct as_buffer *named(const struct as_trace *t,
 				     const char *name)
 {
 	for (uint32_t i = 0; i < t->nbuffers; i++)
-		if (strcmp(t->buffers[i].name, name) == 0)
+		if (strcmp(as_trace_buffer_name(t, i), name) == 0)
 			return &t->buffers[i];
 	return NULL;
 }
@@ -62,9 +62,10 @@ static void mtrace_realloc_frees_the_old_block_and_links_the_new_one(void)
 		CHECK_EQ_U64(as_trace_realloc_of(t, 1), 0);
 		CHECK_EQ_U64(as_trace_realloc_of(t, 0), AS_NONE);
 		CHECK(t->info == NULL); /* links are kept apart */
-		CHECK(t->frames && t->frames[1]);
-		if (t->frames && t->frames[1])
-			CHECK_STR(t->frames[1], "./p:[0x401140]");
+		CHECK(as_trace_buffer_frames(t, 1));
+		if (as_trace_buffer_frames(t, 1))
+			CHECK_STR(as_trace_buffer_frames(t, 1),
+				  "./p:[0x401140]");
 	}
 	CHECK_EQ_U64(as_trace_lower_bound(t), 64);
 	as_trace_destroy(t);
@@ -129,6 +130,31 @@ static void mtrace_names_number_the_blocks_at_each_address(void)
 	as_trace_destroy(t);
 }
 
+static void mtrace_names_are_made_when_first_read_and_match_the_counts(void)
+{
+	/* A block at each end of a merged range and one mapped far away: the
+	 * names come back through the address map, ranks per address. */
+	struct as_diag d;
+	struct as_trace *t = parse("m.mtrace",
+				   "= Start\n+ 0x1000 0x10\n+ 0x1010 0x0\n"
+				   "- 0x1000\n+ 0x1000 0x20\n"
+				   "+ 0x7f0000000000 0x8\n= End\n",
+				   NULL, &d);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK_EQ_U64(t->nbuffers, 4);
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		CHECK(t->buffers[i].name == NULL); /* none held by the load */
+	static const char *const want[] = {"0x1000#1", "0x1010#1", "0x1000#2",
+					   "0x7f0000000000#1"};
+	for (uint32_t i = 0; i < 4 && i < t->nbuffers; i++)
+		CHECK_STR(as_trace_buffer_name(t, i), want[i]);
+	CHECK(t->buffers[0].name != NULL); /* all made at the first read */
+	CHECK(as_trace_buffer_name(t, 4) == NULL);
+	as_trace_destroy(t);
+}
+
 static void mtrace_incomplete_last_line_is_ignored_and_counted(void)
 {
 	/* An exec or a kill cuts the trace mid-line: "0x3" may be "0x30". */
@@ -156,15 +182,18 @@ static void mtrace_callers_are_interned_once(void)
 	}
 	struct as_diag d;
 	struct as_trace *t = parse("i.mtrace", text, NULL, &d);
-	CHECK(t && t->frames);
-	if (!t || !t->frames) {
+	CHECK(t && as_trace_buffer_frames(t, 0));
+	if (!t || !as_trace_buffer_frames(t, 0)) {
 		as_trace_destroy(t);
 		return;
 	}
-	CHECK_STR(t->frames[0], "/lib/libc.so.6:(f+1a)[0x100]");
+	CHECK_STR(as_trace_buffer_frames(t, 0),
+		  "/lib/libc.so.6:(f+1a)[0x100]");
 	for (uint32_t i = 2; i < t->nbuffers; i++)
-		CHECK(t->frames[i] == t->frames[i % 2]);
-	CHECK(t->frames[0] != t->frames[1]);
+		CHECK(as_trace_buffer_frames(t, i) ==
+		      as_trace_buffer_frames(t, i % 2));
+	CHECK(as_trace_buffer_frames(t, 0) !=
+	      as_trace_buffer_frames(t, 1));
 	as_trace_destroy(t);
 }
 
@@ -351,15 +380,17 @@ static void heaptrack_stacks_come_from_the_trace_tree_innermost_first(void)
 {
 	struct as_diag d;
 	struct as_trace *t = parse("h", heaptrack_text, NULL, &d);
-	CHECK(t && t->frames);
-	if (!t || !t->frames) {
+	CHECK(t && as_trace_buffer_frames(t, 0));
+	if (!t || !as_trace_buffer_frames(t, 0)) {
 		as_trace_destroy(t);
 		return;
 	}
-	CHECK_STR(t->frames[0], "helper prog.c:20\nmain prog.c:10");
-	CHECK_STR(t->frames[2],
+	CHECK_STR(as_trace_buffer_frames(t, 0),
+		  "helper prog.c:20\nmain prog.c:10");
+	CHECK_STR(as_trace_buffer_frames(t, 2),
 		  "0x401200 prog\nhelper prog.c:20\nmain prog.c:10");
-	CHECK(t->frames[0] == t->frames[1]); /* interned */
+	CHECK(as_trace_buffer_frames(t, 0) ==
+	      as_trace_buffer_frames(t, 1)); /* interned */
 	as_trace_destroy(t);
 }
 
@@ -396,9 +427,9 @@ static void heaptrack_raw_blocks_are_named_and_placed_by_address(void)
 	const struct as_buffer *a = named(t, "0x56549c014530#1");
 	CHECK(a && a->size == 32 && a->end == 2);
 	CHECK_EQ_U64(t->buffers[1].recorded - t->buffers[0].recorded, 0x30);
-	CHECK(t->frames && t->frames[0]);
-	if (t->frames && t->frames[0]) /* the executable's module "x" */
-		CHECK_STR(t->frames[0], "0x56546d146000 prog+0x2000\n"
+	CHECK(as_trace_buffer_frames(t, 0));
+	if (as_trace_buffer_frames(t, 0)) /* the executable's module "x" */
+		CHECK_STR(as_trace_buffer_frames(t, 0), "0x56546d146000 prog+0x2000\n"
 					"0x56546d145000 prog+0x1000");
 	CHECK_EQ_U64(stat_of(t, "frees of addresses never allocated"), 1);
 	as_trace_destroy(t);
@@ -521,6 +552,7 @@ int main(void)
 	TEST_RUN(mtrace_failed_malloc_is_a_mark_not_a_buffer);
 	TEST_RUN(mtrace_frees_of_unknown_addresses_are_counted_not_refused);
 	TEST_RUN(mtrace_names_number_the_blocks_at_each_address);
+	TEST_RUN(mtrace_names_are_made_when_first_read_and_match_the_counts);
 	TEST_RUN(mtrace_incomplete_last_line_is_ignored_and_counted);
 	TEST_RUN(mtrace_callers_are_interned_once);
 	TEST_RUN(mtrace_recorded_offsets_shrink_gaps_and_keep_alignment);

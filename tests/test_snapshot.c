@@ -974,12 +974,13 @@ static void snapshot_frames_are_filtered_python_first_and_shared(void)
 		free(w.p);
 		return;
 	}
-	CHECK(t->frames != NULL);
-	if (t->frames && t->nbuffers == 2) {
-		CHECK_STR(t->frames[0], "model.py:54:forward\ntrain.py:7:main\n"
-					"CUDACachingAllocator.cpp:12:c10::cuda::"
-					"alloc");
-		CHECK(t->frames[0] == t->frames[1]);
+	CHECK(as_trace_buffer_frames(t, 0) != NULL);
+	if (t->nbuffers == 2) {
+		CHECK_STR(as_trace_buffer_frames(t, 0),
+			  "model.py:54:forward\ntrain.py:7:main\n"
+			  "CUDACachingAllocator.cpp:12:c10::cuda::alloc");
+		CHECK(as_trace_buffer_frames(t, 0) ==
+		      as_trace_buffer_frames(t, 1));
 	}
 	/* No time_us anywhere: no clock. */
 	CHECK(t->clock == NULL);

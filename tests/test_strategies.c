@@ -499,6 +499,60 @@ static void offline_planners_have_no_state_to_walk(void)
 	as_trace_destroy(t);
 }
 
+/* Whether two plans give every buffer the same offset. */
+static bool same_offsets(const struct as_plan *a, const struct as_plan *b)
+{
+	if (a->nbuffers != b->nbuffers)
+		return false;
+	for (uint32_t i = 0; i < a->nbuffers; i++)
+		if (a->offset[i] != b->offset[i])
+			return false;
+	return true;
+}
+
+static void a_baseline_run_twice_on_one_trace_is_planned_once(void)
+{
+	static const char *const specs[] = {"greedy-size", "greedy-breadth",
+					    "bestfit"};
+	for (size_t k = 0; k < sizeof(specs) / sizeof(*specs); k++) {
+		struct as_trace *t = random_trace(7 + k, 400, false);
+		struct as_plan *a = NULL, *b = NULL;
+		struct as_diag d = {0};
+		CHECK(t && as_strategy_run(specs[k], t, NULL, &a, &d) == AS_OK);
+		CHECK(t && as_strategy_run(specs[k], t, NULL, &b, &d) == AS_OK);
+		if (a && b) {
+			CHECK(a != b && a->offset != b->offset);
+			CHECK(same_offsets(a, b));
+			/* The second is the first's copy: its time too. */
+			CHECK(a->plan_ms == b->plan_ms);
+		}
+		as_plan_destroy(a);
+		as_plan_destroy(b);
+		as_trace_destroy(t);
+	}
+}
+
+static void strip_after_the_baselines_plans_as_strip_alone(void)
+{
+	/* nodes= makes the search machine independent: same plan twice. */
+	const char *strip = "strip:nodes=200,budget_ms=600000";
+	struct as_trace *alone = random_trace(11, 600, false);
+	struct as_trace *after = random_trace(11, 600, false);
+	struct as_plan *a = NULL, *b = NULL, *g = NULL;
+	struct as_diag d = {0};
+	CHECK(alone && as_strategy_run(strip, alone, NULL, &a, &d) == AS_OK);
+	CHECK(after &&
+	      as_strategy_run("greedy-size", after, NULL, &g, &d) == AS_OK);
+	CHECK(after && as_strategy_run(strip, after, NULL, &b, &d) == AS_OK);
+	if (a && b)
+		CHECK(same_offsets(a, b));
+	as_plan_destroy(a);
+	as_plan_destroy(b);
+	as_plan_destroy(g);
+	as_trace_destroy(alone);
+	as_trace_destroy(after);
+}
+
 int main(void)
 {
 	TEST_RUN(every_strategy_plans_random_traces_validly_above_the_bound);
@@ -517,5 +571,7 @@ int main(void)
 	TEST_RUN(input_aliases_follow_their_parent_in_every_plan);
 	TEST_RUN(online_allocators_walk_their_blocks_in_address_order);
 	TEST_RUN(offline_planners_have_no_state_to_walk);
+	TEST_RUN(a_baseline_run_twice_on_one_trace_is_planned_once);
+	TEST_RUN(strip_after_the_baselines_plans_as_strip_alone);
 	return tap_done();
 }

@@ -185,14 +185,51 @@ static void json_events_carry_pools_metadata_and_frames(void)
 	CHECK_STR(t->spaces[0].name, "hbm");
 	CHECK_EQ_U64(t->spaces[1].capacity, 256);
 	CHECK_EQ_U64(named(t, "a", 0)->space, 1);
-	CHECK_STR(t->frames[0], "f.py:1\ng.py:2");
-	CHECK(t->frames[1] == NULL);
+	CHECK_STR(as_trace_buffer_frames(t, 0), "f.py:1\ng.py:2");
+	CHECK(as_trace_buffer_frames(t, 1) == NULL);
 	CHECK_STR(t->cases[0].options, "total=1024");
 	CHECK_STR(t->metadata, "{\"model\":\"m\"}");
 	CHECK_EQ_U64(named(t, "v", 0)->alias_of, 0);
 	CHECK_EQ_U64(named(t, "v", 0)->space, 1); /* follows its parent */
 	/* The alias takes no memory of its own. */
 	CHECK_EQ_U64(as_trace_lower_bound(t), 100);
+	as_trace_destroy(t);
+}
+
+static void frames_are_one_string_per_stack_and_a_number_per_buffer(void)
+{
+	struct as_builder *b = as_builder_create("stacks", "ops");
+	CHECK(b != NULL);
+	if (!b)
+		return;
+	struct as_diag d;
+	char name[16];
+	for (int i = 0; i < 200; i++) {
+		snprintf(name, sizeof(name), "b%d", i);
+		int64_t idx = as_builder_alloc(b, name, 16, 16, 1, &d);
+		CHECK(idx == i);
+		char fr[32];
+		snprintf(fr, sizeof(fr), "f%d\nmain", i % 3);
+		if (i % 5 && idx >= 0) /* every fifth without frames */
+			CHECK(as_builder_frames(b, (uint32_t)idx, fr) == AS_OK);
+	}
+	const char *shared = as_builder_intern(b, "x\ny");
+	CHECK(as_builder_frames_interned(b, 0, shared) == AS_OK);
+	CHECK(as_builder_frames(b, 200, "f") == AS_EINVAL);
+	struct as_trace *t = NULL;
+	CHECK(as_builder_finish(b, &t, &d) == AS_OK);
+	if (!t) {
+		as_builder_destroy(b);
+		return;
+	}
+	CHECK(as_trace_buffer_frames(t, 0) == shared);
+	CHECK_STR(as_trace_buffer_frames(t, 1), "f1\nmain");
+	CHECK(as_trace_buffer_frames(t, 5) == NULL);
+	/* Same text, same string: three stacks (and x\ny) for 160 buffers. */
+	CHECK(as_trace_buffer_frames(t, 1) == as_trace_buffer_frames(t, 4));
+	CHECK(as_trace_buffer_frames(t, 1) != as_trace_buffer_frames(t, 2));
+	CHECK(t->priv->nstacks == 4);
+	CHECK(as_trace_buffer_frames(t, 200) == NULL);
 	as_trace_destroy(t);
 }
 
@@ -486,6 +523,7 @@ int main(void)
 	TEST_RUN(csv_frees_come_before_allocations_at_equal_times);
 	TEST_RUN(csv_events_follow_time_order_at_any_time_scale);
 	TEST_RUN(json_events_carry_pools_metadata_and_frames);
+	TEST_RUN(frames_are_one_string_per_stack_and_a_number_per_buffer);
 	TEST_RUN(json_buffers_form_has_explicit_lifetimes);
 	TEST_RUN(lower_bound_matches_hand_computed_cases);
 	TEST_RUN(empty_text_files_are_refused_on_line_1);

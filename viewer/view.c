@@ -365,7 +365,7 @@ static uint32_t find_from(const struct viewer *v, uint32_t from)
 		return AS_NONE;
 	for (uint32_t k = 0; k < t->nbuffers; k++) {
 		uint32_t i = (uint32_t)(((uint64_t)from + k) % t->nbuffers);
-		const char *n = t->buffers[i].name;
+		const char *n = as_trace_buffer_name(t, i);
 		if (n && strstr(n, v->query))
 			return i;
 	}
@@ -382,7 +382,7 @@ static void search(struct viewer *v, uint32_t from)
 	}
 	uint32_t count = 0, rank = 0;
 	for (uint32_t i = 0; i < v->doc.t->nbuffers; i++) {
-		const char *n = v->doc.t->buffers[i].name;
+		const char *n = as_trace_buffer_name(v->doc.t, i);
 		if (n && strstr(n, v->query)) {
 			count++;
 			if (i <= m)
@@ -393,7 +393,7 @@ static void search(struct viewer *v, uint32_t from)
 	v->selected = m;
 	zoom_to_buffer(v, 0, m);
 	view_message(v, C_OK, "match %u of %u for \"%s\": %s (n: next)", rank,
-		     count, v->query, v->doc.t->buffers[m].name);
+		     count, v->query, as_trace_buffer_name(v->doc.t, m));
 }
 
 /* ---- allocator state ---- */
@@ -805,8 +805,8 @@ void view_event(struct viewer *v, const SDL_Event *e)
 			select_buffer(v, v->hover.buffer);
 			if (v->hover.buffer != AS_NONE)
 				view_message(v, C_BAR_TEXT, "selected %s",
-					     v->doc.t->buffers[v->hover.buffer]
-						     .name);
+					     as_trace_buffer_name(
+						     v->doc.t, v->hover.buffer));
 		}
 		break;
 	case SDL_MOUSEWHEEL: {
@@ -1118,6 +1118,8 @@ int view_paint(struct viewer *v)
 		     i++) {
 			const struct as_buffer *x =
 				&v->doc.t->buffers[v->peak_bufs[i]];
+			const char *xn =
+				as_trace_buffer_name(v->doc.t, v->peak_bufs[i]);
 			peak_col[i + 1] = 0xff000000u |
 					  as_render_buffer_color(
 						  v->r, v->peak_panel,
@@ -1125,7 +1127,7 @@ int view_paint(struct viewer *v)
 			n += snprintf(peak_text + n, sizeof(peak_text) - (size_t)n,
 				      "\n%-10s %.60s",
 				      as_human_bytes(x->size, hb, sizeof(hb)),
-				      x->name ? x->name : "?");
+				      xn ? xn : "?");
 		}
 		if ((size_t)v->npeak > shown && n > 0 &&
 		    (size_t)n < sizeof(peak_text))

@@ -101,11 +101,11 @@ static int write_visual_diff(const char *dir, const struct as_trace *t,
 			*q = '_';
 	snprintf(path, sizeof(path), "%s/%s.svg", dir, name);
 	snprintf(ta, sizeof(ta), "base: %s", spec_a);
+	const char *peak_name = delta.peak_buffer == AS_NONE
+					? "none"
+					: as_trace_buffer_name(t, delta.peak_buffer);
 	snprintf(tb, sizeof(tb), "new: %s, %u buffers moved, peak reached by %s",
-		 spec_b, delta.moved,
-		 delta.peak_buffer == AS_NONE
-			 ? "none"
-			 : t->buffers[delta.peak_buffer].name);
+		 spec_b, delta.moved, peak_name ? peak_name : "?");
 	struct as_render_panel pn[2] = {
 		{ta, t, pa, NULL, AS_RENDER_ALL_SPACES},
 		{tb, t, pb, NULL, AS_RENDER_ALL_SPACES},

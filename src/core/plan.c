@@ -41,6 +41,61 @@ void as_plan_destroy(struct as_plan *p)
 	free(p);
 }
 
+/* A copy of n elements of `size` bytes at src (NULL stays NULL); false: no
+ * memory. */
+static bool dup_array(void *dst, const void *src, size_t n, size_t size)
+{
+	void **d = dst;
+	*d = NULL;
+	if (!src)
+		return true;
+	if (!(*d = malloc((n + 1) * size)))
+		return false;
+	memcpy(*d, src, n * size);
+	return true;
+}
+
+struct as_plan *as_plan_copy(const struct as_plan *p)
+{
+	struct as_plan *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	size_t n = p->nbuffers;
+	c->nbuffers = p->nbuffers;
+	c->nspaces = p->nspaces;
+	c->nstats = p->nstats;
+	c->nrounds = p->nrounds;
+	c->plan_ms = p->plan_ms;
+	bool ok = dup_array(&c->offset, p->offset, n, sizeof(*p->offset)) &&
+		  dup_array(&c->space, p->space, n, sizeof(*p->space)) &&
+		  dup_array(&c->chunk, p->chunk, n, sizeof(*p->chunk)) &&
+		  dup_array(&c->alias_of, p->alias_of, n,
+			    sizeof(*p->alias_of)) &&
+		  dup_array(&c->space_capacity, p->space_capacity, p->nspaces,
+			    sizeof(*p->space_capacity)) &&
+		  dup_array(&c->space_name, p->space_name, p->nspaces,
+			    sizeof(*p->space_name)) &&
+		  dup_array(&c->stats, p->stats, p->nstats,
+			    sizeof(*p->stats)) &&
+		  dup_array(&c->rounds, p->rounds, p->nrounds,
+			    sizeof(*p->rounds)) &&
+		  dup_array(&c->segment_size, p->segment_size, n,
+			    sizeof(*p->segment_size)) &&
+		  dup_array(&c->segment_offset, p->segment_offset, n,
+			    sizeof(*p->segment_offset)) &&
+		  dup_array(&c->notes, p->notes, p->nnotes, sizeof(*p->notes));
+	for (uint32_t i = 0; ok && i < p->nnotes; i++, c->nnotes++) {
+		size_t len = strlen(p->notes[i]) + 1;
+		if ((ok = (c->notes[i] = malloc(len)) != NULL))
+			memcpy(c->notes[i], p->notes[i], len);
+	}
+	if (!ok) {
+		as_plan_destroy(c);
+		return NULL;
+	}
+	return c;
+}
+
 int as_plan_want_chunks(struct as_plan *p)
 {
 	if (p->chunk)

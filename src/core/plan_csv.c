@@ -297,7 +297,7 @@ int as_plan_read_csv(const struct as_trace *t, const char *path,
 	uint32_t *order = malloc(((size_t)t->nbuffers + 1) * sizeof(*order));
 	uint32_t *taken = calloc((size_t)t->nbuffers + 1, sizeof(*taken));
 	int err = AS_ENOMEM;
-	if (data && p && order && taken) {
+	if (data && p && order && taken && as_trace_name_all(t) == AS_OK) {
 		for (uint32_t i = 0; i < t->nbuffers; i++)
 			order[i] = i;
 		err = as_sort_u32(order, t->nbuffers, by_name, t);
@@ -322,6 +322,8 @@ int as_plan_write_csv(const struct as_plan *p, const struct as_trace *t,
 		      FILE *f)
 {
 	bool segs = p->segment_size != NULL;
+	if (as_trace_name_all(t) != AS_OK)
+		return AS_ENOMEM;
 	fputs(segs ? "id,lower,upper,size,offset,segment_size,segment_offset\n"
 		   : "id,lower,upper,size,offset\n",
 	      f);

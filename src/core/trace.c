@@ -183,6 +183,8 @@ void as_builder_destroy(struct as_builder *b)
 	free(b->live_hash);
 	free(b->space_slots);
 	free(b->sym_slots);
+	free(b->stack_text);
+	free(b->stack_ptr);
 	free(b->lines);
 	free(b);
 }
@@ -319,7 +321,7 @@ static int64_t new_buffer(struct as_builder *b, const char *name,
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "too many buffers (at most %u)",
 				   AS_MAX_BUFFERS);
-	size_t namelen = strlen(name);
+	size_t namelen = name ? strlen(name) : 0;
 	if (namelen > AS_NAME_MAX)
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "name is too long (%zu bytes; at most %d)",
@@ -327,8 +329,10 @@ static int64_t new_buffer(struct as_builder *b, const char *name,
 	if (!as_builder_grow((void **)&t->buffers, &b->cap_buffers, t->nbuffers + 1,
 		  sizeof(*t->buffers)))
 		return AS_ENOMEM;
-	const char *n = as_arena_dup(&t->priv->strings, name, namelen);
-	if (!n)
+	/* No name: the namer makes it when it is first read. */
+	const char *n = name ? as_arena_dup(&t->priv->strings, name, namelen)
+			     : NULL;
+	if (name && !n)
 		return AS_ENOMEM;
 	struct as_buffer *buf = &t->buffers[t->nbuffers];
 	*buf = (struct as_buffer){
@@ -434,7 +438,8 @@ int as_builder_free(struct as_builder *b, const char *name, uint64_t line,
 	if (idx == AS_NONE) {
 		bool known = false;
 		for (uint32_t i = b->t->nbuffers; i-- > 0;)
-			if (strcmp(b->t->buffers[i].name, name) == 0) {
+			if (b->t->buffers[i].name &&
+			    strcmp(b->t->buffers[i].name, name) == 0) {
 				known = true;
 				break;
 			}
@@ -573,26 +578,106 @@ int64_t as_builder_symbol(struct as_builder *b, const char *name)
 	return t->nsymbols++;
 }
 
+/* The hash of a stack: its text, or its address. */
+static uint32_t stack_hash(const char *s, bool by_text)
+{
+	if (by_text)
+		return (uint32_t)as_hash_str(s);
+	uint64_t x = (uint64_t)(uintptr_t)s;
+	return (uint32_t)as_splitmix64(&x);
+}
+
+/*
+ * The index of stack `s` (by text, or by address for strings a reader
+ * interned), added when new: by text, a copy in the arena. AS_NONE when
+ * memory ran out.
+ */
+static uint32_t stack_index(struct as_builder *b, const char *s, bool by_text)
+{
+	struct as_trace_private *p = b->t->priv;
+	uint32_t **slots = by_text ? &b->stack_text : &b->stack_ptr;
+	uint32_t *mask = by_text ? &b->stack_text_mask : &b->stack_ptr_mask;
+	if (*slots) {
+		uint32_t h = stack_hash(s, by_text) & *mask;
+		for (uint32_t v; (v = (*slots)[h]); h = (h + 1) & *mask) {
+			const char *o = p->stacks[v - 1];
+			if (by_text ? strcmp(o, s) == 0 : o == s)
+				return v - 1;
+		}
+	}
+	if (p->nstacks >= UINT32_MAX / 4)
+		return AS_NONE;
+	if (2u * (p->nstacks + 1) > *mask) { /* keep it half empty */
+		uint32_t cap = *mask ? 2 * (*mask + 1) : 64;
+		uint32_t *n = calloc(cap, sizeof(*n));
+		if (!n)
+			return AS_NONE;
+		for (uint32_t i = 0; *slots && i <= *mask; i++) {
+			uint32_t v = (*slots)[i];
+			if (!v)
+				continue;
+			uint32_t h = stack_hash(p->stacks[v - 1], by_text) &
+				     (cap - 1);
+			while (n[h])
+				h = (h + 1) & (cap - 1);
+			n[h] = v;
+		}
+		free(*slots);
+		*slots = n;
+		*mask = cap - 1;
+	}
+	if (!as_builder_grow((void **)&p->stacks, &b->cap_stacks,
+			     p->nstacks + 1, sizeof(*p->stacks)))
+		return AS_NONE;
+	const char *c = by_text ? as_builder_intern(b, s) : s;
+	if (!c)
+		return AS_NONE;
+	uint32_t h = stack_hash(c, by_text) & *mask;
+	while ((*slots)[h])
+		h = (h + 1) & *mask;
+	p->stacks[p->nstacks] = c;
+	(*slots)[h] = ++p->nstacks;
+	return p->nstacks - 1;
+}
+
+/* Buffer idx takes stack k: stack numbers for every buffer so far. */
+static int set_stack(struct as_builder *b, uint32_t idx, uint32_t k)
+{
+	struct as_trace *t = b->t;
+	struct as_trace_private *p = t->priv;
+	if (k == AS_NONE)
+		return AS_ENOMEM;
+	if (!as_builder_grow((void **)&p->stack_of, &b->cap_frames,
+			     t->nbuffers, sizeof(*p->stack_of)))
+		return AS_ENOMEM;
+	for (uint32_t i = b->nframes; i < t->nbuffers; i++)
+		p->stack_of[i] = AS_NONE;
+	b->nframes = t->nbuffers;
+	p->stack_of[idx] = k;
+	return AS_OK;
+}
+
 int as_builder_frames_interned(struct as_builder *b, uint32_t idx,
 			       const char *frames)
 {
-	struct as_trace *t = b->t;
-	if (idx >= t->nbuffers)
+	if (idx >= b->t->nbuffers)
 		return AS_EINVAL;
-	if (!as_builder_grow((void **)&t->frames, &b->cap_frames, t->nbuffers,
-		  sizeof(*t->frames)))
-		return AS_ENOMEM;
-	for (uint32_t i = b->nframes; i < t->nbuffers; i++)
-		t->frames[i] = NULL;
-	b->nframes = t->nbuffers;
-	t->frames[idx] = frames;
-	return AS_OK;
+	return set_stack(b, idx, stack_index(b, frames, false));
 }
 
 int as_builder_frames(struct as_builder *b, uint32_t idx, const char *frames)
 {
-	const char *s = as_builder_intern(b, frames);
-	return s ? as_builder_frames_interned(b, idx, s) : AS_ENOMEM;
+	if (idx >= b->t->nbuffers)
+		return AS_EINVAL;
+	return set_stack(b, idx, stack_index(b, frames, true));
+}
+
+const char *as_trace_buffer_frames(const struct as_trace *t, uint32_t i)
+{
+	if (!t || i >= t->nbuffers || !t->priv || !t->priv->stack_of)
+		return NULL;
+	uint32_t k = t->priv->stack_of[i];
+	return k < t->priv->nstacks ? t->priv->stacks[k] : NULL;
 }
 
 int64_t as_builder_lookup(struct as_builder *b, const char *name)
@@ -602,9 +687,71 @@ int64_t as_builder_lookup(struct as_builder *b, const char *name)
 	if (b->live[slot] != AS_NONE)
 		return b->live[slot];
 	for (uint32_t i = b->t->nbuffers; i-- > 0;)
-		if (strcmp(b->t->buffers[i].name, name) == 0)
+		if (b->t->buffers[i].name &&
+		    strcmp(b->t->buffers[i].name, name) == 0)
 			return i;
 	return -1;
+}
+
+void as_builder_namer(struct as_builder *b, int (*namer)(struct as_trace *t))
+{
+	b->t->priv->namer = namer;
+}
+
+int as_trace_name_all(const struct as_trace *t)
+{
+	if (!t->priv || !t->priv->namer || t->priv->named)
+		return AS_OK;
+	/*
+	 * The one place a finished trace changes: the names it made no room
+	 * for until now, what they would have been at load. The trace is
+	 * the caller's memory, not const storage.
+	 */
+	struct as_trace *w = (struct as_trace *)t;
+	int err = w->priv->namer(w);
+	if (err == AS_OK)
+		w->priv->named = true;
+	return err;
+}
+
+const char *as_trace_buffer_name(const struct as_trace *t, uint32_t i)
+{
+	if (!t || i >= t->nbuffers)
+		return NULL;
+	if (!t->buffers[i].name && as_trace_name_all(t) != AS_OK)
+		return NULL;
+	return t->buffers[i].name;
+}
+
+const struct as_plan *as_trace_memo_get(const struct as_trace *t,
+					const char *spec)
+{
+	for (uint32_t i = 0; t->priv && i < t->priv->nmemo; i++)
+		if (strcmp(t->priv->memo[i].spec, spec) == 0)
+			return t->priv->memo[i].plan;
+	return NULL;
+}
+
+void as_trace_memo_put(const struct as_trace *t, const char *spec,
+		       const struct as_plan *p)
+{
+	struct as_trace_private *tp = t->priv;
+	if (!tp || as_trace_memo_get(t, spec))
+		return;
+	struct as_memo *m =
+		realloc(tp->memo, ((size_t)tp->nmemo + 1) * sizeof(*m));
+	if (!m)
+		return;
+	tp->memo = m;
+	size_t len = strlen(spec) + 1;
+	char *key = malloc(len);
+	struct as_plan *c = key ? as_plan_copy(p) : NULL;
+	if (!c) {
+		free(key);
+		return;
+	}
+	memcpy(key, spec, len);
+	m[tp->nmemo++] = (struct as_memo){key, c};
 }
 
 static bool by_start(uint32_t a, uint32_t b, const void *ctx)
@@ -751,12 +898,14 @@ int as_builder_finish(struct as_builder *b, struct as_trace **out,
 				t->info[i].free_requested =
 					t->buffers[i].end;
 	}
-	if (t->frames && b->nframes < t->nbuffers) {
-		if (!as_builder_grow((void **)&t->frames, &b->cap_frames, t->nbuffers,
-			  sizeof(*t->frames)))
+	struct as_trace_private *tp = t->priv;
+	if (tp->stack_of && b->nframes < t->nbuffers) {
+		if (!as_builder_grow((void **)&tp->stack_of, &b->cap_frames,
+				     t->nbuffers, sizeof(*tp->stack_of)))
 			return AS_ENOMEM;
 		for (uint32_t i = b->nframes; i < t->nbuffers; i++)
-			t->frames[i] = NULL;
+			tp->stack_of[i] = AS_NONE;
+		b->nframes = t->nbuffers;
 	}
 	for (uint32_t i = 0; i < t->nbuffers; i++) {
 		struct as_buffer *buf = &t->buffers[i];
@@ -825,6 +974,13 @@ void as_trace_destroy(struct as_trace *t)
 	if (t->priv) {
 		for (size_t i = 0; i < t->priv->nowned; i++)
 			free(t->priv->owned[i]);
+		free(t->priv->stacks);
+		free(t->priv->stack_of);
+		for (uint32_t i = 0; i < t->priv->nmemo; i++) {
+			free(t->priv->memo[i].spec);
+			as_plan_destroy(t->priv->memo[i].plan);
+		}
+		free(t->priv->memo);
 		free(t->priv->owned);
 		as_arena_finish(&t->priv->strings);
 		free(t->priv);
@@ -834,7 +990,6 @@ void as_trace_destroy(struct as_trace *t)
 	free(t->spaces);
 	free(t->cases);
 	free(t->symbols);
-	free(t->frames);
 	free(t->ops);
 	free(t->shapes);
 	free(t->clock);

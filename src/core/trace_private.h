@@ -16,7 +16,43 @@ struct as_trace_private {
 	/* Arrays owned by the trace (ops inputs/outputs, shapes' dims). */
 	void **owned;
 	size_t nowned, capowned;
+	/*
+	 * Buffers added without a name (as_builder_alloc_unique with NULL):
+	 * `namer` gives every one its name at once, on the first call of
+	 * as_trace_buffer_name, in the trace's arena; `named` once it did.
+	 */
+	int (*namer)(struct as_trace *t);
+	bool named;
+	/*
+	 * Stack frames: stacks[k] is stack k (each distinct text once, or
+	 * once per string a reader interned), stack_of[i] buffer i's stack or
+	 * AS_NONE; NULL when no buffer has frames.
+	 */
+	const char **stacks;
+	uint32_t nstacks;
+	uint32_t *stack_of;
+	/* Plans kept for reuse (as_trace_memo_*), by spec. */
+	struct as_memo *memo;
+	uint32_t nmemo;
 };
+
+/*
+ * Plans of this trace kept for a later run of the same spec: a run of
+ * several strategies computes a deterministic planner's plan once (strip
+ * starts from the baselines the same run already made). The trace is the
+ * caller's memory, like the names made on first read; not for two threads
+ * at once. get: the kept plan or NULL; put: keeps a copy (none when memory
+ * runs out: the cache is only a cache).
+ */
+struct as_memo {
+	char *spec;
+	struct as_plan *plan;
+};
+
+const struct as_plan *as_trace_memo_get(const struct as_trace *t,
+					const char *spec);
+void as_trace_memo_put(const struct as_trace *t, const char *spec,
+		       const struct as_plan *p);
 
 char *as_arena_dup(struct as_arena *a, const char *s, size_t len);
 void as_arena_finish(struct as_arena *a);
@@ -27,7 +63,8 @@ int as_builder_own(struct as_builder *b, void *block);
 struct as_trace *as_builder_trace(struct as_builder *b);
 /* The index of address symbol `name`, added when new. */
 int64_t as_builder_symbol(struct as_builder *b, const char *name);
-/* Give buffer `idx` its stack frames (lines joined by '\n'). */
+/* Give buffer `idx` its stack frames (lines joined by '\n'); buffers with
+ * the same text share one copy. */
 int as_builder_frames(struct as_builder *b, uint32_t idx, const char *frames);
 /*
  * The same with a string the trace already holds (from as_builder_intern),
@@ -70,7 +107,8 @@ bool as_builder_offset_of(const struct as_builder *b, uint16_t space,
 /*
  * For readers that keep their own table of live blocks and make every name
  * unique by construction (formats/heap.c): as_builder_alloc without the
- * live-name table (the name is not checked against the live ones), and the
+ * live-name table (the name is not checked against the live ones; NULL: the
+ * buffer's name is made later by the namer, see as_builder_namer), and the
  * free of such a buffer by its index, which the caller knows to be live
  * (not checked beyond the index: AS_EPARSE when out of range). These
  * buffers end at a case boundary or the end like the others; the name
@@ -88,6 +126,17 @@ int as_builder_free_index(struct as_builder *b, uint32_t idx, uint64_t line,
  * knows its live buffers saves the end a pass over all of them.
  */
 int as_builder_leak_index(struct as_builder *b, uint32_t idx);
+/*
+ * The function that names the buffers added without a name, from what the
+ * trace holds (their names cost no memory until someone reads one): called
+ * once, by the first as_trace_buffer_name, it sets the name of every buffer
+ * whose name is NULL (strings in the trace's arena) and returns AS_OK or
+ * AS_ENOMEM. Names it makes must be unique, as the builder's are.
+ */
+void as_builder_namer(struct as_builder *b, int (*namer)(struct as_trace *t));
+/* Give every buffer its name now (as_trace_buffer_name's first call), for
+ * code that reads buffers[i].name of many: AS_OK or AS_ENOMEM. */
+int as_trace_name_all(const struct as_trace *t);
 /* Find a buffer by name: the live one, else the most recent. */
 int64_t as_builder_lookup(struct as_builder *b, const char *name);
 
@@ -95,7 +144,12 @@ int64_t as_builder_lookup(struct as_builder *b, const char *name);
 struct as_builder {
 	struct as_trace *t;
 	uint32_t cap_buffers, cap_events, cap_cases, cap_symbols,
-		cap_frames, nframes;
+		cap_frames, nframes, cap_stacks;
+	/* Stacks by text (as_builder_frames) and by string address
+	 * (as_builder_frames_interned): open addressing over stack index + 1
+	 * (0: empty), each kept half empty. */
+	uint32_t *stack_text, *stack_ptr;
+	uint32_t stack_text_mask, stack_ptr_mask;
 	/*
 	 * Live names: open addressing with linear probing over buffer
 	 * indices (AS_NONE marks an empty slot); deletion shifts back, so

@@ -395,6 +395,10 @@ const char *as_violation_text(const struct as_trace *t,
 {
 	const struct as_buffer *a = &t->buffers[v->a];
 	unsigned long long ao = p->offset[v->a];
+	const char *an = as_trace_buffer_name(t, v->a);
+	const char *bn = v->b != AS_NONE ? as_trace_buffer_name(t, v->b) : NULL;
+	an = an ? an : "?";
+	bn = bn ? bn : "?";
 	switch (v->kind) {
 	case AS_V_OVERLAP: {
 		const struct as_buffer *b = &t->buffers[v->b];
@@ -403,9 +407,9 @@ const char *as_violation_text(const struct as_trace *t,
 			 "'%s' (time [%llu, %llu), addresses [%llu, %llu)) "
 			 "overlaps '%s' (time [%llu, %llu), addresses [%llu, "
 			 "%llu))",
-			 a->name, (unsigned long long)a->start,
+			 an, (unsigned long long)a->start,
 			 (unsigned long long)a->end, ao,
-			 ao + (unsigned long long)a->size, b->name,
+			 ao + (unsigned long long)a->size, bn,
 			 (unsigned long long)b->start,
 			 (unsigned long long)b->end, bo,
 			 bo + (unsigned long long)b->size);
@@ -414,22 +418,22 @@ const char *as_violation_text(const struct as_trace *t,
 	case AS_V_ALIGNMENT:
 		snprintf(buf, len, "'%s' at offset %llu breaks its alignment "
 				   "of %llu",
-			 a->name, ao, (unsigned long long)as_buffer_align(a));
+			 an, ao, (unsigned long long)as_buffer_align(a));
 		break;
 	case AS_V_CAPACITY:
 		snprintf(buf, len, "'%s' ([%llu, %llu)) lies beyond the "
 				   "capacity of its space",
-			 a->name, ao, ao + (unsigned long long)a->size);
+			 an, ao, ao + (unsigned long long)a->size);
 		break;
 	case AS_V_ALIAS:
 		snprintf(buf, len, "'%s' at %llu does not lie inside '%s', "
 				   "the buffer it is placed in",
-			 a->name, ao,
-			 v->b != AS_NONE ? t->buffers[v->b].name : "?");
+			 an, ao,
+			 bn);
 		break;
 	case AS_V_OVERFLOW:
 		snprintf(buf, len, "'%s': offset %llu + size %llu overflows",
-			 a->name, ao, (unsigned long long)a->size);
+			 an, ao, (unsigned long long)a->size);
 		break;
 	}
 	return buf;

@@ -7,6 +7,13 @@
  * stacks: a set of interned strings, so 10^7 blocks from 100 call sites
  * hold 100 copies.
  *
+ * Names: none at load. A block's name, "0xADDR#N", is its address (back
+ * through the address map) and its rank among the blocks at that address,
+ * both in the finished trace; the trace's namer (heap_names) writes them
+ * all when the first one is read (as_trace_buffer_name), which `replay`
+ * and `check` never do unless they print one. That is the ~18 bytes a
+ * block that a 10^7-block trace would otherwise hold.
+ *
  * Recorded offsets (`-s recorded`): the addresses, with every address range
  * that no block ever touched and that is longer than GAP_KEEP shrunk to one
  * page plus its remainder modulo the page, so offsets keep the addresses'
@@ -217,7 +224,7 @@ bool as_parse_hex(const char *s, size_t len, uint64_t *out)
 	return true;
 }
 
-/* "0xADDR#N" into out (at least 32 bytes); by hand, it runs per event. */
+/* "0xADDR#N" into out (at least 32 bytes); by hand, it runs per block. */
 static void block_name(char *out, uint64_t addr, uint32_t n)
 {
 	static const char digits[] = "0123456789abcdef";
@@ -292,14 +299,16 @@ int as_heap_alloc(struct as_builder *b, struct as_heap *h, uint64_t addr,
 				   "too many blocks at 0x%llx",
 				   (unsigned long long)addr);
 	e->count++;
-	char name[48];
-	block_name(name, addr, e->count);
 	/* malloc's alignment (16 on 64-bit glibc), or what the address has. */
 	uint64_t align = addr & (~addr + 1);
 	if (align > 16)
 		align = 16;
-	/* Names are unique by construction: the heap keeps the live ones. */
-	int64_t idx = as_builder_alloc_unique(b, name, size, align, line,
+	/*
+	 * Unnamed: heap_names makes "0xADDR#N" from the address and the
+	 * block's rank among those at it when a name is first read, so a
+	 * 10^7-block trace holds no names for `replay` and `check`.
+	 */
+	int64_t idx = as_builder_alloc_unique(b, NULL, size, align, line,
 					      diag);
 	if (idx < 0)
 		return (int)idx;
@@ -391,9 +400,75 @@ static int shrink_gaps(struct as_builder *b, struct as_heap *h)
 	return AS_OK;
 }
 
+/*
+ * The real address of recorded offset `off` of `space` through the trace's
+ * address map, a range's end included (an empty block may lie there, as
+ * as_builder_offset_of allows); false when no range holds it.
+ */
+static bool map_address(const struct as_trace *t, uint16_t space,
+			uint64_t off, uint64_t *addr)
+{
+	uint32_t lo = 0, hi = t->naddr_map; /* first range past off */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct as_addr_range *r = &t->addr_map[mid];
+		if (r->space < space || (r->space == space && r->offset <= off))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return false;
+	const struct as_addr_range *r = &t->addr_map[lo - 1];
+	if (r->space != space || off - r->offset > r->length)
+		return false;
+	*addr = r->address + (off - r->offset);
+	return true;
+}
+
+/*
+ * The trace's namer (as_builder_namer): every block's name, "0xADDR#N" for
+ * the N-th block at ADDR, from one pass in allocation order (the order the
+ * reader counted them in) with a table of the addresses met. Buffers
+ * already named keep their names and still count, so a pass that ran out
+ * of memory can run again.
+ */
+static int heap_names(struct as_trace *t)
+{
+	struct as_heap *h = as_heap_create();
+	if (!h)
+		return AS_ENOMEM;
+	int err = AS_OK;
+	for (uint32_t i = 0; i < t->nbuffers && !err; i++) {
+		struct as_buffer *buf = &t->buffers[i];
+		uint64_t addr;
+		if (buf->recorded == AS_NO_OFFSET ||
+		    !map_address(t, buf->space, buf->recorded, &addr)) {
+			err = AS_EINVAL; /* every block has its address */
+			break;
+		}
+		struct addr_entry *e = addr_get(h, addr);
+		if (!e) {
+			err = AS_ENOMEM;
+			break;
+		}
+		e->count++;
+		if (buf->name)
+			continue;
+		char name[48];
+		block_name(name, addr, e->count);
+		if (!(buf->name = as_arena_dup(&t->priv->strings, name,
+					       strlen(name))))
+			err = AS_ENOMEM;
+	}
+	as_heap_destroy(h);
+	return err;
+}
+
 int as_heap_finish(struct as_builder *b, struct as_heap *h,
 		   const char *live_key)
 {
+	as_builder_namer(b, heap_names);
 	uint64_t live = 0;
 	int err = AS_OK;
 	for (size_t i = 0; !err && h->addrs && i <= h->addr_mask; i++)

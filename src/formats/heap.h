@@ -17,7 +17,8 @@ void as_heap_destroy(struct as_heap *h);
 
 /*
  * The block malloc returned at `addr` (0: the allocation failed, a mark),
- * named "0xADDR#N" (the N-th block at that address). `frames` is NULL or a
+ * named "0xADDR#N" (the N-th block at that address) when a name is first
+ * read (as_trace_buffer_name; names take no memory before). `frames` is NULL or a
  * string the trace holds (as_heap_intern). `realloc_of` is the buffer a
  * realloc replaced, or AS_NONE. An allocation at an address still live frees
  * the old block first (its free was not traced) and counts it.

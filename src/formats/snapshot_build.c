@@ -56,7 +56,6 @@ static uint64_t offset_of(struct ctx *c, uint32_t dev, uint64_t addr)
 static int emit(struct ctx *c, uint32_t ndev, uint64_t end_step)
 {
 	struct as_builder *b = c->b;
-	struct as_trace *t = as_builder_trace(b);
 	char name[48];
 	int err;
 	if ((err = addr_map(c)))
@@ -93,11 +92,10 @@ static int emit(struct ctx *c, uint32_t ndev, uint64_t end_step)
 		const char *text;
 		if ((err = as_snap_frames_text(c, s->frames, &text)))
 			return err;
-		if (text) {
-			if ((err = as_builder_frames(b, (uint32_t)idx, "")))
-				return as_snap_nomem(c);
-			t->frames[idx] = text; /* shared, interned once */
-		}
+		/* shared, interned once */
+		if (text && (err = as_builder_frames_interned(b, (uint32_t)idx,
+							      text)))
+			return as_snap_nomem(c);
 	}
 	/* Segments in start order. */
 	if (c->ndone) {

@@ -50,7 +50,8 @@ void as_r_buffer_title(const struct panel *pn, uint32_t i, char *buf,
 	const struct as_buffer *b = &pn->t->buffers[i];
 	char name[160], sz[32], where[64], al[32] = "", ck[80] = "";
 	uint64_t off = pn->p->offset[i];
-	as_r_render_clean_text(b->name ? b->name : "?", name, sizeof(name));
+	const char *bn = as_trace_buffer_name(pn->t, i);
+	as_r_render_clean_text(bn ? bn : "?", name, sizeof(name));
 	as_human_bytes(b->size, sz, sizeof(sz));
 	uint64_t real;
 	if (off == AS_NO_OFFSET)
@@ -76,7 +77,7 @@ void as_r_buffer_title(const struct panel *pn, uint32_t i, char *buf,
 			 (unsigned long long)b->start,
 			 (unsigned long long)b->end, al, ck);
 	/* The first stack frames, where the trace has them. */
-	const char *fr = pn->t->frames ? pn->t->frames[i] : NULL;
+	const char *fr = as_trace_buffer_frames(pn->t, i);
 	for (int k = 0; fr && *fr && k < 3 && n > 0 && (size_t)n + 2 < len;
 	     k++) {
 		const char *nl = strchr(fr, '\n');
@@ -424,10 +425,11 @@ void as_r_emit_sidebar(struct as_render *r, struct canvas *c,
 						   "over capacity",
 						   "outside parent", "overflow"};
 		char na[80], nb[80];
-		as_r_render_clean_text(pn->t->buffers[v->a].name, na, sizeof(na));
+		const char *an = as_trace_buffer_name(pn->t, v->a);
+		as_r_render_clean_text(an ? an : "?", na, sizeof(na));
 		if (v->kind == AS_V_OVERLAP && v->b < pn->t->nbuffers) {
-			as_r_render_clean_text(pn->t->buffers[v->b].name, nb,
-					  sizeof(nb));
+			const char *bn = as_trace_buffer_name(pn->t, v->b);
+			as_r_render_clean_text(bn ? bn : "?", nb, sizeof(nb));
 			snprintf(buf, sizeof(buf), "%s: %s \xc3\x97 %s",
 				 kind[v->kind], na, nb);
 		} else {

@@ -151,11 +151,14 @@ static int emit_buffers(struct as_render *r, struct canvas *c,
 				     NULL);
 		}
 		/* Names inside rectangles that have room for them. */
-		if (nlabels < MAX_NAME_LABELS && x1 - x0 >= 40 &&
-		    y1 - y0 >= 15 && b->name) {
+		const char *bname = nlabels < MAX_NAME_LABELS &&
+						    x1 - x0 >= 40 && y1 - y0 >= 15
+					    ? as_trace_buffer_name(pn->t, i)
+					    : NULL;
+		if (bname) {
 			char nm[120];
 			double tw = as_r_measure_text(
-				r->m, as_r_render_clean_text(b->name, nm, sizeof(nm)),
+				r->m, as_r_render_clean_text(bname, nm, sizeof(nm)),
 				FS_SMALL, false);
 			/* In the middle, else at the top, else the bottom. */
 			double tys[3] = {floor((y0 + y1) / 2 + 4), y0 + 12,

@@ -328,10 +328,12 @@ uint32_t as_r_color_of(const struct as_render *r, const struct panel *pn,
 		return palette[hash_name(key) % NPALETTE];
 	}
 	case AS_COLOR_BUFFER:
-	default:
-		if (!b->name)
+	default: {
+		const char *name = as_trace_buffer_name(pn->t, i);
+		if (!name)
 			return palette[i % NPALETTE];
-		return palette[hash_name(b->name) % NPALETTE];
+		return palette[hash_name(name) % NPALETTE];
+	}
 	}
 }
 
@@ -393,7 +395,8 @@ const char *as_render_group(const struct as_trace *t, uint32_t i,
 	if (!t || i >= t->nbuffers)
 		return buf;
 	const struct as_buffer *b = &t->buffers[i];
-	const char *name = b->name ? b->name : "?";
+	const char *name = as_trace_buffer_name(t, i);
+	name = name ? name : "?";
 	size_t n;
 	switch (g) {
 	case AS_GROUP_PREFIX:
@@ -412,7 +415,7 @@ const char *as_render_group(const struct as_trace *t, uint32_t i,
 		snprintf(buf, len, "%.*s", (int)(n < 190 ? n : 190), name);
 		break;
 	case AS_GROUP_FRAME: {
-		const char *fr = t->frames ? t->frames[i] : NULL;
+		const char *fr = as_trace_buffer_frames(t, i);
 		if (!fr || !*fr) {
 			snprintf(buf, len, "(no frames)");
 			break;

@@ -94,4 +94,5 @@ const struct as_strategy_impl as_strategy_bestfit = {
 		.options = options,
 	},
 	.plan = plan,
+	.memo = true,
 };

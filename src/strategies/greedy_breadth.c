@@ -125,4 +125,5 @@ const struct as_strategy_impl as_strategy_greedy_breadth = {
 		.options = options,
 	},
 	.plan = plan,
+	.memo = true,
 };

@@ -238,4 +238,5 @@ const struct as_strategy_impl as_strategy_greedy_size = {
 		.options = options,
 	},
 	.plan = plan,
+	.memo = true,
 };

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/trace_private.h"
 #include "strategies/strategy.h"
 
 /* Online allocators and offline planners; baselines before the planners
@@ -223,6 +224,13 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 	if (err)
 		return err;
 	const char *name = s->info.name;
+	const struct as_plan *kept = s->memo ? as_trace_memo_get(t, spec) : NULL;
+	if (kept) {
+		if (!(*out = as_plan_copy(kept)))
+			return as_diag_set(diag, 0, AS_ENOMEM, "%s: out of memory",
+					   name);
+		return AS_OK;
+	}
 	struct as_plan *p = as_plan_create(t);
 	if (!p)
 		return as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
@@ -256,6 +264,8 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 		return as_diag_set(diag, 0, err, "%s: out of memory", name);
 	}
 	resolve_aliases(t, p);
+	if (s->memo)
+		as_trace_memo_put(t, spec, p);
 	*out = p;
 	return AS_OK;
 }

@@ -68,6 +68,12 @@ struct as_strategy_impl {
 		    struct as_plan *p, struct as_diag *diag);
 	/* Online allocators. */
 	const struct as_online_impl *online;
+	/*
+	 * The plan depends on the trace and the spec alone (no clock, no
+	 * randomness): a run of several strategies on one trace computes it
+	 * once (as_trace_memo_*), plan_ms the time it took then.
+	 */
+	bool memo;
 };
 
 /*

@@ -58,7 +58,8 @@ const char *as_diag_text(const struct as_diag *d, char *buf, size_t len);
  * [start, end) and whose y extent an offset chosen by a strategy plus size.
  */
 struct as_buffer {
-	const char *name;
+	const char *name;        /* read through as_trace_buffer_name: NULL
+				  * in malloc traces until first read */
 	uint64_t size;
 	uint64_t start, end;     /* lifetime, half-open */
 	uint64_t recorded;       /* offset given by the input, or AS_NO_OFFSET */
@@ -221,8 +222,7 @@ struct as_trace {
 	uint32_t ncases;
 	const char **symbols;   /* address symbols by index */
 	uint32_t nsymbols;
-	const char **frames;    /* per buffer: stack frames, '\n'-joined, or
-				 * NULL; the array is NULL when none has any */
+	/* (stack frames per buffer: as_trace_buffer_frames) */
 	struct as_op *ops;      /* graph operators in execution order, or NULL */
 	uint32_t nops;
 	struct as_tensor_shape *shapes; /* per buffer when ops != NULL, else NULL */
@@ -253,6 +253,23 @@ struct as_trace {
 	uint32_t naddr_map;
 	struct as_trace_private *priv;
 };
+
+/*
+ * The name of buffer `i`, the one way to read names: malloc traces (mtrace,
+ * raw heaptrack) generate theirs ("0xADDR#N") on the first call, all at once
+ * (O(n) time and the memory the names take), and hold none before; other
+ * traces return buffers[i].name. NULL when i is out of range or memory runs
+ * out. The first call writes into the trace: not concurrently with other
+ * uses of it.
+ */
+const char *as_trace_buffer_name(const struct as_trace *t, uint32_t i);
+
+/*
+ * The stack frames of buffer `i` ('\n'-joined, innermost first), or NULL
+ * when it has none or i is out of range. Buffers with the same stack share
+ * one string: the trace holds a 4-byte stack number per buffer.
+ */
+const char *as_trace_buffer_frames(const struct as_trace *t, uint32_t i);
 
 /*
  * Input formats are named ("ops", "csv", "json", ...); NULL or "auto"
@@ -423,6 +440,8 @@ struct as_plan {
 
 struct as_plan *as_plan_create(const struct as_trace *t);
 void as_plan_destroy(struct as_plan *p);
+/* A copy of every array and remark of p, or NULL when memory ran out. */
+struct as_plan *as_plan_copy(const struct as_plan *p);
 /* Allocate the optional arrays (filled with "same as trace" values). */
 int as_plan_want_chunks(struct as_plan *p);
 int as_plan_want_spaces(struct as_plan *p, const struct as_trace *t,

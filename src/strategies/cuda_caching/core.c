@@ -850,10 +850,12 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 		return err;
 	if (bi == NIL) {
 		s->num_ooms++;
+		/* Names are made on first read: only when told. */
+		const char *name = s->emit ? as_trace_buffer_name(t, buf) : NULL;
 		as_cuda_emitf(s,
 			      "oom: tried to allocate %" PRIu64
 			      " (segment %" PRIu64 ") for buffer %s",
-			      size, alloc_size, t->buffers[buf].name);
+			      size, alloc_size, name ? name : "?");
 		return 1;
 	}
 	if ((err = take_block(s, bi, size)))

@@ -208,8 +208,23 @@ struct as_placer {
 	struct hkey *heap;      /* query: the merge's heap */
 	uint32_t hcap;
 	uint32_t *map;          /* section -> leaf (see FOR_COVER) */
+	uint8_t grain;          /* log2 of the smallest alignment (see top) */
 	bool nomem;
 };
+
+/*
+ * Where a rectangle placed at off stops mattering to the others: its end
+ * rounded up to the smallest alignment in the problem. Every offset is a
+ * multiple of that alignment, so no rectangle can start in the padding and
+ * the places that fit are the same; but without it the padding left after
+ * odd sizes (malloc traces: 16-byte alignment, sizes of a few bytes) splits
+ * every run of touching rectangles into slivers no one can use.
+ */
+static uint64_t top_of(const struct as_placer *pl, uint32_t i, uint64_t off)
+{
+	uint64_t hi = off + pl->pb->r[i].size, up;
+	return as_align_up(hi, pl->grain, &up) ? up : hi;
+}
 
 /*
  * The tree's leaves are the sections where some rectangle starts: two
@@ -249,8 +264,12 @@ struct as_placer *as_placer_create(const struct as_problem *pb)
 		free(pl);
 		return NULL;
 	}
-	for (uint32_t i = 0; i < pb->n; i++)
+	pl->grain = pb->n ? 63 : 0;
+	for (uint32_t i = 0; i < pb->n; i++) {
 		pl->map[pb->r[i].t0] = 1;
+		if (pb->r[i].align_log2 < pl->grain)
+			pl->grain = pb->r[i].align_log2;
+	}
 	uint32_t starts = 0;
 	for (uint32_t t = 0; t <= pb->nsections; t++) {
 		uint32_t here = pl->map[t];
@@ -520,7 +539,7 @@ bool as_placer_nomem(const struct as_placer *pl)
 
 void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 {
-	uint64_t hi = off + pl->pb->r[i].size;
+	uint64_t hi = top_of(pl, i, off);
 	pl->off[i] = off;
 	if (!pl->stale && !pl->nolog) {
 		if (grow((void **)&pl->marks, &pl->mcap,
@@ -552,7 +571,7 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 
 void as_placer_pop(struct as_placer *pl, uint32_t i)
 {
-	uint64_t lo = pl->off[i], hi = lo + pl->pb->r[i].size;
+	uint64_t lo = pl->off[i], hi = top_of(pl, i, lo);
 	if (!pl->stale && !pl->nolog && pl->nmarks &&
 	    pl->marks[pl->nmarks - 1].i == i) {
 		/* The last put: its unions are undone, part[] stays exact. */
@@ -900,6 +919,9 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 	for (uint32_t j = k / 2; j-- > 0;)
 		heap_down(h, k, j);
 	uint64_t cand = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
+	uint64_t exact;     /* a gap no smaller one can beat (see top_of) */
+	if (!as_align_up(r->size, pl->grain, &exact))
+		exact = r->size;
 	while (k) {
 		struct src *c = &pl->src[h[0].at];
 		struct as_span s = c->cur;
@@ -919,7 +941,7 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 				return false;
 			if (a <= s.lo && s.lo - a >= r->size) {
 				uint64_t gap = s.lo - cand;
-				if (fit == AS_FIT_LOWEST || gap == r->size) {
+				if (fit == AS_FIT_LOWEST || gap == exact) {
 					*off = a;
 					if (gap_out)
 						*gap_out = gap;
