@@ -119,6 +119,15 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off);
 bool as_placer_nomem(const struct as_placer *pl);
 /* Take a placed rectangle out again (any order). */
 void as_placer_pop(struct as_placer *pl, uint32_t i);
+/*
+ * Log what every put changes from now on (it resets the placer), so popping
+ * the rectangles last put first keeps queries as fast as before the puts:
+ * for trial placements taken back. Without it a pop leaves the placer exact
+ * but slow (every query visits the rectangles it shares time with) until
+ * the next reset. The log costs memory per put, so only callers that take
+ * back ask for it.
+ */
+void as_placer_undo(struct as_placer *pl);
 
 /*
  * Place rectangles in `order` (n entries), each where `fit` says; writes

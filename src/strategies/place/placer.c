@@ -191,7 +191,9 @@ struct as_placer {
 	uint32_t nuold, uocap;
 	struct put_mark *marks; /* per put, in order */
 	uint32_t nmarks, mcap;
-	bool nolog;             /* the log ran out of memory: pops go stale */
+	bool undo;              /* puts are logged (as_placer_undo) */
+	bool nolog;             /* no log (off, or out of memory): pops go
+				 * stale */
 	/* Path unions of the top npath nodes (see path_union). */
 	struct runs *path;
 	uint64_t *path_at, *ver, clock;
@@ -259,6 +261,7 @@ struct as_placer *as_placer_create(const struct as_problem *pb)
 	if (!pl)
 		return NULL;
 	pl->pb = pb;
+	pl->nolog = true;
 	pl->map = calloc((size_t)pb->nsections + 1, sizeof(uint32_t));
 	if (!pl->map) {
 		free(pl);
@@ -348,7 +351,7 @@ void as_placer_reset(struct as_placer *pl)
 	memset(pl->ver, 0, pl->npath * sizeof(uint64_t));
 	pl->stale = false;
 	pl->nulog = pl->nuold = pl->nmarks = 0;
-	pl->nolog = false;
+	pl->nolog = !pl->undo;
 	memset(pl->sub, 0, nodes * sizeof(uint32_t));
 }
 
@@ -530,6 +533,12 @@ static bool part_undo(struct as_placer *pl, const struct undo *u)
 	memcpy(ru->v + u->pos, pl->uold + u->at, u->nold * sizeof(*ru->v));
 	ru->n += u->nold - 1;
 	return true;
+}
+
+void as_placer_undo(struct as_placer *pl)
+{
+	pl->undo = true;
+	as_placer_reset(pl);
 }
 
 bool as_placer_nomem(const struct as_placer *pl)

@@ -89,6 +89,8 @@ static uint64_t repair_peak(const struct as_problem *pb, uint64_t *off,
 			    .rng = seed * 0x2545f4914f6cdd1dULL + 7};
 	uint64_t peak = as_place_peak(pb, off);
 	rp.pl = as_placer_create(pb);
+	if (rp.pl)
+		as_placer_undo(rp.pl); /* trials are taken back */
 	rp.win = calloc(n, sizeof(uint32_t));
 	rp.save = calloc(n, sizeof(uint64_t));
 	*err = AS_ENOMEM;

@@ -583,6 +583,8 @@ int as_strip_full(const struct as_problem *pb, uint64_t *off,
 	uint32_t n = pb->n;
 	int err = AS_ENOMEM;
 	sp.pl = as_placer_create(pb);
+	if (sp.pl)
+		as_placer_undo(sp.pl); /* trials are taken back */
 	sp.off = calloc(n, sizeof(uint64_t));
 	sp.best = calloc(n, sizeof(uint64_t));
 	sp.order = calloc(n, sizeof(uint32_t));
