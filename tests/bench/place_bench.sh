@@ -104,6 +104,8 @@ for r in range(10):
 	esac
 	out=$1
 	shift
+	# fixed hash seeds: the same trace every run
+	PERL_HASH_SEED=0 PERL_PERTURB_KEYS=0 PYTHONHASHSEED=0 \
 	MALLOC_TRACE=$out PYTHONMALLOC=malloc LD_PRELOAD="$debug $tmp/shim.so" \
 		"$@" >/dev/null
 }
