@@ -157,6 +157,21 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The canonical cover of b's sections in a tree of `size` leaves: the
+ * nodes whose ranges tile [t0, t1), into vs; returns their number. */
+static uint32_t cover_nodes(const struct buf *b, uint32_t size, uint32_t *vs)
+{
+	uint32_t nv = 0;
+	for (uint32_t l = b->t0 + size, h = b->t1 + size; l < h;
+	     l >>= 1, h >>= 1) {
+		if (l & 1)
+			vs[nv++] = l++;
+		if (h & 1)
+			vs[nv++] = --h;
+	}
+	return nv;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
@@ -264,34 +279,27 @@ int main(int argc, char **argv)
 	}
 	double t_start = now();
 	uint64_t peak = 0;
+	uint32_t vs[128]; /* a canonical cover: at most 2 per level */
 	for (uint32_t j = 0; j < n; j++) {
 		const struct buf *b = &bufs[ord[j]];
 		uint32_t k = 0;
 		stamp++;
-		for (uint32_t l = b->t0 + size, h = b->t1 + size; l < h;
-		     l >>= 1, h >>= 1) {
-			uint32_t vs[2], nv = 0;
-			if (l & 1)
-				vs[nv++] = l++;
-			if (h & 1)
-				vs[nv++] = --h;
-			for (uint32_t e = 0; e < nv; e++) {
-				uint32_t v = vs[e];
-				if (k + 64 > hcap) {
-					hcap *= 2;
-					heap = xrealloc(heap, hcap * sizeof(*heap));
-				}
-				if (all[v].n)
-					heap[k++] = (struct cur){all[v].v,
-								 all[v].v + all[v].n};
-				for (uint32_t a = v >> 1; a >= 1 && seen[a] != stamp;
-				     a >>= 1) {
-					seen[a] = stamp;
-					if (cover[a].n)
-						heap[k++] = (struct cur){
-							cover[a].v,
-							cover[a].v + cover[a].n};
-				}
+		uint32_t nc = cover_nodes(b, size, vs);
+		for (uint32_t e = 0; e < nc; e++) {
+			uint32_t v = vs[e];
+			if (k + 64 > hcap) {
+				hcap *= 2;
+				heap = xrealloc(heap, hcap * sizeof(*heap));
+			}
+			if (all[v].n)
+				heap[k++] = (struct cur){all[v].v,
+							 all[v].v + all[v].n};
+			for (uint32_t a = v >> 1; a >= 1 && seen[a] != stamp;
+			     a >>= 1) {
+				seen[a] = stamp;
+				if (cover[a].n)
+					heap[k++] = (struct cur){
+						cover[a].v, cover[a].v + cover[a].n};
 			}
 		}
 		for (uint32_t i = k / 2; i-- > 0;)
@@ -323,21 +331,12 @@ int main(int argc, char **argv)
 		if (hi > peak)
 			peak = hi;
 		stamp++;
-		for (uint32_t l = b->t0 + size, h = b->t1 + size; l < h;
-		     l >>= 1, h >>= 1) {
-			uint32_t vs[2], nv = 0;
-			if (l & 1)
-				vs[nv++] = l++;
-			if (h & 1)
-				vs[nv++] = --h;
-			for (uint32_t e = 0; e < nv; e++) {
-				uint32_t v = vs[e];
-				unite(&cover[v], at, hi);
-				for (uint32_t a = v; a >= 1 && seen[a] != stamp;
-				     a >>= 1) {
-					seen[a] = stamp;
-					unite(&all[a], at, hi);
-				}
+		for (uint32_t e = 0; e < nc; e++) {
+			uint32_t v = vs[e];
+			unite(&cover[v], at, hi);
+			for (uint32_t a = v; a >= 1 && seen[a] != stamp; a >>= 1) {
+				seen[a] = stamp;
+				unite(&all[a], at, hi);
 			}
 		}
 	}
