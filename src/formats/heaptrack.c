@@ -245,7 +245,7 @@ static int ip_line(struct as_builder *b, struct heaptrack *h,
 		   struct as_diag *diag)
 {
 	uint64_t ip, ln = 0;
-	uint32_t mod, fn, file = 0;
+	uint32_t mod = 0, fn, file = 0;
 	int err;
 	if (n < 3 || (n > 4 && (n - 4) % 3 == 1))
 		return as_diag_set(diag, line, AS_EPARSE,

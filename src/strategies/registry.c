@@ -206,7 +206,7 @@ int as_strategy_walk_at(const char *spec, const struct as_trace *t,
 			uint64_t time, as_block_fn visit, void *ctx,
 			struct as_diag *diag)
 {
-	const struct as_strategy_impl *s;
+	const struct as_strategy_impl *s = NULL;
 	const char *spec_opts;
 	int err = find_spec(spec, t, &s, &spec_opts, diag);
 	if (err)
@@ -218,7 +218,7 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 		    const struct as_run_hooks *hooks, struct as_plan **out,
 		    struct as_diag *diag)
 {
-	const struct as_strategy_impl *s;
+	const struct as_strategy_impl *s = NULL;
 	const char *spec_opts;
 	int err = find_spec(spec, t, &s, &spec_opts, diag);
 	if (err)
