@@ -213,7 +213,8 @@ struct put_mark {
 
 struct as_placer {
 	const struct as_problem *pb;
-	uint32_t size;          /* leaves, a power of two */
+	uint32_t size;          /* leaves: the sections where some rectangle
+				 * starts (see FOR_COVER) */
 	struct runs *node;      /* 2 * size */
 	struct runs *part;      /* nparts: unions per subtree */
 	uint32_t nparts;
