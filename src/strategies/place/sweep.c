@@ -13,7 +13,10 @@
  * Invariants: the gaps are disjoint, none touches another (frees merge
  * them), and the last one is the unbounded room above the top. Treap `by
  * offset` keeps max gap length per subtree (first fit); treap `by size`
- * orders by (length, offset) (best fit). Node k is the same gap in both.
+ * orders by (length, offset) (best fit) and is kept only for best fit.
+ * Node k is the same gap in both. A gap that shrinks or grows without
+ * passing a neighbour keeps its node: its place by offset stays, only the
+ * maxima on its path are redone (most placements and frees do that).
  */
 struct gap {
 	uint64_t lo, len, maxlen;
@@ -26,6 +29,7 @@ struct gaps {
 	uint32_t n, cap, free_list;
 	uint32_t root[2];
 	uint64_t rng;
+	bool by_size;           /* treap 1 is kept (best fit) */
 };
 
 static bool gap_less(const struct gaps *G, int t, uint32_t a, uint32_t b)
@@ -111,6 +115,31 @@ static void gap_erase_tree(struct gaps *G, int t, uint32_t k)
 	G->root[t] = gap_merge(G, t, a, b);
 }
 
+/* Node k's lo or len changed within its place by offset: redo the maxima
+ * from the root down to it. */
+static void gap_touch(struct gaps *G, uint32_t root, uint32_t k)
+{
+	if (root != k)
+		gap_touch(G, G->g[k].lo < G->g[root].lo ? G->g[root].l[0]
+							  : G->g[root].r[0],
+			  k);
+	gap_pull(G, root);
+}
+
+/* Gap k becomes [lo, lo + len), between the same neighbours. */
+static void gap_set(struct gaps *G, uint32_t k, uint64_t lo, uint64_t len)
+{
+	if (G->by_size)
+		gap_erase_tree(G, 1, k);
+	G->g[k].lo = lo;
+	G->g[k].len = len;
+	gap_touch(G, G->root[0], k);
+	if (G->by_size) {
+		G->g[k].l[1] = G->g[k].r[1] = 0;
+		gap_insert_tree(G, 1, k);
+	}
+}
+
 static int gap_new(struct gaps *G, uint64_t lo, uint64_t len, uint32_t *out)
 {
 	uint32_t k;
@@ -134,7 +163,8 @@ static int gap_new(struct gaps *G, uint64_t lo, uint64_t len, uint32_t *out)
 	G->g[k].maxlen = len;
 	G->g[k].prio = (uint32_t)as_splitmix64(&G->rng);
 	gap_insert_tree(G, 0, k);
-	gap_insert_tree(G, 1, k);
+	if (G->by_size)
+		gap_insert_tree(G, 1, k);
 	*out = k;
 	return AS_OK;
 }
@@ -142,7 +172,8 @@ static int gap_new(struct gaps *G, uint64_t lo, uint64_t len, uint32_t *out)
 static void gap_del(struct gaps *G, uint32_t k)
 {
 	gap_erase_tree(G, 0, k);
-	gap_erase_tree(G, 1, k);
+	if (G->by_size)
+		gap_erase_tree(G, 1, k);
 	G->g[k].l[0] = G->free_list;
 	G->free_list = k;
 }
@@ -291,6 +322,7 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 	uint32_t k;
 	*err = AS_ENOMEM;
 	G.rng = 0x5eed;
+	G.by_size = fit == AS_FIT_BEST && !obst;
 	G.cap = 1024;
 	G.g = calloc(G.cap, sizeof(*G.g));
 	G.n = 1; /* g[0] is nil */
@@ -321,18 +353,19 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 			uint32_t j = en[ie];
 			uint64_t lo = off[j], len = pb->r[j].size;
 			uint32_t nx = gap_at(&G, lo + len);
+			uint32_t pv = gap_before(&G, lo);
+			if (pv && G.g[pv].lo + G.g[pv].len != lo)
+				pv = 0;
 			/* Gaps end at most at UINT64_MAX: no overflow. */
-			if (nx) {
+			if (pv && nx) {
 				len += G.g[nx].len;
 				gap_del(&G, nx);
 			}
-			uint32_t pv = gap_before(&G, lo);
-			if (pv && G.g[pv].lo + G.g[pv].len == lo) {
-				lo = G.g[pv].lo;
-				len += G.g[pv].len;
-				gap_del(&G, pv);
-			}
-			if (gap_new(&G, lo, len, &k))
+			if (pv)
+				gap_set(&G, pv, G.g[pv].lo, G.g[pv].len + len);
+			else if (nx)
+				gap_set(&G, nx, lo, G.g[nx].len + len);
+			else if (gap_new(&G, lo, len, &k))
 				goto out;
 		}
 		uint64_t at = 0;
@@ -381,12 +414,17 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 			goto out;
 		}
 		uint64_t glo = G.g[g].lo, glen = G.g[g].len;
-		gap_del(&G, g);
-		if (at > glo && gap_new(&G, glo, at - glo, &k))
-			goto out;
 		uint64_t rest = glen - (at - glo) - r->size;
-		if (rest && gap_new(&G, at + r->size, rest, &k))
-			goto out;
+		/* The room before `at` keeps the node, else the room after. */
+		if (at > glo) {
+			gap_set(&G, g, glo, at - glo);
+			if (rest && gap_new(&G, at + r->size, rest, &k))
+				goto out;
+		} else if (rest) {
+			gap_set(&G, g, at + r->size, rest);
+		} else {
+			gap_del(&G, g);
+		}
 		off[i] = at;
 		if (at + r->size > peak)
 			peak = at + r->size;
