@@ -183,7 +183,7 @@ void doc_finish(struct doc *d)
 }
 
 int doc_load(struct doc *d, const char *path, const char *const *specs,
-	     size_t nspecs, uint32_t wake, struct as_diag *diag)
+	     size_t nspecs, const struct doc_opts *o, struct as_diag *diag)
 {
 	struct doc n = {0};
 	snprintf(n.path, sizeof(n.path), "%s", path);
@@ -233,9 +233,9 @@ int doc_load(struct doc *d, const char *path, const char *const *specs,
 		for (size_t i = 0; i < nspecs; i++)
 			if (rank(specs[i]) == r)
 				j->order[k++] = i;
-	j->allow = SIZE_MAX;
+	j->allow = o && o->hold ? 0 : SIZE_MAX;
 	j->planning = nspecs;
-	j->wake = wake;
+	j->wake = o ? o->wake : 0;
 	j->refs = 2;
 	n.lb = as_trace_lower_bound(j->t);
 	j->thread = SDL_CreateThread(worker, "allocscope-plan", j);

@@ -383,7 +383,8 @@ int main(int argc, char **argv)
 	/* Strategies are planned on a thread from here on; batch runs wait
 	 * for every plan (and fail on the first failure, in spec order), as
 	 * when they were planned here before the window. */
-	int err = doc_load(&v.doc, trace, v.specs, v.nspecs, v.wake, &d);
+	struct doc_opts o = {.wake = v.wake};
+	int err = doc_load(&v.doc, trace, v.specs, v.nspecs, &o, &d);
 	const struct strat *failed = NULL;
 	if (!err && batch) {
 		doc_wait(&v.doc, SIZE_MAX);

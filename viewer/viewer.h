@@ -58,14 +58,21 @@ struct doc {
 	size_t nready;
 };
 
+/* How a doc plans: `wake`, an SDL event type posted after each plan (0:
+ * none); `hold`, start with no strategy allowed (tests: doc_allow). */
+struct doc_opts {
+	uint32_t wake;
+	bool hold;
+};
+
 /*
  * Load `path` and start planning `specs` (none: every strategy that
- * applies) on a thread, cheapest first. `wake`: an SDL event type posted
- * after each plan (0: none). On failure returns a negative code with diag
- * filled and leaves *d alone. The window may show the doc at once.
+ * applies) on a thread, cheapest first. `o` may be NULL. On failure
+ * returns a negative code with diag filled and leaves *d alone. The window
+ * may show the doc at once.
  */
 int doc_load(struct doc *d, const char *path, const char *const *specs,
-	     size_t nspecs, uint32_t wake, struct as_diag *diag);
+	     size_t nspecs, const struct doc_opts *o, struct as_diag *diag);
 /* Hand over the slots planned since the last call; returns how many. */
 size_t doc_poll(struct doc *d);
 /* Block until n slots are planned (SIZE_MAX: all), then doc_poll. */
