@@ -24,7 +24,8 @@
  * cover nodes and the runs of their strict ancestors (rectangles covering
  * a cover node's whole range), sorts them and scans for the gap; the free
  * gaps are the same as among the rectangles one by one, and their number is
- * bounded by the fragmentation, not by the rectangles live.
+ * bounded by the fragmentation, not by the rectangles live. The nodes
+ * nearest the leaves keep no union (see AS_PART_HEIGHT).
  *
  * A union cannot give a rectangle back, but each put logs what its unions
  * overwrote, so popping the rectangles last put first (a trial placement
@@ -167,6 +168,16 @@ static bool src_step(struct src *c, uint64_t size)
  */
 #define AS_PLACER_PATH_NODES 256
 
+/*
+ * Nodes lower than AS_PART_HEIGHT (subtrees of at most 4 levels) keep no
+ * part[]: a query reads their own and their descendants' runs instead. So
+ * near the leaves, where a union would hold a rectangle or two and cost an
+ * allocation per node, it costs nothing; on a malloc trace most part[] sets
+ * were there. A node keeps one when v < nparts, which holds exactly for
+ * heights of at least AS_PART_HEIGHT (node v's leaves are v << height).
+ */
+#define AS_PART_HEIGHT 4
+
 /* part[v] at pos: one run replaced the nold runs at uold[at], or (nold 0)
  * was inserted there. */
 struct undo {
@@ -182,7 +193,8 @@ struct as_placer {
 	const struct as_problem *pb;
 	uint32_t size;          /* leaves, a power of two */
 	struct runs *node;      /* 2 * size */
-	struct runs *part;      /* 2 * size: unions per subtree */
+	struct runs *part;      /* nparts: unions per subtree */
+	uint32_t nparts;
 	bool stale;             /* part[] is out of date (a pop) */
 	/* The undo log of part[] since the reset (see as_placer_pop). */
 	struct undo *ulog;
@@ -287,7 +299,8 @@ struct as_placer *as_placer_create(const struct as_problem *pb)
 	pl->path = calloc(pl->npath, sizeof(*pl->path));
 	pl->path_at = calloc(pl->npath, sizeof(uint64_t));
 	pl->ver = calloc(pl->npath, sizeof(uint64_t));
-	pl->part = calloc(nodes, sizeof(*pl->part));
+	pl->nparts = ((pl->size - 1) >> (AS_PART_HEIGHT - 1)) + 1;
+	pl->part = calloc(pl->nparts, sizeof(*pl->part));
 	pl->sub = calloc(nodes, sizeof(uint32_t));
 	pl->vis = calloc(nodes, sizeof(uint32_t));
 	pl->off = calloc((size_t)pb->n + 1, sizeof(uint64_t));
@@ -307,12 +320,10 @@ void as_placer_destroy(struct as_placer *pl)
 {
 	if (!pl)
 		return;
-	for (size_t v = 0; v < 2 * (size_t)pl->size; v++) {
-		if (pl->node)
-			free(pl->node[v].v);
-		if (pl->part)
-			free(pl->part[v].v);
-	}
+	for (size_t v = 0; pl->node && v < 2 * (size_t)pl->size; v++)
+		free(pl->node[v].v);
+	for (uint32_t v = 0; pl->part && v < pl->nparts; v++)
+		free(pl->part[v].v);
 	for (uint32_t v = 0; pl->path && v < pl->npath; v++)
 		free(pl->path[v].v);
 	free(pl->map);
@@ -340,6 +351,8 @@ void as_placer_reset(struct as_placer *pl)
 	for (size_t v = 0; v < nodes; v++) {
 		pl->node[v].n = 0;
 		runs_dirty(&pl->node[v], 0);
+	}
+	for (uint32_t v = 0; v < pl->nparts; v++) {
 		pl->part[v].n = 0;
 		runs_dirty(&pl->part[v], 0);
 	}
@@ -572,7 +585,8 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 		for (uint32_t a = v; a >= 1 && pl->vis[a] != pl->stamp;
 		     a >>= 1) {
 			pl->vis[a] = pl->stamp;
-			if (!pl->stale && !part_unite(pl, a, off, hi))
+			if (!pl->stale && a < pl->nparts &&
+			    !part_unite(pl, a, off, hi))
 				pl->nomem = true;
 		}
 	});
@@ -851,8 +865,23 @@ static void sources(struct as_placer *pl, const struct as_rect *r)
 		pl->stamp = 1;
 	}
 	FOR_COVER(pl, r, v, {
-		if (pl->part[v].n)
+		/* A low node: its runs and its descendants'. */
+		uint32_t sp = 0;
+		if (v < pl->nparts && pl->part[v].n)
 			add_src(pl, &pl->part[v], false);
+		else if (v >= pl->nparts)
+			pl->stack[sp++] = v;
+		while (sp) {
+			uint32_t w = pl->stack[--sp];
+			if (!pl->sub[w])
+				continue;
+			if (pl->node[w].n)
+				add_src(pl, &pl->node[w], false);
+			if (w < pl->size) {
+				pl->stack[sp++] = 2 * w;
+				pl->stack[sp++] = 2 * w + 1;
+			}
+		}
 	});
 	/* Strict ancestors of the cover lie on the paths to both ends. */
 	const struct runs *prev = NULL;
