@@ -291,6 +291,7 @@ static bool time_plans(const struct viewer *v, bool *seen, Uint64 start)
 			printf("plan %s shown at %.0f ms (planned in %.0f ms%s)\n",
 			       v->doc.s[i].spec, ms_since(start),
 			       v->doc.s[i].ms, v->doc.s[i].err ? ", failed" : "");
+			fflush(stdout);
 		}
 	return v->doc.nready == v->doc.ns;
 }
