@@ -14,7 +14,10 @@
  * safe:
  *  - before the thread starts, the UI thread makes every lazily made part
  *    of the trace (the names of malloc traces, as_trace_buffer_name) and
- *    its lower bound; afterwards the trace is only read by the UI;
+ *    its lower bound; afterwards the trace is only read by the UI. In
+ *    src/ the only other write into a finished trace is the plan memo
+ *    below (struct as_trace_private: namer/named and memo); stack frames,
+ *    spaces and the address map are made at load;
  *  - only the thread calls as_strategy_run, which writes the trace's plan
  *    memo (strip reuses the baselines' plans through it), as_validate and
  *    as_plan_* on a slot not yet handed over; it writes slot i's fields
@@ -307,6 +310,16 @@ bool doc_planning(const struct doc *d, size_t *slot, double *ms)
 	}
 	SDL_UnlockMutex(j->lock);
 	return busy;
+}
+
+void doc_wake(struct doc *d, uint32_t type)
+{
+	struct doc_job *j = d->job;
+	if (!j)
+		return;
+	SDL_LockMutex(j->lock);
+	j->wake = type;
+	SDL_UnlockMutex(j->lock);
 }
 
 const struct strat *doc_first_error(const struct doc *d)

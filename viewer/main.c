@@ -383,9 +383,9 @@ int main(int argc, char **argv)
 		v.wake = 0; /* the 200 ms wait still sees it */
 	/* Strategies are planned on a thread from here on; batch runs wait
 	 * for every plan (and fail on the first failure, in spec order), as
-	 * when they were planned here before the window. */
-	struct doc_opts o = {.wake = v.wake};
-	int err = doc_load(&v.doc, trace, v.specs, v.nspecs, &o, &d);
+	 * when they were planned here before the window. Wake-ups only once
+	 * SDL is up (doc_wake below): SDL_Init sets up the queue they go to. */
+	int err = doc_load(&v.doc, trace, v.specs, v.nspecs, NULL, &d);
 	const struct strat *failed = NULL;
 	if (!err && batch) {
 		doc_wait(&v.doc, SIZE_MAX);
@@ -443,6 +443,8 @@ int main(int argc, char **argv)
 			v.win = NULL;
 		}
 	}
+	if (SDL_WasInit(SDL_INIT_EVENTS))
+		doc_wake(&v.doc, v.wake);
 	Uint64 t0 = SDL_GetPerformanceCounter();
 	if (sync_size(&v) || view_rebuild(&v)) {
 		fputs("allocscope-view: out of memory\n", stderr);

@@ -1050,10 +1050,9 @@ static void status_line(struct viewer *v, char *buf, size_t len)
 	char pk[32], lb[32], base[256], gp[32];
 	const char *p = strrchr(v->doc.path, '/');
 	snprintf(base, sizeof(base), "%.200s", p ? p + 1 : v->doc.path);
-	double gap = v->doc.lb ? ((double)s->peak - (double)v->doc.lb) *
-					 100.0 / (double)v->doc.lb
-			       : 0;
 	size_t idx = (size_t)(s - v->doc.s) + 1;
+	/* Nothing but spec and ready of a slot still planning: the thread
+	 * writes the rest. */
 	if (!s->ready || s->err) {
 		snprintf(buf, len, "%s  |  %s%s (%zu/%zu)  |  %s  |  lower bound %s",
 			 base, v->compare ? "compare · " : "", s->spec, idx,
@@ -1061,6 +1060,9 @@ static void status_line(struct viewer *v, char *buf, size_t len)
 			 as_human_bytes(v->doc.lb, lb, sizeof(lb)));
 		return;
 	}
+	double gap = v->doc.lb ? ((double)s->peak - (double)v->doc.lb) *
+					 100.0 / (double)v->doc.lb
+			       : 0;
 	int n = snprintf(buf, len,
 			 "%s  |  %s%s (%zu/%zu)  |  peak %s  |  lower bound %s"
 			 "  |  gap %s  |  %s  |  failed %u",

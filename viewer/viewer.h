@@ -77,6 +77,9 @@ int doc_load(struct doc *d, const char *path, const char *const *specs,
 size_t doc_poll(struct doc *d);
 /* Block until n slots are planned (SIZE_MAX: all), then doc_poll. */
 void doc_wait(struct doc *d, size_t n);
+/* Post `type` after each plan from now on (0: stop): SDL's event queue
+ * must be up (SDL_Init) before a thread may post to it. */
+void doc_wake(struct doc *d, uint32_t type);
 /* Let the thread start only n strategies in all (tests; default all). */
 void doc_allow(struct doc *d, size_t n);
 /* Whether a strategy is being planned: its slot, and for how long. */
