@@ -8,8 +8,9 @@
  *
  * A buffer is handled at the broadest section it spans, so the walk is one
  * sort: by the rank of that section (a range minimum over the section
- * ranks, from a sparse table), then by size. O(n log n + S log S) plus the
- * placements.
+ * ranks, from a bottom-up segment tree: 2S entries, where a sparse table
+ * took S log S, 155 MB on a 922k-block malloc trace), then by size.
+ * O(n log S + S log S) plus the placements.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,40 +42,41 @@ static bool by_load(uint32_t a, uint32_t b, const void *cv)
 	return a < b;
 }
 
+static uint32_t min_u32(uint32_t x, uint32_t y)
+{
+	return x < y ? x : y;
+}
+
 int as_order_breadth(const struct as_problem *pb, uint32_t *order)
 {
-	uint32_t n = pb->n, S = pb->nsections, levels = 1;
-	while ((1u << levels) <= S)
-		levels++;
+	uint32_t n = pb->n, S = pb->nsections;
 	uint64_t *load = calloc((size_t)S + 1, sizeof(uint64_t));
 	uint32_t *secs = calloc((size_t)S + 1, sizeof(uint32_t));
-	uint32_t *sparse = calloc((size_t)levels * (S + 1), sizeof(uint32_t));
+	uint32_t *tree = calloc(2 * (size_t)S + 1, sizeof(uint32_t));
 	uint32_t *first = calloc(n, sizeof(uint32_t));
 	int err = AS_ENOMEM;
-	if (!load || !secs || !sparse || !first)
+	if (!load || !secs || !tree || !first)
 		goto out;
 	as_problem_load(pb, load);
 	for (uint32_t s = 0; s < S; s++)
 		secs[s] = s;
 	if (as_sort_u32(secs, S, by_load, load))
 		goto out;
-	/* sparse[0][s] = rank of section s; level k: min over 2^k. */
+	/* tree[S + s] = rank of section s; tree[v] = min of its two. */
 	for (uint32_t k = 0; k < S; k++)
-		sparse[secs[k]] = k;
-	for (uint32_t l = 1; l < levels; l++)
-		for (uint32_t s = 0; s + (1u << l) <= S; s++) {
-			uint32_t a = sparse[(size_t)(l - 1) * (S + 1) + s];
-			uint32_t b = sparse[(size_t)(l - 1) * (S + 1) + s +
-					    (1u << (l - 1))];
-			sparse[(size_t)l * (S + 1) + s] = a < b ? a : b;
-		}
+		tree[(size_t)S + secs[k]] = k;
+	for (size_t v = S; v-- > 1;)
+		tree[v] = min_u32(tree[2 * v], tree[2 * v + 1]);
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t a = pb->r[i].t0, b = pb->r[i].t1, l = 0;
-		while ((2u << l) <= b - a)
-			l++;
-		uint32_t x = sparse[(size_t)l * (S + 1) + a];
-		uint32_t y = sparse[(size_t)l * (S + 1) + b - (1u << l)];
-		first[i] = x < y ? x : y;
+		size_t a = (size_t)S + pb->r[i].t0, b = (size_t)S + pb->r[i].t1;
+		uint32_t m = UINT32_MAX;
+		for (; a < b; a >>= 1, b >>= 1) {
+			if (a & 1)
+				m = min_u32(m, tree[a++]);
+			if (b & 1)
+				m = min_u32(m, tree[--b]);
+		}
+		first[i] = m;
 		order[i] = i;
 	}
 	struct ctx c = {pb, first};
@@ -84,7 +86,7 @@ int as_order_breadth(const struct as_problem *pb, uint32_t *order)
 out:
 	free(load);
 	free(secs);
-	free(sparse);
+	free(tree);
 	free(first);
 	return err;
 }

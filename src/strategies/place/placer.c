@@ -36,9 +36,27 @@
  * placed rectangle sharing time with the query.
  */
 struct runs {
-	struct as_span *v;
+	union {
+		struct as_span *v;   /* cap > 0 */
+		struct as_span one;  /* cap == 0: room for one run */
+	} u;
 	uint32_t n, cap;
 };
+
+/*
+ * The runs of a set. Most sets hold a single run (a rectangle or a stack of
+ * touching ones), which sits in the struct itself: no allocation until a
+ * second one comes.
+ */
+static struct as_span *sp(struct runs *ru)
+{
+	return ru->cap ? ru->u.v : &ru->u.one;
+}
+
+static const struct as_span *csp(const struct runs *ru)
+{
+	return ru->cap ? ru->u.v : &ru->u.one;
+}
 
 /*
  * Gap index of a set of runs: the runs fall into blocks of AS_BLK, and
@@ -54,7 +72,7 @@ struct runs {
 
 static uint64_t *tail(const struct runs *ru)
 {
-	return (uint64_t *)(ru->v + ru->cap);
+	return (uint64_t *)(ru->u.v + ru->cap);
 }
 
 static size_t runs_bytes(uint32_t cap)
@@ -66,15 +84,18 @@ static size_t runs_bytes(uint32_t cap)
 /* Room for `need` runs; false: no memory. The block maxima are redone. */
 static bool runs_grow(struct runs *ru, uint32_t need)
 {
-	if (need <= ru->cap)
+	if (need <= ru->cap || (ru->cap == 0 && need <= 1))
 		return true;
 	uint32_t cap = ru->cap ? ru->cap : 2;
 	while (cap < need)
 		cap *= 2;
-	struct as_span *nv = realloc(ru->v, runs_bytes(cap));
+	struct as_span *old = ru->cap ? ru->u.v : NULL;
+	struct as_span *nv = realloc(old, runs_bytes(cap));
 	if (!nv)
 		return false;
-	ru->v = nv;
+	if (ru->cap == 0 && ru->n)
+		nv[0] = ru->u.one;
+	ru->u.v = nv;
 	ru->cap = cap;
 	tail(ru)[0] = 0;
 	return true;
@@ -97,8 +118,8 @@ static uint64_t block_max(struct runs *ru, uint32_t b)
 		if (e > ru->n)
 			e = ru->n;
 		for (j++; j < e; j++)
-			if (ru->v[j].lo - ru->v[j - 1].hi > m)
-				m = ru->v[j].lo - ru->v[j - 1].hi;
+			if (ru->u.v[j].lo - ru->u.v[j - 1].hi > m)
+				m = ru->u.v[j].lo - ru->u.v[j - 1].hi;
 		t[1 + t[0]] = m;
 	}
 	return t[1 + b];
@@ -123,7 +144,7 @@ struct src {
  */
 static void src_skip(struct src *c, uint64_t x)
 {
-	const struct as_span *v = c->ru->v;
+	const struct as_span *v = sp(c->ru);
 	uint32_t n = c->ru->n, lo = c->j, step = 1;
 	while (lo + step <= n && v[lo + step - 1].hi <= x) {
 		lo += step;
@@ -145,18 +166,19 @@ static void src_skip(struct src *c, uint64_t x)
 static bool src_step(struct src *c, uint64_t size)
 {
 	struct runs *ru = c->ru;
+	const struct as_span *v = sp(ru);
 	uint32_t j = c->j;
 	if (j == ru->n)
 		return false;
 	if (!c->plain && j % AS_BLK == 0 && ru->n - j > 1 &&
 	    block_max(ru, j / AS_BLK) < size) {
 		uint32_t e = j + AS_BLK < ru->n ? j + AS_BLK : ru->n;
-		c->cur.lo = ru->v[j].lo;
-		c->cur.hi = ru->v[e - 1].hi;
+		c->cur.lo = v[j].lo;
+		c->cur.hi = v[e - 1].hi;
 		c->j = e;
 		return true;
 	}
-	c->cur = ru->v[j];
+	c->cur = v[j];
 	c->j = j + 1;
 	return true;
 }
@@ -191,7 +213,8 @@ struct put_mark {
 
 struct as_placer {
 	const struct as_problem *pb;
-	uint32_t size;          /* leaves, a power of two */
+	uint32_t size;          /* leaves: the sections where some rectangle
+				 * starts (see FOR_COVER) */
 	struct runs *node;      /* 2 * size */
 	struct runs *part;      /* nparts: unions per subtree */
 	uint32_t nparts;
@@ -321,11 +344,14 @@ void as_placer_destroy(struct as_placer *pl)
 	if (!pl)
 		return;
 	for (size_t v = 0; pl->node && v < 2 * (size_t)pl->size; v++)
-		free(pl->node[v].v);
+		if (pl->node[v].cap)
+			free(pl->node[v].u.v);
 	for (uint32_t v = 0; pl->part && v < pl->nparts; v++)
-		free(pl->part[v].v);
+		if (pl->part[v].cap)
+			free(pl->part[v].u.v);
 	for (uint32_t v = 0; pl->path && v < pl->npath; v++)
-		free(pl->path[v].v);
+		if (pl->path[v].cap)
+			free(pl->path[v].u.v);
 	free(pl->map);
 	free(pl->node);
 	free(pl->part);
@@ -371,10 +397,11 @@ void as_placer_reset(struct as_placer *pl)
 /* First run of ru with hi > x. */
 static uint32_t run_find(const struct runs *ru, uint64_t x)
 {
+	const struct as_span *v = csp(ru);
 	uint32_t lo = 0, hi = ru->n;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (ru->v[mid].hi <= x)
+		if (v[mid].hi <= x)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -387,24 +414,24 @@ static bool run_insert(struct runs *ru, uint64_t lo, uint64_t hi)
 	uint32_t k = run_find(ru, lo);
 	/* Runs before k end at or below lo; run k (if any) starts >= hi. */
 	runs_dirty(ru, k ? k - 1 : 0);
-	bool left = k > 0 && ru->v[k - 1].hi == lo;
-	bool right = k < ru->n && ru->v[k].lo == hi;
+	struct as_span *v = sp(ru);
+	bool left = k > 0 && v[k - 1].hi == lo;
+	bool right = k < ru->n && v[k].lo == hi;
 	if (left && right) {
-		ru->v[k - 1].hi = ru->v[k].hi;
-		memmove(ru->v + k, ru->v + k + 1,
-			(ru->n - k - 1) * sizeof(*ru->v));
+		v[k - 1].hi = v[k].hi;
+		memmove(v + k, v + k + 1, (ru->n - k - 1) * sizeof(*v));
 		ru->n--;
 	} else if (left) {
-		ru->v[k - 1].hi = hi;
+		v[k - 1].hi = hi;
 	} else if (right) {
-		ru->v[k].lo = lo;
+		v[k].lo = lo;
 	} else {
 		if (!runs_grow(ru, ru->n + 1))
 			return false;
-		memmove(ru->v + k + 1, ru->v + k,
-			(ru->n - k) * sizeof(*ru->v));
-		ru->v[k].lo = lo;
-		ru->v[k].hi = hi;
+		v = sp(ru);
+		memmove(v + k + 1, v + k, (ru->n - k) * sizeof(*v));
+		v[k].lo = lo;
+		v[k].hi = hi;
 		ru->n++;
 	}
 	return true;
@@ -413,27 +440,27 @@ static bool run_insert(struct runs *ru, uint64_t lo, uint64_t hi)
 static bool run_remove(struct runs *ru, uint64_t lo, uint64_t hi)
 {
 	uint32_t k = run_find(ru, lo);
-	if (k == ru->n || ru->v[k].lo > lo || ru->v[k].hi < hi)
+	struct as_span *v = sp(ru);
+	if (k == ru->n || v[k].lo > lo || v[k].hi < hi)
 		return true; /* not recorded: nothing to do */
-	struct as_span r = ru->v[k];
+	struct as_span r = v[k];
 	runs_dirty(ru, k);
 	if (r.lo < lo && r.hi > hi) {
 		/* Split in two. */
 		if (!runs_grow(ru, ru->n + 1))
 			return false;
-		memmove(ru->v + k + 2, ru->v + k + 1,
-			(ru->n - k - 1) * sizeof(*ru->v));
-		ru->v[k].hi = lo;
-		ru->v[k + 1].lo = hi;
-		ru->v[k + 1].hi = r.hi;
+		v = sp(ru);
+		memmove(v + k + 2, v + k + 1, (ru->n - k - 1) * sizeof(*v));
+		v[k].hi = lo;
+		v[k + 1].lo = hi;
+		v[k + 1].hi = r.hi;
 		ru->n++;
 	} else if (r.lo < lo) {
-		ru->v[k].hi = lo;
+		v[k].hi = lo;
 	} else if (r.hi > hi) {
-		ru->v[k].lo = hi;
+		v[k].lo = hi;
 	} else {
-		memmove(ru->v + k, ru->v + k + 1,
-			(ru->n - k - 1) * sizeof(*ru->v));
+		memmove(v + k, v + k + 1, (ru->n - k - 1) * sizeof(*v));
 		ru->n--;
 	}
 	return true;
@@ -444,17 +471,18 @@ static void unite_range(const struct runs *ru, uint64_t lo, uint64_t hi,
 			uint32_t *i, uint32_t *j)
 {
 	/* i: first run with hi >= lo; j: first run with lo > hi. */
+	const struct as_span *v = csp(ru);
 	uint32_t a = 0, b = ru->n;
 	while (a < b) {
 		uint32_t mid = a + (b - a) / 2;
-		if (ru->v[mid].hi < lo)
+		if (v[mid].hi < lo)
 			a = mid + 1;
 		else
 			b = mid;
 	}
 	*i = a;
 	*j = a;
-	while (*j < ru->n && ru->v[*j].lo <= hi)
+	while (*j < ru->n && v[*j].lo <= hi)
 		(*j)++;
 }
 
@@ -464,23 +492,24 @@ static bool run_unite(struct runs *ru, uint64_t lo, uint64_t hi)
 	uint32_t i, j;
 	unite_range(ru, lo, hi, &i, &j);
 	runs_dirty(ru, i);
+	struct as_span *v = sp(ru);
 	if (i < j) {
-		if (ru->v[i].lo < lo)
-			lo = ru->v[i].lo;
-		if (ru->v[j - 1].hi > hi)
-			hi = ru->v[j - 1].hi;
-		ru->v[i].lo = lo;
-		ru->v[i].hi = hi;
-		memmove(ru->v + i + 1, ru->v + j,
-			(ru->n - j) * sizeof(*ru->v));
+		if (v[i].lo < lo)
+			lo = v[i].lo;
+		if (v[j - 1].hi > hi)
+			hi = v[j - 1].hi;
+		v[i].lo = lo;
+		v[i].hi = hi;
+		memmove(v + i + 1, v + j, (ru->n - j) * sizeof(*v));
 		ru->n -= j - i - 1;
 		return true;
 	}
 	if (!runs_grow(ru, ru->n + 1))
 		return false;
-	memmove(ru->v + i + 1, ru->v + i, (ru->n - i) * sizeof(*ru->v));
-	ru->v[i].lo = lo;
-	ru->v[i].hi = hi;
+	v = sp(ru);
+	memmove(v + i + 1, v + i, (ru->n - i) * sizeof(*v));
+	v[i].lo = lo;
+	v[i].hi = hi;
 	ru->n++;
 	return true;
 }
@@ -516,8 +545,8 @@ static bool part_unite(struct as_placer *pl, uint32_t a, uint64_t lo,
 		    grow((void **)&pl->uold, &pl->uocap,
 			 (uint64_t)pl->nuold + (j - i), sizeof(*pl->uold))) {
 			if (j > i) /* (nothing overwritten: uold may be NULL) */
-				memcpy(pl->uold + pl->nuold, ru->v + i,
-				       (j - i) * sizeof(*ru->v));
+				memcpy(pl->uold + pl->nuold, sp(ru) + i,
+				       (j - i) * sizeof(struct as_span));
 			pl->ulog[pl->nulog++] =
 				(struct undo){a, i, j - i, pl->nuold};
 			pl->nuold += j - i;
@@ -533,17 +562,19 @@ static bool part_undo(struct as_placer *pl, const struct undo *u)
 {
 	struct runs *ru = &pl->part[u->v];
 	runs_dirty(ru, u->pos);
+	struct as_span *v = sp(ru);
 	if (u->nold == 0) {
-		memmove(ru->v + u->pos, ru->v + u->pos + 1,
-			(ru->n - u->pos - 1) * sizeof(*ru->v));
+		memmove(v + u->pos, v + u->pos + 1,
+			(ru->n - u->pos - 1) * sizeof(*v));
 		ru->n--;
 		return true;
 	}
 	if (!runs_grow(ru, ru->n + u->nold - 1))
 		return false;
-	memmove(ru->v + u->pos + u->nold, ru->v + u->pos + 1,
-		(ru->n - u->pos - 1) * sizeof(*ru->v));
-	memcpy(ru->v + u->pos, pl->uold + u->at, u->nold * sizeof(*ru->v));
+	v = sp(ru);
+	memmove(v + u->pos + u->nold, v + u->pos + 1,
+		(ru->n - u->pos - 1) * sizeof(*v));
+	memcpy(v + u->pos, pl->uold + u->at, u->nold * sizeof(*v));
 	ru->n += u->nold - 1;
 	return true;
 }
@@ -630,7 +661,7 @@ static void take(struct as_placer *pl, const struct runs *ru)
 		pl->g = ng;
 		pl->gcap = cap;
 	}
-	memcpy(pl->g + pl->ng, ru->v, ru->n * sizeof(*ru->v));
+	memcpy(pl->g + pl->ng, csp(ru), ru->n * sizeof(struct as_span));
 	pl->ng += ru->n;
 }
 
@@ -779,26 +810,29 @@ static bool unite_into(struct runs *dst, const struct runs *x,
 	if (!runs_grow(dst, need))
 		return false;
 	runs_dirty(dst, 0);
+	struct as_span *d = sp(dst);
+	const struct as_span *xv = x ? csp(x) : NULL, *yv = csp(y);
 	if (x && y->n <= 8) {
 		/* A copy and a few insertions beat the merge loop. */
-		memcpy(dst->v, x->v, x->n * sizeof(*x->v));
+		if (x->n)
+			memcpy(d, xv, x->n * sizeof(*d));
 		dst->n = x->n;
 		for (uint32_t j = 0; j < y->n; j++)
-			if (!run_unite(dst, y->v[j].lo, y->v[j].hi))
+			if (!run_unite(dst, yv[j].lo, yv[j].hi))
 				return false;
 		return true;
 	}
 	uint32_t i = 0, j = 0, n = 0, xn = x ? x->n : 0;
 	while (i < xn || j < y->n) {
 		const struct as_span *s =
-			j == y->n || (i < xn && x->v[i].lo < y->v[j].lo)
-				? &x->v[i++]
-				: &y->v[j++];
-		if (n && s->lo <= dst->v[n - 1].hi) {
-			if (s->hi > dst->v[n - 1].hi)
-				dst->v[n - 1].hi = s->hi;
+			j == y->n || (i < xn && xv[i].lo < yv[j].lo)
+				? &xv[i++]
+				: &yv[j++];
+		if (n && s->lo <= d[n - 1].hi) {
+			if (s->hi > d[n - 1].hi)
+				d[n - 1].hi = s->hi;
 		} else {
-			dst->v[n++] = *s;
+			d[n++] = *s;
 		}
 	}
 	dst->n = n;
@@ -855,7 +889,7 @@ static void sources(struct as_placer *pl, const struct as_rect *r)
 	if (pl->stale) {
 		uint32_t k = gather(pl, r);
 		sort_spans(pl->g, k);
-		pl->one = (struct runs){pl->g, k, k};
+		pl->one = (struct runs){.u.v = pl->g, .n = k, .cap = k};
 		if (k)
 			add_src(pl, &pl->one, true);
 		return;
