@@ -190,7 +190,6 @@ int doc_load(struct doc *d, const char *path, const char *const *specs,
 {
 	struct doc n = {0};
 	snprintf(n.path, sizeof(n.path), "%s", path);
-	n.t0 = SDL_GetPerformanceCounter();
 	struct doc_job *j = calloc(1, sizeof(*j));
 	if (!j) {
 		snprintf(diag->msg, sizeof(diag->msg), "out of memory");

@@ -52,7 +52,6 @@ struct doc {
 	struct strat *s;
 	size_t ns;
 	uint64_t lb;
-	Uint64 t0;                 /* performance counter at load */
 	struct doc_job *job;
 	size_t taken;              /* slots handed over, in planning order */
 	size_t nready;
