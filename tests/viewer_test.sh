@@ -230,6 +230,21 @@ out=$(run "$two" --script "$tmp/script" 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "script:1: wheel wants"
 ok "a malformed script step is refused with its line" $?
 
+# Plans are made on a thread; batch runs wait for all of them, so their
+# pictures do not depend on timing.
+for k in 1 2; do
+	run "$overlap" -s strip -s greedy-size -s bfc -s recorded --compare \
+		--screenshot "$tmp/all$k.png"
+done
+cmp -s "$tmp/all1.png" "$tmp/all2.png" &&
+	[ "$(differ "$tmp/all1.png" "$tmp/v0.png" 0 0 1280 790)" -gt 1000 ]
+ok "a batch run waits for every plan: the same stacked picture every time" $?
+out=$(run "$two" -s greedy-size -s bfc --time-startup 2>&1); rc=$?
+[ $rc -eq 0 ] && echo "$out" | grep -q "first frame presented at" &&
+	echo "$out" | grep -q "^plan bfc shown at" &&
+	echo "$out" | grep -q "^every plan shown at"
+ok "--time-startup opens the window, shows every plan as it comes and exits" $?
+
 out=$(run "$two" --bench-frames 3 2>&1); rc=$?
 [ $rc -eq 0 ] && echo "$out" | grep -q "^pan (1% of the view, whole pixels): 3 frames, min .* ms, median .* ms, p95 .* ms, max .* ms"
 ok "--bench-frames prints frame times" $?

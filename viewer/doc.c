@@ -1,33 +1,210 @@
 /*
- * A trace and its plans: loading, running strategies, validating. No SDL
- * and no output here; errors come back in a struct as_diag.
+ * A trace and its plans: loading the trace, then planning every strategy
+ * on a thread of its own, so the window opens as soon as the trace is
+ * read. SDL is used here for that thread, its mutex and condition variable
+ * (and, when asked, to post a wake-up event); no output here, errors come
+ * back in a struct as_diag.
+ *
+ * Who owns what. The trace, the slots (struct strat) and the planning
+ * order live in a job shared by the doc (the UI thread) and the planning
+ * thread, counted by `refs`; whichever lets go last frees it. So a reload
+ * or a quit never waits for a planner: the doc lets go and the thread frees
+ * the job after the strategy it is running (the library has no way to stop
+ * one midway). The library is not thread-safe in general; what makes this
+ * safe:
+ *  - before the thread starts, the UI thread makes every lazily made part
+ *    of the trace (the names of malloc traces, as_trace_buffer_name) and
+ *    its lower bound; afterwards the trace is only read by the UI. In
+ *    src/ the only other write into a finished trace is the plan memo
+ *    below (struct as_trace_private: namer/named and memo); stack frames,
+ *    spaces and the address map are made at load;
+ *  - only the thread calls as_strategy_run, which writes the trace's plan
+ *    memo (strip reuses the baselines' plans through it), as_validate and
+ *    as_plan_* on a slot not yet handed over; it writes slot i's fields
+ *    and then, under the lock, counts it done;
+ *  - the UI reads a slot only after doc_poll saw it done under the lock
+ *    (and set `ready`), and never writes it.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "viewer.h"
 
+struct doc_job {
+	SDL_mutex *lock;
+	SDL_cond *changed;         /* a slot done, the thread gone, allow */
+	SDL_Thread *thread;
+	/* Under the lock. */
+	int refs;                  /* the doc and the thread */
+	bool cancel, exited;
+	size_t done;               /* order[0..done) are planned */
+	size_t allow;              /* strategies the thread may start */
+	size_t planning;           /* slot being planned, or ns */
+	Uint64 started;            /* its start (performance counter) */
+	uint32_t wake;             /* event type pushed per plan, 0: none */
+	/* Written before the thread starts, then as described above. */
+	struct as_trace *t;
+	struct strat *s;
+	size_t ns;
+	size_t *order;
+};
+
+/* Jobs not yet freed: tests wait for a cancelled one to go. */
+static SDL_atomic_t live_jobs;
+
+int doc_live_jobs(void)
+{
+	return SDL_AtomicGet(&live_jobs);
+}
+
+static void job_free(struct doc_job *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->ns; i++)
+		as_plan_destroy(j->s[i].plan);
+	free(j->s);
+	free(j->order);
+	as_trace_destroy(j->t);
+	if (j->changed)
+		SDL_DestroyCond(j->changed);
+	if (j->lock)
+		SDL_DestroyMutex(j->lock);
+	free(j);
+	SDL_AtomicAdd(&live_jobs, -1);
+}
+
+static double ms_since(Uint64 c0)
+{
+	return (double)(SDL_GetPerformanceCounter() - c0) * 1000.0 /
+	       (double)SDL_GetPerformanceFrequency();
+}
+
+/* Plan, validate and measure one slot: the planning thread's work. */
+static void plan_one(const struct as_trace *t, struct strat *s)
+{
+	Uint64 c0 = SDL_GetPerformanceCounter();
+	s->err = as_strategy_run(s->spec, t, NULL, &s->plan, &s->diag);
+	if (s->err == AS_OK) {
+		s->err = as_validate(t, s->plan, &s->report);
+		if (s->err != AS_OK) {
+			as_plan_destroy(s->plan);
+			s->plan = NULL;
+			snprintf(s->diag.msg, sizeof(s->diag.msg),
+				 "%s: out of memory", s->spec);
+		}
+	}
+	if (s->err == AS_OK) {
+		s->peak = as_plan_peak(s->plan, t, -1);
+		s->failed = as_plan_failed(s->plan, t);
+	} else {
+		s->plan = NULL;
+	}
+	s->ms = ms_since(c0);
+}
+
+static int worker(void *arg)
+{
+	struct doc_job *j = arg;
+	for (size_t k = 0; k < j->ns; k++) {
+		SDL_LockMutex(j->lock);
+		while (!j->cancel && k >= j->allow)
+			SDL_CondWait(j->changed, j->lock);
+		bool stop = j->cancel;
+		if (!stop) {
+			j->planning = j->order[k];
+			j->started = SDL_GetPerformanceCounter();
+		}
+		SDL_UnlockMutex(j->lock);
+		if (stop)
+			break;
+		plan_one(j->t, &j->s[j->order[k]]);
+		SDL_LockMutex(j->lock);
+		j->done = k + 1;
+		j->planning = j->ns;
+		SDL_CondBroadcast(j->changed);
+		/* Under the lock: once doc_finish set cancel, no event is
+		 * posted (SDL may be shutting down). */
+		if (j->wake && !j->cancel) {
+			SDL_Event e = {0};
+			e.type = j->wake;
+			SDL_PushEvent(&e);
+		}
+		SDL_UnlockMutex(j->lock);
+	}
+	SDL_LockMutex(j->lock);
+	j->exited = true;
+	SDL_CondBroadcast(j->changed);
+	bool last = --j->refs == 0;
+	SDL_UnlockMutex(j->lock);
+	if (last)
+		job_free(j);
+	return 0;
+}
+
+/*
+ * The order strategies are planned in: the cheap ones first (recorded,
+ * unknown names that fail at once, online allocators), then the offline
+ * planners in spec order, then strip, which starts from the baselines'
+ * plans the trace memo kept for it.
+ */
+static int rank(const char *spec)
+{
+	char name[256];
+	size_t n = strcspn(spec, ":");
+	snprintf(name, sizeof(name), "%.*s", (int)(n < 255 ? n : 255), spec);
+	const struct as_strategy_info *info = as_strategy_find(name);
+	if (!info || strcmp(name, "recorded") == 0)
+		return 0;
+	if (info->online)
+		return 1;
+	return strcmp(name, "strip") == 0 ? 3 : 2;
+}
+
 void doc_finish(struct doc *d)
 {
-	for (size_t i = 0; i < d->ns; i++)
-		as_plan_destroy(d->s[i].plan);
-	free(d->s);
-	as_trace_destroy(d->t);
+	struct doc_job *j = d->job;
+	if (j) {
+		SDL_LockMutex(j->lock);
+		j->cancel = true;
+		SDL_CondBroadcast(j->changed);
+		bool exited = j->exited;
+		bool last = --j->refs == 0;
+		SDL_Thread *th = j->thread;
+		SDL_UnlockMutex(j->lock);
+		/* The thread's handle: reaped when it is done, else let go
+		 * of (it frees the job itself after its strategy; at a quit
+		 * the process exit ends it). */
+		if (exited)
+			SDL_WaitThread(th, NULL);
+		else
+			SDL_DetachThread(th);
+		if (last)
+			job_free(j);
+	}
 	memset(d, 0, sizeof(*d));
 }
 
 int doc_load(struct doc *d, const char *path, const char *const *specs,
-	     size_t nspecs, struct as_diag *diag)
+	     size_t nspecs, const struct doc_opts *o, struct as_diag *diag)
 {
 	struct doc n = {0};
 	snprintf(n.path, sizeof(n.path), "%s", path);
-	int err = as_trace_load(path, NULL, &n.t, diag);
-	if (err)
+	struct doc_job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		snprintf(diag->msg, sizeof(diag->msg), "out of memory");
+		return AS_ENOMEM;
+	}
+	SDL_AtomicAdd(&live_jobs, 1);
+	int err = as_trace_load(path, NULL, &j->t, diag);
+	if (err) {
+		job_free(j);
 		return err;
+	}
 	const char *all[MAX_SPECS];
 	if (nspecs == 0) {
 		for (size_t i = 0; i < as_strategy_count() && i < MAX_SPECS; i++)
-			if (as_strategy_applies(as_strategy_at(i)->name, n.t))
+			if (as_strategy_applies(as_strategy_at(i)->name, j->t))
 				all[nspecs++] = as_strategy_at(i)->name;
 		specs = all;
 	}
@@ -36,34 +213,118 @@ int doc_load(struct doc *d, const char *path, const char *const *specs,
 		diag->line = 0;
 		snprintf(diag->msg, sizeof(diag->msg),
 			 "no strategy applies to this trace");
-		err = AS_EUNSUPPORTED;
-		goto fail;
+		job_free(j);
+		return AS_EUNSUPPORTED;
 	}
-	n.s = calloc(nspecs, sizeof(*n.s));
-	if (!n.s) {
-		err = AS_ENOMEM;
+	j->s = calloc(nspecs, sizeof(*j->s));
+	j->order = calloc(nspecs, sizeof(*j->order));
+	j->lock = SDL_CreateMutex();
+	j->changed = SDL_CreateCond();
+	/* The lazily made names, now, on this thread (see the top). */
+	bool named = j->t->nbuffers == 0 || as_trace_buffer_name(j->t, 0);
+	if (!j->s || !j->order || !j->lock || !j->changed || !named) {
 		snprintf(diag->msg, sizeof(diag->msg), "out of memory");
-		goto fail;
+		job_free(j);
+		return AS_ENOMEM;
 	}
-	for (size_t i = 0; i < nspecs; i++) {
-		struct strat *s = &n.s[i];
-		err = as_strategy_run(specs[i], n.t, NULL, &s->plan, diag);
-		if (err)
-			goto fail;
-		n.ns++;
-		snprintf(s->spec, sizeof(s->spec), "%s", specs[i]);
-		err = as_validate(n.t, s->plan, &s->report);
-		if (err) {
-			snprintf(diag->msg, sizeof(diag->msg), "out of memory");
-			goto fail;
-		}
-		s->peak = as_plan_peak(s->plan, n.t, -1);
-		s->failed = as_plan_failed(s->plan, n.t);
+	j->ns = nspecs;
+	for (size_t i = 0; i < nspecs; i++)
+		snprintf(j->s[i].spec, sizeof(j->s[i].spec), "%s", specs[i]);
+	size_t k = 0;
+	for (int r = 0; r < 4; r++)
+		for (size_t i = 0; i < nspecs; i++)
+			if (rank(specs[i]) == r)
+				j->order[k++] = i;
+	j->allow = o && o->hold ? 0 : SIZE_MAX;
+	j->planning = nspecs;
+	j->wake = o ? o->wake : 0;
+	j->refs = 2;
+	n.lb = as_trace_lower_bound(j->t);
+	j->thread = SDL_CreateThread(worker, "allocscope-plan", j);
+	if (!j->thread) {
+		snprintf(diag->msg, sizeof(diag->msg),
+			 "cannot start the planning thread: %s",
+			 SDL_GetError());
+		job_free(j);
+		return AS_ENOMEM;
 	}
-	n.lb = as_trace_lower_bound(n.t);
+	n.job = j;
+	n.t = j->t;
+	n.s = j->s;
+	n.ns = j->ns;
 	*d = n;
 	return AS_OK;
-fail:
-	doc_finish(&n);
-	return err;
+}
+
+size_t doc_poll(struct doc *d)
+{
+	struct doc_job *j = d->job;
+	if (!j)
+		return 0;
+	SDL_LockMutex(j->lock);
+	size_t done = j->done;
+	SDL_UnlockMutex(j->lock);
+	size_t fresh = 0;
+	for (; d->taken < done; d->taken++, fresh++) {
+		struct strat *s = &d->s[j->order[d->taken]];
+		s->ready = true;
+		d->nready++;
+	}
+	return fresh;
+}
+
+void doc_allow(struct doc *d, size_t n)
+{
+	struct doc_job *j = d->job;
+	if (!j)
+		return;
+	SDL_LockMutex(j->lock);
+	j->allow = n;
+	SDL_CondBroadcast(j->changed);
+	SDL_UnlockMutex(j->lock);
+}
+
+void doc_wait(struct doc *d, size_t n)
+{
+	struct doc_job *j = d->job;
+	if (!j)
+		return;
+	SDL_LockMutex(j->lock);
+	while (j->done < n && j->done < j->ns && !j->exited)
+		SDL_CondWait(j->changed, j->lock);
+	SDL_UnlockMutex(j->lock);
+	doc_poll(d);
+}
+
+bool doc_planning(const struct doc *d, size_t *slot, double *ms)
+{
+	struct doc_job *j = d->job;
+	if (!j)
+		return false;
+	SDL_LockMutex(j->lock);
+	bool busy = j->planning < j->ns;
+	if (busy) {
+		*slot = j->planning;
+		*ms = ms_since(j->started);
+	}
+	SDL_UnlockMutex(j->lock);
+	return busy;
+}
+
+void doc_wake(struct doc *d, uint32_t type)
+{
+	struct doc_job *j = d->job;
+	if (!j)
+		return;
+	SDL_LockMutex(j->lock);
+	j->wake = type;
+	SDL_UnlockMutex(j->lock);
+}
+
+const struct strat *doc_first_error(const struct doc *d)
+{
+	for (size_t i = 0; i < d->ns; i++)
+		if (d->s[i].ready && d->s[i].err)
+			return &d->s[i];
+	return NULL;
 }

@@ -20,12 +20,16 @@ static const char usage_text[] =
 	"                       [--color-by buffer|size|pool|lifetime]\n"
 	"                       [--script FILE] [--screenshot FILE]\n"
 	"                       [--frames N] [--bench-frames N]\n"
-	"                       [--compare] [--save-dir DIR]\n"
+	"                       [--compare] [--save-dir DIR] [--time-startup]\n"
 	"\n"
 	"SPEC is NAME[:key=value[,key=value]...]; without -s every strategy\n"
 	"that applies to the trace is shown. --script, --screenshot, --frames\n"
 	"and --bench-frames run without a person and exit; without a display\n"
-	"they use SDL's dummy video driver. Press ? in the window for keys.\n";
+	"they use SDL's dummy video driver, and wait for every plan before\n"
+	"they start. Otherwise the window opens once the trace is read and\n"
+	"plans appear as they are made. --time-startup opens the window,\n"
+	"prints when the first frame and each plan came, and exits when the\n"
+	"last plan is shown. Press ? in the window for keys.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -86,7 +90,7 @@ static void present(struct viewer *v)
 
 static void set_title(struct viewer *v)
 {
-	if (!v->win || !v->doc.ns)
+	if (!v->win || !v->doc.ns || v->cur >= v->doc.ns)
 		return;
 	char title[1400];
 	const char *p = strrchr(v->doc.path, '/');
@@ -116,9 +120,10 @@ static int frame(struct viewer *v)
 				return EXIT_USAGE;
 			}
 		} else {
-			view_event(v, &e);
+			view_event(v, &e); /* a finished plan's wake-up too */
 		}
 	}
+	view_poll(v);
 	if (v->dirty) {
 		int err = view_paint(v);
 		if (err) {
@@ -271,9 +276,31 @@ static int bench(struct viewer *v, long n)
 	return 0;
 }
 
+static double ms_since(Uint64 c0)
+{
+	return (double)(SDL_GetPerformanceCounter() - c0) * 1000.0 /
+	       (double)SDL_GetPerformanceFrequency();
+}
+
+/* --time-startup: each plan as the window takes it; true once all are. */
+static bool time_plans(const struct viewer *v, bool *seen, Uint64 start)
+{
+	for (size_t i = 0; i < v->doc.ns; i++)
+		if (v->doc.s[i].ready && !seen[i]) {
+			seen[i] = true;
+			printf("plan %s shown at %.0f ms (planned in %.0f ms%s)\n",
+			       v->doc.s[i].spec, ms_since(start),
+			       v->doc.s[i].ms, v->doc.s[i].err ? ", failed" : "");
+			fflush(stdout);
+		}
+	return v->doc.nready == v->doc.ns;
+}
+
 int main(int argc, char **argv)
 {
+	Uint64 start = SDL_GetPerformanceCounter();
 	struct viewer v = {0};
+	bool time_startup = false;
 	const char *trace = NULL, *script_path = NULL, *screenshot = NULL;
 	long frames = 0, bench_frames = 0;
 	int w = 1280, h = 800 + STATUS_H;
@@ -304,6 +331,8 @@ int main(int argc, char **argv)
 			script_path = argv[++i];
 		} else if (strcmp(a, "--screenshot") == 0 && more) {
 			screenshot = argv[++i];
+		} else if (strcmp(a, "--time-startup") == 0) {
+			time_startup = true;
 		} else if (strcmp(a, "--compare") == 0) {
 			v.compare = true;
 		} else if (strcmp(a, "--save-dir") == 0 && more) {
@@ -330,6 +359,10 @@ int main(int argc, char **argv)
 	if (!trace)
 		return usage_error("missing TRACE%s", "");
 	bool batch = script_path || screenshot || frames || bench_frames;
+	if (batch && time_startup)
+		return usage_error("--time-startup times the window a person "
+				   "sees, not %s", "--script, --screenshot, "
+				   "--frames or --bench-frames");
 
 	struct as_diag d = {0};
 	char msg[1024];
@@ -342,13 +375,35 @@ int main(int argc, char **argv)
 	int status = 0;
 	view_init(&v, w, h);
 	v.o.color_by = color_by;
-	{
-		/* Time before SDL is up: plain clock via SDL later. */
-		if (doc_load(&v.doc, trace, v.specs, v.nspecs, &d)) {
-			fprintf(stderr, "%s\n", as_diag_text(&d, msg, sizeof(msg)));
-			script_finish(&sc);
-			return EXIT_USAGE;
-		}
+	v.batch = batch;
+	v.planning_tick = -1;
+	/* A plan's wake-up: no SDL_Init needed to take a number. */
+	v.wake = SDL_RegisterEvents(1);
+	if (v.wake == (uint32_t)-1)
+		v.wake = 0; /* the 200 ms wait still sees it */
+	/* Strategies are planned on a thread from here on; batch runs wait
+	 * for every plan (and fail on the first failure, in spec order), as
+	 * when they were planned here before the window. Wake-ups only once
+	 * SDL is up (doc_wake below): SDL_Init sets up the queue they go to. */
+	int err = doc_load(&v.doc, trace, v.specs, v.nspecs, NULL, &d);
+	const struct strat *failed = NULL;
+	if (!err && batch) {
+		doc_wait(&v.doc, SIZE_MAX);
+		if ((failed = doc_first_error(&v.doc)) != NULL)
+			d = failed->diag;
+	}
+	if (err || failed) {
+		fprintf(stderr, "%s\n", as_diag_text(&d, msg, sizeof(msg)));
+		script_finish(&sc);
+		doc_finish(&v.doc);
+		return EXIT_USAGE;
+	}
+	double load_ms = ms_since(start);
+	bool *seen = NULL;
+	if (time_startup && !(seen = calloc(v.doc.ns, sizeof(*seen)))) {
+		fputs("allocscope-view: out of memory\n", stderr);
+		status = EXIT_USAGE;
+		goto out;
 	}
 
 	/* A window when there is a display; without one, batch runs use the
@@ -388,6 +443,8 @@ int main(int argc, char **argv)
 			v.win = NULL;
 		}
 	}
+	if (SDL_WasInit(SDL_INIT_EVENTS))
+		doc_wake(&v.doc, v.wake);
 	Uint64 t0 = SDL_GetPerformanceCounter();
 	if (sync_size(&v) || view_rebuild(&v)) {
 		fputs("allocscope-view: out of memory\n", stderr);
@@ -414,6 +471,12 @@ int main(int argc, char **argv)
 	}
 	if ((status = frame(&v)) != 0)
 		goto out;
+	if (time_startup) {
+		printf("%s: %u buffers; trace loaded at %.0f ms, first frame "
+		       "presented at %.0f ms\n", trace, v.doc.t->nbuffers,
+		       load_ms, ms_since(start));
+		fflush(stdout);
+	}
 	if (script_path && (status = script_play(&sc, &v, frame, shot)) != 0)
 		goto out;
 	for (long i = 0; i < frames && !v.quit; i++) {
@@ -426,11 +489,16 @@ int main(int argc, char **argv)
 	if (screenshot && (status = shot(&v, screenshot)) != 0)
 		goto out;
 	while (!batch && !v.quit) {
+		if (time_startup && time_plans(&v, seen, start)) {
+			printf("every plan shown at %.0f ms\n", ms_since(start));
+			break;
+		}
 		SDL_WaitEventTimeout(NULL, 200);
 		if ((status = frame(&v)) != 0)
 			break;
 	}
 out:
+	free(seen);
 	script_finish(&sc);
 	view_finish(&v);
 	if (v.tex)

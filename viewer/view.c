@@ -64,13 +64,27 @@ static int pic_h(const struct viewer *v)
 	return h < 100 ? 100 : h;
 }
 
+/* Whether slot s is handed over with a plan (so it can be drawn). */
+static bool shown(const struct strat *s)
+{
+	return s->ready && s->plan;
+}
+
+/* The slot drawn in panel `panel`; without one, the slot in view (which
+ * may still be planning: check `ready` before reading more than spec). */
 static const struct strat *strat_of_panel(const struct viewer *v, int panel)
 {
 	struct as_render_panel_info info;
-	if (!v->r || panel < 0 ||
-	    as_render_panel_info(v->r, (size_t)panel, &info) != AS_OK)
-		return &v->doc.s[v->cur];
-	return &v->doc.s[v->compare ? info.source : v->cur];
+	if (v->r && panel >= 0 &&
+	    as_render_panel_info(v->r, (size_t)panel, &info) == AS_OK) {
+		if (!v->compare)
+			return &v->doc.s[v->cur];
+		if (info.source < v->npanel_slot)
+			return &v->doc.s[v->panel_slot[info.source]];
+	}
+	if (v->compare && v->npanel_slot)
+		return &v->doc.s[v->panel_slot[0]];
+	return &v->doc.s[v->cur];
 }
 
 int view_rebuild(struct viewer *v)
@@ -82,12 +96,27 @@ int view_rebuild(struct viewer *v)
 	v->hover.buffer = AS_NONE;
 	if (v->cur >= v->doc.ns)
 		v->cur = 0;
-	size_t n = v->compare ? v->doc.ns : 1;
+	/* Only plans handed over are drawn: in compare mode the others are
+	 * absent until they arrive, alone the window says "planning". */
+	size_t n = 0;
+	v->npanel_slot = 0;
+	if (v->compare) {
+		for (size_t i = 0; i < v->doc.ns && i < MAX_SPECS; i++)
+			if (shown(&v->doc.s[i]))
+				v->panel_slot[n++] = i;
+		v->npanel_slot = n;
+	} else if (v->doc.ns && shown(&v->doc.s[v->cur])) {
+		n = 1;
+	}
+	v->dirty = true;
+	if (n == 0)
+		return AS_OK;
 	struct as_render_panel *pn = calloc(n, sizeof(*pn));
 	if (!pn)
 		return AS_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		const struct strat *s = &v->doc.s[v->compare ? i : v->cur];
+		const struct strat *s =
+			&v->doc.s[v->compare ? v->panel_slot[i] : v->cur];
 		pn[i] = (struct as_render_panel){s->spec, v->doc.t, s->plan,
 						 &s->report,
 						 AS_RENDER_ALL_SPACES};
@@ -296,6 +325,8 @@ static int panel_of_buffer(const struct viewer *v, int panel, uint32_t b)
 	if (panel < 0 || as_render_panel_info(v->r, (size_t)panel, &want))
 		return panel;
 	const struct strat *s = strat_of_panel(v, panel);
+	if (!shown(s))
+		return panel;
 	uint16_t space = as_plan_space_of(s->plan, v->doc.t, b);
 	for (size_t i = 0; i < as_render_panel_count(v->r); i++)
 		if (as_render_panel_info(v->r, i, &info) == AS_OK &&
@@ -319,7 +350,7 @@ static void zoom_to_buffer(struct viewer *v, int panel, uint32_t b)
 		len = 1;
 	cv.t0 = (double)x->start - len * 0.15;
 	cv.t1 = (double)x->start + len * 1.15;
-	uint64_t off = s->plan->offset[b];
+	uint64_t off = shown(s) ? s->plan->offset[b] : AS_NO_OFFSET;
 	if (v->compare) {
 		/* Panels have addresses of their own: zoom time only. */
 		cv.y0 = cv.y1 = 0;
@@ -561,7 +592,20 @@ static void open_trace(struct viewer *v, const char *path)
 	struct doc n;
 	struct as_diag d = {0};
 	char buf[1024];
-	if (doc_load(&n, path, v->specs, v->nspecs, &d)) {
+	struct doc_opts o = {.wake = v->wake};
+	int err = doc_load(&n, path, v->specs, v->nspecs, &o, &d);
+	if (!err && v->batch) {
+		/* Batch runs stay deterministic: every plan, or the first
+		 * failure, as a load that fails. */
+		doc_wait(&n, SIZE_MAX);
+		const struct strat *e = doc_first_error(&n);
+		if (e) {
+			d = e->diag;
+			err = e->err;
+			doc_finish(&n);
+		}
+	}
+	if (err) {
 		view_message(v, C_RED_LIGHT, "%s",
 			     as_diag_text(&d, buf, sizeof(buf)));
 		return;
@@ -569,8 +613,11 @@ static void open_trace(struct viewer *v, const char *path)
 	as_render_destroy(v->r);
 	v->r = NULL;
 	bool same = strcmp(n.path, v->doc.path) == 0;
-	doc_finish(&v->doc);
+	doc_finish(&v->doc); /* its planning thread may still run: it
+			      * frees the old trace itself */
 	v->doc = n;
+	v->o.state = NULL;
+	v->planning_tick = -1;
 	if (!same) {
 		v->view = (struct as_render_view){0, 0, 0, 0};
 		v->cur = 0;
@@ -583,9 +630,45 @@ static void open_trace(struct viewer *v, const char *path)
 	if (view_rebuild(v))
 		view_message(v, C_RED_LIGHT, "out of memory");
 	else
-		view_message(v, C_OK, "%s %s: %u buffers, %zu strategies",
+		view_message(v, C_OK, "%s %s: %u buffers, %zu strategies%s",
 			     same ? "reloaded" : "opened", path,
-			     v->doc.t->nbuffers, v->doc.ns);
+			     v->doc.t->nbuffers, v->doc.ns,
+			     v->doc.nready < v->doc.ns ? ", planning" : "");
+}
+
+void view_poll(struct viewer *v)
+{
+	bool was = v->doc.ns && v->doc.s[v->cur].ready;
+	bool before[MAX_SPECS];
+	for (size_t i = 0; i < v->doc.ns && i < MAX_SPECS; i++)
+		before[i] = v->doc.s[i].ready;
+	if (doc_poll(&v->doc)) {
+		/* A strategy that failed says so once; the others stay. */
+		for (size_t i = 0; i < v->doc.ns && i < MAX_SPECS; i++)
+			if (!before[i] && v->doc.s[i].ready && v->doc.s[i].err) {
+				char et[1024];
+				view_message(v, C_RED_LIGHT, "%s failed: %s",
+					     v->doc.s[i].spec,
+					     as_diag_text(&v->doc.s[i].diag,
+							  et, sizeof(et)));
+			}
+		bool now = v->doc.ns && v->doc.s[v->cur].ready;
+		if (v->compare || now != was) {
+			/* Panels are numbered anew: the allocator state's
+			 * panel would be another's. */
+			v->o.state = NULL;
+			if (view_rebuild(v))
+				view_message(v, C_RED_LIGHT, "out of memory");
+		}
+		v->dirty = true;
+	}
+	size_t slot;
+	double ms;
+	if (doc_planning(&v->doc, &slot, &ms) &&
+	    (long)(ms / 1000) != v->planning_tick) {
+		v->planning_tick = (long)(ms / 1000);
+		v->dirty = true; /* the status line's seconds */
+	}
 }
 
 static void key(struct viewer *v, SDL_Keycode k, Uint16 mod)
@@ -967,10 +1050,19 @@ static void status_line(struct viewer *v, char *buf, size_t len)
 	char pk[32], lb[32], base[256], gp[32];
 	const char *p = strrchr(v->doc.path, '/');
 	snprintf(base, sizeof(base), "%.200s", p ? p + 1 : v->doc.path);
+	size_t idx = (size_t)(s - v->doc.s) + 1;
+	/* Nothing but spec and ready of a slot still planning: the thread
+	 * writes the rest. */
+	if (!s->ready || s->err) {
+		snprintf(buf, len, "%s  |  %s%s (%zu/%zu)  |  %s  |  lower bound %s",
+			 base, v->compare ? "compare · " : "", s->spec, idx,
+			 v->doc.ns, s->ready ? "failed" : "planning...",
+			 as_human_bytes(v->doc.lb, lb, sizeof(lb)));
+		return;
+	}
 	double gap = v->doc.lb ? ((double)s->peak - (double)v->doc.lb) *
 					 100.0 / (double)v->doc.lb
 			       : 0;
-	size_t idx = (size_t)(s - v->doc.s) + 1;
 	int n = snprintf(buf, len,
 			 "%s  |  %s%s (%zu/%zu)  |  peak %s  |  lower bound %s"
 			 "  |  gap %s  |  %s  |  failed %u",
@@ -997,6 +1089,26 @@ static void status_line(struct viewer *v, char *buf, size_t len)
 	}
 }
 
+/* What is still being planned: "planning NAME... N s, then A, B". Empty
+ * when every plan is in. */
+static void progress(const struct viewer *v, char *buf, size_t len)
+{
+	size_t slot;
+	double ms;
+	buf[0] = 0;
+	if (!doc_planning(&v->doc, &slot, &ms))
+		return;
+	int n = snprintf(buf, len, "planning %s... %.0f s", v->doc.s[slot].spec,
+			 ms / 1000);
+	const char *sep = ", then ";
+	for (size_t i = 0; i < v->doc.ns && n > 0 && (size_t)n < len; i++)
+		if (i != slot && !v->doc.s[i].ready) {
+			n += snprintf(buf + n, len - (size_t)n, "%s%s", sep,
+				      v->doc.s[i].spec);
+			sep = ", ";
+		}
+}
+
 /* Keep a box of size w x h inside the window, near (x, y). */
 static void place(const struct viewer *v, struct as_render_overlay *b,
 		  double x, double y)
@@ -1013,7 +1125,7 @@ static void place(const struct viewer *v, struct as_render_overlay *b,
 
 int view_paint(struct viewer *v)
 {
-	if (!v->px || !v->r)
+	if (!v->px)
 		return AS_EINVAL;
 	if (v->hover_stale && !v->dragging)
 		update_hover(v);
@@ -1024,15 +1136,25 @@ int view_paint(struct viewer *v)
 		ph = v->px_h;
 	double freq = (double)SDL_GetPerformanceFrequency();
 	Uint64 c0 = SDL_GetPerformanceCounter();
-	int err = as_render_draw_argb32(v->r, v->px, v->px_w, ph, stride);
+	int err = AS_OK;
+	if (v->r) {
+		err = as_render_draw_argb32(v->r, v->px, v->px_w, ph, stride);
+	} else { /* no plan to draw yet: a blank picture and a note */
+		for (int y = 0; y < ph; y++)
+			for (int x = 0; x < v->px_w; x++)
+				v->px[(size_t)y * (size_t)v->px_w + (size_t)x] =
+					0xffffffffu;
+	}
 	if (err)
 		return err;
 	Uint64 c1 = SDL_GetPerformanceCounter();
 	v->draw_ms = (double)(c1 - c0) * 1000.0 / freq;
 	struct as_render_overlay box[10];
 	size_t nb = 0;
-	char line1[1024], line2[1024], text[2048];
+	char line1[1024], line2[1024], text[2048], prog[512], note[2048];
 	const struct strat *s = strat_of_panel(v, v->hover.panel);
+	bool ok = shown(s);
+	progress(v, prog, sizeof(prog));
 
 	/* Status bar: facts, then a message, prompt or the first failure. */
 	status_line(v, line1, sizeof(line1));
@@ -1042,8 +1164,18 @@ int view_paint(struct viewer *v)
 					       "Esc: cancel)", v->query);
 		c2 = C_PROMPT;
 	} else if (v->msg[0]) {
-		snprintf(line2, sizeof(line2), "%s", v->msg);
-	} else if (!s->report.valid) {
+		snprintf(line2, sizeof(line2), "%s%s%s", prog,
+			 prog[0] ? "   |   " : "", v->msg);
+	} else if (s->ready && s->err) {
+		char et[1024];
+		snprintf(line2, sizeof(line2), "%s%s%s", prog,
+			 prog[0] ? "   |   " : "",
+			 as_diag_text(&s->diag, et, sizeof(et)));
+		c2 = C_RED_LIGHT;
+	} else if (prog[0]) {
+		snprintf(line2, sizeof(line2), "%s", prog);
+		c2 = C_PROMPT;
+	} else if (ok && !s->report.valid) {
 		char vt[512];
 		snprintf(line2, sizeof(line2), "INVALID: %llu violations; "
 			 "first: %s   (v: list)",
@@ -1058,12 +1190,45 @@ int view_paint(struct viewer *v)
 		c2 = 0xffaaaaaau;
 	}
 	snprintf(text, sizeof(text), "%s\n%s", line1, line2);
-	uint32_t lc[2] = {s->report.valid ? C_BAR_TEXT : C_RED_LIGHT, c2};
+	uint32_t lc[2] = {!s->ready || (ok && s->report.valid) ? C_BAR_TEXT
+							       : C_RED_LIGHT,
+			  c2};
 	box[nb++] = (struct as_render_overlay){
 		.x = 0, .y = v->win_h - STATUS_H, .w = v->win_w, .h = STATUS_H,
 		.fill = C_BAR, .color = C_BAR_TEXT, .font_size = 12,
 		.text = text, .line_colors = lc, .nline_colors = 2,
 	};
+
+	/* No plan in view yet: what is being done about it. */
+	if (!v->r) {
+		size_t slot;
+		double ms;
+		char et[1024];
+		if (v->compare)
+			snprintf(note, sizeof(note), "compare: no plan is ready "
+				 "yet\n%s", prog);
+		else if (s->ready)
+			snprintf(note, sizeof(note), "%s failed\n%s", s->spec,
+				 as_diag_text(&s->diag, et, sizeof(et)));
+		else if (doc_planning(&v->doc, &slot, &ms) &&
+			 slot == (size_t)(s - v->doc.s))
+			snprintf(note, sizeof(note), "planning %s... %.0f s\n"
+				 "%zu of %zu plans ready: Tab or 1-9 shows "
+				 "another strategy", s->spec, ms / 1000,
+				 v->doc.nready, v->doc.ns);
+		else
+			snprintf(note, sizeof(note), "%s: waiting to be "
+				 "planned\n%s", s->spec, prog);
+		struct as_render_overlay *b = &box[nb++];
+		*b = (struct as_render_overlay){
+			.fill = C_BOX, .border = s->ready ? C_RED : C_BORDER,
+			.color = C_TEXT, .font_size = 14, .text = note,
+			.bold_first = true,
+		};
+		double w, h;
+		as_render_overlay_measure(b, &w, &h);
+		place(v, b, (v->win_w - w) / 2, (v->win_h - STATUS_H - h) / 2);
+	}
 
 	/* Time cursor: what is live at the mouse's time, grouped. */
 	char cur_text[4096];
@@ -1159,7 +1324,7 @@ int view_paint(struct viewer *v)
 	/* Validation failures of the strategy in view. */
 	char vio[4096];
 	uint32_t vio_col[18] = {0};
-	if (v->show_violations) {
+	if (v->show_violations && ok) {
 		int n;
 		if (s->report.valid)
 			n = snprintf(vio, sizeof(vio),

@@ -4,7 +4,8 @@
  * library's renderer (allocscope_render.h) into pixels that are uploaded to
  * a streaming SDL texture.
  *
- * doc.c     a trace and its plans (loading, reloading), no SDL
+ * doc.c     a trace and its plans: loading, then planning on a thread of
+ *           its own (SDL threads; who owns what is said at its top)
  * view.c    what is shown: view range, selection, search, overlays, keys
  * script.c  --script: key and mouse events played from a file
  * main.c    arguments, window, event loop, --bench-frames
@@ -20,29 +21,75 @@
 #define MAX_SPECS 64
 #define STATUS_H 40 /* logical pixels: two lines of text */
 
-/* One strategy's plan of the loaded trace. */
+/*
+ * One strategy's slot in a doc. `spec` is written at load, then only read.
+ * The rest belongs to the planning thread until the slot is handed over
+ * (doc_poll sets `ready`), then to the UI thread, which only reads it:
+ * never read plan, report, peak, failed, err or diag of a slot that is not
+ * ready. `ready` itself is the UI thread's.
+ */
 struct strat {
 	char spec[256];
-	struct as_plan *plan;
+	struct as_plan *plan;      /* NULL when the strategy failed */
 	struct as_report report;
 	uint64_t peak;
 	uint32_t failed;
+	int err;                   /* 0, or why there is no plan (diag) */
+	struct as_diag diag;
+	double ms;                 /* planning and validating it took */
+	bool ready;
 };
 
-/* A loaded trace and its plans; everything here belongs to the doc. */
+/*
+ * A loaded trace and its plans, as the UI thread sees them. t, s and ns
+ * point into a job shared with the planning thread (doc.c); the trace is
+ * complete (names made) and read-only from load on. lb is the lower bound.
+ */
+struct doc_job;
 struct doc {
 	char path[1024];
 	struct as_trace *t;
 	struct strat *s;
 	size_t ns;
 	uint64_t lb;
+	struct doc_job *job;
+	size_t taken;              /* slots handed over, in planning order */
+	size_t nready;
 };
 
-/* Load `path` and run `specs` (none: every strategy that applies). On
- * failure returns a negative code with diag filled and leaves *d alone. */
+/* How a doc plans: `wake`, an SDL event type posted after each plan (0:
+ * none); `hold`, start with no strategy allowed (tests: doc_allow). */
+struct doc_opts {
+	uint32_t wake;
+	bool hold;
+};
+
+/*
+ * Load `path` and start planning `specs` (none: every strategy that
+ * applies) on a thread, cheapest first. `o` may be NULL. On failure
+ * returns a negative code with diag filled and leaves *d alone. The window
+ * may show the doc at once.
+ */
 int doc_load(struct doc *d, const char *path, const char *const *specs,
-	     size_t nspecs, struct as_diag *diag);
+	     size_t nspecs, const struct doc_opts *o, struct as_diag *diag);
+/* Hand over the slots planned since the last call; returns how many. */
+size_t doc_poll(struct doc *d);
+/* Block until n slots are planned (SIZE_MAX: all), then doc_poll. */
+void doc_wait(struct doc *d, size_t n);
+/* Post `type` after each plan from now on (0: stop): SDL's event queue
+ * must be up (SDL_Init) before a thread may post to it. */
+void doc_wake(struct doc *d, uint32_t type);
+/* Let the thread start only n strategies in all (tests; default all). */
+void doc_allow(struct doc *d, size_t n);
+/* Whether a strategy is being planned: its slot, and for how long. */
+bool doc_planning(const struct doc *d, size_t *slot, double *ms);
+/* The first ready slot, in spec order, whose strategy failed, or NULL. */
+const struct strat *doc_first_error(const struct doc *d);
+/* Let go of the doc without waiting for the thread (it stops after the
+ * strategy it runs and frees what the doc held). NULL-safe on a zeroed doc. */
 void doc_finish(struct doc *d);
+/* Docs loaded and not yet freed by whoever let go last (tests). */
+int doc_live_jobs(void);
 
 struct viewer {
 	struct doc doc;
@@ -104,6 +151,13 @@ struct viewer {
 	char save_dir[512];
 	int saves;
 	bool quit;
+
+	/* Planning (doc.c): batch runs wait for every plan, reloads too. */
+	bool batch;
+	uint32_t wake;             /* SDL event type of a finished plan */
+	size_t panel_slot[MAX_SPECS]; /* compare: slot of each panel */
+	size_t npanel_slot;
+	long planning_tick;        /* the elapsed tenths last shown */
 };
 
 /* view.c */
@@ -111,6 +165,8 @@ int view_init(struct viewer *v, int w, int h);
 void view_finish(struct viewer *v);
 /* Rebuild the picture after a new doc, strategy or compare mode. */
 int view_rebuild(struct viewer *v);
+/* Take the plans finished since the last frame; redraw what they change. */
+void view_poll(struct viewer *v);
 /* The window's logical and device size changed (or was first set). */
 int view_resize(struct viewer *v, int win_w, int win_h, int px_w, int px_h);
 /* Paint the whole window into v->px. */
