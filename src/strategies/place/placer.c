@@ -997,18 +997,8 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 	while (k) {
 		struct src *c = &pl->src[h[0].at];
 		struct as_span s = c->cur;
-		if (s.hi <= cand && !c->plain)
-			src_skip(c, cand);
-		if (src_step(c, r->size))
-			h[0].lo = c->cur.lo;
-		else
-			h[0] = h[--k];
-		if (k > 1)
-			heap_down(h, k, 0);
-		if (s.hi <= cand)
-			continue;
+		uint64_t a;
 		if (s.lo > cand) {
-			uint64_t a;
 			if (!as_align_up(cand, r->align_log2, &a))
 				return false;
 			if (a <= s.lo && s.lo - a >= r->size) {
@@ -1027,6 +1017,15 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 		}
 		if (s.hi > cand)
 			cand = s.hi;
+		/* Its runs under the frontier change nothing: past them. */
+		if (!c->plain)
+			src_skip(c, cand);
+		if (src_step(c, r->size))
+			h[0].lo = c->cur.lo;
+		else
+			h[0] = h[--k];
+		if (k > 1)
+			heap_down(h, k, 0);
 	}
 	if (best != UINT64_MAX) {
 		*off = best;
