@@ -74,7 +74,7 @@ static void job_free(struct doc_job *j)
 	SDL_AtomicAdd(&live_jobs, -1);
 }
 
-static double ms_since(Uint64 c0)
+double doc_ms_since(Uint64 c0)
 {
 	return (double)(SDL_GetPerformanceCounter() - c0) * 1000.0 /
 	       (double)SDL_GetPerformanceFrequency();
@@ -100,7 +100,7 @@ static void plan_one(const struct as_trace *t, struct strat *s)
 	} else {
 		s->plan = NULL;
 	}
-	s->ms = ms_since(c0);
+	s->ms = doc_ms_since(c0);
 }
 
 static int worker(void *arg)
@@ -305,7 +305,7 @@ bool doc_planning(const struct doc *d, size_t *slot, double *ms)
 	bool busy = j->planning < j->ns;
 	if (busy) {
 		*slot = j->planning;
-		*ms = ms_since(j->started);
+		*ms = doc_ms_since(j->started);
 	}
 	SDL_UnlockMutex(j->lock);
 	return busy;

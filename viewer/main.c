@@ -276,12 +276,6 @@ static int bench(struct viewer *v, long n)
 	return 0;
 }
 
-static double ms_since(Uint64 c0)
-{
-	return (double)(SDL_GetPerformanceCounter() - c0) * 1000.0 /
-	       (double)SDL_GetPerformanceFrequency();
-}
-
 /* --time-startup: each plan as the window takes it; true once all are. */
 static bool time_plans(const struct viewer *v, bool *seen, Uint64 start)
 {
@@ -289,7 +283,7 @@ static bool time_plans(const struct viewer *v, bool *seen, Uint64 start)
 		if (v->doc.s[i].ready && !seen[i]) {
 			seen[i] = true;
 			printf("plan %s shown at %.0f ms (planned in %.0f ms%s)\n",
-			       v->doc.s[i].spec, ms_since(start),
+			       v->doc.s[i].spec, doc_ms_since(start),
 			       v->doc.s[i].ms, v->doc.s[i].err ? ", failed" : "");
 			fflush(stdout);
 		}
@@ -398,7 +392,7 @@ int main(int argc, char **argv)
 		doc_finish(&v.doc);
 		return EXIT_USAGE;
 	}
-	double load_ms = ms_since(start);
+	double load_ms = doc_ms_since(start);
 	bool *seen = NULL;
 	if (time_startup && !(seen = calloc(v.doc.ns, sizeof(*seen)))) {
 		fputs("allocscope-view: out of memory\n", stderr);
@@ -474,7 +468,7 @@ int main(int argc, char **argv)
 	if (time_startup) {
 		printf("%s: %u buffers; trace loaded at %.0f ms, first frame "
 		       "presented at %.0f ms\n", trace, v.doc.t->nbuffers,
-		       load_ms, ms_since(start));
+		       load_ms, doc_ms_since(start));
 		fflush(stdout);
 	}
 	if (script_path && (status = script_play(&sc, &v, frame, shot)) != 0)
@@ -490,7 +484,8 @@ int main(int argc, char **argv)
 		goto out;
 	while (!batch && !v.quit) {
 		if (time_startup && time_plans(&v, seen, start)) {
-			printf("every plan shown at %.0f ms\n", ms_since(start));
+			printf("every plan shown at %.0f ms\n",
+			       doc_ms_since(start));
 			break;
 		}
 		SDL_WaitEventTimeout(NULL, 200);

@@ -83,6 +83,8 @@ void doc_wake(struct doc *d, uint32_t type);
 void doc_allow(struct doc *d, size_t n);
 /* Whether a strategy is being planned: its slot, and for how long. */
 bool doc_planning(const struct doc *d, size_t *slot, double *ms);
+/* Milliseconds since c0, a reading of SDL_GetPerformanceCounter. */
+double doc_ms_since(Uint64 c0);
 /* The first ready slot, in spec order, whose strategy failed, or NULL. */
 const struct strat *doc_first_error(const struct doc *d);
 /* Let go of the doc without waiting for the thread (it stops after the
