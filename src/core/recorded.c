@@ -226,15 +226,29 @@ map_find(const struct as_trace *t, uint16_t space, uint64_t key,
 	return r->space == space ? r : NULL;
 }
 
-bool as_trace_address_of(const struct as_trace *t, uint16_t space,
-			 uint64_t offset, uint64_t *addr)
+/* The real address of `offset`; with end_ok a range's end counts too. */
+static bool address_of(const struct as_trace *t, uint16_t space,
+		       uint64_t offset, bool end_ok, uint64_t *addr)
 {
 	const struct as_addr_range *r = t ? map_find(t, space, offset, false)
 					  : NULL;
-	if (!r || offset - r->offset >= r->length)
+	if (!r || offset - r->offset > r->length ||
+	    (!end_ok && offset - r->offset == r->length))
 		return false;
 	*addr = r->address + (offset - r->offset);
 	return true;
+}
+
+bool as_trace_address_of(const struct as_trace *t, uint16_t space,
+			 uint64_t offset, uint64_t *addr)
+{
+	return address_of(t, space, offset, false, addr);
+}
+
+bool as_trace_block_address(const struct as_trace *t, uint16_t space,
+			    uint64_t offset, uint64_t *addr)
+{
+	return address_of(t, space, offset, true, addr);
 }
 
 bool as_builder_offset_of(const struct as_builder *b, uint16_t space,

@@ -104,6 +104,11 @@ int as_builder_addr_map(struct as_builder *b, struct as_addr_range *ranges,
  * range of the map holds it. */
 bool as_builder_offset_of(const struct as_builder *b, uint16_t space,
 			  uint64_t address, uint64_t *offset);
+/* Its inverse on a loaded trace: the real address of recorded offset
+ * `offset` of `space`, a range's end included (an empty block may lie
+ * there); false when no range holds it. */
+bool as_trace_block_address(const struct as_trace *t, uint16_t space,
+			    uint64_t offset, uint64_t *addr);
 /*
  * For readers that keep their own table of live blocks and make every name
  * unique by construction (formats/heap.c): as_builder_alloc without the

@@ -401,32 +401,6 @@ static int shrink_gaps(struct as_builder *b, struct as_heap *h)
 }
 
 /*
- * The real address of recorded offset `off` of `space` through the trace's
- * address map, a range's end included (an empty block may lie there, as
- * as_builder_offset_of allows); false when no range holds it.
- */
-static bool map_address(const struct as_trace *t, uint16_t space,
-			uint64_t off, uint64_t *addr)
-{
-	uint32_t lo = 0, hi = t->naddr_map; /* first range past off */
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		const struct as_addr_range *r = &t->addr_map[mid];
-		if (r->space < space || (r->space == space && r->offset <= off))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
-		return false;
-	const struct as_addr_range *r = &t->addr_map[lo - 1];
-	if (r->space != space || off - r->offset > r->length)
-		return false;
-	*addr = r->address + (off - r->offset);
-	return true;
-}
-
-/*
  * The trace's namer (as_builder_namer): every block's name, "0xADDR#N" for
  * the N-th block at ADDR, from one pass in allocation order (the order the
  * reader counted them in) with a table of the addresses met. Buffers
@@ -443,7 +417,8 @@ static int heap_names(struct as_trace *t)
 		struct as_buffer *buf = &t->buffers[i];
 		uint64_t addr;
 		if (buf->recorded == AS_NO_OFFSET ||
-		    !map_address(t, buf->space, buf->recorded, &addr)) {
+		    !as_trace_block_address(t, buf->space, buf->recorded,
+					    &addr)) {
 			err = AS_EINVAL; /* every block has its address */
 			break;
 		}
