@@ -22,10 +22,12 @@
  * exactly the rectangles sharing time with v's range, less those recorded
  * above v. A query for [t0, t1) then reads O(log S) sets: part[] of its
  * cover nodes and the runs of their strict ancestors (rectangles covering
- * a cover node's whole range), sorts them and scans for the gap; the free
- * gaps are the same as among the rectangles one by one, and their number is
- * bounded by the fragmentation, not by the rectangles live. The nodes
- * nearest the leaves keep no union (see AS_PART_HEIGHT).
+ * a cover node's whole range). The free gaps of their union are the same as
+ * among the rectangles one by one; the query steps only on the places
+ * where each set alone has room (as_placer_find), so it costs the number
+ * of times the sets take turns in the way, not the number of runs below
+ * the answer. The nodes nearest the leaves keep no union (see
+ * AS_PART_HEIGHT).
  *
  * A union cannot give a rectangle back, but each put logs what its unions
  * overwrote, so popping the rectangles last put first (a trial placement
@@ -68,7 +70,7 @@ static const struct as_span *csp(const struct runs *ru)
  * hull). The maxima sit after the runs in the same allocation: tail[0] is
  * the number of blocks up to date from the start, tail[1 + b] block b's.
  */
-#define AS_BLK 32
+#define AS_BLK 64
 
 static uint64_t *tail(const struct runs *ru)
 {
@@ -126,26 +128,27 @@ static uint64_t block_max(struct runs *ru, uint32_t b)
 }
 
 /*
- * A cursor into a set of runs, for the merge of a query: cur is the range
- * it stands at (a run, or the hull of a block where `size` cannot fit), j
- * the next run after it.
+ * A cursor into one of the sorted sets of a query: j is the first run that
+ * ends above the query's position (see src_fit).
  */
 struct src {
-	struct as_span cur;
 	struct runs *ru;
+	const struct as_span *v;  /* its runs, n of them */
+	uint32_t n;
+	struct as_span next; /* run j, {UINT64_MAX, UINT64_MAX} past the end */
+	uint64_t below;      /* the end of run j - 1, 0 for none */
 	uint32_t j;
-	bool plain;     /* the gathered runs: may overlap, no block maxima */
+	bool plain;     /* the gathered runs (after a pop): no block maxima */
 };
 
 /*
- * Skip c's runs that end at or below x (they are under the frontier of the
- * merge and change nothing): a galloping search from c->j. Only for merged
- * runs, whose ends ascend; the gathered ones may nest.
+ * Skip c's runs that end at or below x: a galloping search from c->j (the
+ * runs are disjoint, so their ends ascend).
  */
 static void src_skip(struct src *c, uint64_t x)
 {
-	const struct as_span *v = sp(c->ru);
-	uint32_t n = c->ru->n, lo = c->j, step = 1;
+	const struct as_span *v = c->v;
+	uint32_t n = c->n, lo = c->j, step = 1;
 	while (lo + step <= n && v[lo + step - 1].hi <= x) {
 		lo += step;
 		step *= 2;
@@ -162,33 +165,65 @@ static void src_skip(struct src *c, uint64_t x)
 	c->j = lo;
 }
 
-/* Move c to its next range; false when the set is done. */
-static bool src_step(struct src *c, uint64_t size)
+/*
+ * The lowest y >= x such that [y, y + size) misses every run of c: x
+ * itself, or the end of the first run after x followed by a gap of at least
+ * size. Blocks whose largest inner gap is below size are passed whole. c->j
+ * ends at the first run that ends above y.
+ */
+/* c->j is j: its copies of runs j - 1 and j follow. */
+static void src_at(struct src *c, uint32_t j)
 {
-	struct runs *ru = c->ru;
-	const struct as_span *v = sp(ru);
-	uint32_t j = c->j;
-	if (j == ru->n)
-		return false;
-	if (!c->plain && j % AS_BLK == 0 && ru->n - j > 1 &&
-	    block_max(ru, j / AS_BLK) < size) {
-		uint32_t e = j + AS_BLK < ru->n ? j + AS_BLK : ru->n;
-		c->cur.lo = v[j].lo;
-		c->cur.hi = v[e - 1].hi;
-		c->j = e;
-		return true;
+	c->j = j;
+	c->below = j ? c->v[j - 1].hi : 0;
+	c->next = j < c->n ? c->v[j]
+			       : (struct as_span){UINT64_MAX, UINT64_MAX};
+}
+
+static uint64_t src_fit(struct src *c, uint64_t x, uint64_t size)
+{
+	/* The copy of the next run tells most sets apart without a look at
+	 * their runs. */
+	if (c->next.lo >= x && c->next.lo - x >= size)
+		return x;
+	const struct as_span *v = c->v;
+	uint32_t n = c->n, m;
+	src_skip(c, x);
+	m = c->j;
+	if (m == n || (v[m].lo > x && v[m].lo - x >= size)) {
+		src_at(c, m);
+		return x;
 	}
-	c->cur = v[j];
-	c->j = j + 1;
-	return true;
+	/* Run m is in the way. */
+	for (;;) {
+		if (m + 1 == n) {
+			src_at(c, n);
+			return v[m].hi;
+		}
+		if (!c->plain && m % AS_BLK == 0 &&
+		    block_max(c->ru, m / AS_BLK) < size) {
+			/* To the block's last run; the gap after it is
+			 * outside the block. */
+			m = m + AS_BLK - 1 < n - 1 ? m + AS_BLK - 1 : n - 1;
+			continue;
+		}
+		if (v[m + 1].lo - v[m].hi >= size) {
+			src_at(c, m + 1);
+			return v[m].hi;
+		}
+		m++;
+	}
 }
 
 /*
- * The top nodes (depth < 8) cache the union of the runs on their path from
+ * The top nodes (depth < 4) cache the union of the runs on their path from
  * the root: a query reads that instead of every ancestor's runs, which hold
- * the long-lived rectangles one by one.
+ * the long-lived rectangles one by one. Deeper caches cost more to rebuild
+ * (after every put at or above them) than they save: with 256 of them,
+ * greedy-size on `place_gen.py random 100000` took 25% longer, though
+ * bestfit on a malloc trace took 30% less.
  */
-#define AS_PLACER_PATH_NODES 256
+#define AS_PLACER_PATH_NODES 16
 
 /*
  * Nodes lower than AS_PART_HEIGHT (subtrees of at most 4 levels) keep no
@@ -242,8 +277,6 @@ struct as_placer {
 	struct src *src;        /* query: sorted sets to merge */
 	uint32_t nsrc, srccap;
 	struct runs one;        /* the gathered runs, after a pop */
-	struct hkey *heap;      /* query: the merge's heap */
-	uint32_t hcap;
 	uint32_t *map;          /* section -> leaf (see FOR_COVER) */
 	uint8_t grain;          /* log2 of the smallest alignment (see top) */
 	bool nomem;
@@ -364,7 +397,6 @@ void as_placer_destroy(struct as_placer *pl)
 	free(pl->g);
 	free(pl->stack);
 	free(pl->src);
-	free(pl->heap);
 	free(pl->ulog);
 	free(pl->uold);
 	free(pl->marks);
@@ -714,7 +746,9 @@ static void add_src(struct as_placer *pl, struct runs *ru, bool plain)
 		pl->src = ns;
 		pl->srccap = cap;
 	}
-	pl->src[pl->nsrc++] = (struct src){{0, 0}, ru, 0, plain};
+	pl->src[pl->nsrc++] =
+		(struct src){.ru = ru, .v = csp(ru), .n = ru->n, .plain = plain};
+	src_at(&pl->src[pl->nsrc - 1], 0);
 }
 
 /*
@@ -887,9 +921,18 @@ static void sources(struct as_placer *pl, const struct as_rect *r)
 {
 	pl->nsrc = 0;
 	if (pl->stale) {
-		uint32_t k = gather(pl, r);
+		uint32_t k = gather(pl, r), n = 0;
 		sort_spans(pl->g, k);
-		pl->one = (struct runs){.u.v = pl->g, .n = k, .cap = k};
+		/* Runs of different nodes may overlap: merged into one set. */
+		for (uint32_t j = 0; j < k; j++) {
+			if (n && pl->g[j].lo <= pl->g[n - 1].hi) {
+				if (pl->g[j].hi > pl->g[n - 1].hi)
+					pl->g[n - 1].hi = pl->g[j].hi;
+			} else {
+				pl->g[n++] = pl->g[j];
+			}
+		}
+		pl->one = (struct runs){.u.v = pl->g, .n = n, .cap = n};
 		if (k)
 			add_src(pl, &pl->one, true);
 		return;
@@ -937,108 +980,109 @@ static void sources(struct as_placer *pl, const struct as_rect *r)
 }
 
 /*
- * Min-heap of cursors by the low end of their current range: small entries
- * (the key and the cursor's index), the cursors stay in place.
+ * The lowest aligned y >= x (x aligned) where r fits among every source: each
+ * set in turn moves y up to its own next fit (src_fit) until all of them
+ * take it as it is. No set can move y past the answer, which fits in each,
+ * so this ends at it; the sets' small gaps are passed a block at a time and
+ * only their fitting gaps are stepped on. The set that moved y last goes
+ * first (sets in the way take turns with few others), and a set with no
+ * run left above y drops out, its top kept in *floor. False: an offset
+ * would overflow.
  */
-struct hkey {
-	uint64_t lo;
-	uint32_t at;
-};
-
-static void heap_down(struct hkey *h, uint32_t n, uint32_t i)
+static bool lowest_fit(struct as_placer *pl, const struct as_rect *r,
+		       uint64_t *x, uint64_t *floor)
 {
-	struct hkey x = h[i];
-	for (;;) {
-		uint32_t c = 2 * i + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && h[c + 1].lo < h[c].lo)
-			c++;
-		if (h[c].lo >= x.lo)
-			break;
-		h[i] = h[c];
-		i = c;
+	uint64_t y = *x;
+	struct src *s = pl->src;
+	for (uint32_t k = 0; k < pl->nsrc;) {
+		uint64_t z = src_fit(&s[k], y, r->size);
+		if (z == y) {
+			if (s[k].next.lo != UINT64_MAX) {
+				k++;
+				continue;
+			}
+			/* Every run of the set is below y: it has nothing
+			 * more to say but where its top is. */
+			if (s[k].below > *floor)
+				*floor = s[k].below;
+			s[k] = s[--pl->nsrc];
+			continue;
+		}
+		if (!as_align_up(z, r->align_log2, &y))
+			return false;
+		/* The set that moved y goes first: it is the likeliest to
+		 * move it again. */
+		struct src c = s[k];
+		memmove(s + 1, s, k * sizeof(*s));
+		s[0] = c;
+		k = y == z;
 	}
-	h[i] = x;
+	*x = y;
+	return true;
 }
 
 bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 		    uint64_t *off, uint64_t *gap_out)
 {
 	const struct as_rect *r = &pl->pb->r[i];
-	uint32_t k = 0;
 	/*
-	 * A merge of the sorted sets, blocks where r cannot fit read as one
-	 * range; lowest fit stops at the answer, best fit at a gap of exactly
-	 * r's size (none can be smaller, and the merge goes up).
+	 * The fitting gaps of the union, from the bottom up: lowest fit takes
+	 * the first, best fit the smallest, stopping at one of exactly r's
+	 * size (none can be smaller).
 	 */
 	sources(pl, r);
 	if (pl->nomem)
 		return false;
-	if (pl->nsrc > pl->hcap) {
-		struct hkey *nh = realloc(pl->heap, pl->srccap * sizeof(*nh));
-		if (!nh) {
-			pl->nomem = true;
-			return false;
-		}
-		pl->heap = nh;
-		pl->hcap = pl->srccap;
-	}
-	struct hkey *h = pl->heap;
-	for (uint32_t j = 0; j < pl->nsrc; j++)
-		if (src_step(&pl->src[j], r->size))
-			h[k++] = (struct hkey){pl->src[j].cur.lo, j};
-	for (uint32_t j = k / 2; j-- > 0;)
-		heap_down(h, k, j);
-	uint64_t cand = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
+	uint64_t x = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
+	uint64_t floor = 0; /* the top of the sets left behind */
 	uint64_t exact;     /* a gap no smaller one can beat (see top_of) */
 	if (!as_align_up(r->size, pl->grain, &exact))
 		exact = r->size;
-	while (k) {
-		struct src *c = &pl->src[h[0].at];
-		struct as_span s = c->cur;
-		uint64_t a;
-		if (s.lo > cand) {
-			if (!as_align_up(cand, r->align_log2, &a))
-				return false;
-			if (a <= s.lo && s.lo - a >= r->size) {
-				uint64_t gap = s.lo - cand;
-				if (fit == AS_FIT_LOWEST || gap == exact) {
-					*off = a;
-					if (gap_out)
-						*gap_out = gap;
-					return true;
-				}
-				if (gap < best_gap) {
-					best_gap = gap;
-					best = a;
-				}
+	for (;;) {
+		if (!lowest_fit(pl, r, &x, &floor))
+			break;
+		/* Its gap [lo, hi) in the union: every set's cursor is at
+		 * its first run above x, and no run meets [x, x + size).
+		 * The set that ends it goes first for the next gap. */
+		uint64_t lo = floor, hi = UINT64_MAX;
+		for (uint32_t k = 0; k < pl->nsrc; k++) {
+			struct src *c = &pl->src[k];
+			if (c->below > lo)
+				lo = c->below;
+			if (c->next.lo < hi) {
+				hi = c->next.lo;
+				struct src t = pl->src[0];
+				pl->src[0] = *c;
+				*c = t;
 			}
 		}
-		if (s.hi > cand)
-			cand = s.hi;
-		/* Its runs under the frontier change nothing: past them. */
-		if (!c->plain)
-			src_skip(c, cand);
-		if (src_step(c, r->size))
-			h[0].lo = c->cur.lo;
-		else
-			h[0] = h[--k];
-		if (k > 1)
-			heap_down(h, k, 0);
+		if (hi == UINT64_MAX) { /* on top of everything */
+			if (best != UINT64_MAX || x > UINT64_MAX - r->size)
+				break;
+			*off = x;
+			if (gap_out)
+				*gap_out = UINT64_MAX;
+			return true;
+		}
+		uint64_t gap = hi - lo;
+		if (fit == AS_FIT_LOWEST || gap == exact) {
+			*off = x;
+			if (gap_out)
+				*gap_out = gap;
+			return true;
+		}
+		if (gap < best_gap) {
+			best_gap = gap;
+			best = x;
+		}
+		if (!as_align_up(hi, r->align_log2, &x))
+			break;
 	}
-	if (best != UINT64_MAX) {
-		*off = best;
-		if (gap_out)
-			*gap_out = best_gap;
-		return true;
-	}
-	uint64_t a;
-	if (!as_align_up(cand, r->align_log2, &a) || a > UINT64_MAX - r->size)
+	if (best == UINT64_MAX)
 		return false;
-	*off = a;
+	*off = best;
 	if (gap_out)
-		*gap_out = UINT64_MAX;
+		*gap_out = best_gap;
 	return true;
 }
 
