@@ -274,8 +274,11 @@ struct as_placer {
 	struct as_span *g;         /* query scratch */
 	uint32_t ng, gcap;
 	uint32_t *stack;
-	struct src *src;        /* query: sorted sets to merge */
+	struct src *src;        /* query: the sorted sets of its union */
 	uint32_t nsrc, srccap;
+	uint32_t *ord;          /* query: the sets still in play, in the
+				 * order they are asked (see lowest_fit) */
+	uint32_t nord;
 	struct runs one;        /* the gathered runs, after a pop */
 	uint32_t *map;          /* section -> leaf (see FOR_COVER) */
 	uint8_t grain;          /* log2 of the smallest alignment (see top) */
@@ -397,6 +400,7 @@ void as_placer_destroy(struct as_placer *pl)
 	free(pl->g);
 	free(pl->stack);
 	free(pl->src);
+	free(pl->ord);
 	free(pl->ulog);
 	free(pl->uold);
 	free(pl->marks);
@@ -739,11 +743,14 @@ static void add_src(struct as_placer *pl, struct runs *ru, bool plain)
 	if (pl->nsrc == pl->srccap) {
 		uint32_t cap = pl->srccap ? 2 * pl->srccap : 64;
 		struct src *ns = realloc(pl->src, cap * sizeof(*ns));
-		if (!ns) {
+		if (ns)
+			pl->src = ns;
+		uint32_t *no = ns ? realloc(pl->ord, cap * sizeof(*no)) : NULL;
+		if (!no) {
 			pl->nomem = true;
 			return;
 		}
-		pl->src = ns;
+		pl->ord = no;
 		pl->srccap = cap;
 	}
 	pl->src[pl->nsrc++] =
@@ -993,28 +1000,29 @@ static bool lowest_fit(struct as_placer *pl, const struct as_rect *r,
 		       uint64_t *x, uint64_t *floor)
 {
 	uint64_t y = *x;
-	struct src *s = pl->src;
-	for (uint32_t k = 0; k < pl->nsrc;) {
-		uint64_t z = src_fit(&s[k], y, r->size);
+	uint32_t *ord = pl->ord;
+	for (uint32_t k = 0; k < pl->nord;) {
+		struct src *c = &pl->src[ord[k]];
+		uint64_t z = src_fit(c, y, r->size);
 		if (z == y) {
-			if (s[k].next.lo != UINT64_MAX) {
+			if (c->next.lo != UINT64_MAX) {
 				k++;
 				continue;
 			}
 			/* Every run of the set is below y: it has nothing
 			 * more to say but where its top is. */
-			if (s[k].below > *floor)
-				*floor = s[k].below;
-			s[k] = s[--pl->nsrc];
+			if (c->below > *floor)
+				*floor = c->below;
+			ord[k] = ord[--pl->nord];
 			continue;
 		}
 		if (!as_align_up(z, r->align_log2, &y))
 			return false;
 		/* The set that moved y goes first: it is the likeliest to
 		 * move it again. */
-		struct src c = s[k];
-		memmove(s + 1, s, k * sizeof(*s));
-		s[0] = c;
+		uint32_t at = ord[k];
+		memmove(ord + 1, ord, k * sizeof(*ord));
+		ord[0] = at;
 		k = y == z;
 	}
 	*x = y;
@@ -1033,6 +1041,8 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 	sources(pl, r);
 	if (pl->nomem)
 		return false;
+	for (pl->nord = 0; pl->nord < pl->nsrc; pl->nord++)
+		pl->ord[pl->nord] = pl->nord;
 	uint64_t x = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
 	uint64_t floor = 0; /* the top of the sets left behind */
 	uint64_t exact;     /* a gap no smaller one can beat (see top_of) */
@@ -1045,15 +1055,15 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 		 * its first run above x, and no run meets [x, x + size).
 		 * The set that ends it goes first for the next gap. */
 		uint64_t lo = floor, hi = UINT64_MAX;
-		for (uint32_t k = 0; k < pl->nsrc; k++) {
-			struct src *c = &pl->src[k];
+		for (uint32_t k = 0; k < pl->nord; k++) {
+			const struct src *c = &pl->src[pl->ord[k]];
 			if (c->below > lo)
 				lo = c->below;
 			if (c->next.lo < hi) {
 				hi = c->next.lo;
-				struct src t = pl->src[0];
-				pl->src[0] = *c;
-				*c = t;
+				uint32_t t = pl->ord[0];
+				pl->ord[0] = pl->ord[k];
+				pl->ord[k] = t;
 			}
 		}
 		if (hi == UINT64_MAX) { /* on top of everything */
