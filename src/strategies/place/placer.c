@@ -235,6 +235,19 @@ static uint64_t src_fit(struct src *c, uint64_t x, uint64_t size)
  */
 #define AS_PART_HEIGHT 4
 
+/*
+ * Snapshots: AS_HOT leaves spread evenly over the tree (leaf j * gap +
+ * gap / 2) keep the union of the rectangles covering them, the memory in
+ * use at that moment, in part[nparts + j]. A query reads those inside its
+ * range too (at most AS_HOT_QUERY of them, evenly spread): the union is the
+ * same, but where memory was crowded at one moment, its runs come split
+ * over the sets of every level of the tree and the query's sets would take
+ * turns in the way for each of them, while one snapshot passes the whole
+ * crowd at once. A put adds to the snapshots its range covers.
+ */
+#define AS_HOT 256
+#define AS_HOT_QUERY 8
+
 /* part[v] at pos: one run replaced the nold runs at uold[at], or (nold 0)
  * was inserted there. */
 struct undo {
@@ -251,8 +264,9 @@ struct as_placer {
 	uint32_t size;          /* leaves: the sections where some rectangle
 				 * starts (see FOR_COVER) */
 	struct runs *node;      /* 2 * size */
-	struct runs *part;      /* nparts: unions per subtree */
-	uint32_t nparts;
+	struct runs *part;      /* nparts unions per subtree, then nhot
+				 * snapshots (see AS_HOT) */
+	uint32_t nparts, nhot, hot_gap;
 	bool stale;             /* part[] is out of date (a pop) */
 	/* The undo log of part[] since the reset (see as_placer_pop). */
 	struct undo *ulog;
@@ -359,7 +373,9 @@ struct as_placer *as_placer_create(const struct as_problem *pb)
 	pl->path_at = calloc(pl->npath, sizeof(uint64_t));
 	pl->ver = calloc(pl->npath, sizeof(uint64_t));
 	pl->nparts = ((pl->size - 1) >> (AS_PART_HEIGHT - 1)) + 1;
-	pl->part = calloc(pl->nparts, sizeof(*pl->part));
+	pl->hot_gap = (pl->size + AS_HOT - 1) / AS_HOT;
+	pl->nhot = (pl->size + pl->hot_gap - 1) / pl->hot_gap;
+	pl->part = calloc((size_t)pl->nparts + pl->nhot, sizeof(*pl->part));
 	pl->sub = calloc(nodes, sizeof(uint32_t));
 	pl->vis = calloc(nodes, sizeof(uint32_t));
 	pl->off = calloc((size_t)pb->n + 1, sizeof(uint64_t));
@@ -382,7 +398,7 @@ void as_placer_destroy(struct as_placer *pl)
 	for (size_t v = 0; pl->node && v < 2 * (size_t)pl->size; v++)
 		if (pl->node[v].cap)
 			free(pl->node[v].u.v);
-	for (uint32_t v = 0; pl->part && v < pl->nparts; v++)
+	for (uint32_t v = 0; pl->part && v < pl->nparts + pl->nhot; v++)
 		if (pl->part[v].cap)
 			free(pl->part[v].u.v);
 	for (uint32_t v = 0; pl->path && v < pl->npath; v++)
@@ -414,7 +430,7 @@ void as_placer_reset(struct as_placer *pl)
 		pl->node[v].n = 0;
 		runs_dirty(&pl->node[v], 0);
 	}
-	for (uint32_t v = 0; v < pl->nparts; v++) {
+	for (uint32_t v = 0; v < pl->nparts + pl->nhot; v++) {
 		pl->part[v].n = 0;
 		runs_dirty(&pl->part[v], 0);
 	}
@@ -626,6 +642,19 @@ bool as_placer_nomem(const struct as_placer *pl)
 	return pl->nomem;
 }
 
+/* The snapshots [*j, *e) of leaves in [l, h). */
+static void hot_range(const struct as_placer *pl, uint32_t l, uint32_t h,
+		      uint32_t *j, uint32_t *e)
+{
+	uint32_t g = pl->hot_gap, half = g / 2;
+	*j = l > half ? (l - half + g - 1) / g : 0;
+	*e = h > half ? (h - half + g - 1) / g : 0;
+	if (*e > pl->nhot)
+		*e = pl->nhot;
+	if (*j > *e)
+		*j = *e;
+}
+
 void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 {
 	uint64_t hi = top_of(pl, i, off);
@@ -657,6 +686,12 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 				pl->nomem = true;
 		}
 	});
+	uint32_t j, e;
+	hot_range(pl, pl->map[pl->pb->r[i].t0], pl->map[pl->pb->r[i].t1], &j,
+		  &e);
+	for (; j < e && !pl->stale; j++)
+		if (!part_unite(pl, pl->nparts + j, off, hi))
+			pl->nomem = true;
 }
 
 void as_placer_pop(struct as_placer *pl, uint32_t i)
@@ -967,6 +1002,12 @@ static void sources(struct as_placer *pl, const struct as_rect *r)
 			}
 		}
 	});
+	uint32_t j, je;
+	hot_range(pl, pl->map[r->t0], pl->map[r->t1], &j, &je);
+	for (uint32_t step = (je - j + AS_HOT_QUERY - 1) / AS_HOT_QUERY; j < je;
+	     j += step)
+		if (pl->part[pl->nparts + j].n)
+			add_src(pl, &pl->part[pl->nparts + j], false);
 	/* Strict ancestors of the cover lie on the paths to both ends. */
 	const struct runs *prev = NULL;
 	for (int e = 0; e < 2; e++) {
