@@ -795,10 +795,12 @@ static void add_src(struct as_placer *pl, struct runs *ru, bool plain)
 
 /*
  * The sorted sets whose union is the placed rectangles sharing time with r,
- * into pl->src: with part[] up to date, O(log S) of them; else the runs
- * gathered one by one, sorted, as one set.
+ * into pl->src: with part[] up to date, O(log S) of them, and with
+ * `snapshots` the ones inside r's range (see AS_HOT); else the runs
+ * gathered one by one, sorted and merged, as one set.
  */
-static void sources(struct as_placer *pl, const struct as_rect *r);
+static void sources(struct as_placer *pl, const struct as_rect *r,
+		    bool snapshots);
 
 static void span_swap(struct as_span *a, struct as_span *b)
 {
@@ -867,7 +869,7 @@ struct as_span *as_placer_spans(struct as_placer *pl, const struct as_rect *r,
 		*n = k;
 		return pl->g;
 	}
-	sources(pl, r);
+	sources(pl, r, false);
 	pl->ng = 0;
 	for (uint32_t j = 0; j < pl->nsrc && !pl->nomem; j++)
 		take(pl, pl->src[j].ru);
@@ -959,7 +961,8 @@ static struct runs *path_union(struct as_placer *pl, uint32_t leaf,
 	return up;
 }
 
-static void sources(struct as_placer *pl, const struct as_rect *r)
+static void sources(struct as_placer *pl, const struct as_rect *r,
+		    bool snapshots)
 {
 	pl->nsrc = 0;
 	if (pl->stale) {
@@ -1002,8 +1005,9 @@ static void sources(struct as_placer *pl, const struct as_rect *r)
 			}
 		}
 	});
-	uint32_t j, je;
-	hot_range(pl, pl->map[r->t0], pl->map[r->t1], &j, &je);
+	uint32_t j = 0, je = 0;
+	if (snapshots)
+		hot_range(pl, pl->map[r->t0], pl->map[r->t1], &j, &je);
 	for (uint32_t step = (je - j + AS_HOT_QUERY - 1) / AS_HOT_QUERY; j < je;
 	     j += step)
 		if (pl->part[pl->nparts + j].n)
@@ -1079,7 +1083,7 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 	 * the first, best fit the smallest, stopping at one of exactly r's
 	 * size (none can be smaller).
 	 */
-	sources(pl, r);
+	sources(pl, r, true);
 	if (pl->nomem)
 		return false;
 	for (pl->nord = 0; pl->nord < pl->nsrc; pl->nord++)
