@@ -64,10 +64,9 @@ static const struct as_span *csp(const struct runs *ru)
  * Gap index of a set of runs: the runs fall into blocks of AS_BLK, and
  * block b keeps the largest gap strictly inside it (between runs bB..bB+B-1,
  * not the one before run bB). For a rectangle of size s, a block whose
- * largest inner gap is below s holds no place where it fits, so the merge of
- * a query reads the block as one range, its hull: the gaps where s fits are
- * the same, and so are their sizes (a gap that fits lies outside every such
- * hull). The maxima sit after the runs in the same allocation: tail[0] is
+ * largest inner gap is below s holds no place where it fits, so a query
+ * looking for the set's next fit passes it whole (src_fit). 32 and 64 ran
+ * alike. The maxima sit after the runs in the same allocation: tail[0] is
  * the number of blocks up to date from the start, tail[1 + b] block b's.
  */
 #define AS_BLK 64
