@@ -132,12 +132,14 @@ static uint64_t block_max(struct runs *ru, uint32_t b)
  */
 struct src {
 	struct runs *ru;
-	const struct as_span *v;  /* its runs, n of them */
+	const struct as_span *v; /* its runs, n of them */
 	uint32_t n;
-	struct as_span next; /* run j, {UINT64_MAX, UINT64_MAX} past the end */
-	uint64_t below;      /* the end of run j - 1, 0 for none */
+	struct as_span next;     /* run j, {UINT64_MAX, UINT64_MAX} past the
+				  * end */
+	uint64_t below;          /* the end of run j - 1, 0 for none */
 	uint32_t j;
-	bool plain;     /* the gathered runs (after a pop): no block maxima */
+	bool plain;              /* the gathered runs (after a pop): no block
+				  * maxima */
 };
 
 /*
@@ -164,21 +166,21 @@ static void src_skip(struct src *c, uint64_t x)
 	c->j = lo;
 }
 
-/*
- * The lowest y >= x such that [y, y + size) misses every run of c: x
- * itself, or the end of the first run after x followed by a gap of at least
- * size. Blocks whose largest inner gap is below size are passed whole. c->j
- * ends at the first run that ends above y.
- */
 /* c->j is j: its copies of runs j - 1 and j follow. */
 static void src_at(struct src *c, uint32_t j)
 {
 	c->j = j;
 	c->below = j ? c->v[j - 1].hi : 0;
 	c->next = j < c->n ? c->v[j]
-			       : (struct as_span){UINT64_MAX, UINT64_MAX};
+			   : (struct as_span){UINT64_MAX, UINT64_MAX};
 }
 
+/*
+ * The lowest y >= x such that [y, y + size) misses every run of c: x
+ * itself, or the end of the first run after x followed by a gap of at least
+ * size. Blocks whose largest inner gap is below size are passed whole. c->j
+ * ends at the first run that ends above y.
+ */
 static uint64_t src_fit(struct src *c, uint64_t x, uint64_t size)
 {
 	/* The copy of the next run tells most sets apart without a look at
