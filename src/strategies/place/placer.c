@@ -687,10 +687,12 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 				pl->nomem = true;
 		}
 	});
+	if (pl->stale)
+		return;
 	uint32_t j, e;
 	hot_range(pl, pl->map[pl->pb->r[i].t0], pl->map[pl->pb->r[i].t1], &j,
 		  &e);
-	for (; j < e && !pl->stale; j++)
+	for (; j < e; j++)
 		if (!part_unite(pl, pl->nparts + j, off, hi))
 			pl->nomem = true;
 }
