@@ -260,6 +260,13 @@ struct put_mark {
 	uint32_t i, ulog, uold;
 };
 
+/*
+ * A walk down a subtree pushes both children of each node it pops, so its
+ * stack holds at most one node per level below the top plus two: node
+ * numbers stay below 2^33, so 33 levels.
+ */
+#define AS_STACK 40
+
 struct as_placer {
 	const struct as_problem *pb;
 	uint32_t size;          /* leaves: the sections where some rectangle
@@ -283,12 +290,14 @@ struct as_placer {
 	struct runs *path;
 	uint64_t *path_at, *ver, clock;
 	uint32_t npath;
-	uint32_t *sub, *vis;
-	uint32_t stamp;
+	uint32_t *sub;
+	uint16_t *vis;          /* visited in the walk of stamp (see
+				 * next_stamp) */
+	uint16_t stamp;
 	uint64_t *off;
 	struct as_span *g;         /* query scratch */
 	uint32_t ng, gcap;
-	uint32_t *stack;
+	uint32_t stack[AS_STACK]; /* walks down a subtree (see AS_STACK) */
 	struct src *src;        /* query: the sorted sets of its union */
 	uint32_t nsrc, srccap;
 	uint32_t *ord;          /* query: the sets still in play, in the
@@ -378,14 +387,12 @@ struct as_placer *as_placer_create(const struct as_problem *pb)
 	pl->nhot = (pl->size + pl->hot_gap - 1) / pl->hot_gap;
 	pl->part = calloc((size_t)pl->nparts + pl->nhot, sizeof(*pl->part));
 	pl->sub = calloc(nodes, sizeof(uint32_t));
-	pl->vis = calloc(nodes, sizeof(uint32_t));
+	pl->vis = calloc(nodes, sizeof(uint16_t));
 	pl->off = calloc((size_t)pb->n + 1, sizeof(uint64_t));
 	pl->gcap = 1024;
 	pl->g = calloc(pl->gcap, sizeof(struct as_span));
-	pl->stack = calloc(nodes + 64, sizeof(uint32_t));
 	if (!pl->node || !pl->part || !pl->path || !pl->path_at ||
-	    !pl->ver || !pl->sub || !pl->vis || !pl->off || !pl->g ||
-	    !pl->stack) {
+	    !pl->ver || !pl->sub || !pl->vis || !pl->off || !pl->g) {
 		as_placer_destroy(pl);
 		return NULL;
 	}
@@ -415,7 +422,6 @@ void as_placer_destroy(struct as_placer *pl)
 	free(pl->vis);
 	free(pl->off);
 	free(pl->g);
-	free(pl->stack);
 	free(pl->src);
 	free(pl->ord);
 	free(pl->ulog);
@@ -656,6 +662,16 @@ static void hot_range(const struct as_placer *pl, uint32_t l, uint32_t h,
 		*j = *e;
 }
 
+/* A new walk: no node is visited in it yet (vis[] is cleared when the
+ * stamps wrap, once in 65535 walks). */
+static void next_stamp(struct as_placer *pl)
+{
+	if (++pl->stamp == 0) {
+		memset(pl->vis, 0, 2 * (size_t)pl->size * sizeof(*pl->vis));
+		pl->stamp = 1;
+	}
+}
+
 void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 {
 	uint64_t hi = top_of(pl, i, off);
@@ -668,10 +684,7 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 		else
 			pl->nolog = true;
 	}
-	if (++pl->stamp == 0) {
-		memset(pl->vis, 0, 2 * (size_t)pl->size * sizeof(uint32_t));
-		pl->stamp = 1;
-	}
+	next_stamp(pl);
 	FOR_COVER(pl, &pl->pb->r[i], v, {
 		if (!run_insert(&pl->node[v], off, hi))
 			pl->nomem = true;
@@ -743,10 +756,7 @@ static void take(struct as_placer *pl, const struct runs *ru)
 static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 {
 	pl->ng = 0;
-	if (++pl->stamp == 0) {
-		memset(pl->vis, 0, 2 * (size_t)pl->size * sizeof(uint32_t));
-		pl->stamp = 1;
-	}
+	next_stamp(pl);
 	FOR_COVER(pl, r, v, {
 		/* Ancestors (v included) cover part of v's range. */
 		for (uint32_t a = v; a >= 1 && pl->vis[a] != pl->stamp;
@@ -985,10 +995,7 @@ static void sources(struct as_placer *pl, const struct as_rect *r,
 			add_src(pl, &pl->one, true);
 		return;
 	}
-	if (++pl->stamp == 0) {
-		memset(pl->vis, 0, 2 * (size_t)pl->size * sizeof(uint32_t));
-		pl->stamp = 1;
-	}
+	next_stamp(pl);
 	FOR_COVER(pl, r, v, {
 		/* A low node: its runs and its descendants'. */
 		uint32_t sp = 0;
