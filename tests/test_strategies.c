@@ -7,6 +7,7 @@
 
 #include "allocscope/allocscope.h"
 #include "helpers.h"
+#include "strategies/place/place.h"
 
 static uint64_t rng_state;
 
@@ -336,6 +337,32 @@ static void recorded_needs_offsets_in_the_trace(void)
 	as_trace_destroy(t);
 }
 
+static void the_exact_baselines_leave_the_default_set_above_their_size(void)
+{
+	static const char *const baselines[] = {"greedy-size", "bestfit",
+						"greedy-breadth"};
+	/* Only the buffer count decides: a trace of that many buffers
+	 * (none of them read) stands in for a real one. */
+	struct as_trace big = {.nbuffers = AS_PLACE_BASELINE_MAX};
+	for (size_t i = 0; i < 3; i++)
+		CHECK(as_strategy_by_default(baselines[i], &big));
+	big.nbuffers++;
+	for (size_t i = 0; i < 3; i++) {
+		CHECK(!as_strategy_by_default(baselines[i], &big));
+		CHECK(as_strategy_applies(baselines[i], &big));
+	}
+	CHECK(as_strategy_by_default("strip", &big));
+	CHECK(as_strategy_by_default("bfc", &big));
+	/* Below it, the default set is every strategy that applies. */
+	struct as_trace *t = random_trace(7, 200, false);
+	for (size_t s = 0; s < as_strategy_count(); s++) {
+		const char *name = as_strategy_at(s)->name;
+		CHECK(as_strategy_by_default(name, t) ==
+		      as_strategy_applies(name, t));
+	}
+	as_trace_destroy(t);
+}
+
 static void unknown_strategies_and_options_are_refused_by_name(void)
 {
 	const char *text = "alloc a 8\n";
@@ -567,6 +594,7 @@ int main(void)
 	TEST_RUN(every_strategy_follows_one_rule_past_2_64_bytes);
 	TEST_RUN(config_keys_no_strategy_knows_are_ignored_however_long);
 	TEST_RUN(recorded_needs_offsets_in_the_trace);
+	TEST_RUN(the_exact_baselines_leave_the_default_set_above_their_size);
 	TEST_RUN(unknown_strategies_and_options_are_refused_by_name);
 	TEST_RUN(input_aliases_follow_their_parent_in_every_plan);
 	TEST_RUN(online_allocators_walk_their_blocks_in_address_order);

@@ -111,7 +111,7 @@ static void plans_arrive_in_their_spec_slots_cheapest_first_strip_last(void)
 	CHECK(all_freed());
 }
 
-static void without_specs_every_applicable_strategy_is_planned_in_registry_order(void)
+static void without_specs_the_default_set_is_planned_in_registry_order(void)
 {
 	struct doc d = {0};
 	struct as_diag diag = {0};
@@ -120,7 +120,7 @@ static void without_specs_every_applicable_strategy_is_planned_in_registry_order
 	size_t k = 0;
 	for (size_t i = 0; i < as_strategy_count(); i++) {
 		const char *name = as_strategy_at(i)->name;
-		if (!as_strategy_applies(name, d.t))
+		if (!as_strategy_by_default(name, d.t))
 			continue;
 		CHECK(k < d.ns);
 		if (k < d.ns)
@@ -218,7 +218,7 @@ int main(void)
 	write_trace(small_csv, 300, seed);
 	write_trace(big_csv, 3000, seed + 1);
 	TEST_RUN(plans_arrive_in_their_spec_slots_cheapest_first_strip_last);
-	TEST_RUN(without_specs_every_applicable_strategy_is_planned_in_registry_order);
+	TEST_RUN(without_specs_the_default_set_is_planned_in_registry_order);
 	TEST_RUN(a_failing_strategy_reports_in_its_slot_and_keeps_the_others);
 	TEST_RUN(a_trace_that_fails_to_load_leaves_the_doc_alone);
 	TEST_RUN(letting_go_of_a_held_doc_frees_it_without_planning_more);

@@ -204,7 +204,8 @@ int doc_load(struct doc *d, const char *path, const char *const *specs,
 	const char *all[MAX_SPECS];
 	if (nspecs == 0) {
 		for (size_t i = 0; i < as_strategy_count() && i < MAX_SPECS; i++)
-			if (as_strategy_applies(as_strategy_at(i)->name, j->t))
+			if (as_strategy_by_default(as_strategy_at(i)->name,
+						   j->t))
 				all[nspecs++] = as_strategy_at(i)->name;
 		specs = all;
 	}

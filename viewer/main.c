@@ -22,12 +22,12 @@ static const char usage_text[] =
 	"                       [--frames N] [--bench-frames N]\n"
 	"                       [--compare] [--save-dir DIR] [--time-startup]\n"
 	"\n"
-	"SPEC is NAME[:key=value[,key=value]...]; without -s every strategy\n"
-	"that applies to the trace is shown. --script, --screenshot, --frames\n"
-	"and --bench-frames run without a person and exit; without a display\n"
-	"they use SDL's dummy video driver, and wait for every plan before\n"
-	"they start. Otherwise the window opens once the trace is read and\n"
-	"plans appear as they are made. --time-startup opens the window,\n"
+	"SPEC is NAME[:key=value[,key=value]...]; without -s the default set\n"
+	"is shown (as allocscope replay runs it). --script, --screenshot,\n"
+	"--frames and --bench-frames run without a person and exit; without\n"
+	"a display they use SDL's dummy video driver, and wait for every plan\n"
+	"before they start. Otherwise the window opens once the trace is read\n"
+	"and plans appear as they are made. --time-startup opens the window,\n"
 	"prints when the first frame and each plan came, and exits when the\n"
 	"last plan is shown. Press ? in the window for keys.\n";
 

@@ -38,8 +38,9 @@ static const char usage_text[] =
 	"FMT is ops, json, csv, pickle (a PyTorch memory snapshot), mtrace or\n"
 	"heaptrack (default: by extension, then content; .gz and .zst files are\n"
 	"decompressed first).\n"
-	"SPEC is NAME[:key=value[,key=value]...]; without -s every strategy\n"
-	"that applies to the trace runs.\n";
+	"SPEC is NAME[:key=value[,key=value]...]; without -s the default set\n"
+	"runs: every strategy that applies to the trace, the exact baselines\n"
+	"only up to a size (see `allocscope strategies`).\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -375,6 +376,33 @@ struct replay_opts {
 	struct cli_progress progress;
 };
 
+/*
+ * The default set for t into specs (MAX_SPECS), returning its size. The
+ * strategies it leaves out at this trace's size are named on stderr.
+ */
+static size_t default_set(const struct as_trace *t, const char *path,
+			  const char **specs, struct cli_progress *progress)
+{
+	char out[256] = "";
+	size_t n = 0, len = 0;
+	for (size_t i = 0; i < as_strategy_count() && n < MAX_SPECS; i++) {
+		const char *name = as_strategy_at(i)->name;
+		if (as_strategy_by_default(name, t))
+			specs[n++] = name;
+		else if (as_strategy_applies(name, t) && len < sizeof(out))
+			len += (size_t)snprintf(out + len, sizeof(out) - len,
+						"%s%s", len ? ", " : "", name);
+	}
+	if (len) {
+		cli_progress_end(progress);
+		fprintf(stderr,
+			"%s: not in the default set at this size: %s (see "
+			"`allocscope strategies`; -s NAME runs it)\n",
+			path, out);
+	}
+	return n;
+}
+
 /* Replay one trace; returns 0, EXIT_INVALID or EXIT_USAGE. */
 static int replay_trace(const char *trace_path, struct replay_opts *o)
 {
@@ -389,9 +417,7 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	if (nspecs)
 		memcpy(specs, o->specs, nspecs * sizeof(*specs));
 	else
-		for (size_t i = 0; i < as_strategy_count(); i++)
-			if (as_strategy_applies(as_strategy_at(i)->name, t))
-				specs[nspecs++] = as_strategy_at(i)->name;
+		nspecs = default_set(t, trace_path, specs, &o->progress);
 
 	struct result *res = calloc(nspecs + 1, sizeof(*res));
 	int status = res ? 0 : EXIT_USAGE;

@@ -94,5 +94,6 @@ const struct as_strategy_impl as_strategy_bestfit = {
 		.options = options,
 	},
 	.plan = plan,
+	.by_default = as_place_baseline_default,
 	.memo = true,
 };

@@ -238,5 +238,6 @@ const struct as_strategy_impl as_strategy_greedy_size = {
 		.options = options,
 	},
 	.plan = plan,
+	.by_default = as_place_baseline_default,
 	.memo = true,
 };

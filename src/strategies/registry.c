@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "core/trace_private.h"
+#include "strategies/place/place.h"
 #include "strategies/strategy.h"
 
 /* Online allocators and offline planners; baselines before the planners
@@ -26,26 +27,34 @@ extern const struct as_strategy_impl as_strategy_numa_flat;
 extern const struct as_strategy_impl as_strategy_numa_bundle;
 
 /*
+ * The exact baselines: each query walks the gaps of the memory in use over
+ * its buffer's lifetime, so the cost grows with how fragmented that memory
+ * is (see place/placer.c), not only with n. Hence the size limit of the
+ * default set (AS_PLACE_BASELINE_MAX).
+ */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define BASELINE_TIME                                                        \
+	"O(n log n + sum of k log k), k the placed buffers sharing a "     \
+	"buffer's time; in the default set up to "                         \
+	STR(AS_PLACE_BASELINE_MAX) " buffers"
+
+/*
  * One row per strategy, with its running time in n, the buffers (planners)
  * or events (online allocators) of a trace, as `allocscope strategies`
  * prints it. The default set (replay without -s) is every row whose
- * strategy applies, with its default options: each of those is O(n log n)
- * or O(n log^2 n), or says here why not.
+ * strategy applies and takes the trace by default (by_default), with its
+ * default options: each of those is O(n log n) or O(n log^2 n), or says
+ * here why not and where it stops.
  */
 static const struct entry {
 	const struct as_strategy_impl *impl;
 	const char *time;
 } registry[] = {
 	{&as_strategy_recorded, "O(n): copies the input's offsets"},
-	{&as_strategy_greedy_size,
-	 "O(n log n + sum of k log k), k the placed buffers sharing a "
-	 "buffer's time"},
-	{&as_strategy_greedy_breadth,
-	 "O(n log n + sum of k log k), k the placed buffers sharing a "
-	 "buffer's time"},
-	{&as_strategy_bestfit,
-	 "O(n log n + sum of k log k), k the placed buffers sharing a "
-	 "buffer's time"},
+	{&as_strategy_greedy_size, BASELINE_TIME},
+	{&as_strategy_greedy_breadth, BASELINE_TIME},
+	{&as_strategy_bestfit, BASELINE_TIME},
 	{&as_strategy_strip,
 	 "the baselines, then O(n log n) sweeps; steps whose cost grows with "
 	 "overlapping pairs run under a pair cap and only when their "
@@ -102,6 +111,13 @@ bool as_strategy_applies(const char *name, const struct as_trace *t)
 {
 	const struct as_strategy_impl *s = as_strategy_impl_find(name);
 	return s && (!s->applies || s->applies(t));
+}
+
+bool as_strategy_by_default(const char *name, const struct as_trace *t)
+{
+	const struct as_strategy_impl *s = as_strategy_impl_find(name);
+	return as_strategy_applies(name, t) &&
+	       (!s->by_default || s->by_default(t));
 }
 
 /* Buffers the input places inside another follow their parent. */

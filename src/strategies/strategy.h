@@ -63,6 +63,12 @@ struct as_strategy_impl {
 	struct as_strategy_info info;
 	/* Whether the trace suits this strategy; NULL means always. */
 	bool (*applies)(const struct as_trace *t);
+	/*
+	 * Whether replay without -s runs it on this trace (it applies too);
+	 * NULL means whenever it applies. A strategy named with -s runs on
+	 * any trace it applies to.
+	 */
+	bool (*by_default)(const struct as_trace *t);
 	/* Offline planners: fill p->offset (and optional arrays). */
 	int (*plan)(const struct as_trace *t, const struct as_opts *o,
 		    struct as_plan *p, struct as_diag *diag);

@@ -563,6 +563,12 @@ const struct as_strategy_info *as_strategy_find(const char *name);
 
 /* Whether the strategy can plan this trace (e.g. `recorded` needs offsets). */
 bool as_strategy_applies(const char *name, const struct as_trace *t);
+/*
+ * Whether the strategy is in the default set for this trace (what replay
+ * without -s runs): it applies, and its running time at this trace's size
+ * is what `allocscope strategies` promises for the default set.
+ */
+bool as_strategy_by_default(const char *name, const struct as_trace *t);
 
 /* A sink for text an online allocator produces (dumps, region requests). */
 typedef void (*as_emit_fn)(void *ctx, const char *line);

@@ -82,6 +82,17 @@ typedef int (*as_space_plan_fn)(const struct as_problem *pb, uint64_t *off,
 int as_plan_spaces(const struct as_trace *t, struct as_plan *p,
 		   as_space_plan_fn fn, void *ctx, struct as_diag *diag);
 
+/*
+ * The largest trace (buffers) the exact baselines (greedy-size, bestfit,
+ * greedy-breadth) take by default: in replay's default set and as strip's
+ * incumbents. Their walks grow with fragmentation, not only with n log n:
+ * on `place_gen.py random 1000000` greedy-size takes 25 us and about 800
+ * bytes a buffer, bestfit 87 us (docs/benchmarks.md). Named with -s they run
+ * at any size.
+ */
+#define AS_PLACE_BASELINE_MAX 4000000
+bool as_place_baseline_default(const struct as_trace *t);
+
 enum as_fit {
 	AS_FIT_LOWEST,   /* the lowest offset that fits */
 	AS_FIT_BEST,     /* the smallest gap that fits, else the top */

@@ -163,6 +163,11 @@ void as_problem_load(const struct as_problem *pb, uint64_t *out)
 		out[s] += out[s - 1];
 }
 
+bool as_place_baseline_default(const struct as_trace *t)
+{
+	return t->nbuffers <= AS_PLACE_BASELINE_MAX;
+}
+
 int as_plan_spaces(const struct as_trace *t, struct as_plan *p,
 		   as_space_plan_fn fn, void *ctx, struct as_diag *diag)
 {

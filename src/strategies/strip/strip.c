@@ -264,10 +264,10 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 			    b->start < b->end;
 	}
 	/*
-	 * The incumbents: a trace too large for their memory (three plans
-	 * one after the other and the placers' trees) goes without them.
+	 * The incumbents: a trace too large for the baselines' time and
+	 * memory (see AS_PLACE_BASELINE_MAX) goes without them.
 	 */
-	if (with_baselines && cfg.left <= AS_STRIP_INCUMBENT_MAX) {
+	if (with_baselines && as_place_baseline_default(t)) {
 		inc = malloc(((size_t)t->nbuffers + 1) * sizeof(uint64_t));
 		if (!inc)
 			return as_diag_set(diag, 0, AS_ENOMEM,

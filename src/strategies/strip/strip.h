@@ -29,13 +29,6 @@ enum { SEARCH_AUTO, SEARCH_EXACT, SEARCH_LOCAL, SEARCH_NONE };
 #define AS_STRIP_EXACT_LIMIT 6000
 #define AS_STRIP_REPAIR_MAX 300000
 #define AS_STRIP_WINDOW_MAX 3000
-/*
- * Largest space whose baselines' plans (greedy-size, bestfit, greedy-breadth)
- * strip computes as incumbents: the segment-tree placer's nodes take about
- * 350 bytes per rectangle before their runs, so beyond this it is skipped.
- */
-#define AS_STRIP_INCUMBENT_MAX 4000000
-
 struct as_strip_cfg {
 	int metric, search;
 	uint64_t rounds, budget_ms, seed, exact_max, nodes, big;
