@@ -215,9 +215,12 @@ static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 	uint64_t *fixed = calloc(AS_STRIP_WINDOW_ALL, sizeof(uint64_t));
 	uint64_t *so = calloc(AS_STRIP_WINDOW_ALL, sizeof(uint64_t));
 	uint64_t *load = calloc((size_t)S + 1, sizeof(uint64_t));
+	uint64_t *times = calloc((size_t)S + 1, sizeof(uint64_t));
 	sub.r = calloc(AS_STRIP_WINDOW_ALL, sizeof(*sub.r));
+	sub.times = times;
 	*err = AS_ENOMEM;
-	if (!mark || !map || !role || !fixed || !so || !load || !sub.r)
+	if (!mark || !map || !role || !fixed || !so || !load || !times ||
+	    !sub.r)
 		goto out;
 	*err = AS_OK;
 	/* Start wide, halve after a failure, double after a success. */
@@ -298,10 +301,33 @@ static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 		}
 		if (!fits)
 			break;
+		/*
+		 * The window's own sections: where one of its rectangles
+		 * starts or ends (mark[t] numbers them), at the trace's times.
+		 * A section of the trace holds the same rectangles as the
+		 * window's section it falls in, so the problem is the same;
+		 * but the search keeps a floor per section and per section of
+		 * each rectangle: over the trace's 700k sections, 512
+		 * long-lived malloc blocks took 1.1 GB.
+		 */
+		memset(mark, 0, ((size_t)S + 2) * sizeof(uint32_t));
+		for (uint32_t k = 0; k < m; k++) {
+			mark[pb->r[map[k]].t0] = 1;
+			mark[pb->r[map[k]].t1] = 1;
+		}
+		sub.nsections = 0;
+		for (uint32_t t = 0; t <= S; t++)
+			if (mark[t]) {
+				times[sub.nsections] = pb->times[t];
+				mark[t] = sub.nsections++;
+			}
+		sub.nsections--;
 		/* Offsets in the band are counted from base. */
 		for (uint32_t k = 0; k < m; k++) {
 			uint32_t i = map[k];
 			sub.r[k] = pb->r[i];
+			sub.r[k].t0 = mark[pb->r[i].t0];
+			sub.r[k].t1 = mark[pb->r[i].t1];
 			fixed[k] = AS_NO_OFFSET;
 			if (role[i] == 2) {
 				uint64_t lo = off[i] > base ? off[i] : base;
@@ -351,6 +377,7 @@ out:
 	free(fixed);
 	free(so);
 	free(load);
+	free(times);
 	free(sub.r);
 	return wins;
 }
