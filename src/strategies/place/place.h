@@ -68,6 +68,18 @@ int as_problem_init_space(struct as_problem *pb, const struct as_trace *t,
 void as_problem_load(const struct as_problem *pb, uint64_t *out);
 
 /*
+ * Renumber the sections of pb, a part of a larger problem, to its own: the
+ * times where one of its rectangles starts or ends, kept in `times` (room
+ * for 2 n). Each old section holds the same rectangles as the new
+ * one it falls in, so the problem is the same, but what costs per section
+ * (the exact search keeps a floor per section and per section of each
+ * rectangle) costs the part's size, not the trace's. `mark` is scratch of
+ * nsections + 2 entries.
+ */
+void as_problem_compact(struct as_problem *pb, uint32_t *mark,
+			uint64_t *times);
+
+/*
  * A per-space planner: fill off[i] for every rectangle of pb. Returns 0 or
  * a negative code (diag filled).
  */

@@ -218,6 +218,28 @@ bool as_rect_by_t0(uint32_t a, uint32_t b, const void *cv)
 	return pb->r[a].t0 < pb->r[b].t0;
 }
 
+void as_problem_compact(struct as_problem *pb, uint32_t *mark,
+			uint64_t *times)
+{
+	uint32_t S = pb->nsections, k = 0;
+	memset(mark, 0, ((size_t)S + 2) * sizeof(*mark));
+	for (uint32_t i = 0; i < pb->n; i++) {
+		mark[pb->r[i].t0] = 1;
+		mark[pb->r[i].t1] = 1;
+	}
+	for (uint32_t t = 0; t <= S; t++)
+		if (mark[t]) {
+			times[k] = pb->times[t];
+			mark[t] = k++;
+		}
+	for (uint32_t i = 0; i < pb->n; i++) {
+		pb->r[i].t0 = mark[pb->r[i].t0];
+		pb->r[i].t1 = mark[pb->r[i].t1];
+	}
+	pb->nsections = k ? k - 1 : 0;
+	pb->times = times;
+}
+
 uint64_t as_problem_pairs(const struct as_problem *pb)
 {
 	/*

@@ -215,9 +215,8 @@ static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 	uint64_t *fixed = calloc(AS_STRIP_WINDOW_ALL, sizeof(uint64_t));
 	uint64_t *so = calloc(AS_STRIP_WINDOW_ALL, sizeof(uint64_t));
 	uint64_t *load = calloc((size_t)S + 1, sizeof(uint64_t));
-	uint64_t *times = calloc((size_t)S + 1, sizeof(uint64_t));
+	uint64_t *times = calloc(2 * AS_STRIP_WINDOW_ALL, sizeof(uint64_t));
 	sub.r = calloc(AS_STRIP_WINDOW_ALL, sizeof(*sub.r));
-	sub.times = times;
 	*err = AS_ENOMEM;
 	if (!mark || !map || !role || !fixed || !so || !load || !times ||
 	    !sub.r)
@@ -301,33 +300,10 @@ static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 		}
 		if (!fits)
 			break;
-		/*
-		 * The window's own sections: where one of its rectangles
-		 * starts or ends (mark[t] numbers them), at the trace's times.
-		 * A section of the trace holds the same rectangles as the
-		 * window's section it falls in, so the problem is the same;
-		 * but the search keeps a floor per section and per section of
-		 * each rectangle: over the trace's 700k sections, 512
-		 * long-lived malloc blocks took 1.1 GB.
-		 */
-		memset(mark, 0, ((size_t)S + 2) * sizeof(uint32_t));
-		for (uint32_t k = 0; k < m; k++) {
-			mark[pb->r[map[k]].t0] = 1;
-			mark[pb->r[map[k]].t1] = 1;
-		}
-		sub.nsections = 0;
-		for (uint32_t t = 0; t <= S; t++)
-			if (mark[t]) {
-				times[sub.nsections] = pb->times[t];
-				mark[t] = sub.nsections++;
-			}
-		sub.nsections--;
 		/* Offsets in the band are counted from base. */
 		for (uint32_t k = 0; k < m; k++) {
 			uint32_t i = map[k];
 			sub.r[k] = pb->r[i];
-			sub.r[k].t0 = mark[pb->r[i].t0];
-			sub.r[k].t1 = mark[pb->r[i].t1];
 			fixed[k] = AS_NO_OFFSET;
 			if (role[i] == 2) {
 				uint64_t lo = off[i] > base ? off[i] : base;
@@ -337,9 +313,14 @@ static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 			}
 		}
 		sub.n = m;
+		/* Over a 700k-section malloc trace, a window of 512
+		 * long-lived blocks took the exact search 1.1 GB. */
+		sub.nsections = S;
+		sub.times = pb->times;
+		as_problem_compact(&sub, mark, times);
 		as_problem_load(&sub, load);
 		sub.lower_bound = 0;
-		for (uint32_t t = 0; t < S; t++)
+		for (uint32_t t = 0; t < sub.nsections; t++)
 			if (load[t] > sub.lower_bound)
 				sub.lower_bound = load[t];
 		double now = as_now_ms();
@@ -491,12 +472,21 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 	if (sub.n == 0 || sub.n == n || !affordable(deadline, 2 * unit))
 		goto done;
 	{
+		/* On the big ones' own sections (see as_problem_compact). */
 		uint64_t *so = calloc(sub.n, sizeof(uint64_t));
-		uint64_t *load = calloc((size_t)sub.nsections + 1,
-					sizeof(uint64_t));
-		if (!so || !load) {
+		uint64_t *times = calloc((size_t)sub.n * 2, sizeof(uint64_t));
+		uint32_t *mark = calloc((size_t)sub.nsections + 2,
+					sizeof(uint32_t));
+		uint64_t *load = NULL;
+		if (so && times && mark) {
+			as_problem_compact(&sub, mark, times);
+			load = calloc((size_t)sub.nsections + 1,
+				      sizeof(uint64_t));
+		}
+		free(mark);
+		if (!load) {
 			free(so);
-			free(load);
+			free(times);
 			goto out;
 		}
 		as_problem_load(&sub, load);
@@ -517,6 +507,9 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 			fixed[map[k]] = 1;
 		}
 		free(so);
+		free(times);
+		sub.nsections = pb->nsections;
+		sub.times = pb->times;
 		if (err)
 			goto out;
 	}
