@@ -253,10 +253,75 @@ static void best_fit_takes_the_lowest_of_the_tightest_gaps(void)
 	as_placer_destroy(pl);
 }
 
+static void a_part_on_its_own_sections_keeps_its_overlaps_loads_and_lengths(void)
+{
+	for (uint64_t seed = 1; seed <= 20; seed++) {
+		rng_state = seed;
+		struct as_problem pb, part;
+		random_problem(&pb, 400, 5000, 0);
+		for (uint32_t s = 1; s <= pb.nsections; s++)
+			pb.times[s] = pb.times[s - 1] + 1 + rnd() % 100;
+		/* Every third rectangle: a part of the trace's time. */
+		part = pb;
+		part.r = calloc(pb.n, sizeof(*part.r));
+		part.n = 0;
+		for (uint32_t i = 0; i < pb.n; i += 3)
+			part.r[part.n++] = pb.r[i];
+		uint32_t *mark = calloc((size_t)pb.nsections + 2,
+					sizeof(uint32_t));
+		uint64_t *times = calloc(2 * (size_t)part.n, sizeof(uint64_t));
+		uint64_t *load = calloc((size_t)pb.nsections + 1,
+					sizeof(uint64_t));
+		uint64_t *cload = calloc(2 * (size_t)part.n, sizeof(uint64_t));
+		struct as_problem before = part;
+		before.r = calloc(part.n, sizeof(*before.r));
+		memcpy(before.r, part.r, part.n * sizeof(*part.r));
+		as_problem_compact(&part, mark, times);
+		CHECK(part.nsections < 2 * part.n);
+		for (uint32_t a = 0; a < part.n; a++) {
+			const struct as_rect *p = &part.r[a], *q = &before.r[a];
+			CHECK(p->t0 < p->t1);
+			CHECK_EQ_U64(part.times[p->t1] - part.times[p->t0],
+				     pb.times[q->t1] - pb.times[q->t0]);
+			for (uint32_t b = 0; b < part.n; b++) {
+				const struct as_rect *pp = &part.r[b];
+				const struct as_rect *qq = &before.r[b];
+				CHECK((p->t0 < pp->t1 && pp->t0 < p->t1) ==
+				      (q->t0 < qq->t1 && qq->t0 < q->t1));
+			}
+		}
+		/* The loads: each old section's is its new section's. */
+		as_problem_load(&before, load);
+		as_problem_load(&part, cload);
+		uint8_t *edge = calloc((size_t)pb.nsections + 1, 1);
+		for (uint32_t i = 0; i < part.n; i++)
+			edge[before.r[i].t0] = edge[before.r[i].t1] = 1;
+		uint32_t c = 0, seen = 0;
+		for (uint32_t t = 0; t < pb.nsections; t++) {
+			if (edge[t] && seen++)
+				c++;
+			if (seen && c < part.nsections)
+				CHECK_EQ_U64(load[t], cload[c]);
+			else
+				CHECK_EQ_U64(load[t], 0);
+		}
+		free(edge);
+		free(before.r);
+		free(part.r);
+		free(mark);
+		free(times);
+		free(load);
+		free(cload);
+		free(pb.r);
+		free(pb.times);
+	}
+}
+
 int main(void)
 {
 	TEST_RUN(placer_matches_the_plain_greedy);
 	TEST_RUN(best_fit_takes_the_lowest_of_the_tightest_gaps);
 	TEST_RUN(popped_trials_leave_the_placer_as_before);
+	TEST_RUN(a_part_on_its_own_sections_keeps_its_overlaps_loads_and_lengths);
 	return tap_done();
 }
