@@ -12,6 +12,16 @@
 
 #include "allocscope/allocscope.h"
 
+/*
+ * A hot function the compiler must inline even where it is called from
+ * more than one place (it would not, and the call costs more than the body).
+ */
+#if defined(__GNUC__)
+#define AS_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define AS_ALWAYS_INLINE inline
+#endif
+
 /* ---- error.c ---- */
 
 /* printf into diag->msg and set its line (file is kept); returns err. */

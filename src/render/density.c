@@ -106,12 +106,8 @@ struct dens {
 
 #define C_DENSITY 0x3d4f63u /* slate: many small buffers */
 
-/* Inlined even when large: a copy per constant channel count. */
-#if defined(__GNUC__)
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define ALWAYS_INLINE inline
-#endif
+/* Inlined even when large (AS_ALWAYS_INLINE): a copy per constant channel
+ * count. */
 
 static inline void dens_put(int ch, float *arr, size_t cell, double v,
 			    const float *rgb)
@@ -147,9 +143,9 @@ static inline double pick(bool c, double a, double b)
 	return a;
 }
 
-static ALWAYS_INLINE void dens_col(struct dens *d, int col, double f,
-				   double y0, double y1, const float *rgb,
-				   const int ch)
+static AS_ALWAYS_INLINE void dens_col(struct dens *d, int col, double f,
+				      double y0, double y1, const float *rgb,
+				      const int ch)
 {
 	const int W = d->w, H = d->h;
 	const size_t RW = (size_t)W + 1;
@@ -192,9 +188,9 @@ static inline void dens_row(struct dens *d, int row, double f, double x0,
  * column when it is no wider than tall or inside one cell, else row by
  * row. ch is d->ch, a constant in each of the two copies below.
  */
-static ALWAYS_INLINE void dens_add_ch(struct dens *d, double x0, double x1,
-				      double y0, double y1, const float *rgb,
-				      const int ch)
+static AS_ALWAYS_INLINE void dens_add_ch(struct dens *d, double x0,
+					 double x1, double y0, double y1,
+					 const float *rgb, const int ch)
 {
 	const int W = d->w, H = d->h;
 	d->any = true;

@@ -181,7 +181,8 @@ static void src_at(struct src *c, uint32_t j)
  * size. Blocks whose largest inner gap is below size are passed whole. c->j
  * ends at the first run that ends above y.
  */
-static uint64_t src_fit(struct src *c, uint64_t x, uint64_t size)
+static AS_ALWAYS_INLINE uint64_t src_fit(struct src *c, uint64_t x,
+					 uint64_t size)
 {
 	/* The copy of the next run tells most sets apart without a look at
 	 * their runs. */
@@ -1084,6 +1085,32 @@ static bool lowest_fit(struct as_placer *pl, const struct as_rect *r,
 	return true;
 }
 
+/*
+ * Best fit's next gap when the set that ended the last one (pl->ord[0])
+ * ends this one too: it moves up to its own next fit from *x, and while
+ * that leaves room below hi2 (where the other sets' next runs start) they
+ * all take it as it is, so the gap is [max(*lo, the top of its runs below),
+ * its next run). A walk through a crowded stretch of one set costs a step a
+ * gap instead of a look at every set. False: ask every set again from *x
+ * (moved as far as this set alone allows).
+ */
+static bool ender_moves(struct as_placer *pl, const struct as_rect *r,
+			uint64_t *x, uint64_t *lo, uint64_t *hi, uint64_t hi2)
+{
+	struct src *c = &pl->src[pl->ord[0]];
+	uint64_t y = *x, z;
+	while ((z = src_fit(c, y, r->size)) != y)
+		if (!as_align_up(z, r->align_log2, &y))
+			return false;
+	*x = y;
+	if (y > hi2 || hi2 - y < r->size || c->next.lo > hi2)
+		return false;
+	if (c->below > *lo)
+		*lo = c->below;
+	*hi = c->next.lo;
+	return true;
+}
+
 bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 		    uint64_t *off, uint64_t *gap_out)
 {
@@ -1101,24 +1128,33 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 	uint64_t x = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
 	uint64_t floor = 0; /* the top of the sets left behind */
 	uint64_t exact;     /* a gap no smaller one can beat (see top_of) */
+	uint64_t lo = 0, hi = 0, hi2 = 0;
+	bool again = true;  /* every set is asked for the next gap */
 	if (!as_align_up(r->size, pl->grain, &exact))
 		exact = r->size;
 	for (;;) {
-		if (!lowest_fit(pl, r, &x, &floor))
-			break;
-		/* Its gap [lo, hi) in the union: every set's cursor is at
-		 * its first run above x, and no run meets [x, x + size).
-		 * The set that ends it goes first for the next gap. */
-		uint64_t lo = floor, hi = UINT64_MAX;
-		for (uint32_t k = 0; k < pl->nord; k++) {
-			const struct src *c = &pl->src[pl->ord[k]];
-			if (c->below > lo)
-				lo = c->below;
-			if (c->next.lo < hi) {
-				hi = c->next.lo;
-				uint32_t t = pl->ord[0];
-				pl->ord[0] = pl->ord[k];
-				pl->ord[k] = t;
+		if (again) {
+			if (!lowest_fit(pl, r, &x, &floor))
+				break;
+			/* Its gap [lo, hi) in the union: every set's cursor
+			 * is at its first run above x, and no run meets
+			 * [x, x + size). The set that ends it goes first, hi2
+			 * is where the next of the others starts. */
+			lo = floor;
+			hi = hi2 = UINT64_MAX;
+			for (uint32_t k = 0; k < pl->nord; k++) {
+				const struct src *c = &pl->src[pl->ord[k]];
+				if (c->below > lo)
+					lo = c->below;
+				if (c->next.lo < hi) {
+					hi2 = hi;
+					hi = c->next.lo;
+					uint32_t t = pl->ord[0];
+					pl->ord[0] = pl->ord[k];
+					pl->ord[k] = t;
+				} else if (c->next.lo < hi2) {
+					hi2 = c->next.lo;
+				}
 			}
 		}
 		if (hi == UINT64_MAX) { /* on top of everything */
@@ -1142,6 +1178,7 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 		}
 		if (!as_align_up(hi, r->align_log2, &x))
 			break;
+		again = !ender_moves(pl, r, &x, &lo, &hi, hi2);
 	}
 	if (best == UINT64_MAX)
 		return false;
