@@ -1086,6 +1086,34 @@ static bool lowest_fit(struct as_placer *pl, const struct as_rect *r,
 }
 
 /*
+ * The gap [*lo, *hi) in the union around the fit lowest_fit found: every
+ * set's cursor is at its first run above it. The set that ends the gap goes
+ * first (pl->ord[0]); *hi2 is where the next run of the others starts.
+ */
+static void gap_at(struct as_placer *pl, uint64_t floor, uint64_t *lo,
+		   uint64_t *hi, uint64_t *hi2)
+{
+	uint64_t l = floor, h = UINT64_MAX, h2 = UINT64_MAX;
+	for (uint32_t k = 0; k < pl->nord; k++) {
+		const struct src *c = &pl->src[pl->ord[k]];
+		if (c->below > l)
+			l = c->below;
+		if (c->next.lo < h) {
+			h2 = h;
+			h = c->next.lo;
+			uint32_t t = pl->ord[0];
+			pl->ord[0] = pl->ord[k];
+			pl->ord[k] = t;
+		} else if (c->next.lo < h2) {
+			h2 = c->next.lo;
+		}
+	}
+	*lo = l;
+	*hi = h;
+	*hi2 = h2;
+}
+
+/*
  * Best fit's next gap when the set that ended the last one (pl->ord[0])
  * ends this one too: it moves up to its own next fit from *x, and while
  * that leaves room below hi2 (where the other sets' next runs start) they
@@ -1136,26 +1164,7 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 		if (again) {
 			if (!lowest_fit(pl, r, &x, &floor))
 				break;
-			/* Its gap [lo, hi) in the union: every set's cursor
-			 * is at its first run above x, and no run meets
-			 * [x, x + size). The set that ends it goes first, hi2
-			 * is where the next of the others starts. */
-			lo = floor;
-			hi = hi2 = UINT64_MAX;
-			for (uint32_t k = 0; k < pl->nord; k++) {
-				const struct src *c = &pl->src[pl->ord[k]];
-				if (c->below > lo)
-					lo = c->below;
-				if (c->next.lo < hi) {
-					hi2 = hi;
-					hi = c->next.lo;
-					uint32_t t = pl->ord[0];
-					pl->ord[0] = pl->ord[k];
-					pl->ord[k] = t;
-				} else if (c->next.lo < hi2) {
-					hi2 = c->next.lo;
-				}
-			}
+			gap_at(pl, floor, &lo, &hi, &hi2);
 		}
 		if (hi == UINT64_MAX) { /* on top of everything */
 			if (best != UINT64_MAX || x > UINT64_MAX - r->size)
