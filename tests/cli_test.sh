@@ -71,6 +71,24 @@ ok "an unknown flag is a usage error" $(( $? == 2 ? 0 : 1 ))
 "$exe" replay /nonexistent.ops >/dev/null 2>&1
 ok "a missing file is an input error" $(( $? == 2 ? 0 : 1 ))
 
+# plan_ms differs run to run; everything else is the plans'.
+"$exe" replay traces -j 1 --no-progress --json "$tmp/j1.json" >/dev/null 2>&1
+rc=$?
+"$exe" replay traces -j 4 --no-progress --json "$tmp/j4.json" >/dev/null 2>&1
+rc=$((rc + $?))
+sed 's/"plan_ms": [0-9.e+-]*//g' "$tmp/j1.json" >"$tmp/j1"
+sed 's/"plan_ms": [0-9.e+-]*//g' "$tmp/j4.json" >"$tmp/j4"
+[ $rc -eq 0 ] && grep -q '"strategy": "strip"' "$tmp/j1" && cmp -s "$tmp/j1" "$tmp/j4"
+ok "replay -j 4 runs strategies side by side and reports what -j 1 does" $?
+
+out=$("$exe" replay traces/small-cnn.json -j 2 -s greedy-size -s nope 2>&1)
+[ $? -eq 2 ] && echo "$out" | grep -q "unknown strategy 'nope'" &&
+	! echo "$out" | grep -q "^strategy"
+ok "a strategy failing beside others is refused by name, with no table" $?
+
+"$exe" replay traces/small-cnn.json -j 0 >/dev/null 2>&1
+ok "-j wants at least one strategy at a time" $(( $? == 2 ? 0 : 1 ))
+
 "$exe" strategies | grep -q "^greedy-size"
 ok "strategies lists the registry" $?
 

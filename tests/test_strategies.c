@@ -580,6 +580,55 @@ static void strip_after_the_baselines_plans_as_strip_alone(void)
 	as_trace_destroy(after);
 }
 
+/*
+ * The default set of a random trace run on four threads, the reusers
+ * (strip) named first so they wait for the baselines the others make, and
+ * one at a time on a copy of the trace: the same plans.
+ */
+static void strategies_run_side_by_side_plan_as_one_at_a_time(void)
+{
+	static const char *const specs[] = {
+		"strip:nodes=200,budget_ms=600000", "greedy-size", "bfc",
+		"greedy-breadth", "bestfit", "cuda-caching", "tiered",
+		"npu-list"};
+	enum { N = sizeof(specs) / sizeof(*specs) };
+	struct as_trace *side = random_trace(13, 800, true);
+	struct as_trace *alone = random_trace(13, 800, true);
+	struct as_plan *a[N] = {0}, *b[N] = {0};
+	struct as_diag da[N] = {0}, db = {0};
+	CHECK(side && as_strategy_run_many(side, specs, N, NULL, 4, a, da) ==
+			      AS_OK);
+	for (size_t i = 0; alone && i < N; i++) {
+		CHECK(as_strategy_run(specs[i], alone, NULL, &b[i], &db) ==
+		      AS_OK);
+		CHECK(a[i] && b[i] && same_offsets(a[i], b[i]));
+	}
+	for (size_t i = 0; i < N; i++) {
+		as_plan_destroy(a[i]);
+		as_plan_destroy(b[i]);
+	}
+	as_trace_destroy(side);
+	as_trace_destroy(alone);
+}
+
+static void a_strategy_that_fails_beside_others_is_reported_by_its_slot(void)
+{
+	static const char *const specs[] = {"greedy-size", "no-such-strategy",
+					    "bfc", "bestfit:no_such_key=1"};
+	enum { N = sizeof(specs) / sizeof(*specs) };
+	struct as_trace *t = random_trace(17, 300, false);
+	struct as_plan *p[N] = {0};
+	struct as_diag d[N] = {0};
+	CHECK(t && as_strategy_run_many(t, specs, N, NULL, 3, p, d) ==
+			   AS_ENOTFOUND);
+	CHECK(p[0] && !p[1] && p[2] && !p[3]);
+	CHECK(strstr(d[1].msg, "no-such-strategy") != NULL);
+	CHECK(strstr(d[3].msg, "no_such_key") != NULL);
+	for (size_t i = 0; i < N; i++)
+		as_plan_destroy(p[i]);
+	as_trace_destroy(t);
+}
+
 int main(void)
 {
 	TEST_RUN(every_strategy_plans_random_traces_validly_above_the_bound);
@@ -601,5 +650,7 @@ int main(void)
 	TEST_RUN(offline_planners_have_no_state_to_walk);
 	TEST_RUN(a_baseline_run_twice_on_one_trace_is_planned_once);
 	TEST_RUN(strip_after_the_baselines_plans_as_strip_alone);
+	TEST_RUN(strategies_run_side_by_side_plan_as_one_at_a_time);
+	TEST_RUN(a_strategy_that_fails_beside_others_is_reported_by_its_slot);
 	return tap_done();
 }

@@ -24,7 +24,7 @@
 static const char usage_text[] =
 	"usage: allocscope replay TRACE|DIR... [-f FMT] [-s SPEC]...\n"
 	"                         [--json FILE|-] [--plan-out FILE] [--dump]\n"
-	"                         [--no-progress] [--png FILE] [--svg FILE]\n"
+	"                         [-j N] [--no-progress] [--png FILE] [--svg FILE]\n"
 	"                         [--size WxH] [--color-by buffer|size|pool|lifetime|prefix|frame]\n"
 	"                         [--time clock|events]\n"
 	"       allocscope check TRACE [-f FMT] [--plan PLAN.csv]\n"
@@ -40,7 +40,9 @@ static const char usage_text[] =
 	"decompressed first).\n"
 	"SPEC is NAME[:key=value[,key=value]...]; without -s the default set\n"
 	"runs: every strategy that applies to the trace, the exact baselines\n"
-	"only up to a size (see `allocscope strategies`).\n";
+	"only up to a size (see `allocscope strategies`).\n"
+	"-j N runs up to N strategies at once (default: one per processor);\n"
+	"the plans are the same.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -370,6 +372,7 @@ struct replay_opts {
 	const char *images[2];  /* --png, --svg (one trace only) */
 	struct as_render_opts ropts;
 	struct as_run_hooks hooks;
+	unsigned jobs;          /* strategies run at once */
 	FILE *json;             /* NULL: print tables */
 	FILE *plan_f;           /* --plan-out, opened before any work */
 	bool first;             /* no run written yet */
@@ -420,17 +423,25 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 		nspecs = default_set(t, trace_path, specs, &o->progress);
 
 	struct result *res = calloc(nspecs + 1, sizeof(*res));
-	int status = res ? 0 : EXIT_USAGE;
+	struct as_plan **plans = calloc(nspecs + 1, sizeof(*plans));
+	struct as_diag *diags = calloc(nspecs + 1, sizeof(*diags));
+	int status = res && plans && diags ? 0 : EXIT_USAGE;
 	size_t nres = 0;
-	for (size_t i = 0; res && i < nspecs; i++) {
+	if (status)
+		fputs("allocscope: out of memory\n", stderr);
+	else
+		as_strategy_run_many(t, specs, nspecs, &o->hooks, o->jobs, plans,
+				     diags);
+	/* In order, up to the first that failed. */
+	for (size_t i = 0; status == 0 && i < nspecs; i++) {
 		struct result *r = &res[nres];
-		memset(&d, 0, sizeof(d));
-		if (as_strategy_run(specs[i], t, &o->hooks, &r->plan, &d) !=
-		    AS_OK) {
+		if (!plans[i]) {
 			cli_progress_end(&o->progress);
-			status = cli_report_diag(&d);
+			status = cli_report_diag(&diags[i]);
 			break;
 		}
+		r->plan = plans[i];
+		plans[i] = NULL;
 		nres++;
 		snprintf(r->spec, sizeof(r->spec), "%s", specs[i]);
 		if (as_validate(t, r->plan, &r->report) != AS_OK) {
@@ -451,6 +462,10 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 			status = EXIT_INVALID;
 		}
 	}
+	for (size_t i = 0; plans && i < nspecs; i++)
+		as_plan_destroy(plans[i]);
+	free(plans);
+	free(diags);
 	cli_progress_step(&o->progress, trace_path);
 	uint64_t lb = as_trace_lower_bound(t);
 	if (status != EXIT_USAGE) {
@@ -518,6 +533,14 @@ static int cmd_replay(int argc, char **argv)
 			dump = true;
 		} else if (strcmp(a, "--no-progress") == 0) {
 			progress = false;
+		} else if ((strcmp(a, "-j") == 0 ||
+			    strcmp(a, "--jobs") == 0) && more) {
+			char *end;
+			unsigned long j = strtoul(argv[++i], &end, 10);
+			if (*end || j < 1 || j > MAX_SPECS || argv[i][0] == '-')
+				bad = usage_error("-j wants 1 to 64 strategies "
+						  "at once, not '%s'", argv[i]);
+			o.jobs = (unsigned)j;
 		} else if ((strcmp(a, "--png") == 0 ||
 			    strcmp(a, "--svg") == 0) && more) {
 			o.images[a[2] == 's'] = argv[++i];
@@ -588,6 +611,10 @@ static int cmd_replay(int argc, char **argv)
 	if (err != AS_OK)
 		return cli_report_diag(&d);
 
+	if (!o.jobs) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		o.jobs = cpus < 1 ? 1 : cpus > MAX_SPECS ? MAX_SPECS : (unsigned)cpus;
+	}
 	o.fmt = fmt;
 	o.specs = specs;
 	o.nspecs = nspecs;

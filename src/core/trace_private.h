@@ -4,6 +4,8 @@
 #ifndef AS_TRACE_PRIVATE_H
 #define AS_TRACE_PRIVATE_H
 
+#include <pthread.h>
+
 #include "allocscope/allocscope.h"
 
 /* A bump arena for strings; blocks are freed with the trace. */
@@ -31,28 +33,37 @@ struct as_trace_private {
 	const char **stacks;
 	uint32_t nstacks;
 	uint32_t *stack_of;
-	/* Plans kept for reuse (as_trace_memo_*), by spec. */
+	/* Plans kept for reuse (as_trace_memo_*), by spec, under memo_lock;
+	 * memo_done wakes those waiting for a plan being made. */
 	struct as_memo *memo;
 	uint32_t nmemo;
+	pthread_mutex_t memo_lock;
+	pthread_cond_t memo_done;
+	bool memo_sync;         /* memo_lock and memo_done were made */
 };
 
 /*
  * Plans of this trace kept for a later run of the same spec: a run of
  * several strategies computes a deterministic planner's plan once (strip
- * starts from the baselines the same run already made). The trace is the
- * caller's memory, like the names made on first read; not for two threads
- * at once. get: the kept plan or NULL; put: keeps a copy (none when memory
- * runs out: the cache is only a cache).
+ * starts from the baselines the same run already made), also when they run
+ * on several threads at once (as_strategy_run_many).
+ *
+ * take: the kept plan; or NULL, and the caller is now making it and must
+ * end with put (it is made: keep a copy, none when memory runs out, the
+ * cache is only a cache) or drop (it failed). A take of a plan another
+ * thread is making waits for its put or drop. A plan kept is never changed
+ * or freed before the trace.
  */
 struct as_memo {
 	char *spec;
-	struct as_plan *plan;
+	struct as_plan *plan; /* NULL: being made */
 };
 
-const struct as_plan *as_trace_memo_get(const struct as_trace *t,
-					const char *spec);
+const struct as_plan *as_trace_memo_take(const struct as_trace *t,
+					 const char *spec);
 void as_trace_memo_put(const struct as_trace *t, const char *spec,
 		       const struct as_plan *p);
+void as_trace_memo_drop(const struct as_trace *t, const char *spec);
 
 char *as_arena_dup(struct as_arena *a, const char *s, size_t len);
 void as_arena_finish(struct as_arena *a);

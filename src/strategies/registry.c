@@ -3,6 +3,8 @@
  * runs them (options, timing, aliases). Adding a strategy is one file and
  * one line in `registry` below.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +187,22 @@ static int fail_past_2_64(const struct as_trace *t, struct as_plan *p,
 	return as_plan_note(p, note);
 }
 
+#define SPEC_NAME_MAX 64
+
+/* The strategy SPEC ("NAME[:k=v,...]") names, NULL for none; name gets
+ * NAME, "" when it is empty or too long. */
+static const struct as_strategy_impl *spec_impl(const char *spec,
+						char name[SPEC_NAME_MAX])
+{
+	size_t len = strcspn(spec, ":");
+	name[0] = 0;
+	if (len == 0 || len >= SPEC_NAME_MAX)
+		return NULL;
+	memcpy(name, spec, len);
+	name[len] = 0;
+	return as_strategy_impl_find(name);
+}
+
 /*
  * The strategy SPEC names ("NAME[:k=v,...]"), checked against the trace;
  * *opts points at the options part of SPEC.
@@ -193,18 +211,15 @@ static int find_spec(const char *spec, const struct as_trace *t,
 		     const struct as_strategy_impl **out, const char **opts,
 		     struct as_diag *diag)
 {
-	char name[64];
+	char name[SPEC_NAME_MAX];
+	const struct as_strategy_impl *s = spec_impl(spec, name);
 	const char *colon = strchr(spec, ':');
-	size_t nlen = colon ? (size_t)(colon - spec) : strlen(spec);
 	*opts = colon ? colon + 1 : "";
 	if (diag)
 		snprintf(diag->file, sizeof(diag->file), "%s", t->path);
-	if (nlen == 0 || nlen >= sizeof(name))
+	if (!name[0])
 		return as_diag_set(diag, 0, AS_EINVAL,
 				   "bad strategy spec '%s'", spec);
-	memcpy(name, spec, nlen);
-	name[nlen] = 0;
-	const struct as_strategy_impl *s = as_strategy_impl_find(name);
 	if (!s)
 		return as_diag_set(diag, 0, AS_ENOTFOUND,
 				   "unknown strategy '%s' (see 'allocscope "
@@ -230,27 +245,30 @@ int as_strategy_walk_at(const char *spec, const struct as_trace *t,
 	return as_online_walk_at(s, t, spec_opts, time, visit, ctx, diag);
 }
 
-int as_strategy_run(const char *spec, const struct as_trace *t,
-		    const struct as_run_hooks *hooks, struct as_plan **out,
-		    struct as_diag *diag)
+/*
+ * Time this thread spent waiting for a plan another thread was making (see
+ * as_trace_memo_take): a run's plan_ms leaves it out, so strip started
+ * beside the baselines shows its own time, as it does after them.
+ */
+static _Thread_local double waited_ms;
+
+double as_strategy_waited_ms(void)
 {
-	const struct as_strategy_impl *s = NULL;
-	const char *spec_opts;
-	int err = find_spec(spec, t, &s, &spec_opts, diag);
-	if (err)
-		return err;
+	return waited_ms;
+}
+
+/* as_strategy_run past the memo: the plan made, aliases resolved. */
+static int run(const struct as_strategy_impl *s, const char *spec_opts,
+	       const struct as_trace *t, const struct as_run_hooks *hooks,
+	       struct as_plan **out, struct as_diag *diag)
+{
 	const char *name = s->info.name;
-	const struct as_plan *kept = s->memo ? as_trace_memo_get(t, spec) : NULL;
-	if (kept) {
-		if (!(*out = as_plan_copy(kept)))
-			return as_diag_set(diag, 0, AS_ENOMEM, "%s: out of memory",
-					   name);
-		return AS_OK;
-	}
 	struct as_plan *p = as_plan_create(t);
 	if (!p)
 		return as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
-	double t0 = as_now_ms();
+	double t0 = as_now_ms(), outer_wait = waited_ms;
+	int err;
+	waited_ms = 0;
 	if (s->online) {
 		err = as_online_replay(s, t, spec_opts, hooks, p, diag);
 	} else {
@@ -268,7 +286,8 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 			    p->offset[i] == AS_NO_OFFSET)
 				p->offset[i] = 0;
 	}
-	p->plan_ms = as_now_ms() - t0;
+	p->plan_ms = as_now_ms() - t0 - waited_ms;
+	waited_ms += outer_wait;
 	if (err) {
 		if (err == AS_ENOMEM)
 			as_diag_set(diag, 0, err, "%s: out of memory", name);
@@ -280,8 +299,114 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 		return as_diag_set(diag, 0, err, "%s: out of memory", name);
 	}
 	resolve_aliases(t, p);
-	if (s->memo)
-		as_trace_memo_put(t, spec, p);
 	*out = p;
 	return AS_OK;
+}
+
+int as_strategy_run(const char *spec, const struct as_trace *t,
+		    const struct as_run_hooks *hooks, struct as_plan **out,
+		    struct as_diag *diag)
+{
+	const struct as_strategy_impl *s = NULL;
+	const char *spec_opts;
+	int err = find_spec(spec, t, &s, &spec_opts, diag);
+	if (err)
+		return err;
+	double t0 = as_now_ms();
+	const struct as_plan *kept = s->memo ? as_trace_memo_take(t, spec) : NULL;
+	waited_ms += as_now_ms() - t0;
+	if (kept) {
+		if (!(*out = as_plan_copy(kept)))
+			return as_diag_set(diag, 0, AS_ENOMEM, "%s: out of memory",
+					   s->info.name);
+		return AS_OK;
+	}
+	err = run(s, spec_opts, t, hooks, out, diag);
+	if (s->memo && err)
+		as_trace_memo_drop(t, spec);
+	else if (s->memo)
+		as_trace_memo_put(t, spec, *out);
+	return err;
+}
+
+/* Runs shared by the threads of as_strategy_run_many. */
+struct many {
+	const struct as_trace *t;
+	const char *const *specs;
+	const size_t *order;    /* the run order: indices into specs */
+	size_t n;
+	const struct as_run_hooks *hooks;
+	struct as_plan **out;
+	struct as_diag *diags;
+	int *errs;
+	atomic_size_t next;     /* the next slot of order[] to take */
+};
+
+static void *many_worker(void *arg)
+{
+	struct many *m = arg;
+	size_t k;
+	while ((k = atomic_fetch_add(&m->next, 1)) < m->n) {
+		size_t i = m->order[k];
+		m->errs[i] = as_strategy_run(m->specs[i], m->t, m->hooks,
+					     &m->out[i], &m->diags[i]);
+	}
+	return NULL;
+}
+
+/* Whether other runs may reuse this spec's plan (it is kept in the memo). */
+static bool kept_for_others(const char *spec)
+{
+	char name[SPEC_NAME_MAX];
+	const struct as_strategy_impl *s = spec_impl(spec, name);
+	return s && s->memo;
+}
+
+int as_strategy_run_many(const struct as_trace *t, const char *const *specs,
+			 size_t n, const struct as_run_hooks *hooks,
+			 unsigned jobs, struct as_plan **out,
+			 struct as_diag *diags)
+{
+	if (n == 0)
+		return AS_OK;
+	size_t *order = malloc(n * sizeof(*order));
+	int *errs = calloc(n, sizeof(*errs));
+	pthread_t *th = NULL;
+	if (!order || !errs) {
+		free(order);
+		free(errs);
+		return as_diag_set(&diags[0], 0, AS_ENOMEM, "out of memory");
+	}
+	/* Plans others reuse first, so a run that reuses them (strip) waits
+	 * as little as it can; else in the order given. */
+	size_t k = 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < n; i++)
+			if (kept_for_others(specs[i]) == (pass == 0))
+				order[k++] = i;
+	struct many m = {t, specs, order, n, hooks, out, diags, errs, 0};
+	if (hooks && hooks->emit)
+		jobs = 1; /* one allocator's text at a time, in order */
+	if (jobs > n)
+		jobs = (unsigned)n;
+	if (jobs > 1)
+		th = malloc((jobs - 1) * sizeof(*th));
+	unsigned started = 0;
+	while (th && started < jobs - 1 &&
+	       pthread_create(&th[started], NULL, many_worker, &m) == 0)
+		started++;
+	many_worker(&m); /* this thread works too, and alone without threads */
+	for (unsigned j = 0; j < started; j++)
+		pthread_join(th[j], NULL);
+	int err = AS_OK;
+	for (size_t i = 0; i < n; i++) {
+		if (errs[i] != AS_OK)
+			out[i] = NULL;
+		if (errs[i] != AS_OK && err == AS_OK)
+			err = errs[i];
+	}
+	free(th);
+	free(order);
+	free(errs);
+	return err;
 }

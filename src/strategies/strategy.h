@@ -120,5 +120,11 @@ int as_online_walk_at(const struct as_strategy_impl *impl,
 
 /* The registry (registry.c). */
 const struct as_strategy_impl *as_strategy_impl_find(const char *name);
+/*
+ * How long the run on this thread has waited so far for plans other
+ * threads were making (as_strategy_run_many): not its own work, so its
+ * plan_ms leaves it out, and strip's budget does too.
+ */
+double as_strategy_waited_ms(void);
 
 #endif

@@ -593,6 +593,24 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 		    struct as_diag *diag);
 
 /*
+ * as_strategy_run for each of the n specs, on up to `jobs` threads (this
+ * one among them): out[i] and diags[i] are spec i's, out[i] NULL when it
+ * failed. Returns AS_OK, or the error of the first spec that failed. The
+ * plans are the ones one run at a time gives; a plan another run reuses
+ * (strip starts from the baselines) is made once and waited for. Runs
+ * with hooks->emit go one at a time, in order. Several runs at once hold
+ * their memory at once.
+ *
+ * as_strategy_run itself may run on several threads at once on one trace;
+ * nothing else may write the trace meanwhile (the first
+ * as_trace_buffer_name of a trace read without names makes them all).
+ */
+int as_strategy_run_many(const struct as_trace *t, const char *const *specs,
+			 size_t n, const struct as_run_hooks *hooks,
+			 unsigned jobs, struct as_plan **out,
+			 struct as_diag *diags);
+
+/*
  * A block of an online allocator's memory as its walk reports it, in address
  * order: a chunk of a region (bfc), a block of a memory level (tiered), a
  * node of the list (npu-list). Addresses are the allocator's offsets.

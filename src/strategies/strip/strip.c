@@ -279,6 +279,8 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 		}
 		cfg.inc = err == AS_OK ? inc : NULL;
 	}
+	/* Waiting for a baseline another thread makes is not strip's time. */
+	cfg.start_ms += as_strategy_waited_ms();
 	cfg.search_from = as_now_ms();
 	err = as_plan_spaces(t, p, plan_space, &cfg, diag);
 	free(inc);
