@@ -611,6 +611,33 @@ static void strategies_run_side_by_side_plan_as_one_at_a_time(void)
 	as_trace_destroy(alone);
 }
 
+static void bestfit_keeps_the_lower_of_its_two_orders(void)
+{
+	for (uint64_t seed = 21; seed < 25; seed++) {
+		struct as_trace *t = random_trace(seed, 500, false);
+		struct as_plan *both = NULL, *size = NULL, *length = NULL;
+		struct as_diag d = {0};
+		CHECK(t && as_strategy_run("bestfit:order=size", t, NULL, &size,
+					   &d) == AS_OK);
+		CHECK(t && as_strategy_run("bestfit:order=length", t, NULL,
+					   &length, &d) == AS_OK);
+		CHECK(t && as_strategy_run("bestfit", t, NULL, &both, &d) ==
+				   AS_OK);
+		if (both && size && length) {
+			uint64_t ps = as_plan_peak(size, t, -1);
+			uint64_t pl = as_plan_peak(length, t, -1);
+			CHECK(same_offsets(both, pl < ps ? length : size));
+			CHECK(test_stat(both, "length_order_won") == (pl < ps));
+			/* Its time is both orders'. */
+			CHECK(both->plan_ms >= size->plan_ms + length->plan_ms);
+		}
+		as_plan_destroy(both);
+		as_plan_destroy(size);
+		as_plan_destroy(length);
+		as_trace_destroy(t);
+	}
+}
+
 static void a_strategy_that_fails_beside_others_is_reported_by_its_slot(void)
 {
 	static const char *const specs[] = {"greedy-size", "no-such-strategy",
@@ -651,6 +678,7 @@ int main(void)
 	TEST_RUN(a_baseline_run_twice_on_one_trace_is_planned_once);
 	TEST_RUN(strip_after_the_baselines_plans_as_strip_alone);
 	TEST_RUN(strategies_run_side_by_side_plan_as_one_at_a_time);
+	TEST_RUN(bestfit_keeps_the_lower_of_its_two_orders);
 	TEST_RUN(a_strategy_that_fails_beside_others_is_reported_by_its_slot);
 	return tap_done();
 }

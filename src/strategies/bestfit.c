@@ -11,6 +11,13 @@
 #include "core/internal.h"
 #include "strategies/strategy.h"
 
+enum { ORDER_SIZE, ORDER_LENGTH, ORDER_BOTH };
+
+static const char *const orders[] = {"size", "length", "both", NULL};
+static const char *const round_names[] = {"size order", "length order"};
+static const char *const parts[] = {"bestfit:order=size",
+				    "bestfit:order=length", NULL};
+
 struct ctx {
 	const struct as_problem *pb;
 	bool by_length;
@@ -40,50 +47,89 @@ int as_order_bestfit(const struct as_problem *pb, bool by_length,
 	return as_sort_u32(order, pb->n, before, &c);
 }
 
-static int plan_space(const struct as_problem *pb, uint64_t *off, void *unused,
+/* One order (ctx: ORDER_SIZE or ORDER_LENGTH) per address space. */
+static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 		      struct as_plan *p, struct as_diag *diag)
 {
-	uint32_t n = pb->n;
+	bool by_length = *(const int *)ctx == ORDER_LENGTH;
 	struct as_placer *pl = as_placer_create(pb);
-	uint32_t *order = calloc(n, sizeof(uint32_t));
-	uint64_t *tmp = calloc(n, sizeof(uint64_t));
-	uint64_t best = UINT64_MAX;
-	int err = AS_ENOMEM, which = 0;
-	if (!pl || !order || !tmp)
-		goto out;
-	for (int k = 0; k < 2; k++) {
-		if (as_order_bestfit(pb, k == 1, order))
-			goto out;
-		uint64_t peak = as_place_order(pl, order, n, AS_FIT_BEST, tmp);
-		if (peak == UINT64_MAX) {
+	uint32_t *order = calloc(pb->n, sizeof(uint32_t));
+	int err = AS_ENOMEM;
+	if (pl && order && !as_order_bestfit(pb, by_length, order)) {
+		uint64_t peak = as_place_order(pl, order, pb->n, AS_FIT_BEST,
+					       off);
+		if (peak == UINT64_MAX)
 			err = as_placer_nomem(pl) ? AS_ENOMEM
 						  : AS_STRATEGY_PAST_2_64;
-			goto out;
-		}
-		if ((err = as_plan_round(p, k ? "length order" : "size order",
-					 peak)))
-			goto out;
-		if (peak < best) {
-			best = peak;
-			which = k;
-			memcpy(off, tmp, n * sizeof(uint64_t));
-		}
+		else
+			err = as_plan_round(p, round_names[*(const int *)ctx],
+					    peak);
 	}
-	err = as_plan_stat_int(p, "length_order_won", (uint64_t)which);
-out:
 	as_placer_destroy(pl);
 	free(order);
-	free(tmp);
+	return err;
+}
+
+/*
+ * Both orders: each is planned as the spec "bestfit:order=ORDER", so its
+ * plan is kept for reuse, and as_strategy_run_many plans the two side by
+ * side (bestfit's parts); per address space the lower peak wins, ties to
+ * the size order.
+ */
+static int plan_both(const struct as_trace *t, struct as_plan *p,
+		     struct as_diag *diag)
+{
+	uint32_t ns = t->nspaces > 1 ? t->nspaces : 1;
+	struct as_plan *q[2] = {NULL, NULL};
+	uint64_t *peak = malloc(2 * (size_t)ns * sizeof(uint64_t));
+	int err = peak ? AS_OK : AS_ENOMEM, which = 0;
+	for (int k = 0; k < 2 && err == AS_OK; k++) {
+		double t0 = as_now_ms(), w0 = as_strategy_waited_ms();
+		if ((err = as_strategy_run(parts[k], t, NULL, &q[k], diag)))
+			break;
+		as_plan_space_peaks(t, q[k], peak + (size_t)k * ns);
+		/* The order's time, wherever it was planned: what this call
+		 * did not spend on it itself. */
+		p->plan_ms += q[k]->plan_ms - (as_now_ms() - t0 -
+					       (as_strategy_waited_ms() - w0));
+	}
+	for (uint32_t s = 0; s < ns && err == AS_OK; s++) {
+		uint64_t by_size = peak[s], by_length = peak[ns + s];
+		which = by_length < by_size;
+		if ((err = as_plan_round(p, round_names[ORDER_SIZE], by_size)) ||
+		    (err = as_plan_round(p, round_names[ORDER_LENGTH],
+					 by_length)))
+			break;
+		for (uint32_t i = 0; i < t->nbuffers; i++)
+			if ((t->buffers[i].space < ns ? t->buffers[i].space
+						      : 0) == s)
+				p->offset[i] = q[which]->offset[i];
+	}
+	if (err == AS_OK)
+		err = as_plan_stat_int(p, "length_order_won", (uint64_t)which);
+	as_plan_destroy(q[0]);
+	as_plan_destroy(q[1]);
+	free(peak);
 	return err;
 }
 
 static int plan(const struct as_trace *t, const struct as_opts *o,
 		struct as_plan *p, struct as_diag *diag)
 {
-	return as_plan_spaces(t, p, plan_space, NULL, diag);
+	int order, err = as_opts_choice(o, "order", orders, ORDER_BOTH,
+					&order, diag);
+	if (err)
+		return err;
+	if (order == ORDER_BOTH)
+		return plan_both(t, p, diag);
+	return as_plan_spaces(t, p, plan_space, &order, diag);
 }
 
-static const struct as_option_desc options[] = {{NULL, NULL, NULL}};
+static const struct as_option_desc options[] = {
+	{"order", "both",
+	 "size: largest first; length: longest first; both: the better of "
+	 "the two, per address space"},
+	{NULL, NULL, NULL}};
 
 const struct as_strategy_impl as_strategy_bestfit = {
 	.info = {
@@ -96,4 +142,5 @@ const struct as_strategy_impl as_strategy_bestfit = {
 	.plan = plan,
 	.by_default = as_place_baseline_default,
 	.memo = true,
+	.parts = parts,
 };

@@ -286,7 +286,9 @@ static int run(const struct as_strategy_impl *s, const char *spec_opts,
 			    p->offset[i] == AS_NO_OFFSET)
 				p->offset[i] = 0;
 	}
-	p->plan_ms = as_now_ms() - t0 - waited_ms;
+	/* (+=: a plan made of others' plans counts their time too, see
+	 * bestfit.c) */
+	p->plan_ms += as_now_ms() - t0 - waited_ms;
 	waited_ms += outer_wait;
 	if (err) {
 		if (err == AS_ENOMEM)
@@ -332,8 +334,8 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 /* Runs shared by the threads of as_strategy_run_many. */
 struct many {
 	const struct as_trace *t;
-	const char *const *specs;
-	const size_t *order;    /* the run order: indices into specs */
+	const char **specs;     /* the caller's, then the parts they need */
+	size_t *order;          /* the run order: indices into specs */
 	size_t n;
 	const struct as_run_hooks *hooks;
 	struct as_plan **out;
@@ -362,6 +364,29 @@ static bool kept_for_others(const char *spec)
 	return s && s->memo;
 }
 
+/*
+ * The parts (see struct as_strategy_impl) of specs[0..n) not among
+ * specs[0..*total), appended there; specs has room for MANY_PARTS more.
+ */
+#define MANY_PARTS 16
+
+static void add_parts(const char **specs, size_t n, size_t *total)
+{
+	char name[SPEC_NAME_MAX];
+	for (size_t i = 0; i < n; i++) {
+		const struct as_strategy_impl *s = spec_impl(specs[i], name);
+		if (!s || !s->parts || strchr(specs[i], ':'))
+			continue;
+		for (const char *const *q = s->parts; *q; q++) {
+			size_t j = 0;
+			while (j < *total && strcmp(specs[j], *q) != 0)
+				j++;
+			if (j == *total && *total < n + MANY_PARTS)
+				specs[(*total)++] = *q;
+		}
+	}
+}
+
 int as_strategy_run_many(const struct as_trace *t, const char *const *specs,
 			 size_t n, const struct as_run_hooks *hooks,
 			 unsigned jobs, struct as_plan **out,
@@ -369,26 +394,36 @@ int as_strategy_run_many(const struct as_trace *t, const char *const *specs,
 {
 	if (n == 0)
 		return AS_OK;
-	size_t *order = malloc(n * sizeof(*order));
-	int *errs = calloc(n, sizeof(*errs));
+	size_t cap = n + MANY_PARTS, total = n;
+	struct many m = {.t = t, .hooks = hooks};
+	m.specs = malloc(cap * sizeof(*m.specs));
+	m.order = malloc(cap * sizeof(*m.order));
+	m.out = calloc(cap, sizeof(*m.out));
+	m.diags = calloc(cap, sizeof(*m.diags));
+	m.errs = calloc(cap, sizeof(*m.errs));
 	pthread_t *th = NULL;
-	if (!order || !errs) {
-		free(order);
-		free(errs);
-		return as_diag_set(&diags[0], 0, AS_ENOMEM, "out of memory");
+	int err = AS_OK;
+	if (!m.specs || !m.order || !m.out || !m.diags || !m.errs) {
+		err = as_diag_set(&diags[0], 0, AS_ENOMEM, "out of memory");
+		goto out;
 	}
-	/* Plans others reuse first, so a run that reuses them (strip) waits
-	 * as little as it can; else in the order given. */
+	memcpy(m.specs, specs, n * sizeof(*specs));
+	if (!(hooks && hooks->emit) && jobs > 1)
+		add_parts(m.specs, n, &total);
+	/* Parts first, then the plans others reuse, so that a run reusing
+	 * them (strip) waits as little as it can; else in the order given. */
 	size_t k = 0;
+	for (size_t i = n; i < total; i++)
+		m.order[k++] = i;
 	for (int pass = 0; pass < 2; pass++)
 		for (size_t i = 0; i < n; i++)
 			if (kept_for_others(specs[i]) == (pass == 0))
-				order[k++] = i;
-	struct many m = {t, specs, order, n, hooks, out, diags, errs, 0};
+				m.order[k++] = i;
+	m.n = total;
 	if (hooks && hooks->emit)
 		jobs = 1; /* one allocator's text at a time, in order */
-	if (jobs > n)
-		jobs = (unsigned)n;
+	if (jobs > total)
+		jobs = (unsigned)total;
 	if (jobs > 1)
 		th = malloc((jobs - 1) * sizeof(*th));
 	unsigned started = 0;
@@ -398,15 +433,21 @@ int as_strategy_run_many(const struct as_trace *t, const char *const *specs,
 	many_worker(&m); /* this thread works too, and alone without threads */
 	for (unsigned j = 0; j < started; j++)
 		pthread_join(th[j], NULL);
-	int err = AS_OK;
+	/* A part that failed fails the spec it is part of, which says so. */
 	for (size_t i = 0; i < n; i++) {
-		if (errs[i] != AS_OK)
-			out[i] = NULL;
-		if (errs[i] != AS_OK && err == AS_OK)
-			err = errs[i];
+		out[i] = m.out[i];
+		diags[i] = m.diags[i];
+		if (m.errs[i] != AS_OK && err == AS_OK)
+			err = m.errs[i];
 	}
+	for (size_t i = n; i < total; i++)
+		as_plan_destroy(m.out[i]);
+out:
 	free(th);
-	free(order);
-	free(errs);
+	free(m.specs);
+	free(m.order);
+	free(m.out);
+	free(m.diags);
+	free(m.errs);
 	return err;
 }

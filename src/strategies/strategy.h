@@ -80,6 +80,12 @@ struct as_strategy_impl {
 	 * once (as_trace_memo_*), plan_ms the time it took then.
 	 */
 	bool memo;
+	/*
+	 * The specs (memo ones, NULL-terminated) whose plans the plan of the
+	 * bare NAME is made from, through the memo: as_strategy_run_many
+	 * plans them first, side by side. NULL: none.
+	 */
+	const char *const *parts;
 };
 
 /*

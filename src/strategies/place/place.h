@@ -190,6 +190,14 @@ uint64_t as_place_skyline(const struct as_problem *pb, const uint32_t *rank,
 /* Overlapping pairs of rectangles (what one as_place_order pass visits). */
 uint64_t as_problem_pairs(const struct as_problem *pb);
 
+/*
+ * Per address space (max(1, nspaces) entries), the peak of plan p over the
+ * buffers that need room: UINT64_MAX where one of them has no usable
+ * offset (none, past 2^64, or in another space).
+ */
+void as_plan_space_peaks(const struct as_trace *t, const struct as_plan *p,
+			 uint64_t *peak);
+
 /* Peak of a placement: largest off + size. */
 uint64_t as_place_peak(const struct as_problem *pb, const uint64_t *off);
 

@@ -33,6 +33,26 @@ static bool needs_room(const struct as_buffer *b)
 	return b->alias_of == AS_NONE && b->size > 0 && b->start < b->end;
 }
 
+void as_plan_space_peaks(const struct as_trace *t, const struct as_plan *p,
+			 uint64_t *peak)
+{
+	uint32_t ns = t->nspaces > 1 ? t->nspaces : 1;
+	for (uint32_t s = 0; s < ns; s++)
+		peak[s] = 0;
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		const struct as_buffer *b = &t->buffers[i];
+		uint32_t s = b->space < ns ? b->space : 0;
+		uint64_t o = p->offset[i];
+		if (!needs_room(b))
+			continue;
+		if (o == AS_NO_OFFSET || o > UINT64_MAX - b->size ||
+		    (p->space && p->space[i] != b->space))
+			peak[s] = UINT64_MAX; /* not usable there */
+		else if (peak[s] != UINT64_MAX && o + b->size > peak[s])
+			peak[s] = o + b->size;
+	}
+}
+
 /* The problem of buffers idx[0..n) (ascending, all needing room). */
 static int init_from(struct as_problem *pb, const struct as_trace *t,
 		     const uint32_t *idx, uint32_t n)

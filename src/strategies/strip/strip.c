@@ -75,21 +75,7 @@ static int incumbents(const struct as_trace *t, uint64_t *inc,
 		struct as_plan *bp = NULL;
 		if ((err = as_strategy_run(baselines[k], t, NULL, &bp, diag)))
 			goto out;
-		for (uint32_t s = 0; s < ns; s++)
-			peak[s] = 0;
-		for (uint32_t i = 0; i < t->nbuffers; i++) {
-			const struct as_buffer *b = &t->buffers[i];
-			uint32_t s = b->space < ns ? b->space : 0;
-			if (b->alias_of != AS_NONE || b->size == 0 ||
-			    b->start >= b->end)
-				continue;
-			uint64_t o = bp->offset[i];
-			if (o == AS_NO_OFFSET || o > UINT64_MAX - b->size ||
-			    (bp->space && bp->space[i] != b->space))
-				peak[s] = UINT64_MAX; /* not usable there */
-			else if (peak[s] != UINT64_MAX && o + b->size > peak[s])
-				peak[s] = o + b->size;
-		}
+		as_plan_space_peaks(t, bp, peak);
 		for (uint32_t i = 0; i < t->nbuffers; i++) {
 			uint32_t s = t->buffers[i].space < ns
 					     ? t->buffers[i].space
