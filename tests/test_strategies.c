@@ -596,7 +596,7 @@ static void strategies_run_side_by_side_plan_as_one_at_a_time(void)
 	struct as_trace *alone = random_trace(13, 800, true);
 	struct as_plan *a[N] = {0}, *b[N] = {0};
 	struct as_diag da[N] = {0}, db = {0};
-	CHECK(side && as_strategy_run_many(side, specs, N, NULL, 4, a, da) ==
+	CHECK(side && as_strategy_run_many(side, specs, N, NULL, NULL, 4, a, da) ==
 			      AS_OK);
 	for (size_t i = 0; alone && i < N; i++) {
 		CHECK(as_strategy_run(specs[i], alone, NULL, &b[i], &db) ==
@@ -646,7 +646,7 @@ static void a_strategy_that_fails_beside_others_is_reported_by_its_slot(void)
 	struct as_trace *t = random_trace(17, 300, false);
 	struct as_plan *p[N] = {0};
 	struct as_diag d[N] = {0};
-	CHECK(t && as_strategy_run_many(t, specs, N, NULL, 3, p, d) ==
+	CHECK(t && as_strategy_run_many(t, specs, N, NULL, NULL, 3, p, d) ==
 			   AS_ENOTFOUND);
 	CHECK(p[0] && !p[1] && p[2] && !p[3]);
 	CHECK(strstr(d[1].msg, "no-such-strategy") != NULL);

@@ -1,15 +1,17 @@
 /*
  * A trace and its plans: loading the trace, then planning every strategy
  * on a thread of its own, so the window opens as soon as the trace is
- * read. SDL is used here for that thread, its mutex and condition variable
- * (and, when asked, to post a wake-up event); no output here, errors come
- * back in a struct as_diag.
+ * read; that thread plans up to one strategy per processor at once
+ * (as_strategy_run_many, whose hooks start and hand over each slot). SDL
+ * is used here for that thread, its mutex and condition variable (and,
+ * when asked, to post a wake-up event); no output here, errors come back
+ * in a struct as_diag.
  *
  * Who owns what. The trace, the slots (struct strat) and the planning
  * order live in a job shared by the doc (the UI thread) and the planning
  * thread, counted by `refs`; whichever lets go last frees it. So a reload
  * or a quit never waits for a planner: the doc lets go and the thread frees
- * the job after the strategy it is running (the library has no way to stop
+ * the job after the strategies it is running (the library has no way to stop
  * one midway). The library is not thread-safe in general; what makes this
  * safe:
  *  - before the thread starts, the UI thread makes every lazily made part
@@ -18,10 +20,11 @@
  *    src/ the only other write into a finished trace is the plan memo
  *    below (struct as_trace_private: namer/named and memo); stack frames,
  *    spaces and the address map are made at load;
- *  - only the thread calls as_strategy_run, which writes the trace's plan
- *    memo (strip reuses the baselines' plans through it), as_validate and
- *    as_plan_* on a slot not yet handed over; it writes slot i's fields
- *    and then, under the lock, counts it done;
+ *  - only the thread and the library's threads it starts call
+ *    as_strategy_run, which writes the trace's plan memo under its own
+ *    lock (strip reuses the baselines' plans through it); the thread that
+ *    planned slot i validates it and writes its fields (slot_done), then,
+ *    under the lock, counts it done;
  *  - the UI reads a slot only after doc_poll saw it done under the lock
  *    (and set `ready`), and never writes it.
  */
@@ -37,16 +40,19 @@ struct doc_job {
 	/* Under the lock. */
 	int refs;                  /* the doc and the thread */
 	bool cancel, exited;
-	size_t done;               /* order[0..done) are planned */
+	size_t done;               /* slots planned */
+	size_t started;            /* slots started */
 	size_t allow;              /* strategies the thread may start */
-	size_t planning;           /* slot being planned, or ns */
-	Uint64 started;            /* its start (performance counter) */
+	Uint64 *since;             /* per slot: planning since (performance
+				    * counter), 0: not planning */
+	bool *over;                /* per slot: planned */
 	uint32_t wake;             /* event type pushed per plan, 0: none */
 	/* Written before the thread starts, then as described above. */
 	struct as_trace *t;
 	struct strat *s;
 	size_t ns;
 	size_t *order;
+	unsigned jobs;             /* strategies planned at once */
 };
 
 /* Jobs not yet freed: tests wait for a cancelled one to go. */
@@ -65,6 +71,8 @@ static void job_free(struct doc_job *j)
 		as_plan_destroy(j->s[i].plan);
 	free(j->s);
 	free(j->order);
+	free(j->since);
+	free(j->over);
 	as_trace_destroy(j->t);
 	if (j->changed)
 		SDL_DestroyCond(j->changed);
@@ -80,13 +88,37 @@ double doc_ms_since(Uint64 c0)
 	       (double)SDL_GetPerformanceFrequency();
 }
 
-/* Plan, validate and measure one slot: the planning thread's work. */
-static void plan_one(const struct as_trace *t, struct strat *s)
+/* May the strategy in the k-th place of the order start (mh->start)? */
+static bool start_slot(void *ctx, size_t k)
 {
-	Uint64 c0 = SDL_GetPerformanceCounter();
-	s->err = as_strategy_run(s->spec, t, NULL, &s->plan, &s->diag);
+	struct doc_job *j = ctx;
+	SDL_LockMutex(j->lock);
+	while (!j->cancel && j->started >= j->allow)
+		SDL_CondWait(j->changed, j->lock);
+	bool go = !j->cancel;
+	if (go) {
+		j->started++;
+		j->since[j->order[k]] = SDL_GetPerformanceCounter();
+	}
+	SDL_UnlockMutex(j->lock);
+	return go;
+}
+
+/*
+ * The strategy in the k-th place is planned (mh->done, on the thread that
+ * planned it): validate and measure its slot, then count it done.
+ */
+static void slot_done(void *ctx, size_t k, int err, struct as_plan *plan,
+		      const struct as_diag *diag)
+{
+	struct doc_job *j = ctx;
+	size_t i = j->order[k];
+	struct strat *s = &j->s[i];
+	s->err = err;
+	s->plan = plan;
+	s->diag = *diag;
 	if (s->err == AS_OK) {
-		s->err = as_validate(t, s->plan, &s->report);
+		s->err = as_validate(j->t, s->plan, &s->report);
 		if (s->err != AS_OK) {
 			as_plan_destroy(s->plan);
 			s->plan = NULL;
@@ -95,43 +127,37 @@ static void plan_one(const struct as_trace *t, struct strat *s)
 		}
 	}
 	if (s->err == AS_OK) {
-		s->peak = as_plan_peak(s->plan, t, -1);
-		s->failed = as_plan_failed(s->plan, t);
-	} else {
-		s->plan = NULL;
+		s->peak = as_plan_peak(s->plan, j->t, -1);
+		s->failed = as_plan_failed(s->plan, j->t);
 	}
-	s->ms = doc_ms_since(c0);
+	SDL_LockMutex(j->lock);
+	s->ms = doc_ms_since(j->since[i]);
+	j->since[i] = 0;
+	j->over[i] = true;
+	j->done++;
+	SDL_CondBroadcast(j->changed);
+	/* Under the lock: once doc_finish set cancel, no event is posted
+	 * (SDL may be shutting down). */
+	if (j->wake && !j->cancel) {
+		SDL_Event e = {0};
+		e.type = j->wake;
+		SDL_PushEvent(&e);
+	}
+	SDL_UnlockMutex(j->lock);
 }
 
+/* The planning thread: every slot, in order, up to j->jobs at once. */
 static int worker(void *arg)
 {
 	struct doc_job *j = arg;
-	for (size_t k = 0; k < j->ns; k++) {
-		SDL_LockMutex(j->lock);
-		while (!j->cancel && k >= j->allow)
-			SDL_CondWait(j->changed, j->lock);
-		bool stop = j->cancel;
-		if (!stop) {
-			j->planning = j->order[k];
-			j->started = SDL_GetPerformanceCounter();
-		}
-		SDL_UnlockMutex(j->lock);
-		if (stop)
-			break;
-		plan_one(j->t, &j->s[j->order[k]]);
-		SDL_LockMutex(j->lock);
-		j->done = k + 1;
-		j->planning = j->ns;
-		SDL_CondBroadcast(j->changed);
-		/* Under the lock: once doc_finish set cancel, no event is
-		 * posted (SDL may be shutting down). */
-		if (j->wake && !j->cancel) {
-			SDL_Event e = {0};
-			e.type = j->wake;
-			SDL_PushEvent(&e);
-		}
-		SDL_UnlockMutex(j->lock);
-	}
+	const char *specs[MAX_SPECS];
+	struct as_plan *out[MAX_SPECS];
+	struct as_diag diags[MAX_SPECS];
+	for (size_t k = 0; k < j->ns; k++)
+		specs[k] = j->s[j->order[k]].spec;
+	struct as_many_hooks mh = {start_slot, slot_done, j};
+	as_strategy_run_many(j->t, specs, j->ns, NULL, &mh, j->jobs, out,
+			     diags);
 	SDL_LockMutex(j->lock);
 	j->exited = true;
 	SDL_CondBroadcast(j->changed);
@@ -202,6 +228,12 @@ int doc_load(struct doc *d, const char *path, const char *const *specs,
 		return err;
 	}
 	const char *all[MAX_SPECS];
+	if (nspecs > MAX_SPECS) {
+		snprintf(diag->msg, sizeof(diag->msg),
+			 "more than %d strategies", MAX_SPECS);
+		job_free(j);
+		return AS_EINVAL;
+	}
 	if (nspecs == 0) {
 		for (size_t i = 0; i < as_strategy_count() && i < MAX_SPECS; i++)
 			if (as_strategy_by_default(as_strategy_at(i)->name,
@@ -219,11 +251,14 @@ int doc_load(struct doc *d, const char *path, const char *const *specs,
 	}
 	j->s = calloc(nspecs, sizeof(*j->s));
 	j->order = calloc(nspecs, sizeof(*j->order));
+	j->since = calloc(nspecs, sizeof(*j->since));
+	j->over = calloc(nspecs, sizeof(*j->over));
 	j->lock = SDL_CreateMutex();
 	j->changed = SDL_CreateCond();
 	/* The lazily made names, now, on this thread (see the top). */
 	bool named = j->t->nbuffers == 0 || as_trace_buffer_name(j->t, 0);
-	if (!j->s || !j->order || !j->lock || !j->changed || !named) {
+	if (!j->s || !j->order || !j->since || !j->over || !j->lock ||
+	    !j->changed || !named) {
 		snprintf(diag->msg, sizeof(diag->msg), "out of memory");
 		job_free(j);
 		return AS_ENOMEM;
@@ -237,7 +272,8 @@ int doc_load(struct doc *d, const char *path, const char *const *specs,
 			if (rank(specs[i]) == r)
 				j->order[k++] = i;
 	j->allow = o && o->hold ? 0 : SIZE_MAX;
-	j->planning = nspecs;
+	int cpus = SDL_GetCPUCount();
+	j->jobs = cpus < 1 ? 1 : (unsigned)cpus;
 	j->wake = o ? o->wake : 0;
 	j->refs = 2;
 	n.lb = as_trace_lower_bound(j->t);
@@ -262,15 +298,15 @@ size_t doc_poll(struct doc *d)
 	struct doc_job *j = d->job;
 	if (!j)
 		return 0;
-	SDL_LockMutex(j->lock);
-	size_t done = j->done;
-	SDL_UnlockMutex(j->lock);
 	size_t fresh = 0;
-	for (; d->taken < done; d->taken++, fresh++) {
-		struct strat *s = &d->s[j->order[d->taken]];
-		s->ready = true;
-		d->nready++;
-	}
+	SDL_LockMutex(j->lock);
+	for (size_t i = 0; i < d->ns; i++)
+		if (j->over[i] && !d->s[i].ready) {
+			d->s[i].ready = true;
+			d->nready++;
+			fresh++;
+		}
+	SDL_UnlockMutex(j->lock);
 	return fresh;
 }
 
@@ -302,12 +338,16 @@ bool doc_planning(const struct doc *d, size_t *slot, double *ms)
 	struct doc_job *j = d->job;
 	if (!j)
 		return false;
+	/* The one planned longest. */
+	bool busy = false;
 	SDL_LockMutex(j->lock);
-	bool busy = j->planning < j->ns;
-	if (busy) {
-		*slot = j->planning;
-		*ms = doc_ms_since(j->started);
-	}
+	for (size_t i = 0; i < j->ns; i++)
+		if (j->since[i] && (!busy || j->since[i] < j->since[*slot])) {
+			*slot = i;
+			busy = true;
+		}
+	if (busy)
+		*ms = doc_ms_since(j->since[*slot]);
 	SDL_UnlockMutex(j->lock);
 	return busy;
 }

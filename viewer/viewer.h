@@ -53,7 +53,6 @@ struct doc {
 	size_t ns;
 	uint64_t lb;
 	struct doc_job *job;
-	size_t taken;              /* slots handed over, in planning order */
 	size_t nready;
 };
 
@@ -66,7 +65,8 @@ struct doc_opts {
 
 /*
  * Load `path` and start planning `specs` (none: every strategy that
- * applies) on a thread, cheapest first. `o` may be NULL. On failure
+ * applies) on a thread, cheapest first, one per processor at once
+ * (strip after the baselines it starts from). `o` may be NULL. On failure
  * returns a negative code with diag filled and leaves *d alone. The window
  * may show the doc at once.
  */
@@ -81,7 +81,8 @@ void doc_wait(struct doc *d, size_t n);
 void doc_wake(struct doc *d, uint32_t type);
 /* Let the thread start only n strategies in all (tests; default all). */
 void doc_allow(struct doc *d, size_t n);
-/* Whether a strategy is being planned: its slot, and for how long. */
+/* Whether a strategy is being planned: the slot planned longest, and for
+ * how long. */
 bool doc_planning(const struct doc *d, size_t *slot, double *ms);
 /* Milliseconds since c0, a reading of SDL_GetPerformanceCounter. */
 double doc_ms_since(Uint64 c0);

@@ -430,8 +430,8 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	if (status)
 		fputs("allocscope: out of memory\n", stderr);
 	else
-		as_strategy_run_many(t, specs, nspecs, &o->hooks, o->jobs, plans,
-				     diags);
+		as_strategy_run_many(t, specs, nspecs, &o->hooks, NULL,
+				     o->jobs, plans, diags);
 	/* In order, up to the first that failed. */
 	for (size_t i = 0; status == 0 && i < nspecs; i++) {
 		struct result *r = &res[nres];
@@ -613,7 +613,9 @@ static int cmd_replay(int argc, char **argv)
 
 	if (!o.jobs) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-		o.jobs = cpus < 1 ? 1 : cpus > MAX_SPECS ? MAX_SPECS : (unsigned)cpus;
+		o.jobs = cpus < 1	    ? 1
+			 : cpus > MAX_SPECS ? MAX_SPECS
+					    : (unsigned)cpus;
 	}
 	o.fmt = fmt;
 	o.specs = specs;

@@ -336,66 +336,80 @@ struct many {
 	const struct as_trace *t;
 	const char **specs;     /* the caller's, then the parts they need */
 	size_t *order;          /* the run order: indices into specs */
-	size_t n;
+	size_t n, nspecs;       /* order[] entries; the caller's specs */
 	const struct as_run_hooks *hooks;
+	const struct as_many_hooks *mh;
 	struct as_plan **out;
 	struct as_diag *diags;
 	int *errs;
 	atomic_size_t next;     /* the next slot of order[] to take */
+	atomic_bool stop;       /* mh->start said no: start nothing more */
 };
 
 static void *many_worker(void *arg)
 {
 	struct many *m = arg;
+	const struct as_many_hooks *mh = m->mh;
 	size_t k;
-	while ((k = atomic_fetch_add(&m->next, 1)) < m->n) {
+	while (!atomic_load(&m->stop) &&
+	       (k = atomic_fetch_add(&m->next, 1)) < m->n) {
 		size_t i = m->order[k];
+		bool mine = i < m->nspecs; /* the caller's, not a part */
+		if (mine && mh && mh->start && !mh->start(mh->ctx, i)) {
+			atomic_store(&m->stop, true);
+			break;
+		}
 		m->errs[i] = as_strategy_run(m->specs[i], m->t, m->hooks,
 					     &m->out[i], &m->diags[i]);
+		if (mine && mh && mh->done) {
+			mh->done(mh->ctx, i, m->errs[i], m->out[i],
+				 &m->diags[i]);
+			m->out[i] = NULL; /* done's now */
+		}
 	}
 	return NULL;
 }
 
-/* Whether other runs may reuse this spec's plan (it is kept in the memo). */
-static bool kept_for_others(const char *spec)
-{
-	char name[SPEC_NAME_MAX];
-	const struct as_strategy_impl *s = spec_impl(spec, name);
-	return s && s->memo;
-}
-
 /*
- * The parts (see struct as_strategy_impl) of specs[0..n) not among
- * specs[0..*total), appended there; specs has room for MANY_PARTS more.
+ * The run order into m->order: each spec after those of its parts (see
+ * struct as_strategy_impl) not yet listed, which are appended to m->specs
+ * (room for MANY_PARTS more).
  */
 #define MANY_PARTS 16
 
-static void add_parts(const char **specs, size_t n, size_t *total)
+static void run_order(struct many *m, bool parts)
 {
 	char name[SPEC_NAME_MAX];
-	for (size_t i = 0; i < n; i++) {
-		const struct as_strategy_impl *s = spec_impl(specs[i], name);
-		if (!s || !s->parts || strchr(specs[i], ':'))
-			continue;
-		for (const char *const *q = s->parts; *q; q++) {
-			size_t j = 0;
-			while (j < *total && strcmp(specs[j], *q) != 0)
+	size_t total = m->nspecs;
+	m->n = 0;
+	for (size_t i = 0; i < m->nspecs; i++) {
+		const struct as_strategy_impl *s = spec_impl(m->specs[i], name);
+		for (const char *const *q = s && parts && s->parts &&
+						    !strchr(m->specs[i], ':')
+						    ? s->parts
+						    : NULL;
+		     q && *q && total < m->nspecs + MANY_PARTS; q++) {
+			size_t j = m->nspecs;
+			while (j < total && strcmp(m->specs[j], *q) != 0)
 				j++;
-			if (j == *total && *total < n + MANY_PARTS)
-				specs[(*total)++] = *q;
+			if (j == total) {
+				m->specs[total] = *q;
+				m->order[m->n++] = total++;
+			}
 		}
+		m->order[m->n++] = i;
 	}
 }
 
 int as_strategy_run_many(const struct as_trace *t, const char *const *specs,
 			 size_t n, const struct as_run_hooks *hooks,
-			 unsigned jobs, struct as_plan **out,
-			 struct as_diag *diags)
+			 const struct as_many_hooks *mh, unsigned jobs,
+			 struct as_plan **out, struct as_diag *diags)
 {
 	if (n == 0)
 		return AS_OK;
-	size_t cap = n + MANY_PARTS, total = n;
-	struct many m = {.t = t, .hooks = hooks};
+	size_t cap = n + MANY_PARTS;
+	struct many m = {.t = t, .nspecs = n, .hooks = hooks, .mh = mh};
 	m.specs = malloc(cap * sizeof(*m.specs));
 	m.order = malloc(cap * sizeof(*m.order));
 	m.out = calloc(cap, sizeof(*m.out));
@@ -408,22 +422,13 @@ int as_strategy_run_many(const struct as_trace *t, const char *const *specs,
 		goto out;
 	}
 	memcpy(m.specs, specs, n * sizeof(*specs));
-	if (!(hooks && hooks->emit) && jobs > 1)
-		add_parts(m.specs, n, &total);
-	/* Parts first, then the plans others reuse, so that a run reusing
-	 * them (strip) waits as little as it can; else in the order given. */
-	size_t k = 0;
-	for (size_t i = n; i < total; i++)
-		m.order[k++] = i;
-	for (int pass = 0; pass < 2; pass++)
-		for (size_t i = 0; i < n; i++)
-			if (kept_for_others(specs[i]) == (pass == 0))
-				m.order[k++] = i;
-	m.n = total;
 	if (hooks && hooks->emit)
 		jobs = 1; /* one allocator's text at a time, in order */
-	if (jobs > total)
-		jobs = (unsigned)total;
+	/* Parts only pay side by side: alone, the spec plans them itself.
+	 * And they are no spec of the caller's hooks to start or stop. */
+	run_order(&m, jobs > 1 && !mh);
+	if (jobs > m.n)
+		jobs = (unsigned)m.n;
 	if (jobs > 1)
 		th = malloc((jobs - 1) * sizeof(*th));
 	unsigned started = 0;
@@ -440,7 +445,7 @@ int as_strategy_run_many(const struct as_trace *t, const char *const *specs,
 		if (m.errs[i] != AS_OK && err == AS_OK)
 			err = m.errs[i];
 	}
-	for (size_t i = n; i < total; i++)
+	for (size_t i = n; i < m.n; i++)
 		as_plan_destroy(m.out[i]);
 out:
 	free(th);

@@ -593,13 +593,29 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 		    struct as_diag *diag);
 
 /*
- * as_strategy_run for each of the n specs, on up to `jobs` threads (this
- * one among them): out[i] and diags[i] are spec i's, out[i] NULL when it
- * failed. Returns AS_OK, or the error of the first spec that failed. The
- * plans are the ones one run at a time gives; a plan another run reuses
- * (strip starts from the baselines) is made once and waited for. Runs
- * with hooks->emit go one at a time, in order. Several runs at once hold
- * their memory at once.
+ * Optional hooks of as_strategy_run_many, called on the thread that runs
+ * spec i: start before it starts (it may block; false starts neither it
+ * nor any spec not started yet), done after it ended, with its error and
+ * its plan (NULL when it failed), which done then owns.
+ */
+struct as_many_hooks {
+	bool (*start)(void *ctx, size_t i);
+	void (*done)(void *ctx, size_t i, int err, struct as_plan *plan,
+		     const struct as_diag *diag);
+	void *ctx;
+};
+
+/*
+ * as_strategy_run for each of the n specs, in order, on up to `jobs`
+ * threads (this one among them): out[i] and diags[i] are spec i's, out[i]
+ * NULL when it failed, was not started, or went to mh->done. Returns
+ * AS_OK, or the error of the first spec that failed. The plans are the
+ * ones one run at a time gives; a plan another run reuses (strip starts
+ * from the baselines) is made once and waited for, and with jobs > 1 the
+ * parts a plan is made of (bestfit's two orders) run side by side before
+ * it (not with mh, whose hooks see only the caller's specs). Runs with
+ * hooks->emit go one at a time. Runs side by side hold their memory at
+ * once. `hooks` and `mh` may be NULL.
  *
  * as_strategy_run itself may run on several threads at once on one trace;
  * nothing else may write the trace meanwhile (the first
@@ -607,8 +623,8 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
  */
 int as_strategy_run_many(const struct as_trace *t, const char *const *specs,
 			 size_t n, const struct as_run_hooks *hooks,
-			 unsigned jobs, struct as_plan **out,
-			 struct as_diag *diags);
+			 const struct as_many_hooks *mh, unsigned jobs,
+			 struct as_plan **out, struct as_diag *diags);
 
 /*
  * A block of an online allocator's memory as its walk reports it, in address
