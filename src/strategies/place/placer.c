@@ -1042,6 +1042,44 @@ static void sources(struct as_placer *pl, const struct as_rect *r,
 	}
 }
 
+/* Moves of two sets taking turns before they are walked as one. */
+#define AS_TURNS 4
+
+/*
+ * The lowest aligned y >= *x (*x aligned) where r fits between the runs of
+ * both a and b, their cursors left at their first runs ending above it:
+ * one merged walk over their runs. When two sets take turns in the way
+ * (each alone has room where the other has a run: memory crowded with
+ * runs of both), this costs a step a run instead of a src_fit a turn.
+ * False: an offset would overflow.
+ */
+static bool pair_fit(struct src *a, struct src *b, const struct as_rect *r,
+		     uint64_t *x)
+{
+	const struct as_span *av = a->v, *bv = b->v;
+	uint32_t i = a->j, j = b->j, an = a->n, bn = b->n;
+	uint64_t y = *x;
+	for (;;) {
+		while (i < an && av[i].hi <= y)
+			i++;
+		while (j < bn && bv[j].hi <= y)
+			j++;
+		/* The first run of either ending above y, if any. */
+		const struct as_span *in =
+			i < an && (j == bn || av[i].lo <= bv[j].lo) ? &av[i]
+			: j < bn				    ? &bv[j]
+								    : NULL;
+		if (!in || (in->lo > y && in->lo - y >= r->size))
+			break;
+		if (!as_align_up(in->hi, r->align_log2, &y))
+			return false;
+	}
+	src_at(a, i);
+	src_at(b, j);
+	*x = y;
+	return true;
+}
+
 /*
  * The lowest aligned y >= x (x aligned) where r fits among every source: each
  * set in turn moves y up to its own next fit (src_fit) until all of them
@@ -1057,6 +1095,8 @@ static bool lowest_fit(struct as_placer *pl, const struct as_rect *r,
 {
 	uint64_t y = *x;
 	uint32_t *ord = pl->ord;
+	uint32_t before = UINT32_MAX; /* the mover before the last one */
+	uint32_t turns = 0;           /* moves taking turns between two */
 	for (uint32_t k = 0; k < pl->nord;) {
 		struct src *c = &pl->src[ord[k]];
 		uint64_t z = src_fit(c, y, r->size);
@@ -1076,10 +1116,19 @@ static bool lowest_fit(struct as_placer *pl, const struct as_rect *r,
 			return false;
 		/* The set that moved y goes first: it is the likeliest to
 		 * move it again. */
-		uint32_t at = ord[k];
+		uint32_t at = ord[k], last = ord[0];
 		memmove(ord + 1, ord, k * sizeof(*ord));
 		ord[0] = at;
 		k = y == z;
+		turns = at == before ? turns + 1 : 0;
+		before = last;
+		if (turns >= AS_TURNS && pl->nord > 1) {
+			/* Two sets take turns: walk their runs as one. */
+			if (!pair_fit(&pl->src[ord[0]], &pl->src[ord[1]], r, &y))
+				return false;
+			k = 0;
+			turns = 0;
+		}
 	}
 	*x = y;
 	return true;
