@@ -143,6 +143,18 @@ expect 0 "svg_of_unchanged_peaks_passes" \
 	ok "traces_whose_peak_did_not_change_get_no_picture" ||
 	not_ok "traces_whose_peak_did_not_change_get_no_picture"
 
+"$exe" diff -s bestfit -s strip traces --all --no-progress -j 1 \
+	>"$tmp/j1" 2>&1
+"$exe" diff -s bestfit -s strip traces --all --no-progress -j 2 \
+	>"$tmp/j2" 2>&1
+if grep -q "bestfit -> strip" "$tmp/j1" && cmp -s "$tmp/j1" "$tmp/j2"; then
+	ok "two_specs_side_by_side_report_what_one_at_a_time_does"
+else
+	not_ok "two_specs_side_by_side_report_what_one_at_a_time_does"
+fi
+expect 2 "j_wants_a_count" \
+	"$exe" diff -s greedy-size -s bfc traces -j none
+
 # Multi-trace replay.
 expect 0 "replay_takes_a_directory" \
 	"$exe" replay $fx -s greedy-size --no-progress --json "$tmp/runs.json"

@@ -43,6 +43,8 @@ static const char diff_usage[] =
 	"  --svg DIR           with -s: for each trace whose peak changed,\n"
 	"                      DIR/<trace>.svg with plan A above plan B\n"
 	"  --all               list unchanged rows too\n"
+	"  -j N                with -s: run A and B side by side when N > 1\n"
+	"                      (default: one per processor)\n"
 	"  --no-progress       no progress bar on stderr\n"
 	"\n"
 	"exit status: 0 no regression, 1 regression or invalid plan, 2 bad "
@@ -125,23 +127,19 @@ static int write_visual_diff(const char *dir, const struct as_trace *t,
 
 /* ---- Running two strategies on traces (diff -s A -s B) ---- */
 
-/* Run SPEC on t, validate, append the row; the plan is kept in *out. */
-static int run_one(struct as_results *r, const struct as_trace *t,
-		   const char *spec, struct as_plan **out, struct as_diag *d)
+/* Validate SPEC's plan p of t, append the row; then p is *out's. */
+static int add_one(struct as_results *r, const struct as_trace *t,
+		   const char *spec, struct as_plan *p, struct as_plan **out,
+		   struct as_diag *d)
 {
-	struct as_plan *p = NULL;
 	struct as_report rep;
-	int err = as_strategy_run(spec, t, NULL, &p, d);
-	if (err != AS_OK)
-		return err;
-	err = as_validate(t, p, &rep);
+	int err = as_validate(t, p, &rep);
 	if (err == AS_OK)
 		err = as_results_add_plan(r, t, spec, p, &rep);
 	if (err != AS_OK) {
 		snprintf(d->msg, sizeof(d->msg), "%s: %s", spec,
 			 as_strerror(err));
 		d->line = 0;
-		as_plan_destroy(p);
 		return err;
 	}
 	*out = p;
@@ -149,10 +147,11 @@ static int run_one(struct as_results *r, const struct as_trace *t,
 }
 
 static int run_specs(char **args, size_t nargs, const char *fmt,
-		     const char *spec_a, const char *spec_b, bool progress,
+		     const char *const specs[2], unsigned jobs, bool progress,
 		     const char *svg_dir, struct as_results *a,
 		     struct as_results *b)
 {
+	const char *spec_a = specs[0], *spec_b = specs[1];
 	char **paths;
 	size_t npaths;
 	struct as_diag d;
@@ -170,10 +169,21 @@ static int run_specs(char **args, size_t nargs, const char *fmt,
 			status = cli_report_diag(&d);
 			break;
 		}
-		if (run_one(a, t, spec_a, &pa, &d) != AS_OK ||
-		    run_one(b, t, spec_b, &pb, &d) != AS_OK) {
+		/* The two side by side; a failure is reported for the first. */
+		struct as_plan *p[2] = {NULL, NULL};
+		struct as_diag pd[2];
+		memset(pd, 0, sizeof(pd));
+		as_strategy_run_many(t, specs, 2, NULL, NULL, jobs, p, pd);
+		const struct as_diag *fail = !p[0] ? &pd[0] : !p[1] ? &pd[1]
+								    : NULL;
+		if (fail || add_one(a, t, spec_a, p[0], &pa, &d) != AS_OK ||
+		    add_one(b, t, spec_b, p[1], &pb, &d) != AS_OK) {
 			cli_progress_end(&pr);
-			status = cli_report_diag(&d);
+			status = cli_report_diag(fail ? fail : &d);
+			if (!pa)
+				as_plan_destroy(p[0]);
+			if (!pb)
+				as_plan_destroy(p[1]);
 		} else if (svg_dir && a->rows[a->nrows - 1].peak !=
 					      b->rows[b->nrows - 1].peak) {
 			cli_progress_end(&pr);
@@ -346,6 +356,7 @@ int cli_diff(int argc, char **argv)
 	const char *specs[2], *markdown = NULL, *svg = NULL;
 	size_t nspecs = 0, nargs = 0;
 	bool all = false, progress = true;
+	unsigned jobs = 0;
 	const char *fmt = NULL;
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
 	if (!args)
@@ -393,6 +404,13 @@ int cli_diff(int argc, char **argv)
 			opts.missing_fails = true;
 		} else if (strcmp(a, "--no-progress") == 0) {
 			progress = false;
+		} else if ((strcmp(a, "-j") == 0 ||
+			    strcmp(a, "--jobs") == 0) && more) {
+			if (!cli_parse_jobs(argv[++i], &jobs))
+				status = diff_usage_error(
+					"-j wants 1 to 64 strategies at "
+					"once, not '%s'",
+					argv[i]);
 		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
 			fputs(diff_usage, stdout);
 			free(args);
@@ -436,8 +454,9 @@ int cli_diff(int argc, char **argv)
 		status = EXIT_USAGE;
 	} else if (nspecs == 2) {
 		opts.by_trace_only = true;
-		status = run_specs(args, nargs, fmt, specs[0], specs[1],
-				   progress, svg, base, new_);
+		status = run_specs(args, nargs, fmt, specs,
+				   jobs ? jobs : cli_jobs_default(), progress,
+				   svg, base, new_);
 	} else if (as_results_load(base, args[0], &d) != AS_OK ||
 		   as_results_load(new_, args[1], &d) != AS_OK) {
 		status = cli_report_diag(&d);

@@ -535,12 +535,9 @@ static int cmd_replay(int argc, char **argv)
 			progress = false;
 		} else if ((strcmp(a, "-j") == 0 ||
 			    strcmp(a, "--jobs") == 0) && more) {
-			char *end;
-			unsigned long j = strtoul(argv[++i], &end, 10);
-			if (*end || j < 1 || j > MAX_SPECS || argv[i][0] == '-')
+			if (!cli_parse_jobs(argv[++i], &o.jobs))
 				bad = usage_error("-j wants 1 to 64 strategies "
 						  "at once, not '%s'", argv[i]);
-			o.jobs = (unsigned)j;
 		} else if ((strcmp(a, "--png") == 0 ||
 			    strcmp(a, "--svg") == 0) && more) {
 			o.images[a[2] == 's'] = argv[++i];
@@ -611,12 +608,8 @@ static int cmd_replay(int argc, char **argv)
 	if (err != AS_OK)
 		return cli_report_diag(&d);
 
-	if (!o.jobs) {
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-		o.jobs = cpus < 1	    ? 1
-			 : cpus > MAX_SPECS ? MAX_SPECS
-					    : (unsigned)cpus;
-	}
+	if (!o.jobs)
+		o.jobs = cli_jobs_default();
 	o.fmt = fmt;
 	o.specs = specs;
 	o.nspecs = nspecs;

@@ -29,6 +29,13 @@ int cli_report_diag(const struct as_diag *d);
 bool cli_is_dir(const char *path);
 
 /*
+ * -j N: strategies run at once (as_strategy_run_many), 1 to 64; false when
+ * `arg` is not such a number. cli_jobs_default: one per processor.
+ */
+bool cli_parse_jobs(const char *arg, unsigned *jobs);
+unsigned cli_jobs_default(void);
+
+/*
  * A progress bar on stderr, drawn only when stderr is a terminal, the
  * caller enabled it and the run has lasted long enough to be worth it
  * (half a second), so short runs and pipes see nothing.
