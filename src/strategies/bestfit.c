@@ -93,17 +93,25 @@ static int plan_both(const struct as_trace *t, struct as_plan *p,
 		p->plan_ms += q[k]->plan_ms - (as_now_ms() - t0 -
 					       (as_strategy_waited_ms() - w0));
 	}
+	/* An order that went past 2^64 anywhere fails the plan, as one
+	 * planned here would. */
+	for (uint32_t s = 0; s < 2 * ns && err == AS_OK; s++)
+		if (peak[s] == UINT64_MAX)
+			err = AS_STRATEGY_PAST_2_64;
 	for (uint32_t s = 0; s < ns && err == AS_OK; s++) {
 		uint64_t by_size = peak[s], by_length = peak[ns + s];
-		which = by_length < by_size;
-		if ((err = as_plan_round(p, round_names[ORDER_SIZE], by_size)) ||
-		    (err = as_plan_round(p, round_names[ORDER_LENGTH],
-					 by_length)))
-			break;
+		int w = by_length < by_size;
+		/* Rounds for a space with buffers to place, as one per
+		 * order planned there. */
+		if (by_size && (err = as_plan_round(p, round_names[ORDER_SIZE],
+						    by_size)) == AS_OK)
+			err = as_plan_round(p, round_names[ORDER_LENGTH],
+					    by_length);
+		which = by_size ? w : which;
 		for (uint32_t i = 0; i < t->nbuffers; i++)
 			if ((t->buffers[i].space < ns ? t->buffers[i].space
 						      : 0) == s)
-				p->offset[i] = q[which]->offset[i];
+				p->offset[i] = q[w]->offset[i];
 	}
 	if (err == AS_OK)
 		err = as_plan_stat_int(p, "length_order_won", (uint64_t)which);

@@ -1,6 +1,7 @@
 /*
  * The registry: the one place that lists strategies, and the one place that
- * runs them (options, timing, aliases). Adding a strategy is one file and
+ * runs them (options, timing, aliases, the plans kept for reuse), one at a
+ * time or side by side on threads. Adding a strategy is one file and
  * one line in `registry` below.
  */
 #include <pthread.h>
@@ -384,11 +385,10 @@ static void run_order(struct many *m, bool parts)
 	m->n = 0;
 	for (size_t i = 0; i < m->nspecs; i++) {
 		const struct as_strategy_impl *s = spec_impl(m->specs[i], name);
-		for (const char *const *q = s && parts && s->parts &&
-						    !strchr(m->specs[i], ':')
-						    ? s->parts
-						    : NULL;
-		     q && *q && total < m->nspecs + MANY_PARTS; q++) {
+		const char *const *q = NULL;
+		if (parts && s && s->parts && !strchr(m->specs[i], ':'))
+			q = s->parts; /* the bare NAME's */
+		for (; q && *q && total < m->nspecs + MANY_PARTS; q++) {
 			size_t j = m->nspecs;
 			while (j < total && strcmp(m->specs[j], *q) != 0)
 				j++;
@@ -406,6 +406,8 @@ int as_strategy_run_many(const struct as_trace *t, const char *const *specs,
 			 const struct as_many_hooks *mh, unsigned jobs,
 			 struct as_plan **out, struct as_diag *diags)
 {
+	for (size_t i = 0; i < n; i++)
+		out[i] = NULL;
 	if (n == 0)
 		return AS_OK;
 	size_t cap = n + MANY_PARTS;
