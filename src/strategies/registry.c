@@ -343,9 +343,28 @@ struct many {
 	struct as_plan **out;
 	struct as_diag *diags;
 	int *errs;
+	size_t *owner;          /* a part's: the caller's spec it is for */
+	uint8_t *asked;         /* per caller's spec: 0, or mh->start said
+				 * 1 yes, 2 no (under lock) */
+	pthread_mutex_t lock;
 	atomic_size_t next;     /* the next slot of order[] to take */
 	atomic_bool stop;       /* mh->start said no: start nothing more */
 };
+
+/* Whether the caller's spec i (or a part of it) may start: mh->start,
+ * asked once per spec. */
+static bool may_start(struct many *m, size_t i)
+{
+	const struct as_many_hooks *mh = m->mh;
+	if (!mh || !mh->start)
+		return true;
+	pthread_mutex_lock(&m->lock);
+	if (!m->asked[i])
+		m->asked[i] = mh->start(mh->ctx, i) ? 1 : 2;
+	bool go = m->asked[i] == 1;
+	pthread_mutex_unlock(&m->lock);
+	return go;
+}
 
 static void *many_worker(void *arg)
 {
@@ -356,7 +375,7 @@ static void *many_worker(void *arg)
 	       (k = atomic_fetch_add(&m->next, 1)) < m->n) {
 		size_t i = m->order[k];
 		bool mine = i < m->nspecs; /* the caller's, not a part */
-		if (mine && mh && mh->start && !mh->start(mh->ctx, i)) {
+		if (!may_start(m, mine ? i : m->owner[i])) {
 			atomic_store(&m->stop, true);
 			break;
 		}
@@ -394,6 +413,7 @@ static void run_order(struct many *m, bool parts)
 				j++;
 			if (j == total) {
 				m->specs[total] = *q;
+				m->owner[total] = i;
 				m->order[m->n++] = total++;
 			}
 		}
@@ -417,18 +437,22 @@ int as_strategy_run_many(const struct as_trace *t, const char *const *specs,
 	m.out = calloc(cap, sizeof(*m.out));
 	m.diags = calloc(cap, sizeof(*m.diags));
 	m.errs = calloc(cap, sizeof(*m.errs));
+	m.owner = calloc(cap, sizeof(*m.owner));
+	m.asked = calloc(n, 1);
 	pthread_t *th = NULL;
 	int err = AS_OK;
-	if (!m.specs || !m.order || !m.out || !m.diags || !m.errs) {
+	bool locked = false;
+	if (!m.specs || !m.order || !m.out || !m.diags || !m.errs ||
+	    !m.owner || !m.asked ||
+	    !(locked = pthread_mutex_init(&m.lock, NULL) == 0)) {
 		err = as_diag_set(&diags[0], 0, AS_ENOMEM, "out of memory");
 		goto out;
 	}
 	memcpy(m.specs, specs, n * sizeof(*specs));
 	if (hooks && hooks->emit)
 		jobs = 1; /* one allocator's text at a time, in order */
-	/* Parts only pay side by side: alone, the spec plans them itself.
-	 * And they are no spec of the caller's hooks to start or stop. */
-	run_order(&m, jobs > 1 && !mh);
+	/* Parts only pay side by side: alone, the spec plans them itself. */
+	run_order(&m, jobs > 1);
 	if (jobs > m.n)
 		jobs = (unsigned)m.n;
 	if (jobs > 1)
@@ -450,7 +474,11 @@ int as_strategy_run_many(const struct as_trace *t, const char *const *specs,
 	for (size_t i = n; i < m.n; i++)
 		as_plan_destroy(m.out[i]);
 out:
+	if (locked)
+		pthread_mutex_destroy(&m.lock);
 	free(th);
+	free(m.owner);
+	free(m.asked);
 	free(m.specs);
 	free(m.order);
 	free(m.out);

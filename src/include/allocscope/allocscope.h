@@ -594,9 +594,9 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 
 /*
  * Optional hooks of as_strategy_run_many, called on the thread that runs
- * spec i: start before it starts (it may block; false starts neither it
- * nor any spec not started yet), done after it ended, with its error and
- * its plan (NULL when it failed), which done then owns.
+ * spec i: start once before it or one of its parts starts (it may block,
+ * one call at a time; false starts nothing more), done after it ended,
+ * with its error and its plan (NULL when it failed), which done then owns.
  */
 struct as_many_hooks {
 	bool (*start)(void *ctx, size_t i);
@@ -613,8 +613,7 @@ struct as_many_hooks {
  * ones one run at a time gives; a plan another run reuses (strip starts
  * from the baselines) is made once and waited for, and with jobs > 1 the
  * parts a plan is made of (bestfit's two orders) run side by side before
- * it (not with mh, whose hooks see only the caller's specs). Runs with
- * hooks->emit go one at a time. Runs side by side hold their memory at
+ * it. Runs with hooks->emit go one at a time. Runs side by side hold their memory at
  * once. `hooks` and `mh` may be NULL.
  *
  * as_strategy_run itself may run on several threads at once on one trace;
