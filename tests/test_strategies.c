@@ -4,10 +4,12 @@
  * lower bound. Random traces are seeded; the seed is printed.
  */
 #include <dirent.h>
+#include <unistd.h>
 
 #include "allocscope/allocscope.h"
 #include "helpers.h"
 #include "strategies/place/place.h"
+#include "strategies/strategy.h"
 
 static uint64_t rng_state;
 
@@ -660,6 +662,18 @@ static void bestfit_keeps_the_lower_of_its_two_orders(void)
 	}
 }
 
+static void strategies_run_one_at_a_time_by_default_above_the_baselines_size(
+	void)
+{
+	/* Only the buffer count decides, as for the default set. */
+	struct as_trace big = {.nbuffers = AS_PLACE_BASELINE_MAX};
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned want = cpus < 1 ? 1 : cpus > 64 ? 64 : (unsigned)cpus;
+	CHECK_EQ_U64(as_strategy_jobs_default(&big), want);
+	big.nbuffers++;
+	CHECK_EQ_U64(as_strategy_jobs_default(&big), 1);
+}
+
 static void a_strategy_that_fails_beside_others_is_reported_by_its_slot(void)
 {
 	static const char *const specs[] = {"greedy-size", "no-such-strategy",
@@ -701,6 +715,7 @@ int main(void)
 	TEST_RUN(strip_after_the_baselines_plans_as_strip_alone);
 	TEST_RUN(strategies_run_side_by_side_plan_as_one_at_a_time);
 	TEST_RUN(bestfit_keeps_the_lower_of_its_two_orders);
+	TEST_RUN(strategies_run_one_at_a_time_by_default_above_the_baselines_size);
 	TEST_RUN(a_strategy_that_fails_beside_others_is_reported_by_its_slot);
 	return tap_done();
 }

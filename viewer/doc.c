@@ -52,7 +52,6 @@ struct doc_job {
 	struct strat *s;
 	size_t ns;
 	size_t *order;
-	unsigned jobs;             /* strategies planned at once */
 };
 
 /* Jobs not yet freed: tests wait for a cancelled one to go. */
@@ -146,7 +145,8 @@ static void slot_done(void *ctx, size_t k, int err, struct as_plan *plan,
 	SDL_UnlockMutex(j->lock);
 }
 
-/* The planning thread: every slot, in order, up to j->jobs at once. */
+/* The planning thread: every slot, in order, one per processor at once
+ * (as_strategy_run_many's default). */
 static int worker(void *arg)
 {
 	struct doc_job *j = arg;
@@ -156,8 +156,7 @@ static int worker(void *arg)
 	for (size_t k = 0; k < j->ns; k++)
 		specs[k] = j->s[j->order[k]].spec;
 	struct as_many_hooks mh = {start_slot, slot_done, j};
-	as_strategy_run_many(j->t, specs, j->ns, NULL, &mh, j->jobs, out,
-			     diags);
+	as_strategy_run_many(j->t, specs, j->ns, NULL, &mh, 0, out, diags);
 	SDL_LockMutex(j->lock);
 	j->exited = true;
 	SDL_CondBroadcast(j->changed);
@@ -272,8 +271,6 @@ int doc_load(struct doc *d, const char *path, const char *const *specs,
 			if (rank(specs[i]) == r)
 				j->order[k++] = i;
 	j->allow = o && o->hold ? 0 : SIZE_MAX;
-	int cpus = SDL_GetCPUCount();
-	j->jobs = cpus < 1 ? 1 : (unsigned)cpus;
 	j->wake = o ? o->wake : 0;
 	j->refs = 2;
 	n.lb = as_trace_lower_bound(j->t);

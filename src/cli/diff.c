@@ -44,7 +44,8 @@ static const char diff_usage[] =
 	"                      DIR/<trace>.svg with plan A above plan B\n"
 	"  --all               list unchanged rows too\n"
 	"  -j N                with -s: run A and B side by side when N > 1\n"
-	"                      (default: one per processor)\n"
+	"                      (default: one per processor, one at a time\n"
+	"                      above 4,000,000 buffers)\n"
 	"  --no-progress       no progress bar on stderr\n"
 	"\n"
 	"exit status: 0 no regression, 1 regression or invalid plan, 2 bad "
@@ -356,7 +357,7 @@ int cli_diff(int argc, char **argv)
 	const char *specs[2], *markdown = NULL, *svg = NULL;
 	size_t nspecs = 0, nargs = 0;
 	bool all = false, progress = true;
-	unsigned jobs = 0;
+	unsigned jobs = 0; /* the default (as_strategy_run_many) */
 	const char *fmt = NULL;
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
 	if (!args)
@@ -454,9 +455,8 @@ int cli_diff(int argc, char **argv)
 		status = EXIT_USAGE;
 	} else if (nspecs == 2) {
 		opts.by_trace_only = true;
-		status = run_specs(args, nargs, fmt, specs,
-				   jobs ? jobs : cli_jobs_default(), progress,
-				   svg, base, new_);
+		status = run_specs(args, nargs, fmt, specs, jobs, progress, svg,
+				   base, new_);
 	} else if (as_results_load(base, args[0], &d) != AS_OK ||
 		   as_results_load(new_, args[1], &d) != AS_OK) {
 		status = cli_report_diag(&d);

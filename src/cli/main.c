@@ -41,8 +41,8 @@ static const char usage_text[] =
 	"SPEC is NAME[:key=value[,key=value]...]; without -s the default set\n"
 	"runs: every strategy that applies to the trace, the exact baselines\n"
 	"only up to a size (see `allocscope strategies`).\n"
-	"-j N runs up to N strategies at once (default: one per processor);\n"
-	"the plans are the same.\n";
+	"-j N runs up to N strategies at once (default: one per processor, one\n"
+	"at a time above 4,000,000 buffers); the plans are the same.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -372,7 +372,7 @@ struct replay_opts {
 	const char *images[2];  /* --png, --svg (one trace only) */
 	struct as_render_opts ropts;
 	struct as_run_hooks hooks;
-	unsigned jobs;          /* strategies run at once */
+	unsigned jobs;          /* strategies run at once (0: default) */
 	FILE *json;             /* NULL: print tables */
 	FILE *plan_f;           /* --plan-out, opened before any work */
 	bool first;             /* no run written yet */
@@ -608,8 +608,6 @@ static int cmd_replay(int argc, char **argv)
 	if (err != AS_OK)
 		return cli_report_diag(&d);
 
-	if (!o.jobs)
-		o.jobs = cli_jobs_default();
 	o.fmt = fmt;
 	o.specs = specs;
 	o.nspecs = nspecs;

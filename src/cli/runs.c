@@ -60,12 +60,6 @@ bool cli_parse_jobs(const char *arg, unsigned *jobs)
 	return true;
 }
 
-unsigned cli_jobs_default(void)
-{
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	return cpus < 1 ? 1 : cpus > JOBS_MAX ? JOBS_MAX : (unsigned)cpus;
-}
-
 static bool is_trace_name(const char *name)
 {
 	static const char *const ext[] = {".ops",    ".txt",    ".json",

@@ -30,10 +30,9 @@ bool cli_is_dir(const char *path);
 
 /*
  * -j N: strategies run at once (as_strategy_run_many), 1 to 64; false when
- * `arg` is not such a number. cli_jobs_default: one per processor.
+ * `arg` is not such a number.
  */
 bool cli_parse_jobs(const char *arg, unsigned *jobs);
-unsigned cli_jobs_default(void);
 
 /*
  * A progress bar on stderr, drawn only when stderr is a terminal, the

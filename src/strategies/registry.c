@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/trace_private.h"
 #include "strategies/place/place.h"
@@ -396,6 +397,7 @@ static void *many_worker(void *arg)
  * (room for MANY_PARTS more).
  */
 #define MANY_PARTS 16
+#define MANY_JOBS 64
 
 static void run_order(struct many *m, bool parts)
 {
@@ -419,6 +421,20 @@ static void run_order(struct many *m, bool parts)
 		}
 		m->order[m->n++] = i;
 	}
+}
+
+/*
+ * One per processor, but one at a time above the size where the exact
+ * baselines leave the default set: there, memory is what limits a run (the
+ * default set of 10^7 buffers side by side took 240 bytes a buffer, one at
+ * a time 175).
+ */
+unsigned as_strategy_jobs_default(const struct as_trace *t)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (cpus < 1 || t->nbuffers > AS_PLACE_BASELINE_MAX)
+		return 1;
+	return cpus > MANY_JOBS ? MANY_JOBS : (unsigned)cpus;
 }
 
 int as_strategy_run_many(const struct as_trace *t, const char *const *specs,
@@ -449,6 +465,8 @@ int as_strategy_run_many(const struct as_trace *t, const char *const *specs,
 		goto out;
 	}
 	memcpy(m.specs, specs, n * sizeof(*specs));
+	if (jobs == 0)
+		jobs = as_strategy_jobs_default(t);
 	if (hooks && hooks->emit)
 		jobs = 1; /* one allocator's text at a time, in order */
 	/* Parts only pay side by side: alone, the spec plans them itself. */

@@ -132,5 +132,7 @@ const struct as_strategy_impl *as_strategy_impl_find(const char *name);
  * plan_ms leaves it out, and strip's budget does too.
  */
 double as_strategy_waited_ms(void);
+/* as_strategy_run_many's jobs 0: how many strategies of t run at once. */
+unsigned as_strategy_jobs_default(const struct as_trace *t);
 
 #endif

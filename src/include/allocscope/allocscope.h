@@ -607,7 +607,9 @@ struct as_many_hooks {
 
 /*
  * as_strategy_run for each of the n specs, in order, on up to `jobs`
- * threads (this one among them): out[i] and diags[i] are spec i's, out[i]
+ * threads (this one among them; 0: one per processor, but one at a time on
+ * traces of more than 4,000,000 buffers, where memory is what limits a
+ * run): out[i] and diags[i] are spec i's, out[i]
  * NULL when it failed, was not started, or went to mh->done. Returns
  * AS_OK, or the error of the first spec that failed. The plans are the
  * ones one run at a time gives; a plan another run reuses (strip starts
