@@ -397,7 +397,6 @@ static void *many_worker(void *arg)
  * (room for MANY_PARTS more).
  */
 #define MANY_PARTS 16
-#define MANY_JOBS 64
 
 static void run_order(struct many *m, bool parts)
 {
@@ -429,6 +428,8 @@ static void run_order(struct many *m, bool parts)
  * default set of 10^7 buffers side by side took 240 bytes a buffer, one at
  * a time 175).
  */
+#define MANY_JOBS 64
+
 unsigned as_strategy_jobs_default(const struct as_trace *t)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
