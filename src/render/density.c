@@ -106,9 +106,6 @@ struct dens {
 
 #define C_DENSITY 0x3d4f63u /* slate: many small buffers */
 
-/* Inlined even when large (AS_ALWAYS_INLINE): a copy per constant channel
- * count. */
-
 static inline void dens_put(int ch, float *arr, size_t cell, double v,
 			    const float *rgb)
 {
@@ -143,6 +140,8 @@ static inline double pick(bool c, double a, double b)
 	return a;
 }
 
+/* Inlined even when large (AS_ALWAYS_INLINE), as dens_add_ch: a copy per
+ * constant channel count. */
 static AS_ALWAYS_INLINE void dens_col(struct dens *d, int col, double f,
 				      double y0, double y1, const float *rgb,
 				      const int ch)

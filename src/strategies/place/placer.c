@@ -1060,6 +1060,7 @@ static bool pair_fit(struct src *a, struct src *b, const struct as_rect *r,
 	uint32_t i = a->j, j = b->j, an = a->n, bn = b->n;
 	uint64_t y = *x;
 	for (;;) {
+		/* A run a step: src_skip's gallop was 10% slower here. */
 		while (i < an && av[i].hi <= y)
 			i++;
 		while (j < bn && bv[j].hi <= y)
