@@ -356,11 +356,15 @@ static int string_op(struct machine *m, uint8_t type, size_t lenbytes)
 	return push_string(m, type, s, n);
 }
 
-/* Copy n stack slots into a container (n may be 0 with no items yet). */
-static void copy_items(struct as_pk **dst, struct as_pk *const *src, size_t n)
+/*
+ * Copy the n stack slots from base into a container's items from `at`. With
+ * n 0 the stack and the items may both be NULL: no pointer is formed.
+ */
+static void copy_items(struct as_pk **items, size_t at,
+		       const struct machine *m, size_t base, size_t n)
 {
 	if (n)
-		memcpy(dst, src, n * sizeof(*dst));
+		memcpy(items + at, m->stack + base, n * sizeof(*items));
 }
 
 static struct as_pk *pop(struct machine *m)
@@ -374,7 +378,7 @@ static int make_tuple(struct machine *m, size_t base, size_t n)
 	struct as_pk *t = new_value(m, AS_PK_TUPLE);
 	if (!t || !reserve(t, n))
 		return nomem(m);
-	copy_items(t->v.items, n ? m->stack + base : NULL, n); /* fuzz: NULL + 0 */
+	copy_items(t->v.items, 0, m, base, n);
 	t->n = (uint32_t)n;
 	m->nstack = base;
 	return push(m, t);
@@ -389,8 +393,7 @@ static int append_items(struct machine *m, size_t base, size_t count)
 		return fail(m, "pickle append to something not a list");
 	if (!reserve(l, count))
 		return nomem(m);
-	if (count)
-		copy_items(l->v.items + l->n, m->stack + base, count);
+	copy_items(l->v.items, l->n, m, base, count);
 	l->n += (uint32_t)count;
 	return AS_OK;
 }
@@ -406,9 +409,7 @@ static int set_items(struct machine *m, size_t base, size_t count)
 		return fail(m, "pickle setitem on something not a dict");
 	if (!reserve(d, count / 2))
 		return nomem(m);
-	if (count)
-		copy_items(d->v.items + 2 * (size_t)d->n, m->stack + base,
-			   count);
+	copy_items(d->v.items, 2 * (size_t)d->n, m, base, count);
 	d->n += (uint32_t)(count / 2);
 	return AS_OK;
 }
@@ -641,7 +642,7 @@ static int step(struct machine *m, bool *stop)
 		struct as_pk *c = new_value(m, dict ? AS_PK_DICT : AS_PK_LIST);
 		if (!c || !reserve(c, dict ? count / 2 : count))
 			return nomem(m);
-		copy_items(c->v.items, m->stack + base, count);
+		copy_items(c->v.items, 0, m, base, count);
 		c->n = (uint32_t)(dict ? count / 2 : count);
 		pop_mark(m, base);
 		return push(m, c);
