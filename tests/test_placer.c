@@ -253,6 +253,82 @@ static void best_fit_takes_the_lowest_of_the_tightest_gaps(void)
 	as_placer_destroy(pl);
 }
 
+/*
+ * Memory crowded with long-lived rectangles: hundreds of runs in one set,
+ * most gaps between them too small for the queries, a few that fit, some
+ * right after a block of 64 runs. Each query (short-lived, so the sets of
+ * earlier queries come in too) must land where the plain placer puts it:
+ * the walk through one set's runs passes whole blocks of small gaps, and
+ * not one run more.
+ */
+static void crowded_memory_is_walked_as_the_plain_greedy_does(void)
+{
+	for (uint64_t seed = 1; seed <= 8; seed++) {
+		rng_state = seed;
+		uint32_t S = 24, nlong = 700 + (uint32_t)(rnd() % 200);
+		uint32_t n = nlong + 300;
+		struct as_problem pb;
+		memset(&pb, 0, sizeof(pb));
+		pb.r = calloc(n, sizeof(*pb.r));
+		pb.times = calloc((size_t)S + 1, sizeof(uint64_t));
+		uint64_t *off = calloc(n, sizeof(uint64_t));
+		uint8_t *placed = calloc(n, 1);
+		struct as_span *g = calloc(n, sizeof(*g));
+		CHECK(pb.r && pb.times && off && placed && g);
+		if (!pb.r || !pb.times || !off || !placed || !g)
+			goto next;
+		pb.n = n;
+		pb.nsections = S;
+		for (uint32_t t = 0; t <= S; t++)
+			pb.times[t] = t;
+		for (uint32_t i = 0; i < n; i++) {
+			struct as_rect *r = &pb.r[i];
+			bool lasting = i < nlong;
+			r->t0 = lasting ? 0 : (uint32_t)(rnd() % (S - 3));
+			r->t1 = lasting ? S : r->t0 + 1 + (uint32_t)(rnd() % 3);
+			r->size = 8 * (1 + rnd() % (lasting ? 8 : 5));
+			r->align_log2 = lasting ? 0 : (uint8_t)(rnd() % 5);
+			r->buf = i;
+		}
+		struct as_placer *pl = as_placer_create(&pb);
+		CHECK(pl != NULL);
+		if (!pl)
+			goto next;
+		as_placer_reset(pl);
+		/* Gaps of 8 inside the blocks of 64 runs (in odd seeds a wide
+		 * one now and then), wide ones after most blocks' last run. */
+		uint64_t at = 0;
+		for (uint32_t i = 0; i < nlong; i++) {
+			uint64_t wide = 40 + 8 * (rnd() % 6);
+			at += i % 64 == 0 && i && rnd() % 4	 ? wide
+			      : seed % 2 && rnd() % 100 == 0 ? wide
+							     : 8;
+			off[i] = at;
+			at += pb.r[i].size;
+			as_placer_put(pl, i, off[i]);
+			placed[i] = 1;
+		}
+		uint32_t same = 0;
+		for (uint32_t i = nlong; i < n; i++) {
+			enum as_fit fit = i % 3 ? AS_FIT_BEST : AS_FIT_LOWEST;
+			uint64_t got = UINT64_MAX;
+			CHECK(as_placer_find(pl, i, fit, &got, NULL));
+			off[i] = plain_find(&pb, placed, off, i, fit, g);
+			same += got == off[i];
+			as_placer_put(pl, i, off[i]);
+			placed[i] = 1;
+		}
+		CHECK_EQ_U64(same, n - nlong);
+		as_placer_destroy(pl);
+	next:
+		free(pb.r);
+		free(pb.times);
+		free(off);
+		free(placed);
+		free(g);
+	}
+}
+
 static void a_part_on_its_own_sections_keeps_its_overlaps_loads_and_lengths(void)
 {
 	for (uint64_t seed = 1; seed <= 20; seed++) {
@@ -321,6 +397,7 @@ int main(void)
 {
 	TEST_RUN(placer_matches_the_plain_greedy);
 	TEST_RUN(best_fit_takes_the_lowest_of_the_tightest_gaps);
+	TEST_RUN(crowded_memory_is_walked_as_the_plain_greedy_does);
 	TEST_RUN(popped_trials_leave_the_placer_as_before);
 	TEST_RUN(a_part_on_its_own_sections_keeps_its_overlaps_loads_and_lengths);
 	return tap_done();

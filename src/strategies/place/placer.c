@@ -1193,30 +1193,58 @@ static void gap_at(struct as_placer *pl, uint64_t floor, uint64_t *lo,
 	*hi2 = h2;
 }
 
+/* What ender_walk ended on. */
+enum walk { WALK_ASK, WALK_EXACT, WALK_PAST_2_64 };
+
 /*
- * Best fit's next gap when the set that ended the last one (pl->ord[0])
- * ends this one too: it moves up to its own next fit from *x, and while
- * that leaves room below hi2 (where the other sets' next runs start) they
- * all take it as it is, so the gap is [max(*lo, the top of its runs below),
- * its next run). A walk through a crowded stretch of one set costs a step a
- * gap instead of a look at every set. False: ask every set again from *x
- * (moved as far as this set alone allows).
+ * Best fit through a stretch where the set that ended the last gap
+ * (pl->ord[0]) ends the next ones too: while its next run starts at or
+ * below hi2 (where the other sets' next runs start), the gaps between its
+ * runs are the union's, so they are measured in a plain walk of its runs
+ * (a block whose gaps are all too small passed whole), the smallest that
+ * fits kept in *best_gap, its offset in *best. WALK_EXACT: a gap of exactly
+ * `exact` fits at *x. WALK_ASK: every set is asked again from *x, this
+ * set's own next fit above every gap measured. A walk through a crowded
+ * stretch of one set costs a step a run instead of a look at every set.
  */
-static bool ender_moves(struct as_placer *pl, const struct as_rect *r,
-			uint64_t *x, uint64_t *lo, uint64_t *hi, uint64_t hi2)
+static enum walk ender_walk(struct as_placer *pl, const struct as_rect *r,
+			    uint64_t hi2, uint64_t exact, uint64_t *x,
+			    uint64_t *best, uint64_t *best_gap)
 {
 	struct src *c = &pl->src[pl->ord[0]];
-	uint64_t y = *x, z;
-	while ((z = src_fit(c, y, r->size)) != y)
+	const struct as_span *v = c->v;
+	uint32_t n = c->n, m = c->j; /* run m starts where the last gap ends */
+	uint64_t y;
+	for (; m + 1 < n && v[m + 1].lo <= hi2; m++) {
+		if (!c->plain && m % AS_BLK == 0 &&
+		    block_max(c->ru, m / AS_BLK) < r->size) {
+			/* On from the block's last run. */
+			m = m + AS_BLK - 1 < n - 1 ? m + AS_BLK - 2 : n - 2;
+			continue;
+		}
+		if (!as_align_up(v[m].hi, r->align_log2, &y))
+			return WALK_PAST_2_64;
+		if (y > v[m + 1].lo || v[m + 1].lo - y < r->size)
+			continue;
+		uint64_t gap = v[m + 1].lo - v[m].hi;
+		if (gap == exact) {
+			*x = y;
+			return WALK_EXACT;
+		}
+		if (gap < *best_gap) {
+			*best_gap = gap;
+			*best = y;
+		}
+	}
+	/* The others are asked from this set's own next fit. */
+	uint64_t z = v[m].hi;
+	src_at(c, m);
+	do {
 		if (!as_align_up(z, r->align_log2, &y))
-			return false;
+			return WALK_PAST_2_64;
+	} while ((z = src_fit(c, y, r->size)) != y);
 	*x = y;
-	if (y > hi2 || hi2 - y < r->size || c->next.lo > hi2)
-		return false;
-	if (c->below > *lo)
-		*lo = c->below;
-	*hi = c->next.lo;
-	return true;
+	return WALK_ASK;
 }
 
 bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
@@ -1237,15 +1265,12 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 	uint64_t floor = 0; /* the top of the sets left behind */
 	uint64_t exact;     /* a gap no smaller one can beat (see top_of) */
 	uint64_t lo = 0, hi = 0, hi2 = 0;
-	bool again = true;  /* every set is asked for the next gap */
 	if (!as_align_up(r->size, pl->grain, &exact))
 		exact = r->size;
 	for (;;) {
-		if (again) {
-			if (!lowest_fit(pl, r, &x, &floor))
-				break;
-			gap_at(pl, floor, &lo, &hi, &hi2);
-		}
+		if (!lowest_fit(pl, r, &x, &floor))
+			break;
+		gap_at(pl, floor, &lo, &hi, &hi2);
 		if (hi == UINT64_MAX) { /* on top of everything */
 			if (best != UINT64_MAX || x > UINT64_MAX - r->size)
 				break;
@@ -1265,9 +1290,16 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 			best_gap = gap;
 			best = x;
 		}
-		if (!as_align_up(hi, r->align_log2, &x))
+		enum walk w = ender_walk(pl, r, hi2, exact, &x, &best,
+					 &best_gap);
+		if (w == WALK_EXACT) {
+			*off = x;
+			if (gap_out)
+				*gap_out = exact;
+			return true;
+		}
+		if (w == WALK_PAST_2_64)
 			break;
-		again = !ender_moves(pl, r, &x, &lo, &hi, hi2);
 	}
 	if (best == UINT64_MAX)
 		return false;
