@@ -221,6 +221,8 @@ def segment_churn():
 
 
 def main():
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        sys.exit(__doc__.split("\n\n")[1])
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "three_devices.pickle"), "wb") as f:
