@@ -46,15 +46,13 @@ bool cli_is_dir(const char *path)
 	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-#define JOBS_MAX 64
-
 bool cli_parse_jobs(const char *arg, unsigned *jobs)
 {
 	char *end;
 	errno = 0;
 	unsigned long j = strtoul(arg, &end, 10);
 	if (arg[0] < '0' || arg[0] > '9' || *end || errno || j < 1 ||
-	    j > JOBS_MAX)
+	    j > AS_STRATEGY_JOBS_MAX)
 		return false;
 	*jobs = (unsigned)j;
 	return true;

@@ -29,7 +29,8 @@ int cli_report_diag(const struct as_diag *d);
 bool cli_is_dir(const char *path);
 
 /*
- * -j N: strategies run at once (as_strategy_run_many), 1 to 64; false when
+ * -j N: strategies run at once (as_strategy_run_many), 1 to
+ * AS_STRATEGY_JOBS_MAX (64, as the usage texts say); false when
  * `arg` is not such a number.
  */
 bool cli_parse_jobs(const char *arg, unsigned *jobs);

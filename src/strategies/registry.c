@@ -428,14 +428,13 @@ static void run_order(struct many *m, bool parts)
  * default set of 10^7 buffers side by side took 240 bytes a buffer, one at
  * a time 175).
  */
-#define MANY_JOBS 64
-
 unsigned as_strategy_jobs_default(const struct as_trace *t)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (cpus < 1 || t->nbuffers > AS_PLACE_BASELINE_MAX)
 		return 1;
-	return cpus > MANY_JOBS ? MANY_JOBS : (unsigned)cpus;
+	return cpus > AS_STRATEGY_JOBS_MAX ? AS_STRATEGY_JOBS_MAX
+					   : (unsigned)cpus;
 }
 
 int as_strategy_run_many(const struct as_trace *t, const char *const *specs,

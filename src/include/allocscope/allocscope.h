@@ -605,18 +605,21 @@ struct as_many_hooks {
 	void *ctx;
 };
 
+/* The most threads the default of as_strategy_run_many uses (-j's limit). */
+#define AS_STRATEGY_JOBS_MAX 64
+
 /*
  * as_strategy_run for each of the n specs, in order, on up to `jobs`
- * threads (this one among them; 0: one per processor, but one at a time on
- * traces of more than 4,000,000 buffers, where memory is what limits a
- * run): out[i] and diags[i] are spec i's, out[i]
- * NULL when it failed, was not started, or went to mh->done. Returns
- * AS_OK, or the error of the first spec that failed. The plans are the
- * ones one run at a time gives; a plan another run reuses (strip starts
- * from the baselines) is made once and waited for, and with jobs > 1 the
- * parts a plan is made of (bestfit's two orders) run side by side before
- * it. Runs with hooks->emit go one at a time. Runs side by side hold their memory at
- * once. `hooks` and `mh` may be NULL.
+ * threads (this one among them; 0: one per processor, at most
+ * AS_STRATEGY_JOBS_MAX, but one at a time on traces of more than 4,000,000
+ * buffers, where memory is what limits a run): out[i] and diags[i] are
+ * spec i's, out[i] NULL when it failed, was not started, or went to
+ * mh->done. Returns AS_OK, or the error of the first spec that failed. The
+ * plans are the ones one run at a time gives; a plan another run reuses
+ * (strip starts from the baselines) is made once and waited for, and with
+ * jobs > 1 the parts a plan is made of (bestfit's two orders) run side by
+ * side before it. Runs with hooks->emit go one at a time. Runs side by
+ * side hold their memory at once. `hooks` and `mh` may be NULL.
  *
  * as_strategy_run itself may run on several threads at once on one trace;
  * nothing else may write the trace meanwhile (the first
