@@ -27,7 +27,12 @@
 #                         the reference and sort the same buffers as CSV with
 #                         sizes rounded up to 16 (the same problem); an
 #                         extra row times the default `replay` (every
-#                         strategy). RECORDED="" skips them.
+#                         strategy). RECORDED="" skips them. Two more,
+#                         not in the default list (minutes each): pyjson
+#                         (the same churn, 30 rounds of 600: 1.18M blocks,
+#                         61k live) and pyast (ast.parse of 60 stdlib
+#                         modules, every tenth tree kept: 1.6M blocks,
+#                         175k live).
 #   SPECS="..."           planners (default: greedy-size bestfit
 #                         greedy-breadth strip)
 # Every plan is validated by allocscope; a row says "INVALID" otherwise.
@@ -105,6 +110,18 @@ random.seed(2)
 for r in range(10):
     d = [{"a": random.random(), "b": [str(i) for i in range(random.randint(1, 20))]} for _ in range(2000)]
     e = json.loads(json.dumps(d))' ;;
+	pyjson) set -- "$2" python3 -c 'import json, random
+random.seed(2)
+for r in range(30):
+    d = [{"a": random.random(), "b": [str(i) for i in range(random.randint(1, 20))]} for _ in range(600)]
+    e = json.loads(json.dumps(d))' ;;
+	pyast) set -- "$2" python3 -c 'import ast, glob, sys
+lib = "%s/lib/python%d.%d" % (sys.base_prefix, *sys.version_info[:2])
+keep = []
+for i, f in enumerate(sorted(glob.glob(lib + "/*.py"))[:60]):
+    t = ast.parse(open(f).read())
+    if i % 10 == 0:
+        keep.append(t)' ;;
 	*) echo "unknown program $1" >&2; return 1 ;;
 	esac
 	out=$1
