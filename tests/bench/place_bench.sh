@@ -98,6 +98,13 @@ PY
 	echo "| $label | $n | sort -n | | | | $st | 1.0x | |"
 }
 
+# python3's JSON churn: ROUNDS rounds of RECORDS records, dumped and loaded.
+churn='import json, random, sys
+random.seed(2)
+for r in range(int(sys.argv[1])):
+    d = [{"a": random.random(), "b": [str(i) for i in range(random.randint(1, 20))]} for _ in range(int(sys.argv[2]))]
+    e = json.loads(json.dumps(d))'
+
 record() { # name out.mtrace: an unmodified program's malloc trace
 	case $1 in
 	perl) set -- "$2" perl -e 'my %h; for my $i (1..300000) {
@@ -105,16 +112,8 @@ record() { # name out.mtrace: an unmodified program's malloc trace
 		my $s = join(",", map { $_ * 2 } (1..($i % 7))); }' ;;
 	perlhash) set -- "$2" perl -e 'my %h; for my $i (1..90000) {
 		$h{$i % 20000} = "x" x ($i % 300); }' ;;
-	python) set -- "$2" python3 -c 'import json, random
-random.seed(2)
-for r in range(10):
-    d = [{"a": random.random(), "b": [str(i) for i in range(random.randint(1, 20))]} for _ in range(2000)]
-    e = json.loads(json.dumps(d))' ;;
-	pyjson) set -- "$2" python3 -c 'import json, random
-random.seed(2)
-for r in range(30):
-    d = [{"a": random.random(), "b": [str(i) for i in range(random.randint(1, 20))]} for _ in range(600)]
-    e = json.loads(json.dumps(d))' ;;
+	python) set -- "$2" python3 -c "$churn" 10 2000 ;;
+	pyjson) set -- "$2" python3 -c "$churn" 30 600 ;;
 	pyast) set -- "$2" python3 -c 'import ast, glob, sys
 lib = "%s/lib/python%d.%d" % (sys.base_prefix, *sys.version_info[:2])
 keep = []
