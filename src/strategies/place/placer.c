@@ -176,6 +176,18 @@ static void src_at(struct src *c, uint32_t j)
 }
 
 /*
+ * Where a walk of c's runs from run m (m + 1 < c->n) goes on: the last run
+ * of m's block when m starts a block whose inner gaps are all below size
+ * (the gap after that run lies outside the block), else m itself.
+ */
+static uint32_t block_skip(struct src *c, uint32_t m, uint64_t size)
+{
+	if (c->plain || m % AS_BLK != 0 || block_max(c->ru, m / AS_BLK) >= size)
+		return m;
+	return m + AS_BLK - 1 < c->n - 1 ? m + AS_BLK - 1 : c->n - 1;
+}
+
+/*
  * The lowest y >= x such that [y, y + size) misses every run of c: x
  * itself, or the end of the first run after x followed by a gap of at least
  * size. Blocks whose largest inner gap is below size are passed whole. c->j
@@ -202,11 +214,9 @@ static AS_ALWAYS_INLINE uint64_t src_fit(struct src *c, uint64_t x,
 			src_at(c, n);
 			return v[m].hi;
 		}
-		if (!c->plain && m % AS_BLK == 0 &&
-		    block_max(c->ru, m / AS_BLK) < size) {
-			/* To the block's last run; the gap after it is
-			 * outside the block. */
-			m = m + AS_BLK - 1 < n - 1 ? m + AS_BLK - 1 : n - 1;
+		uint32_t e = block_skip(c, m, size);
+		if (e != m) {
+			m = e;
 			continue;
 		}
 		if (v[m + 1].lo - v[m].hi >= size) {
@@ -1216,10 +1226,9 @@ static enum walk ender_walk(struct as_placer *pl, const struct as_rect *r,
 	uint32_t n = c->n, m = c->j; /* run m starts where the last gap ends */
 	uint64_t y;
 	for (; m + 1 < n && v[m + 1].lo <= hi2; m++) {
-		if (!c->plain && m % AS_BLK == 0 &&
-		    block_max(c->ru, m / AS_BLK) < r->size) {
-			/* On from the block's last run. */
-			m = m + AS_BLK - 1 < n - 1 ? m + AS_BLK - 2 : n - 2;
+		uint32_t e = block_skip(c, m, r->size);
+		if (e != m) {
+			m = e - 1; /* on from the block's last run */
 			continue;
 		}
 		if (!as_align_up(v[m].hi, r->align_log2, &y))
