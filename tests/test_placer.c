@@ -393,6 +393,58 @@ static void a_part_on_its_own_sections_keeps_its_overlaps_loads_and_lengths(void
 	}
 }
 
+/*
+ * A limit counts the steps of every find against one budget, which two
+ * placers can share: a walk takes the same steps every time, finishes with
+ * the same offsets when they suffice, and stops (AS_ELIMIT) once none are
+ * left when they do not.
+ */
+static void a_walk_stops_once_its_steps_run_out_and_takes_as_many_each_time(
+	void)
+{
+	struct as_problem pb;
+	rng_state = 41;
+	uint32_t n = 2000;
+	random_problem(&pb, n, 120, 0);
+	struct as_placer *a = as_placer_create(&pb);
+	struct as_placer *b = as_placer_create(&pb);
+	uint32_t *order = calloc(n, sizeof(uint32_t));
+	uint64_t *off = calloc(n, sizeof(uint64_t));
+	uint64_t *want = calloc(n, sizeof(uint64_t));
+	CHECK(a && b && order && off && want);
+	if (a && b && order && off && want) {
+		for (uint32_t j = 0; j < n; j++)
+			order[j] = j;
+		as_order_greedy_size(&pb, order);
+		uint64_t peak = as_place_order(a, order, n, AS_FIT_BEST, want);
+		uint64_t left = UINT64_MAX, again;
+		as_placer_limit(b, &left);
+		CHECK_EQ_U64(as_place_order(b, order, n, AS_FIT_BEST, off),
+			     peak);
+		CHECK(memcmp(off, want, n * sizeof(*off)) == 0);
+		uint64_t steps = UINT64_MAX - left;
+		CHECK(steps >= n); /* at least a look a find */
+		/* Shared: the second walk takes as many again. */
+		as_placer_limit(a, &left);
+		CHECK_EQ_U64(as_place_order(a, order, n, AS_FIT_BEST, off),
+			     peak);
+		CHECK_EQ_U64(UINT64_MAX - left, 2 * steps);
+		again = steps / 2;
+		as_placer_limit(b, &again);
+		CHECK_EQ_U64(as_place_order(b, order, n, AS_FIT_BEST, off),
+			     UINT64_MAX);
+		CHECK_EQ_U64(again, 0);
+		CHECK_EQ_U64(as_placer_error(b), AS_ELIMIT);
+	}
+	as_placer_destroy(a);
+	as_placer_destroy(b);
+	free(order);
+	free(off);
+	free(want);
+	free(pb.r);
+	free(pb.times);
+}
+
 int main(void)
 {
 	TEST_RUN(placer_matches_the_plain_greedy);
@@ -400,5 +452,6 @@ int main(void)
 	TEST_RUN(crowded_memory_is_walked_as_the_plain_greedy_does);
 	TEST_RUN(popped_trials_leave_the_placer_as_before);
 	TEST_RUN(a_part_on_its_own_sections_keeps_its_overlaps_loads_and_lengths);
+	TEST_RUN(a_walk_stops_once_its_steps_run_out_and_takes_as_many_each_time);
 	return tap_done();
 }

@@ -692,6 +692,55 @@ static void a_strategy_that_fails_beside_others_is_reported_by_its_slot(void)
 	as_trace_destroy(t);
 }
 
+/*
+ * The default set's rule: under a step limit an exact baseline whose walk
+ * needs more stops and says so, strip beside it starts from the baselines
+ * that finished, and the same trace without the limit (or with one no walk
+ * reaches) gets the plans of a run that never had one.
+ */
+static void a_baseline_past_its_step_limit_stops_and_strip_goes_on(void)
+{
+	static const char *const specs[] = {
+		"greedy-size", "greedy-breadth", "bestfit",
+		"strip:nodes=200,budget_ms=600000"};
+	enum { N = sizeof(specs) / sizeof(*specs) };
+	struct as_trace *t = random_trace(29, 3000, false);
+	struct as_trace *plain = random_trace(29, 3000, false);
+	struct as_run_hooks tight = {.step_limit = 1000};
+	struct as_run_hooks loose = {.step_limit = UINT64_MAX / 2};
+	struct as_plan *p[N] = {0}, *q[N] = {0}, *r[N] = {0};
+	struct as_diag d[N] = {0}, dq[N] = {0};
+	struct as_report rep;
+	CHECK(t && as_strategy_run_many(t, specs, N, &tight, NULL, 2, p, d) ==
+			   AS_ELIMIT);
+	for (size_t i = 0; i < N - 1; i++) {
+		CHECK(!p[i] && d[i].err == AS_ELIMIT);
+		CHECK(strstr(d[i].msg, "step limit of 1000") != NULL);
+	}
+	CHECK(p[N - 1] && as_validate(t, p[N - 1], &rep) == AS_OK &&
+	      rep.valid);
+	/* The stops kept for the trace do not stand for runs without. */
+	CHECK(t && as_strategy_run_many(t, specs, N, NULL, NULL, 2, q, dq) ==
+			   AS_OK);
+	for (size_t i = 0; plain && i < N; i++) {
+		CHECK(as_strategy_run(specs[i], plain, &loose, &r[i], dq) ==
+		      AS_OK);
+		CHECK(q[i] && r[i] && same_offsets(q[i], r[i]));
+	}
+	for (size_t i = 0; i < N; i++) {
+		as_plan_destroy(p[i]);
+		as_plan_destroy(q[i]);
+		as_plan_destroy(r[i]);
+	}
+	as_trace_destroy(t);
+	as_trace_destroy(plain);
+	/* n log2(n)^2 steps, and no fewer than the least limit. */
+	struct as_trace big = {.nbuffers = 1u << 22};
+	CHECK_EQ_U64(as_strategy_step_limit(&big), (1ull << 22) * 22 * 22);
+	big.nbuffers = 1000;
+	CHECK_EQ_U64(as_strategy_step_limit(&big), AS_STEP_LIMIT_MIN);
+}
+
 int main(void)
 {
 	TEST_RUN(every_strategy_plans_random_traces_validly_above_the_bound);
@@ -717,5 +766,6 @@ int main(void)
 	TEST_RUN(bestfit_keeps_the_lower_of_its_two_orders);
 	TEST_RUN(strategies_run_one_at_a_time_by_default_above_the_baselines_size);
 	TEST_RUN(a_strategy_that_fails_beside_others_is_reported_by_its_slot);
+	TEST_RUN(a_baseline_past_its_step_limit_stops_and_strip_goes_on);
 	return tap_done();
 }

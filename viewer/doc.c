@@ -52,6 +52,7 @@ struct doc_job {
 	struct strat *s;
 	size_t ns;
 	size_t *order;
+	struct as_run_hooks hooks; /* the default set's step limit, if so */
 };
 
 /* Jobs not yet freed: tests wait for a cancelled one to go. */
@@ -156,7 +157,7 @@ static int worker(void *arg)
 	for (size_t k = 0; k < j->ns; k++)
 		specs[k] = j->s[j->order[k]].spec;
 	struct as_many_hooks mh = {start_slot, slot_done, j};
-	as_strategy_run_many(j->t, specs, j->ns, NULL, &mh, 0, out, diags);
+	as_strategy_run_many(j->t, specs, j->ns, &j->hooks, &mh, 0, out, diags);
 	SDL_LockMutex(j->lock);
 	j->exited = true;
 	SDL_CondBroadcast(j->changed);
@@ -239,6 +240,7 @@ int doc_load(struct doc *d, const char *path, const char *const *specs,
 						   j->t))
 				all[nspecs++] = as_strategy_at(i)->name;
 		specs = all;
+		j->hooks.step_limit = as_strategy_step_limit(j->t);
 	}
 	if (nspecs == 0) {
 		snprintf(diag->file, sizeof(diag->file), "%s", path);

@@ -413,14 +413,19 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	struct as_trace *t;
 	const char *specs[MAX_SPECS];
 	size_t nspecs = o->nspecs;
+	struct as_run_hooks hooks = o->hooks;
+	char stopped[256] = "";
+	size_t nstopped = 0;
 	if (as_trace_load(trace_path, o->fmt, &t, &d) != AS_OK) {
 		cli_progress_end(&o->progress);
 		return cli_report_diag(&d);
 	}
-	if (nspecs)
+	if (nspecs) {
 		memcpy(specs, o->specs, nspecs * sizeof(*specs));
-	else
+	} else {
 		nspecs = default_set(t, trace_path, specs, &o->progress);
+		hooks.step_limit = as_strategy_step_limit(t);
+	}
 
 	struct result *res = calloc(nspecs + 1, sizeof(*res));
 	struct as_plan **plans = calloc(nspecs + 1, sizeof(*plans));
@@ -430,11 +435,20 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	if (status)
 		fputs("allocscope: out of memory\n", stderr);
 	else
-		as_strategy_run_many(t, specs, nspecs, &o->hooks, NULL,
-				     o->jobs, plans, diags);
-	/* In order, up to the first that failed. */
+		as_strategy_run_many(t, specs, nspecs, &hooks, NULL, o->jobs,
+				     plans, diags);
+	/* In order, up to the first that failed; those that stopped at the
+	 * default set's step limit are left out. */
 	for (size_t i = 0; status == 0 && i < nspecs; i++) {
 		struct result *r = &res[nres];
+		if (!plans[i] && diags[i].err == AS_ELIMIT) {
+			if (nstopped < sizeof(stopped))
+				nstopped += (size_t)snprintf(
+					stopped + nstopped,
+					sizeof(stopped) - nstopped, "%s%s",
+					nstopped ? ", " : "", specs[i]);
+			continue;
+		}
 		if (!plans[i]) {
 			cli_progress_end(&o->progress);
 			status = cli_report_diag(&diags[i]);
@@ -466,6 +480,15 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 		as_plan_destroy(plans[i]);
 	free(plans);
 	free(diags);
+	if (nstopped && status == 0) {
+		cli_progress_end(&o->progress);
+		fprintf(stderr,
+			"%s: left out of the default set on this trace: %s "
+			"(each stopped at the default set's limit of %llu "
+			"steps; -s NAME runs it to the end)\n",
+			trace_path, stopped,
+			(unsigned long long)hooks.step_limit);
+	}
 	cli_progress_step(&o->progress, trace_path);
 	uint64_t lb = as_trace_lower_bound(t);
 	if (status != EXIT_USAGE) {

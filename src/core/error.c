@@ -74,6 +74,7 @@ int as_diag_set(struct as_diag *d, uint64_t line, int err, const char *fmt,
 		va_end(ap);
 		defang(d->msg, sizeof(d->msg));
 		d->line = line;
+		d->err = err;
 	}
 	return err;
 }

@@ -752,7 +752,7 @@ static struct as_memo *memo_add(struct as_trace_private *tp, const char *spec)
 	if (!key)
 		return NULL;
 	memcpy(key, spec, len);
-	m[tp->nmemo] = (struct as_memo){key, NULL};
+	m[tp->nmemo] = (struct as_memo){key, NULL, 0};
 	return &m[tp->nmemo++];
 }
 
@@ -763,17 +763,23 @@ static void memo_remove(struct as_trace_private *tp, struct as_memo *m)
 }
 
 const struct as_plan *as_trace_memo_take(const struct as_trace *t,
-					 const char *spec)
+					 const char *spec, uint64_t limit,
+					 bool *stopped)
 {
 	struct as_trace_private *tp = t->priv;
+	*stopped = false;
 	if (!tp)
 		return NULL;
 	pthread_mutex_lock(&tp->memo_lock);
 	struct as_memo *m;
-	while ((m = memo_find(tp, spec)) && !m->plan)
+	while ((m = memo_find(tp, spec)) && !m->plan && !m->stopped)
 		pthread_cond_wait(&tp->memo_done, &tp->memo_lock);
 	const struct as_plan *p = m ? m->plan : NULL;
-	if (!m)
+	if (m && m->stopped)
+		*stopped = limit && limit <= m->stopped;
+	if (m && m->stopped && !*stopped)
+		m->stopped = 0; /* made again, further */
+	else if (!m)
 		memo_add(tp, spec); /* no memory: not kept, nothing waits */
 	pthread_mutex_unlock(&tp->memo_lock);
 	return p;
@@ -795,14 +801,17 @@ void as_trace_memo_put(const struct as_trace *t, const char *spec,
 	pthread_mutex_unlock(&tp->memo_lock);
 }
 
-void as_trace_memo_drop(const struct as_trace *t, const char *spec)
+void as_trace_memo_drop(const struct as_trace *t, const char *spec, int err,
+			uint64_t limit)
 {
 	struct as_trace_private *tp = t->priv;
 	if (!tp)
 		return;
 	pthread_mutex_lock(&tp->memo_lock);
 	struct as_memo *m = memo_find(tp, spec);
-	if (m && !m->plan)
+	if (m && !m->plan && err == AS_ELIMIT && limit)
+		m->stopped = limit;
+	else if (m && !m->plan)
 		memo_remove(tp, m);
 	pthread_cond_broadcast(&tp->memo_done);
 	pthread_mutex_unlock(&tp->memo_lock);

@@ -53,17 +53,24 @@ struct as_trace_private {
  * cache is only a cache) or drop (it failed). A take of a plan another
  * thread is making waits for its put or drop. A plan kept is never changed
  * or freed before the trace.
+ *
+ * A run that stopped at its step limit (drop with AS_ELIMIT) is kept too:
+ * a take under a limit no larger (`limit`, 0 for none) gets NULL with
+ * *stopped set, instead of making it again to stop at the same step.
  */
 struct as_memo {
 	char *spec;
-	struct as_plan *plan; /* NULL: being made */
+	struct as_plan *plan; /* NULL: being made, or stopped */
+	uint64_t stopped;     /* stopped at this step limit; 0: not */
 };
 
 const struct as_plan *as_trace_memo_take(const struct as_trace *t,
-					 const char *spec);
+					 const char *spec, uint64_t limit,
+					 bool *stopped);
 void as_trace_memo_put(const struct as_trace *t, const char *spec,
 		       const struct as_plan *p);
-void as_trace_memo_drop(const struct as_trace *t, const char *spec);
+void as_trace_memo_drop(const struct as_trace *t, const char *spec, int err,
+			uint64_t limit);
 
 char *as_arena_dup(struct as_arena *a, const char *s, size_t len);
 void as_arena_finish(struct as_arena *a);

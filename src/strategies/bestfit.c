@@ -56,11 +56,11 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 	uint32_t *order = calloc(pb->n, sizeof(uint32_t));
 	int err = AS_ENOMEM;
 	if (pl && order && !as_order_bestfit(pb, by_length, order)) {
+		as_placer_limit(pl, as_strategy_steps_left());
 		uint64_t peak = as_place_order(pl, order, pb->n, AS_FIT_BEST,
 					       off);
 		if (peak == UINT64_MAX)
-			err = as_placer_nomem(pl) ? AS_ENOMEM
-						  : AS_STRATEGY_PAST_2_64;
+			err = as_placer_error(pl);
 		else
 			err = as_plan_round(p, round_names[*(const int *)ctx],
 					    peak);

@@ -99,8 +99,9 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *unused,
 	int err = AS_ENOMEM;
 	if (!pl || !order || as_order_breadth(pb, order))
 		goto out;
+	as_placer_limit(pl, as_strategy_steps_left());
 	if (as_place_order(pl, order, pb->n, AS_FIT_BEST, off) == UINT64_MAX) {
-		err = as_placer_nomem(pl) ? AS_ENOMEM : AS_STRATEGY_PAST_2_64;
+		err = as_placer_error(pl);
 		goto out;
 	}
 	err = AS_OK;

@@ -112,6 +112,8 @@ static int plan_placer(const struct as_trace *t, struct as_plan *p)
 			pl = as_placer_create(&pb);
 			order = malloc((size_t)pb.n * sizeof(*order));
 			err = pl && order ? AS_OK : AS_ENOMEM;
+			if (pl)
+				as_placer_limit(pl, as_strategy_steps_left());
 			if (err == AS_OK)
 				err = as_order_greedy_size(&pb, order);
 		}
@@ -120,8 +122,8 @@ static int plan_placer(const struct as_trace *t, struct as_plan *p)
 			uint64_t off;
 			/* Beyond 2^64 the allocation fails, as online. */
 			if (!as_placer_find(pl, i, AS_FIT_LOWEST, &off, NULL)) {
-				if (as_placer_nomem(pl))
-					err = AS_ENOMEM;
+				if (as_placer_error(pl) != AS_STRATEGY_PAST_2_64)
+					err = as_placer_error(pl);
 				continue;
 			}
 			as_placer_put(pl, i, off);

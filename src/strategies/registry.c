@@ -259,6 +259,37 @@ double as_strategy_waited_ms(void)
 	return waited_ms;
 }
 
+/*
+ * The step limit of the run on this thread (as_run_hooks.step_limit, 0:
+ * none), which the runs it starts without hooks keep (strip's incumbents,
+ * bestfit's orders), and the steps the innermost run has left.
+ */
+static _Thread_local uint64_t step_limit;
+static _Thread_local uint64_t *steps_left;
+
+uint64_t *as_strategy_steps_left(void)
+{
+	return steps_left;
+}
+
+uint64_t as_strategy_step_limit(const struct as_trace *t)
+{
+	uint64_t n = t->nbuffers, log2n = 1;
+	while (log2n < 63 && (1ull << log2n) < n)
+		log2n++;
+	uint64_t steps = n * log2n * log2n; /* n < 2^32: no overflow */
+	return steps > AS_STEP_LIMIT_MIN ? steps : AS_STEP_LIMIT_MIN;
+}
+
+static int stopped(struct as_diag *diag, const char *name)
+{
+	return as_diag_set(diag, 0, AS_ELIMIT,
+			   "%s stopped at its step limit of %llu (the default "
+			   "set's on this trace; named with -s it runs to the "
+			   "end)",
+			   name, (unsigned long long)step_limit);
+}
+
 /* as_strategy_run past the memo: the plan made, aliases resolved. */
 static int run(const struct as_strategy_impl *s, const char *spec_opts,
 	       const struct as_trace *t, const struct as_run_hooks *hooks,
@@ -269,8 +300,10 @@ static int run(const struct as_strategy_impl *s, const char *spec_opts,
 	if (!p)
 		return as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
 	double t0 = as_now_ms(), outer_wait = waited_ms;
+	uint64_t left = step_limit, *outer_left = steps_left;
 	int err;
 	waited_ms = 0;
+	steps_left = step_limit ? &left : NULL;
 	if (s->online) {
 		err = as_online_replay(s, t, spec_opts, hooks, p, diag);
 	} else {
@@ -292,9 +325,12 @@ static int run(const struct as_strategy_impl *s, const char *spec_opts,
 	 * bestfit.c) */
 	p->plan_ms += as_now_ms() - t0 - waited_ms;
 	waited_ms += outer_wait;
+	steps_left = outer_left;
 	if (err) {
 		if (err == AS_ENOMEM)
 			as_diag_set(diag, 0, err, "%s: out of memory", name);
+		else if (err == AS_ELIMIT)
+			stopped(diag, name);
 		as_plan_destroy(p);
 		return err;
 	}
@@ -316,20 +352,28 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 	int err = find_spec(spec, t, &s, &spec_opts, diag);
 	if (err)
 		return err;
+	uint64_t outer_limit = step_limit;
+	if (hooks)
+		step_limit = hooks->step_limit;
 	double t0 = as_now_ms();
-	const struct as_plan *kept = s->memo ? as_trace_memo_take(t, spec) : NULL;
+	bool stop = false;
+	const struct as_plan *kept =
+		s->memo ? as_trace_memo_take(t, spec, step_limit, &stop) : NULL;
 	waited_ms += as_now_ms() - t0;
-	if (kept) {
+	if (stop) {
+		err = stopped(diag, s->info.name);
+	} else if (kept) {
 		if (!(*out = as_plan_copy(kept)))
-			return as_diag_set(diag, 0, AS_ENOMEM, "%s: out of memory",
-					   s->info.name);
-		return AS_OK;
+			err = as_diag_set(diag, 0, AS_ENOMEM,
+					  "%s: out of memory", s->info.name);
+	} else {
+		err = run(s, spec_opts, t, hooks, out, diag);
+		if (s->memo && err)
+			as_trace_memo_drop(t, spec, err, step_limit);
+		else if (s->memo)
+			as_trace_memo_put(t, spec, *out);
 	}
-	err = run(s, spec_opts, t, hooks, out, diag);
-	if (s->memo && err)
-		as_trace_memo_drop(t, spec);
-	else if (s->memo)
-		as_trace_memo_put(t, spec, *out);
+	step_limit = outer_limit;
 	return err;
 }
 

@@ -132,6 +132,13 @@ const struct as_strategy_impl *as_strategy_impl_find(const char *name);
  * plan_ms leaves it out, and strip's budget does too.
  */
 double as_strategy_waited_ms(void);
+/*
+ * The steps the run on this thread has left (as_run_hooks.step_limit), for
+ * the placers of the exact baselines (as_placer_limit); NULL: no limit.
+ */
+uint64_t *as_strategy_steps_left(void);
+/* The least step limit of the default set (as_strategy_step_limit). */
+#define AS_STEP_LIMIT_MIN (1ull << 29)
 /* as_strategy_run_many's jobs 0: how many strategies of t run at once. */
 unsigned as_strategy_jobs_default(const struct as_trace *t);
 

@@ -24,7 +24,8 @@
 	XX(INVAL, "invalid argument")                            \
 	XX(UNSUPPORTED, "trace not supported by this strategy")  \
 	XX(NOTFOUND, "no such strategy or option")               \
-	XX(INVALID_PLAN, "plan is not valid")
+	XX(INVALID_PLAN, "plan is not valid")                    \
+	XX(LIMIT, "stopped at its step limit")
 
 enum as_err {
 	AS_OK = 0,
@@ -45,6 +46,7 @@ struct as_diag {
 	char file[256];
 	uint64_t line;
 	char msg[512];
+	int err;        /* the error it describes (AS_E*) */
 };
 
 /* Write "FILE:LINE: msg" (or "FILE: msg") into buf; returns buf. */
@@ -579,7 +581,23 @@ struct as_run_hooks {
 	void *ctx;
 	bool dump_at_end;         /* emit the allocator's state at the end */
 	bool check_every_event;   /* run the allocator's own check each event */
+	/*
+	 * The steps a strategy whose walk grows with the trace's shape (the
+	 * exact baselines) may take before it stops with AS_ELIMIT; 0: no
+	 * limit. The runs it starts (strip's incumbents, bestfit's orders)
+	 * have the same limit each. The default set's is
+	 * as_strategy_step_limit.
+	 */
+	uint64_t step_limit;
 };
+
+/*
+ * The step limit of the default set (replay without -s) on this trace:
+ * n log2(n)^2 steps for n buffers, and at least 2^29 (a few seconds). A
+ * baseline that needs more leaves the default set; named with -s it runs
+ * to the end.
+ */
+uint64_t as_strategy_step_limit(const struct as_trace *t);
 
 /*
  * Run SPEC ("NAME[:k=v[,k=v]...]") on the trace: plan, resolve aliases,

@@ -140,6 +140,18 @@ struct as_span *as_placer_spans(struct as_placer *pl, const struct as_rect *r,
 void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off);
 /* Whether a placement ran out of memory (finds then fail). */
 bool as_placer_nomem(const struct as_placer *pl);
+/*
+ * Count the steps of every find from now on against *left (NULL: no limit),
+ * which several placers may share: once none are left, finds fail. The
+ * steps are the looks at sets and runs a query takes (see as_placer_find),
+ * so a limit stops the same walk on every machine.
+ */
+void as_placer_limit(struct as_placer *pl, uint64_t *left);
+/*
+ * Why a find or as_place_order failed: AS_ENOMEM, AS_ELIMIT (no steps
+ * left) or AS_STRATEGY_PAST_2_64 (an offset past 2^64).
+ */
+int as_placer_error(const struct as_placer *pl);
 /* Take a placed rectangle out again (any order). */
 void as_placer_pop(struct as_placer *pl, uint32_t i);
 /*
@@ -154,8 +166,8 @@ void as_placer_undo(struct as_placer *pl);
 
 /*
  * Place rectangles in `order` (n entries), each where `fit` says; writes
- * off[] and returns the peak, or UINT64_MAX on 64-bit overflow or when
- * memory ran out (as_placer_nomem tells which).
+ * off[] and returns the peak, or UINT64_MAX when a find failed
+ * (as_placer_error tells why).
  */
 uint64_t as_place_order(struct as_placer *pl, const uint32_t *order,
 			uint32_t n, enum as_fit fit, uint64_t *off);

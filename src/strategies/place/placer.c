@@ -6,6 +6,7 @@
 
 #include "strategies/place/place.h"
 #include "core/internal.h"
+#include "strategies/strategy.h"
 
 /* ---- The placer ----
  *
@@ -138,6 +139,8 @@ struct src {
 				  * end */
 	uint64_t below;          /* the end of run j - 1, 0 for none */
 	uint32_t j;
+	uint32_t steps;          /* src_fit's calls and runs passed (see
+				  * as_placer_limit) */
 	bool plain;              /* the gathered runs (after a pop): no block
 				  * maxima */
 };
@@ -196,6 +199,7 @@ static uint32_t block_skip(struct src *c, uint32_t m, uint64_t size)
 static AS_ALWAYS_INLINE uint64_t src_fit(struct src *c, uint64_t x,
 					 uint64_t size)
 {
+	c->steps++;
 	/* The copy of the next run tells most sets apart without a look at
 	 * their runs. */
 	if (c->next.lo >= x && c->next.lo - x >= size)
@@ -209,7 +213,7 @@ static AS_ALWAYS_INLINE uint64_t src_fit(struct src *c, uint64_t x,
 		return x;
 	}
 	/* Run m is in the way. */
-	for (;;) {
+	for (;; c->steps++) {
 		if (m + 1 == n) {
 			src_at(c, n);
 			return v[m].hi;
@@ -319,6 +323,9 @@ struct as_placer {
 				 * order they are asked (see lowest_fit) */
 	uint32_t nord;
 	struct runs one;        /* the gathered runs, after a pop */
+	uint64_t steps;         /* the query's steps besides its sets' */
+	uint64_t *left;         /* the run's steps left (as_placer_limit) */
+	bool over;              /* a find stopped: none left */
 	uint32_t *map;          /* section -> leaf (see FOR_COVER) */
 	uint8_t grain;          /* log2 of the smallest alignment (see top) */
 	bool nomem;
@@ -1099,7 +1106,7 @@ static bool pair_fit(struct src *a, struct src *b, const struct as_rect *r,
 	const struct as_span *av = a->v, *bv = b->v;
 	uint32_t i = a->j, j = b->j, an = a->n, bn = b->n;
 	uint64_t y = *x;
-	for (;;) {
+	for (;; a->steps++) {
 		/* A run a step: src_skip's gallop was 10% slower here. */
 		while (i < an && av[i].hi <= y)
 			i++;
@@ -1225,7 +1232,7 @@ static enum walk ender_walk(struct as_placer *pl, const struct as_rect *r,
 	const struct as_span *v = c->v;
 	uint32_t n = c->n, m = c->j; /* run m starts where the last gap ends */
 	uint64_t y;
-	for (; m + 1 < n && v[m + 1].lo <= hi2; m++) {
+	for (; m + 1 < n && v[m + 1].lo <= hi2; m++, pl->steps++) {
 		uint32_t e = block_skip(c, m, r->size);
 		if (e != m) {
 			m = e - 1; /* on from the block's last run */
@@ -1256,8 +1263,20 @@ static enum walk ender_walk(struct as_placer *pl, const struct as_rect *r,
 	return WALK_ASK;
 }
 
-bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
-		    uint64_t *off, uint64_t *gap_out)
+void as_placer_limit(struct as_placer *pl, uint64_t *left)
+{
+	pl->left = left;
+}
+
+int as_placer_error(const struct as_placer *pl)
+{
+	return pl->nomem ? AS_ENOMEM : pl->over ? AS_ELIMIT
+					  : AS_STRATEGY_PAST_2_64;
+}
+
+/* as_placer_find within the limit, its steps in pl->steps and the sets'. */
+static bool find(struct as_placer *pl, uint32_t i, enum as_fit fit,
+		 uint64_t *off, uint64_t *gap_out)
 {
 	const struct as_rect *r = &pl->pb->r[i];
 	/*
@@ -1316,6 +1335,30 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 	if (gap_out)
 		*gap_out = best_gap;
 	return true;
+}
+
+/*
+ * A query's steps: a look at each of its sets, the calls of src_fit and the
+ * runs they passed, the runs of the walks in pair_fit and ender_walk. Each
+ * costs a few loads, so they count the time of a walk in steps the same on
+ * every machine.
+ */
+bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
+		    uint64_t *off, uint64_t *gap_out)
+{
+	if (pl->left && *pl->left == 0) {
+		pl->over = true;
+		return false;
+	}
+	pl->steps = 0;
+	bool found = find(pl, i, fit, off, gap_out);
+	if (pl->left) {
+		uint64_t steps = pl->steps + pl->nsrc;
+		for (uint32_t k = 0; k < pl->nsrc; k++)
+			steps += pl->src[k].steps;
+		*pl->left -= steps < *pl->left ? steps : *pl->left;
+	}
+	return found;
 }
 
 uint64_t as_place_order(struct as_placer *pl, const uint32_t *order,

@@ -49,7 +49,10 @@ static const char *const search_names[] = {"auto", "exact", "local", "none",
  * later only replaces them when lower, so strip is never behind them.
  * Their time counts against budget_ms but they are never cut short; when
  * they take more than half of it the search still gets half (plan_space).
- * Returns 0, NO_INCUMBENTS, or a negative code (diag filled).
+ * Under a step limit (the default set's, as_run_hooks.step_limit) a
+ * baseline that stops at it is no incumbent: strip is then never behind
+ * the ones that finished. Returns 0, NO_INCUMBENTS, or a negative code
+ * (diag filled).
  */
 #define NO_INCUMBENTS 1 /* incumbents(): the search starts from nothing */
 
@@ -73,7 +76,12 @@ static int incumbents(const struct as_trace *t, uint64_t *inc,
 		best[s] = UINT64_MAX;
 	for (size_t k = 0; k < sizeof(baselines) / sizeof(*baselines); k++) {
 		struct as_plan *bp = NULL;
-		if ((err = as_strategy_run(baselines[k], t, NULL, &bp, diag)))
+		err = as_strategy_run(baselines[k], t, NULL, &bp, diag);
+		if (err == AS_ELIMIT) {
+			err = AS_OK;
+			continue;
+		}
+		if (err)
 			goto out;
 		as_plan_space_peaks(t, bp, peak);
 		for (uint32_t i = 0; i < t->nbuffers; i++) {
