@@ -33,15 +33,16 @@ extern const struct as_strategy_impl as_strategy_numa_bundle;
 /*
  * The exact baselines: each query walks the gaps of the memory in use over
  * its buffer's lifetime, so the cost grows with how fragmented that memory
- * is (see place/placer.c), not only with n. Hence the size limit of the
- * default set (AS_PLACE_BASELINE_MAX).
+ * is (see place/placer.c), not only with n. Hence the default set's size
+ * limit (AS_PLACE_BASELINE_MAX) and step limit (as_strategy_step_limit).
  */
 #define STR_(x) #x
 #define STR(x) STR_(x)
 #define BASELINE_TIME                                                        \
 	"O(n log n + sum of k log k), k the placed buffers sharing a "     \
 	"buffer's time; in the default set up to "                         \
-	STR(AS_PLACE_BASELINE_MAX) " buffers"
+	STR(AS_PLACE_BASELINE_MAX) " buffers, and left out of it once its " \
+	"walk passes max(2^31, 4 n log2(n)^2) steps"
 
 /*
  * One row per strategy, with its running time in n, the buffers (planners)
@@ -277,8 +278,24 @@ uint64_t as_strategy_step_limit(const struct as_trace *t)
 	uint64_t n = t->nbuffers, log2n = 1;
 	while (log2n < 63 && (1ull << log2n) < n)
 		log2n++;
-	uint64_t steps = n * log2n * log2n; /* n < 2^32: no overflow */
+	/* n < 2^32: no overflow */
+	uint64_t steps = AS_STEP_LIMIT_PER * n * log2n * log2n;
 	return steps > AS_STEP_LIMIT_MIN ? steps : AS_STEP_LIMIT_MIN;
+}
+
+/*
+ * How many parts share the step limit of the strategy spec is a part of
+ * (bestfit's two orders, so bestfit takes no more steps than another): 1
+ * for a spec that is no part.
+ */
+static uint64_t parts_sharing(const struct as_strategy_impl *s,
+			      const char *spec)
+{
+	uint64_t n = 0;
+	bool part = false;
+	for (const char *const *q = s->parts; q && *q; q++, n++)
+		part |= strcmp(*q, spec) == 0;
+	return part ? n : 1;
 }
 
 static int stopped(struct as_diag *diag, const char *name)
@@ -355,6 +372,7 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 	uint64_t outer_limit = step_limit;
 	if (hooks)
 		step_limit = hooks->step_limit;
+	step_limit /= parts_sharing(s, spec);
 	double t0 = as_now_ms();
 	bool stop = false;
 	const struct as_plan *kept =

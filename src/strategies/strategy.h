@@ -137,8 +137,13 @@ double as_strategy_waited_ms(void);
  * the placers of the exact baselines (as_placer_limit); NULL: no limit.
  */
 uint64_t *as_strategy_steps_left(void);
-/* The least step limit of the default set (as_strategy_step_limit). */
-#define AS_STEP_LIMIT_MIN (1ull << 29)
+/*
+ * The default set's step limit (as_strategy_step_limit): AS_STEP_LIMIT_PER
+ * n log2(n)^2 steps for n buffers, and at least AS_STEP_LIMIT_MIN (20-40 s
+ * of a walk on a machine of 2024).
+ */
+#define AS_STEP_LIMIT_PER 4
+#define AS_STEP_LIMIT_MIN (1ull << 31)
 /* as_strategy_run_many's jobs 0: how many strategies of t run at once. */
 unsigned as_strategy_jobs_default(const struct as_trace *t);
 

@@ -593,7 +593,7 @@ struct as_run_hooks {
 
 /*
  * The step limit of the default set (replay without -s) on this trace:
- * n log2(n)^2 steps for n buffers, and at least 2^29 (a few seconds). A
+ * 4 n log2(n)^2 steps for n buffers, and at least 2^31 (half a minute). A
  * baseline that needs more leaves the default set; named with -s it runs
  * to the end.
  */
