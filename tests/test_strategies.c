@@ -734,6 +734,27 @@ static void a_baseline_past_its_step_limit_stops_and_strip_goes_on(void)
 	}
 	as_trace_destroy(t);
 	as_trace_destroy(plain);
+	/* A chain (each buffer freed after the next one's allocation) has
+	 * few overlaps: greedy-size's interval tree counts its steps too. */
+	struct as_builder *b = as_builder_create("chain", "ops");
+	struct as_diag bd;
+	char name[32], prev[32] = "";
+	for (uint32_t i = 0; b && i < 3000; i++) {
+		snprintf(name, sizeof(name), "c%u", i);
+		as_builder_alloc(b, name, 16 + i % 7 * 16, 16, 0, &bd);
+		if (prev[0])
+			as_builder_free(b, prev, 0, &bd);
+		memcpy(prev, name, sizeof(name));
+	}
+	struct as_trace *chain = NULL;
+	struct as_plan *c = NULL;
+	CHECK(b && as_builder_finish(b, &chain, &bd) == AS_OK);
+	CHECK(chain && as_strategy_run("greedy-size", chain, &tight, &c,
+				       &bd) == AS_ELIMIT);
+	CHECK(chain && as_strategy_run("greedy-size", chain, NULL, &c, &bd) ==
+			       AS_OK);
+	as_plan_destroy(c);
+	as_trace_destroy(chain);
 	/* 4 n log2(n)^2 steps, and no fewer than the least limit. */
 	struct as_trace big = {.nbuffers = 1u << 22};
 	CHECK_EQ_U64(as_strategy_step_limit(&big), 4 * (1ull << 22) * 22 * 22);

@@ -40,11 +40,16 @@ static bool by_size(uint32_t ka, uint32_t kb, const void *ctx)
 	return a->end - a->start > b->end - b->start;
 }
 
-/* Place the n buffers ids[] of one space; tr has room for n, ord too. */
+/*
+ * Place the n buffers ids[] of one space; tr has room for n, ord too. A
+ * query's steps are the placed buffers it meets, and one, counted against
+ * the run's step limit as the placer counts its own (as_placer_limit).
+ */
 static int place_space(const struct as_trace *t, struct as_itree *tr,
 		       struct as_plan *p, const uint32_t *ids, uint32_t n,
 		       uint32_t *ord)
 {
+	uint64_t *left = as_strategy_steps_left();
 	for (uint32_t k = 0; k < n; k++) {
 		const struct as_buffer *b = &t->buffers[ids[k]];
 		tr->start[k] = b->start;
@@ -58,9 +63,13 @@ static int place_space(const struct as_trace *t, struct as_itree *tr,
 		uint32_t k = ord[j];
 		const struct as_buffer *b = &t->buffers[ids[k]];
 		uint64_t off;
+		if (left && *left == 0)
+			return AS_ELIMIT;
 		int r = as_itree_lowest(tr, k, b->size, b->align_log2, &off);
 		if (r < 0)
 			return r;
+		if (left)
+			*left -= tr->nhits < *left ? tr->nhits + 1 : *left;
 		/* Beyond 2^64 the allocation fails, as an online one would. */
 		if (r == 1) {
 			p->offset[ids[k]] = off;
