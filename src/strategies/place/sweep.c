@@ -12,14 +12,15 @@
  *
  * Invariants: the gaps are disjoint, none touches another (frees merge
  * them), and the last one is the unbounded room above the top. Treap `by
- * offset` keeps max gap length per subtree (first fit); treap `by size`
+ * offset` keeps the most room per subtree (first fit); treap `by size`
  * orders by (length, offset) (best fit) and is kept only for best fit.
  * Node k is the same gap in both. A gap that shrinks or grows without
  * passing a neighbour keeps its node: its place by offset stays, only the
  * maxima on its path are redone (most placements and frees do that).
  */
 struct gap {
-	uint64_t lo, len, maxlen;
+	uint64_t lo, len;
+	uint64_t maxroom;       /* the most room in its subtree (gap_room) */
 	uint32_t l[2], r[2];    /* children in treap 0 (offset), 1 (size) */
 	uint32_t prio;
 };
@@ -29,8 +30,24 @@ struct gaps {
 	uint32_t n, cap, free_list;
 	uint32_t root[2];
 	uint64_t rng;
+	uint8_t grain;          /* log2 of the smallest alignment */
 	bool by_size;           /* treap 1 is kept (best fit) */
 };
+
+/*
+ * The room of gap x from its first offset aligned to the smallest
+ * alignment: a rectangle larger than that fits nowhere in it. Gaps start
+ * where a rectangle ends, mostly unaligned on malloc traces (odd sizes),
+ * so their length alone would send first fit down every subtree holding a
+ * gap of the size that alignment then spoils.
+ */
+static uint64_t gap_room(const struct gaps *G, const struct gap *x)
+{
+	uint64_t a;
+	if (!as_align_up(x->lo, G->grain, &a) || a - x->lo > x->len)
+		return 0;
+	return x->len - (a - x->lo);
+}
 
 static bool gap_less(const struct gaps *G, int t, uint32_t a, uint32_t b)
 {
@@ -43,12 +60,12 @@ static bool gap_less(const struct gaps *G, int t, uint32_t a, uint32_t b)
 static void gap_pull(struct gaps *G, uint32_t k)
 {
 	struct gap *x = &G->g[k];
-	uint64_t m = x->len;
-	if (x->l[0] && G->g[x->l[0]].maxlen > m)
-		m = G->g[x->l[0]].maxlen;
-	if (x->r[0] && G->g[x->r[0]].maxlen > m)
-		m = G->g[x->r[0]].maxlen;
-	x->maxlen = m;
+	uint64_t m = gap_room(G, x);
+	if (x->l[0] && G->g[x->l[0]].maxroom > m)
+		m = G->g[x->l[0]].maxroom;
+	if (x->r[0] && G->g[x->r[0]].maxroom > m)
+		m = G->g[x->r[0]].maxroom;
+	x->maxroom = m;
 }
 
 /* Split treap t at node key k: left < k, right >= k. */
@@ -160,7 +177,7 @@ static int gap_new(struct gaps *G, uint64_t lo, uint64_t len, uint32_t *out)
 	memset(&G->g[k], 0, sizeof(G->g[k]));
 	G->g[k].lo = lo;
 	G->g[k].len = len;
-	G->g[k].maxlen = len;
+	G->g[k].maxroom = gap_room(G, &G->g[k]);
 	G->g[k].prio = (uint32_t)as_splitmix64(&G->rng);
 	gap_insert_tree(G, 0, k);
 	if (G->by_size)
@@ -214,11 +231,11 @@ static bool gap_fits(const struct gap *x, uint64_t size, uint8_t lg,
 	return true;
 }
 
-/* Lowest gap that holds size (aligned): in-order walk pruned by maxlen. */
+/* Lowest gap that holds size (aligned): in-order walk pruned by room. */
 static uint32_t gap_first(const struct gaps *G, uint32_t k, uint64_t size,
 			  uint8_t lg, uint64_t *at)
 {
-	if (!k || G->g[k].maxlen < size)
+	if (!k || G->g[k].maxroom < size)
 		return 0;
 	uint32_t f = gap_first(G, G->g[k].l[0], size, lg, at);
 	if (f)
@@ -252,7 +269,7 @@ static uint32_t gap_best(const struct gaps *G, uint64_t size, uint8_t lg,
 static uint32_t gap_first_ge(const struct gaps *G, uint32_t k, uint64_t y,
 			     uint64_t size, uint8_t lg, uint64_t *at)
 {
-	while (k && G->g[k].maxlen >= size) {
+	while (k && G->g[k].maxroom >= size) {
 		if (G->g[k].lo < y) {
 			k = G->g[k].r[0];
 			continue;
@@ -322,6 +339,10 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 	uint32_t k;
 	*err = AS_ENOMEM;
 	G.rng = 0x5eed;
+	G.grain = n ? 63 : 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (pb->r[i].align_log2 < G.grain)
+			G.grain = pb->r[i].align_log2;
 	G.by_size = fit == AS_FIT_BEST && !obst;
 	G.cap = 1024;
 	G.g = calloc(G.cap, sizeof(*G.g));
