@@ -68,8 +68,7 @@ static int place_space(const struct as_trace *t, struct as_itree *tr,
 		int r = as_itree_lowest(tr, k, b->size, b->align_log2, &off);
 		if (r < 0)
 			return r;
-		if (left)
-			*left -= tr->nhits < *left ? tr->nhits + 1 : *left;
+		as_steps_take(left, (uint64_t)tr->nhits + 1);
 		/* Beyond 2^64 the allocation fails, as an online one would. */
 		if (r == 1) {
 			p->offset[ids[k]] = off;
@@ -131,8 +130,9 @@ static int plan_placer(const struct as_trace *t, struct as_plan *p)
 			uint64_t off;
 			/* Beyond 2^64 the allocation fails, as online. */
 			if (!as_placer_find(pl, i, AS_FIT_LOWEST, &off, NULL)) {
-				if (as_placer_error(pl) != AS_STRATEGY_PAST_2_64)
-					err = as_placer_error(pl);
+				int why = as_placer_error(pl);
+				if (why != AS_STRATEGY_PAST_2_64)
+					err = why;
 				continue;
 			}
 			as_placer_put(pl, i, off);

@@ -147,6 +147,12 @@ bool as_placer_nomem(const struct as_placer *pl);
  * so a limit stops the same walk on every machine.
  */
 void as_placer_limit(struct as_placer *pl, uint64_t *left);
+/* Take steps from a limit's *left (NULL: none), down to 0 at most. */
+static inline void as_steps_take(uint64_t *left, uint64_t steps)
+{
+	if (left)
+		*left -= steps < *left ? steps : *left;
+}
 /*
  * Why a find or as_place_order failed: AS_ENOMEM, AS_ELIMIT (no steps
  * left) or AS_STRATEGY_PAST_2_64 (an offset past 2^64).

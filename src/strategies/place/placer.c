@@ -1356,7 +1356,7 @@ bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 		uint64_t steps = pl->steps + pl->nsrc;
 		for (uint32_t k = 0; k < pl->nsrc; k++)
 			steps += pl->src[k].steps;
-		*pl->left -= steps < *pl->left ? steps : *pl->left;
+		as_steps_take(pl->left, steps);
 	}
 	return found;
 }
