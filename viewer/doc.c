@@ -364,7 +364,12 @@ void doc_wake(struct doc *d, uint32_t type)
 const struct strat *doc_first_error(const struct doc *d)
 {
 	for (size_t i = 0; i < d->ns; i++)
-		if (d->s[i].ready && d->s[i].err)
+		if (d->s[i].ready && d->s[i].err && !doc_left_out(&d->s[i]))
 			return &d->s[i];
 	return NULL;
+}
+
+bool doc_left_out(const struct strat *s)
+{
+	return s->ready && s->err == AS_ELIMIT;
 }

@@ -284,7 +284,10 @@ static bool time_plans(const struct viewer *v, bool *seen, Uint64 start)
 			seen[i] = true;
 			printf("plan %s shown at %.0f ms (planned in %.0f ms%s)\n",
 			       v->doc.s[i].spec, doc_ms_since(start),
-			       v->doc.s[i].ms, v->doc.s[i].err ? ", failed" : "");
+			       v->doc.s[i].ms,
+			       doc_left_out(&v->doc.s[i]) ? ", left out"
+			       : v->doc.s[i].err	  ? ", failed"
+							  : "");
 			fflush(stdout);
 		}
 	return v->doc.nready == v->doc.ns;

@@ -643,12 +643,15 @@ void view_poll(struct viewer *v)
 	for (size_t i = 0; i < v->doc.ns && i < MAX_SPECS; i++)
 		before[i] = v->doc.s[i].ready;
 	if (doc_poll(&v->doc)) {
-		/* A strategy that failed says so once; the others stay. */
+		/* A strategy that failed (or was left out) says so once;
+		 * the others stay. */
 		for (size_t i = 0; i < v->doc.ns && i < MAX_SPECS; i++)
 			if (!before[i] && v->doc.s[i].ready && v->doc.s[i].err) {
+				bool out = doc_left_out(&v->doc.s[i]);
 				char et[1024];
-				view_message(v, C_RED_LIGHT, "%s failed: %s",
-					     v->doc.s[i].spec,
+				view_message(v, out ? C_PROMPT : C_RED_LIGHT,
+					     "%s %s: %s", v->doc.s[i].spec,
+					     out ? "left out" : "failed",
 					     as_diag_text(&v->doc.s[i].diag,
 							  et, sizeof(et)));
 			}
@@ -1056,7 +1059,10 @@ static void status_line(struct viewer *v, char *buf, size_t len)
 	if (!s->ready || s->err) {
 		snprintf(buf, len, "%s  |  %s%s (%zu/%zu)  |  %s  |  lower bound %s",
 			 base, v->compare ? "compare · " : "", s->spec, idx,
-			 v->doc.ns, s->ready ? "failed" : "planning...",
+			 v->doc.ns,
+			 !s->ready	     ? "planning..."
+			 : doc_left_out(s) ? "left out"
+					     : "failed",
 			 as_human_bytes(v->doc.lb, lb, sizeof(lb)));
 		return;
 	}
@@ -1171,7 +1177,7 @@ int view_paint(struct viewer *v)
 		snprintf(line2, sizeof(line2), "%s%s%s", prog,
 			 prog[0] ? "   |   " : "",
 			 as_diag_text(&s->diag, et, sizeof(et)));
-		c2 = C_RED_LIGHT;
+		c2 = doc_left_out(s) ? C_PROMPT : C_RED_LIGHT;
 	} else if (prog[0]) {
 		snprintf(line2, sizeof(line2), "%s", prog);
 		c2 = C_PROMPT;
@@ -1190,8 +1196,10 @@ int view_paint(struct viewer *v)
 		c2 = 0xffaaaaaau;
 	}
 	snprintf(text, sizeof(text), "%s\n%s", line1, line2);
-	uint32_t lc[2] = {!s->ready || (ok && s->report.valid) ? C_BAR_TEXT
-							       : C_RED_LIGHT,
+	uint32_t lc[2] = {!s->ready || doc_left_out(s) ||
+					  (ok && s->report.valid)
+				  ? C_BAR_TEXT
+				  : C_RED_LIGHT,
 			  c2};
 	box[nb++] = (struct as_render_overlay){
 		.x = 0, .y = v->win_h - STATUS_H, .w = v->win_w, .h = STATUS_H,
@@ -1208,7 +1216,8 @@ int view_paint(struct viewer *v)
 			snprintf(note, sizeof(note), "compare: no plan is ready "
 				 "yet\n%s", prog);
 		else if (s->ready)
-			snprintf(note, sizeof(note), "%s failed\n%s", s->spec,
+			snprintf(note, sizeof(note), "%s %s\n%s", s->spec,
+				 doc_left_out(s) ? "left out" : "failed",
 				 as_diag_text(&s->diag, et, sizeof(et)));
 		else if (doc_planning(&v->doc, &slot, &ms) &&
 			 slot == (size_t)(s - v->doc.s))
@@ -1221,7 +1230,8 @@ int view_paint(struct viewer *v)
 				 "planned\n%s", s->spec, prog);
 		struct as_render_overlay *b = &box[nb++];
 		*b = (struct as_render_overlay){
-			.fill = C_BOX, .border = s->ready ? C_RED : C_BORDER,
+			.fill = C_BOX,
+			.border = s->ready && !doc_left_out(s) ? C_RED : C_BORDER,
 			.color = C_TEXT, .font_size = 14, .text = note,
 			.bold_first = true,
 		};

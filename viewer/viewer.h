@@ -86,8 +86,14 @@ void doc_allow(struct doc *d, size_t n);
 bool doc_planning(const struct doc *d, size_t *slot, double *ms);
 /* Milliseconds since c0, a reading of SDL_GetPerformanceCounter. */
 double doc_ms_since(Uint64 c0);
-/* The first ready slot, in spec order, whose strategy failed, or NULL. */
+/* The first ready slot, in spec order, whose strategy failed (not one left
+ * out, doc_left_out), or NULL. */
 const struct strat *doc_first_error(const struct doc *d);
+/*
+ * Whether the slot's strategy stopped at the default set's step limit:
+ * left out, not failed (as `allocscope replay` leaves it out).
+ */
+bool doc_left_out(const struct strat *s);
 /* Let go of the doc without waiting for the thread (it stops after the
  * strategy it runs and frees what the doc held). NULL-safe on a zeroed doc. */
 void doc_finish(struct doc *d);
