@@ -372,7 +372,9 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 	uint64_t outer_limit = step_limit;
 	if (hooks)
 		step_limit = hooks->step_limit;
-	step_limit /= parts_sharing(s, spec);
+	uint64_t part = step_limit / parts_sharing(s, spec);
+	if (step_limit)
+		step_limit = part ? part : 1; /* a limit stays one */
 	double t0 = as_now_ms();
 	bool stop = false;
 	const struct as_plan *kept =
