@@ -23,6 +23,22 @@ grep -q '"trace": {"name": "traces/small-cnn.json", "format": "json", "events": 
 	grep -q '"valid": true, "overlaps": 0' "$tmp/j" && grep -q '"plan_ms": ' "$tmp/j"
 ok "replay --json - writes the documented object" $((rc + $?))
 
+"$exe" replay traces/small-cnn.json --step-limit 50 --json "$tmp/lo.json" \
+	>/dev/null 2>"$tmp/lo.err"
+rc=$?
+grep -q 'left out at the step limit of 50 steps: greedy-size, greedy-breadth, bestfit' "$tmp/lo.err" &&
+	grep -q '"left_out": {"step_limit": 50, "strategies": \["greedy-size", "greedy-breadth", "bestfit"\]}' "$tmp/lo.json" &&
+	! grep -q '"strategy": "bestfit"' "$tmp/lo.json" &&
+	grep -q '"strategy": "strip", "peak": 2531328' "$tmp/lo.json"
+ok "replay leaves out the baselines past --step-limit, says so and lists them in the JSON; strip goes on" $((rc + $?))
+
+"$exe" replay traces/small-cnn.json --step-limit 0 --json "$tmp/all.json" \
+	>/dev/null 2>"$tmp/all.err"
+rc=$?
+grep -q '"strategy": "bestfit"' "$tmp/all.json" && ! grep -q 'left_out' "$tmp/all.json" &&
+	! grep -q 'left out' "$tmp/all.err"
+ok "replay --step-limit 0 runs every baseline of the default set to the end" $((rc + $?))
+
 printf 'id,lower,upper,size\nx,0,4,8\ny,2,6,8\nx,5,9,8\n' >"$tmp/t.csv"
 "$exe" replay "$tmp/t.csv" -s greedy-size --plan-out "$tmp/plan.csv" >/dev/null
 rc=$?

@@ -24,7 +24,8 @@
 static const char usage_text[] =
 	"usage: allocscope replay TRACE|DIR... [-f FMT] [-s SPEC]...\n"
 	"                         [--json FILE|-] [--plan-out FILE] [--dump]\n"
-	"                         [-j N] [--no-progress] [--png FILE] [--svg FILE]\n"
+	"                         [-j N] [--no-progress] [--step-limit N]\n"
+	"                         [--png FILE] [--svg FILE]\n"
 	"                         [--size WxH] [--color-by buffer|size|pool|lifetime|prefix|frame]\n"
 	"                         [--time clock|events]\n"
 	"       allocscope check TRACE [-f FMT] [--plan PLAN.csv]\n"
@@ -42,7 +43,10 @@ static const char usage_text[] =
 	"runs: every strategy that applies to the trace, the exact baselines\n"
 	"only up to a size (see `allocscope strategies`).\n"
 	"-j N runs up to N strategies at once (default: one per processor, one\n"
-	"at a time above 4,000,000 buffers); the plans are the same.\n";
+	"at a time above 4,000,000 buffers); the plans are the same.\n"
+	"--step-limit N: an exact baseline whose walk takes more than N steps\n"
+	"stops and is left out (default: the default set's limit without -s,\n"
+	"none with -s; 0: none).\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -205,8 +209,16 @@ static int plan_moment(const struct as_trace *t, const struct as_plan *p,
 	return as_render_peak_moment(t, p, space, m);
 }
 
+/* The strategies of a run that stopped at its step limit (left out). */
+struct left_out {
+	const char *spec[MAX_SPECS];
+	size_t n;
+	uint64_t step_limit;
+};
+
 static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
-		       const struct result *r, size_t n)
+		       const struct result *r, size_t n,
+		       const struct left_out *out)
 {
 	struct as_moment m;
 	fputs("{\"trace\": {\"name\": ", f);
@@ -283,7 +295,18 @@ static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
 		}
 		fputs("}", f);
 	}
-	fputs("\n ]}\n", f);
+	fputs("\n ]", f);
+	if (out->n) {
+		fprintf(f, ",\n \"left_out\": {\"step_limit\": %llu, "
+			   "\"strategies\": [",
+			(unsigned long long)out->step_limit);
+		for (size_t i = 0; i < out->n; i++) {
+			fputs(i ? ", " : "", f);
+			as_json_string(f, out->spec[i]);
+		}
+		fputs("]}", f);
+	}
+	fputs("}\n", f);
 }
 
 static void print_table(const struct as_trace *t, uint64_t lb,
@@ -369,6 +392,8 @@ struct replay_opts {
 	const char **specs;
 	size_t nspecs;          /* 0: every strategy that applies */
 	const char *plan_out;
+	bool step_limit_set;    /* --step-limit, else the default set's */
+	uint64_t step_limit;
 	const char *images[2];  /* --png, --svg (one trace only) */
 	struct as_render_opts ropts;
 	struct as_run_hooks hooks;
@@ -414,8 +439,7 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	const char *specs[MAX_SPECS];
 	size_t nspecs = o->nspecs;
 	struct as_run_hooks hooks = o->hooks;
-	char stopped[256] = "";
-	size_t nstopped = 0;
+	struct left_out out = {.n = 0};
 	if (as_trace_load(trace_path, o->fmt, &t, &d) != AS_OK) {
 		cli_progress_end(&o->progress);
 		return cli_report_diag(&d);
@@ -426,6 +450,9 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 		nspecs = default_set(t, trace_path, specs, &o->progress);
 		hooks.step_limit = as_strategy_step_limit(t);
 	}
+	if (o->step_limit_set)
+		hooks.step_limit = o->step_limit;
+	out.step_limit = hooks.step_limit;
 
 	struct result *res = calloc(nspecs + 1, sizeof(*res));
 	struct as_plan **plans = calloc(nspecs + 1, sizeof(*plans));
@@ -438,15 +465,11 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 		as_strategy_run_many(t, specs, nspecs, &hooks, NULL, o->jobs,
 				     plans, diags);
 	/* In order, up to the first that failed; those that stopped at the
-	 * default set's step limit are left out. */
+	 * step limit are left out. */
 	for (size_t i = 0; status == 0 && i < nspecs; i++) {
 		struct result *r = &res[nres];
 		if (!plans[i] && diags[i].err == AS_ELIMIT) {
-			if (nstopped < sizeof(stopped))
-				nstopped += (size_t)snprintf(
-					stopped + nstopped,
-					sizeof(stopped) - nstopped, "%s%s",
-					nstopped ? ", " : "", specs[i]);
+			out.spec[out.n++] = specs[i];
 			continue;
 		}
 		if (!plans[i]) {
@@ -480,14 +503,14 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 		as_plan_destroy(plans[i]);
 	free(plans);
 	free(diags);
-	if (nstopped && status == 0) {
+	if (out.n && status == 0) {
 		cli_progress_end(&o->progress);
-		fprintf(stderr,
-			"%s: left out of the default set on this trace: %s "
-			"(each stopped at the default set's limit of %llu "
-			"steps; -s NAME runs it to the end)\n",
-			trace_path, stopped,
-			(unsigned long long)hooks.step_limit);
+		fprintf(stderr, "%s: left out at the step limit of %llu steps:",
+			trace_path, (unsigned long long)out.step_limit);
+		for (size_t i = 0; i < out.n; i++)
+			fprintf(stderr, "%s %s", i ? "," : "", out.spec[i]);
+		fputs(" (-s NAME without --step-limit runs it to the end)\n",
+		      stderr);
 	}
 	cli_progress_step(&o->progress, trace_path);
 	uint64_t lb = as_trace_lower_bound(t);
@@ -495,7 +518,7 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 		if (o->json) {
 			if (!o->first)
 				fputs(",\n", o->json);
-			write_json(o->json, t, lb, res, nres);
+			write_json(o->json, t, lb, res, nres, &out);
 		} else {
 			if (!o->first)
 				putchar('\n');
@@ -554,6 +577,11 @@ static int cmd_replay(int argc, char **argv)
 			o.plan_out = argv[++i];
 		} else if (strcmp(a, "--dump") == 0) {
 			dump = true;
+		} else if (strcmp(a, "--step-limit") == 0 && more) {
+			if (!cli_parse_u64(argv[++i], &o.step_limit))
+				bad = usage_error("--step-limit wants a number "
+						  "of steps, not '%s'", argv[i]);
+			o.step_limit_set = true;
 		} else if (strcmp(a, "--no-progress") == 0) {
 			progress = false;
 		} else if ((strcmp(a, "-j") == 0 ||

@@ -46,13 +46,21 @@ bool cli_is_dir(const char *path)
 	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-bool cli_parse_jobs(const char *arg, unsigned *jobs)
+bool cli_parse_u64(const char *arg, uint64_t *v)
 {
 	char *end;
 	errno = 0;
-	unsigned long j = strtoul(arg, &end, 10);
-	if (arg[0] < '0' || arg[0] > '9' || *end || errno || j < 1 ||
-	    j > AS_STRATEGY_JOBS_MAX)
+	unsigned long long x = strtoull(arg, &end, 10);
+	if (arg[0] < '0' || arg[0] > '9' || *end || errno)
+		return false;
+	*v = x;
+	return true;
+}
+
+bool cli_parse_jobs(const char *arg, unsigned *jobs)
+{
+	uint64_t j;
+	if (!cli_parse_u64(arg, &j) || j < 1 || j > AS_STRATEGY_JOBS_MAX)
 		return false;
 	*jobs = (unsigned)j;
 	return true;

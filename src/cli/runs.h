@@ -34,6 +34,8 @@ bool cli_is_dir(const char *path);
  * `arg` is not such a number.
  */
 bool cli_parse_jobs(const char *arg, unsigned *jobs);
+/* A decimal number below 2^64 (digits only); false when it is not. */
+bool cli_parse_u64(const char *arg, uint64_t *v);
 
 /*
  * A progress bar on stderr, drawn only when stderr is a terminal, the
