@@ -45,6 +45,8 @@ struct as_problem {
 int as_problem_init(struct as_problem *pb, const struct as_trace *t,
 		    uint16_t space);
 void as_problem_finish(struct as_problem *pb);
+/* log2 of the smallest alignment of the problem's rectangles (0: none). */
+uint8_t as_problem_grain(const struct as_problem *pb);
 
 /*
  * The buffers needing room bucketed by space in one pass (the problems of

@@ -384,12 +384,9 @@ struct as_placer *as_placer_create(const struct as_problem *pb)
 		free(pl);
 		return NULL;
 	}
-	pl->grain = pb->n ? 63 : 0;
-	for (uint32_t i = 0; i < pb->n; i++) {
+	pl->grain = as_problem_grain(pb);
+	for (uint32_t i = 0; i < pb->n; i++)
 		pl->map[pb->r[i].t0] = 1;
-		if (pb->r[i].align_log2 < pl->grain)
-			pl->grain = pb->r[i].align_log2;
-	}
 	uint32_t starts = 0;
 	for (uint32_t t = 0; t <= pb->nsections; t++) {
 		uint32_t here = pl->map[t];

@@ -164,6 +164,15 @@ int as_problem_init_space(struct as_problem *pb, const struct as_trace *t,
 			 sp->first[space + 1] - sp->first[space]);
 }
 
+uint8_t as_problem_grain(const struct as_problem *pb)
+{
+	uint8_t grain = pb->n ? 63 : 0;
+	for (uint32_t i = 0; i < pb->n; i++)
+		if (pb->r[i].align_log2 < grain)
+			grain = pb->r[i].align_log2;
+	return grain;
+}
+
 void as_problem_finish(struct as_problem *pb)
 {
 	free(pb->r);

@@ -35,6 +35,19 @@ struct gaps {
 };
 
 /*
+ * The first offset *at of gap x aligned to 2^lg and the *room from there
+ * to the gap's end; false when no such offset lies in the gap.
+ */
+static bool gap_room_at(const struct gap *x, uint8_t lg, uint64_t *at,
+			uint64_t *room)
+{
+	if (!as_align_up(x->lo, lg, at) || *at - x->lo > x->len)
+		return false;
+	*room = x->len - (*at - x->lo);
+	return true;
+}
+
+/*
  * The room of gap x from its first offset aligned to the smallest
  * alignment: a rectangle larger than that fits nowhere in it. Gaps start
  * where a rectangle ends, mostly unaligned on malloc traces (odd sizes),
@@ -43,10 +56,8 @@ struct gaps {
  */
 static uint64_t gap_room(const struct gaps *G, const struct gap *x)
 {
-	uint64_t a;
-	if (!as_align_up(x->lo, G->grain, &a) || a - x->lo > x->len)
-		return 0;
-	return x->len - (a - x->lo);
+	uint64_t at, room;
+	return gap_room_at(x, G->grain, &at, &room) ? room : 0;
 }
 
 static bool gap_less(const struct gaps *G, int t, uint32_t a, uint32_t b)
@@ -222,10 +233,8 @@ static uint32_t gap_before(const struct gaps *G, uint64_t x)
 static bool gap_fits(const struct gap *x, uint64_t size, uint8_t lg,
 		     uint64_t *at)
 {
-	uint64_t a;
-	if (!as_align_up(x->lo, lg, &a) || a - x->lo > x->len)
-		return false;
-	if (x->len - (a - x->lo) < size)
+	uint64_t a, room;
+	if (!gap_room_at(x, lg, &a, &room) || room < size)
 		return false;
 	*at = a;
 	return true;
@@ -339,10 +348,7 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 	uint32_t k;
 	*err = AS_ENOMEM;
 	G.rng = 0x5eed;
-	G.grain = n ? 63 : 0;
-	for (uint32_t i = 0; i < n; i++)
-		if (pb->r[i].align_log2 < G.grain)
-			G.grain = pb->r[i].align_log2;
+	G.grain = as_problem_grain(pb);
 	G.by_size = fit == AS_FIT_BEST && !obst;
 	G.cap = 1024;
 	G.g = calloc(G.cap, sizeof(*G.g));
