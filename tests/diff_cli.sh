@@ -91,6 +91,19 @@ grep_out "the_missing_row_is_listed" "^only in base .*recorded"
 expect 1 "fail_missing_fails_rows_missing_from_new" \
 	"$exe" diff "$tmp/base.json" "$tmp/one.json" --fail-missing
 
+# Baselines left out at the default set's step limit are named, not compared;
+# only --fail-missing fails a plan the base had and the new run lacks.
+"$exe" replay $fx/recorded-worse.csv --step-limit 1 --json "$tmp/lo.json" \
+	>/dev/null 2>&1
+expect 0 "baselines_left_out_at_the_step_limit_do_not_fail" \
+	"$exe" diff "$tmp/base.json" "$tmp/lo.json"
+grep_out "a_left_out_baseline_is_named" \
+	"^left out in new .*recorded-worse.csv .*bestfit .*left out"
+grep_out "the_counts_name_the_left_out_rows" "3 left out$"
+expect 1 "fail_missing_fails_a_plan_left_out_in_new" \
+	"$exe" diff "$tmp/base.json" "$tmp/lo.json" --fail-missing
+grep_out "the_verdict_counts_them_missing" "3 missing from NEW"
+
 # Traces replayed from another directory still match by file name.
 (cd tests && "$exe" replay diff/recorded-worse.csv --json "$tmp/elsewhere.json" \
 	>/dev/null)

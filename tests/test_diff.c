@@ -216,6 +216,58 @@ static void missing_fails_makes_rows_missing_from_new_fail(void)
 	as_results_destroy(b);
 }
 
+/* A strategy replay left out at its step limit: a row with no plan. */
+static void left_out(struct as_results *r, const char *trace,
+		     const char *strat)
+{
+	struct as_result_row x = {.trace = trace, .strategy = strat,
+				  .valid = true, .left_out = true};
+	if (as_results_add(r, &x) != AS_OK) {
+		printf("Bail out! out of memory\n");
+		exit(1);
+	}
+}
+
+static void a_strategy_left_out_at_the_step_limit_is_named_not_compared(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "x.ops", "bestfit", 100, 10, true, 0, 1);
+	row(a, "x.ops", "greedy-size", 100, 10, true, 0, 1);
+	left_out(a, "x.ops", "greedy-breadth");
+	left_out(a, "x.ops", "strip");
+	left_out(b, "x.ops", "bestfit");
+	row(b, "x.ops", "greedy-size", 100, 10, true, 0, 1);
+	row(b, "x.ops", "greedy-breadth", 100, 10, true, 0, 1);
+	left_out(b, "x.ops", "strip");
+	struct as_comparison *c = cmp(a, b, NULL);
+	const struct as_compare_row *bf = find(c, "x.ops", "bestfit");
+	CHECK(bf->status == AS_CH_LEFT_OUT);
+	CHECK(bf->base != NULL && bf->new_ != NULL);
+	CHECK(!as_compare_row_paired(bf));
+	CHECK(find(c, "x.ops", "greedy-breadth")->status ==
+	      AS_CH_LEFT_OUT_BASE);
+	CHECK(find(c, "x.ops", "greedy-size")->status == AS_CH_SAME);
+	CHECK(find(c, "x.ops", "strip")->status == AS_CH_LEFT_OUT);
+	char buf[48];
+	CHECK_STR(as_compare_value(c, bf, true, buf, sizeof(buf)), "left out");
+	CHECK_STR(as_compare_value(c, bf, false, buf, sizeof(buf)), "100");
+	CHECK(!as_comparison_failed(c));
+	as_comparison_destroy(c);
+
+	/* With --fail-missing only a plan BASE had and NEW lacks fails. */
+	struct as_compare_options o;
+	as_compare_defaults(&o);
+	o.missing_fails = true;
+	c = cmp(a, b, &o);
+	CHECK(as_compare_row_fails(c, find(c, "x.ops", "bestfit")));
+	CHECK(!as_compare_row_fails(c, find(c, "x.ops", "strip")));
+	CHECK(!as_compare_row_fails(c, find(c, "x.ops", "greedy-breadth")));
+	CHECK_EQ_U64(c->nfailing, 1);
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
 static void a_plan_that_became_invalid_fails_even_when_smaller(void)
 {
 	struct as_results *a = set(), *b = set();
@@ -446,6 +498,29 @@ static void the_runs_shape_reads(void)
 	as_results_destroy(r);
 }
 
+static void a_runs_left_out_member_reads_as_rows_without_plans(void)
+{
+	static const char text[] =
+		"{\"trace\": {\"name\": \"a.csv\", \"lower_bound\": 5}, "
+		"\"results\": [{\"strategy\": \"strip\", \"peak\": 5, "
+		"\"valid\": true}],\n"
+		"\"left_out\": {\"step_limit\": 50, \"strategies\": "
+		"[\"greedy-size\", \"bestfit\"]}}\n";
+	struct as_results *r = set();
+	struct as_diag d;
+	CHECK(as_results_parse(r, "lo.json", text, strlen(text), &d) ==
+	      AS_OK);
+	CHECK_EQ_U64(r->nrows, 3);
+	if (r->nrows == 3) {
+		CHECK(!r->rows[0].left_out);
+		CHECK_STR(r->rows[1].strategy, "greedy-size");
+		CHECK(r->rows[1].left_out && r->rows[2].left_out);
+		CHECK_STR(r->rows[2].trace, "a.csv");
+		CHECK_EQ_U64(r->rows[2].lower_bound, 5);
+	}
+	as_results_destroy(r);
+}
+
 static void peaks_above_2_to_the_53_read_exactly(void)
 {
 	static const char text[] =
@@ -498,6 +573,12 @@ static void bad_result_files_name_the_problem_and_line(void)
 		  "\"valid\": true}]}",
 		  "results[0].peak: expected a non-negative integer (up to "
 		  "2^64 - 1)", 2);
+	check_bad("{\"trace\": {\"name\": \"x\"}, \"results\": [],\n"
+		  "\"left_out\": {\"strategies\": [\"a\",\n 7]}}",
+		  "left_out.strategies[1]: expected a strategy name", 3);
+	check_bad("{\"trace\": {\"name\": \"x\"}, \"results\": [],\n"
+		  "\"left_out\": {\"step_limit\": 5}}",
+		  "left_out.strategies: expected an array", 2);
 	check_bad("{\"trace\": {\"name\": \"x\"}, \"results\": [\n"
 		  "{\"strategy\": \"s\", \"peak\": 1, \"valid\": \"yes\"}]}",
 		  "results[0].valid: expected true or false", 2);
@@ -737,6 +818,7 @@ int main(void)
 	TEST_RUN(growth_within_max_regress_is_worse_but_passes);
 	TEST_RUN(missing_rows_are_reported_on_both_sides_without_failing);
 	TEST_RUN(missing_fails_makes_rows_missing_from_new_fail);
+	TEST_RUN(a_strategy_left_out_at_the_step_limit_is_named_not_compared);
 	TEST_RUN(a_plan_that_became_invalid_fails_even_when_smaller);
 	TEST_RUN(an_invalid_base_plan_made_valid_is_fixed);
 	TEST_RUN(a_smaller_peak_with_more_failed_allocations_fails);
@@ -748,6 +830,7 @@ int main(void)
 	TEST_RUN(metric_names_round_trip_and_unknown_ones_fail);
 	TEST_RUN(the_single_trace_shape_reads);
 	TEST_RUN(the_runs_shape_reads);
+	TEST_RUN(a_runs_left_out_member_reads_as_rows_without_plans);
 	TEST_RUN(peaks_above_2_to_the_53_read_exactly);
 	TEST_RUN(bad_result_files_name_the_problem_and_line);
 	TEST_RUN(truncated_and_corrupted_files_fail_cleanly);

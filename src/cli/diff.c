@@ -211,17 +211,15 @@ static int width_of(const char *s, int cap)
 }
 
 static void print_row(const struct as_comparison *c,
-		      const struct as_compare_row *r, int tw, int sw)
+		      const struct as_compare_row *r, int stw, int tw, int sw)
 {
 	enum as_metric m = c->opts.metric;
-	char bv[48] = "-", nv[48] = "-", ch[64] = "-", pct[48] = "-";
+	char bbuf[48], nbuf[48], ch[64] = "-", pct[48] = "-";
 	char strat[160];
 	const char *trace = r->base ? r->base->trace : r->new_->trace;
-	if (r->base)
-		as_metric_format(m, r->base_value, bv, sizeof(bv));
-	if (r->new_)
-		as_metric_format(m, r->new_value, nv, sizeof(nv));
-	if (r->base && r->new_) {
+	const char *bv = as_compare_value(c, r, false, bbuf, sizeof(bbuf));
+	const char *nv = as_compare_value(c, r, true, nbuf, sizeof(nbuf));
+	if (as_compare_row_paired(r)) {
 		char abs[48];
 		as_metric_format(m, fabs(r->change), abs, sizeof(abs));
 		snprintf(ch, sizeof(ch), "%s%s",
@@ -243,9 +241,9 @@ static void print_row(const struct as_comparison *c,
 	if (as_compare_row_fails(c, r))
 		for (char *p = status; *p; p++)
 			*p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
-	printf("%-12s %-*s %-*s %12s %12s %12s %9s", status, tw, trace, sw,
-	       strat, bv, nv, ch, pct);
-	if (r->base && r->new_ && r->base->failed != r->new_->failed)
+	printf("%-*s %-*s %-*s %12s %12s %12s %9s", stw, status, tw, trace,
+	       sw, strat, bv ? bv : "-", nv ? nv : "-", ch, pct);
+	if (as_compare_row_paired(r) && r->base->failed != r->new_->failed)
 		printf("  failed %llu -> %llu",
 		       (unsigned long long)r->base->failed,
 		       (unsigned long long)r->new_->failed);
@@ -263,9 +261,11 @@ static int print_comparison(const struct as_comparison *c, bool all)
 		fputs("allocscope diff: out of memory\n", stderr);
 		return EXIT_USAGE;
 	}
-	int tw = 5, sw = 8;
+	int stw = 12, tw = 5, sw = 8;
 	for (size_t i = 0; i < c->nrows; i++) {
 		const struct as_compare_row *r = &c->rows[i];
+		int st = width_of(as_change_name(r->status), 31);
+		stw = st > stw ? st : stw;
 		const char *t = r->base ? r->base->trace : r->new_->trace;
 		const char *s = r->base ? r->base->strategy : r->new_->strategy;
 		int w = width_of(t, 48), v = width_of(s, 40);
@@ -289,25 +289,33 @@ static int print_comparison(const struct as_comparison *c, bool all)
 		       as_metric_name(m), c->opts.max_regress_pct);
 	size_t hidden = all ? 0 : c->count[AS_CH_SAME];
 	if (hidden < c->nrows)
-		printf("%-12s %-*s %-*s %12s %12s %12s %9s\n", "status", tw,
+		printf("%-*s %-*s %-*s %12s %12s %12s %9s\n", stw, "status", tw,
 		       "trace", sw, "strategy", "base", "new", "change",
 		       "change%");
 	for (size_t k = 0; k < c->nrows; k++) {
 		const struct as_compare_row *r = &c->rows[order[k]];
 		if (all || r->status != AS_CH_SAME)
-			print_row(c, r, tw, sw);
+			print_row(c, r, stw, tw, sw);
 	}
 	if (hidden)
 		printf("(%zu unchanged rows not listed; --all lists them)\n",
 		       hidden);
 	printf("\n%zu rows: %zu regressed, %zu invalid, %zu more failed, %zu "
 	       "worse within threshold, %zu better, %zu fixed, %zu same, %zu "
-	       "only in base, %zu only in new\n",
+	       "only in base, %zu only in new",
 	       c->nrows, c->count[AS_CH_REGRESSED], c->count[AS_CH_INVALID],
 	       c->count[AS_CH_MORE_FAILED], c->count[AS_CH_WORSE],
 	       c->count[AS_CH_BETTER], c->count[AS_CH_FIXED],
 	       c->count[AS_CH_SAME], c->count[AS_CH_ONLY_BASE],
 	       c->count[AS_CH_ONLY_NEW]);
+	size_t left_out = c->count[AS_CH_LEFT_OUT] +
+			  c->count[AS_CH_LEFT_OUT_BASE];
+	if (left_out)
+		printf(", %zu left out\n%zu rows left out: stopped at the "
+		       "default set's step limit, not compared (replay "
+		       "--step-limit 0 runs them to the end)",
+		       left_out, left_out);
+	putchar('\n');
 	if (c->count[AS_CH_TRACE_CHANGED])
 		printf("%zu rows of traces whose content changed (lower bound, "
 		       "buffers or events): not compared; regenerate the base\n",
@@ -319,7 +327,9 @@ static int print_comparison(const struct as_comparison *c, bool all)
 		       c->count[AS_CH_INVALID], c->count[AS_CH_MORE_FAILED]);
 		if (c->opts.missing_fails)
 			printf(", %zu missing from NEW",
-			       c->count[AS_CH_ONLY_BASE]);
+			       c->nfailing - c->count[AS_CH_REGRESSED] -
+				       c->count[AS_CH_INVALID] -
+				       c->count[AS_CH_MORE_FAILED]);
 		putchar('\n');
 	}
 	else

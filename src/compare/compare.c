@@ -72,6 +72,8 @@ static const char *const change_names[] = {
 	[AS_CH_FIXED] = "fixed",
 	[AS_CH_TRACE_CHANGED] = "trace changed",
 	[AS_CH_ONLY_BASE] = "only in base",
+	[AS_CH_LEFT_OUT] = "left out in new",
+	[AS_CH_LEFT_OUT_BASE] = "left out in base",
 	[AS_CH_ONLY_NEW] = "only in new",
 };
 
@@ -89,8 +91,24 @@ bool as_change_fails(enum as_change c)
 bool as_compare_row_fails(const struct as_comparison *c,
 			  const struct as_compare_row *r)
 {
-	return as_change_fails(r->status) ||
-	       (c->opts.missing_fails && r->status == AS_CH_ONLY_BASE);
+	bool missing = r->status == AS_CH_ONLY_BASE ||
+		       (r->status == AS_CH_LEFT_OUT && r->base &&
+			!r->base->left_out);
+	return as_change_fails(r->status) || (c->opts.missing_fails && missing);
+}
+
+const char *as_compare_value(const struct as_comparison *c,
+			     const struct as_compare_row *r, bool new_side,
+			     char *buf, size_t len)
+{
+	const struct as_result_row *x = new_side ? r->new_ : r->base;
+	if (!x)
+		return NULL;
+	if (x->left_out)
+		return "left out";
+	return as_metric_format(c->opts.metric,
+				new_side ? r->new_value : r->base_value, buf,
+				len);
 }
 
 void as_compare_defaults(struct as_compare_options *o)
@@ -329,6 +347,22 @@ static void classify(const struct as_compare_options *o,
 		r->status = AS_CH_MORE_FAILED;
 }
 
+/* A row with a plan on one side at most: missing, or left out. */
+static void unpaired(const struct as_compare_options *o,
+		     struct as_compare_row *r)
+{
+	if (r->base) /* 0 for a row left out */
+		r->base_value = metric_value(o->metric, r->base);
+	if (r->new_)
+		r->new_value = metric_value(o->metric, r->new_);
+	if (r->new_ && r->new_->left_out)
+		r->status = AS_CH_LEFT_OUT;
+	else if (r->base && r->base->left_out)
+		r->status = AS_CH_LEFT_OUT_BASE;
+	else
+		r->status = r->new_ ? AS_CH_ONLY_NEW : AS_CH_ONLY_BASE;
+}
+
 int as_compare(const struct as_results *base, const struct as_results *new_,
 	       const struct as_compare_options *opts,
 	       struct as_comparison **out)
@@ -362,21 +396,18 @@ int as_compare(const struct as_results *base, const struct as_results *new_,
 	for (size_t i = 0; i < base->nrows; i++) {
 		struct as_compare_row *r = &c->rows[c->nrows++];
 		r->base = &base->rows[i];
-		if (mb[i] == SIZE_MAX) {
-			r->status = AS_CH_ONLY_BASE;
-			r->base_value = metric_value(o.metric, r->base);
-		} else {
-			r->new_ = &new_->rows[mb[i]];
+		r->new_ = mb[i] == SIZE_MAX ? NULL : &new_->rows[mb[i]];
+		if (as_compare_row_paired(r))
 			classify(&o, r);
-		}
+		else
+			unpaired(&o, r);
 	}
 	for (size_t i = 0; i < new_->nrows; i++) {
 		if (mn[i] != SIZE_MAX)
 			continue;
 		struct as_compare_row *r = &c->rows[c->nrows++];
 		r->new_ = &new_->rows[i];
-		r->new_value = metric_value(o.metric, r->new_);
-		r->status = AS_CH_ONLY_NEW;
+		unpaired(&o, r);
 	}
 	for (size_t i = 0; i < c->nrows; i++) {
 		c->count[c->rows[i].status]++;
@@ -416,10 +447,12 @@ static int group_of(const struct as_comparison *c,
 	case AS_CH_WORSE:
 		return 1;
 	case AS_CH_ONLY_BASE:
+	case AS_CH_LEFT_OUT:
 		return 2;
 	case AS_CH_TRACE_CHANGED:
 		return 3;
 	case AS_CH_ONLY_NEW:
+	case AS_CH_LEFT_OUT_BASE:
 		return 4;
 	case AS_CH_BETTER:
 		return 5;

@@ -46,15 +46,13 @@ static void md_row(FILE *f, const struct as_comparison *c,
 	fputs("` | ", f);
 	md_strategy(f, r);
 	fputs(" | ", f);
-	fputs(r->base ? as_metric_format(m, r->base_value, buf, sizeof(buf))
-		      : "—",
-	      f);
+	const char *v = as_compare_value(c, r, false, buf, sizeof(buf));
+	fputs(v ? v : "—", f);
 	fputs(" | ", f);
-	fputs(r->new_ ? as_metric_format(m, r->new_value, buf, sizeof(buf))
-		      : "—",
-	      f);
+	v = as_compare_value(c, r, true, buf, sizeof(buf));
+	fputs(v ? v : "—", f);
 	fputs(" | ", f);
-	if (r->base && r->new_) {
+	if (as_compare_row_paired(r)) {
 		as_metric_format(m, fabs(r->change), buf, sizeof(buf));
 		fprintf(f, "%s%s | ",
 			r->change > 0 ? "+" : r->change < 0 ? "-" : "", buf);
@@ -66,7 +64,7 @@ static void md_row(FILE *f, const struct as_comparison *c,
 		fputs("— | — |", f);
 	}
 	const char *sep = " ";
-	if (r->base && r->new_ && r->new_->failed != r->base->failed) {
+	if (as_compare_row_paired(r) && r->new_->failed != r->base->failed) {
 		fprintf(f, "%sfailed %llu → %llu", sep,
 			(unsigned long long)r->base->failed,
 			(unsigned long long)r->new_->failed);
@@ -99,12 +97,19 @@ int as_comparison_write_markdown(const struct as_comparison *c, FILE *f,
 	fprintf(f, "%zu rows: %zu regressed, %zu invalid, %zu with more "
 		   "failed allocations, %zu worse within the threshold, %zu "
 		   "better, %zu fixed, %zu unchanged, %zu only in base, %zu "
-		   "only in new.\n\n",
+		   "only in new",
 		c->nrows, c->count[AS_CH_REGRESSED], c->count[AS_CH_INVALID],
 		c->count[AS_CH_MORE_FAILED], c->count[AS_CH_WORSE],
 		c->count[AS_CH_BETTER], c->count[AS_CH_FIXED],
 		c->count[AS_CH_SAME], c->count[AS_CH_ONLY_BASE],
 		c->count[AS_CH_ONLY_NEW]);
+	size_t left_out = c->count[AS_CH_LEFT_OUT] +
+			  c->count[AS_CH_LEFT_OUT_BASE];
+	if (left_out)
+		fprintf(f, ", %zu left out at the default set's step limit "
+			   "(not compared)",
+			left_out);
+	fputs(".\n\n", f);
 	if (c->count[AS_CH_TRACE_CHANGED])
 		fprintf(f, "%zu rows are of traces whose content changed "
 			   "(lower bound, buffers or events): not compared; "

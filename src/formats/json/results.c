@@ -77,7 +77,42 @@ static int read_result(struct as_jctx *c, const cJSON *o,
 	return AS_OK;
 }
 
-/* One {"trace": {...}, "results": [...]} object. */
+/*
+ * A run's "left_out": {"step_limit": N, "strategies": ["bestfit", ...]}, the
+ * strategies replay left out at the default set's step limit: a row each,
+ * with no plan (the limit itself is not compared).
+ */
+static int read_left_out(struct as_jctx *c, const cJSON *lo,
+			 const struct rtrace *tr)
+{
+	if (!cJSON_IsObject(lo))
+		return as_json_fail(c, NULL, "expected an object");
+	const cJSON *names = cJSON_GetObjectItemCaseSensitive(lo, "strategies");
+	if (!cJSON_IsArray(names))
+		return as_json_fail(c, "strategies", "expected an array of "
+						    "strategy names");
+	as_json_push(c, "strategies", 0);
+	int i = 0;
+	const cJSON *name;
+	cJSON_ArrayForEach(name, names) {
+		as_json_push(c, NULL, i++);
+		if (!cJSON_IsString(name))
+			return as_json_fail(c, NULL, "expected a strategy name");
+		struct as_result_row row = {
+			.trace = tr->name, .strategy = name->valuestring,
+			.events = tr->events, .buffers = tr->buffers,
+			.lower_bound = tr->lower_bound, .valid = true,
+			.left_out = true};
+		if (as_results_add(c->out, &row) != AS_OK)
+			return as_diag_set(c->diag, 0, AS_ENOMEM,
+					   "out of memory");
+		c->depth--;
+	}
+	c->depth--;
+	return AS_OK;
+}
+
+/* One {"trace": {...}, "results": [...], "left_out": {...}?} object. */
 static int read_run(struct as_jctx *c, const cJSON *run)
 {
 	if (!cJSON_IsObject(run))
@@ -112,6 +147,13 @@ static int read_run(struct as_jctx *c, const cJSON *run)
 		c->depth--;
 	}
 	c->depth--;
+	const cJSON *lo = cJSON_GetObjectItemCaseSensitive(run, "left_out");
+	if (lo) {
+		as_json_push(c, "left_out", 0);
+		if ((err = read_left_out(c, lo, &info)))
+			return err;
+		c->depth--;
+	}
 	return AS_OK;
 }
 

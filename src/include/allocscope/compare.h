@@ -30,6 +30,12 @@ struct as_result_row {
 	uint64_t violations;
 	uint64_t failed;
 	double plan_ms;
+	/*
+	 * No plan: `replay` left the strategy out, stopped at the default
+	 * set's step limit (its run's "left_out" in the JSON). Its peak and
+	 * counts are 0 and it is never compared by value.
+	 */
+	bool left_out;
 };
 
 struct as_results {
@@ -124,12 +130,18 @@ enum as_change {
 	AS_CH_TRACE_CHANGED, /* the trace itself differs (lower bound, buffers
 				or events): the rows are not comparable */
 	AS_CH_ONLY_BASE,     /* no matching row in NEW */
-	AS_CH_ONLY_NEW,      /* no matching row in BASE */
+	AS_CH_LEFT_OUT,      /* NEW left it out at its step limit: no plan to
+				compare (BASE may have one, or none) */
+	AS_CH_LEFT_OUT_BASE, /* BASE left it out at its step limit */
+	AS_CH_ONLY_NEW,      /* no matching row in BASE (the last) */
 };
 
 struct as_comparison;
 struct as_compare_row;
-/* Whether row `r` of `c` fails it (as_change_fails, or missing_fails). */
+/*
+ * Whether row `r` of `c` fails it: as_change_fails, or with missing_fails a
+ * plan of BASE that NEW lacks (no row, or left out).
+ */
 bool as_compare_row_fails(const struct as_comparison *c,
 			  const struct as_compare_row *r);
 
@@ -147,6 +159,20 @@ struct as_compare_row {
 	bool pct_infinite;                 /* base 0, new above 0 */
 	enum as_change status;
 };
+
+/* Whether both sides of r have a plan, so that it shows a change. */
+static inline bool as_compare_row_paired(const struct as_compare_row *r)
+{
+	return r->base && r->new_ && !r->base->left_out && !r->new_->left_out;
+}
+
+/*
+ * One side of row r as reports show it: the metric formatted into buf,
+ * "left out", or NULL when that side has no row.
+ */
+const char *as_compare_value(const struct as_comparison *c,
+			     const struct as_compare_row *r, bool new_side,
+			     char *buf, size_t len);
 
 struct as_comparison {
 	struct as_compare_options opts;    /* with defaults resolved */
