@@ -135,6 +135,28 @@ static void without_specs_the_default_set_is_planned_in_registry_order(void)
 	CHECK(all_freed());
 }
 
+static void a_step_limit_leaves_the_baselines_out_in_their_slots(void)
+{
+	/* One step: every exact baseline stops; with -s and no limit, none. */
+	const char *specs[] = {"bestfit", "bfc", "greedy-size"};
+	struct doc d = {0};
+	struct as_diag diag = {0};
+	struct doc_opts o = {.limit_set = true, .step_limit = 1};
+	CHECK(doc_load(&d, small_csv, specs, 3, &o, &diag) == AS_OK);
+	doc_wait(&d, SIZE_MAX);
+	CHECK(doc_left_out(&d.s[0]) && !d.s[0].plan);
+	CHECK(d.s[1].plan && !doc_left_out(&d.s[1]));
+	CHECK(doc_left_out(&d.s[2]));
+	CHECK(doc_first_error(&d) == NULL); /* left out is no failure */
+	doc_finish(&d);
+	CHECK(doc_load(&d, small_csv, specs, 3, NULL, &diag) == AS_OK);
+	doc_wait(&d, SIZE_MAX);
+	for (size_t i = 0; i < d.ns; i++)
+		CHECK(d.s[i].plan && !doc_left_out(&d.s[i]));
+	doc_finish(&d);
+	CHECK(all_freed());
+}
+
 static void a_failing_strategy_reports_in_its_slot_and_keeps_the_others(void)
 {
 	const char *specs[] = {"bfc", "nosuch", "greedy-size:order=nope",
@@ -219,6 +241,7 @@ int main(void)
 	write_trace(big_csv, 3000, seed + 1);
 	TEST_RUN(plans_arrive_in_their_spec_slots_cheapest_first_strip_last);
 	TEST_RUN(without_specs_the_default_set_is_planned_in_registry_order);
+	TEST_RUN(a_step_limit_leaves_the_baselines_out_in_their_slots);
 	TEST_RUN(a_failing_strategy_reports_in_its_slot_and_keeps_the_others);
 	TEST_RUN(a_trace_that_fails_to_load_leaves_the_doc_alone);
 	TEST_RUN(letting_go_of_a_held_doc_frees_it_without_planning_more);

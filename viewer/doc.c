@@ -242,6 +242,8 @@ int doc_load(struct doc *d, const char *path, const char *const *specs,
 		specs = all;
 		j->hooks.step_limit = as_strategy_step_limit(j->t);
 	}
+	if (o && o->limit_set)
+		j->hooks.step_limit = o->step_limit;
 	if (nspecs == 0) {
 		snprintf(diag->file, sizeof(diag->file), "%s", path);
 		diag->line = 0;

@@ -21,9 +21,12 @@ static const char usage_text[] =
 	"                       [--script FILE] [--screenshot FILE]\n"
 	"                       [--frames N] [--bench-frames N]\n"
 	"                       [--compare] [--save-dir DIR] [--time-startup]\n"
+	"                       [--step-limit N]\n"
 	"\n"
 	"SPEC is NAME[:key=value[,key=value]...]; without -s the default set\n"
-	"is shown (as allocscope replay runs it). --script, --screenshot,\n"
+	"is shown (as allocscope replay runs it), its exact baselines left\n"
+	"out past their step limit (--step-limit N sets it, 0: none; with -s\n"
+	"there is none unless given). --script, --screenshot,\n"
 	"--frames and --bench-frames run without a person and exit; without\n"
 	"a display they use SDL's dummy video driver, and wait for every plan\n"
 	"before they start. Otherwise the window opens once the trace is read\n"
@@ -40,12 +43,13 @@ static int usage_error(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
-static bool parse_count(const char *s, long max, long *out)
+static bool parse_count(const char *s, uint64_t min, uint64_t max,
+			uint64_t *out)
 {
 	char *end;
 	errno = 0;
-	long x = strtol(s, &end, 10);
-	if (errno || end == s || *end || x < 1 || x > max)
+	unsigned long long x = strtoull(s, &end, 10);
+	if (s[0] < '0' || s[0] > '9' || errno || *end || x < min || x > max)
 		return false;
 	*out = x;
 	return true;
@@ -299,7 +303,7 @@ int main(int argc, char **argv)
 	struct viewer v = {0};
 	bool time_startup = false;
 	const char *trace = NULL, *script_path = NULL, *screenshot = NULL;
-	long frames = 0, bench_frames = 0;
+	uint64_t frames = 0, bench_frames = 0;
 	int w = 1280, h = 800 + STATUS_H;
 	enum as_color_by color_by = AS_COLOR_BUFFER;
 	for (int i = 1; i < argc; i++) {
@@ -335,15 +339,22 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--save-dir") == 0 && more) {
 			snprintf(v.save_dir, sizeof(v.save_dir), "%s", argv[++i]);
 		} else if (strcmp(a, "--frames") == 0 && more) {
-			if (!parse_count(argv[++i], 1000000, &frames))
+			if (!parse_count(argv[++i], 1, 1000000, &frames))
 				return usage_error("--frames wants a count from "
 						   "1 to 1000000, not '%s'",
 						   argv[i]);
 		} else if (strcmp(a, "--bench-frames") == 0 && more) {
-			if (!parse_count(argv[++i], 100000, &bench_frames))
+			if (!parse_count(argv[++i], 1, 100000, &bench_frames))
 				return usage_error("--bench-frames wants a count "
 						   "from 1 to 100000, not '%s'",
 						   argv[i]);
+		} else if (strcmp(a, "--step-limit") == 0 && more) {
+			if (!parse_count(argv[++i], 0, UINT64_MAX,
+					 &v.load.step_limit))
+				return usage_error("--step-limit wants a number "
+						   "of steps (0: none), not "
+						   "'%s'", argv[i]);
+			v.load.limit_set = true;
 		} else if (a[0] == '-' && a[1]) {
 			return usage_error("unknown or incomplete option '%s'",
 					   a);
@@ -382,7 +393,7 @@ int main(int argc, char **argv)
 	 * for every plan (and fail on the first failure, in spec order), as
 	 * when they were planned here before the window. Wake-ups only once
 	 * SDL is up (doc_wake below): SDL_Init sets up the queue they go to. */
-	int err = doc_load(&v.doc, trace, v.specs, v.nspecs, NULL, &d);
+	int err = doc_load(&v.doc, trace, v.specs, v.nspecs, &v.load, &d);
 	const struct strat *failed = NULL;
 	if (!err && batch) {
 		doc_wait(&v.doc, SIZE_MAX);
@@ -476,12 +487,12 @@ int main(int argc, char **argv)
 	}
 	if (script_path && (status = script_play(&sc, &v, frame, shot)) != 0)
 		goto out;
-	for (long i = 0; i < frames && !v.quit; i++) {
+	for (uint64_t i = 0; i < frames && !v.quit; i++) {
 		v.dirty = true;
 		if ((status = frame(&v)) != 0)
 			goto out;
 	}
-	if (bench_frames && (status = bench(&v, bench_frames)) != 0)
+	if (bench_frames && (status = bench(&v, (long)bench_frames)) != 0)
 		goto out;
 	if (screenshot && (status = shot(&v, screenshot)) != 0)
 		goto out;

@@ -592,7 +592,8 @@ static void open_trace(struct viewer *v, const char *path)
 	struct doc n;
 	struct as_diag d = {0};
 	char buf[1024];
-	struct doc_opts o = {.wake = v->wake};
+	struct doc_opts o = v->load;
+	o.wake = v->wake;
 	int err = doc_load(&n, path, v->specs, v->nspecs, &o, &d);
 	if (!err && v->batch) {
 		/* Batch runs stay deterministic: every plan, or the first

@@ -57,10 +57,14 @@ struct doc {
 };
 
 /* How a doc plans: `wake`, an SDL event type posted after each plan (0:
- * none); `hold`, start with no strategy allowed (tests: doc_allow). */
+ * none); `hold`, start with no strategy allowed (tests: doc_allow);
+ * `step_limit` for the exact baselines when `limit_set` (0: none), else
+ * the default set's without specs and none with them (as replay). */
 struct doc_opts {
 	uint32_t wake;
 	bool hold;
+	bool limit_set;
+	uint64_t step_limit;
 };
 
 /*
@@ -104,6 +108,7 @@ struct viewer {
 	struct doc doc;
 	const char *specs[MAX_SPECS];
 	size_t nspecs;
+	struct doc_opts load; /* how a load plans (--step-limit) */
 
 	/* What is drawn: one strategy, or all of them stacked (compare). */
 	size_t cur;
