@@ -18,7 +18,17 @@ benchmark (tests/bench/place_bench.sh). Deterministic for a given seed.
                          neighbouring stages overlapping by a fifth, and
                          the model's long-lived tensors (weights, optimiser
                          state) live from their stage's first use to the
-                         end of the program.
+                         end of the program;
+  transformer N MODEL [SEED] the training step of a decoder-only
+                         transformer with real shapes (MODEL: gpt2,
+                         gpt2-medium, llama-1b), one operator a time step,
+                         bf16: weights, gradient accumulators and Adam's
+                         state live throughout; micro-batch after
+                         micro-batch (gradient accumulation, sequence
+                         lengths from padding buckets 256-1024) until at
+                         least N tensors, each forward saving what backward
+                         reads and backward freeing it in reverse, with
+                         short-lived workspaces beside the matrix products.
 """
 import csv
 import random
@@ -78,6 +88,108 @@ def compiler(n, path, rng, out):
             k += 1
 
 
+# layers, model width, heads, feed-forward width, vocabulary, micro-batch
+TRANSFORMERS = {
+    "gpt2": (12, 768, 12, 3072, 50257, 8),
+    "gpt2-medium": (24, 1024, 16, 4096, 50257, 4),
+    "llama-1b": (16, 2048, 32, 8192, 32000, 2),
+}
+
+
+def transformer(n, model, rng, out):
+    layers, d, heads, ff, vocab, batch = TRANSFORMERS[model]
+    bf16, fp32 = 2, 4
+    rows = []          # [lo, hi, size]; hi None while live
+    t = [1]            # time 0: the program's inputs
+
+    def new(size, lo=None):
+        rows.append([t[0] if lo is None else lo, None, size])
+        return len(rows) - 1
+
+    def free(*ids):
+        for i in ids:
+            rows[i][1] = t[0]
+
+    def op(*outs):
+        """One operator: its outputs, a workspace beside a product."""
+        ids = [new(s) for s in outs]
+        t[0] += 1
+        return ids
+
+    def matmul(m, k, nn):
+        ws = new(rng.choice([4, 8, 16, 32]) << 20)
+        (y,) = op(m * nn * bf16)
+        free(ws)
+        return y
+
+    # Program inputs: weights, gradient accumulators, Adam's m and v.
+    shapes = [vocab * d, 2 * d]                  # embedding, final norm
+    for _ in range(layers):
+        shapes += [d * 3 * d, 3 * d, d * d, d, d * ff, ff, ff * d, d,
+                   2 * d, 2 * d]
+    for sz in shapes:
+        for b in (bf16, fp32, fp32, fp32):
+            new(sz * b, lo=0)
+    while len(rows) < n:
+        seq = rng.choice([256, 512, 768, 1024])
+        bs = batch * seq
+        (tok,) = op(bs * 8)
+        (x,) = op(bs * d * bf16)                 # embedding
+        saved = []
+        for _ in range(layers):
+            (st1,) = op(bs * fp32 * 2)          # layer norm statistics
+            (ln1,) = op(bs * d * bf16)
+            qkv = matmul(bs, d, 3 * d)
+            (scores,) = op(batch * heads * seq * seq * bf16)
+            (probs,) = op(batch * heads * seq * seq * bf16)
+            free(scores)
+            ctx = matmul(bs, seq, d)
+            ao = matmul(bs, d, d)
+            (x2,) = op(bs * d * bf16)
+            free(ao)
+            (st2,) = op(bs * fp32 * 2)
+            (ln2,) = op(bs * d * bf16)
+            h = matmul(bs, d, ff)
+            (g,) = op(bs * ff * bf16)
+            f = matmul(bs, ff, d)
+            (x3,) = op(bs * d * bf16)
+            free(f)
+            saved.append((x, st1, ln1, qkv, probs, ctx, x2, st2, ln2, h, g))
+            x = x3
+        (lnf,) = op(bs * d * bf16)
+        logits = matmul(bs, d, vocab)
+        (loss,) = op(fp32)
+        (dlogits,) = op(bs * vocab * bf16)
+        free(logits, loss)
+        dx = matmul(bs, vocab, d)
+        free(dlogits, lnf, x)
+        for (x, st1, ln1, qkv, probs, ctx, x2, st2, ln2, h, g) in reversed(
+                saved):
+            dg = matmul(bs, d, ff)
+            free(g)
+            (dh,) = op(bs * ff * bf16)
+            free(dg, h)
+            dln2 = matmul(bs, ff, d)
+            free(dh, ln2)
+            (dx2,) = op(bs * d * bf16)
+            free(dln2, x2, st2, dx)
+            dctx = matmul(bs, d, d)
+            (dprobs,) = op(batch * heads * seq * seq * bf16)
+            (dscores,) = op(batch * heads * seq * seq * bf16)
+            free(dprobs, probs)
+            (dqkv,) = op(bs * 3 * d * bf16)
+            free(dscores, dctx, ctx, qkv)
+            dln1 = matmul(bs, 3 * d, d)
+            free(dqkv, ln1)
+            (dx,) = op(bs * d * bf16)
+            free(dln1, dx2, st1, x)
+        free(dx, tok)
+    t[0] += 1
+    for k, (lo, hi, size) in enumerate(rows):
+        out.write("%d,%d,%d,%d\n" % (k, lo, t[0] if hi is None else hi,
+                                       size))
+
+
 def main():
     a = sys.argv[1:]
     if len(a) < 2:
@@ -93,6 +205,9 @@ def main():
     elif kind == "compiler":
         compiler(n, a[2], random.Random(int(a[3]) if len(a) > 3 else 1),
                  out)
+    elif kind == "transformer" and len(a) > 2 and a[2] in TRANSFORMERS:
+        transformer(n, a[2],
+                    random.Random(int(a[3]) if len(a) > 3 else 1), out)
     else:
         sys.exit(__doc__)
 

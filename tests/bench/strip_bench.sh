@@ -8,7 +8,8 @@
 # ../shared/benchmarks (with MiniMalloc's own figures from SOURCE.md),
 # generated large traces (tests/bench/strip_gen.py) of 20k to 1M buffers, and
 # compiler-like traces (tests/bench/place_gen.py compiler, 18k-62k tensors
-# from the idealloc models). Every plan is validated by allocscope itself; a
+# from the idealloc models; place_gen.py transformer, training steps of
+# GPT-2 and a 1B Llama-shaped model). Every plan is validated by allocscope itself; a
 # row says "INVALID" otherwise. ONLY=compiler runs only that last table;
 # SCALE=1 adds the scale figures (issue 14): SPEC on a 1.1M-block malloc
 # trace, the default replay (every strategy) of it, and SPEC on 10^7 random
@@ -66,6 +67,12 @@ compiler() {
 		python3 "$pg" compiler "$n" "$shared/idealloc/$m.csv" \
 			> "$tmp/c.csv"
 		row "$tmp/c.csv" "compiler $n $m" "-" \
+		    "greedy-size bestfit greedy-breadth"
+	done
+	for c in 18000:gpt2 62000:gpt2-medium 18000:llama-1b 62000:llama-1b; do
+		n=${c%%:*} m=${c#*:}
+		python3 "$pg" transformer "$n" "$m" > "$tmp/c.csv"
+		row "$tmp/c.csv" "transformer $n $m" "-" \
 		    "greedy-size bestfit greedy-breadth"
 	done
 	echo
