@@ -18,6 +18,16 @@ static struct as_results *set(void)
 	return r;
 }
 
+/* Whether a result file reads into r with exactly `rows` rows. */
+static bool reads(struct as_results *r, const char *name, const char *text,
+		  size_t rows)
+{
+	struct as_diag d;
+	CHECK(as_results_parse(r, name, text, strlen(text), &d) == AS_OK);
+	CHECK_EQ_U64(r->nrows, rows);
+	return r->nrows == rows;
+}
+
 static void row(struct as_results *r, const char *trace, const char *strat,
 		uint64_t peak, uint64_t lb, bool valid, uint64_t failed,
 		double ms)
@@ -452,12 +462,8 @@ static const char one_trace[] =
 static void the_single_trace_shape_reads(void)
 {
 	struct as_results *r = set();
-	struct as_diag d;
-	int err = as_results_parse(r, "one.json", one_trace,
-				   strlen(one_trace), &d);
-	CHECK(err == AS_OK);
-	CHECK_EQ_U64(r->nrows, 2);
-	if (r->nrows == 2) {
+	bool ok = reads(r, "one.json", one_trace, 2);
+	if (ok) {
 		CHECK_STR(r->rows[0].trace, "traces/x.ops");
 		CHECK_STR(r->rows[1].strategy, "bfc:x=1");
 		CHECK_EQ_U64(r->rows[1].peak, 96);
@@ -486,11 +492,8 @@ static void the_runs_shape_reads(void)
 		"[{\"strategy\": \"s\", \"peak\": 7, \"valid\": true}]}\n"
 		"]}\n";
 	struct as_results *r = set();
-	struct as_diag d;
-	CHECK(as_results_parse(r, "runs.json", text, strlen(text), &d) ==
-	      AS_OK);
-	CHECK_EQ_U64(r->nrows, 2);
-	if (r->nrows == 2) {
+	bool ok = reads(r, "runs.json", text, 2);
+	if (ok) {
 		CHECK_STR(r->rows[0].trace, "a.ops");
 		CHECK_STR(r->rows[1].trace, "c.ops");
 		CHECK_EQ_U64(r->rows[1].peak, 7);
@@ -507,11 +510,8 @@ static void a_runs_left_out_member_reads_as_rows_without_plans(void)
 		"\"left_out\": {\"step_limit\": 50, \"strategies\": "
 		"[\"greedy-size\", \"bestfit\"]}}\n";
 	struct as_results *r = set();
-	struct as_diag d;
-	CHECK(as_results_parse(r, "lo.json", text, strlen(text), &d) ==
-	      AS_OK);
-	CHECK_EQ_U64(r->nrows, 3);
-	if (r->nrows == 3) {
+	bool ok = reads(r, "lo.json", text, 3);
+	if (ok) {
 		CHECK(!r->rows[0].left_out);
 		CHECK_STR(r->rows[1].strategy, "greedy-size");
 		CHECK(r->rows[1].left_out && r->rows[2].left_out);
@@ -528,11 +528,8 @@ static void peaks_above_2_to_the_53_read_exactly(void)
 		"{\"strategy\": \"s\", \"peak\": 18446744073709551615, "
 		"\"lower_bound\": 9007199254740993, \"valid\": true}]}]}";
 	struct as_results *r = set();
-	struct as_diag d;
-	CHECK(as_results_parse(r, "big.json", text, strlen(text), &d) ==
-	      AS_OK);
-	CHECK_EQ_U64(r->nrows, 1);
-	if (r->nrows == 1) {
+	bool ok = reads(r, "big.json", text, 1);
+	if (ok) {
 		CHECK_EQ_U64(r->rows[0].peak, UINT64_MAX);
 		CHECK_EQ_U64(r->rows[0].lower_bound, 9007199254740993ULL);
 	}
