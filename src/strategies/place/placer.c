@@ -274,6 +274,16 @@ struct undo {
 	uint32_t v, pos, nold, at;
 };
 
+/*
+ * A set still in play in a query, and where its next run starts: at most
+ * src[set].next.lo (a cursor only moves up), so the sets that take a place
+ * as it is are passed without a look at their cursors (see lowest_fit).
+ */
+struct ask {
+	uint64_t next;
+	uint32_t set;
+};
+
 /* A put and where its undo entries start. */
 struct put_mark {
 	uint32_t i, ulog, uold;
@@ -319,7 +329,7 @@ struct as_placer {
 	uint32_t stack[AS_STACK]; /* walks down a subtree (see AS_STACK) */
 	struct src *src;        /* query: the sorted sets of its union */
 	uint32_t nsrc, srccap;
-	uint32_t *ord;          /* query: the sets still in play, in the
+	struct ask *ord;        /* query: the sets still in play, in the
 				 * order they are asked (see lowest_fit) */
 	uint32_t nord;
 	struct runs one;        /* the gathered runs, after a pop */
@@ -812,7 +822,7 @@ static void add_src(struct as_placer *pl, struct runs *ru, bool plain)
 		struct src *ns = realloc(pl->src, cap * sizeof(*ns));
 		if (ns)
 			pl->src = ns;
-		uint32_t *no = ns ? realloc(pl->ord, cap * sizeof(*no)) : NULL;
+		struct ask *no = ns ? realloc(pl->ord, cap * sizeof(*no)) : NULL;
 		if (!no) {
 			pl->nomem = true;
 			return;
@@ -1139,12 +1149,22 @@ static bool lowest_fit(struct as_placer *pl, const struct as_rect *r,
 		       uint64_t *x, uint64_t *floor)
 {
 	uint64_t y = *x;
-	uint32_t *ord = pl->ord;
+	struct ask *ord = pl->ord;
 	uint32_t before = UINT32_MAX; /* the mover before the last one */
 	uint32_t turns = 0;           /* moves taking turns between two */
 	for (uint32_t k = 0; k < pl->nord;) {
-		struct src *c = &pl->src[ord[k]];
+		/* Sets whose next run starts at y + size or above take y as
+		 * it is: a step each, as a src_fit that returns at once. */
+		uint32_t k0 = k;
+		while (k < pl->nord && ord[k].next != UINT64_MAX &&
+		       ord[k].next >= y && ord[k].next - y >= r->size)
+			k++;
+		pl->steps += k - k0;
+		if (k == pl->nord)
+			break;
+		struct src *c = &pl->src[ord[k].set];
 		uint64_t z = src_fit(c, y, r->size);
+		ord[k].next = c->next.lo;
 		if (z == y) {
 			if (c->next.lo != UINT64_MAX) {
 				k++;
@@ -1161,16 +1181,21 @@ static bool lowest_fit(struct as_placer *pl, const struct as_rect *r,
 			return false;
 		/* The set that moved y goes first: it is the likeliest to
 		 * move it again. */
-		uint32_t at = ord[k], last = ord[0];
+		struct ask at = ord[k];
+		uint32_t last = ord[0].set;
 		memmove(ord + 1, ord, k * sizeof(*ord));
 		ord[0] = at;
 		k = y == z;
-		turns = at == before ? turns + 1 : 0;
+		turns = at.set == before ? turns + 1 : 0;
 		before = last;
 		if (turns >= AS_TURNS && pl->nord > 1) {
 			/* Two sets take turns: walk their runs as one. */
-			if (!pair_fit(&pl->src[ord[0]], &pl->src[ord[1]], r, &y))
+			struct src *a = &pl->src[ord[0].set],
+				   *b = &pl->src[ord[1].set];
+			if (!pair_fit(a, b, r, &y))
 				return false;
+			ord[0].next = a->next.lo;
+			ord[1].next = b->next.lo;
 			k = 0;
 			turns = 0;
 		}
@@ -1189,13 +1214,13 @@ static void gap_at(struct as_placer *pl, uint64_t floor, uint64_t *lo,
 {
 	uint64_t l = floor, h = UINT64_MAX, h2 = UINT64_MAX;
 	for (uint32_t k = 0; k < pl->nord; k++) {
-		const struct src *c = &pl->src[pl->ord[k]];
+		const struct src *c = &pl->src[pl->ord[k].set];
 		if (c->below > l)
 			l = c->below;
 		if (c->next.lo < h) {
 			h2 = h;
 			h = c->next.lo;
-			uint32_t t = pl->ord[0];
+			struct ask t = pl->ord[0];
 			pl->ord[0] = pl->ord[k];
 			pl->ord[k] = t;
 		} else if (c->next.lo < h2) {
@@ -1225,7 +1250,7 @@ static enum walk ender_walk(struct as_placer *pl, const struct as_rect *r,
 			    uint64_t hi2, uint64_t exact, uint64_t *x,
 			    uint64_t *best, uint64_t *best_gap)
 {
-	struct src *c = &pl->src[pl->ord[0]];
+	struct src *c = &pl->src[pl->ord[0].set];
 	const struct as_span *v = c->v;
 	uint32_t n = c->n, m = c->j; /* run m starts where the last gap ends */
 	uint64_t y;
@@ -1256,6 +1281,7 @@ static enum walk ender_walk(struct as_placer *pl, const struct as_rect *r,
 		if (!as_align_up(z, r->align_log2, &y))
 			return WALK_PAST_2_64;
 	} while ((z = src_fit(c, y, r->size)) != y);
+	pl->ord[0].next = c->next.lo;
 	*x = y;
 	return WALK_ASK;
 }
@@ -1285,7 +1311,8 @@ static bool find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 	if (pl->nomem)
 		return false;
 	for (pl->nord = 0; pl->nord < pl->nsrc; pl->nord++)
-		pl->ord[pl->nord] = pl->nord;
+		pl->ord[pl->nord] = (struct ask){pl->src[pl->nord].next.lo,
+						 pl->nord};
 	uint64_t x = 0, best = UINT64_MAX, best_gap = UINT64_MAX;
 	uint64_t floor = 0; /* the top of the sets left behind */
 	uint64_t exact;     /* a gap no smaller one can beat (see top_of) */
