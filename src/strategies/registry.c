@@ -456,34 +456,55 @@ static void *many_worker(void *arg)
 }
 
 /*
- * The run order into m->order: each spec after those of its parts (see
- * struct as_strategy_impl) not yet listed, which are appended to m->specs
- * (room for MANY_PARTS more).
+ * The run order into m->order: the caller's, except that the parts of
+ * every spec (see struct as_strategy_impl; appended to m->specs, room for
+ * MANY_PARTS more) start just before the first memo spec, and the specs
+ * that reuse the memo plans (strip) after everything else. So the longest
+ * runs, the exact baselines and the parts their specs wait for, start
+ * first on their own processors, and strip's wait for them is spent on the
+ * cheap specs.
  */
 #define MANY_PARTS 16
+
+static void add_parts(struct many *m, size_t *total)
+{
+	char name[SPEC_NAME_MAX];
+	for (size_t i = 0; i < m->nspecs; i++) {
+		const struct as_strategy_impl *s = spec_impl(m->specs[i], name);
+		const char *const *q = NULL;
+		if (s && s->parts && !strchr(m->specs[i], ':'))
+			q = s->parts; /* the bare NAME's */
+		for (; q && *q && *total < m->nspecs + MANY_PARTS; q++) {
+			size_t j = m->nspecs;
+			while (j < *total && strcmp(m->specs[j], *q) != 0)
+				j++;
+			if (j == *total) {
+				m->specs[*total] = *q;
+				m->owner[*total] = i;
+				m->order[m->n++] = (*total)++;
+			}
+		}
+	}
+}
 
 static void run_order(struct many *m, bool parts)
 {
 	char name[SPEC_NAME_MAX];
 	size_t total = m->nspecs;
+	bool listed = !parts;
 	m->n = 0;
-	for (size_t i = 0; i < m->nspecs; i++) {
-		const struct as_strategy_impl *s = spec_impl(m->specs[i], name);
-		const char *const *q = NULL;
-		if (parts && s && s->parts && !strchr(m->specs[i], ':'))
-			q = s->parts; /* the bare NAME's */
-		for (; q && *q && total < m->nspecs + MANY_PARTS; q++) {
-			size_t j = m->nspecs;
-			while (j < total && strcmp(m->specs[j], *q) != 0)
-				j++;
-			if (j == total) {
-				m->specs[total] = *q;
-				m->owner[total] = i;
-				m->order[m->n++] = total++;
+	for (int reusers = 0; reusers < 2; reusers++)
+		for (size_t i = 0; i < m->nspecs; i++) {
+			const struct as_strategy_impl *s =
+				spec_impl(m->specs[i], name);
+			if ((s && s->reuses) != reusers)
+				continue;
+			if (!listed && s && (s->memo || s->parts)) {
+				add_parts(m, &total);
+				listed = true;
 			}
+			m->order[m->n++] = i;
 		}
-		m->order[m->n++] = i;
-	}
 }
 
 /*

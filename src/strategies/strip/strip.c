@@ -290,4 +290,5 @@ const struct as_strategy_impl as_strategy_strip = {
 		.options = options,
 	},
 	.plan = plan,
+	.reuses = true,
 };
