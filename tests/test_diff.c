@@ -251,13 +251,13 @@ static void a_strategy_left_out_at_the_step_limit_is_named_not_compared(void)
 	left_out(b, "x.ops", "strip");
 	struct as_comparison *c = cmp(a, b, NULL);
 	const struct as_compare_row *bf = find(c, "x.ops", "bestfit");
-	CHECK(bf->status == AS_CH_LEFT_OUT);
+	CHECK(bf->status == AS_CH_LEFT_OUT_NEW);
 	CHECK(bf->base != NULL && bf->new_ != NULL);
 	CHECK(!as_compare_row_paired(bf));
 	CHECK(find(c, "x.ops", "greedy-breadth")->status ==
 	      AS_CH_LEFT_OUT_BASE);
 	CHECK(find(c, "x.ops", "greedy-size")->status == AS_CH_SAME);
-	CHECK(find(c, "x.ops", "strip")->status == AS_CH_LEFT_OUT);
+	CHECK(find(c, "x.ops", "strip")->status == AS_CH_LEFT_OUT_NEW);
 	char buf[48];
 	CHECK_STR(as_compare_value(c, bf, true, buf, sizeof(buf)), "left out");
 	CHECK_STR(as_compare_value(c, bf, false, buf, sizeof(buf)), "100");

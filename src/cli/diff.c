@@ -308,7 +308,7 @@ static int print_comparison(const struct as_comparison *c, bool all)
 	       c->count[AS_CH_BETTER], c->count[AS_CH_FIXED],
 	       c->count[AS_CH_SAME], c->count[AS_CH_ONLY_BASE],
 	       c->count[AS_CH_ONLY_NEW]);
-	size_t left_out = c->count[AS_CH_LEFT_OUT] +
+	size_t left_out = c->count[AS_CH_LEFT_OUT_NEW] +
 			  c->count[AS_CH_LEFT_OUT_BASE];
 	if (left_out)
 		printf(", %zu left out\n%zu rows left out: stopped at the "

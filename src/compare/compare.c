@@ -72,7 +72,7 @@ static const char *const change_names[] = {
 	[AS_CH_FIXED] = "fixed",
 	[AS_CH_TRACE_CHANGED] = "trace changed",
 	[AS_CH_ONLY_BASE] = "only in base",
-	[AS_CH_LEFT_OUT] = "left out in new",
+	[AS_CH_LEFT_OUT_NEW] = "left out in new",
 	[AS_CH_LEFT_OUT_BASE] = "left out in base",
 	[AS_CH_ONLY_NEW] = "only in new",
 };
@@ -92,7 +92,7 @@ bool as_compare_row_fails(const struct as_comparison *c,
 			  const struct as_compare_row *r)
 {
 	bool missing = r->status == AS_CH_ONLY_BASE ||
-		       (r->status == AS_CH_LEFT_OUT && r->base &&
+		       (r->status == AS_CH_LEFT_OUT_NEW && r->base &&
 			!r->base->left_out);
 	return as_change_fails(r->status) || (c->opts.missing_fails && missing);
 }
@@ -356,7 +356,7 @@ static void unpaired(const struct as_compare_options *o,
 	if (r->new_)
 		r->new_value = metric_value(o->metric, r->new_);
 	if (r->new_ && r->new_->left_out)
-		r->status = AS_CH_LEFT_OUT;
+		r->status = AS_CH_LEFT_OUT_NEW;
 	else if (r->base && r->base->left_out)
 		r->status = AS_CH_LEFT_OUT_BASE;
 	else
@@ -447,7 +447,7 @@ static int group_of(const struct as_comparison *c,
 	case AS_CH_WORSE:
 		return 1;
 	case AS_CH_ONLY_BASE:
-	case AS_CH_LEFT_OUT:
+	case AS_CH_LEFT_OUT_NEW:
 		return 2;
 	case AS_CH_TRACE_CHANGED:
 		return 3;

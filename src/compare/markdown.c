@@ -103,7 +103,7 @@ int as_comparison_write_markdown(const struct as_comparison *c, FILE *f,
 		c->count[AS_CH_BETTER], c->count[AS_CH_FIXED],
 		c->count[AS_CH_SAME], c->count[AS_CH_ONLY_BASE],
 		c->count[AS_CH_ONLY_NEW]);
-	size_t left_out = c->count[AS_CH_LEFT_OUT] +
+	size_t left_out = c->count[AS_CH_LEFT_OUT_NEW] +
 			  c->count[AS_CH_LEFT_OUT_BASE];
 	if (left_out)
 		fprintf(f, ", %zu left out at the default set's step limit "
