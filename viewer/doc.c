@@ -171,8 +171,8 @@ static int worker(void *arg)
 /*
  * The order strategies are planned in: the cheap ones first (recorded,
  * unknown names that fail at once, online allocators), then the offline
- * planners in spec order, then strip, which starts from the baselines'
- * plans the trace memo kept for it.
+ * planners in spec order, then those that reuse their plans (strip, from
+ * the baselines' plans the trace memo kept for it).
  */
 static int rank(const char *spec)
 {
@@ -184,7 +184,7 @@ static int rank(const char *spec)
 		return 0;
 	if (info->online)
 		return 1;
-	return strcmp(name, "strip") == 0 ? 3 : 2;
+	return info->reuses ? 3 : 2;
 }
 
 void doc_finish(struct doc *d)

@@ -497,7 +497,7 @@ static void run_order(struct many *m, bool parts)
 		for (size_t i = 0; i < m->nspecs; i++) {
 			const struct as_strategy_impl *s =
 				spec_impl(m->specs[i], name);
-			if ((s && s->reuses) != reusers)
+			if ((s && s->info.reuses) != reusers)
 				continue;
 			if (!listed && s && (s->memo || s->parts)) {
 				add_parts(m, &total);

@@ -86,12 +86,6 @@ struct as_strategy_impl {
 	 * plans them first, side by side. NULL: none.
 	 */
 	const char *const *parts;
-	/*
-	 * The plan starts from the memo strategies' plans (strip's
-	 * incumbents): as_strategy_run_many starts it after the other specs,
-	 * so that it waits for them as little as possible.
-	 */
-	bool reuses;
 };
 
 /*

@@ -550,6 +550,11 @@ struct as_strategy_info {
 	const char *name;
 	const char *summary;
 	bool online;
+	/*
+	 * Its plan starts from other strategies' plans (strip from the exact
+	 * baselines'): run it after them (as_strategy_run_many does).
+	 */
+	bool reuses;
 	const struct as_option_desc *options; /* terminated by a NULL key */
 };
 

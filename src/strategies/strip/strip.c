@@ -287,8 +287,8 @@ const struct as_strategy_impl as_strategy_strip = {
 		.summary = "lifetime strip packing with peak suppression and "
 			   "an exact/local search under a time budget",
 		.online = false,
+		.reuses = true,
 		.options = options,
 	},
 	.plan = plan,
-	.reuses = true,
 };
