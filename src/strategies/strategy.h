@@ -139,7 +139,7 @@ double as_strategy_waited_ms(void);
 uint64_t *as_strategy_steps_left(void);
 /*
  * The default set's step limit (as_strategy_step_limit): AS_STEP_LIMIT_PER
- * n log2(n)^2 steps for n buffers, and at least AS_STEP_LIMIT_MIN (20 to
+ * n log2(n)^2 steps for n buffers, and at least AS_STEP_LIMIT_MIN (13 to
  * 40 s of walking on the machines of docs/benchmarks.md).
  */
 #define AS_STEP_LIMIT_PER 4

@@ -130,7 +130,7 @@ enum as_change {
 	AS_CH_TRACE_CHANGED, /* the trace itself differs (lower bound, buffers
 				or events): the rows are not comparable */
 	AS_CH_ONLY_BASE,     /* no matching row in NEW */
-	AS_CH_LEFT_OUT_NEW,      /* NEW left it out at its step limit: no plan to
+	AS_CH_LEFT_OUT_NEW,  /* NEW left it out at its step limit: no plan to
 				compare (BASE may have one, or none) */
 	AS_CH_LEFT_OUT_BASE, /* BASE left it out at its step limit */
 	AS_CH_ONLY_NEW,      /* no matching row in BASE (the last) */

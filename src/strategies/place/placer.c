@@ -1154,7 +1154,8 @@ static bool lowest_fit(struct as_placer *pl, const struct as_rect *r,
 	uint32_t turns = 0;           /* moves taking turns between two */
 	for (uint32_t k = 0; k < pl->nord;) {
 		/* Sets whose next run starts at y + size or above take y as
-		 * it is: a step each, as a src_fit that returns at once. */
+		 * it is: a step each, as a src_fit that returns at once. A
+		 * set with no run left is asked, so that it drops out. */
 		uint32_t k0 = k;
 		while (k < pl->nord && ord[k].next != UINT64_MAX &&
 		       ord[k].next >= y && ord[k].next - y >= r->size)
