@@ -301,9 +301,8 @@ static uint64_t parts_sharing(const struct as_strategy_impl *s,
 static int stopped(struct as_diag *diag, const char *name)
 {
 	return as_diag_set(diag, 0, AS_ELIMIT,
-			   "%s stopped at its step limit of %llu (the default "
-			   "set's on this trace; named with -s it runs to the "
-			   "end)",
+			   "%s stopped at its step limit of %llu steps "
+			   "(without a limit it runs to the end)",
 			   name, (unsigned long long)step_limit);
 }
 
