@@ -445,6 +445,67 @@ static void a_walk_stops_once_its_steps_run_out_and_takes_as_many_each_time(
 	free(pb.times);
 }
 
+/*
+ * A walk that has spent a quarter of its steps and, at its pace so far,
+ * would take more than twice them for all its buffers is behind: it stops
+ * there, not when its steps run out. Before a quarter is spent, or on a
+ * pace within twice them, it goes on; without a limit it is never behind.
+ */
+static void a_walk_far_behind_its_pace_stops_once_a_quarter_is_spent(void)
+{
+	uint64_t left = 80;
+	/* 20 of 100 spent: under a quarter, however few buffers are placed. */
+	CHECK(!as_steps_behind(&left, 100, 1, 1000));
+	left = 70; /* 30 spent */
+	CHECK(as_steps_behind(&left, 100, 10, 100));   /* on pace for 300 */
+	CHECK(!as_steps_behind(&left, 100, 15, 100));  /* for 200 */
+	CHECK(!as_steps_behind(&left, 100, 50, 100));  /* for 60 */
+	CHECK(!as_steps_behind(NULL, 100, 1, 100));
+	left = 1ull << 62; /* a half of 2^63 spent: no overflow */
+	CHECK(as_steps_behind(&left, 1ull << 63, 1, UINT32_MAX));
+	CHECK(!as_steps_behind(&left, 1ull << 63, UINT32_MAX / 2, UINT32_MAX));
+
+	/* A walk: a query's steps grow with the rectangles placed before it,
+	 * so with an eighth of the steps it needs, it falls behind and stops
+	 * with steps left; with all of them it ends with the same offsets. */
+	struct as_problem pb;
+	rng_state = 43;
+	uint32_t n = 2000;
+	random_problem(&pb, n, 120, 0);
+	struct as_placer *pl = as_placer_create(&pb);
+	uint32_t *order = calloc(n, sizeof(uint32_t));
+	uint64_t *off = calloc(n, sizeof(uint64_t));
+	uint64_t *want = calloc(n, sizeof(uint64_t));
+	CHECK(pl && order && off && want);
+	if (pl && order && off && want) {
+		for (uint32_t j = 0; j < n; j++)
+			order[j] = j;
+		as_order_greedy_size(&pb, order);
+		uint64_t all = UINT64_MAX;
+		as_placer_limit(pl, &all);
+		uint64_t peak = as_place_order(pl, order, n, AS_FIT_BEST, want);
+		uint64_t steps = UINT64_MAX - all, eighth = steps / 8;
+		left = eighth;
+		as_placer_limit(pl, &left);
+		CHECK_EQ_U64(as_place_order(pl, order, n, AS_FIT_BEST, off),
+			     UINT64_MAX);
+		CHECK_EQ_U64(as_placer_error(pl), AS_ELIMIT);
+		CHECK(left > 0 && eighth - left >= eighth / 4);
+		left = steps;
+		as_placer_limit(pl, &left);
+		CHECK_EQ_U64(as_place_order(pl, order, n, AS_FIT_BEST, off),
+			     peak);
+		CHECK(memcmp(off, want, n * sizeof(*off)) == 0);
+		CHECK_EQ_U64(left, 0);
+	}
+	as_placer_destroy(pl);
+	free(order);
+	free(off);
+	free(want);
+	free(pb.r);
+	free(pb.times);
+}
+
 int main(void)
 {
 	TEST_RUN(placer_matches_the_plain_greedy);
@@ -453,5 +514,6 @@ int main(void)
 	TEST_RUN(popped_trials_leave_the_placer_as_before);
 	TEST_RUN(a_part_on_its_own_sections_keeps_its_overlaps_loads_and_lengths);
 	TEST_RUN(a_walk_stops_once_its_steps_run_out_and_takes_as_many_each_time);
+	TEST_RUN(a_walk_far_behind_its_pace_stops_once_a_quarter_is_spent);
 	return tap_done();
 }

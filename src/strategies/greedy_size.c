@@ -49,7 +49,7 @@ static int place_space(const struct as_trace *t, struct as_itree *tr,
 		       struct as_plan *p, const uint32_t *ids, uint32_t n,
 		       uint32_t *ord)
 {
-	uint64_t *left = as_strategy_steps_left();
+	uint64_t *left = as_strategy_steps_left(), start = left ? *left : 0;
 	for (uint32_t k = 0; k < n; k++) {
 		const struct as_buffer *b = &t->buffers[ids[k]];
 		tr->start[k] = b->start;
@@ -63,7 +63,7 @@ static int place_space(const struct as_trace *t, struct as_itree *tr,
 		uint32_t k = ord[j];
 		const struct as_buffer *b = &t->buffers[ids[k]];
 		uint64_t off;
-		if (left && *left == 0)
+		if (left && (*left == 0 || as_steps_behind(left, start, j, n)))
 			return AS_ELIMIT;
 		int r = as_itree_lowest(tr, k, b->size, b->align_log2, &off);
 		if (r < 0)

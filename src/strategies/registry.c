@@ -42,7 +42,8 @@ extern const struct as_strategy_impl as_strategy_numa_bundle;
 	"O(n log n + sum of k log k), k the placed buffers sharing a "     \
 	"buffer's time; in the default set up to "                         \
 	STR(AS_PLACE_BASELINE_MAX) " buffers, and left out of it once its " \
-	"walk passes max(2^31, 4 n log2(n)^2) steps"
+	"walk passes max(2^31, 4 n log2(n)^2) steps (or, a quarter of them " \
+	"spent, is on pace for twice them)"
 
 /*
  * One row per strategy, with its running time in n, the buffers (planners)
@@ -301,8 +302,9 @@ static uint64_t parts_sharing(const struct as_strategy_impl *s,
 static int stopped(struct as_diag *diag, const char *name)
 {
 	return as_diag_set(diag, 0, AS_ELIMIT,
-			   "%s stopped at its step limit of %llu steps "
-			   "(without a limit it runs to the end)",
+			   "%s stopped at its step limit of %llu steps, or "
+			   "on pace to pass it (without a limit it runs to "
+			   "the end)",
 			   name, (unsigned long long)step_limit);
 }
 
@@ -455,33 +457,34 @@ static void *many_worker(void *arg)
 }
 
 /*
- * The run order into m->order: the caller's, except that the parts of
- * every spec (see struct as_strategy_impl; appended to m->specs, room for
- * MANY_PARTS more) start just before the first memo spec, and the specs
- * that reuse the memo plans (strip) after everything else. So the longest
- * runs, the exact baselines and the parts their specs wait for, start
- * first on their own processors, and strip's wait for them is spent on the
- * cheap specs.
+ * The run order into m->order: the caller's, except that a spec made of
+ * parts (see struct as_strategy_impl) gives its place to its parts when
+ * they can run side by side (`parts`; appended to m->specs, room for
+ * MANY_PARTS more) and itself comes after the rest, as it waits for them,
+ * and that the specs that reuse the others' plans (strip) come last. So no
+ * processor sits waiting while a run is left to start, and the caller's
+ * order holds otherwise: replay lists the exact baselines first, the
+ * longest runs on a large trace; the viewer the online allocators, whose
+ * plans show within a second.
  */
 #define MANY_PARTS 16
 
-static void add_parts(struct many *m, size_t *total)
+/* The parts of spec i, if it is a bare NAME made of parts, into the order. */
+static void add_parts(struct many *m, size_t i, size_t *total)
 {
 	char name[SPEC_NAME_MAX];
-	for (size_t i = 0; i < m->nspecs; i++) {
-		const struct as_strategy_impl *s = spec_impl(m->specs[i], name);
-		const char *const *q = NULL;
-		if (s && s->parts && !strchr(m->specs[i], ':'))
-			q = s->parts; /* the bare NAME's */
-		for (; q && *q && *total < m->nspecs + MANY_PARTS; q++) {
-			size_t j = m->nspecs;
-			while (j < *total && strcmp(m->specs[j], *q) != 0)
-				j++;
-			if (j == *total) {
-				m->specs[*total] = *q;
-				m->owner[*total] = i;
-				m->order[m->n++] = (*total)++;
-			}
+	const struct as_strategy_impl *s = spec_impl(m->specs[i], name);
+	const char *const *q = NULL;
+	if (s && s->parts && !strchr(m->specs[i], ':'))
+		q = s->parts;
+	for (; q && *q && *total < m->nspecs + MANY_PARTS; q++) {
+		size_t j = m->nspecs;
+		while (j < *total && strcmp(m->specs[j], *q) != 0)
+			j++;
+		if (j == *total) {
+			m->specs[*total] = *q;
+			m->owner[*total] = i;
+			m->order[m->n++] = (*total)++;
 		}
 	}
 }
@@ -490,19 +493,16 @@ static void run_order(struct many *m, bool parts)
 {
 	char name[SPEC_NAME_MAX];
 	size_t total = m->nspecs;
-	bool listed = !parts;
 	m->n = 0;
-	for (int reusers = 0; reusers < 2; reusers++)
+	for (int pass = 0; pass < 3; pass++)
 		for (size_t i = 0; i < m->nspecs; i++) {
 			const struct as_strategy_impl *s =
 				spec_impl(m->specs[i], name);
-			if ((s && s->info.reuses) != reusers)
-				continue;
-			if (!listed && s && (s->memo || s->parts)) {
-				add_parts(m, &total);
-				listed = true;
-			}
-			m->order[m->n++] = i;
+			int when = !s ? 0 : s->info.reuses ? 2 : s->parts ? 1 : 0;
+			if (pass == 0 && when == 1 && parts)
+				add_parts(m, i, &total);
+			if (when == pass)
+				m->order[m->n++] = i;
 		}
 }
 

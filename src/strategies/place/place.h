@@ -144,9 +144,10 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off);
 bool as_placer_nomem(const struct as_placer *pl);
 /*
  * Count the steps of every find from now on against *left (NULL: no limit),
- * which several placers may share: once none are left, finds fail. The
- * steps are the looks at sets and runs a query takes (see as_placer_find),
- * so a limit stops the same walk on every machine.
+ * which several placers may share: once none are left, or a walk is behind
+ * its pace (as_steps_behind), finds fail. The steps are the looks at sets
+ * and runs a query takes (see as_placer_find), so a limit stops the same
+ * walk on every machine. A walk starts at the reset.
  */
 void as_placer_limit(struct as_placer *pl, uint64_t *left);
 /* Take steps from a limit's *left (NULL: none), down to 0 at most. */
@@ -154,6 +155,26 @@ static inline void as_steps_take(uint64_t *left, uint64_t steps)
 {
 	if (left)
 		*left -= steps < *left ? steps : *left;
+}
+/*
+ * Whether a limited walk of n buffers that started with `start` steps left
+ * and has placed `done` of them should stop before its steps run out: it
+ * has spent a quarter of them, and at its pace so far all n would take
+ * more than twice them. A query's steps grow with the buffers placed
+ * before it, so a walk that far behind is on its way past its limit, and
+ * stopping it there saves the rest of a walk whose plan is left out anyway.
+ * The margins: on the real traces of docs/benchmarks.md ("A walk behind its
+ * pace"), every walk that ends within its limit stays below half of this
+ * pace once it has spent a quarter.
+ */
+static inline bool as_steps_behind(const uint64_t *left, uint64_t start,
+				   uint64_t done, uint64_t n)
+{
+	if (!left || *left > start)
+		return false;
+	uint64_t spent = start - *left;
+	return spent >= start / 4 &&
+	       (double)spent * (double)n > 2.0 * (double)start * (double)done;
 }
 /*
  * Why a find or as_place_order failed: AS_ENOMEM, AS_ELIMIT (no steps

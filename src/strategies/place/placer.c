@@ -335,7 +335,9 @@ struct as_placer {
 	struct runs one;        /* the gathered runs, after a pop */
 	uint64_t steps;         /* the query's steps besides its sets' */
 	uint64_t *left;         /* the run's steps left (as_placer_limit) */
-	bool over;              /* a find stopped: none left */
+	uint64_t start;         /* *left at the walk's start (the reset) */
+	uint32_t finds;         /* finds since then */
+	bool over;              /* a find stopped: none left, or behind */
 	uint32_t *map;          /* section -> leaf (see FOR_COVER) */
 	uint8_t grain;          /* log2 of the smallest alignment (see top) */
 	bool nomem;
@@ -477,6 +479,9 @@ void as_placer_reset(struct as_placer *pl)
 	memset(pl->path_at, 0, pl->npath * sizeof(uint64_t));
 	memset(pl->ver, 0, pl->npath * sizeof(uint64_t));
 	pl->stale = false;
+	pl->start = pl->left ? *pl->left : 0;
+	pl->finds = 0;
+	pl->over = false;
 	pl->nulog = pl->nuold = pl->nmarks = 0;
 	pl->nolog = !pl->undo;
 	memset(pl->sub, 0, nodes * sizeof(uint32_t));
@@ -1290,6 +1295,8 @@ static enum walk ender_walk(struct as_placer *pl, const struct as_rect *r,
 void as_placer_limit(struct as_placer *pl, uint64_t *left)
 {
 	pl->left = left;
+	pl->start = left ? *left : 0;
+	pl->finds = 0;
 }
 
 int as_placer_error(const struct as_placer *pl)
@@ -1371,10 +1378,13 @@ static bool find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 		    uint64_t *off, uint64_t *gap_out)
 {
-	if (pl->left && *pl->left == 0) {
+	if (pl->left && (*pl->left == 0 ||
+			 as_steps_behind(pl->left, pl->start, pl->finds,
+					 pl->pb->n))) {
 		pl->over = true;
 		return false;
 	}
+	pl->finds++;
 	pl->steps = 0;
 	bool found = find(pl, i, fit, off, gap_out);
 	if (pl->left) {
