@@ -613,6 +613,43 @@ static void strategies_run_side_by_side_plan_as_one_at_a_time(void)
 	as_trace_destroy(alone);
 }
 
+struct started {
+	size_t order[8], n;
+};
+
+static bool note_start(void *ctx, size_t i)
+{
+	struct started *st = ctx;
+	if (st->n < 8)
+		st->order[st->n++] = i;
+	return true;
+}
+
+/*
+ * The runs start in the order given, except that a spec made of parts
+ * (bestfit, which waits for its two orders) starts after the rest and strip
+ * (which reuses the others' plans) last.
+ */
+static void runs_start_in_the_callers_order_those_that_wait_last(void)
+{
+	static const char *const specs[] = {"strip:nodes=200", "bestfit",
+					    "greedy-size", "bfc"};
+	struct as_trace *t = random_trace(31, 300, false);
+	struct started st = {0};
+	struct as_many_hooks mh = {.start = note_start, .ctx = &st};
+	struct as_plan *p[4] = {0};
+	struct as_diag d[4] = {0};
+	CHECK(t && as_strategy_run_many(t, specs, 4, NULL, &mh, 1, p, d) ==
+			   AS_OK);
+	CHECK_EQ_U64(st.n, 4);
+	static const size_t want[] = {2, 3, 1, 0};
+	for (size_t k = 0; k < 4 && k < st.n; k++)
+		CHECK_EQ_U64(st.order[k], want[k]);
+	for (size_t k = 0; k < 4; k++)
+		as_plan_destroy(p[k]);
+	as_trace_destroy(t);
+}
+
 /* Per address space (pools), the order with the lower peak there, ties
  * to the size order. */
 static bool lower_order_per_space(const struct as_trace *t,
@@ -785,6 +822,7 @@ int main(void)
 	TEST_RUN(strip_after_the_baselines_plans_as_strip_alone);
 	TEST_RUN(strategies_run_side_by_side_plan_as_one_at_a_time);
 	TEST_RUN(bestfit_keeps_the_lower_of_its_two_orders);
+	TEST_RUN(runs_start_in_the_callers_order_those_that_wait_last);
 	TEST_RUN(strategies_run_one_at_a_time_by_default_above_the_baselines_size);
 	TEST_RUN(a_strategy_that_fails_beside_others_is_reported_by_its_slot);
 	TEST_RUN(a_baseline_past_its_step_limit_stops_and_strip_goes_on);

@@ -489,6 +489,15 @@ static void add_parts(struct many *m, size_t i, size_t *total)
 	}
 }
 
+/* A spec's pass in run_order: 0 in the caller's order, 1 after those (a
+ * spec made of parts), 2 last (one that reuses the others' plans). */
+static int run_pass(const struct as_strategy_impl *s)
+{
+	if (s && s->info.reuses)
+		return 2;
+	return s && s->parts ? 1 : 0;
+}
+
 static void run_order(struct many *m, bool parts)
 {
 	char name[SPEC_NAME_MAX];
@@ -496,9 +505,7 @@ static void run_order(struct many *m, bool parts)
 	m->n = 0;
 	for (int pass = 0; pass < 3; pass++)
 		for (size_t i = 0; i < m->nspecs; i++) {
-			const struct as_strategy_impl *s =
-				spec_impl(m->specs[i], name);
-			int when = !s ? 0 : s->info.reuses ? 2 : s->parts ? 1 : 0;
+			int when = run_pass(spec_impl(m->specs[i], name));
 			if (pass == 0 && when == 1 && parts)
 				add_parts(m, i, &total);
 			if (when == pass)
