@@ -634,7 +634,7 @@ static void runs_start_in_the_callers_order_those_that_wait_last(void)
 {
 	static const char *const specs[] = {"strip:nodes=200", "bestfit",
 					    "greedy-size", "bfc"};
-	struct as_trace *t = random_trace(31, 300, false);
+	struct as_trace *t = random_trace(31, 60, false);
 	struct started st = {0};
 	struct as_many_hooks mh = {.start = note_start, .ctx = &st};
 	struct as_plan *p[4] = {0};
