@@ -461,6 +461,14 @@ void as_placer_destroy(struct as_placer *pl)
 	free(pl);
 }
 
+/* A walk starts (a reset, a new limit): its pace counts from here. */
+static void walk_starts(struct as_placer *pl)
+{
+	pl->start = pl->left ? *pl->left : 0;
+	pl->finds = 0;
+	pl->over = false;
+}
+
 void as_placer_reset(struct as_placer *pl)
 {
 	size_t nodes = 2 * (size_t)pl->size;
@@ -479,9 +487,7 @@ void as_placer_reset(struct as_placer *pl)
 	memset(pl->path_at, 0, pl->npath * sizeof(uint64_t));
 	memset(pl->ver, 0, pl->npath * sizeof(uint64_t));
 	pl->stale = false;
-	pl->start = pl->left ? *pl->left : 0;
-	pl->finds = 0;
-	pl->over = false;
+	walk_starts(pl);
 	pl->nulog = pl->nuold = pl->nmarks = 0;
 	pl->nolog = !pl->undo;
 	memset(pl->sub, 0, nodes * sizeof(uint32_t));
@@ -1295,8 +1301,7 @@ static enum walk ender_walk(struct as_placer *pl, const struct as_rect *r,
 void as_placer_limit(struct as_placer *pl, uint64_t *left)
 {
 	pl->left = left;
-	pl->start = left ? *left : 0;
-	pl->finds = 0;
+	walk_starts(pl);
 }
 
 int as_placer_error(const struct as_placer *pl)
