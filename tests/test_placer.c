@@ -429,7 +429,9 @@ static void a_walk_stops_once_its_steps_run_out_and_takes_as_many_each_time(
 		CHECK_EQ_U64(as_place_order(a, order, n, AS_FIT_BEST, off),
 			     peak);
 		CHECK_EQ_U64(UINT64_MAX - left, 2 * steps);
-		again = steps / 2;
+		/* A sixteenth short: on pace within its limit until the end
+		 * (see as_steps_behind), it runs out of steps. */
+		again = steps - steps / 16;
 		as_placer_limit(b, &again);
 		CHECK_EQ_U64(as_place_order(b, order, n, AS_FIT_BEST, off),
 			     UINT64_MAX);
@@ -446,22 +448,30 @@ static void a_walk_stops_once_its_steps_run_out_and_takes_as_many_each_time(
 }
 
 /*
- * A walk that has spent a quarter of its steps and, at its pace so far,
- * would take more than twice them for all its buffers is behind: it stops
- * there, not when its steps run out. Before a quarter is spent, or on a
- * pace within twice them, it goes on; without a limit it is never behind.
+ * A walk that has spent s >= a quarter of its L steps and, at its pace so
+ * far, would take more than L (1 + L / 4s) for all its buffers (2L at a
+ * quarter, 1.5L at half, 1.25L at the end) is behind: it stops there, not
+ * when its steps run out. Before a quarter is spent, or on a pace within
+ * that, it goes on; without a limit it is never behind.
  */
 static void a_walk_far_behind_its_pace_stops_once_a_quarter_is_spent(void)
 {
 	uint64_t left = 80;
 	/* 20 of 100 spent: under a quarter, however few buffers are placed. */
 	CHECK(!as_steps_behind(&left, 100, 1, 1000));
-	left = 70; /* 30 spent */
+	left = 70; /* 30 spent: the bar is 100 (1 + 100 / 120), 183 */
 	CHECK(as_steps_behind(&left, 100, 10, 100));   /* on pace for 300 */
-	CHECK(!as_steps_behind(&left, 100, 15, 100));  /* for 200 */
+	CHECK(as_steps_behind(&left, 100, 16, 100));   /* for 187 */
+	CHECK(!as_steps_behind(&left, 100, 17, 100));  /* for 176 */
 	CHECK(!as_steps_behind(&left, 100, 50, 100));  /* for 60 */
+	left = 50; /* half spent: the bar is 150 */
+	CHECK(as_steps_behind(&left, 100, 33, 100));   /* for 152 */
+	CHECK(!as_steps_behind(&left, 100, 34, 100));  /* for 147 */
+	left = 0; /* all spent: the bar is 125 */
+	CHECK(as_steps_behind(&left, 100, 79, 100));   /* for 127 */
+	CHECK(!as_steps_behind(&left, 100, 81, 100));  /* for 123 */
 	CHECK(!as_steps_behind(NULL, 100, 1, 100));
-	left = 1ull << 62; /* a half of 2^63 spent: no overflow */
+	left = 1ull << 62; /* half of 2^63 spent: no overflow */
 	CHECK(as_steps_behind(&left, 1ull << 63, 1, UINT32_MAX));
 	CHECK(!as_steps_behind(&left, 1ull << 63, UINT32_MAX / 2, UINT32_MAX));
 

@@ -589,8 +589,9 @@ struct as_run_hooks {
 	/*
 	 * The steps a strategy whose walk grows with the trace's shape (the
 	 * exact baselines) may take before it stops with AS_ELIMIT; 0: no
-	 * limit. It stops sooner once it has spent a quarter of them and its
-	 * pace so far would take more than twice them. The runs it starts
+	 * limit. It stops sooner once it has spent s >= a quarter of them and
+	 * its pace so far would take more than limit (1 + limit / 4s): twice
+	 * the limit at a quarter, 1.5 times at half. The runs it starts
 	 * (strip's incumbents, bestfit's orders) have the same limit each.
 	 * The default set's is as_strategy_step_limit.
 	 */
@@ -601,8 +602,8 @@ struct as_run_hooks {
  * The step limit of the default set (replay without -s) on this trace:
  * 4 n log2(n)^2 steps for n buffers, and at least 2^31 (13-40 s of
  * walking). A baseline that needs more (or is on pace for twice that once
- * it has spent a quarter) leaves the default set; named with -s it runs to
- * the end.
+ * it has spent a quarter, 1.5 times once it has spent half) leaves the
+ * default set; named with -s it runs to the end.
  */
 uint64_t as_strategy_step_limit(const struct as_trace *t);
 

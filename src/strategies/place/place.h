@@ -159,13 +159,16 @@ static inline void as_steps_take(uint64_t *left, uint64_t steps)
 /*
  * Whether a limited walk of n buffers that started with `start` steps left
  * and has placed `done` of them should stop before its steps run out: it
- * has spent a quarter of them, and at its pace so far all n would take
- * more than twice them. A query's steps grow with the buffers placed
- * before it, so a walk that far behind is on its way past its limit, and
- * stopping it there saves the rest of a walk whose plan is left out anyway.
- * The margins: on the real traces of docs/benchmarks.md ("A walk behind its
- * pace"), every walk that ends within its limit stays below half of this
- * pace once it has spent a quarter.
+ * has spent s >= start / 4 of them, and at its pace so far all n would
+ * take more than start (1 + start / 4s): twice them once it has spent a
+ * quarter, one and a half once it has spent half, 1.25 at the end. A
+ * query's steps grow with the buffers placed before it, so a walk that far
+ * behind is on its way past its limit, and stopping it there saves the
+ * rest of a walk whose plan is left out anyway; a walk that ends within
+ * its limit has, at its end, exactly the pace of its steps. The margins:
+ * on the real traces of docs/benchmarks.md ("A walk behind its pace"),
+ * every walk that ends within its limit stays below three quarters of
+ * this pace once it has spent a quarter.
  */
 static inline bool as_steps_behind(const uint64_t *left, uint64_t start,
 				   uint64_t done, uint64_t n)
@@ -173,8 +176,10 @@ static inline bool as_steps_behind(const uint64_t *left, uint64_t start,
 	if (!left || *left > start)
 		return false;
 	uint64_t spent = start - *left;
-	return spent >= start / 4 &&
-	       (double)spent * (double)n > 2.0 * (double)start * (double)done;
+	if (spent == 0 || spent < start / 4)
+		return false;
+	double s = (double)spent, l = (double)start;
+	return s * (double)n > (l + l * l / (4.0 * s)) * (double)done;
 }
 /*
  * Why a find or as_place_order failed: AS_ENOMEM, AS_ELIMIT (no steps
