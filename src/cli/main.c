@@ -46,8 +46,8 @@ static const char usage_text[] =
 	"at a time above 4,000,000 buffers); the plans are the same.\n"
 	"--step-limit N: an exact baseline whose walk takes more than N steps\n"
 	"(or, s >= N/4 of them taken, is on pace for N (1 + N/4s): 2N at N/4,\n"
-	"1.5N at N/2) stops and is left out\n"
-	"(default: the default set's limit without -s, none with -s; 0: none).\n";
+	"1.5N at N/2) stops and is left out (default: the default set's\n"
+	"limit without -s, none with -s; 0: none).\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {

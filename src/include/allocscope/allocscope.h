@@ -601,9 +601,9 @@ struct as_run_hooks {
 /*
  * The step limit of the default set (replay without -s) on this trace:
  * 4 n log2(n)^2 steps for n buffers, and at least 2^31 (13-40 s of
- * walking). A baseline that needs more (or is on pace for twice that once
- * it has spent a quarter, 1.5 times once it has spent half) leaves the
- * default set; named with -s it runs to the end.
+ * walking). A baseline that needs more, or falls behind its pace (see
+ * as_run_hooks.step_limit), leaves the default set; named with -s it runs
+ * to the end.
  */
 uint64_t as_strategy_step_limit(const struct as_trace *t);
 
