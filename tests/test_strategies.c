@@ -799,6 +799,75 @@ static void a_baseline_past_its_step_limit_stops_and_strip_goes_on(void)
 	CHECK_EQ_U64(as_strategy_step_limit(&big), AS_STEP_LIMIT_MIN);
 }
 
+/* Whether SPEC alone plans random trace (seed, n) within step limit L. */
+static bool plans_within(const char *spec, uint64_t seed, uint32_t n,
+			 uint64_t limit)
+{
+	struct as_trace *t = random_trace(seed, n, false);
+	struct as_run_hooks h = {.step_limit = limit};
+	struct as_plan *p = NULL;
+	struct as_diag d = {0};
+	bool ok = t && as_strategy_run(spec, t, &h, &p, &d) == AS_OK;
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+	return ok;
+}
+
+/* The least step limit (below 2^32) under which SPEC plans the trace. */
+static uint64_t least_limit(const char *spec, uint64_t seed, uint32_t n)
+{
+	uint64_t lo = 1, hi = 1ull << 32; /* plans within hi, not within lo */
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		*(plans_within(spec, seed, n, mid) ? &hi : &lo) = mid;
+	}
+	return hi;
+}
+
+/*
+ * Side by side, once one of bestfit's orders stops at the step limit the
+ * other is called off: bestfit is left out whatever it would do, so its
+ * walk stops at its next find and is kept as stopped, though alone it
+ * would have planned within the limit. The order that stops is kept as
+ * stopped beforehand, so it fails at once; the other order's walk takes
+ * milliseconds, so the call-off reaches it unless its thread is held up
+ * that long, and the test gives it three tries.
+ */
+static void once_one_order_stops_the_other_is_called_off(void)
+{
+	const char *const order[2] = {"bestfit:order=size",
+				      "bestfit:order=length"};
+	const char *const bestfit[] = {"bestfit"};
+	uint64_t seed = 41, least[2] = {0, 0};
+	for (; seed < 61; seed++) {
+		least[0] = least_limit(order[0], seed, 1000);
+		least[1] = least_limit(order[1], seed, 1000);
+		if (least[0] != least[1])
+			break;
+	}
+	CHECK(least[0] != least[1]);
+	int stops = least[0] > least[1] ? 0 : 1; /* the costlier order */
+	struct as_run_hooks h = {.step_limit = least[1 - stops]};
+	bool called_off = false;
+	for (int attempt = 0; attempt < 3 && !called_off; attempt++) {
+		struct as_trace *t = random_trace(seed, 1000, false);
+		struct as_plan *p = NULL;
+		struct as_diag d = {0};
+		CHECK(t && as_strategy_run(order[stops], t, &h, &p, &d) ==
+				   AS_ELIMIT);
+		CHECK(t && as_strategy_run_many(t, bestfit, 1, &h, NULL, 2, &p,
+						&d) == AS_ELIMIT);
+		CHECK(!p && strstr(d.msg, "bestfit stopped at its step limit"));
+		called_off = t && as_strategy_run(order[1 - stops], t, &h, &p,
+						  &d) == AS_ELIMIT;
+		as_plan_destroy(p);
+		as_trace_destroy(t);
+	}
+	CHECK(called_off);
+	/* Alone, the order called off plans within the same limit. */
+	CHECK(plans_within(order[1 - stops], seed, 1000, h.step_limit));
+}
+
 int main(void)
 {
 	TEST_RUN(every_strategy_plans_random_traces_validly_above_the_bound);
@@ -826,5 +895,6 @@ int main(void)
 	TEST_RUN(strategies_run_one_at_a_time_by_default_above_the_baselines_size);
 	TEST_RUN(a_strategy_that_fails_beside_others_is_reported_by_its_slot);
 	TEST_RUN(a_baseline_past_its_step_limit_stops_and_strip_goes_on);
+	TEST_RUN(once_one_order_stops_the_other_is_called_off);
 	return tap_done();
 }

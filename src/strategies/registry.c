@@ -274,6 +274,15 @@ uint64_t *as_strategy_steps_left(void)
 	return steps_left;
 }
 
+/* Set while this thread runs a part that may be called off (many_worker). */
+static _Thread_local const atomic_bool *called_off;
+
+bool as_strategy_called_off(void)
+{
+	return called_off &&
+	       atomic_load_explicit(called_off, memory_order_relaxed);
+}
+
 uint64_t as_strategy_step_limit(const struct as_trace *t)
 {
 	uint64_t n = t->nbuffers, log2n = 1;
@@ -412,6 +421,9 @@ struct many {
 	size_t *owner;          /* a part's: the caller's spec it is for */
 	uint8_t *asked;         /* per caller's spec: 0, or mh->start said
 				 * 1 yes, 2 no (under lock) */
+	atomic_bool *off;       /* per caller's spec: a part of it stopped at
+				 * its step limit, so the others are called
+				 * off (as_strategy_called_off) */
 	pthread_mutex_t lock;
 	atomic_size_t next;     /* the next slot of order[] to take */
 	atomic_bool stop;       /* mh->start said no: start nothing more */
@@ -432,6 +444,20 @@ static bool may_start(struct many *m, size_t i)
 	return go;
 }
 
+static bool named_by_caller(const struct many *m, const char *spec)
+{
+	for (size_t i = 0; i < m->nspecs; i++)
+		if (strcmp(m->specs[i], spec) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Take the runs of m->order in turn. When a part stops at its step limit,
+ * its spec is left out, so the spec's other parts still walking stop at
+ * their next find: kept as stopped in the trace's memo, they end the
+ * spec's own run at once too.
+ */
 static void *many_worker(void *arg)
 {
 	struct many *m = arg;
@@ -445,8 +471,15 @@ static void *many_worker(void *arg)
 			atomic_store(&m->stop, true);
 			break;
 		}
+		/* A part the caller also named itself is never called off:
+		 * its plan is asked for, not only its spec's. */
+		if (!mine && !named_by_caller(m, m->specs[i]))
+			called_off = &m->off[m->owner[i]];
 		m->errs[i] = as_strategy_run(m->specs[i], m->t, m->hooks,
 					     &m->out[i], &m->diags[i]);
+		called_off = NULL;
+		if (!mine && m->errs[i] == AS_ELIMIT)
+			atomic_store(&m->off[m->owner[i]], true);
 		if (mine && mh && mh->done) {
 			mh->done(mh->ctx, i, m->errs[i], m->out[i],
 				 &m->diags[i]);
@@ -546,11 +579,12 @@ int as_strategy_run_many(const struct as_trace *t, const char *const *specs,
 	m.errs = calloc(cap, sizeof(*m.errs));
 	m.owner = calloc(cap, sizeof(*m.owner));
 	m.asked = calloc(n, 1);
+	m.off = calloc(n, sizeof(*m.off));
 	pthread_t *th = NULL;
 	int err = AS_OK;
 	bool locked = false;
 	if (!m.specs || !m.order || !m.out || !m.diags || !m.errs ||
-	    !m.owner || !m.asked ||
+	    !m.owner || !m.asked || !m.off ||
 	    !(locked = pthread_mutex_init(&m.lock, NULL) == 0)) {
 		err = as_diag_set(&diags[0], 0, AS_ENOMEM, "out of memory");
 		goto out;
@@ -588,6 +622,7 @@ out:
 	free(th);
 	free(m.owner);
 	free(m.asked);
+	free(m.off);
 	free(m.specs);
 	free(m.order);
 	free(m.out);

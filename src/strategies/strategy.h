@@ -138,6 +138,13 @@ double as_strategy_waited_ms(void);
  */
 uint64_t *as_strategy_steps_left(void);
 /*
+ * Whether the run on this thread, a part of a spec (bestfit's orders run
+ * side by side by as_strategy_run_many), was called off because another
+ * part of the same spec stopped at its step limit: the spec is left out
+ * whatever this part does, so a limited walk stops as if at its own limit.
+ */
+bool as_strategy_called_off(void);
+/*
  * The default set's step limit (as_strategy_step_limit): AS_STEP_LIMIT_PER
  * n log2(n)^2 steps for n buffers, and at least AS_STEP_LIMIT_MIN (13 to
  * 40 s of walking on the machines of docs/benchmarks.md).

@@ -144,8 +144,9 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off);
 bool as_placer_nomem(const struct as_placer *pl);
 /*
  * Count the steps of every find from now on against *left (NULL: no limit),
- * which several placers may share: once none are left, or a walk is behind
- * its pace (as_steps_behind), finds fail. The steps are the looks at sets
+ * which several placers may share: once none are left, a walk is behind
+ * its pace (as_steps_behind) or the run is called off
+ * (as_strategy_called_off), finds fail. The steps are the looks at sets
  * and runs a query takes (see as_placer_find), so a limit stops the same
  * walk on every machine. A walk starts at the reset.
  */

@@ -1383,7 +1383,7 @@ static bool find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 		    uint64_t *off, uint64_t *gap_out)
 {
-	if (pl->left && (*pl->left == 0 ||
+	if (pl->left && (*pl->left == 0 || as_strategy_called_off() ||
 			 as_steps_behind(pl->left, pl->start, pl->finds,
 					 pl->pb->n))) {
 		pl->over = true;
