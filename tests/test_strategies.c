@@ -819,7 +819,10 @@ static uint64_t least_limit(const char *spec, uint64_t seed, uint32_t n)
 	uint64_t lo = 1, hi = 1ull << 32; /* plans within hi, not within lo */
 	while (hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
-		*(plans_within(spec, seed, n, mid) ? &hi : &lo) = mid;
+		if (plans_within(spec, seed, n, mid))
+			hi = mid;
+		else
+			lo = mid;
 	}
 	return hi;
 }

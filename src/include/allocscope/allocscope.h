@@ -645,8 +645,9 @@ struct as_many_hooks {
  * (strip starts from the baselines) is made once and waited for, and with
  * jobs > 1 the parts a plan is made of (bestfit's two orders) run side by
  * side before it; under a step limit, once one of them stops the others
- * stop at their next step, as the plan they are for is left out. Runs with hooks->emit go one at a time. Runs side by
- * side hold their memory at once. `hooks` and `mh` may be NULL.
+ * stop at their next step, as the plan they are for is left out. Runs
+ * with hooks->emit go one at a time. Runs side by side hold their memory
+ * at once. `hooks` and `mh` may be NULL.
  *
  * as_strategy_run itself may run on several threads at once on one trace;
  * nothing else may write the trace meanwhile (the first
