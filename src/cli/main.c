@@ -432,6 +432,32 @@ static size_t default_set(const struct as_trace *t, const char *path,
 	return n;
 }
 
+/*
+ * Each plan is checked on the thread that made it, as soon as it is made
+ * (as_many_hooks.done), beside the runs still going: res[i] is spec i's,
+ * checked[i] its as_validate's error.
+ */
+struct checks {
+	const struct as_trace *t;
+	struct result *res;
+	int *checked;
+};
+
+static void check_plan(void *ctx, size_t i, int err, struct as_plan *plan,
+		       const struct as_diag *diag)
+{
+	struct checks *c = ctx;
+	struct result *r = &c->res[i];
+	(void)err;
+	(void)diag;
+	r->plan = plan;
+	if (!plan)
+		return;
+	c->checked[i] = as_validate(c->t, plan, &r->report);
+	r->peak = as_plan_peak(plan, c->t, -1);
+	r->failed = as_plan_failed(plan, c->t);
+}
+
 /* Replay one trace; returns 0, EXIT_INVALID or EXIT_USAGE. */
 static int replay_trace(const char *trace_path, struct replay_opts *o)
 {
@@ -456,54 +482,54 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	out.step_limit = hooks.step_limit;
 
 	struct result *res = calloc(nspecs + 1, sizeof(*res));
-	struct as_plan **plans = calloc(nspecs + 1, sizeof(*plans));
 	struct as_diag *diags = calloc(nspecs + 1, sizeof(*diags));
-	int status = res && plans && diags ? 0 : EXIT_USAGE;
+	int *checked = calloc(nspecs + 1, sizeof(*checked));
+	struct checks c = {t, res, checked};
+	struct as_many_hooks mh = {.done = check_plan, .ctx = &c};
+	struct as_plan **plans = calloc(nspecs + 1, sizeof(*plans));
+	int status = res && diags && checked && plans ? 0 : EXIT_USAGE;
 	size_t nres = 0;
 	if (status)
 		fputs("allocscope: out of memory\n", stderr);
 	else
-		as_strategy_run_many(t, specs, nspecs, &hooks, NULL, o->jobs,
+		as_strategy_run_many(t, specs, nspecs, &hooks, &mh, o->jobs,
 				     plans, diags);
 	/* In order, up to the first that failed; those that stopped at the
-	 * step limit are left out. */
+	 * step limit are left out. res[] closes up to the plans made. */
 	for (size_t i = 0; status == 0 && i < nspecs; i++) {
-		struct result *r = &res[nres];
-		if (!plans[i] && diags[i].err == AS_ELIMIT) {
+		struct result r = res[i];
+		res[i].plan = NULL;
+		if (!r.plan && diags[i].err == AS_ELIMIT) {
 			out.spec[out.n++] = specs[i];
 			continue;
 		}
-		if (!plans[i]) {
+		if (!r.plan) {
 			cli_progress_end(&o->progress);
 			status = cli_report_diag(&diags[i]);
 			break;
 		}
-		r->plan = plans[i];
-		plans[i] = NULL;
-		nres++;
-		snprintf(r->spec, sizeof(r->spec), "%s", specs[i]);
-		if (as_validate(t, r->plan, &r->report) != AS_OK) {
+		snprintf(r.spec, sizeof(r.spec), "%s", specs[i]);
+		res[nres++] = r;
+		if (checked[i] != AS_OK) {
 			fputs("allocscope: out of memory\n", stderr);
 			status = EXIT_USAGE;
 			break;
 		}
-		r->peak = as_plan_peak(r->plan, t, -1);
-		r->failed = as_plan_failed(r->plan, t);
-		if (!r->report.valid) {
+		if (!r.report.valid) {
 			char buf[1024];
 			cli_progress_end(&o->progress);
 			fprintf(stderr, "%s: %s: invalid plan: %s\n",
 				trace_path, specs[i],
-				as_violation_text(t, r->plan,
-						  &r->report.first[0], buf,
-						  sizeof(buf)));
+				as_violation_text(t, r.plan, &r.report.first[0],
+						  buf, sizeof(buf)));
 			status = EXIT_INVALID;
 		}
 	}
-	for (size_t i = 0; plans && i < nspecs; i++)
-		as_plan_destroy(plans[i]);
+	for (size_t i = nres; res && i < nspecs; i++)
+		as_plan_destroy(res[i].plan);
 	free(plans);
 	free(diags);
+	free(checked);
 	if (out.n && status == 0) {
 		cli_progress_end(&o->progress);
 		fprintf(stderr, "%s: left out at the step limit of %llu steps:",
