@@ -19,12 +19,18 @@
 /*
  * Treap nodes come from a pool that only ever holds the live buffers, so the
  * validator's memory follows the most buffers live at once, not the trace.
- * A node's key is (offset, buffer index).
+ * A node's key is (offset, buffer index); it carries the key, its buffer's
+ * end and its priority, so a walk down the tree reads one node a level.
  */
+struct node {
+	uint64_t off, top;      /* the buffer's addresses [off, top) */
+	uint32_t buf, prio;
+	uint32_t left, right;   /* free nodes chain through left */
+};
+
 struct treap {
-	uint32_t *buf, *left, *right;   /* per node */
-	uint32_t n, cap, free_list;     /* free nodes chain through left */
-	const uint64_t *off;
+	struct node *node;
+	uint32_t n, cap, free_list;
 };
 
 static uint32_t prio(uint32_t i)
@@ -35,37 +41,32 @@ static uint32_t prio(uint32_t i)
 	return x ^ (x >> 13);
 }
 
-/* Whether buffer a sorts before buffer b. */
-static bool less(const struct treap *tr, uint32_t a, uint32_t b)
+/* Whether key (off, buf) sorts before node b's. */
+static bool less(const struct node *b, uint64_t off, uint32_t buf)
 {
-	return tr->off[a] != tr->off[b] ? tr->off[a] < tr->off[b] : a < b;
+	return off != b->off ? off < b->off : buf < b->buf;
 }
 
-static uint32_t node_new(struct treap *tr, uint32_t buf)
+static uint32_t node_new(struct treap *tr, uint32_t buf, uint64_t off,
+			 uint64_t top)
 {
 	uint32_t n = tr->free_list;
 	if (n != AS_NONE) {
-		tr->free_list = tr->left[n];
+		tr->free_list = tr->node[n].left;
 	} else {
 		if (tr->n == tr->cap) {
 			uint32_t cap = tr->cap ? tr->cap * 2 : 1024;
-			uint32_t *b = realloc(tr->buf, cap * sizeof(*b));
-			if (b)
-				tr->buf = b;
-			uint32_t *l = realloc(tr->left, cap * sizeof(*l));
-			if (l)
-				tr->left = l;
-			uint32_t *r = realloc(tr->right, cap * sizeof(*r));
-			if (r)
-				tr->right = r;
-			if (!b || !l || !r)
+			struct node *v =
+				realloc(tr->node, (size_t)cap * sizeof(*v));
+			if (!v)
 				return AS_NONE;
+			tr->node = v;
 			tr->cap = cap;
 		}
 		n = tr->n++;
 	}
-	tr->buf[n] = buf;
-	tr->left[n] = tr->right[n] = AS_NONE;
+	tr->node[n] = (struct node){off, top, buf, prio(buf), AS_NONE,
+				    AS_NONE};
 	return n;
 }
 
@@ -73,19 +74,20 @@ static uint32_t insert(struct treap *tr, uint32_t root, uint32_t n)
 {
 	if (root == AS_NONE)
 		return n;
-	if (less(tr, tr->buf[n], tr->buf[root])) {
-		uint32_t l = tr->left[root] = insert(tr, tr->left[root], n);
-		if (prio(tr->buf[l]) > prio(tr->buf[root])) {
-			tr->left[root] = tr->right[l];
-			tr->right[l] = root;
+	struct node *v = tr->node, *r = &v[root];
+	if (less(r, v[n].off, v[n].buf)) {
+		uint32_t l = r->left = insert(tr, r->left, n);
+		if (v[l].prio > r->prio) {
+			r->left = v[l].right;
+			v[l].right = root;
 			return l;
 		}
 	} else {
-		uint32_t r = tr->right[root] = insert(tr, tr->right[root], n);
-		if (prio(tr->buf[r]) > prio(tr->buf[root])) {
-			tr->right[root] = tr->left[r];
-			tr->left[r] = root;
-			return r;
+		uint32_t g = r->right = insert(tr, r->right, n);
+		if (v[g].prio > r->prio) {
+			r->right = v[g].left;
+			v[g].left = root;
+			return g;
 		}
 	}
 	return root;
@@ -97,44 +99,48 @@ static uint32_t merge(struct treap *tr, uint32_t a, uint32_t b)
 		return b;
 	if (b == AS_NONE)
 		return a;
-	if (prio(tr->buf[a]) > prio(tr->buf[b])) {
-		tr->right[a] = merge(tr, tr->right[a], b);
+	struct node *v = tr->node;
+	if (v[a].prio > v[b].prio) {
+		v[a].right = merge(tr, v[a].right, b);
 		return a;
 	}
-	tr->left[b] = merge(tr, a, tr->left[b]);
+	v[b].left = merge(tr, a, v[b].left);
 	return b;
 }
 
-/* Remove the node of buffer `buf`, returning its node to the pool. */
-static uint32_t erase(struct treap *tr, uint32_t root, uint32_t buf)
+/* Remove the node of key (off, buf), returning it to the pool. */
+static uint32_t erase(struct treap *tr, uint32_t root, uint64_t off,
+		      uint32_t buf)
 {
 	if (root == AS_NONE)
 		return AS_NONE;
-	if (tr->buf[root] == buf) {
-		uint32_t m = merge(tr, tr->left[root], tr->right[root]);
-		tr->left[root] = tr->free_list;
+	struct node *r = &tr->node[root];
+	if (r->buf == buf) {
+		uint32_t m = merge(tr, r->left, r->right);
+		tr->node[root].left = tr->free_list;
 		tr->free_list = root;
 		return m;
 	}
-	if (less(tr, buf, tr->buf[root]))
-		tr->left[root] = erase(tr, tr->left[root], buf);
+	if (less(r, off, buf))
+		r->left = erase(tr, r->left, off, buf);
 	else
-		tr->right[root] = erase(tr, tr->right[root], buf);
+		r->right = erase(tr, r->right, off, buf);
 	return root;
 }
 
-/* Buffers nearest below and above `buf` (not in the tree). */
-static void neighbours(const struct treap *tr, uint32_t root, uint32_t buf,
-		       uint32_t *pred, uint32_t *succ)
+/* The nodes nearest below and above key (off, buf) (not in the tree). */
+static void neighbours(const struct treap *tr, uint32_t root, uint64_t off,
+		       uint32_t buf, uint32_t *pred, uint32_t *succ)
 {
 	*pred = *succ = AS_NONE;
 	while (root != AS_NONE) {
-		if (less(tr, buf, tr->buf[root])) {
-			*succ = tr->buf[root];
-			root = tr->left[root];
+		const struct node *r = &tr->node[root];
+		if (less(r, off, buf)) {
+			*succ = root;
+			root = r->left;
 		} else {
-			*pred = tr->buf[root];
-			root = tr->right[root];
+			*pred = root;
+			root = r->right;
 		}
 	}
 }
@@ -220,19 +226,18 @@ static bool check_one(struct run *v, uint32_t i)
 static void place(struct run *v, uint32_t i)
 {
 	uint32_t g = group_of(v, i), pred, succ;
-	const struct as_buffer *b = &v->t->buffers[i];
-	uint64_t off = v->p->offset[i];
-	neighbours(&v->tr, v->roots[g], i, &pred, &succ);
-	if (pred != AS_NONE &&
-	    v->p->offset[pred] + v->t->buffers[pred].size > off) {
-		violation(v, AS_V_OVERLAP, pred, i);
+	uint64_t off = v->p->offset[i], top = off + v->t->buffers[i].size;
+	const struct node *nd = v->tr.node;
+	neighbours(&v->tr, v->roots[g], off, i, &pred, &succ);
+	if (pred != AS_NONE && nd[pred].top > off) {
+		violation(v, AS_V_OVERLAP, nd[pred].buf, i);
 		return;
 	}
-	if (succ != AS_NONE && off + b->size > v->p->offset[succ]) {
-		violation(v, AS_V_OVERLAP, i, succ);
+	if (succ != AS_NONE && top > nd[succ].off) {
+		violation(v, AS_V_OVERLAP, i, nd[succ].buf);
 		return;
 	}
-	uint32_t n = node_new(&v->tr, i);
+	uint32_t n = node_new(&v->tr, i, off, top);
 	if (n == AS_NONE) {
 		v->nomem = true;
 		return;
@@ -246,7 +251,7 @@ static void unplace(struct run *v, uint32_t i)
 	if (!in_tree(v, i))
 		return;
 	uint32_t g = group_of(v, i);
-	v->roots[g] = erase(&v->tr, v->roots[g], i);
+	v->roots[g] = erase(&v->tr, v->roots[g], v->p->offset[i], i);
 	set_in_tree(v, i, false);
 }
 
@@ -344,7 +349,6 @@ int as_validate(const struct as_trace *t, const struct as_plan *p,
 		aliases = as_plan_alias_of(p, t, i) != AS_NONE;
 	uint32_t ngroups = p->nspaces + (aliases ? t->nbuffers : 0);
 	size_t n = (size_t)t->nbuffers + 1;
-	v.tr.off = p->offset;
 	v.tr.free_list = AS_NONE;
 	v.in_tree = calloc(n / 8 + 1, 1);
 	v.roots = malloc(((size_t)ngroups + 1) * sizeof(uint32_t));
@@ -378,9 +382,7 @@ int as_validate(const struct as_trace *t, const struct as_plan *p,
 	if (err == AS_OK)
 		*out = r;
 out:
-	free(v.tr.buf);
-	free(v.tr.left);
-	free(v.tr.right);
+	free(v.tr.node);
 	free(v.in_tree);
 	free(v.roots);
 	free(v.capacity);
