@@ -495,7 +495,8 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 		as_strategy_run_many(t, specs, nspecs, &hooks, &mh, o->jobs,
 				     plans, diags);
 	/* In order, up to the first that failed; those that stopped at the
-	 * step limit are left out. res[] closes up to the plans made. */
+	 * step limit are left out, and the plans made move to the front of
+	 * res[], in order. */
 	for (size_t i = 0; status == 0 && i < nspecs; i++) {
 		struct result r = res[i];
 		res[i].plan = NULL;
