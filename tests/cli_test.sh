@@ -60,13 +60,13 @@ ok "check exits 1 and names the first overlap" $?
 printf 'id,lower,upper,size,offset\n0,0,4,8,0\n1,2,6,8,4\n' >"$tmp/rec.csv"
 "$exe" check "$tmp/rec.csv" >/dev/null 2>"$tmp/err"
 rc=$?
-"$exe" replay "$tmp/rec.csv" -s greedy-size -s recorded -j 2 >"$tmp/out" 2>>"$tmp/err"
+"$exe" replay "$tmp/rec.csv" -s recorded -s greedy-size -j 2 >"$tmp/out" 2>>"$tmp/err"
 rc2=$?
 grep -q "recorded: invalid plan: '0' (time \[0, 4), addresses \[0, 8)) overlaps '1'" "$tmp/err" &&
 	grep -qE '^recorded +12 .* NO ' "$tmp/out" &&
 	grep -qE '^greedy-size +16 .* yes ' "$tmp/out" &&
 	! grep -qE "Sanitizer|runtime error" "$tmp/err"
-ok "check and replay of the trace's own overlapping offsets exit 1, each plan checked beside the others" $(( (rc == 1 && rc2 == 1 && $? == 0) ? 0 : 1 ))
+ok "check and replay of the trace's own overlapping offsets exit 1, the rows after the invalid one shown" $(( (rc == 1 && rc2 == 1 && $? == 0) ? 0 : 1 ))
 
 "$exe" check traces/small-cnn.json >/dev/null 2>&1
 ok "check without offsets or a plan is a usage error" $(( $? == 2 ? 0 : 1 ))

@@ -496,8 +496,9 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 				     plans, diags);
 	/* In order, up to the first that failed; those that stopped at the
 	 * step limit are left out, and the plans made move to the front of
-	 * res[], in order. */
-	for (size_t i = 0; status == 0 && i < nspecs; i++) {
+	 * res[], in order. An invalid plan is named and shown with the rest:
+	 * the trace's own offsets overlapping is when the others matter. */
+	for (size_t i = 0; status != EXIT_USAGE && i < nspecs; i++) {
 		struct result r = res[i];
 		res[i].plan = NULL;
 		if (!r.plan && diags[i].err == AS_ELIMIT) {
@@ -531,7 +532,7 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	free(plans);
 	free(diags);
 	free(checked);
-	if (out.n && status == 0) {
+	if (out.n && status != EXIT_USAGE) {
 		cli_progress_end(&o->progress);
 		fprintf(stderr, "%s: left out at the step limit of %llu steps:",
 			trace_path, (unsigned long long)out.step_limit);
