@@ -64,6 +64,7 @@ struct result {
 	struct as_report report;
 	uint64_t peak;
 	uint32_t failed;
+	int check_err;          /* as_validate's */
 };
 
 static double gap_pct(uint64_t peak, uint64_t lb)
@@ -434,13 +435,11 @@ static size_t default_set(const struct as_trace *t, const char *path,
 
 /*
  * Each plan is checked on the thread that made it, as soon as it is made
- * (as_many_hooks.done), beside the runs still going: res[i] is spec i's,
- * checked[i] its as_validate's error.
+ * (as_many_hooks.done), beside the runs still going: res[i] is spec i's.
  */
 struct checks {
 	const struct as_trace *t;
 	struct result *res;
-	int *checked;
 };
 
 static void check_plan(void *ctx, size_t i, int err, struct as_plan *plan,
@@ -453,7 +452,7 @@ static void check_plan(void *ctx, size_t i, int err, struct as_plan *plan,
 	r->plan = plan;
 	if (!plan)
 		return;
-	c->checked[i] = as_validate(c->t, plan, &r->report);
+	r->check_err = as_validate(c->t, plan, &r->report);
 	r->peak = as_plan_peak(plan, c->t, -1);
 	r->failed = as_plan_failed(plan, c->t);
 }
@@ -483,11 +482,10 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 
 	struct result *res = calloc(nspecs + 1, sizeof(*res));
 	struct as_diag *diags = calloc(nspecs + 1, sizeof(*diags));
-	int *checked = calloc(nspecs + 1, sizeof(*checked));
-	struct checks c = {t, res, checked};
+	struct checks c = {t, res};
 	struct as_many_hooks mh = {.done = check_plan, .ctx = &c};
 	struct as_plan **plans = calloc(nspecs + 1, sizeof(*plans));
-	int status = res && diags && checked && plans ? 0 : EXIT_USAGE;
+	int status = res && diags && plans ? 0 : EXIT_USAGE;
 	size_t nres = 0;
 	if (status)
 		fputs("allocscope: out of memory\n", stderr);
@@ -512,7 +510,7 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 		}
 		snprintf(r.spec, sizeof(r.spec), "%s", specs[i]);
 		res[nres++] = r;
-		if (checked[i] != AS_OK) {
+		if (r.check_err != AS_OK) {
 			fputs("allocscope: out of memory\n", stderr);
 			status = EXIT_USAGE;
 			break;
@@ -531,7 +529,6 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 		as_plan_destroy(res[i].plan);
 	free(plans);
 	free(diags);
-	free(checked);
 	if (out.n && status != EXIT_USAGE) {
 		cli_progress_end(&o->progress);
 		fprintf(stderr, "%s: left out at the step limit of %llu steps:",
