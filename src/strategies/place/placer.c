@@ -290,6 +290,17 @@ struct put_mark {
 };
 
 /*
+ * A node of the tree: its runs, the rectangles recorded in its subtree (it
+ * included), and the walk that last visited it (see next_stamp). A walk
+ * reads all three of a node, so they share its cache line.
+ */
+struct tnode {
+	struct runs ru;
+	uint32_t sub;
+	uint16_t vis;
+};
+
+/*
  * A walk down a subtree pushes both children of each node it pops, so its
  * stack holds at most one node per level below the top plus two: node
  * numbers stay below 2^33, so 33 levels.
@@ -300,7 +311,7 @@ struct as_placer {
 	const struct as_problem *pb;
 	uint32_t size;          /* leaves: the sections where some rectangle
 				 * starts (see FOR_COVER) */
-	struct runs *node;      /* 2 * size */
+	struct tnode *node;     /* 2 * size */
 	struct runs *part;      /* nparts unions per subtree, then nhot
 				 * snapshots (see AS_HOT) */
 	uint32_t nparts, nhot, hot_gap;
@@ -319,10 +330,7 @@ struct as_placer {
 	struct runs *path;
 	uint64_t *path_at, *ver, clock;
 	uint32_t npath;
-	uint32_t *sub;
-	uint16_t *vis;          /* visited in the walk of stamp (see
-				 * next_stamp) */
-	uint16_t stamp;
+	uint16_t stamp;         /* the walk of the moment (next_stamp) */
 	uint64_t *off;
 	struct as_span *g;         /* query scratch */
 	uint32_t ng, gcap;
@@ -338,6 +346,8 @@ struct as_placer {
 	uint64_t start;         /* *left at the walk's start (the reset) */
 	uint32_t finds;         /* finds since then */
 	bool over;              /* a find stopped: none left, or behind */
+	uint32_t *ua;           /* put: the unions it adds to (unions_room) */
+	uint32_t ucap;
 	uint32_t *map;          /* section -> leaf (see FOR_COVER) */
 	uint8_t grain;          /* log2 of the smallest alignment (see top) */
 	bool nomem;
@@ -417,13 +427,11 @@ struct as_placer *as_placer_create(const struct as_problem *pb)
 	pl->hot_gap = (pl->size + AS_HOT - 1) / AS_HOT;
 	pl->nhot = (pl->size + pl->hot_gap - 1) / pl->hot_gap;
 	pl->part = calloc((size_t)pl->nparts + pl->nhot, sizeof(*pl->part));
-	pl->sub = calloc(nodes, sizeof(uint32_t));
-	pl->vis = calloc(nodes, sizeof(uint16_t));
 	pl->off = calloc((size_t)pb->n + 1, sizeof(uint64_t));
 	pl->gcap = 1024;
 	pl->g = calloc(pl->gcap, sizeof(struct as_span));
 	if (!pl->node || !pl->part || !pl->path || !pl->path_at ||
-	    !pl->ver || !pl->sub || !pl->vis || !pl->off || !pl->g) {
+	    !pl->ver || !pl->off || !pl->g) {
 		as_placer_destroy(pl);
 		return NULL;
 	}
@@ -435,8 +443,8 @@ void as_placer_destroy(struct as_placer *pl)
 	if (!pl)
 		return;
 	for (size_t v = 0; pl->node && v < 2 * (size_t)pl->size; v++)
-		if (pl->node[v].cap)
-			free(pl->node[v].u.v);
+		if (pl->node[v].ru.cap)
+			free(pl->node[v].ru.u.v);
 	for (uint32_t v = 0; pl->part && v < pl->nparts + pl->nhot; v++)
 		if (pl->part[v].cap)
 			free(pl->part[v].u.v);
@@ -449,8 +457,6 @@ void as_placer_destroy(struct as_placer *pl)
 	free(pl->path);
 	free(pl->path_at);
 	free(pl->ver);
-	free(pl->sub);
-	free(pl->vis);
 	free(pl->off);
 	free(pl->g);
 	free(pl->src);
@@ -458,6 +464,7 @@ void as_placer_destroy(struct as_placer *pl)
 	free(pl->ulog);
 	free(pl->uold);
 	free(pl->marks);
+	free(pl->ua);
 	free(pl);
 }
 
@@ -473,8 +480,9 @@ void as_placer_reset(struct as_placer *pl)
 {
 	size_t nodes = 2 * (size_t)pl->size;
 	for (size_t v = 0; v < nodes; v++) {
-		pl->node[v].n = 0;
-		runs_dirty(&pl->node[v], 0);
+		pl->node[v].ru.n = 0;
+		runs_dirty(&pl->node[v].ru, 0);
+		pl->node[v].sub = 0;
 	}
 	for (uint32_t v = 0; v < pl->nparts + pl->nhot; v++) {
 		pl->part[v].n = 0;
@@ -490,7 +498,6 @@ void as_placer_reset(struct as_placer *pl)
 	walk_starts(pl);
 	pl->nulog = pl->nuold = pl->nmarks = 0;
 	pl->nolog = !pl->undo;
-	memset(pl->sub, 0, nodes * sizeof(uint32_t));
 }
 
 /* First run of ru with hi > x. */
@@ -565,11 +572,9 @@ static bool run_remove(struct runs *ru, uint64_t lo, uint64_t hi)
 	return true;
 }
 
-/* The runs [*i, *j) that [lo, hi) meets or touches. */
-static void unite_range(const struct runs *ru, uint64_t lo, uint64_t hi,
-			uint32_t *i, uint32_t *j)
+/* The first run of ru ending at or above lo: the first [lo, ...) touches. */
+static uint32_t touch_at(const struct runs *ru, uint64_t lo)
 {
-	/* i: first run with hi >= lo; j: first run with lo > hi. */
 	const struct as_span *v = csp(ru);
 	uint32_t a = 0, b = ru->n;
 	while (a < b) {
@@ -579,17 +584,26 @@ static void unite_range(const struct runs *ru, uint64_t lo, uint64_t hi,
 		else
 			b = mid;
 	}
-	*i = a;
-	*j = a;
-	while (*j < ru->n && v[*j].lo <= hi)
-		(*j)++;
+	return a;
 }
 
-/* Add [lo, hi) to a union of disjoint runs, merging what it meets. */
-static bool run_unite(struct runs *ru, uint64_t lo, uint64_t hi)
+/* The runs [i, *j) that [lo, hi) meets or touches, i = touch_at(ru, lo). */
+static uint32_t touch_end(const struct runs *ru, uint32_t i, uint64_t hi)
 {
-	uint32_t i, j;
-	unite_range(ru, lo, hi, &i, &j);
+	const struct as_span *v = csp(ru);
+	while (i < ru->n && v[i].lo <= hi)
+		i++;
+	return i;
+}
+
+/*
+ * Add [lo, hi) to a union of disjoint runs, merging what it meets; i is
+ * touch_at(ru, lo).
+ */
+static bool run_unite_at(struct runs *ru, uint32_t i, uint64_t lo,
+			 uint64_t hi)
+{
+	uint32_t j = touch_end(ru, i, hi);
 	runs_dirty(ru, i);
 	struct as_span *v = sp(ru);
 	if (i < j) {
@@ -613,6 +627,11 @@ static bool run_unite(struct runs *ru, uint64_t lo, uint64_t hi)
 	return true;
 }
 
+static bool run_unite(struct runs *ru, uint64_t lo, uint64_t hi)
+{
+	return run_unite_at(ru, touch_at(ru, lo), lo, hi);
+}
+
 /* Room for `need` elements of `size` bytes at *p; false: no memory. */
 static bool grow(void **p, uint32_t *cap, uint64_t need, size_t size)
 {
@@ -631,14 +650,13 @@ static bool grow(void **p, uint32_t *cap, uint64_t need, size_t size)
 	return true;
 }
 
-/* run_unite on part[a], logging what it overwrites. */
-static bool part_unite(struct as_placer *pl, uint32_t a, uint64_t lo,
-		       uint64_t hi)
+/* run_unite_at on part[a], logging what it overwrites. */
+static bool part_unite(struct as_placer *pl, uint32_t a, uint32_t i,
+		       uint64_t lo, uint64_t hi)
 {
 	struct runs *ru = &pl->part[a];
 	if (!pl->nolog) {
-		uint32_t i, j;
-		unite_range(ru, lo, hi, &i, &j);
+		uint32_t j = touch_end(ru, i, hi);
 		if (grow((void **)&pl->ulog, &pl->ulcap, (uint64_t)pl->nulog + 1,
 			 sizeof(*pl->ulog)) &&
 		    grow((void **)&pl->uold, &pl->uocap,
@@ -653,7 +671,43 @@ static bool part_unite(struct as_placer *pl, uint32_t a, uint64_t lo,
 			pl->nolog = true;
 		}
 	}
-	return run_unite(ru, lo, hi);
+	return run_unite_at(ru, i, lo, hi);
+}
+
+/*
+ * touch_at(part[a[k]], lo) into at[k] for the n unions a put adds to, the
+ * binary searches taken in step: the loads of one step are independent,
+ * so their cache misses overlap instead of coming one after another.
+ */
+static void touch_all(const struct as_placer *pl, const uint32_t *a,
+		      uint32_t n, uint64_t lo, uint32_t *at, uint32_t *len)
+{
+	uint32_t most = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		at[k] = 0;
+		len[k] = pl->part[a[k]].n;
+		if (len[k] > most)
+			most = len[k];
+	}
+	/* Invariant: runs before at[k] end below lo; those from at[k] +
+	 * len[k] on do not. */
+	for (; most > 0; most /= 2) {
+		for (uint32_t k = 0; k < n; k++)
+			if (len[k])
+				__builtin_prefetch(csp(&pl->part[a[k]]) + at[k] +
+						   len[k] / 2);
+		for (uint32_t k = 0; k < n; k++) {
+			if (!len[k])
+				continue;
+			uint32_t half = len[k] / 2;
+			if (csp(&pl->part[a[k]])[at[k] + half].hi < lo) {
+				at[k] += half + 1;
+				len[k] -= half + 1;
+			} else {
+				len[k] = half;
+			}
+		}
+	}
 }
 
 /* Take back one logged union; false: no memory. */
@@ -707,9 +761,29 @@ static void hot_range(const struct as_placer *pl, uint32_t l, uint32_t h,
 static void next_stamp(struct as_placer *pl)
 {
 	if (++pl->stamp == 0) {
-		memset(pl->vis, 0, 2 * (size_t)pl->size * sizeof(*pl->vis));
+		for (size_t v = 0; v < 2 * (size_t)pl->size; v++)
+			pl->node[v].vis = 0;
 		pl->stamp = 1;
 	}
+}
+
+/*
+ * Room for the n unions a put adds to: pl->ua, and after it the two arrays
+ * of touch_all, n each; false: no memory. Nothing is kept across puts.
+ */
+static bool unions_room(struct as_placer *pl, uint64_t n)
+{
+	if (n <= pl->ucap)
+		return true;
+	if (n > UINT32_MAX / 4)
+		return false;
+	uint32_t *ua = malloc(3 * (size_t)n * sizeof(*ua));
+	if (!ua)
+		return false;
+	free(pl->ua);
+	pl->ua = ua;
+	pl->ucap = (uint32_t)n;
+	return true;
 }
 
 void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
@@ -724,29 +798,38 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 		else
 			pl->nolog = true;
 	}
+	/* The unions it adds to: part[] of every ancestor of its cover (see
+	 * AS_PART_HEIGHT) and the snapshots of its range. */
+	uint32_t j, e, nu = 0;
+	hot_range(pl, pl->map[pl->pb->r[i].t0], pl->map[pl->pb->r[i].t1], &j,
+		  &e);
+	bool unite = !pl->stale &&
+		     unions_room(pl, 2 * (uint64_t)AS_STACK + (e - j));
+	if (!pl->stale && !unite)
+		pl->nomem = true;
 	next_stamp(pl);
 	FOR_COVER(pl, &pl->pb->r[i], v, {
-		if (!run_insert(&pl->node[v], off, hi))
+		if (!run_insert(&pl->node[v].ru, off, hi))
 			pl->nomem = true;
 		if (v < pl->npath)
 			pl->ver[v] = ++pl->clock;
 		for (uint32_t a = v; a >= 1; a >>= 1)
-			pl->sub[a]++;
-		for (uint32_t a = v; a >= 1 && pl->vis[a] != pl->stamp;
+			pl->node[a].sub++;
+		for (uint32_t a = v; a >= 1 && pl->node[a].vis != pl->stamp;
 		     a >>= 1) {
-			pl->vis[a] = pl->stamp;
-			if (!pl->stale && a < pl->nparts &&
-			    !part_unite(pl, a, off, hi))
-				pl->nomem = true;
+			pl->node[a].vis = pl->stamp;
+			if (unite && a < pl->nparts)
+				pl->ua[nu++] = a;
 		}
 	});
-	if (pl->stale)
+	if (!unite)
 		return;
-	uint32_t j, e;
-	hot_range(pl, pl->map[pl->pb->r[i].t0], pl->map[pl->pb->r[i].t1], &j,
-		  &e);
 	for (; j < e; j++)
-		if (!part_unite(pl, pl->nparts + j, off, hi))
+		pl->ua[nu++] = pl->nparts + j;
+	uint32_t *at = pl->ua + pl->ucap;
+	touch_all(pl, pl->ua, nu, off, at, at + pl->ucap);
+	for (uint32_t k = 0; k < nu; k++)
+		if (!part_unite(pl, pl->ua[k], at[k], off, hi))
 			pl->nomem = true;
 }
 
@@ -765,12 +848,12 @@ void as_placer_pop(struct as_placer *pl, uint32_t i)
 		pl->stale = true;
 	}
 	FOR_COVER(pl, &pl->pb->r[i], v, {
-		if (!run_remove(&pl->node[v], lo, hi))
+		if (!run_remove(&pl->node[v].ru, lo, hi))
 			pl->nomem = true;
 		if (v < pl->npath)
 			pl->ver[v] = ++pl->clock;
 		for (uint32_t a = v; a >= 1; a >>= 1)
-			pl->sub[a]--;
+			pl->node[a].sub--;
 	});
 }
 
@@ -799,11 +882,11 @@ static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 	next_stamp(pl);
 	FOR_COVER(pl, r, v, {
 		/* Ancestors (v included) cover part of v's range. */
-		for (uint32_t a = v; a >= 1 && pl->vis[a] != pl->stamp;
+		for (uint32_t a = v; a >= 1 && pl->node[a].vis != pl->stamp;
 		     a >>= 1) {
-			pl->vis[a] = pl->stamp;
-			if (pl->node[a].n)
-				take(pl, &pl->node[a]);
+			pl->node[a].vis = pl->stamp;
+			if (pl->node[a].ru.n)
+				take(pl, &pl->node[a].ru);
 		}
 		/* Descendants lie inside r's range. */
 		uint32_t sp = 0;
@@ -813,10 +896,10 @@ static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 		}
 		while (sp) {
 			uint32_t w = pl->stack[--sp];
-			if (!pl->sub[w])
+			if (!pl->node[w].sub)
 				continue;
-			if (pl->node[w].n)
-				take(pl, &pl->node[w]);
+			if (pl->node[w].ru.n)
+				take(pl, &pl->node[w].ru);
 			if (w < pl->size) {
 				pl->stack[sp++] = 2 * w;
 				pl->stack[sp++] = 2 * w + 1;
@@ -841,9 +924,11 @@ static void add_src(struct as_placer *pl, struct runs *ru, bool plain)
 		pl->ord = no;
 		pl->srccap = cap;
 	}
+	/* Its first run is read once every set is known (sources): the
+	 * fetches of the sets' runs overlap instead of waiting in turn. */
 	pl->src[pl->nsrc++] =
 		(struct src){.ru = ru, .v = csp(ru), .n = ru->n, .plain = plain};
-	src_at(&pl->src[pl->nsrc - 1], 0);
+	__builtin_prefetch(csp(ru));
 }
 
 /*
@@ -998,7 +1083,7 @@ static struct runs *path_union(struct as_placer *pl, uint32_t leaf,
 		if (a >= pl->npath)
 			break;
 		*top = a;
-		if (!pl->node[a].n) {
+		if (!pl->node[a].ru.n) {
 			/* Its union is its parent's; one emptied by a pop
 			 * still dates the unions below it. */
 			if (pl->ver[a] > up_at)
@@ -1006,7 +1091,7 @@ static struct runs *path_union(struct as_placer *pl, uint32_t leaf,
 			continue;
 		}
 		if (pl->path_at[a] < pl->ver[a] || pl->path_at[a] < up_at) {
-			if (!unite_into(&pl->path[a], up, &pl->node[a])) {
+			if (!unite_into(&pl->path[a], up, &pl->node[a].ru)) {
 				pl->nomem = true;
 				return NULL;
 			}
@@ -1037,8 +1122,19 @@ static bool over_hot(const uint32_t *leaf, uint32_t n, uint32_t a)
 	return false;
 }
 
+static void gather_sources(struct as_placer *pl, const struct as_rect *r,
+			   bool snapshots);
+
 static void sources(struct as_placer *pl, const struct as_rect *r,
 		    bool snapshots)
+{
+	gather_sources(pl, r, snapshots);
+	for (uint32_t k = 0; k < pl->nsrc; k++)
+		src_at(&pl->src[k], 0);
+}
+
+static void gather_sources(struct as_placer *pl, const struct as_rect *r,
+			   bool snapshots)
 {
 	pl->nsrc = 0;
 	if (pl->stale) {
@@ -1068,10 +1164,10 @@ static void sources(struct as_placer *pl, const struct as_rect *r,
 			pl->stack[sp++] = v;
 		while (sp) {
 			uint32_t w = pl->stack[--sp];
-			if (!pl->sub[w])
+			if (!pl->node[w].sub)
 				continue;
-			if (pl->node[w].n)
-				add_src(pl, &pl->node[w], false);
+			if (pl->node[w].ru.n)
+				add_src(pl, &pl->node[w].ru, false);
 			if (w < pl->size) {
 				pl->stack[sp++] = 2 * w;
 				pl->stack[sp++] = 2 * w + 1;
@@ -1099,10 +1195,10 @@ static void sources(struct as_placer *pl, const struct as_rect *r,
 			add_src(pl, pu, false);
 		prev = pu;
 		for (uint32_t b = leaf; b > top; b >>= 1)
-			if (pl->vis[b] != pl->stamp) {
-				pl->vis[b] = pl->stamp;
-				if (pl->node[b].n && !over_hot(hot, nhot, b))
-					add_src(pl, &pl->node[b], false);
+			if (pl->node[b].vis != pl->stamp) {
+				pl->node[b].vis = pl->stamp;
+				if (pl->node[b].ru.n && !over_hot(hot, nhot, b))
+					add_src(pl, &pl->node[b].ru, false);
 			}
 	}
 }
