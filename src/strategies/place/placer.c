@@ -310,7 +310,7 @@ struct tnode {
 struct as_placer {
 	const struct as_problem *pb;
 	uint32_t size;          /* leaves: the sections where some rectangle
-				 * starts (see FOR_COVER) */
+				 * starts (see cover) */
 	struct tnode *node;     /* 2 * size */
 	struct runs *part;      /* nparts unions per subtree, then nhot
 				 * snapshots (see AS_HOT) */
@@ -346,9 +346,9 @@ struct as_placer {
 	uint64_t start;         /* *left at the walk's start (the reset) */
 	uint32_t finds;         /* finds since then */
 	bool over;              /* a find stopped: none left, or behind */
-	uint32_t *ua;           /* put: the unions it adds to (unions_room) */
-	uint32_t ucap;
-	uint32_t *map;          /* section -> leaf (see FOR_COVER) */
+	struct seek *seek;      /* put: its searches (seek_all) */
+	uint32_t seekcap;
+	uint32_t *map;          /* section -> leaf (see cover) */
 	uint8_t grain;          /* log2 of the smallest alignment (see top) */
 	bool nomem;
 };
@@ -376,23 +376,41 @@ static uint64_t top_of(const struct as_placer *pl, uint32_t i, uint64_t off)
  * consecutive, but they nest, and the placer only asks which nodes are
  * ancestors or descendants of which.
  */
-#define FOR_COVER(pl, r, v, body)                                    \
-	do {                                                         \
-		uint32_t l_ = (pl)->map[(r)->t0] + (pl)->size;       \
-		uint32_t h_ = (pl)->map[(r)->t1] + (pl)->size;       \
-		while (l_ < h_) {                                    \
-			if (l_ & 1) {                                \
-				uint32_t v = l_++;                   \
-				body;                                \
-			}                                            \
-			if (h_ & 1) {                                \
-				uint32_t v = --h_;                   \
-				body;                                \
-			}                                            \
-			l_ >>= 1;                                    \
-			h_ >>= 1;                                    \
-		}                                                    \
-	} while (0)
+#define AS_COVER (2 * AS_STACK) /* nodes of a cover: two a level at most */
+
+/*
+ * The canonical cover of r's range, the nodes whose ranges are disjoint and
+ * make it up, into cov[] (AS_COVER entries), in the order of the bottom-up
+ * walk; returns how many. What follows reads each of them and the nodes on
+ * the paths from both end leaves to the root (where their strict ancestors
+ * lie), and below a cover node without a union its children: their lines
+ * are fetched here, together, instead of a miss at a time.
+ */
+static uint32_t cover(const struct as_placer *pl, const struct as_rect *r,
+		      uint32_t *cov)
+{
+	uint32_t l = pl->map[r->t0] + pl->size, h = pl->map[r->t1] + pl->size;
+	uint32_t n = 0;
+	for (uint32_t a = l, b = h - 1; a > 1; a >>= 1, b >>= 1) {
+		__builtin_prefetch(&pl->node[a]);
+		__builtin_prefetch(&pl->node[b]);
+	}
+	for (; l < h; l >>= 1, h >>= 1) {
+		if (l & 1)
+			cov[n++] = l++;
+		if (h & 1)
+			cov[n++] = --h;
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t v = cov[k];
+		__builtin_prefetch(&pl->node[v]);
+		if (v < pl->nparts)
+			__builtin_prefetch(&pl->part[v]);
+		else if (v < pl->size)
+			__builtin_prefetch(&pl->node[2 * v]);
+	}
+	return n;
+}
 
 struct as_placer *as_placer_create(const struct as_problem *pb)
 {
@@ -464,7 +482,7 @@ void as_placer_destroy(struct as_placer *pl)
 	free(pl->ulog);
 	free(pl->uold);
 	free(pl->marks);
-	free(pl->ua);
+	free(pl->seek);
 	free(pl);
 }
 
@@ -515,9 +533,11 @@ static uint32_t run_find(const struct runs *ru, uint64_t x)
 	return lo;
 }
 
-static bool run_insert(struct runs *ru, uint64_t lo, uint64_t hi)
+/* Record [lo, hi) in ru, merged with the runs it touches; k is
+ * run_find(ru, lo). */
+static bool run_insert_at(struct runs *ru, uint32_t k, uint64_t lo,
+			  uint64_t hi)
 {
-	uint32_t k = run_find(ru, lo);
 	/* Runs before k end at or below lo; run k (if any) starts >= hi. */
 	runs_dirty(ru, k ? k - 1 : 0);
 	struct as_span *v = sp(ru);
@@ -675,36 +695,46 @@ static bool part_unite(struct as_placer *pl, uint32_t a, uint32_t i,
 }
 
 /*
- * touch_at(part[a[k]], lo) into at[k] for the n unions a put adds to, the
- * binary searches taken in step: the loads of one step are independent,
- * so their cache misses overlap instead of coming one after another.
+ * A search of a put: in ru, the first run ending at or above key, into at:
+ * run_find's in a cover node's runs (key off + 1), touch_at's in a union
+ * (key off). len is scratch.
  */
-static void touch_all(const struct as_placer *pl, const uint32_t *a,
-		      uint32_t n, uint64_t lo, uint32_t *at, uint32_t *len)
+struct seek {
+	struct runs *ru;
+	uint64_t key;
+	uint32_t at, len;
+	bool unite;
+};
+
+/*
+ * The n searches of a put, their binary searches taken in step: the loads
+ * of one step are independent, so their cache misses overlap instead of
+ * coming one after another.
+ */
+static void seek_all(struct seek *q, uint32_t n)
 {
 	uint32_t most = 0;
 	for (uint32_t k = 0; k < n; k++) {
-		at[k] = 0;
-		len[k] = pl->part[a[k]].n;
-		if (len[k] > most)
-			most = len[k];
+		q[k].at = 0;
+		q[k].len = q[k].ru->n;
+		if (q[k].len > most)
+			most = q[k].len;
 	}
-	/* Invariant: runs before at[k] end below lo; those from at[k] +
-	 * len[k] on do not. */
+	/* Runs before at end below key; those from at + len on do not. */
 	for (; most > 0; most /= 2) {
 		for (uint32_t k = 0; k < n; k++)
-			if (len[k])
-				__builtin_prefetch(csp(&pl->part[a[k]]) + at[k] +
-						   len[k] / 2);
+			if (q[k].len)
+				__builtin_prefetch(csp(q[k].ru) + q[k].at +
+						   q[k].len / 2);
 		for (uint32_t k = 0; k < n; k++) {
-			if (!len[k])
+			uint32_t half = q[k].len / 2;
+			if (!q[k].len)
 				continue;
-			uint32_t half = len[k] / 2;
-			if (csp(&pl->part[a[k]])[at[k] + half].hi < lo) {
-				at[k] += half + 1;
-				len[k] -= half + 1;
+			if (csp(q[k].ru)[q[k].at + half].hi < q[k].key) {
+				q[k].at += half + 1;
+				q[k].len -= half + 1;
 			} else {
-				len[k] = half;
+				q[k].len = half;
 			}
 		}
 	}
@@ -767,27 +797,15 @@ static void next_stamp(struct as_placer *pl)
 	}
 }
 
-/*
- * Room for the n unions a put adds to: pl->ua, and after it the two arrays
- * of touch_all, n each; false: no memory. Nothing is kept across puts.
- */
-static bool unions_room(struct as_placer *pl, uint64_t n)
+/* Room for n searches in pl->seek; false: no memory. */
+static bool seek_room(struct as_placer *pl, uint64_t n)
 {
-	if (n <= pl->ucap)
-		return true;
-	if (n > UINT32_MAX / 4)
-		return false;
-	uint32_t *ua = malloc(3 * (size_t)n * sizeof(*ua));
-	if (!ua)
-		return false;
-	free(pl->ua);
-	pl->ua = ua;
-	pl->ucap = (uint32_t)n;
-	return true;
+	return grow((void **)&pl->seek, &pl->seekcap, n, sizeof(*pl->seek));
 }
 
 void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 {
+	const struct as_rect *r = &pl->pb->r[i];
 	uint64_t hi = top_of(pl, i, off);
 	pl->off[i] = off;
 	if (!pl->stale && !pl->nolog) {
@@ -798,19 +816,23 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 		else
 			pl->nolog = true;
 	}
-	/* The unions it adds to: part[] of every ancestor of its cover (see
+	/* The sets it goes into: the runs of its cover nodes, then (part[]
+	 * up to date) the unions of every ancestor of its cover (see
 	 * AS_PART_HEIGHT) and the snapshots of its range. */
-	uint32_t j, e, nu = 0;
-	hot_range(pl, pl->map[pl->pb->r[i].t0], pl->map[pl->pb->r[i].t1], &j,
-		  &e);
-	bool unite = !pl->stale &&
-		     unions_room(pl, 2 * (uint64_t)AS_STACK + (e - j));
-	if (!pl->stale && !unite)
+	uint32_t cov[AS_COVER], ncov = cover(pl, r, cov), j, e, nq = 0;
+	hot_range(pl, pl->map[r->t0], pl->map[r->t1], &j, &e);
+	if (pl->stale)
+		j = e;
+	if (!seek_room(pl, 2 * (uint64_t)AS_COVER + (e - j))) {
 		pl->nomem = true;
+		return;
+	}
+	struct seek *q = pl->seek;
 	next_stamp(pl);
-	FOR_COVER(pl, &pl->pb->r[i], v, {
-		if (!run_insert(&pl->node[v].ru, off, hi))
-			pl->nomem = true;
+	for (uint32_t c = 0; c < ncov; c++) {
+		uint32_t v = cov[c];
+		q[nq++] = (struct seek){.ru = &pl->node[v].ru, .key = off + 1,
+					.unite = false};
 		if (v < pl->npath)
 			pl->ver[v] = ++pl->clock;
 		for (uint32_t a = v; a >= 1; a >>= 1)
@@ -818,19 +840,24 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 		for (uint32_t a = v; a >= 1 && pl->node[a].vis != pl->stamp;
 		     a >>= 1) {
 			pl->node[a].vis = pl->stamp;
-			if (unite && a < pl->nparts)
-				pl->ua[nu++] = a;
+			if (!pl->stale && a < pl->nparts)
+				q[nq++] = (struct seek){.ru = &pl->part[a],
+							.key = off,
+							.unite = true};
 		}
-	});
-	if (!unite)
-		return;
+	}
 	for (; j < e; j++)
-		pl->ua[nu++] = pl->nparts + j;
-	uint32_t *at = pl->ua + pl->ucap;
-	touch_all(pl, pl->ua, nu, off, at, at + pl->ucap);
-	for (uint32_t k = 0; k < nu; k++)
-		if (!part_unite(pl, pl->ua[k], at[k], off, hi))
+		q[nq++] = (struct seek){.ru = &pl->part[pl->nparts + j],
+					.key = off, .unite = true};
+	seek_all(q, nq);
+	for (uint32_t k = 0; k < nq; k++) {
+		bool ok = q[k].unite
+				  ? part_unite(pl, (uint32_t)(q[k].ru - pl->part),
+					       q[k].at, off, hi)
+				  : run_insert_at(q[k].ru, q[k].at, off, hi);
+		if (!ok)
 			pl->nomem = true;
+	}
 }
 
 void as_placer_pop(struct as_placer *pl, uint32_t i)
@@ -847,14 +874,16 @@ void as_placer_pop(struct as_placer *pl, uint32_t i)
 	} else {
 		pl->stale = true;
 	}
-	FOR_COVER(pl, &pl->pb->r[i], v, {
+	uint32_t cov[AS_COVER], ncov = cover(pl, &pl->pb->r[i], cov);
+	for (uint32_t c = 0; c < ncov; c++) {
+		uint32_t v = cov[c];
 		if (!run_remove(&pl->node[v].ru, lo, hi))
 			pl->nomem = true;
 		if (v < pl->npath)
 			pl->ver[v] = ++pl->clock;
 		for (uint32_t a = v; a >= 1; a >>= 1)
 			pl->node[a].sub--;
-	});
+	}
 }
 
 static void take(struct as_placer *pl, const struct runs *ru)
@@ -880,7 +909,9 @@ static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 {
 	pl->ng = 0;
 	next_stamp(pl);
-	FOR_COVER(pl, r, v, {
+	uint32_t cov[AS_COVER], ncov = cover(pl, r, cov);
+	for (uint32_t c = 0; c < ncov; c++) {
+		uint32_t v = cov[c];
 		/* Ancestors (v included) cover part of v's range. */
 		for (uint32_t a = v; a >= 1 && pl->node[a].vis != pl->stamp;
 		     a >>= 1) {
@@ -905,7 +936,7 @@ static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 				pl->stack[sp++] = 2 * w + 1;
 			}
 		}
-	});
+	}
 	return pl->ng;
 }
 
@@ -1155,7 +1186,9 @@ static void gather_sources(struct as_placer *pl, const struct as_rect *r,
 		return;
 	}
 	next_stamp(pl);
-	FOR_COVER(pl, r, v, {
+	uint32_t cov[AS_COVER], ncov = cover(pl, r, cov);
+	for (uint32_t c = 0; c < ncov; c++) {
+		uint32_t v = cov[c];
 		/* A low node: its runs and its descendants'. */
 		uint32_t sp = 0;
 		if (v < pl->nparts && pl->part[v].n)
@@ -1173,7 +1206,7 @@ static void gather_sources(struct as_placer *pl, const struct as_rect *r,
 				pl->stack[sp++] = 2 * w + 1;
 			}
 		}
-	});
+	}
 	uint32_t j = 0, je = 0;
 	if (snapshots)
 		hot_range(pl, pl->map[r->t0], pl->map[r->t1], &j, &je);
