@@ -290,17 +290,6 @@ struct put_mark {
 };
 
 /*
- * A node of the tree: its runs, the rectangles recorded in its subtree (it
- * included), and the walk that last visited it (see next_stamp). A walk
- * reads all three of a node, so they share its cache line.
- */
-struct tnode {
-	struct runs ru;
-	uint32_t sub;
-	uint16_t vis;
-};
-
-/*
  * A walk down a subtree pushes both children of each node it pops, so its
  * stack holds at most one node per level below the top plus two: node
  * numbers stay below 2^33, so 33 levels.
@@ -311,7 +300,7 @@ struct as_placer {
 	const struct as_problem *pb;
 	uint32_t size;          /* leaves: the sections where some rectangle
 				 * starts (see cover) */
-	struct tnode *node;     /* 2 * size */
+	struct runs *node;      /* 2 * size */
 	struct runs *part;      /* nparts unions per subtree, then nhot
 				 * snapshots (see AS_HOT) */
 	uint32_t nparts, nhot, hot_gap;
@@ -330,7 +319,10 @@ struct as_placer {
 	struct runs *path;
 	uint64_t *path_at, *ver, clock;
 	uint32_t npath;
-	uint16_t stamp;         /* the walk of the moment (next_stamp) */
+	uint32_t *sub;
+	uint16_t *vis;          /* visited in the walk of stamp (see
+				 * next_stamp) */
+	uint16_t stamp;
 	uint64_t *off;
 	struct as_span *g;         /* query scratch */
 	uint32_t ng, gcap;
@@ -346,8 +338,6 @@ struct as_placer {
 	uint64_t start;         /* *left at the walk's start (the reset) */
 	uint32_t finds;         /* finds since then */
 	bool over;              /* a find stopped: none left, or behind */
-	struct seek *seek;      /* put: its searches (seek_all) */
-	uint32_t seekcap;
 	uint32_t *map;          /* section -> leaf (see cover) */
 	uint8_t grain;          /* log2 of the smallest alignment (see top) */
 	bool nomem;
@@ -394,6 +384,10 @@ static uint32_t cover(const struct as_placer *pl, const struct as_rect *r,
 	for (uint32_t a = l, b = h - 1; a > 1; a >>= 1, b >>= 1) {
 		__builtin_prefetch(&pl->node[a]);
 		__builtin_prefetch(&pl->node[b]);
+		__builtin_prefetch(&pl->sub[a]);
+		__builtin_prefetch(&pl->sub[b]);
+		__builtin_prefetch(&pl->vis[a]);
+		__builtin_prefetch(&pl->vis[b]);
 	}
 	for (; l < h; l >>= 1, h >>= 1) {
 		if (l & 1)
@@ -403,11 +397,12 @@ static uint32_t cover(const struct as_placer *pl, const struct as_rect *r,
 	}
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t v = cov[k];
-		__builtin_prefetch(&pl->node[v]);
 		if (v < pl->nparts)
 			__builtin_prefetch(&pl->part[v]);
-		else if (v < pl->size)
+		else if (v < pl->size) {
 			__builtin_prefetch(&pl->node[2 * v]);
+			__builtin_prefetch(&pl->sub[2 * v]);
+		}
 	}
 	return n;
 }
@@ -445,11 +440,13 @@ struct as_placer *as_placer_create(const struct as_problem *pb)
 	pl->hot_gap = (pl->size + AS_HOT - 1) / AS_HOT;
 	pl->nhot = (pl->size + pl->hot_gap - 1) / pl->hot_gap;
 	pl->part = calloc((size_t)pl->nparts + pl->nhot, sizeof(*pl->part));
+	pl->sub = calloc(nodes, sizeof(uint32_t));
+	pl->vis = calloc(nodes, sizeof(uint16_t));
 	pl->off = calloc((size_t)pb->n + 1, sizeof(uint64_t));
 	pl->gcap = 1024;
 	pl->g = calloc(pl->gcap, sizeof(struct as_span));
 	if (!pl->node || !pl->part || !pl->path || !pl->path_at ||
-	    !pl->ver || !pl->off || !pl->g) {
+	    !pl->ver || !pl->sub || !pl->vis || !pl->off || !pl->g) {
 		as_placer_destroy(pl);
 		return NULL;
 	}
@@ -461,8 +458,8 @@ void as_placer_destroy(struct as_placer *pl)
 	if (!pl)
 		return;
 	for (size_t v = 0; pl->node && v < 2 * (size_t)pl->size; v++)
-		if (pl->node[v].ru.cap)
-			free(pl->node[v].ru.u.v);
+		if (pl->node[v].cap)
+			free(pl->node[v].u.v);
 	for (uint32_t v = 0; pl->part && v < pl->nparts + pl->nhot; v++)
 		if (pl->part[v].cap)
 			free(pl->part[v].u.v);
@@ -475,6 +472,8 @@ void as_placer_destroy(struct as_placer *pl)
 	free(pl->path);
 	free(pl->path_at);
 	free(pl->ver);
+	free(pl->sub);
+	free(pl->vis);
 	free(pl->off);
 	free(pl->g);
 	free(pl->src);
@@ -482,7 +481,6 @@ void as_placer_destroy(struct as_placer *pl)
 	free(pl->ulog);
 	free(pl->uold);
 	free(pl->marks);
-	free(pl->seek);
 	free(pl);
 }
 
@@ -498,9 +496,8 @@ void as_placer_reset(struct as_placer *pl)
 {
 	size_t nodes = 2 * (size_t)pl->size;
 	for (size_t v = 0; v < nodes; v++) {
-		pl->node[v].ru.n = 0;
-		runs_dirty(&pl->node[v].ru, 0);
-		pl->node[v].sub = 0;
+		pl->node[v].n = 0;
+		runs_dirty(&pl->node[v], 0);
 	}
 	for (uint32_t v = 0; v < pl->nparts + pl->nhot; v++) {
 		pl->part[v].n = 0;
@@ -516,6 +513,7 @@ void as_placer_reset(struct as_placer *pl)
 	walk_starts(pl);
 	pl->nulog = pl->nuold = pl->nmarks = 0;
 	pl->nolog = !pl->undo;
+	memset(pl->sub, 0, nodes * sizeof(uint32_t));
 }
 
 /* First run of ru with hi > x. */
@@ -533,11 +531,9 @@ static uint32_t run_find(const struct runs *ru, uint64_t x)
 	return lo;
 }
 
-/* Record [lo, hi) in ru, merged with the runs it touches; k is
- * run_find(ru, lo). */
-static bool run_insert_at(struct runs *ru, uint32_t k, uint64_t lo,
-			  uint64_t hi)
+static bool run_insert(struct runs *ru, uint64_t lo, uint64_t hi)
 {
+	uint32_t k = run_find(ru, lo);
 	/* Runs before k end at or below lo; run k (if any) starts >= hi. */
 	runs_dirty(ru, k ? k - 1 : 0);
 	struct as_span *v = sp(ru);
@@ -592,9 +588,11 @@ static bool run_remove(struct runs *ru, uint64_t lo, uint64_t hi)
 	return true;
 }
 
-/* The first run of ru ending at or above lo: the first [lo, ...) touches. */
-static uint32_t touch_at(const struct runs *ru, uint64_t lo)
+/* The runs [*i, *j) that [lo, hi) meets or touches. */
+static void unite_range(const struct runs *ru, uint64_t lo, uint64_t hi,
+			uint32_t *i, uint32_t *j)
 {
+	/* i: first run with hi >= lo; j: first run with lo > hi. */
 	const struct as_span *v = csp(ru);
 	uint32_t a = 0, b = ru->n;
 	while (a < b) {
@@ -604,26 +602,17 @@ static uint32_t touch_at(const struct runs *ru, uint64_t lo)
 		else
 			b = mid;
 	}
-	return a;
+	*i = a;
+	*j = a;
+	while (*j < ru->n && v[*j].lo <= hi)
+		(*j)++;
 }
 
-/* The runs [i, *j) that [lo, hi) meets or touches, i = touch_at(ru, lo). */
-static uint32_t touch_end(const struct runs *ru, uint32_t i, uint64_t hi)
+/* Add [lo, hi) to a union of disjoint runs, merging what it meets. */
+static bool run_unite(struct runs *ru, uint64_t lo, uint64_t hi)
 {
-	const struct as_span *v = csp(ru);
-	while (i < ru->n && v[i].lo <= hi)
-		i++;
-	return i;
-}
-
-/*
- * Add [lo, hi) to a union of disjoint runs, merging what it meets; i is
- * touch_at(ru, lo).
- */
-static bool run_unite_at(struct runs *ru, uint32_t i, uint64_t lo,
-			 uint64_t hi)
-{
-	uint32_t j = touch_end(ru, i, hi);
+	uint32_t i, j;
+	unite_range(ru, lo, hi, &i, &j);
 	runs_dirty(ru, i);
 	struct as_span *v = sp(ru);
 	if (i < j) {
@@ -647,11 +636,6 @@ static bool run_unite_at(struct runs *ru, uint32_t i, uint64_t lo,
 	return true;
 }
 
-static bool run_unite(struct runs *ru, uint64_t lo, uint64_t hi)
-{
-	return run_unite_at(ru, touch_at(ru, lo), lo, hi);
-}
-
 /* Room for `need` elements of `size` bytes at *p; false: no memory. */
 static bool grow(void **p, uint32_t *cap, uint64_t need, size_t size)
 {
@@ -670,13 +654,14 @@ static bool grow(void **p, uint32_t *cap, uint64_t need, size_t size)
 	return true;
 }
 
-/* run_unite_at on part[a], logging what it overwrites. */
-static bool part_unite(struct as_placer *pl, uint32_t a, uint32_t i,
-		       uint64_t lo, uint64_t hi)
+/* run_unite on part[a], logging what it overwrites. */
+static bool part_unite(struct as_placer *pl, uint32_t a, uint64_t lo,
+		       uint64_t hi)
 {
 	struct runs *ru = &pl->part[a];
 	if (!pl->nolog) {
-		uint32_t j = touch_end(ru, i, hi);
+		uint32_t i, j;
+		unite_range(ru, lo, hi, &i, &j);
 		if (grow((void **)&pl->ulog, &pl->ulcap, (uint64_t)pl->nulog + 1,
 			 sizeof(*pl->ulog)) &&
 		    grow((void **)&pl->uold, &pl->uocap,
@@ -691,53 +676,7 @@ static bool part_unite(struct as_placer *pl, uint32_t a, uint32_t i,
 			pl->nolog = true;
 		}
 	}
-	return run_unite_at(ru, i, lo, hi);
-}
-
-/*
- * A search of a put: in ru, the first run ending at or above key, into at:
- * run_find's in a cover node's runs (key off + 1), touch_at's in a union
- * (key off). len is scratch.
- */
-struct seek {
-	struct runs *ru;
-	uint64_t key;
-	uint32_t at, len;
-	bool unite;
-};
-
-/*
- * The n searches of a put, their binary searches taken in step: the loads
- * of one step are independent, so their cache misses overlap instead of
- * coming one after another.
- */
-static void seek_all(struct seek *q, uint32_t n)
-{
-	uint32_t most = 0;
-	for (uint32_t k = 0; k < n; k++) {
-		q[k].at = 0;
-		q[k].len = q[k].ru->n;
-		if (q[k].len > most)
-			most = q[k].len;
-	}
-	/* Runs before at end below key; those from at + len on do not. */
-	for (; most > 0; most /= 2) {
-		for (uint32_t k = 0; k < n; k++)
-			if (q[k].len)
-				__builtin_prefetch(csp(q[k].ru) + q[k].at +
-						   q[k].len / 2);
-		for (uint32_t k = 0; k < n; k++) {
-			uint32_t half = q[k].len / 2;
-			if (!q[k].len)
-				continue;
-			if (csp(q[k].ru)[q[k].at + half].hi < q[k].key) {
-				q[k].at += half + 1;
-				q[k].len -= half + 1;
-			} else {
-				q[k].len = half;
-			}
-		}
-	}
+	return run_unite(ru, lo, hi);
 }
 
 /* Take back one logged union; false: no memory. */
@@ -791,21 +730,13 @@ static void hot_range(const struct as_placer *pl, uint32_t l, uint32_t h,
 static void next_stamp(struct as_placer *pl)
 {
 	if (++pl->stamp == 0) {
-		for (size_t v = 0; v < 2 * (size_t)pl->size; v++)
-			pl->node[v].vis = 0;
+		memset(pl->vis, 0, 2 * (size_t)pl->size * sizeof(*pl->vis));
 		pl->stamp = 1;
 	}
 }
 
-/* Room for n searches in pl->seek; false: no memory. */
-static bool seek_room(struct as_placer *pl, uint64_t n)
-{
-	return grow((void **)&pl->seek, &pl->seekcap, n, sizeof(*pl->seek));
-}
-
 void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 {
-	const struct as_rect *r = &pl->pb->r[i];
 	uint64_t hi = top_of(pl, i, off);
 	pl->off[i] = off;
 	if (!pl->stale && !pl->nolog) {
@@ -816,48 +747,32 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 		else
 			pl->nolog = true;
 	}
-	/* The sets it goes into: the runs of its cover nodes, then (part[]
-	 * up to date) the unions of every ancestor of its cover (see
-	 * AS_PART_HEIGHT) and the snapshots of its range. */
-	uint32_t cov[AS_COVER], ncov = cover(pl, r, cov), j, e, nq = 0;
-	hot_range(pl, pl->map[r->t0], pl->map[r->t1], &j, &e);
-	if (pl->stale)
-		j = e;
-	if (!seek_room(pl, 2 * (uint64_t)AS_COVER + (e - j))) {
-		pl->nomem = true;
-		return;
-	}
-	struct seek *q = pl->seek;
 	next_stamp(pl);
+	uint32_t cov[AS_COVER], ncov = cover(pl, &pl->pb->r[i], cov);
 	for (uint32_t c = 0; c < ncov; c++) {
 		uint32_t v = cov[c];
-		q[nq++] = (struct seek){.ru = &pl->node[v].ru, .key = off + 1,
-					.unite = false};
+		if (!run_insert(&pl->node[v], off, hi))
+			pl->nomem = true;
 		if (v < pl->npath)
 			pl->ver[v] = ++pl->clock;
 		for (uint32_t a = v; a >= 1; a >>= 1)
-			pl->node[a].sub++;
-		for (uint32_t a = v; a >= 1 && pl->node[a].vis != pl->stamp;
+			pl->sub[a]++;
+		for (uint32_t a = v; a >= 1 && pl->vis[a] != pl->stamp;
 		     a >>= 1) {
-			pl->node[a].vis = pl->stamp;
-			if (!pl->stale && a < pl->nparts)
-				q[nq++] = (struct seek){.ru = &pl->part[a],
-							.key = off,
-							.unite = true};
+			pl->vis[a] = pl->stamp;
+			if (!pl->stale && a < pl->nparts &&
+			    !part_unite(pl, a, off, hi))
+				pl->nomem = true;
 		}
 	}
+	if (pl->stale)
+		return;
+	uint32_t j, e;
+	hot_range(pl, pl->map[pl->pb->r[i].t0], pl->map[pl->pb->r[i].t1], &j,
+		  &e);
 	for (; j < e; j++)
-		q[nq++] = (struct seek){.ru = &pl->part[pl->nparts + j],
-					.key = off, .unite = true};
-	seek_all(q, nq);
-	for (uint32_t k = 0; k < nq; k++) {
-		bool ok = q[k].unite
-				  ? part_unite(pl, (uint32_t)(q[k].ru - pl->part),
-					       q[k].at, off, hi)
-				  : run_insert_at(q[k].ru, q[k].at, off, hi);
-		if (!ok)
+		if (!part_unite(pl, pl->nparts + j, off, hi))
 			pl->nomem = true;
-	}
 }
 
 void as_placer_pop(struct as_placer *pl, uint32_t i)
@@ -877,12 +792,12 @@ void as_placer_pop(struct as_placer *pl, uint32_t i)
 	uint32_t cov[AS_COVER], ncov = cover(pl, &pl->pb->r[i], cov);
 	for (uint32_t c = 0; c < ncov; c++) {
 		uint32_t v = cov[c];
-		if (!run_remove(&pl->node[v].ru, lo, hi))
+		if (!run_remove(&pl->node[v], lo, hi))
 			pl->nomem = true;
 		if (v < pl->npath)
 			pl->ver[v] = ++pl->clock;
 		for (uint32_t a = v; a >= 1; a >>= 1)
-			pl->node[a].sub--;
+			pl->sub[a]--;
 	}
 }
 
@@ -913,11 +828,11 @@ static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 	for (uint32_t c = 0; c < ncov; c++) {
 		uint32_t v = cov[c];
 		/* Ancestors (v included) cover part of v's range. */
-		for (uint32_t a = v; a >= 1 && pl->node[a].vis != pl->stamp;
+		for (uint32_t a = v; a >= 1 && pl->vis[a] != pl->stamp;
 		     a >>= 1) {
-			pl->node[a].vis = pl->stamp;
-			if (pl->node[a].ru.n)
-				take(pl, &pl->node[a].ru);
+			pl->vis[a] = pl->stamp;
+			if (pl->node[a].n)
+				take(pl, &pl->node[a]);
 		}
 		/* Descendants lie inside r's range. */
 		uint32_t sp = 0;
@@ -927,10 +842,10 @@ static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 		}
 		while (sp) {
 			uint32_t w = pl->stack[--sp];
-			if (!pl->node[w].sub)
+			if (!pl->sub[w])
 				continue;
-			if (pl->node[w].ru.n)
-				take(pl, &pl->node[w].ru);
+			if (pl->node[w].n)
+				take(pl, &pl->node[w]);
 			if (w < pl->size) {
 				pl->stack[sp++] = 2 * w;
 				pl->stack[sp++] = 2 * w + 1;
@@ -1114,7 +1029,7 @@ static struct runs *path_union(struct as_placer *pl, uint32_t leaf,
 		if (a >= pl->npath)
 			break;
 		*top = a;
-		if (!pl->node[a].ru.n) {
+		if (!pl->node[a].n) {
 			/* Its union is its parent's; one emptied by a pop
 			 * still dates the unions below it. */
 			if (pl->ver[a] > up_at)
@@ -1122,7 +1037,7 @@ static struct runs *path_union(struct as_placer *pl, uint32_t leaf,
 			continue;
 		}
 		if (pl->path_at[a] < pl->ver[a] || pl->path_at[a] < up_at) {
-			if (!unite_into(&pl->path[a], up, &pl->node[a].ru)) {
+			if (!unite_into(&pl->path[a], up, &pl->node[a])) {
 				pl->nomem = true;
 				return NULL;
 			}
@@ -1197,10 +1112,10 @@ static void gather_sources(struct as_placer *pl, const struct as_rect *r,
 			pl->stack[sp++] = v;
 		while (sp) {
 			uint32_t w = pl->stack[--sp];
-			if (!pl->node[w].sub)
+			if (!pl->sub[w])
 				continue;
-			if (pl->node[w].ru.n)
-				add_src(pl, &pl->node[w].ru, false);
+			if (pl->node[w].n)
+				add_src(pl, &pl->node[w], false);
 			if (w < pl->size) {
 				pl->stack[sp++] = 2 * w;
 				pl->stack[sp++] = 2 * w + 1;
@@ -1228,10 +1143,10 @@ static void gather_sources(struct as_placer *pl, const struct as_rect *r,
 			add_src(pl, pu, false);
 		prev = pu;
 		for (uint32_t b = leaf; b > top; b >>= 1)
-			if (pl->node[b].vis != pl->stamp) {
-				pl->node[b].vis = pl->stamp;
-				if (pl->node[b].ru.n && !over_hot(hot, nhot, b))
-					add_src(pl, &pl->node[b].ru, false);
+			if (pl->vis[b] != pl->stamp) {
+				pl->vis[b] = pl->stamp;
+				if (pl->node[b].n && !over_hot(hot, nhot, b))
+					add_src(pl, &pl->node[b], false);
 			}
 	}
 }
