@@ -1070,17 +1070,7 @@ static bool over_hot(const uint32_t *leaf, uint32_t n, uint32_t a)
 	return false;
 }
 
-static void gather_sources(struct as_placer *pl, const struct as_rect *r,
-			   bool snapshots);
-
-static void sources(struct as_placer *pl, const struct as_rect *r,
-		    bool snapshots)
-{
-	gather_sources(pl, r, snapshots);
-	for (uint32_t k = 0; k < pl->nsrc; k++)
-		src_at(&pl->src[k], 0);
-}
-
+/* sources without the look at each set's first run (src_at). */
 static void gather_sources(struct as_placer *pl, const struct as_rect *r,
 			   bool snapshots)
 {
@@ -1151,6 +1141,14 @@ static void gather_sources(struct as_placer *pl, const struct as_rect *r,
 					add_src(pl, &pl->node[b], false);
 			}
 	}
+}
+
+static void sources(struct as_placer *pl, const struct as_rect *r,
+		    bool snapshots)
+{
+	gather_sources(pl, r, snapshots);
+	for (uint32_t k = 0; k < pl->nsrc; k++)
+		src_at(&pl->src[k], 0);
 }
 
 /* Moves of two sets taking turns before they are walked as one. */
