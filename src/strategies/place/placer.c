@@ -399,9 +399,9 @@ static uint32_t cover(const struct as_placer *pl, const struct as_rect *r,
 	}
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t v = cov[k];
-		if (v < pl->nparts)
+		if (v < pl->nparts) {
 			__builtin_prefetch(&pl->part[v]);
-		else if (v < pl->size) {
+		} else if (v < pl->size) {
 			__builtin_prefetch(&pl->node[2 * v]);
 			__builtin_prefetch(&pl->sub[2 * v]);
 		}
