@@ -150,6 +150,67 @@ static void placer_matches_the_plain_greedy(void)
 }
 
 /*
+ * A walk may record its puts on a thread of their own (a spare processor):
+ * each find waits only for the queued puts sharing time with it. Every
+ * offset must be the one a placer recording its puts itself gives, for both
+ * fits, through resets, and through pops (which stop that thread and leave
+ * the placer reading every rectangle).
+ */
+static void puts_on_a_thread_of_their_own_give_the_same_offsets(void)
+{
+	for (uint64_t seed = 1; seed <= 4; seed++) {
+		struct as_problem pb;
+		rng_state = 100 + seed;
+		uint32_t n = 3000;
+		random_problem(&pb, n, 50 + 150 * (uint32_t)(seed % 2),
+			       seed > 2 ? 4 : 0);
+		struct as_placer *one = as_placer_create(&pb);
+		struct as_placer *two = as_placer_create(&pb);
+		uint32_t *order = calloc(n, sizeof(uint32_t));
+		uint64_t *a = calloc(n, sizeof(uint64_t));
+		uint64_t *b = calloc(n, sizeof(uint64_t));
+		CHECK(one && two && order && a && b);
+		if (!one || !two || !order || !a || !b)
+			goto next;
+		as_placer_threaded(two);
+		as_order_greedy_size(&pb, order);
+		for (int f = 0; f < 2; f++) {
+			enum as_fit fit = f ? AS_FIT_BEST : AS_FIT_LOWEST;
+			uint64_t pa = as_place_order(one, order, n, fit, a);
+			uint64_t pb2 = as_place_order(two, order, n, fit, b);
+			CHECK(pa != UINT64_MAX);
+			CHECK_EQ_U64(pb2, pa);
+			CHECK(memcmp(a, b, n * sizeof(*a)) == 0);
+		}
+		/* Pops in the middle of a walk, then finds of the popped. */
+		uint32_t same = 0, asked = 0;
+		for (uint32_t j = 0; j < n; j += 97) {
+			as_placer_pop(one, order[j]);
+			as_placer_pop(two, order[j]);
+		}
+		for (uint32_t j = 0; j < n; j += 97) {
+			uint64_t x = 0, y = 1;
+			CHECK(as_placer_find(one, order[j], AS_FIT_LOWEST, &x,
+					     NULL));
+			CHECK(as_placer_find(two, order[j], AS_FIT_LOWEST, &y,
+					     NULL));
+			same += x == y;
+			asked++;
+		}
+		CHECK_EQ_U64(same, asked);
+		CHECK(!as_placer_nomem(two));
+	next:
+		as_placer_destroy(one);
+		as_placer_destroy(two);
+		free(order);
+		free(a);
+		free(b);
+		free(pb.r);
+		free(pb.times);
+	}
+}
+
+/*
  * Trials taken back (strip's tuning): puts popped last first keep the
  * per-subtree unions exact through an undo log (as_placer_undo); a pop out
  * of that order, or any pop without the log, falls back to reading every
@@ -519,6 +580,7 @@ static void a_walk_far_behind_its_pace_stops_once_a_quarter_is_spent(void)
 int main(void)
 {
 	TEST_RUN(placer_matches_the_plain_greedy);
+	TEST_RUN(puts_on_a_thread_of_their_own_give_the_same_offsets);
 	TEST_RUN(best_fit_takes_the_lowest_of_the_tightest_gaps);
 	TEST_RUN(crowded_memory_is_walked_as_the_plain_greedy_does);
 	TEST_RUN(popped_trials_leave_the_placer_as_before);

@@ -136,10 +136,10 @@ static int plan_placer(const struct as_trace *t, struct as_plan *p)
 				continue;
 			}
 			as_placer_put(pl, i, off);
-			if (as_placer_nomem(pl))
-				err = AS_ENOMEM;
 			p->offset[pb.r[i].buf] = off;
 		}
+		if (err == AS_OK && pl && as_placer_nomem(pl))
+			err = AS_ENOMEM;
 		as_placer_destroy(pl);
 		free(order);
 		as_problem_finish(&pb);

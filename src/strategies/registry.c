@@ -274,6 +274,25 @@ uint64_t *as_strategy_steps_left(void)
 	return steps_left;
 }
 
+/* The processors at work of the as_strategy_run_many this thread takes
+ * runs of, and how many it may use (struct many). */
+static _Thread_local atomic_uint *busy;
+static _Thread_local unsigned procs;
+
+bool as_strategy_claim_processor(void)
+{
+	unsigned now = busy ? atomic_load(busy) : procs;
+	while (now < procs)
+		if (atomic_compare_exchange_weak(busy, &now, now + 1))
+			return true;
+	return false;
+}
+
+void as_strategy_release_processor(void)
+{
+	atomic_fetch_sub(busy, 1);
+}
+
 /* Set while this thread runs a part that may be called off (many_worker). */
 static _Thread_local const atomic_bool *called_off;
 
@@ -387,8 +406,13 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 		step_limit = part ? part : 1; /* a limit stays one */
 	double t0 = as_now_ms();
 	bool stop = false;
+	/* Waiting for another thread's plan, its processor is not at work. */
+	if (busy)
+		atomic_fetch_sub(busy, 1);
 	const struct as_plan *kept =
 		s->memo ? as_trace_memo_take(t, spec, step_limit, &stop) : NULL;
+	if (busy)
+		atomic_fetch_add(busy, 1);
 	waited_ms += as_now_ms() - t0;
 	if (stop) {
 		err = stopped(diag, s->info.name);
@@ -427,6 +451,11 @@ struct many {
 	pthread_mutex_t lock;
 	atomic_size_t next;     /* the next slot of order[] to take */
 	atomic_bool stop;       /* mh->start said no: start nothing more */
+	/* Processors at work: threads with runs to make, less those
+	 * waiting for another's plan, and those claimed
+	 * (as_strategy_claim_processor); at most procs. */
+	atomic_uint busy;
+	unsigned procs;
 };
 
 /* Whether the caller's spec i (or a part of it) may start: mh->start,
@@ -463,6 +492,10 @@ static void *many_worker(void *arg)
 	struct many *m = arg;
 	const struct as_many_hooks *mh = m->mh;
 	size_t k;
+	/* At work from here until no run is left to start. */
+	atomic_fetch_add(&m->busy, 1);
+	busy = &m->busy;
+	procs = m->procs;
 	while (!atomic_load(&m->stop) &&
 	       (k = atomic_fetch_add(&m->next, 1)) < m->n) {
 		size_t i = m->order[k];
@@ -486,6 +519,8 @@ static void *many_worker(void *arg)
 			m->out[i] = NULL; /* done's now */
 		}
 	}
+	busy = NULL;
+	atomic_fetch_sub(&m->busy, 1);
 	return NULL;
 }
 
@@ -590,6 +625,10 @@ int as_strategy_run_many(const struct as_trace *t, const char *const *specs,
 		goto out;
 	}
 	memcpy(m.specs, specs, n * sizeof(*specs));
+	/* Processors to claim: the caller's jobs, else every one (a run
+	 * claims one only while it would sit idle). */
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	m.procs = jobs ? jobs : cpus > 1 ? (unsigned)cpus : 1;
 	if (jobs == 0)
 		jobs = as_strategy_jobs_default(t);
 	if (hooks && hooks->emit)

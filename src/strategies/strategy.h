@@ -151,6 +151,16 @@ bool as_strategy_called_off(void);
  */
 #define AS_STEP_LIMIT_PER 4
 #define AS_STEP_LIMIT_MIN (1ull << 31)
+/*
+ * A processor for the run on this thread besides its own, while one would
+ * otherwise sit idle: fewer runs of its as_strategy_run_many are under way
+ * (and claimed) than its jobs, or than the processors when jobs is 0. So a
+ * claim never slows another run down. False outside as_strategy_run_many.
+ * Each true is given back, on the same thread, with
+ * as_strategy_release_processor.
+ */
+bool as_strategy_claim_processor(void);
+void as_strategy_release_processor(void);
 /* as_strategy_run_many's jobs 0: how many strategies of t run at once. */
 unsigned as_strategy_jobs_default(const struct as_trace *t);
 

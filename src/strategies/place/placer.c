@@ -1,6 +1,8 @@
 /*
  * The segment-tree placer of place.h (as_placer_*, as_place_order).
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -296,6 +298,19 @@ struct put_mark {
  */
 #define AS_STACK 40
 
+/*
+ * The nodes one walk up the tree has visited: vis[v] == stamp (see
+ * next_stamp). A put's and a find's walks each keep their own, since puts
+ * may be recorded on a thread of their own (struct pipe).
+ */
+struct marks {
+	uint16_t *vis;
+	uint16_t stamp;
+};
+
+struct pipe;
+static void pipe_stop(struct as_placer *pl);
+
 struct as_placer {
 	const struct as_problem *pb;
 	uint32_t size;          /* leaves: the sections where some rectangle
@@ -317,12 +332,14 @@ struct as_placer {
 				 * stale */
 	/* Path unions of the top npath nodes (see path_union). */
 	struct runs *path;
-	uint64_t *path_at, *ver, clock;
+	uint64_t *path_at, *ver;
+	atomic_uint_fast64_t clock; /* ticked by finds and puts (tick) */
 	uint32_t npath;
 	uint32_t *sub;
-	uint16_t *vis;          /* visited in the walk of stamp (see
-				 * next_stamp) */
-	uint16_t stamp;
+	struct marks mk;        /* the finds' (and puts' on this thread) */
+	struct pipe *pipe;      /* puts on another processor, or NULL */
+	uint32_t puts;          /* puts since the last look for one */
+	bool threaded;          /* that thread even with none spare */
 	uint64_t *off;
 	struct as_span *g;         /* query scratch */
 	uint32_t ng, gcap;
@@ -378,8 +395,8 @@ static uint64_t top_of(const struct as_placer *pl, uint32_t i, uint64_t off)
  * together, instead of a miss at a time (greedy-size on a 1.1M-block
  * malloc trace took 7-13% less time).
  */
-static uint32_t cover(const struct as_placer *pl, const struct as_rect *r,
-		      uint32_t *cov)
+static uint32_t cover(const struct as_placer *pl, const struct marks *mk,
+		      const struct as_rect *r, uint32_t *cov)
 {
 	uint32_t l = pl->map[r->t0] + pl->size, h = pl->map[r->t1] + pl->size;
 	uint32_t n = 0;
@@ -388,8 +405,8 @@ static uint32_t cover(const struct as_placer *pl, const struct as_rect *r,
 		__builtin_prefetch(&pl->node[b]);
 		__builtin_prefetch(&pl->sub[a]);
 		__builtin_prefetch(&pl->sub[b]);
-		__builtin_prefetch(&pl->vis[a]);
-		__builtin_prefetch(&pl->vis[b]);
+		__builtin_prefetch(&mk->vis[a]);
+		__builtin_prefetch(&mk->vis[b]);
 	}
 	for (; l < h; l >>= 1, h >>= 1) {
 		if (l & 1)
@@ -443,12 +460,12 @@ struct as_placer *as_placer_create(const struct as_problem *pb)
 	pl->nhot = (pl->size + pl->hot_gap - 1) / pl->hot_gap;
 	pl->part = calloc((size_t)pl->nparts + pl->nhot, sizeof(*pl->part));
 	pl->sub = calloc(nodes, sizeof(uint32_t));
-	pl->vis = calloc(nodes, sizeof(uint16_t));
+	pl->mk.vis = calloc(nodes, sizeof(uint16_t));
 	pl->off = calloc((size_t)pb->n + 1, sizeof(uint64_t));
 	pl->gcap = 1024;
 	pl->g = calloc(pl->gcap, sizeof(struct as_span));
 	if (!pl->node || !pl->part || !pl->path || !pl->path_at ||
-	    !pl->ver || !pl->sub || !pl->vis || !pl->off || !pl->g) {
+	    !pl->ver || !pl->sub || !pl->mk.vis || !pl->off || !pl->g) {
 		as_placer_destroy(pl);
 		return NULL;
 	}
@@ -459,6 +476,7 @@ void as_placer_destroy(struct as_placer *pl)
 {
 	if (!pl)
 		return;
+	pipe_stop(pl);
 	for (size_t v = 0; pl->node && v < 2 * (size_t)pl->size; v++)
 		if (pl->node[v].cap)
 			free(pl->node[v].u.v);
@@ -475,7 +493,7 @@ void as_placer_destroy(struct as_placer *pl)
 	free(pl->path_at);
 	free(pl->ver);
 	free(pl->sub);
-	free(pl->vis);
+	free(pl->mk.vis);
 	free(pl->off);
 	free(pl->g);
 	free(pl->src);
@@ -496,6 +514,7 @@ static void walk_starts(struct as_placer *pl)
 
 void as_placer_reset(struct as_placer *pl)
 {
+	pipe_stop(pl);
 	size_t nodes = 2 * (size_t)pl->size;
 	for (size_t v = 0; v < nodes; v++) {
 		pl->node[v].n = 0;
@@ -709,11 +728,6 @@ void as_placer_undo(struct as_placer *pl)
 	as_placer_reset(pl);
 }
 
-bool as_placer_nomem(const struct as_placer *pl)
-{
-	return pl->nomem;
-}
-
 /* The snapshots [*j, *e) of leaves in [l, h). */
 static void hot_range(const struct as_placer *pl, uint32_t l, uint32_t h,
 		      uint32_t *j, uint32_t *e)
@@ -729,12 +743,266 @@ static void hot_range(const struct as_placer *pl, uint32_t l, uint32_t h,
 
 /* A new walk: no node is visited in it yet (vis[] is cleared when the
  * stamps wrap, once in 65535 walks). */
-static void next_stamp(struct as_placer *pl)
+static void next_stamp(const struct as_placer *pl, struct marks *mk)
 {
-	if (++pl->stamp == 0) {
-		memset(pl->vis, 0, 2 * (size_t)pl->size * sizeof(*pl->vis));
-		pl->stamp = 1;
+	if (++mk->stamp == 0) {
+		memset(mk->vis, 0, 2 * (size_t)pl->size * sizeof(*mk->vis));
+		mk->stamp = 1;
 	}
+}
+
+/* A stamp of the clock that dates path unions and the runs they read. */
+static uint64_t tick(struct as_placer *pl)
+{
+	return atomic_fetch_add_explicit(&pl->clock, 1,
+					 memory_order_relaxed) + 1;
+}
+
+/*
+ * Record rectangle i at [off, hi) in the nodes of its cover, the unions
+ * above them and the snapshots it covers, walking with mk; false: out of
+ * memory.
+ */
+static bool record(struct as_placer *pl, struct marks *mk, uint32_t i,
+		   uint64_t off, uint64_t hi)
+{
+	bool ok = true;
+	next_stamp(pl, mk);
+	uint32_t cov[AS_COVER], ncov = cover(pl, mk, &pl->pb->r[i], cov);
+	for (uint32_t c = 0; c < ncov; c++) {
+		uint32_t v = cov[c];
+		ok &= run_insert(&pl->node[v], off, hi);
+		if (v < pl->npath)
+			pl->ver[v] = tick(pl);
+		for (uint32_t a = v; a >= 1; a >>= 1)
+			pl->sub[a]++;
+		for (uint32_t a = v; a >= 1 && mk->vis[a] != mk->stamp;
+		     a >>= 1) {
+			mk->vis[a] = mk->stamp;
+			if (!pl->stale && a < pl->nparts)
+				ok &= part_unite(pl, a, off, hi);
+		}
+	}
+	if (pl->stale)
+		return ok;
+	uint32_t j, e;
+	hot_range(pl, pl->map[pl->pb->r[i].t0], pl->map[pl->pb->r[i].t1], &j,
+		  &e);
+	for (; j < e; j++)
+		ok &= part_unite(pl, pl->nparts + j, off, hi);
+	return ok;
+}
+
+/* ---- Puts recorded on a spare processor ----
+ *
+ * A put costs about what a find costs (it writes the union of every
+ * ancestor of its cover), and a find needs only the puts of the rectangles
+ * sharing time with it: every set a find reads lies over part of its range
+ * (a node on the path to one of its ends, a cover node or one below it, a
+ * snapshot inside it), and every set a put writes over part of the put's,
+ * so a put of a rectangle that shares no time with the find writes nothing
+ * it reads. So while a processor would otherwise sit idle
+ * (as_strategy_claim_processor), a walk queues its puts for a thread that
+ * records them in order, and goes on to its next find at once, waiting
+ * only for the queued puts that share time with it. Each find reads what
+ * it would read with every put recorded: the same plans, the same steps.
+ * The two threads share only the clock (atomic) and the memory allocator.
+ * A pop, a reset or the end of the placer waits for the queue and stops
+ * the thread; only walks without an undo log use one.
+ */
+#define AS_PIPE 64         /* puts queued at most */
+#define AS_PIPE_LOOK 256   /* puts between looks for a processor */
+
+struct queued {
+	uint32_t i, l, h;  /* rectangle, its leaves [l, h) */
+	uint64_t off, hi;
+};
+
+struct pipe {
+	struct as_placer *pl;
+	struct marks mk;
+	struct queued q[AS_PIPE];
+	/* Puts queued and recorded since the start: the queue holds
+	 * [done, queued). Only the walk writes queued, only the thread
+	 * writes done. */
+	atomic_uint_fast64_t queued, done;
+	atomic_bool nomem, quit;
+	bool claimed;           /* a processor (as_strategy_claim_processor) */
+	/* A side that waited too long sleeps on wake (see pipe_sleep). */
+	atomic_bool walk_asleep, thread_asleep;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	pthread_t th;
+};
+
+/*
+ * Turns a side waits for the other one with a pause before it sleeps: about
+ * what a put or a find takes. A side that slept is woken by the other's next
+ * store (each stores, then looks whether the other sleeps; each sleeping
+ * side says so, then looks again: one of the two sees the other).
+ */
+#define AS_PIPE_SPIN 2048
+
+static void pipe_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* Sleep on pp->wake, saying so in *asleep, until *at reaches `until` (or,
+ * with quit, until the walk says to quit). */
+static void pipe_sleep(struct pipe *pp, atomic_bool *asleep,
+		       atomic_uint_fast64_t *at, uint64_t until, bool quit)
+{
+	pthread_mutex_lock(&pp->lock);
+	atomic_store(asleep, true);
+	while (atomic_load(at) < until && !(quit && atomic_load(&pp->quit)))
+		pthread_cond_wait(&pp->wake, &pp->lock);
+	atomic_store(asleep, false);
+	pthread_mutex_unlock(&pp->lock);
+}
+
+static void pipe_wake(struct pipe *pp, atomic_bool *asleep)
+{
+	if (atomic_load(asleep)) {
+		pthread_mutex_lock(&pp->lock);
+		pthread_cond_broadcast(&pp->wake);
+		pthread_mutex_unlock(&pp->lock);
+	}
+}
+
+static void *pipe_main(void *arg)
+{
+	struct pipe *pp = arg;
+	for (uint64_t done = 0;; done++) {
+		for (unsigned t = 0; atomic_load(&pp->queued) == done; t++) {
+			if (atomic_load(&pp->quit))
+				return NULL;
+			if (t < AS_PIPE_SPIN)
+				pipe_pause();
+			else
+				pipe_sleep(pp, &pp->thread_asleep,
+					   &pp->queued, done + 1, true);
+		}
+		const struct queued *q = &pp->q[done % AS_PIPE];
+		if (!record(pp->pl, &pp->mk, q->i, q->off, q->hi))
+			atomic_store(&pp->nomem, true);
+		atomic_store(&pp->done, done + 1);
+		pipe_wake(pp, &pp->walk_asleep);
+	}
+}
+
+/* Wait until the puts queued before `upto` are recorded. */
+static void pipe_wait(struct pipe *pp, uint64_t upto)
+{
+	for (unsigned t = 0; atomic_load(&pp->done) < upto; t++) {
+		if (t < AS_PIPE_SPIN)
+			pipe_pause();
+		else
+			pipe_sleep(pp, &pp->walk_asleep, &pp->done, upto,
+				   false);
+	}
+}
+
+/* Wait for the queued puts of rectangles sharing leaves with [l, h). */
+static void pipe_wait_for(struct as_placer *pl, uint32_t l, uint32_t h)
+{
+	struct pipe *pp = pl->pipe;
+	if (!pp)
+		return;
+	uint64_t queued = atomic_load_explicit(&pp->queued,
+					       memory_order_relaxed);
+	uint64_t k = atomic_load(&pp->done);
+	uint64_t upto = 0;
+	for (; k < queued; k++) {
+		const struct queued *q = &pp->q[k % AS_PIPE];
+		if (q->l < h && l < q->h)
+			upto = k + 1;
+	}
+	pipe_wait(pp, upto);
+	if (atomic_load(&pp->nomem))
+		pl->nomem = true;
+}
+
+static void pipe_put(struct as_placer *pl, uint32_t i, uint64_t off,
+		     uint64_t hi)
+{
+	struct pipe *pp = pl->pipe;
+	uint64_t k = atomic_load_explicit(&pp->queued, memory_order_relaxed);
+	pipe_wait(pp, k + 1 > AS_PIPE ? k + 1 - AS_PIPE : 0);
+	const struct as_rect *r = &pl->pb->r[i];
+	pp->q[k % AS_PIPE] = (struct queued){i, pl->map[r->t0],
+					     pl->map[r->t1], off, hi};
+	atomic_store(&pp->queued, k + 1);
+	pipe_wake(pp, &pp->thread_asleep);
+}
+
+/* A thread for the puts, if a processor is spare (or pl->threaded). */
+static void pipe_start(struct as_placer *pl)
+{
+	bool claimed = !pl->threaded;
+	if (claimed && !as_strategy_claim_processor())
+		return;
+	struct pipe *pp = calloc(1, sizeof(*pp));
+	if (pp)
+		pp->mk.vis = calloc(2 * (size_t)pl->size, sizeof(uint16_t));
+	bool locked = pp && pp->mk.vis &&
+		      pthread_mutex_init(&pp->lock, NULL) == 0;
+	bool cond = locked && pthread_cond_init(&pp->wake, NULL) == 0;
+	if (cond) {
+		pp->pl = pl;
+		pp->claimed = claimed;
+	}
+	if (cond && pthread_create(&pp->th, NULL, pipe_main, pp) == 0) {
+		pl->pipe = pp;
+		return;
+	}
+	if (cond)
+		pthread_cond_destroy(&pp->wake);
+	if (locked)
+		pthread_mutex_destroy(&pp->lock);
+	if (pp)
+		free(pp->mk.vis);
+	free(pp);
+	if (claimed)
+		as_strategy_release_processor();
+}
+
+/* Every queued put recorded. */
+static void pipe_drain(struct as_placer *pl)
+{
+	struct pipe *pp = pl->pipe;
+	if (!pp)
+		return;
+	pipe_wait(pp, atomic_load_explicit(&pp->queued,
+					   memory_order_relaxed));
+	if (atomic_load(&pp->nomem))
+		pl->nomem = true;
+}
+
+/* The queue drained and the thread gone: puts are recorded here again. */
+static void pipe_stop(struct as_placer *pl)
+{
+	struct pipe *pp = pl->pipe;
+	if (!pp)
+		return;
+	pipe_drain(pl);
+	pthread_mutex_lock(&pp->lock);
+	atomic_store(&pp->quit, true);
+	pthread_cond_broadcast(&pp->wake);
+	pthread_mutex_unlock(&pp->lock);
+	pthread_join(pp->th, NULL);
+	pthread_cond_destroy(&pp->wake);
+	pthread_mutex_destroy(&pp->lock);
+	bool claimed = pp->claimed;
+	free(pp->mk.vis);
+	free(pp);
+	pl->pipe = NULL;
+	if (claimed)
+		as_strategy_release_processor();
 }
 
 void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
@@ -749,36 +1017,29 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 		else
 			pl->nolog = true;
 	}
-	next_stamp(pl);
-	uint32_t cov[AS_COVER], ncov = cover(pl, &pl->pb->r[i], cov);
-	for (uint32_t c = 0; c < ncov; c++) {
-		uint32_t v = cov[c];
-		if (!run_insert(&pl->node[v], off, hi))
-			pl->nomem = true;
-		if (v < pl->npath)
-			pl->ver[v] = ++pl->clock;
-		for (uint32_t a = v; a >= 1; a >>= 1)
-			pl->sub[a]++;
-		for (uint32_t a = v; a >= 1 && pl->vis[a] != pl->stamp;
-		     a >>= 1) {
-			pl->vis[a] = pl->stamp;
-			if (!pl->stale && a < pl->nparts &&
-			    !part_unite(pl, a, off, hi))
-				pl->nomem = true;
-		}
-	}
-	if (pl->stale)
-		return;
-	uint32_t j, e;
-	hot_range(pl, pl->map[pl->pb->r[i].t0], pl->map[pl->pb->r[i].t1], &j,
-		  &e);
-	for (; j < e; j++)
-		if (!part_unite(pl, pl->nparts + j, off, hi))
-			pl->nomem = true;
+	if (!pl->pipe && pl->nolog && !pl->stale &&
+	    (pl->threaded || ++pl->puts % AS_PIPE_LOOK == 0))
+		pipe_start(pl);
+	if (pl->pipe)
+		pipe_put(pl, i, off, hi);
+	else if (!record(pl, &pl->mk, i, off, hi))
+		pl->nomem = true;
+}
+
+void as_placer_threaded(struct as_placer *pl)
+{
+	pl->threaded = true;
+}
+
+bool as_placer_nomem(struct as_placer *pl)
+{
+	pipe_drain(pl);
+	return pl->nomem;
 }
 
 void as_placer_pop(struct as_placer *pl, uint32_t i)
 {
+	pipe_stop(pl);
 	uint64_t lo = pl->off[i], hi = top_of(pl, i, lo);
 	if (!pl->stale && !pl->nolog && pl->nmarks &&
 	    pl->marks[pl->nmarks - 1].i == i) {
@@ -791,13 +1052,13 @@ void as_placer_pop(struct as_placer *pl, uint32_t i)
 	} else {
 		pl->stale = true;
 	}
-	uint32_t cov[AS_COVER], ncov = cover(pl, &pl->pb->r[i], cov);
+	uint32_t cov[AS_COVER], ncov = cover(pl, &pl->mk, &pl->pb->r[i], cov);
 	for (uint32_t c = 0; c < ncov; c++) {
 		uint32_t v = cov[c];
 		if (!run_remove(&pl->node[v], lo, hi))
 			pl->nomem = true;
 		if (v < pl->npath)
-			pl->ver[v] = ++pl->clock;
+			pl->ver[v] = tick(pl);
 		for (uint32_t a = v; a >= 1; a >>= 1)
 			pl->sub[a]--;
 	}
@@ -825,14 +1086,14 @@ static void take(struct as_placer *pl, const struct runs *ru)
 static uint32_t gather(struct as_placer *pl, const struct as_rect *r)
 {
 	pl->ng = 0;
-	next_stamp(pl);
-	uint32_t cov[AS_COVER], ncov = cover(pl, r, cov);
+	next_stamp(pl, &pl->mk);
+	uint32_t cov[AS_COVER], ncov = cover(pl, &pl->mk, r, cov);
 	for (uint32_t c = 0; c < ncov; c++) {
 		uint32_t v = cov[c];
 		/* Ancestors (v included) cover part of v's range. */
-		for (uint32_t a = v; a >= 1 && pl->vis[a] != pl->stamp;
+		for (uint32_t a = v; a >= 1 && pl->mk.vis[a] != pl->mk.stamp;
 		     a >>= 1) {
-			pl->vis[a] = pl->stamp;
+			pl->mk.vis[a] = pl->mk.stamp;
 			if (pl->node[a].n)
 				take(pl, &pl->node[a]);
 		}
@@ -947,6 +1208,7 @@ static void sort_spans(struct as_span *g, uint32_t n)
 struct as_span *as_placer_spans(struct as_placer *pl, const struct as_rect *r,
 				uint32_t *n)
 {
+	pipe_wait_for(pl, pl->map[r->t0], pl->map[r->t1]);
 	if (pl->stale) {
 		uint32_t k = gather(pl, r);
 		if (pl->nomem)
@@ -1043,7 +1305,7 @@ static struct runs *path_union(struct as_placer *pl, uint32_t leaf,
 				pl->nomem = true;
 				return NULL;
 			}
-			pl->path_at[a] = ++pl->clock;
+			pl->path_at[a] = tick(pl);
 		}
 		up = &pl->path[a];
 		up_at = pl->path_at[a];
@@ -1092,8 +1354,8 @@ static void gather_sources(struct as_placer *pl, const struct as_rect *r,
 			add_src(pl, &pl->one, true);
 		return;
 	}
-	next_stamp(pl);
-	uint32_t cov[AS_COVER], ncov = cover(pl, r, cov);
+	next_stamp(pl, &pl->mk);
+	uint32_t cov[AS_COVER], ncov = cover(pl, &pl->mk, r, cov);
 	for (uint32_t c = 0; c < ncov; c++) {
 		uint32_t v = cov[c];
 		/* A low node: its runs and its descendants'. */
@@ -1135,8 +1397,8 @@ static void gather_sources(struct as_placer *pl, const struct as_rect *r,
 			add_src(pl, pu, false);
 		prev = pu;
 		for (uint32_t b = leaf; b > top; b >>= 1)
-			if (pl->vis[b] != pl->stamp) {
-				pl->vis[b] = pl->stamp;
+			if (pl->mk.vis[b] != pl->mk.stamp) {
+				pl->mk.vis[b] = pl->mk.stamp;
 				if (pl->node[b].n && !over_hot(hot, nhot, b))
 					add_src(pl, &pl->node[b], false);
 			}
@@ -1348,8 +1610,9 @@ void as_placer_limit(struct as_placer *pl, uint64_t *left)
 	walk_starts(pl);
 }
 
-int as_placer_error(const struct as_placer *pl)
+int as_placer_error(struct as_placer *pl)
 {
+	pipe_drain(pl);
 	return pl->nomem ? AS_ENOMEM : pl->over ? AS_ELIMIT
 					  : AS_STRATEGY_PAST_2_64;
 }
@@ -1364,6 +1627,7 @@ static bool find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 	 * the first, best fit the smallest, stopping at one of exactly r's
 	 * size (none can be smaller).
 	 */
+	pipe_wait_for(pl, pl->map[r->t0], pl->map[r->t1]);
 	sources(pl, r, true);
 	if (pl->nomem)
 		return false;
