@@ -308,6 +308,18 @@ struct marks {
 	uint16_t stamp;
 };
 
+/* Puts recorded on a spare processor: see struct pipe. */
+#define AS_PIPE 64         /* puts queued at most */
+/*
+ * Puts between looks for a processor, after a reset. A walk whose finds
+ * mostly share time with the put just before (greedy-breadth's order: the
+ * rectangles spanning the broadest section first, so 93-96% of its finds
+ * waited) gains nothing and loses the lines its puts wrote to the other
+ * processor's cache: when more than half of AS_PIPE_LOOK finds waited, the
+ * thread stops and the walk looks again after four times as many puts.
+ */
+#define AS_PIPE_LOOK 256
+
 struct pipe;
 static void pipe_stop(struct as_placer *pl);
 
@@ -338,7 +350,8 @@ struct as_placer {
 	uint32_t *sub;
 	struct marks mk;        /* the finds' (and puts' on this thread) */
 	struct pipe *pipe;      /* puts on another processor, or NULL */
-	uint32_t puts;          /* puts since the last look for one */
+	uint32_t puts, look;    /* puts since the last look for one, and
+				 * between looks (see AS_PIPE_LOOK) */
 	bool threaded;          /* that thread even with none spare */
 	uint64_t *off;
 	struct as_span *g;         /* query scratch */
@@ -433,6 +446,7 @@ struct as_placer *as_placer_create(const struct as_problem *pb)
 		return NULL;
 	pl->pb = pb;
 	pl->nolog = true;
+	pl->look = AS_PIPE_LOOK;
 	pl->map = calloc((size_t)pb->nsections + 1, sizeof(uint32_t));
 	if (!pl->map) {
 		free(pl);
@@ -515,6 +529,8 @@ static void walk_starts(struct as_placer *pl)
 void as_placer_reset(struct as_placer *pl)
 {
 	pipe_stop(pl);
+	pl->puts = 0;
+	pl->look = AS_PIPE_LOOK;
 	size_t nodes = 2 * (size_t)pl->size;
 	for (size_t v = 0; v < nodes; v++) {
 		pl->node[v].n = 0;
@@ -796,22 +812,22 @@ static bool record(struct as_placer *pl, struct marks *mk, uint32_t i,
 /* ---- Puts recorded on a spare processor ----
  *
  * A put costs about what a find costs (it writes the union of every
- * ancestor of its cover), and a find needs only the puts of the rectangles
- * sharing time with it: every set a find reads lies over part of its range
- * (a node on the path to one of its ends, a cover node or one below it, a
- * snapshot inside it), and every set a put writes over part of the put's,
- * so a put of a rectangle that shares no time with the find writes nothing
- * it reads. So while a processor would otherwise sit idle
- * (as_strategy_claim_processor), a walk queues its puts for a thread that
- * records them in order, and goes on to its next find at once, waiting
- * only for the queued puts that share time with it. Each find reads what
- * it would read with every put recorded: the same plans, the same steps.
- * The two threads share only the clock (atomic) and the memory allocator.
- * A pop, a reset or the end of the placer waits for the queue and stops
- * the thread; only walks without an undo log use one.
+ * ancestor of its cover), and a find depends only on the puts of the
+ * rectangles sharing time with it. Of what a put writes, a find reads
+ * the unions and counts of nodes inside its range, the runs of nodes over
+ * one of its leaves, and the snapshots inside it; a put writes the runs of
+ * nodes inside its own range, the unions and counts of nodes over one of
+ * its leaves, and the snapshots inside it. So a node both write and read
+ * lies over a leaf of both ranges, and a put of a rectangle sharing no
+ * time with the find touches nothing the find reads. While a processor
+ * would otherwise sit idle (as_strategy_claim_processor), a walk queues
+ * its puts for a thread that records them in order and goes on to its next
+ * find at once, waiting only for the queued puts sharing time with it. Each
+ * find reads what it would with every put recorded: the same offsets and
+ * steps. Besides the queue the threads share the clock (atomic) and the
+ * memory allocator. A pop, a reset or the end of the placer drains the
+ * queue and stops the thread; walks with an undo log use none.
  */
-#define AS_PIPE 64         /* puts queued at most */
-#define AS_PIPE_LOOK 256   /* puts between looks for a processor */
 
 struct queued {
 	uint32_t i, l, h;  /* rectangle, its leaves [l, h) */
@@ -828,6 +844,7 @@ struct pipe {
 	atomic_uint_fast64_t queued, done;
 	atomic_bool nomem, quit;
 	bool claimed;           /* a processor (as_strategy_claim_processor) */
+	uint32_t finds, waited; /* finds, and those that waited for a put */
 	/* A side that waited too long sleeps on wake (see pipe_sleep). */
 	atomic_bool walk_asleep, thread_asleep;
 	pthread_mutex_t lock;
@@ -922,9 +939,19 @@ static void pipe_wait_for(struct as_placer *pl, uint32_t l, uint32_t h)
 		if (q->l < h && l < q->h)
 			upto = k + 1;
 	}
+	pp->waited += upto > atomic_load(&pp->done);
 	pipe_wait(pp, upto);
 	if (atomic_load(&pp->nomem))
 		pl->nomem = true;
+	if (++pp->finds == AS_PIPE_LOOK) {
+		if (pp->waited > AS_PIPE_LOOK / 2) {
+			pipe_stop(pl);
+			if (pl->look <= UINT32_MAX / 4)
+				pl->look *= 4;
+			return;
+		}
+		pp->finds = pp->waited = 0;
+	}
 }
 
 static void pipe_put(struct as_placer *pl, uint32_t i, uint64_t off,
@@ -1018,8 +1045,10 @@ void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
 			pl->nolog = true;
 	}
 	if (!pl->pipe && pl->nolog && !pl->stale &&
-	    (pl->threaded || ++pl->puts % AS_PIPE_LOOK == 0))
+	    (pl->threaded || ++pl->puts >= pl->look)) {
+		pl->puts = 0;
 		pipe_start(pl);
+	}
 	if (pl->pipe)
 		pipe_put(pl, i, off, hi);
 	else if (!record(pl, &pl->mk, i, off, hi))
