@@ -311,12 +311,15 @@ struct marks {
 /* Puts recorded on a spare processor: see struct pipe. */
 #define AS_PIPE 64         /* puts queued at most */
 /*
- * Puts between looks for a processor, after a reset. A walk whose finds
- * mostly share time with the put just before (greedy-breadth's order: the
- * rectangles spanning the broadest section first, so 93-96% of its finds
- * waited) gains nothing and loses the lines its puts wrote to the other
- * processor's cache: when more than half of AS_PIPE_LOOK finds waited, the
- * thread stops and the walk looks again after four times as many puts.
+ * Puts between looks for a processor, after a reset. A find that waits for
+ * the put just before it runs as if on one thread, and the lines that put
+ * wrote then move between the processors' caches: greedy-breadth's order
+ * (the rectangles spanning the broadest section first) does that for most
+ * of its finds. When more than three quarters of AS_PIPE_LOOK finds did,
+ * the thread stops and the walk looks again after twice as many puts as
+ * last time (16 times at most; a stretch of finds that waited less brings
+ * it back to AS_PIPE_LOOK), as greedy-size's order has such stretches too:
+ * one size class's long-lived rectangles.
  */
 #define AS_PIPE_LOOK 256
 
@@ -844,7 +847,8 @@ struct pipe {
 	atomic_uint_fast64_t queued, done;
 	atomic_bool nomem, quit;
 	bool claimed;           /* a processor (as_strategy_claim_processor) */
-	uint32_t finds, waited; /* finds, and those that waited for a put */
+	uint32_t finds, waited; /* finds, and those that waited (see
+				 * AS_PIPE_LOOK) */
 	/* A side that waited too long sleeps on wake (see pipe_sleep). */
 	atomic_bool walk_asleep, thread_asleep;
 	pthread_mutex_t lock;
@@ -939,18 +943,20 @@ static void pipe_wait_for(struct as_placer *pl, uint32_t l, uint32_t h)
 		if (q->l < h && l < q->h)
 			upto = k + 1;
 	}
-	pp->waited += upto > atomic_load(&pp->done);
+	/* (one waiting for the put just before) */
+	pp->waited += upto == queued && upto > atomic_load(&pp->done);
 	pipe_wait(pp, upto);
 	if (atomic_load(&pp->nomem))
 		pl->nomem = true;
 	if (++pp->finds == AS_PIPE_LOOK) {
-		if (pp->waited > AS_PIPE_LOOK / 2) {
+		if (pp->waited > AS_PIPE_LOOK / 4 * 3) {
 			pipe_stop(pl);
-			if (pl->look <= UINT32_MAX / 4)
-				pl->look *= 4;
+			if (pl->look < 16 * AS_PIPE_LOOK)
+				pl->look *= 2;
 			return;
 		}
 		pp->finds = pp->waited = 0;
+		pl->look = AS_PIPE_LOOK;
 	}
 }
 
