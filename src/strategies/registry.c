@@ -281,7 +281,9 @@ static _Thread_local unsigned procs;
 
 bool as_strategy_claim_processor(void)
 {
-	unsigned now = busy ? atomic_load(busy) : procs;
+	if (!busy)
+		return false;
+	unsigned now = atomic_load(busy);
 	while (now < procs)
 		if (atomic_compare_exchange_weak(busy, &now, now + 1))
 			return true;
@@ -406,13 +408,16 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 		step_limit = part ? part : 1; /* a limit stays one */
 	double t0 = as_now_ms();
 	bool stop = false;
-	/* Waiting for another thread's plan, its processor is not at work. */
-	if (busy)
-		atomic_fetch_sub(busy, 1);
-	const struct as_plan *kept =
-		s->memo ? as_trace_memo_take(t, spec, step_limit, &stop) : NULL;
-	if (busy)
-		atomic_fetch_add(busy, 1);
+	const struct as_plan *kept = NULL;
+	if (s->memo) {
+		/* Waiting for another thread's plan, its processor is not at
+		 * work. */
+		if (busy)
+			atomic_fetch_sub(busy, 1);
+		kept = as_trace_memo_take(t, spec, step_limit, &stop);
+		if (busy)
+			atomic_fetch_add(busy, 1);
+	}
 	waited_ms += as_now_ms() - t0;
 	if (stop) {
 		err = stopped(diag, s->info.name);
