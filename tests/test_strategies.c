@@ -613,6 +613,49 @@ static void strategies_run_side_by_side_plan_as_one_at_a_time(void)
 	as_trace_destroy(alone);
 }
 
+/* What a run's thread could claim, asked from the start hook. */
+struct claims {
+	bool first, second;
+};
+
+static bool try_claims(void *ctx, size_t i)
+{
+	struct claims *c = ctx;
+	c->first = as_strategy_claim_processor();
+	c->second = as_strategy_claim_processor();
+	if (c->first)
+		as_strategy_release_processor();
+	if (c->second)
+		as_strategy_release_processor();
+	return true;
+}
+
+/*
+ * A run may claim a processor (for a placer's puts) only while fewer of
+ * its as_strategy_run_many's threads are at work than the jobs it was
+ * given, and never outside as_strategy_run_many.
+ */
+static void a_run_claims_only_the_processors_its_jobs_leave_idle(void)
+{
+	static const char *const spec[] = {"bfc"};
+	struct as_trace *t = random_trace(5, 40, false);
+	CHECK(t != NULL);
+	CHECK(!as_strategy_claim_processor());
+	for (unsigned jobs = 1; t && jobs <= 3; jobs++) {
+		struct claims c = {true, true};
+		struct as_many_hooks mh = {.start = try_claims, .ctx = &c};
+		struct as_plan *p = NULL;
+		struct as_diag d = {0};
+		CHECK(as_strategy_run_many(t, spec, 1, NULL, &mh, jobs, &p, &d) ==
+		      AS_OK);
+		/* One thread at work (one run): jobs - 1 processors idle. */
+		CHECK(c.first == (jobs >= 2));
+		CHECK(c.second == (jobs >= 3));
+		as_plan_destroy(p);
+	}
+	as_trace_destroy(t);
+}
+
 struct started {
 	size_t order[8], n;
 };
@@ -893,6 +936,7 @@ int main(void)
 	TEST_RUN(a_baseline_run_twice_on_one_trace_is_planned_once);
 	TEST_RUN(strip_after_the_baselines_plans_as_strip_alone);
 	TEST_RUN(strategies_run_side_by_side_plan_as_one_at_a_time);
+	TEST_RUN(a_run_claims_only_the_processors_its_jobs_leave_idle);
 	TEST_RUN(bestfit_keeps_the_lower_of_its_two_orders);
 	TEST_RUN(runs_start_in_the_callers_order_those_that_wait_last);
 	TEST_RUN(strategies_run_one_at_a_time_by_default_above_the_baselines_size);
