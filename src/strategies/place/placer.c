@@ -936,15 +936,14 @@ static void pipe_wait_for(struct as_placer *pl, uint32_t l, uint32_t h)
 		return;
 	uint64_t queued = atomic_load_explicit(&pp->queued,
 					       memory_order_relaxed);
-	uint64_t k = atomic_load(&pp->done);
-	uint64_t upto = 0;
-	for (; k < queued; k++) {
+	uint64_t k0 = atomic_load(&pp->done), upto = 0;
+	for (uint64_t k = k0; k < queued; k++) {
 		const struct queued *q = &pp->q[k % AS_PIPE];
 		if (q->l < h && l < q->h)
 			upto = k + 1;
 	}
 	/* (one waiting for the put just before) */
-	pp->waited += upto == queued && upto > atomic_load(&pp->done);
+	pp->waited += upto == queued && upto > k0;
 	pipe_wait(pp, upto);
 	if (atomic_load(&pp->nomem))
 		pl->nomem = true;
@@ -980,25 +979,21 @@ static void pipe_start(struct as_placer *pl)
 	if (claimed && !as_strategy_claim_processor())
 		return;
 	struct pipe *pp = calloc(1, sizeof(*pp));
-	if (pp)
-		pp->mk.vis = calloc(2 * (size_t)pl->size, sizeof(uint16_t));
-	bool locked = pp && pp->mk.vis &&
-		      pthread_mutex_init(&pp->lock, NULL) == 0;
-	bool cond = locked && pthread_cond_init(&pp->wake, NULL) == 0;
-	if (cond) {
-		pp->pl = pl;
-		pp->claimed = claimed;
-	}
-	if (cond && pthread_create(&pp->th, NULL, pipe_main, pp) == 0) {
-		pl->pipe = pp;
-		return;
-	}
-	if (cond)
-		pthread_cond_destroy(&pp->wake);
-	if (locked)
+	uint16_t *vis = calloc(2 * (size_t)pl->size, sizeof(uint16_t));
+	if (pp && vis && pthread_mutex_init(&pp->lock, NULL) == 0) {
+		if (pthread_cond_init(&pp->wake, NULL) == 0) {
+			pp->pl = pl;
+			pp->mk.vis = vis;
+			pp->claimed = claimed;
+			if (pthread_create(&pp->th, NULL, pipe_main, pp) == 0) {
+				pl->pipe = pp;
+				return;
+			}
+			pthread_cond_destroy(&pp->wake);
+		}
 		pthread_mutex_destroy(&pp->lock);
-	if (pp)
-		free(pp->mk.vis);
+	}
+	free(vis);
 	free(pp);
 	if (claimed)
 		as_strategy_release_processor();
