@@ -390,6 +390,60 @@ static void crowded_memory_is_walked_as_the_plain_greedy_does(void)
 	}
 }
 
+/*
+ * A trace's buffers with times of `scale` ticks a step from `base`: the
+ * problem's sections are its distinct times in order, whether they fit in
+ * 32 bits (sorted with their rectangles) or not (sorted alone).
+ */
+static void check_sections(uint64_t base, uint64_t scale, uint64_t seed,
+			   struct as_problem *pb)
+{
+	struct as_builder *b = as_builder_create("scaled", "csv");
+	struct as_diag d;
+	rng_state = seed;
+	for (uint32_t i = 0; i < 3000; i++) {
+		uint64_t t0 = rnd() % 2000, t1 = t0 + 1 + rnd() % (i % 7 ? 9 : 900);
+		char name[16];
+		snprintf(name, sizeof(name), "%u", i);
+		CHECK(as_builder_add_timed(b, name, 1 + rnd() % 64, 1,
+					   base + t0 * scale, base + t1 * scale,
+					   i + 2, &d) >= 0);
+	}
+	struct as_trace *t = NULL;
+	CHECK(as_builder_finish(b, &t, &d) == AS_OK);
+	CHECK(t && as_problem_init(pb, t, 0) == AS_OK);
+	for (uint32_t s = 1; t && s <= pb->nsections; s++)
+		CHECK(pb->times[s - 1] < pb->times[s]);
+	uint8_t *used = calloc((size_t)pb->nsections + 1, 1);
+	for (uint32_t k = 0; t && k < pb->n; k++) {
+		const struct as_buffer *x = &t->buffers[pb->r[k].buf];
+		CHECK_EQ_U64(pb->times[pb->r[k].t0], x->start);
+		CHECK_EQ_U64(pb->times[pb->r[k].t1], x->end);
+		used[pb->r[k].t0] = used[pb->r[k].t1] = 1;
+	}
+	for (uint32_t s = 0; t && s <= pb->nsections; s++)
+		CHECK(used[s]);
+	free(used);
+	as_trace_destroy(t);
+}
+
+static void sections_are_the_distinct_times_at_any_time_scale(void)
+{
+	for (uint64_t seed = 1; seed <= 3; seed++) {
+		struct as_problem small, large;
+		check_sections(0, 1, seed, &small);
+		check_sections(70000000000ull, 1ull << 33, seed, &large);
+		CHECK_EQ_U64(small.n, large.n);
+		CHECK_EQ_U64(small.nsections, large.nsections);
+		for (uint32_t k = 0; k < small.n && k < large.n; k++) {
+			CHECK_EQ_U64(small.r[k].t0, large.r[k].t0);
+			CHECK_EQ_U64(small.r[k].t1, large.r[k].t1);
+		}
+		as_problem_finish(&small);
+		as_problem_finish(&large);
+	}
+}
+
 static void a_part_on_its_own_sections_keeps_its_overlaps_loads_and_lengths(void)
 {
 	for (uint64_t seed = 1; seed <= 20; seed++) {
@@ -584,6 +638,7 @@ int main(void)
 	TEST_RUN(best_fit_takes_the_lowest_of_the_tightest_gaps);
 	TEST_RUN(crowded_memory_is_walked_as_the_plain_greedy_does);
 	TEST_RUN(popped_trials_leave_the_placer_as_before);
+	TEST_RUN(sections_are_the_distinct_times_at_any_time_scale);
 	TEST_RUN(a_part_on_its_own_sections_keeps_its_overlaps_loads_and_lengths);
 	TEST_RUN(a_walk_stops_once_its_steps_run_out_and_takes_as_many_each_time);
 	TEST_RUN(a_walk_far_behind_its_pace_stops_once_a_quarter_is_spent);

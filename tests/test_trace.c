@@ -161,6 +161,34 @@ static void csv_events_follow_time_order_at_any_time_scale(void)
 	}
 }
 
+static void an_id_live_twice_is_found_among_thousands_of_ids(void)
+{
+	/* 4000 ids; id 2718 comes back, overlapping its first buffer or
+	 * right after it. */
+	for (int overlap = 0; overlap < 2; overlap++) {
+		size_t cap = 64 * 4002, len = 0;
+		char *text = malloc(cap);
+		len += (size_t)snprintf(text, cap, "id,lower,upper,size\n");
+		for (int i = 0; i < 4000; i++)
+			len += (size_t)snprintf(text + len, cap - len,
+						"%d,%d,%d,16\n", i, i, i + 50);
+		snprintf(text + len, cap - len, "2718,%d,9000,16\n",
+			 overlap ? 2760 : 2768);
+		struct as_diag d;
+		struct as_trace *t = parse("x.csv", text, &d);
+		if (overlap) {
+			CHECK(t == NULL);
+			CHECK(strstr(d.msg, "id '2718' of data rows 2719 and "
+					    "4001") != NULL);
+		} else {
+			CHECK(t != NULL);
+			CHECK(t && t->nbuffers == 4001);
+		}
+		as_trace_destroy(t);
+		free(text);
+	}
+}
+
 static void json_events_carry_pools_metadata_and_frames(void)
 {
 	struct as_diag d;
@@ -522,6 +550,7 @@ int main(void)
 	TEST_RUN(csv_reads_minimalloc_columns_in_any_order);
 	TEST_RUN(csv_frees_come_before_allocations_at_equal_times);
 	TEST_RUN(csv_events_follow_time_order_at_any_time_scale);
+	TEST_RUN(an_id_live_twice_is_found_among_thousands_of_ids);
 	TEST_RUN(json_events_carry_pools_metadata_and_frames);
 	TEST_RUN(frames_are_one_string_per_stack_and_a_number_per_buffer);
 	TEST_RUN(json_buffers_form_has_explicit_lifetimes);

@@ -42,6 +42,15 @@ typedef bool (*as_less_fn)(uint32_t a, uint32_t b, const void *ctx);
  */
 int as_sort_u32(uint32_t *v, size_t n, as_less_fn less, const void *ctx);
 
+/*
+ * Sort a[0..n) ascending by the bits from `from` (a multiple of 8) up,
+ * stably: values equal there keep their order. Callers sort indices by a
+ * 32-bit key as key << 32 | index with from 32. An LSD radix sort, one pass
+ * per byte that differs among the values. Returns 0, or AS_ENOMEM (a is left
+ * unchanged).
+ */
+int as_sort_u64_from(uint64_t *a, size_t n, unsigned from);
+
 /* Milliseconds of a monotonic clock. */
 double as_now_ms(void);
 

@@ -224,6 +224,38 @@ int as_sort_u32(uint32_t *v, size_t n, as_less_fn less, const void *ctx)
 	return AS_OK;
 }
 
+int as_sort_u64_from(uint64_t *a, size_t n, unsigned from)
+{
+	uint64_t any = 0, all = ~0ull;
+	for (size_t i = 0; i < n; i++) {
+		any |= a[i];
+		all &= a[i];
+	}
+	uint64_t *src = a, *tmp = NULL;
+	for (unsigned shift = from; shift < 64; shift += 8) {
+		if ((((any ^ all) >> shift) & 0xff) == 0)
+			continue; /* every value has this byte: nothing moves */
+		if (!tmp && !(tmp = malloc(n * sizeof(*tmp))))
+			return AS_ENOMEM; /* before the first pass */
+		uint64_t *dst = src == a ? tmp : a;
+		size_t at[256] = {0};
+		for (size_t i = 0; i < n; i++)
+			at[(src[i] >> shift) & 0xff]++;
+		for (size_t d = 0, sum = 0; d < 256; d++) {
+			size_t c = at[d];
+			at[d] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[at[(src[i] >> shift) & 0xff]++] = src[i];
+		src = dst;
+	}
+	if (src != a)
+		memcpy(a, src, n * sizeof(*a));
+	free(tmp);
+	return AS_OK;
+}
+
 double as_now_ms(void)
 {
 	struct timespec ts;

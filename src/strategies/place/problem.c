@@ -8,12 +8,6 @@
 #include "strategies/place/place.h"
 #include "core/internal.h"
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Index of x in the sorted unique array v[0..n). */
 static uint32_t rank_of(const uint64_t *v, uint32_t n, uint64_t x)
 {
@@ -66,23 +60,45 @@ static int init_from(struct as_problem *pb, const struct as_trace *t,
 		free(tv);
 		return AS_ENOMEM;
 	}
+	uint64_t latest = 0;
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t i = idx[k];
 		const struct as_buffer *b = &t->buffers[i];
 		tv[2 * k] = b->start;
 		tv[2 * k + 1] = b->end;
+		if (b->end > latest)
+			latest = b->end;
 		pb->r[k].size = b->size;
 		pb->r[k].buf = i;
 		pb->r[k].align_log2 = b->align_log2;
 	}
-	qsort(tv, 2 * (size_t)n, sizeof(*tv), cmp_u64);
+	/*
+	 * The sections: the distinct times, sorted. With 32-bit times each
+	 * sorts with its slot (time << 32 | 2k for a start, 2k + 1 for an
+	 * end), and one pass ranks them; else the times sort alone and each
+	 * is looked up.
+	 */
+	bool slots = latest <= UINT32_MAX;
+	for (uint32_t j = 0; slots && j < 2 * n; j++)
+		tv[j] = tv[j] << 32 | j;
+	if (as_sort_u64_from(tv, 2 * (size_t)n, slots ? 32 : 0)) {
+		free(tv);
+		return AS_ENOMEM;
+	}
 	uint32_t m = 0;
-	for (uint32_t i = 0; i < 2 * n; i++)
-		if (m == 0 || tv[m - 1] != tv[i])
-			tv[m++] = tv[i];
+	for (uint32_t j = 0; j < 2 * n; j++) {
+		uint64_t time = slots ? tv[j] >> 32 : tv[j];
+		uint32_t slot = (uint32_t)tv[j];
+		if (m == 0 || tv[m - 1] != time)
+			tv[m++] = time;
+		if (slots && slot % 2)
+			pb->r[slot / 2].t1 = m - 1;
+		else if (slots)
+			pb->r[slot / 2].t0 = m - 1;
+	}
 	pb->times = tv;
 	pb->nsections = m - 1;
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0; !slots && i < n; i++) {
 		const struct as_buffer *b = &t->buffers[pb->r[i].buf];
 		pb->r[i].t0 = rank_of(tv, m, b->start);
 		pb->r[i].t1 = rank_of(tv, m, b->end);
