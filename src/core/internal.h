@@ -44,12 +44,21 @@ int as_sort_u32(uint32_t *v, size_t n, as_less_fn less, const void *ctx);
 
 /*
  * Sort a[0..n) ascending by the bits from `from` (a multiple of 8) up,
- * stably: values equal there keep their order. Callers sort indices by a
- * 32-bit key as key << 32 | index with from 32. An LSD radix sort, one pass
+ * stably: values equal there keep their order. An LSD radix sort, one pass
  * per byte that differs among the values. Returns 0, or AS_ENOMEM (a is left
  * unchanged).
  */
 int as_sort_u64_from(uint64_t *a, size_t n, unsigned from);
+
+/* A 32-bit key of index i. */
+typedef uint32_t (*as_key_fn)(uint32_t i, const void *ctx);
+
+/*
+ * Sort v[0..n) by key, stably (a radix sort: no comparison), and the runs
+ * of equal keys by `less` when it is not NULL. Returns 0, or AS_ENOMEM.
+ */
+int as_sort_u32_keyed(uint32_t *v, size_t n, as_key_fn key, as_less_fn less,
+		      const void *ctx);
 
 /* Milliseconds of a monotonic clock. */
 double as_now_ms(void);

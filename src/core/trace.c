@@ -829,28 +829,22 @@ static bool by_end(uint32_t a, uint32_t b, const void *ctx)
 	return t->buffers[a].end < t->buffers[b].end;
 }
 
-/* Indices sorted stably by 32-bit times (as_sort_u64_from); false: no
- * memory. */
-static bool radix_indices(const struct as_trace *t, bool by_end_time,
-			  uint32_t *out)
+static uint32_t start_key(uint32_t i, const void *ctx)
 {
-	uint32_t n = t->nbuffers;
-	uint64_t *a = malloc(((size_t)n + 1) * sizeof(*a));
-	if (!a)
-		return false;
-	for (uint32_t i = 0; i < n; i++) {
-		const struct as_buffer *buf = &t->buffers[i];
-		a[i] = (by_end_time ? buf->end : buf->start) << 32 | i;
-	}
-	bool ok = as_sort_u64_from(a, n, 32) == AS_OK;
-	for (uint32_t i = 0; ok && i < n; i++)
-		out[i] = (uint32_t)a[i];
-	free(a);
-	return ok;
+	return (uint32_t)((const struct as_trace *)ctx)->buffers[i].start;
 }
 
-/* Indices 0..n-1 sorted stably by `less` (skipped when already in order). */
-static uint32_t *sorted_indices(const struct as_trace *t, as_less_fn less)
+static uint32_t end_key(uint32_t i, const void *ctx)
+{
+	return (uint32_t)((const struct as_trace *)ctx)->buffers[i].end;
+}
+
+/*
+ * Indices 0..n-1 sorted stably by `less` (skipped when already in order):
+ * by its 32-bit key when every time has one.
+ */
+static uint32_t *sorted_indices(const struct as_trace *t, as_less_fn less,
+				as_key_fn key)
 {
 	uint32_t n = t->nbuffers;
 	uint32_t *v = malloc(((size_t)n + 1) * sizeof(*v));
@@ -865,14 +859,10 @@ static uint32_t *sorted_indices(const struct as_trace *t, as_less_fn less)
 		if (t->buffers[i].end > max_time)
 			max_time = t->buffers[i].end;
 	}
-	if (in_order)
+	if (in_order ||
+	    (max_time <= UINT32_MAX ? as_sort_u32_keyed(v, n, key, NULL, t)
+				    : as_sort_u32(v, n, less, t)) == AS_OK)
 		return v;
-	if (max_time <= UINT32_MAX) {
-		if (radix_indices(t, less == by_end, v))
-			return v;
-	} else if (as_sort_u32(v, n, less, t) == AS_OK) {
-		return v;
-	}
 	free(v);
 	return NULL;
 }
@@ -886,8 +876,8 @@ static int derive_events(struct as_builder *b)
 {
 	struct as_trace *t = b->t;
 	uint32_t n = t->nbuffers;
-	uint32_t *alloc = sorted_indices(t, by_start);
-	uint32_t *frees = alloc ? sorted_indices(t, by_end) : NULL;
+	uint32_t *alloc = sorted_indices(t, by_start, start_key);
+	uint32_t *frees = alloc ? sorted_indices(t, by_end, end_key) : NULL;
 	struct as_event *ev = frees ? malloc(((size_t)n * 2 + 1) * sizeof(*ev))
 				    : NULL;
 	if (!ev) {
@@ -1058,34 +1048,25 @@ static bool by_name_start(uint32_t a, uint32_t b, const void *ctx)
 				    (x->start == y->start && a < b)));
 }
 
+static uint32_t name_key(uint32_t i, const void *ctx)
+{
+	const struct as_trace *t = ctx;
+	return (uint32_t)as_hash_str(t->buffers[i].name);
+}
+
 int as_builder_live_twice(struct as_builder *b, uint32_t *first,
 			  uint32_t *second)
 {
 	const struct as_trace *t = b->t;
 	uint32_t n = t->nbuffers;
-	/*
-	 * The buffers by the hash of their name, so one name's come together
-	 * (a radix sort: no string compared on 10^7 distinct ids); a run of
-	 * one hash, by name and start.
-	 */
-	uint64_t *h = malloc(((size_t)n + 1) * sizeof(*h));
 	uint32_t *order = malloc(((size_t)n + 1) * sizeof(*order));
-	int err = h && order ? AS_OK : AS_ENOMEM;
-	for (uint32_t i = 0; !err && i < n; i++)
-		h[i] = (uint64_t)(uint32_t)as_hash_str(t->buffers[i].name) << 32 |
-		       i;
-	if (!err)
-		err = as_sort_u64_from(h, n, 32);
-	for (uint32_t k = 0, run = 0; !err && k < n; k++) {
-		order[k] = (uint32_t)h[k];
-		if (k + 1 < n && h[k + 1] >> 32 == h[k] >> 32)
-			continue;
-		if (k > run)
-			err = as_sort_u32(order + run, k + 1 - run,
-					  by_name_start, t);
-		run = k + 1;
-	}
-	free(h);
+	if (!order)
+		return AS_ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = i;
+	/* One name's buffers together, by start: sorted by the name's hash
+	 * (no string compared among 10^7 distinct ids), a hash's by name. */
+	int err = as_sort_u32_keyed(order, n, name_key, by_name_start, t);
 	uint64_t end = 0;
 	uint32_t holder = 0;
 	for (uint32_t k = 0; err == AS_OK && k < n; k++) {

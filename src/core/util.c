@@ -256,6 +256,27 @@ int as_sort_u64_from(uint64_t *a, size_t n, unsigned from)
 	return AS_OK;
 }
 
+int as_sort_u32_keyed(uint32_t *v, size_t n, as_key_fn key, as_less_fn less,
+		      const void *ctx)
+{
+	uint64_t *a = malloc((n + 1) * sizeof(*a));
+	if (!a)
+		return AS_ENOMEM;
+	for (size_t k = 0; k < n; k++)
+		a[k] = (uint64_t)key(v[k], ctx) << 32 | v[k];
+	int err = as_sort_u64_from(a, n, 32);
+	for (size_t k = 0, run = 0; !err && k < n; k++) {
+		v[k] = (uint32_t)a[k];
+		if (k + 1 < n && a[k + 1] >> 32 == a[k] >> 32)
+			continue;
+		if (less && k > run)
+			err = as_sort_u32(v + run, k + 1 - run, less, ctx);
+		run = k + 1;
+	}
+	free(a);
+	return err;
+}
+
 double as_now_ms(void)
 {
 	struct timespec ts;

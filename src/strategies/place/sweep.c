@@ -317,6 +317,17 @@ struct sweep_ctx {
 	const struct as_problem *pb;
 };
 
+static uint32_t start_key(uint32_t i, const void *cv)
+{
+	return ((const struct sweep_ctx *)cv)->pb->r[i].t0;
+}
+
+static uint32_t end_key(uint32_t i, const void *cv)
+{
+	return ((const struct sweep_ctx *)cv)->pb->r[i].t1;
+}
+
+/* The rectangles starting in one section: the larger first. */
 static bool by_start_size(uint32_t a, uint32_t b, const void *cv)
 {
 	const struct as_problem *pb = ((const struct sweep_ctx *)cv)->pb;
@@ -337,7 +348,7 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 	uint32_t n = pb->n;
 	struct gaps G = {0};
 	uint32_t *st = malloc(((size_t)n + 1) * sizeof(uint32_t));
-	uint64_t *en = malloc(((size_t)n + 1) * sizeof(uint64_t));
+	uint32_t *en = malloc(((size_t)n + 1) * sizeof(uint32_t));
 	uint64_t peak = 0;
 	uint32_t k;
 	*err = AS_ENOMEM;
@@ -357,12 +368,12 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 				peak = off[i] + pb->r[i].size;
 			continue;
 		}
-		st[m] = i;
-		en[m++] = (uint64_t)pb->r[i].t1 << 32 | i; /* by end, then i */
+		st[m] = en[m] = i;
+		m++;
 	}
 	struct sweep_ctx c = {pb};
-	if (as_sort_u32(st, m, by_start_size, &c) ||
-	    as_sort_u64_from(en, m, 32))
+	if (as_sort_u32_keyed(st, m, start_key, by_start_size, &c) ||
+	    as_sort_u32_keyed(en, m, end_key, NULL, &c))
 		goto out;
 	n = m;
 	uint32_t ie = 0;
@@ -370,8 +381,8 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 		uint32_t i = st[is];
 		const struct as_rect *r = &pb->r[i];
 		/* Frees first: everything ending at or before this start. */
-		for (; ie < n && en[ie] >> 32 <= r->t0; ie++) {
-			uint32_t j = (uint32_t)en[ie];
+		for (; ie < n && pb->r[en[ie]].t1 <= r->t0; ie++) {
+			uint32_t j = en[ie];
 			uint64_t lo = off[j], len = pb->r[j].size;
 			uint32_t nx = gap_at(&G, lo + len);
 			uint32_t pv = gap_before(&G, lo);
