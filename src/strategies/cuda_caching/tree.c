@@ -84,6 +84,27 @@ static uint32_t t_merge(struct tpool *p, uint32_t a, uint32_t b)
 	return b;
 }
 
+/*
+ * Node x (no children) into the treap t: down to where its priority puts
+ * it, and only the subtree found there is split around it.
+ */
+static uint32_t t_put(struct tpool *p, uint32_t t, uint32_t x)
+{
+	if (t == NIL)
+		return x;
+	struct tnode *n = &p->n[x];
+	if (n->prio > p->n[t].prio) {
+		t_split(p, t, n->k0, n->k1, n->k2, &n->l, &n->r);
+		t = x;
+	} else if (key_cmp(&p->n[t], n->k0, n->k1, n->k2) < 0) {
+		p->n[t].r = t_put(p, p->n[t].r, x);
+	} else {
+		p->n[t].l = t_put(p, p->n[t].l, x);
+	}
+	t_fix(p, t);
+	return t;
+}
+
 int as_cuda_t_insert(struct tpool *p, uint32_t *root, uint64_t k0,
 		     uint64_t k1, uint64_t k2, uint64_t size, uint32_t val)
 {
@@ -96,9 +117,7 @@ int as_cuda_t_insert(struct tpool *p, uint32_t *root, uint64_t k0,
 	n->k2 = k2;
 	n->size = n->aug = size;
 	n->val = val;
-	uint32_t lo, hi;
-	t_split(p, *root, k0, k1, k2, &lo, &hi);
-	*root = t_merge(p, t_merge(p, lo, x), hi);
+	*root = t_put(p, *root, x);
 	return AS_OK;
 }
 

@@ -115,20 +115,44 @@ static uint32_t gap_merge(struct gaps *G, int t, uint32_t a, uint32_t b)
 	return b;
 }
 
-static void gap_insert_tree(struct gaps *G, int t, uint32_t k)
+/*
+ * Node k (no children) into treap t under root: down to where its priority
+ * puts it, and only the subtree found there is split around it.
+ */
+static uint32_t gap_put(struct gaps *G, int t, uint32_t root, uint32_t k)
 {
-	uint32_t a, b;
-	gap_split(G, t, G->root[t], k, &a, &b);
-	G->root[t] = gap_merge(G, t, gap_merge(G, t, a, k), b);
+	if (!root)
+		return k;
+	struct gap *x = &G->g[root];
+	if (G->g[k].prio > x->prio) {
+		gap_split(G, t, root, k, &G->g[k].l[t], &G->g[k].r[t]);
+		root = k;
+	} else if (gap_less(G, t, root, k)) {
+		x->r[t] = gap_put(G, t, x->r[t], k);
+	} else {
+		x->l[t] = gap_put(G, t, x->l[t], k);
+	}
+	if (t == 0)
+		gap_pull(G, root);
+	return root;
 }
 
-/* Unlink the least node of the treap at root; returns the new root. */
-static uint32_t gap_pop_least(struct gaps *G, int t, uint32_t root)
+static void gap_insert_tree(struct gaps *G, int t, uint32_t k)
+{
+	G->root[t] = gap_put(G, t, G->root[t], k);
+}
+
+/* Node k out of treap t under root (k is in it): its children merged in
+ * its place. */
+static uint32_t gap_cut(struct gaps *G, int t, uint32_t root, uint32_t k)
 {
 	struct gap *x = &G->g[root];
-	if (!x->l[t])
-		return x->r[t];
-	x->l[t] = gap_pop_least(G, t, x->l[t]);
+	if (root == k)
+		return gap_merge(G, t, x->l[t], x->r[t]);
+	if (gap_less(G, t, k, root))
+		x->l[t] = gap_cut(G, t, x->l[t], k);
+	else
+		x->r[t] = gap_cut(G, t, x->r[t], k);
 	if (t == 0)
 		gap_pull(G, root);
 	return root;
@@ -136,11 +160,7 @@ static uint32_t gap_pop_least(struct gaps *G, int t, uint32_t root)
 
 static void gap_erase_tree(struct gaps *G, int t, uint32_t k)
 {
-	uint32_t a, b;
-	gap_split(G, t, G->root[t], k, &a, &b);
-	/* k is the least node of b. */
-	b = gap_pop_least(G, t, b);
-	G->root[t] = gap_merge(G, t, a, b);
+	G->root[t] = gap_cut(G, t, G->root[t], k);
 }
 
 /* Node k's lo or len changed within its place by offset: redo the maxima
@@ -228,6 +248,24 @@ static uint32_t gap_before(const struct gaps *G, uint64_t x)
 		}
 	}
 	return best;
+}
+
+/* The gaps either side of offset x, in one walk: *before the last with lo
+ * < x, *after the first with lo >= x (0: none). */
+static void gap_around(const struct gaps *G, uint64_t x, uint32_t *before,
+		       uint32_t *after)
+{
+	uint32_t k = G->root[0];
+	*before = *after = 0;
+	while (k) {
+		if (G->g[k].lo < x) {
+			*before = k;
+			k = G->g[k].r[0];
+		} else {
+			*after = k;
+			k = G->g[k].l[0];
+		}
+	}
 }
 
 static bool gap_fits(const struct gap *x, uint64_t size, uint8_t lg,
@@ -384,10 +422,12 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 		for (; ie < n && pb->r[en[ie]].t1 <= r->t0; ie++) {
 			uint32_t j = en[ie];
 			uint64_t lo = off[j], len = pb->r[j].size;
-			uint32_t nx = gap_at(&G, lo + len);
-			uint32_t pv = gap_before(&G, lo);
+			uint32_t pv, nx;
+			gap_around(&G, lo, &pv, &nx);
 			if (pv && G.g[pv].lo + G.g[pv].len != lo)
 				pv = 0;
+			if (nx && G.g[nx].lo != lo + len)
+				nx = 0;
 			/* Gaps end at most at UINT64_MAX: no overflow. */
 			if (pv && nx) {
 				len += G.g[nx].len;
