@@ -364,10 +364,11 @@ static uint64_t round_up(uint64_t x, uint64_t a)
 }
 
 /*
- * First fit from the head; AS_NONE when nothing fits. The walk skips used
- * and small nodes, and free nodes whose alignment padding leaves too
- * little; the treap finds the next candidate at once, and the nodes the
- * walk visits are counted by position (every node when nothing fits).
+ * First fit from the head, the node taken (used); AS_NONE when nothing
+ * fits. The walk skips used and small nodes, and free nodes whose alignment
+ * padding leaves too little; the treap finds the next candidate at once,
+ * and the nodes the walk visits are counted by position (every node when
+ * nothing fits).
  */
 static uint32_t first_fit(struct npu *s, uint64_t size, uint64_t align,
 			  bool *nomem)
@@ -395,14 +396,18 @@ static uint32_t first_fit(struct npu *s, uint64_t size, uint64_t align,
 			continue; /* the successor now starts aligned */
 		}
 		s->walks += pos + 1;
+		/* Taken before the split, whose walk up the treap then redoes
+		 * its path once. */
+		n->used = true;
 		if (n->size == size) {
 			s->exact++;
-		} else {
-			if (!split_node(s, i, size)) {
-				*nomem = true;
-				return AS_NONE;
-			}
+			trefresh(s, s->root, n->start);
+		} else if (split_node(s, i, size)) {
 			s->splits++;
+		} else {
+			n->used = false;
+			*nomem = true;
+			return AS_NONE;
 		}
 		return i;
 	}
@@ -450,8 +455,6 @@ static int alloc(void *state, const struct as_trace *t, uint32_t buf,
 	if (i == AS_NONE)
 		return 1;
 	struct node *n = &s->nodes[i];
-	n->used = true;
-	trefresh(s, s->root, n->start);
 	n->refs = 1;
 	n->owner = n->host = buf;
 	n->symbol = sym;
