@@ -23,6 +23,22 @@ grep -q '"trace": {"name": "traces/small-cnn.json", "format": "json", "events": 
 	grep -q '"valid": true, "overlaps": 0' "$tmp/j" && grep -q '"plan_ms": ' "$tmp/j"
 ok "replay --json - writes the documented object" $((rc + $?))
 
+# The table alone lets each valid plan's offsets go once it is checked; its
+# figures are the JSON's, which keeps them.
+"$exe" replay traces/server-churn.ops -j 1 >"$tmp/churn.table" 2>&1 &&
+	"$exe" replay traces/server-churn.ops -j 1 --json "$tmp/churn.json" \
+		>/dev/null 2>&1
+rc=$?
+rows=$(awk '/^strategy/ { n++; next } n == 1 && NF >= 8 { print $1, $2, $(NF - 2), $(NF - 1) }' "$tmp/churn.table")
+bad=0
+[ -n "$rows" ] || bad=1
+while read -r name peak valid failed; do
+	[ "$valid" = yes ] && valid=true
+	grep -q "\"strategy\": \"$name\", \"peak\": $peak,.*\"valid\": $valid,.*\"failed\": $failed," \
+		"$tmp/churn.json" || bad=1
+done <<<"$rows"
+ok "replay's table gives each strategy the peak, validity and failures of its JSON" $((rc + bad))
+
 "$exe" replay traces/small-cnn.json --step-limit 50 --json "$tmp/lo.json" \
 	>/dev/null 2>"$tmp/lo.err"
 rc=$?

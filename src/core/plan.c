@@ -21,20 +21,31 @@ struct as_plan *as_plan_create(const struct as_trace *t)
 	return p;
 }
 
-void as_plan_destroy(struct as_plan *p)
+void as_plan_drop_buffers(struct as_plan *p)
 {
-	if (!p)
-		return;
 	free(p->offset);
 	free(p->space);
 	free(p->chunk);
 	free(p->alias_of);
+	free(p->segment_size);
+	free(p->segment_offset);
+	p->offset = NULL;
+	p->space = NULL;
+	p->chunk = NULL;
+	p->alias_of = NULL;
+	p->segment_size = p->segment_offset = NULL;
+	p->nbuffers = 0;
+}
+
+void as_plan_destroy(struct as_plan *p)
+{
+	if (!p)
+		return;
+	as_plan_drop_buffers(p);
 	free(p->space_capacity);
 	free(p->space_name);
 	free(p->stats);
 	free(p->rounds);
-	free(p->segment_size);
-	free(p->segment_offset);
 	for (uint32_t i = 0; i < p->nnotes; i++)
 		free(p->notes[i]);
 	free(p->notes);

@@ -442,6 +442,13 @@ struct as_plan {
 
 struct as_plan *as_plan_create(const struct as_trace *t);
 void as_plan_destroy(struct as_plan *p);
+/*
+ * Free p's per-buffer arrays (offsets, spaces, chunks, aliases, segments),
+ * keeping what sums it up (stats, rounds, notes, spaces, plan_ms), for a
+ * caller done with the offsets: a summary of a 10^7-buffer plan costs
+ * nothing per buffer. nbuffers becomes 0.
+ */
+void as_plan_drop_buffers(struct as_plan *p);
 /* A copy of every array and remark of p, or NULL when memory ran out. */
 struct as_plan *as_plan_copy(const struct as_plan *p);
 /* Allocate the optional arrays (filled with "same as trace" values). */
