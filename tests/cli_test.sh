@@ -32,9 +32,9 @@ rc=$?
 rows=$(awk '/^strategy/ { n++; next } n == 1 && NF >= 8 { print $1, $2, $(NF - 2), $(NF - 1) }' "$tmp/churn.table")
 bad=0
 [ -n "$rows" ] || bad=1
-while read -r name peak valid failed; do
+while read -r name peak valid nfailed; do
 	[ "$valid" = yes ] && valid=true
-	grep -q "\"strategy\": \"$name\", \"peak\": $peak,.*\"valid\": $valid,.*\"failed\": $failed," \
+	grep -q "\"strategy\": \"$name\", \"peak\": $peak,.*\"valid\": $valid,.*\"failed\": $nfailed," \
 		"$tmp/churn.json" || bad=1
 done <<<"$rows"
 ok "replay's table gives each strategy the peak, validity and failures of its JSON" $((rc + bad))
