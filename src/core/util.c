@@ -226,6 +226,8 @@ int as_sort_u32(uint32_t *v, size_t n, as_less_fn less, const void *ctx)
 
 int as_sort_u64_from(uint64_t *a, size_t n, unsigned from)
 {
+	if (n < 2)
+		return AS_OK;
 	uint64_t any = 0, all = ~0ull;
 	for (size_t i = 0; i < n; i++) {
 		any |= a[i];

@@ -226,30 +226,6 @@ static void gap_del(struct gaps *G, uint32_t k)
 	G->free_list = k;
 }
 
-/* The gap starting at lo, or 0. */
-static uint32_t gap_at(const struct gaps *G, uint64_t lo)
-{
-	uint32_t k = G->root[0];
-	while (k && G->g[k].lo != lo)
-		k = lo < G->g[k].lo ? G->g[k].l[0] : G->g[k].r[0];
-	return k;
-}
-
-/* The gap with the greatest lo < x, or 0. */
-static uint32_t gap_before(const struct gaps *G, uint64_t x)
-{
-	uint32_t k = G->root[0], best = 0;
-	while (k) {
-		if (G->g[k].lo < x) {
-			best = k;
-			k = G->g[k].r[0];
-		} else {
-			k = G->g[k].l[0];
-		}
-	}
-	return best;
-}
-
 /* The gaps either side of offset x, in one walk: *before the last with lo
  * < x, *after the first with lo >= x (0: none). */
 static void gap_around(const struct gaps *G, uint64_t x, uint32_t *before,
@@ -338,7 +314,8 @@ static uint32_t gap_first_ge(const struct gaps *G, uint32_t k, uint64_t y,
 static uint32_t gap_from(const struct gaps *G, uint64_t y, uint64_t size,
 			 uint8_t lg, uint64_t *at)
 {
-	uint32_t p = y ? gap_before(G, y + 1) : gap_at(G, 0);
+	uint32_t p, after; /* p: the last gap starting at or below y */
+	gap_around(G, y + 1, &p, &after);
 	if (p && G->g[p].lo + G->g[p].len > y) {
 		uint64_t a;
 		if (as_align_up(y, lg, &a) && a >= G->g[p].lo &&
