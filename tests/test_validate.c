@@ -100,6 +100,79 @@ static void every_injected_overlap_is_caught(void)
 	as_trace_destroy(t);
 }
 
+/*
+ * Random ops with random offsets, most plans full of overlaps: the count is
+ * a plain replay's, where each buffer is checked against the nearest live
+ * buffers below and above it that passed, and one that overlaps is left out.
+ */
+static uint64_t next(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static void overlaps_are_counted_as_a_plain_replay_counts_them(void)
+{
+	uint64_t rng = 7;
+	for (int round = 0; round < 30; round++) {
+		enum { N = 120 };
+		char text[N * 48];
+		size_t used = 0;
+		uint32_t live[N], nlive = 0, size[N];
+		for (uint32_t i = 0; i < N; i++) {
+			if (nlive && next(&rng) % 3 == 0) {
+				uint32_t k = (uint32_t)(next(&rng) % nlive);
+				used += (size_t)snprintf(text + used,
+							 sizeof(text) - used,
+							 "free b%u\n", live[k]);
+				live[k] = live[--nlive];
+			}
+			size[i] = 1 + (uint32_t)(next(&rng) % 40);
+			used += (size_t)snprintf(text + used, sizeof(text) - used,
+						 "alloc b%u %u 1\n", i, size[i]);
+			live[nlive++] = i;
+		}
+		struct as_trace *t = parse(text);
+		uint64_t off[N];
+		for (uint32_t i = 0; i < N; i++)
+			off[i] = next(&rng) % (round * 40 + 200);
+		/* The plain replay: the buffers that passed, live. */
+		bool in[N] = {false};
+		uint64_t want = 0;
+		for (uint32_t e = 0; e < t->nevents; e++) {
+			uint32_t i = t->events[e].arg;
+			if (t->events[e].kind == AS_EV_FREE) {
+				in[i] = false;
+				continue;
+			}
+			int64_t below = -1, above = -1;
+			for (uint32_t j = 0; j < N; j++) {
+				if (!in[j])
+					continue;
+				bool before = off[j] != off[i] ? off[j] < off[i]
+							       : j < i;
+				if (before && (below < 0 || off[j] > off[below] ||
+					       (off[j] == off[below] && j > below)))
+					below = j;
+				if (!before && (above < 0 || off[j] < off[above] ||
+						(off[j] == off[above] && j < above)))
+					above = j;
+			}
+			if ((below >= 0 && off[below] + size[below] > off[i]) ||
+			    (above >= 0 && off[i] + size[i] > off[above]))
+				want++;
+			else
+				in[i] = true;
+		}
+		struct as_report r = check(t, off);
+		CHECK_EQ_U64(r.overlaps, want);
+		CHECK(r.valid == (want == 0));
+		as_trace_destroy(t);
+	}
+}
+
 static void zero_size_and_failed_buffers_take_no_space(void)
 {
 	struct as_trace *t = parse("alloc a 100 1\nalloc z 0 1\nalloc f 50 1\n");
@@ -191,6 +264,7 @@ int main(void)
 	TEST_RUN(overlap_of_live_buffers_is_caught_and_named);
 	TEST_RUN(reuse_after_free_is_not_an_overlap);
 	TEST_RUN(every_injected_overlap_is_caught);
+	TEST_RUN(overlaps_are_counted_as_a_plain_replay_counts_them);
 	TEST_RUN(zero_size_and_failed_buffers_take_no_space);
 	TEST_RUN(misalignment_is_caught);
 	TEST_RUN(capacity_of_a_space_is_enforced);

@@ -70,20 +70,27 @@ static uint32_t node_new(struct treap *tr, uint32_t buf, uint64_t off,
 	return n;
 }
 
-static uint32_t insert(struct treap *tr, uint32_t root, uint32_t n)
+/*
+ * Insert node n; *pred and *succ get the nodes nearest below and above it
+ * (AS_NONE: none), met on the way down. Returns the new root.
+ */
+static uint32_t insert(struct treap *tr, uint32_t root, uint32_t n,
+		       uint32_t *pred, uint32_t *succ)
 {
 	if (root == AS_NONE)
 		return n;
 	struct node *v = tr->node, *r = &v[root];
 	if (less(r, v[n].off, v[n].buf)) {
-		uint32_t l = r->left = insert(tr, r->left, n);
+		*succ = root;
+		uint32_t l = r->left = insert(tr, r->left, n, pred, succ);
 		if (v[l].prio > r->prio) {
 			r->left = v[l].right;
 			v[l].right = root;
 			return l;
 		}
 	} else {
-		uint32_t g = r->right = insert(tr, r->right, n);
+		*pred = root;
+		uint32_t g = r->right = insert(tr, r->right, n, pred, succ);
 		if (v[g].prio > r->prio) {
 			r->right = v[g].left;
 			v[g].left = root;
@@ -126,23 +133,6 @@ static uint32_t erase(struct treap *tr, uint32_t root, uint64_t off,
 	else
 		r->right = erase(tr, r->right, off, buf);
 	return root;
-}
-
-/* The nodes nearest below and above key (off, buf) (not in the tree). */
-static void neighbours(const struct treap *tr, uint32_t root, uint64_t off,
-		       uint32_t buf, uint32_t *pred, uint32_t *succ)
-{
-	*pred = *succ = AS_NONE;
-	while (root != AS_NONE) {
-		const struct node *r = &tr->node[root];
-		if (less(r, off, buf)) {
-			*succ = root;
-			root = r->left;
-		} else {
-			*pred = root;
-			root = r->right;
-		}
-	}
 }
 
 struct run {
@@ -225,25 +215,25 @@ static bool check_one(struct run *v, uint32_t i)
 
 static void place(struct run *v, uint32_t i)
 {
-	uint32_t g = group_of(v, i), pred, succ;
+	uint32_t g = group_of(v, i), pred = AS_NONE, succ = AS_NONE;
 	uint64_t off = v->p->offset[i], top = off + v->t->buffers[i].size;
-	const struct node *nd = v->tr.node;
-	neighbours(&v->tr, v->roots[g], off, i, &pred, &succ);
-	if (pred != AS_NONE && nd[pred].top > off) {
-		violation(v, AS_V_OVERLAP, nd[pred].buf, i);
-		return;
-	}
-	if (succ != AS_NONE && top > nd[succ].off) {
-		violation(v, AS_V_OVERLAP, i, nd[succ].buf);
-		return;
-	}
 	uint32_t n = node_new(&v->tr, i, off, top);
 	if (n == AS_NONE) {
 		v->nomem = true;
 		return;
 	}
-	v->roots[g] = insert(&v->tr, v->roots[g], n);
-	set_in_tree(v, i, true);
+	/* In, then out again when it overlaps a neighbour (a rare plan). */
+	v->roots[g] = insert(&v->tr, v->roots[g], n, &pred, &succ);
+	const struct node *nd = v->tr.node;
+	if (pred != AS_NONE && nd[pred].top > off) {
+		violation(v, AS_V_OVERLAP, nd[pred].buf, i);
+	} else if (succ != AS_NONE && top > nd[succ].off) {
+		violation(v, AS_V_OVERLAP, i, nd[succ].buf);
+	} else {
+		set_in_tree(v, i, true);
+		return;
+	}
+	v->roots[g] = erase(&v->tr, v->roots[g], off, i);
 }
 
 static void unplace(struct run *v, uint32_t i)
