@@ -66,6 +66,12 @@ struct result {
 	uint64_t peak;
 	uint32_t failed;
 	int check_err;          /* as_validate's */
+	/* For the JSON, taken while the offsets are there: the peak moment
+	 * (moment_rc: plan_moment's) and each space's peak (plans of several
+	 * spaces; NULL: none, or no memory for them). */
+	struct as_moment moment;
+	int moment_rc;
+	uint64_t *space_peak;
 };
 
 static double gap_pct(uint64_t peak, uint64_t lb)
@@ -82,15 +88,15 @@ static uint64_t count_ops(const struct as_trace *t)
 	return n;
 }
 
-/* Per space: name, peak, capacity, and the space's own lower bound. */
+/*
+ * Per space: name, peak (from `peak`, else from p's offsets), capacity, and
+ * the space's own lower bound.
+ */
 static void write_spaces(FILE *f, const struct as_trace *t,
-			 const struct as_plan *p)
+			 const struct as_plan *p, const uint64_t *peak)
 {
-	/* One pass for every space's peak and bound (4096-core traces). */
-	uint64_t *peak = malloc(((size_t)p->nspaces + 1) * sizeof(*peak));
+	/* One pass for every space's bound (4096-core traces). */
 	uint64_t *lb = malloc(((size_t)t->nspaces + 1) * sizeof(*lb));
-	if (peak)
-		as_plan_peaks(p, t, peak);
 	if (lb && as_trace_lower_bound_spaces(t, lb) != AS_OK) {
 		free(lb);
 		lb = NULL;
@@ -116,7 +122,6 @@ static void write_spaces(FILE *f, const struct as_trace *t,
 		fputs("}", f);
 	}
 	fputs("]", f);
-	free(peak);
 	free(lb);
 }
 
@@ -242,7 +247,7 @@ static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
 		fputs("\"strategy\": ", f);
 		as_json_string(f, x->spec);
 		fprintf(f, ", \"peak\": %llu", (unsigned long long)x->peak);
-		write_moment(f, "peak_time", plan_moment(t, x->plan, &m), &m);
+		write_moment(f, "peak_time", x->moment_rc, &x->moment);
 		fprintf(f,
 			", \"lower_bound\": %llu, "
 			"\"peak_vs_lb\": %.6f, \"valid\": %s, \"overlaps\": "
@@ -272,7 +277,7 @@ static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
 			fputs("]", f);
 		}
 		if (x->plan->nspaces > 1)
-			write_spaces(f, t, x->plan);
+			write_spaces(f, t, x->plan, x->space_peak);
 		if (x->plan->nrounds) {
 			fputs(",\n   \"rounds\": [", f);
 			for (uint32_t k = 0; k < x->plan->nrounds; k++) {
@@ -441,7 +446,8 @@ static size_t default_set(const struct as_trace *t, const char *path,
 struct checks {
 	const struct as_trace *t;
 	struct result *res;
-	bool table_only;        /* nothing printed needs a plan's offsets */
+	bool json;              /* the JSON is written (struct result) */
+	bool summaries;         /* no output needs a plan's offsets */
 };
 
 static void check_plan(void *ctx, size_t i, int err, struct as_plan *plan,
@@ -457,9 +463,17 @@ static void check_plan(void *ctx, size_t i, int err, struct as_plan *plan,
 	r->check_err = as_validate(c->t, plan, &r->report);
 	r->peak = as_plan_peak(plan, c->t, -1);
 	r->failed = as_plan_failed(plan, c->t);
-	/* The table needs the summary of a valid plan: its offsets go now,
-	 * not after the last run (10^7 buffers: 8-32 bytes each a plan). */
-	if (c->table_only && r->check_err == AS_OK && r->report.valid)
+	if (c->json) {
+		r->moment_rc = plan_moment(c->t, plan, &r->moment);
+		if (plan->nspaces > 1 &&
+		    (r->space_peak = malloc(plan->nspaces * sizeof(uint64_t))))
+			as_plan_peaks(plan, c->t, r->space_peak);
+	}
+	/* Of a valid plan the table and the JSON need only that: its offsets
+	 * go now, not after the last run (10^7 buffers: 8-32 bytes each a
+	 * plan). */
+	if (c->summaries && r->check_err == AS_OK && r->report.valid &&
+	    (!c->json || plan->nspaces <= 1 || r->space_peak))
 		as_plan_drop_buffers(plan);
 }
 
@@ -488,9 +502,8 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 
 	struct result *res = calloc(nspecs + 1, sizeof(*res));
 	struct as_diag *diags = calloc(nspecs + 1, sizeof(*diags));
-	struct checks c = {t, res,
-			   !o->json && !o->images[0] && !o->images[1] &&
-				   !o->plan_f};
+	struct checks c = {t, res, o->json != NULL,
+			   !o->images[0] && !o->images[1] && !o->plan_f};
 	struct as_many_hooks mh = {.done = check_plan, .ctx = &c};
 	struct as_plan **plans = calloc(nspecs + 1, sizeof(*plans));
 	int status = res && diags && plans ? 0 : EXIT_USAGE;
@@ -507,6 +520,7 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	for (size_t i = 0; status != EXIT_USAGE && i < nspecs; i++) {
 		struct result r = res[i];
 		res[i].plan = NULL;
+		res[i].space_peak = NULL;
 		if (!r.plan && diags[i].err == AS_ELIMIT) {
 			out.spec[out.n++] = specs[i];
 			continue;
@@ -533,8 +547,10 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 			status = EXIT_INVALID;
 		}
 	}
-	for (size_t i = nres; res && i < nspecs; i++)
+	for (size_t i = nres; res && i < nspecs; i++) {
 		as_plan_destroy(res[i].plan);
+		free(res[i].space_peak);
+	}
 	free(plans);
 	free(diags);
 	if (out.n && status != EXIT_USAGE) {
@@ -566,8 +582,10 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	if (o->plan_f && status != EXIT_USAGE && nres == 1 &&
 	    as_plan_write_csv(res[0].plan, t, o->plan_f) != AS_OK)
 		status = EXIT_USAGE;
-	for (size_t i = 0; i < nres; i++)
+	for (size_t i = 0; i < nres; i++) {
 		as_plan_destroy(res[i].plan);
+		free(res[i].space_peak);
+	}
 	free(res);
 	as_trace_destroy(t);
 	return status;
