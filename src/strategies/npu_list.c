@@ -469,20 +469,24 @@ static int alloc(void *state, const struct as_trace *t, uint32_t buf,
 	return AS_OK;
 }
 
-/* Merge node i with its successor when both are free. */
-static void merge_next(struct npu *s, uint32_t i)
+/*
+ * Merge node i with its successor when both are free; false when they are
+ * not. The caller redoes i's treap path (trefresh): only the nodes above i
+ * count its size.
+ */
+static bool merge_next(struct npu *s, uint32_t i)
 {
 	uint32_t j = s->nodes[i].next;
 	if (j == AS_NONE || s->nodes[i].used || s->nodes[j].used)
-		return;
+		return false;
 	s->root = terase(s, s->root, s->nodes[j].start);
 	s->nodes[i].size += s->nodes[j].size;
 	s->nodes[i].next = s->nodes[j].next;
 	if (s->nodes[j].next != AS_NONE)
 		s->nodes[s->nodes[j].next].prev = i;
-	trefresh(s, s->root, s->nodes[i].start);
 	node_drop(s, j);
 	s->merges++;
+	return true;
 }
 
 static void release(void *state, const struct as_trace *t, uint32_t buf)
@@ -499,17 +503,24 @@ static void release(void *state, const struct as_trace *t, uint32_t buf)
 	if (--n->refs > 0)
 		return;
 	n->used = false;
-	trefresh(s, s->root, n->start);
 	s->in_use -= n->size;
 	if (n->symbol != AS_NONE)
 		s->sym_node[n->symbol] = AS_NONE;
 	n->symbol = AS_NONE;
 	n->owner = n->host = AS_NONE;
-	if (s->merge == MERGE_NEVER)
-		return;
-	merge_next(s, i);
-	if (s->nodes[i].prev != AS_NONE)
-		merge_next(s, s->nodes[i].prev);
+	/*
+	 * The free node left (i, or its predecessor that took it in) has its
+	 * treap path redone once, at the end: a removal on the way redoes the
+	 * path to the node it removes, and only the nodes above i count i's
+	 * use and size.
+	 */
+	uint32_t left = i, prev = n->prev;
+	if (s->merge != MERGE_NEVER) {
+		merge_next(s, i);
+		if (prev != AS_NONE && merge_next(s, prev))
+			left = prev;
+	}
+	trefresh(s, s->root, s->nodes[left].start);
 }
 
 static bool walk(void *state, uint16_t space, as_block_fn visit, void *ctx)
