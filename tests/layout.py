@@ -4,7 +4,10 @@
 - each folder of src/ includes only the folders before it in the pipeline
   (core <- formats, strategies <- compare, render <- cli) and itself;
 - cJSON only in src/formats/json/, cairo only in src/render/, SDL2 only in
-  viewer/; the front ends see only the public headers."""
+  viewer/; the front ends see only the public headers;
+- a run is passed down, never looked up: no _Thread_local anywhere, no
+  threads in core/, and the placement code (strategies/place/) includes
+  nothing of the strategy interface or the runner above it."""
 import os, re, sys
 
 root = sys.argv[1] if len(sys.argv) > 1 else "."
@@ -60,6 +63,18 @@ for p, text in files.items():
         a, b = p.split("/")[1], q.split("/")[1]
         if a != b and b not in allowed.get(a, set()):
             problems.append(f"{p} ({a}) includes {q} ({b})")
+
+# State is passed, never looked up.
+for p, text in files.items():
+    if re.search(r'\b_Thread_local\b|\b__thread\b', text):
+        problems.append(f"{p} keeps per-thread state (_Thread_local)")
+    if p.startswith("src/core/") and re.search(r'#\s*include\s*<pthread\.h>', text):
+        problems.append(f"{p} includes <pthread.h>: core runs no threads")
+    if p.startswith("src/strategies/place/"):
+        for kind, name in inc_re.findall(text):
+            if name in ("strategies/strategy.h",):
+                problems.append(f"{p} includes {name}: the placement code "
+                                "gets its budget as an argument")
 
 # Circles: a depth-first search that meets a file still on its path.
 state, circles = {}, []

@@ -159,7 +159,9 @@ static void replay_expected_format(const struct as_trace *t,
 			st = NULL;
 			if (as_opts_parse(&o, "bfc", bfc_impl()->info.options,
 					  t->cases[c].options, spec_opts, &d) ||
-			    on->create(&o, collect, out, &st, &d)) {
+			    on->create(&o, &(struct as_run){.emit = collect,
+							    .ctx = out},
+				       &st, &d)) {
 				lines_addf(out, "ERROR %s", d.msg);
 				break;
 			}
@@ -215,7 +217,7 @@ static bool run_public_path(const struct as_trace *t, const char *spec,
 {
 	struct lines emitted = {0}, got_alloc = {0}, got_emit = {0};
 	struct lines want_alloc = {0}, want_emit = {0};
-	struct as_run_hooks hooks = {.emit = collect,
+	struct as_run_options hooks = {.emit = collect,
 				     .ctx = &emitted,
 				     .check_every_event = true};
 	struct as_plan *p = NULL;
@@ -371,7 +373,7 @@ static struct run run_ops(const char *text, const char *spec)
 		tap_cur_failed = 1;
 		return r;
 	}
-	struct as_run_hooks hooks = {.emit = collect,
+	struct as_run_options hooks = {.emit = collect,
 				     .ctx = &r.emitted,
 				     .check_every_event = true};
 	r.err = as_strategy_run(spec, r.t, &hooks, &r.p, &d);
@@ -761,7 +763,7 @@ static struct bfc *broken_state_base(struct as_trace **tp)
 	if (as_trace_parse("x.ops", text, strlen(text), "ops", tp, &d) ||
 	    as_opts_parse(&o, "bfc", bfc_impl()->info.options,
 			  (*tp)->cases[0].options, NULL, &d) ||
-	    bfc_impl()->online->create(&o, NULL, NULL, &st, &d))
+	    bfc_impl()->online->create(&o, &(struct as_run){0}, &st, &d))
 		return NULL;
 	for (uint32_t e = 0; e < (*tp)->nevents; e++) {
 		const struct as_event *ev = &(*tp)->events[e];
@@ -1173,7 +1175,7 @@ static void bfc_matches_a_naive_reference_on_seeded_random_traces(void)
 			for (int mode = 0; mode < 2; mode++) {
 				const char *spec = mode ? "bfc:align=old" : "bfc";
 				struct lines emitted = {0}, want = {0};
-				struct as_run_hooks hooks = {
+				struct as_run_options hooks = {
 					.emit = collect,
 					.ctx = &emitted,
 					.check_every_event = true};

@@ -532,25 +532,26 @@ static void a_walk_stops_once_its_steps_run_out_and_takes_as_many_each_time(
 			order[j] = j;
 		as_order_greedy_size(&pb, order);
 		uint64_t peak = as_place_order(a, order, n, AS_FIT_BEST, want);
-		uint64_t left = UINT64_MAX, again;
-		as_placer_limit(b, &left);
+		struct as_budget left = {.left = UINT64_MAX, .limited = true};
+		as_placer_budget(b, &left);
 		CHECK_EQ_U64(as_place_order(b, order, n, AS_FIT_BEST, off),
 			     peak);
 		CHECK(memcmp(off, want, n * sizeof(*off)) == 0);
-		uint64_t steps = UINT64_MAX - left;
+		uint64_t steps = UINT64_MAX - left.left;
 		CHECK(steps >= n); /* at least a look a find */
 		/* Shared: the second walk takes as many again. */
-		as_placer_limit(a, &left);
+		as_placer_budget(a, &left);
 		CHECK_EQ_U64(as_place_order(a, order, n, AS_FIT_BEST, off),
 			     peak);
-		CHECK_EQ_U64(UINT64_MAX - left, 2 * steps);
+		CHECK_EQ_U64(UINT64_MAX - left.left, 2 * steps);
 		/* A sixteenth short: on pace within its limit until the end
 		 * (see as_steps_behind), it runs out of steps. */
-		again = steps - steps / 16;
-		as_placer_limit(b, &again);
+		struct as_budget again = {.left = steps - steps / 16,
+					  .limited = true};
+		as_placer_budget(b, &again);
 		CHECK_EQ_U64(as_place_order(b, order, n, AS_FIT_BEST, off),
 			     UINT64_MAX);
-		CHECK_EQ_U64(again, 0);
+		CHECK_EQ_U64(again.left, 0);
 		CHECK_EQ_U64(as_placer_error(b), AS_ELIMIT);
 	}
 	as_placer_destroy(a);
@@ -571,22 +572,25 @@ static void a_walk_stops_once_its_steps_run_out_and_takes_as_many_each_time(
  */
 static void a_walk_far_behind_its_pace_stops_once_a_quarter_is_spent(void)
 {
-	uint64_t left = 80;
+	struct as_budget left = {.left = 80, .limited = true};
 	/* 20 of 100 spent: under a quarter, however few buffers are placed. */
 	CHECK(!as_steps_behind(&left, 100, 1, 1000));
-	left = 70; /* 30 spent: the bar is 100 (1 + 100 / 120), 183 */
+	left.left = 70; /* 30 spent: the bar is 100 (1 + 100 / 120), 183 */
 	CHECK(as_steps_behind(&left, 100, 10, 100));   /* on pace for 300 */
 	CHECK(as_steps_behind(&left, 100, 16, 100));   /* for 187 */
 	CHECK(!as_steps_behind(&left, 100, 17, 100));  /* for 176 */
 	CHECK(!as_steps_behind(&left, 100, 50, 100));  /* for 60 */
-	left = 50; /* half spent: the bar is 150 */
+	left.left = 50; /* half spent: the bar is 150 */
 	CHECK(as_steps_behind(&left, 100, 33, 100));   /* for 152 */
 	CHECK(!as_steps_behind(&left, 100, 34, 100));  /* for 147 */
-	left = 0; /* all spent: the bar is 125 */
+	left.left = 0; /* all spent: the bar is 125 */
 	CHECK(as_steps_behind(&left, 100, 79, 100));   /* for 127 */
 	CHECK(!as_steps_behind(&left, 100, 81, 100));  /* for 123 */
 	CHECK(!as_steps_behind(NULL, 100, 1, 100));
-	left = 1ull << 62; /* half of 2^63 spent: no overflow */
+	left.limited = false; /* without a limit, never behind */
+	CHECK(!as_steps_behind(&left, 100, 1, 100));
+	left = (struct as_budget){.left = 1ull << 62, .limited = true};
+	/* half of 2^63 spent: no overflow */
 	CHECK(as_steps_behind(&left, 1ull << 63, 1, UINT32_MAX));
 	CHECK(!as_steps_behind(&left, 1ull << 63, UINT32_MAX / 2, UINT32_MAX));
 
@@ -606,22 +610,22 @@ static void a_walk_far_behind_its_pace_stops_once_a_quarter_is_spent(void)
 		for (uint32_t j = 0; j < n; j++)
 			order[j] = j;
 		as_order_greedy_size(&pb, order);
-		uint64_t all = UINT64_MAX;
-		as_placer_limit(pl, &all);
+		struct as_budget all = {.left = UINT64_MAX, .limited = true};
+		as_placer_budget(pl, &all);
 		uint64_t peak = as_place_order(pl, order, n, AS_FIT_BEST, want);
-		uint64_t steps = UINT64_MAX - all, eighth = steps / 8;
-		left = eighth;
-		as_placer_limit(pl, &left);
+		uint64_t steps = UINT64_MAX - all.left, eighth = steps / 8;
+		left = (struct as_budget){.left = eighth, .limited = true};
+		as_placer_budget(pl, &left);
 		CHECK_EQ_U64(as_place_order(pl, order, n, AS_FIT_BEST, off),
 			     UINT64_MAX);
 		CHECK_EQ_U64(as_placer_error(pl), AS_ELIMIT);
-		CHECK(left > 0 && eighth - left >= eighth / 4);
-		left = steps;
-		as_placer_limit(pl, &left);
+		CHECK(left.left > 0 && eighth - left.left >= eighth / 4);
+		left.left = steps;
+		as_placer_budget(pl, &left);
 		CHECK_EQ_U64(as_place_order(pl, order, n, AS_FIT_BEST, off),
 			     peak);
 		CHECK(memcmp(off, want, n * sizeof(*off)) == 0);
-		CHECK_EQ_U64(left, 0);
+		CHECK_EQ_U64(left.left, 0);
 	}
 	as_placer_destroy(pl);
 	free(order);

@@ -106,6 +106,23 @@ static void conform(const struct as_trace *t, const char *what)
 	}
 }
 
+/* as_runner_run_many on a runner of its own with options o (NULL: none)
+ * and `jobs`. */
+static int run_many(const struct as_trace *t, const char *const *specs,
+		    size_t n, const struct as_run_options *o,
+		    const struct as_many_hooks *mh, unsigned jobs,
+		    struct as_plan **out, struct as_diag *d)
+{
+	struct as_run_options ro = o ? *o : (struct as_run_options){0};
+	struct as_runner *r = NULL;
+	ro.jobs = jobs;
+	int err = as_runner_create(t, &ro, &r);
+	if (err == AS_OK)
+		err = as_runner_run_many(r, specs, n, mh, out, d);
+	as_runner_destroy(r);
+	return err;
+}
+
 static void every_strategy_plans_random_traces_validly_above_the_bound(void)
 {
 	uint64_t base = getenv("AS_SEED") ? strtoull(getenv("AS_SEED"), 0, 10)
@@ -539,16 +556,19 @@ static bool same_offsets(const struct as_plan *a, const struct as_plan *b)
 	return true;
 }
 
-static void a_baseline_run_twice_on_one_trace_is_planned_once(void)
+static void a_baseline_run_twice_on_one_runner_is_planned_once(void)
 {
 	static const char *const specs[] = {"greedy-size", "greedy-breadth",
 					    "bestfit"};
 	for (size_t k = 0; k < sizeof(specs) / sizeof(*specs); k++) {
 		struct as_trace *t = random_trace(7 + k, 400, false);
+		struct as_runner *r = NULL;
 		struct as_plan *a = NULL, *b = NULL;
 		struct as_diag d = {0};
-		CHECK(t && as_strategy_run(specs[k], t, NULL, &a, &d) == AS_OK);
-		CHECK(t && as_strategy_run(specs[k], t, NULL, &b, &d) == AS_OK);
+		CHECK(t && as_runner_create(t, NULL, &r) == AS_OK);
+		CHECK(r && as_runner_run(r, specs[k], &a, &d) == AS_OK);
+		CHECK(r && as_runner_run(r, specs[k], &b, &d) == AS_OK);
+		as_runner_destroy(r);
 		if (a && b) {
 			CHECK(a != b && a->offset != b->offset);
 			CHECK(same_offsets(a, b));
@@ -567,12 +587,14 @@ static void strip_after_the_baselines_plans_as_strip_alone(void)
 	const char *strip = "strip:nodes=200,budget_ms=600000";
 	struct as_trace *alone = random_trace(11, 600, false);
 	struct as_trace *after = random_trace(11, 600, false);
+	struct as_runner *r = NULL;
 	struct as_plan *a = NULL, *b = NULL, *g = NULL;
 	struct as_diag d = {0};
 	CHECK(alone && as_strategy_run(strip, alone, NULL, &a, &d) == AS_OK);
-	CHECK(after &&
-	      as_strategy_run("greedy-size", after, NULL, &g, &d) == AS_OK);
-	CHECK(after && as_strategy_run(strip, after, NULL, &b, &d) == AS_OK);
+	CHECK(after && as_runner_create(after, NULL, &r) == AS_OK);
+	CHECK(r && as_runner_run(r, "greedy-size", &g, &d) == AS_OK);
+	CHECK(r && as_runner_run(r, strip, &b, &d) == AS_OK);
+	as_runner_destroy(r);
 	if (a && b)
 		CHECK(same_offsets(a, b));
 	as_plan_destroy(a);
@@ -598,7 +620,7 @@ static void strategies_run_side_by_side_plan_as_one_at_a_time(void)
 	struct as_trace *alone = random_trace(13, 800, true);
 	struct as_plan *a[N] = {0}, *b[N] = {0};
 	struct as_diag da[N] = {0}, db = {0};
-	CHECK(side && as_strategy_run_many(side, specs, N, NULL, NULL, 4, a, da) ==
+	CHECK(side && run_many(side, specs, N, NULL, NULL, 4, a, da) ==
 			      AS_OK);
 	for (size_t i = 0; alone && i < N; i++) {
 		CHECK(as_strategy_run(specs[i], alone, NULL, &b[i], &db) ==
@@ -613,47 +635,24 @@ static void strategies_run_side_by_side_plan_as_one_at_a_time(void)
 	as_trace_destroy(alone);
 }
 
-/* What a run's thread could claim, asked from the start hook. */
-struct claims {
-	bool first, second;
-};
-
-static bool try_claims(void *ctx, size_t i)
-{
-	struct claims *c = ctx;
-	c->first = as_strategy_claim_processor();
-	c->second = as_strategy_claim_processor();
-	if (c->first)
-		as_strategy_release_processor();
-	if (c->second)
-		as_strategy_release_processor();
-	return true;
-}
-
 /*
- * A run may claim a processor (for a placer's puts) only while fewer of
- * its as_strategy_run_many's threads are at work than the jobs it was
- * given, and never outside as_strategy_run_many.
+ * A walk borrows a processor (for a placer's puts) only while fewer than
+ * the run's processors are at work, and gives it back.
  */
-static void a_run_claims_only_the_processors_its_jobs_leave_idle(void)
+static void a_walk_borrows_only_the_processors_left_idle(void)
 {
-	static const char *const spec[] = {"bfc"};
-	struct as_trace *t = random_trace(5, 40, false);
-	CHECK(t != NULL);
-	CHECK(!as_strategy_claim_processor());
-	for (unsigned jobs = 1; t && jobs <= 3; jobs++) {
-		struct claims c = {true, true};
-		struct as_many_hooks mh = {.start = try_claims, .ctx = &c};
-		struct as_plan *p = NULL;
-		struct as_diag d = {0};
-		CHECK(as_strategy_run_many(t, spec, 1, NULL, &mh, jobs, &p, &d) ==
-		      AS_OK);
-		/* One thread at work (one run): jobs - 1 processors idle. */
-		CHECK(c.first == (jobs >= 2));
-		CHECK(c.second == (jobs >= 3));
-		as_plan_destroy(p);
+	for (unsigned max = 1; max <= 3; max++) {
+		struct as_procs p = {.max = max};
+		atomic_store(&p.busy, 1); /* one run at work */
+		unsigned got = 0;
+		while (got < 8 && as_procs_claim(&p))
+			got++;
+		CHECK_EQ_U64(got, max - 1);
+		for (unsigned k = 0; k < got; k++)
+			as_procs_release(&p);
+		CHECK_EQ_U64(atomic_load(&p.busy), 1);
 	}
-	as_trace_destroy(t);
+	CHECK(!as_procs_claim(NULL)); /* outside a run of many: none */
 }
 
 struct started {
@@ -682,7 +681,7 @@ static void runs_start_in_the_callers_order_those_that_wait_last(void)
 	struct as_many_hooks mh = {.start = note_start, .ctx = &st};
 	struct as_plan *p[4] = {0};
 	struct as_diag d[4] = {0};
-	CHECK(t && as_strategy_run_many(t, specs, 4, NULL, &mh, 1, p, d) ==
+	CHECK(t && run_many(t, specs, 4, NULL, &mh, 1, p, d) ==
 			   AS_OK);
 	CHECK_EQ_U64(st.n, 4);
 	static const size_t want[] = {2, 3, 1, 0};
@@ -719,20 +718,22 @@ static void bestfit_keeps_the_lower_of_its_two_orders(void)
 					       : test_random_pools_trace(
 							 seed, 3, 3000);
 		struct as_plan *both = NULL, *size = NULL, *length = NULL;
+		struct as_runner *r = NULL;
 		struct as_diag d = {0};
-		CHECK(t && as_strategy_run("bestfit:order=size", t, NULL, &size,
-					   &d) == AS_OK);
-		CHECK(t && as_strategy_run("bestfit:order=length", t, NULL,
-					   &length, &d) == AS_OK);
-		CHECK(t && as_strategy_run("bestfit", t, NULL, &both, &d) ==
+		CHECK(t && as_runner_create(t, NULL, &r) == AS_OK);
+		CHECK(r && as_runner_run(r, "bestfit:order=size", &size, &d) ==
 				   AS_OK);
+		CHECK(r && as_runner_run(r, "bestfit:order=length", &length,
+					 &d) == AS_OK);
+		CHECK(r && as_runner_run(r, "bestfit", &both, &d) == AS_OK);
+		as_runner_destroy(r);
 		if (both && size && length) {
 			CHECK(lower_order_per_space(t, both, size, length));
 			if (t->nspaces <= 1)
 				CHECK(test_stat(both, "length_order_won") ==
 				      (as_plan_peak(length, t, -1) <
 				       as_plan_peak(size, t, -1)));
-			/* Its time is both orders'. */
+			/* Its time is both orders' (kept by the runner). */
 			CHECK(both->plan_ms >= size->plan_ms + length->plan_ms);
 		}
 		as_plan_destroy(both);
@@ -749,9 +750,9 @@ static void strategies_run_one_at_a_time_by_default_above_the_baselines_size(
 	struct as_trace big = {.nbuffers = AS_PLACE_BASELINE_MAX};
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned want = cpus < 1 ? 1 : cpus > 64 ? 64 : (unsigned)cpus;
-	CHECK_EQ_U64(as_strategy_jobs_default(&big), want);
+	CHECK_EQ_U64(as_runner_jobs_default(&big), want);
 	big.nbuffers++;
-	CHECK_EQ_U64(as_strategy_jobs_default(&big), 1);
+	CHECK_EQ_U64(as_runner_jobs_default(&big), 1);
 }
 
 static void a_strategy_that_fails_beside_others_is_reported_by_its_slot(void)
@@ -762,7 +763,7 @@ static void a_strategy_that_fails_beside_others_is_reported_by_its_slot(void)
 	struct as_trace *t = random_trace(17, 300, false);
 	struct as_plan *p[N] = {0};
 	struct as_diag d[N] = {0};
-	CHECK(t && as_strategy_run_many(t, specs, N, NULL, NULL, 3, p, d) ==
+	CHECK(t && run_many(t, specs, N, NULL, NULL, 3, p, d) ==
 			   AS_ENOTFOUND);
 	CHECK(p[0] && !p[1] && p[2] && !p[3]);
 	CHECK(strstr(d[1].msg, "no-such-strategy") != NULL);
@@ -786,12 +787,12 @@ static void a_baseline_past_its_step_limit_stops_and_strip_goes_on(void)
 	enum { N = sizeof(specs) / sizeof(*specs) };
 	struct as_trace *t = random_trace(29, 3000, false);
 	struct as_trace *plain = random_trace(29, 3000, false);
-	struct as_run_hooks tight = {.step_limit = 1000};
-	struct as_run_hooks loose = {.step_limit = UINT64_MAX / 2};
+	struct as_run_options tight = {.step_limit = 1000};
+	struct as_run_options loose = {.step_limit = UINT64_MAX / 2};
 	struct as_plan *p[N] = {0}, *q[N] = {0}, *r[N] = {0};
 	struct as_diag d[N] = {0}, dq[N] = {0};
 	struct as_report rep;
-	CHECK(t && as_strategy_run_many(t, specs, N, &tight, NULL, 2, p, d) ==
+	CHECK(t && run_many(t, specs, N, &tight, NULL, 2, p, d) ==
 			   AS_ELIMIT);
 	for (size_t i = 0; i < N - 1; i++) {
 		CHECK(!p[i] && d[i].err == AS_ELIMIT);
@@ -800,7 +801,7 @@ static void a_baseline_past_its_step_limit_stops_and_strip_goes_on(void)
 	CHECK(p[N - 1] && as_validate(t, p[N - 1], &rep) == AS_OK &&
 	      rep.valid);
 	/* The stops kept for the trace do not stand for runs without. */
-	CHECK(t && as_strategy_run_many(t, specs, N, NULL, NULL, 2, q, dq) ==
+	CHECK(t && run_many(t, specs, N, NULL, NULL, 2, q, dq) ==
 			   AS_OK);
 	for (size_t i = 0; plain && i < N; i++) {
 		CHECK(as_strategy_run(specs[i], plain, &loose, &r[i], dq) ==
@@ -839,7 +840,7 @@ static void a_baseline_past_its_step_limit_stops_and_strip_goes_on(void)
 	struct as_trace big = {.nbuffers = 1u << 22};
 	CHECK_EQ_U64(as_strategy_step_limit(&big), 4 * (1ull << 22) * 22 * 22);
 	big.nbuffers = 1000;
-	CHECK_EQ_U64(as_strategy_step_limit(&big), AS_STEP_LIMIT_MIN);
+	CHECK_EQ_U64(as_strategy_step_limit(&big), 1ull << 31);
 }
 
 /* Whether SPEC alone plans random trace (seed, n) within step limit L. */
@@ -847,7 +848,7 @@ static bool plans_within(const char *spec, uint64_t seed, uint32_t n,
 			 uint64_t limit)
 {
 	struct as_trace *t = random_trace(seed, n, false);
-	struct as_run_hooks h = {.step_limit = limit};
+	struct as_run_options h = {.step_limit = limit};
 	struct as_plan *p = NULL;
 	struct as_diag d = {0};
 	bool ok = t && as_strategy_run(spec, t, &h, &p, &d) == AS_OK;
@@ -893,20 +894,22 @@ static void once_one_order_stops_the_other_is_called_off(void)
 	}
 	CHECK(least[0] != least[1]);
 	int stops = least[0] > least[1] ? 0 : 1; /* the costlier order */
-	struct as_run_hooks h = {.step_limit = least[1 - stops]};
+	struct as_run_options h = {.step_limit = least[1 - stops], .jobs = 2};
 	bool called_off = false;
 	for (int attempt = 0; attempt < 3 && !called_off; attempt++) {
 		struct as_trace *t = random_trace(seed, 1000, false);
+		struct as_runner *r = NULL;
 		struct as_plan *p = NULL;
 		struct as_diag d = {0};
-		CHECK(t && as_strategy_run(order[stops], t, &h, &p, &d) ==
+		CHECK(t && as_runner_create(t, &h, &r) == AS_OK);
+		CHECK(r && as_runner_run(r, order[stops], &p, &d) == AS_ELIMIT);
+		CHECK(r && as_runner_run_many(r, bestfit, 1, NULL, &p, &d) ==
 				   AS_ELIMIT);
-		CHECK(t && as_strategy_run_many(t, bestfit, 1, &h, NULL, 2, &p,
-						&d) == AS_ELIMIT);
 		CHECK(!p && strstr(d.msg, "bestfit stopped at its step limit"));
-		called_off = t && as_strategy_run(order[1 - stops], t, &h, &p,
-						  &d) == AS_ELIMIT;
+		called_off = r && as_runner_run(r, order[1 - stops], &p, &d) ==
+					  AS_ELIMIT;
 		as_plan_destroy(p);
+		as_runner_destroy(r);
 		as_trace_destroy(t);
 	}
 	CHECK(called_off);
@@ -933,10 +936,10 @@ int main(void)
 	TEST_RUN(input_aliases_follow_their_parent_in_every_plan);
 	TEST_RUN(online_allocators_walk_their_blocks_in_address_order);
 	TEST_RUN(offline_planners_have_no_state_to_walk);
-	TEST_RUN(a_baseline_run_twice_on_one_trace_is_planned_once);
+	TEST_RUN(a_baseline_run_twice_on_one_runner_is_planned_once);
 	TEST_RUN(strip_after_the_baselines_plans_as_strip_alone);
 	TEST_RUN(strategies_run_side_by_side_plan_as_one_at_a_time);
-	TEST_RUN(a_run_claims_only_the_processors_its_jobs_leave_idle);
+	TEST_RUN(a_walk_borrows_only_the_processors_left_idle);
 	TEST_RUN(bestfit_keeps_the_lower_of_its_two_orders);
 	TEST_RUN(runs_start_in_the_callers_order_those_that_wait_last);
 	TEST_RUN(strategies_run_one_at_a_time_by_default_above_the_baselines_size);

@@ -2,7 +2,7 @@
  * A trace and its plans: loading the trace, then planning every strategy
  * on a thread of its own, so the window opens as soon as the trace is
  * read; that thread plans up to one strategy per processor at once
- * (as_strategy_run_many, whose hooks start and hand over each slot). SDL
+ * (as_runner_run_many, whose hooks start and hand over each slot). SDL
  * is used here for that thread, its mutex and condition variable (and,
  * when asked, to post a wake-up event); no output here, errors come back
  * in a struct as_diag.
@@ -10,21 +10,20 @@
  * Who owns what. The trace, the slots (struct strat) and the planning
  * order live in a job shared by the doc (the UI thread) and the planning
  * thread, counted by `refs`; whichever lets go last frees it. So a reload
- * or a quit never waits for a planner: the doc lets go and the thread frees
- * the job after the strategies it is running (the library has no way to stop
- * one midway). The library is not thread-safe in general; what makes this
- * safe:
+ * or a quit never waits for a planner: the doc cancels the job's runner
+ * (as_runner_cancel: the strategies running stop within a second) and lets
+ * go, and the thread frees the job once they stopped. The library is not
+ * thread-safe in general; what makes this safe:
  *  - before the thread starts, the UI thread makes every lazily made part
  *    of the trace (the names of malloc traces, as_trace_buffer_name) and
- *    its lower bound; afterwards the trace is only read by the UI. In
- *    src/ the only other write into a finished trace is the plan memo
- *    below (struct as_trace_private: namer/named and memo); stack frames,
- *    spaces and the address map are made at load;
- *  - only the thread and the library's threads it starts call
- *    as_strategy_run, which writes the trace's plan memo under its own
- *    lock (strip reuses the baselines' plans through it); the thread that
- *    planned slot i validates it and writes its fields (slot_done), then,
- *    under the lock, counts it done;
+ *    its lower bound; afterwards the trace is only read. In src/ the only
+ *    other write into a finished trace is namer/named (struct
+ *    as_trace_private); stack frames, spaces and the address map are made
+ *    at load;
+ *  - only the thread and the library's threads it starts run strategies,
+ *    through the job's runner, which keeps the plans strip reuses under
+ *    its own lock; the thread that planned slot i validates it and writes
+ *    its fields (slot_done), then, under the lock, counts it done;
  *  - the UI reads a slot only after doc_poll saw it done under the lock
  *    (and set `ready`), and never writes it.
  */
@@ -52,7 +51,8 @@ struct doc_job {
 	struct strat *s;
 	size_t ns;
 	size_t *order;
-	struct as_run_hooks hooks; /* the default set's step limit, if so */
+	struct as_run_options run; /* the default set's step limit, if so */
+	struct as_runner *runner;  /* made before the thread starts */
 };
 
 /* Jobs not yet freed: tests wait for a cancelled one to go. */
@@ -73,6 +73,7 @@ static void job_free(struct doc_job *j)
 	free(j->order);
 	free(j->since);
 	free(j->over);
+	as_runner_destroy(j->runner);
 	as_trace_destroy(j->t);
 	if (j->changed)
 		SDL_DestroyCond(j->changed);
@@ -147,7 +148,7 @@ static void slot_done(void *ctx, size_t k, int err, struct as_plan *plan,
 }
 
 /* The planning thread: every slot, in order, one per processor at once
- * (as_strategy_run_many's default). */
+ * (as_runner_run_many's default). */
 static int worker(void *arg)
 {
 	struct doc_job *j = arg;
@@ -157,7 +158,7 @@ static int worker(void *arg)
 	for (size_t k = 0; k < j->ns; k++)
 		specs[k] = j->s[j->order[k]].spec;
 	struct as_many_hooks mh = {start_slot, slot_done, j};
-	as_strategy_run_many(j->t, specs, j->ns, &j->hooks, &mh, 0, out, diags);
+	as_runner_run_many(j->runner, specs, j->ns, &mh, out, diags);
 	SDL_LockMutex(j->lock);
 	j->exited = true;
 	SDL_CondBroadcast(j->changed);
@@ -171,8 +172,8 @@ static int worker(void *arg)
 /*
  * The order strategies are planned in: the cheap ones first (recorded,
  * unknown names that fail at once, online allocators), then the offline
- * planners in spec order, then those that reuse their plans (strip, from
- * the baselines' plans the trace memo kept for it).
+ * planners in spec order (the runner starts those that reuse others' plans,
+ * strip, after them).
  */
 static int rank(const char *spec)
 {
@@ -182,9 +183,7 @@ static int rank(const char *spec)
 	const struct as_strategy_info *info = as_strategy_find(name);
 	if (!info || strcmp(name, "recorded") == 0)
 		return 0;
-	if (info->online)
-		return 1;
-	return info->reuses ? 3 : 2;
+	return info->online ? 1 : 2;
 }
 
 void doc_finish(struct doc *d)
@@ -193,14 +192,15 @@ void doc_finish(struct doc *d)
 	if (j) {
 		SDL_LockMutex(j->lock);
 		j->cancel = true;
+		as_runner_cancel(j->runner);
 		SDL_CondBroadcast(j->changed);
 		bool exited = j->exited;
 		bool last = --j->refs == 0;
 		SDL_Thread *th = j->thread;
 		SDL_UnlockMutex(j->lock);
 		/* The thread's handle: reaped when it is done, else let go
-		 * of (it frees the job itself after its strategy; at a quit
-		 * the process exit ends it). */
+		 * of (it frees the job itself once its strategies stopped; at
+		 * a quit the process exit ends it). */
 		if (exited)
 			SDL_WaitThread(th, NULL);
 		else
@@ -240,10 +240,10 @@ int doc_load(struct doc *d, const char *path, const char *const *specs,
 						   j->t))
 				all[nspecs++] = as_strategy_at(i)->name;
 		specs = all;
-		j->hooks.step_limit = as_strategy_step_limit(j->t);
+		j->run.step_limit = as_strategy_step_limit(j->t);
 	}
 	if (o && o->limit_set)
-		j->hooks.step_limit = o->step_limit;
+		j->run.step_limit = o->step_limit;
 	if (nspecs == 0) {
 		snprintf(diag->file, sizeof(diag->file), "%s", path);
 		diag->line = 0;
@@ -261,7 +261,8 @@ int doc_load(struct doc *d, const char *path, const char *const *specs,
 	/* The lazily made names, now, on this thread (see the top). */
 	bool named = j->t->nbuffers == 0 || as_trace_buffer_name(j->t, 0);
 	if (!j->s || !j->order || !j->since || !j->over || !j->lock ||
-	    !j->changed || !named) {
+	    !j->changed || !named ||
+	    as_runner_create(j->t, &j->run, &j->runner) != AS_OK) {
 		snprintf(diag->msg, sizeof(diag->msg), "out of memory");
 		job_free(j);
 		return AS_ENOMEM;
@@ -270,7 +271,7 @@ int doc_load(struct doc *d, const char *path, const char *const *specs,
 	for (size_t i = 0; i < nspecs; i++)
 		snprintf(j->s[i].spec, sizeof(j->s[i].spec), "%s", specs[i]);
 	size_t k = 0;
-	for (int r = 0; r < 4; r++)
+	for (int r = 0; r < 3; r++)
 		for (size_t i = 0; i < nspecs; i++)
 			if (rank(specs[i]) == r)
 				j->order[k++] = i;

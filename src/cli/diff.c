@@ -174,7 +174,14 @@ static int run_specs(char **args, size_t nargs, const char *fmt,
 		struct as_plan *p[2] = {NULL, NULL};
 		struct as_diag pd[2];
 		memset(pd, 0, sizeof(pd));
-		as_strategy_run_many(t, specs, 2, NULL, NULL, jobs, p, pd);
+		struct as_run_options ro = {.jobs = jobs};
+		struct as_runner *r = NULL;
+		if (as_runner_create(t, &ro, &r) == AS_OK)
+			as_runner_run_many(r, specs, 2, NULL, p, pd);
+		else
+			snprintf(pd[0].msg, sizeof(pd[0].msg), "%s: %s",
+				 paths[i], as_strerror(AS_ENOMEM));
+		as_runner_destroy(r);
 		const struct as_diag *fail = !p[0] ? &pd[0] : !p[1] ? &pd[1]
 								    : NULL;
 		if (fail || add_one(a, t, spec_a, p[0], &pa, &d) != AS_OK ||
@@ -367,7 +374,7 @@ int cli_diff(int argc, char **argv)
 	const char *specs[2], *markdown = NULL, *svg = NULL;
 	size_t nspecs = 0, nargs = 0;
 	bool all = false, progress = true;
-	unsigned jobs = 0; /* the default (as_strategy_run_many) */
+	unsigned jobs = 0; /* the default (as_run_options.jobs) */
 	const char *fmt = NULL;
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
 	if (!args)

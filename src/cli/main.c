@@ -43,12 +43,10 @@ static const char usage_text[] =
 	"runs: every strategy that applies to the trace, the exact baselines\n"
 	"only up to a size (see `allocscope strategies`).\n"
 	"-j N runs up to N strategies at once (default: one per processor, one\n"
-	"at a time above 4,000,000 buffers); the plans are the same. A processor\n"
-	"left idle records an exact baseline's puts (N, if given, caps them).\n"
-	"--step-limit N: an exact baseline whose walk takes more than N steps\n"
-	"(or, s >= N/4 of them taken, is on pace for N (1 + N/4s): 2N at N/4,\n"
-	"1.5N at N/2) stops and is left out (default: the default set's\n"
-	"limit without -s, none with -s; 0: none).\n";
+	"at a time above 4,000,000 buffers); the plans are the same.\n"
+	"--step-limit N: exact baselines that would take more than N steps are\n"
+	"left out (default: the default set's limit without -s, none with -s;\n"
+	"0: none, -s runs them to the end). docs/strategies.md says more.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -404,8 +402,7 @@ struct replay_opts {
 	uint64_t step_limit;
 	const char *images[2];  /* --png, --svg (one trace only) */
 	struct as_render_opts ropts;
-	struct as_run_hooks hooks;
-	unsigned jobs;          /* strategies run at once (0: default) */
+	struct as_run_options run; /* -j, --dump; the step limit per trace */
 	FILE *json;             /* NULL: print tables */
 	FILE *plan_f;           /* --plan-out, opened before any work */
 	bool first;             /* no run written yet */
@@ -484,7 +481,8 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	struct as_trace *t;
 	const char *specs[MAX_SPECS];
 	size_t nspecs = o->nspecs;
-	struct as_run_hooks hooks = o->hooks;
+	struct as_run_options ro = o->run;
+	struct as_runner *runner = NULL;
 	struct left_out out = {.n = 0};
 	if (as_trace_load(trace_path, o->fmt, &t, &d) != AS_OK) {
 		cli_progress_end(&o->progress);
@@ -494,11 +492,11 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 		memcpy(specs, o->specs, nspecs * sizeof(*specs));
 	} else {
 		nspecs = default_set(t, trace_path, specs, &o->progress);
-		hooks.step_limit = as_strategy_step_limit(t);
+		ro.step_limit = as_strategy_step_limit(t);
 	}
 	if (o->step_limit_set)
-		hooks.step_limit = o->step_limit;
-	out.step_limit = hooks.step_limit;
+		ro.step_limit = o->step_limit;
+	out.step_limit = ro.step_limit;
 
 	struct result *res = calloc(nspecs + 1, sizeof(*res));
 	struct as_diag *diags = calloc(nspecs + 1, sizeof(*diags));
@@ -506,13 +504,16 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 			   !o->images[0] && !o->images[1] && !o->plan_f};
 	struct as_many_hooks mh = {.done = check_plan, .ctx = &c};
 	struct as_plan **plans = calloc(nspecs + 1, sizeof(*plans));
-	int status = res && diags && plans ? 0 : EXIT_USAGE;
+	int status = res && diags && plans &&
+				     as_runner_create(t, &ro, &runner) == AS_OK
+			     ? 0
+			     : EXIT_USAGE;
 	size_t nres = 0;
 	if (status)
 		fputs("allocscope: out of memory\n", stderr);
 	else
-		as_strategy_run_many(t, specs, nspecs, &hooks, &mh, o->jobs,
-				     plans, diags);
+		as_runner_run_many(runner, specs, nspecs, &mh, plans, diags);
+	as_runner_destroy(runner);
 	/* In order, up to the first that failed; those that stopped at the
 	 * step limit are left out, and the plans made move to the front of
 	 * res[], in order. An invalid plan is named and shown with the rest:
@@ -638,7 +639,7 @@ static int cmd_replay(int argc, char **argv)
 			progress = false;
 		} else if ((strcmp(a, "-j") == 0 ||
 			    strcmp(a, "--jobs") == 0) && more) {
-			if (!cli_parse_jobs(argv[++i], &o.jobs))
+			if (!cli_parse_jobs(argv[++i], &o.run.jobs))
 				bad = usage_error("-j wants 1 to 64 strategies "
 						  "at once, not '%s'", argv[i]);
 		} else if ((strcmp(a, "--png") == 0 ||
@@ -714,7 +715,8 @@ static int cmd_replay(int argc, char **argv)
 	o.fmt = fmt;
 	o.specs = specs;
 	o.nspecs = nspecs;
-	o.hooks = (struct as_run_hooks){
+	o.run = (struct as_run_options){
+		.jobs = o.run.jobs,
 		.emit = dump ? emit_line : NULL,
 		.ctx = json && strcmp(json, "-") == 0 ? stderr : stdout,
 		.dump_at_end = dump,

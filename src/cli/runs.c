@@ -60,7 +60,7 @@ bool cli_parse_u64(const char *arg, uint64_t *v)
 bool cli_parse_jobs(const char *arg, unsigned *jobs)
 {
 	uint64_t j;
-	if (!cli_parse_u64(arg, &j) || j < 1 || j > AS_STRATEGY_JOBS_MAX)
+	if (!cli_parse_u64(arg, &j) || j < 1 || j > CLI_JOBS_MAX)
 		return false;
 	*jobs = (unsigned)j;
 	return true;

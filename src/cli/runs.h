@@ -29,10 +29,10 @@ int cli_report_diag(const struct as_diag *d);
 bool cli_is_dir(const char *path);
 
 /*
- * -j N: strategies run at once (as_strategy_run_many), 1 to
- * AS_STRATEGY_JOBS_MAX (64, as the usage texts say); false when
- * `arg` is not such a number.
+ * -j N: strategies run at once (as_run_options.jobs), 1 to CLI_JOBS_MAX,
+ * as the usage texts say; false when `arg` is not such a number.
  */
+#define CLI_JOBS_MAX 64
 bool cli_parse_jobs(const char *arg, unsigned *jobs);
 /* A decimal number below 2^64 (digits only); false when it is not. */
 bool cli_parse_u64(const char *arg, uint64_t *v);

@@ -155,13 +155,6 @@ struct as_builder *as_builder_create(const char *path, const char *format)
 	struct as_trace *t = b->t = calloc(1, sizeof(*t));
 	if (!t || !(t->priv = calloc(1, sizeof(*t->priv))))
 		goto fail;
-	if (pthread_mutex_init(&t->priv->memo_lock, NULL))
-		goto fail;
-	if (pthread_cond_init(&t->priv->memo_done, NULL)) {
-		pthread_mutex_destroy(&t->priv->memo_lock);
-		goto fail;
-	}
-	t->priv->memo_sync = true;
 	t->path = as_arena_dup(&t->priv->strings, path, strlen(path));
 	t->format = as_arena_dup(&t->priv->strings, format, strlen(format));
 	t->spaces = calloc(1, sizeof(*t->spaces));
@@ -730,93 +723,6 @@ const char *as_trace_buffer_name(const struct as_trace *t, uint32_t i)
 	return t->buffers[i].name;
 }
 
-static struct as_memo *memo_find(struct as_trace_private *tp,
-				 const char *spec)
-{
-	for (uint32_t i = 0; i < tp->nmemo; i++)
-		if (strcmp(tp->memo[i].spec, spec) == 0)
-			return &tp->memo[i];
-	return NULL;
-}
-
-/* A new entry for spec; NULL: no memory. */
-static struct as_memo *memo_add(struct as_trace_private *tp, const char *spec)
-{
-	struct as_memo *m =
-		realloc(tp->memo, ((size_t)tp->nmemo + 1) * sizeof(*m));
-	if (!m)
-		return NULL;
-	tp->memo = m;
-	size_t len = strlen(spec) + 1;
-	char *key = malloc(len);
-	if (!key)
-		return NULL;
-	memcpy(key, spec, len);
-	m[tp->nmemo] = (struct as_memo){key, NULL, 0};
-	return &m[tp->nmemo++];
-}
-
-static void memo_remove(struct as_trace_private *tp, struct as_memo *m)
-{
-	free(m->spec);
-	*m = tp->memo[--tp->nmemo];
-}
-
-const struct as_plan *as_trace_memo_take(const struct as_trace *t,
-					 const char *spec, uint64_t limit,
-					 bool *stopped)
-{
-	struct as_trace_private *tp = t->priv;
-	*stopped = false;
-	if (!tp)
-		return NULL;
-	pthread_mutex_lock(&tp->memo_lock);
-	struct as_memo *m;
-	while ((m = memo_find(tp, spec)) && !m->plan && !m->stopped)
-		pthread_cond_wait(&tp->memo_done, &tp->memo_lock);
-	const struct as_plan *p = m ? m->plan : NULL;
-	if (m && m->stopped)
-		*stopped = limit && limit <= m->stopped;
-	if (m && m->stopped && !*stopped)
-		m->stopped = 0; /* made again, further */
-	else if (!m)
-		memo_add(tp, spec); /* no memory: not kept, nothing waits */
-	pthread_mutex_unlock(&tp->memo_lock);
-	return p;
-}
-
-void as_trace_memo_put(const struct as_trace *t, const char *spec,
-		       const struct as_plan *p)
-{
-	struct as_trace_private *tp = t->priv;
-	if (!tp)
-		return;
-	pthread_mutex_lock(&tp->memo_lock);
-	struct as_memo *m = memo_find(tp, spec);
-	if (!m)
-		m = memo_add(tp, spec);
-	if (m && !m->plan && !(m->plan = as_plan_copy(p)))
-		memo_remove(tp, m);
-	pthread_cond_broadcast(&tp->memo_done);
-	pthread_mutex_unlock(&tp->memo_lock);
-}
-
-void as_trace_memo_drop(const struct as_trace *t, const char *spec, int err,
-			uint64_t limit)
-{
-	struct as_trace_private *tp = t->priv;
-	if (!tp)
-		return;
-	pthread_mutex_lock(&tp->memo_lock);
-	struct as_memo *m = memo_find(tp, spec);
-	if (m && !m->plan && err == AS_ELIMIT && limit)
-		m->stopped = limit;
-	else if (m && !m->plan)
-		memo_remove(tp, m);
-	pthread_cond_broadcast(&tp->memo_done);
-	pthread_mutex_unlock(&tp->memo_lock);
-}
-
 static bool by_start(uint32_t a, uint32_t b, const void *ctx)
 {
 	const struct as_trace *t = ctx;
@@ -1009,15 +915,6 @@ void as_trace_destroy(struct as_trace *t)
 			free(t->priv->owned[i]);
 		free(t->priv->stacks);
 		free(t->priv->stack_of);
-		for (uint32_t i = 0; i < t->priv->nmemo; i++) {
-			free(t->priv->memo[i].spec);
-			as_plan_destroy(t->priv->memo[i].plan);
-		}
-		free(t->priv->memo);
-		if (t->priv->memo_sync) {
-			pthread_mutex_destroy(&t->priv->memo_lock);
-			pthread_cond_destroy(&t->priv->memo_done);
-		}
 		free(t->priv->owned);
 		as_arena_finish(&t->priv->strings);
 		free(t->priv);

@@ -4,8 +4,6 @@
 #ifndef AS_TRACE_PRIVATE_H
 #define AS_TRACE_PRIVATE_H
 
-#include <pthread.h>
-
 #include "allocscope/allocscope.h"
 
 /* A bump arena for strings; blocks are freed with the trace. */
@@ -33,44 +31,7 @@ struct as_trace_private {
 	const char **stacks;
 	uint32_t nstacks;
 	uint32_t *stack_of;
-	/* Plans kept for reuse (as_trace_memo_*), by spec, under memo_lock;
-	 * memo_done wakes those waiting for a plan being made. */
-	struct as_memo *memo;
-	uint32_t nmemo;
-	pthread_mutex_t memo_lock;
-	pthread_cond_t memo_done;
-	bool memo_sync;         /* memo_lock and memo_done were made */
 };
-
-/*
- * Plans of this trace kept for a later run of the same spec: a run of
- * several strategies computes a deterministic planner's plan once (strip
- * starts from the baselines the same run already made), also when they run
- * on several threads at once (as_strategy_run_many).
- *
- * take: the kept plan; or NULL, and the caller is now making it and must
- * end with put (it is made: keep a copy, none when memory runs out, the
- * cache is only a cache) or drop (it failed). A take of a plan another
- * thread is making waits for its put or drop. A plan kept is never changed
- * or freed before the trace.
- *
- * A run that stopped at its step limit (drop with AS_ELIMIT) is kept too:
- * a take under a limit no larger (`limit`, 0 for none) gets NULL with
- * *stopped set, instead of making it again to stop at the same step.
- */
-struct as_memo {
-	char *spec;
-	struct as_plan *plan; /* NULL: being made, or stopped */
-	uint64_t stopped;     /* stopped at this step limit; 0: not */
-};
-
-const struct as_plan *as_trace_memo_take(const struct as_trace *t,
-					 const char *spec, uint64_t limit,
-					 bool *stopped);
-void as_trace_memo_put(const struct as_trace *t, const char *spec,
-		       const struct as_plan *p);
-void as_trace_memo_drop(const struct as_trace *t, const char *spec, int err,
-			uint64_t limit);
 
 char *as_arena_dup(struct as_arena *a, const char *s, size_t len);
 void as_arena_finish(struct as_arena *a);

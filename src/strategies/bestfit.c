@@ -23,6 +23,12 @@ struct ctx {
 	bool by_length;
 };
 
+/* What plan_space gets per space: the order and the run's budget. */
+struct order {
+	int which;
+	struct as_budget *budget;
+};
+
 static bool before(uint32_t a, uint32_t b, const void *cv)
 {
 	const struct ctx *c = cv;
@@ -47,23 +53,23 @@ int as_order_bestfit(const struct as_problem *pb, bool by_length,
 	return as_sort_u32(order, pb->n, before, &c);
 }
 
-/* One order (ctx: ORDER_SIZE or ORDER_LENGTH) per address space. */
+/* One order (ctx: struct order) per address space. */
 static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 		      struct as_plan *p, struct as_diag *diag)
 {
-	bool by_length = *(const int *)ctx == ORDER_LENGTH;
+	const struct order *o = ctx;
+	bool by_length = o->which == ORDER_LENGTH;
 	struct as_placer *pl = as_placer_create(pb);
 	uint32_t *order = calloc(pb->n, sizeof(uint32_t));
 	int err = AS_ENOMEM;
 	if (pl && order && !as_order_bestfit(pb, by_length, order)) {
-		as_placer_limit(pl, as_strategy_steps_left());
+		as_placer_budget(pl, o->budget);
 		uint64_t peak = as_place_order(pl, order, pb->n, AS_FIT_BEST,
 					       off);
 		if (peak == UINT64_MAX)
 			err = as_placer_error(pl);
 		else
-			err = as_plan_round(p, round_names[*(const int *)ctx],
-					    peak);
+			err = as_plan_round(p, round_names[o->which], peak);
 	}
 	as_placer_destroy(pl);
 	free(order);
@@ -72,26 +78,21 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 
 /*
  * Both orders: each is planned as the spec "bestfit:order=ORDER", so its
- * plan is kept for reuse, and as_strategy_run_many plans the two side by
+ * plan is kept for reuse, and as_runner_run_many plans the two side by
  * side (bestfit's parts); per address space the lower peak wins, ties to
  * the size order.
  */
-static int plan_both(const struct as_trace *t, struct as_plan *p,
-		     struct as_diag *diag)
+static int plan_both(const struct as_trace *t, struct as_run *run,
+		     struct as_plan *p, struct as_diag *diag)
 {
 	uint32_t ns = t->nspaces > 1 ? t->nspaces : 1;
 	struct as_plan *q[2] = {NULL, NULL};
 	uint64_t *peak = malloc(2 * (size_t)ns * sizeof(uint64_t));
 	int err = peak ? AS_OK : AS_ENOMEM, which = 0;
 	for (int k = 0; k < 2 && err == AS_OK; k++) {
-		double t0 = as_now_ms(), w0 = as_strategy_waited_ms();
-		if ((err = as_strategy_run(parts[k], t, NULL, &q[k], diag)))
+		if ((err = as_run_reuse(run, parts[k], &q[k], diag)))
 			break;
 		as_plan_space_peaks(t, q[k], peak + (size_t)k * ns);
-		/* The order's time, wherever it was planned: what this call
-		 * did not spend on it itself. */
-		p->plan_ms += q[k]->plan_ms - (as_now_ms() - t0 -
-					       (as_strategy_waited_ms() - w0));
 	}
 	/* An order that went past 2^64 anywhere fails the plan, as one
 	 * planned here would. */
@@ -122,15 +123,16 @@ static int plan_both(const struct as_trace *t, struct as_plan *p,
 }
 
 static int plan(const struct as_trace *t, const struct as_opts *o,
-		struct as_plan *p, struct as_diag *diag)
+		struct as_run *run, struct as_plan *p, struct as_diag *diag)
 {
 	int order, err = as_opts_choice(o, "order", orders, ORDER_BOTH,
 					&order, diag);
 	if (err)
 		return err;
 	if (order == ORDER_BOTH)
-		return plan_both(t, p, diag);
-	return as_plan_spaces(t, p, plan_space, &order, diag);
+		return plan_both(t, run, p, diag);
+	struct order ord = {order, &run->budget};
+	return as_plan_spaces(t, p, plan_space, &ord, diag);
 }
 
 static const struct as_option_desc options[] = {

@@ -513,7 +513,7 @@ static void bfc_destroy(void *state)
 	free(s);
 }
 
-static int bfc_create(const struct as_opts *o, as_emit_fn emit, void *ctx,
+static int bfc_create(const struct as_opts *o, const struct as_run *run,
 		      void **state, struct as_diag *diag)
 {
 	static const char *const modes[] = {"old", "new", NULL};
@@ -547,8 +547,8 @@ static int bfc_create(const struct as_opts *o, as_emit_fn emit, void *ctx,
 					  s->first_region :
 					  s->total,
 				  MIN_ALLOC);
-	s->emit = emit;
-	s->ctx = ctx;
+	s->emit = run->emit;
+	s->ctx = run->ctx;
 	s->free_slot = NIL;
 	for (int b = 0; b < NUM_BINS; b++)
 		s->root[b] = NIL;

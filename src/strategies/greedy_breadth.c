@@ -91,7 +91,8 @@ out:
 	return err;
 }
 
-static int plan_space(const struct as_problem *pb, uint64_t *off, void *unused,
+/* ctx: the run's budget. */
+static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 		      struct as_plan *p, struct as_diag *diag)
 {
 	struct as_placer *pl = as_placer_create(pb);
@@ -99,7 +100,7 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *unused,
 	int err = AS_ENOMEM;
 	if (!pl || !order || as_order_breadth(pb, order))
 		goto out;
-	as_placer_limit(pl, as_strategy_steps_left());
+	as_placer_budget(pl, ctx);
 	if (as_place_order(pl, order, pb->n, AS_FIT_BEST, off) == UINT64_MAX) {
 		err = as_placer_error(pl);
 		goto out;
@@ -112,9 +113,9 @@ out:
 }
 
 static int plan(const struct as_trace *t, const struct as_opts *o,
-		struct as_plan *p, struct as_diag *diag)
+		struct as_run *run, struct as_plan *p, struct as_diag *diag)
 {
-	return as_plan_spaces(t, p, plan_space, NULL, diag);
+	return as_plan_spaces(t, p, plan_space, &run->budget, diag);
 }
 
 static const struct as_option_desc options[] = {{NULL, NULL, NULL}};

@@ -42,18 +42,17 @@ static bool by_size(uint32_t ka, uint32_t kb, const void *ctx)
 
 /*
  * Place the n buffers ids[] of one space; tr has room for n, ord too. A
- * query's steps are the placed buffers it meets, and one, counted against
- * the run's step limit as the placer counts its own (as_placer_limit).
+ * query's steps are the placed buffers it meets, and one, spent from the
+ * run's budget as the placer spends its own (as_placer_budget).
  */
 static int place_space(const struct as_trace *t, struct as_itree *tr,
-		       struct as_plan *p, const uint32_t *ids, uint32_t n,
-		       uint32_t *ord)
+		       struct as_budget *b, struct as_plan *p,
+		       const uint32_t *ids, uint32_t n, uint32_t *ord)
 {
-	uint64_t *left = as_strategy_steps_left(), start = left ? *left : 0;
+	uint64_t start = b->left;
 	for (uint32_t k = 0; k < n; k++) {
-		const struct as_buffer *b = &t->buffers[ids[k]];
-		tr->start[k] = b->start;
-		tr->end[k] = b->end;
+		tr->start[k] = t->buffers[ids[k]].start;
+		tr->end[k] = t->buffers[ids[k]].end;
 		ord[k] = k;
 	}
 	struct order_ctx c = {t, ids};
@@ -61,18 +60,19 @@ static int place_space(const struct as_trace *t, struct as_itree *tr,
 		return AS_ENOMEM;
 	for (uint32_t j = 0; j < n; j++) {
 		uint32_t k = ord[j];
-		const struct as_buffer *b = &t->buffers[ids[k]];
+		const struct as_buffer *buf = &t->buffers[ids[k]];
 		uint64_t off;
-		if (left && (*left == 0 || as_steps_behind(left, start, j, n)))
-			return AS_ELIMIT;
-		int r = as_itree_lowest(tr, k, b->size, b->align_log2, &off);
+		if (as_budget_spent(b) || as_steps_behind(b, start, j, n))
+			return as_budget_why(b);
+		int r = as_itree_lowest(tr, k, buf->size, buf->align_log2,
+					&off);
 		if (r < 0)
 			return r;
-		as_steps_take(left, (uint64_t)tr->nhits + 1);
+		as_steps_take(b, (uint64_t)tr->nhits + 1);
 		/* Beyond 2^64 the allocation fails, as an online one would. */
 		if (r == 1) {
 			p->offset[ids[k]] = off;
-			as_itree_put(tr, k, off, b->size);
+			as_itree_put(tr, k, off, buf->size);
 		}
 	}
 	return AS_OK;
@@ -106,7 +106,8 @@ int as_order_greedy_size(const struct as_problem *pb, uint32_t *order)
  * time, which the interval tree above treats as taking room; plan() sends
  * traces holding such buffers there.
  */
-static int plan_placer(const struct as_trace *t, struct as_plan *p)
+static int plan_placer(const struct as_trace *t, struct as_budget *b,
+		       struct as_plan *p)
 {
 	struct as_spaces sp;
 	if (as_spaces_init(&sp, t))
@@ -121,7 +122,7 @@ static int plan_placer(const struct as_trace *t, struct as_plan *p)
 			order = malloc((size_t)pb.n * sizeof(*order));
 			err = pl && order ? AS_OK : AS_ENOMEM;
 			if (pl)
-				as_placer_limit(pl, as_strategy_steps_left());
+				as_placer_budget(pl, b);
 			if (err == AS_OK)
 				err = as_order_greedy_size(&pb, order);
 		}
@@ -198,7 +199,7 @@ static int few_pairs(const struct as_trace *t, bool *few)
 
 /* Each address space is planned on its own. */
 static int plan(const struct as_trace *t, const struct as_opts *o,
-		struct as_plan *p, struct as_diag *diag)
+		struct as_run *run, struct as_plan *p, struct as_diag *diag)
 {
 	bool instant = false;
 	for (uint32_t i = 0; i < t->nbuffers; i++) {
@@ -209,7 +210,7 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	if (!instant && few_pairs(t, &few))
 		return AS_ENOMEM;
 	if (!instant && !few)
-		return plan_placer(t, p);
+		return plan_placer(t, &run->budget, p);
 	uint32_t n = 0;
 	size_t sz = (size_t)t->nbuffers + 1;
 	struct as_itree tr = {0};
@@ -229,7 +230,8 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 			hi++;
 		err = as_itree_reserve(&tr, hi - lo);
 		if (!err)
-			err = place_space(t, &tr, p, ids + lo, hi - lo, ord);
+			err = place_space(t, &tr, &run->budget, p, ids + lo,
+					  hi - lo, ord);
 	}
 out:
 	free(ids);

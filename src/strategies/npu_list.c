@@ -285,7 +285,7 @@ static bool split_node(struct npu *s, uint32_t i, uint64_t at)
 	return true;
 }
 
-static int create(const struct as_opts *o, as_emit_fn emit, void *ctx,
+static int create(const struct as_opts *o, const struct as_run *run,
 		  void **state, struct as_diag *diag)
 {
 	struct npu *s = calloc(1, sizeof(*s));
@@ -314,8 +314,8 @@ static int create(const struct as_opts *o, as_emit_fn emit, void *ctx,
 	if (s->capacity == 0)
 		s->capacity = UNLIMITED;
 	s->merge = (enum merge_mode)merge;
-	s->emit = emit;
-	s->ctx = ctx;
+	s->emit = run->emit;
+	s->ctx = run->ctx;
 	s->spare = AS_NONE;
 	s->rng = 0x6e70752d6c697374ULL;
 	s->head = node_new(s, 0, s->capacity);

@@ -230,7 +230,7 @@ static void second_pass(struct run *r, const struct as_numa_parent *pa)
 }
 
 static int plan(const struct as_trace *t, const struct as_opts *o,
-		struct as_plan *p, struct as_diag *diag)
+		struct as_run *run, struct as_plan *p, struct as_diag *diag)
 {
 	const struct as_numa *nm = t->numa;
 	uint64_t keep, carry_max;

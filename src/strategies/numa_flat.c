@@ -17,7 +17,7 @@ static bool applies(const struct as_trace *t)
 }
 
 static int plan(const struct as_trace *t, const struct as_opts *o,
-		struct as_plan *p, struct as_diag *diag)
+		struct as_run *run, struct as_plan *p, struct as_diag *diag)
 {
 	const struct as_numa *nm = t->numa;
 	uint32_t n = t->nbuffers, ncores = nm->ncores;

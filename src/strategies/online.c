@@ -16,8 +16,7 @@ struct replay {
 	const struct as_strategy_impl *impl;
 	const struct as_trace *t;
 	const char *spec_opts;
-	as_emit_fn emit;
-	void *ctx;
+	const struct as_run *run;
 	struct as_plan *p;
 	void **st;              /* one allocator per space */
 	uint64_t stop;          /* replay the events before this time */
@@ -46,8 +45,7 @@ static int start_case(struct replay *r, uint32_t c, struct as_diag *diag)
 	int err = as_opts_parse(&o, r->impl->info.name, r->impl->info.options,
 				r->t->cases[c].options, r->spec_opts, diag);
 	for (uint16_t s = 0; err == AS_OK && s < r->t->nspaces; s++) {
-		err = r->impl->online->create(&o, r->emit, r->ctx, &r->st[s],
-					      diag);
+		err = r->impl->online->create(&o, r->run, &r->st[s], diag);
 		if (err == AS_OK && r->impl->online->start)
 			err = r->impl->online->start(r->st[s], r->t, s, c,
 						     diag);
@@ -93,13 +91,16 @@ static int walk_all(struct replay *r, struct as_diag *diag)
 	return AS_OK;
 }
 
-static int drive(struct replay *r, const struct as_run_hooks *hooks,
+/* Events between two looks at the cancel flag. */
+#define CANCEL_EVERY 4096
+
+static int drive(struct replay *r, const struct as_run_options *ro,
 		 struct as_diag *diag)
 {
 	const struct as_online_impl *on = r->impl->online;
 	const struct as_trace *t = r->t;
 	struct as_plan *p = r->p;
-	bool checks = hooks && hooks->check_every_event && on->check;
+	bool checks = ro && ro->check_every_event && on->check;
 #ifdef AS_EXPENSIVE_CHECKS
 	checks = on->check != NULL;
 #endif
@@ -118,6 +119,10 @@ static int drive(struct replay *r, const struct as_run_hooks *hooks,
 		if ((ev->kind == AS_EV_ALLOC || ev->kind == AS_EV_FREE) &&
 		    event_time(t, ev) >= r->stop)
 			break;
+		if (e % CANCEL_EVERY == 0 && as_budget_canceled(&r->run->budget)) {
+			err = AS_ECANCELED;
+			break;
+		}
 		switch (ev->kind) {
 		case AS_EV_CASE:
 			err = start_case(r, i, diag);
@@ -151,7 +156,7 @@ static int drive(struct replay *r, const struct as_run_hooks *hooks,
 		if (checks && err == AS_OK)
 			err = check(r, s, e, diag);
 	}
-	if (err == AS_OK && hooks && hooks->dump_at_end && on->query)
+	if (err == AS_OK && ro && ro->dump_at_end && on->query)
 		query_all(r, AS_Q_DUMP);
 	if (err == AS_OK && r->visit)
 		err = walk_all(r, diag);
@@ -163,19 +168,18 @@ static int drive(struct replay *r, const struct as_run_hooks *hooks,
 
 int as_online_replay(const struct as_strategy_impl *impl,
 		     const struct as_trace *t, const char *spec_opts,
-		     const struct as_run_hooks *hooks, struct as_plan *p,
-		     struct as_diag *diag)
+		     const struct as_run_options *o, struct as_run *run,
+		     struct as_plan *p, struct as_diag *diag)
 {
 	struct replay r = {
 		.impl = impl,
 		.t = t,
 		.spec_opts = spec_opts,
-		.emit = hooks ? hooks->emit : NULL,
-		.ctx = hooks ? hooks->ctx : NULL,
+		.run = run,
 		.p = p,
 		.stop = UINT64_MAX,
 	};
-	return drive(&r, hooks, diag);
+	return drive(&r, o, diag);
 }
 
 int as_online_walk_at(const struct as_strategy_impl *impl,
@@ -190,10 +194,12 @@ int as_online_walk_at(const struct as_strategy_impl *impl,
 	struct as_plan *p = as_plan_create(t);
 	if (!p)
 		return AS_ENOMEM;
+	struct as_run quiet = {0};
 	struct replay r = {
 		.impl = impl,
 		.t = t,
 		.spec_opts = spec_opts,
+		.run = &quiet,
 		.p = p,
 		.stop = time,
 		.visit = visit,

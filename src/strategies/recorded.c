@@ -17,7 +17,7 @@ static bool applies(const struct as_trace *t)
 }
 
 static int plan(const struct as_trace *t, const struct as_opts *o,
-		struct as_plan *p, struct as_diag *diag)
+		struct as_run *run, struct as_plan *p, struct as_diag *diag)
 {
 	for (uint32_t i = 0; i < t->nbuffers; i++)
 		p->offset[i] = t->buffers[i].recorded;

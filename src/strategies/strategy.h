@@ -13,10 +13,39 @@
 
 #include "allocscope/allocscope.h"
 #include "strategies/options.h"
+#include "strategies/place/budget.h"
+
+/*
+ * One strategy run: the runner (runner.c) makes it and passes it to plan()
+ * and online create(); nothing is looked up elsewhere. It carries the
+ * caller's text sink, the budget the run's walks spend, and its way to the
+ * plans of other specs it starts from (as_run_reuse).
+ */
+struct as_run {
+	struct as_runner *runner;
+	as_emit_fn emit;          /* allocator text; NULL: none */
+	void *ctx;
+	struct as_budget budget;
+	/* Filled by as_run_reuse, read by the runner to time the run: time
+	 * spent waiting for plans other threads were making, making plans
+	 * here, and those plans' own plan_ms. */
+	double waited_ms, made_ms, parts_ms;
+};
+
+/*
+ * The plan of `spec` on the run's trace, for a strategy that starts from
+ * it (strip from the baselines, bestfit from its two orders): made once per
+ * runner and kept (struct as_strategy_impl.memo), waited for when another
+ * thread is making it, run under this run's step limit and stop flags.
+ * *out is the caller's copy. AS_ELIMIT when it stopped at its limit.
+ */
+int as_run_reuse(struct as_run *run, const char *spec, struct as_plan **out,
+		 struct as_diag *diag);
 
 struct as_online_impl {
-	/* Start a case with its options (config line + spec). */
-	int (*create)(const struct as_opts *o, as_emit_fn emit, void *ctx,
+	/* Start a case with its options (config line + spec); run gives the
+	 * text sink (run->emit, may be NULL). */
+	int (*create)(const struct as_opts *o, const struct as_run *run,
 		      void **state, struct as_diag *diag);
 	/*
 	 * Optional: called once after create with the trace and the space
@@ -52,13 +81,6 @@ struct as_online_impl {
 	void (*destroy)(void *state);
 };
 
-/*
- * What an offline planner returns when it cannot keep every address below
- * 2^64 (never seen by callers: as_strategy_run turns it into failed
- * allocations, docs/strategies.md "Past 2^64").
- */
-#define AS_STRATEGY_PAST_2_64 (AS__ERR_FIRST - 1)
-
 struct as_strategy_impl {
 	struct as_strategy_info info;
 	/* Whether the trace suits this strategy; NULL means always. */
@@ -71,21 +93,26 @@ struct as_strategy_impl {
 	bool (*by_default)(const struct as_trace *t);
 	/* Offline planners: fill p->offset (and optional arrays). */
 	int (*plan)(const struct as_trace *t, const struct as_opts *o,
-		    struct as_plan *p, struct as_diag *diag);
+		    struct as_run *run, struct as_plan *p,
+		    struct as_diag *diag);
 	/* Online allocators. */
 	const struct as_online_impl *online;
 	/*
 	 * The plan depends on the trace and the spec alone (no clock, no
-	 * randomness): a run of several strategies on one trace computes it
-	 * once (as_trace_memo_*), plan_ms the time it took then.
+	 * randomness): a runner makes it once and keeps it for later runs of
+	 * the same spec and for as_run_reuse, plan_ms the time it took then.
 	 */
 	bool memo;
 	/*
 	 * The specs (memo ones, NULL-terminated) whose plans the plan of the
-	 * bare NAME is made from, through the memo: as_strategy_run_many
-	 * plans them first, side by side. NULL: none.
+	 * bare NAME is made from (as_run_reuse): as_runner_run_many plans
+	 * them first, side by side, and the NAME's plan_ms is theirs plus its
+	 * own. NULL: none.
 	 */
 	const char *const *parts;
+	/* Its plan starts from other specs' plans (strip from the exact
+	 * baselines'): as_runner_run_many runs it after them. */
+	bool reuses;
 };
 
 /*
@@ -94,8 +121,8 @@ struct as_strategy_impl {
  */
 int as_online_replay(const struct as_strategy_impl *impl,
 		     const struct as_trace *t, const char *spec_opts,
-		     const struct as_run_hooks *hooks, struct as_plan *p,
-		     struct as_diag *diag);
+		     const struct as_run_options *o, struct as_run *run,
+		     struct as_plan *p, struct as_diag *diag);
 
 /*
  * The one printer of allocator dumps: a line per block from the allocator's
@@ -126,42 +153,27 @@ int as_online_walk_at(const struct as_strategy_impl *impl,
 
 /* The registry (registry.c). */
 const struct as_strategy_impl *as_strategy_impl_find(const char *name);
+/* The strategy SPEC ("NAME[:k=v,...]") names, NULL for none. */
+const struct as_strategy_impl *as_strategy_spec_impl(const char *spec);
 /*
- * How long the run on this thread has waited so far for plans other
- * threads were making (as_strategy_run_many): not its own work, so its
- * plan_ms leaves it out, and strip's budget does too.
+ * The strategy SPEC ("NAME[:k=v,...]") names, checked against the trace;
+ * *opts points at the options part of SPEC. Fails with diag filled.
  */
-double as_strategy_waited_ms(void);
+int as_strategy_find_spec(const char *spec, const struct as_trace *t,
+			  const struct as_strategy_impl **out,
+			  const char **opts, struct as_diag *diag);
 /*
- * The steps the run on this thread has left (as_run_hooks.step_limit), for
- * the placers of the exact baselines (as_placer_limit); NULL: no limit.
+ * The plan of impl with the spec's options `spec_opts`, made under `run`:
+ * aliases resolved, what passes 2^64 failed (docs/strategies.md), zero-size
+ * buffers at 0. Untimed, unkept: the runner does both.
  */
-uint64_t *as_strategy_steps_left(void);
-/*
- * Whether the run on this thread, a part of a spec (bestfit's orders run
- * side by side by as_strategy_run_many), was called off because another
- * part of the same spec stopped at its step limit: the spec is left out
- * whatever this part does, so a limited walk stops as if at its own limit.
- */
-bool as_strategy_called_off(void);
-/*
- * The default set's step limit (as_strategy_step_limit): AS_STEP_LIMIT_PER
- * n log2(n)^2 steps for n buffers, and at least AS_STEP_LIMIT_MIN (13 to
- * 40 s of walking on the machines of docs/benchmarks.md).
- */
-#define AS_STEP_LIMIT_PER 4
-#define AS_STEP_LIMIT_MIN (1ull << 31)
-/*
- * A processor for the run on this thread besides its own, while one would
- * otherwise sit idle: fewer runs of its as_strategy_run_many are under way
- * (and claimed) than its jobs, or than the processors when jobs is 0. So a
- * claim never slows another run down. False outside as_strategy_run_many.
- * Each true is given back, on the same thread, with
- * as_strategy_release_processor.
- */
-bool as_strategy_claim_processor(void);
-void as_strategy_release_processor(void);
-/* as_strategy_run_many's jobs 0: how many strategies of t run at once. */
-unsigned as_strategy_jobs_default(const struct as_trace *t);
+int as_strategy_plan(const struct as_strategy_impl *impl,
+		     const struct as_trace *t, const char *spec_opts,
+		     const struct as_run_options *o, struct as_run *run,
+		     struct as_plan **out, struct as_diag *diag);
+
+/* The runner (runner.c): how many strategies of t run at once when the
+ * caller's jobs is 0. */
+unsigned as_runner_jobs_default(const struct as_trace *t);
 
 #endif

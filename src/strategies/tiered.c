@@ -585,7 +585,7 @@ static void plan_inplace(struct tiered *s)
 
 /* ---- The online interface ---- */
 
-static int create(const struct as_opts *o, as_emit_fn emit, void *ctx,
+static int create(const struct as_opts *o, const struct as_run *run,
 		  void **state, struct as_diag *diag)
 {
 	struct tiered *s = calloc(1, sizeof(*s));
@@ -615,8 +615,8 @@ static int create(const struct as_opts *o, as_emit_fn emit, void *ctx,
 				   g);
 	}
 	s->inplace = inplace == 1;
-	s->emit = emit;
-	s->ctx = ctx;
+	s->emit = run->emit;
+	s->ctx = run->ctx;
 	s->spare = AS_NONE;
 	for (int l = 0; l < NLEVELS; l++)
 		s->lv[l].first = s->lv[l].last = s->lv[l].free_root = AS_NONE;

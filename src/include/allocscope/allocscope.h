@@ -25,7 +25,8 @@
 	XX(UNSUPPORTED, "trace not supported by this strategy")  \
 	XX(NOTFOUND, "no such strategy or option")               \
 	XX(INVALID_PLAN, "plan is not valid")                    \
-	XX(LIMIT, "stopped at its step limit")
+	XX(LIMIT, "stopped at its step limit")                   \
+	XX(CANCELED, "canceled")
 
 enum as_err {
 	AS_OK = 0,
@@ -557,11 +558,6 @@ struct as_strategy_info {
 	const char *name;
 	const char *summary;
 	bool online;
-	/*
-	 * Its plan starts from other strategies' plans (strip from the exact
-	 * baselines'): run it after them (as_strategy_run_many does).
-	 */
-	bool reuses;
 	const struct as_option_desc *options; /* terminated by a NULL key */
 };
 
@@ -587,49 +583,70 @@ bool as_strategy_by_default(const char *name, const struct as_trace *t);
 /* A sink for text an online allocator produces (dumps, region requests). */
 typedef void (*as_emit_fn)(void *ctx, const char *line);
 
-/* Optional hooks of one run. */
-struct as_run_hooks {
-	as_emit_fn emit;          /* chunk maps, dumps; NULL: none */
+/*
+ * How strategies run: a runner runs specs on one trace, one at a time or
+ * several at once on threads, and owns what those runs share: the plans a
+ * strategy starts from (strip from greedy-size's, made once per runner),
+ * the threads, and a cancel flag another thread may set.
+ */
+struct as_run_options {
+	/*
+	 * Strategies as_runner_run_many runs at once, this thread among them
+	 * (1-64); 0: one per processor, one at a time on traces of more than
+	 * 4,000,000 buffers, where memory is what limits a run. The plans do
+	 * not depend on it.
+	 */
+	unsigned jobs;
+	/*
+	 * Work allowed to an exact baseline (greedy-size, greedy-breadth,
+	 * bestfit, also as strip's starting plans) before it is left out with
+	 * AS_ELIMIT: its plan stays out rather than take longer. 0: no limit,
+	 * every run ends. The default set's is as_strategy_step_limit.
+	 */
+	uint64_t step_limit;
+	as_emit_fn emit;          /* chunk maps, dumps; NULL: none. With
+				   * emit, runs go one at a time. */
 	void *ctx;
 	bool dump_at_end;         /* emit the allocator's state at the end */
 	bool check_every_event;   /* run the allocator's own check each event */
-	/*
-	 * The steps a strategy whose walk grows with the trace's shape (the
-	 * exact baselines) may take before it stops with AS_ELIMIT; 0: no
-	 * limit. It stops sooner once it has spent s >= a quarter of them and
-	 * its pace so far would take more than limit (1 + limit / 4s): twice
-	 * the limit at a quarter, 1.5 times at half. The runs it starts
-	 * (strip's incumbents, bestfit's orders) have the same limit each.
-	 * The default set's is as_strategy_step_limit.
-	 */
-	uint64_t step_limit;
 };
 
 /*
- * The step limit of the default set (replay without -s) on this trace:
- * 4 n log2(n)^2 steps for n buffers, and at least 2^31 (13-40 s of
- * walking). A baseline that needs more, or falls behind its pace (see
- * as_run_hooks.step_limit), leaves the default set; named with -s it runs
- * to the end.
+ * The step limit of the default set (replay without -s) on this trace,
+ * about 4 n log2(n)^2 for n buffers and never less than what 13-40 s of
+ * work takes: an exact baseline that needs more is left out of the default
+ * set; named with -s it runs to the end.
  */
 uint64_t as_strategy_step_limit(const struct as_trace *t);
 
-/*
- * Run SPEC ("NAME[:k=v[,k=v]...]") on the trace: plan, resolve aliases,
- * time it. Unknown names and options, values out of range and traces the
- * strategy cannot handle fail with diag filled (exit status 2 material).
- * A plan that fails validation is still returned: validation is separate.
- * `hooks` may be NULL.
- */
-int as_strategy_run(const char *spec, const struct as_trace *t,
-		    const struct as_run_hooks *hooks, struct as_plan **out,
-		    struct as_diag *diag);
+struct as_runner;
 
 /*
- * Optional hooks of as_strategy_run_many, called on the thread that runs
- * spec i: start once before it or one of its parts starts (it may block,
- * one call at a time; false starts nothing more), done after it ended,
- * with its error and its plan (NULL when it failed), which done then owns.
+ * A runner for trace t with options o (NULL: all defaults; copied). The
+ * trace must outlive it and stay unchanged meanwhile. One call at a time
+ * runs on a runner; only as_runner_cancel may come from another thread.
+ */
+int as_runner_create(const struct as_trace *t, const struct as_run_options *o,
+		     struct as_runner **out);
+/* Frees the runner and the plans it kept; NULL is fine. */
+void as_runner_destroy(struct as_runner *r);
+
+/*
+ * Run SPEC ("NAME[:k=v[,k=v]...]") on the runner's trace: plan, resolve
+ * aliases, time it (plan_ms). Unknown names and options, values out of
+ * range and traces the strategy cannot handle fail with diag filled (exit
+ * status 2 material); AS_ELIMIT past the step limit; AS_ECANCELED after
+ * as_runner_cancel. A plan that fails validation is still returned:
+ * validation is separate. *out is the caller's.
+ */
+int as_runner_run(struct as_runner *r, const char *spec, struct as_plan **out,
+		  struct as_diag *diag);
+
+/*
+ * Optional hooks of as_runner_run_many, called on the thread that runs
+ * spec i: start once before it starts (it may block, one call at a time;
+ * false starts nothing more), done after it ended, with its error and its
+ * plan (NULL when it failed), which done then owns.
  */
 struct as_many_hooks {
 	bool (*start)(void *ctx, size_t i);
@@ -638,32 +655,28 @@ struct as_many_hooks {
 	void *ctx;
 };
 
-/* The most threads the default of as_strategy_run_many uses (-j's limit). */
-#define AS_STRATEGY_JOBS_MAX 64
+/*
+ * as_runner_run for each of the n specs, on up to the options' jobs
+ * threads: out[i] and diags[i] are spec i's, out[i] NULL when it failed,
+ * was not started, or went to mh->done. Returns AS_OK, or the error of the
+ * first spec that failed. The plans are the ones one run at a time gives;
+ * runs side by side hold their memory at once. mh may be NULL.
+ */
+int as_runner_run_many(struct as_runner *r, const char *const *specs,
+		       size_t n, const struct as_many_hooks *mh,
+		       struct as_plan **out, struct as_diag *diags);
 
 /*
- * as_strategy_run for each of the n specs, in order, on up to `jobs`
- * threads (this one among them; 0: one per processor, at most
- * AS_STRATEGY_JOBS_MAX, but one at a time on traces of more than 4,000,000
- * buffers, where memory is what limits a run): out[i] and diags[i] are
- * spec i's, out[i] NULL when it failed, was not started, or went to
- * mh->done. Returns AS_OK, or the error of the first spec that failed. The
- * plans are the ones one run at a time gives; a plan another run reuses
- * (strip starts from the baselines) is made once and waited for, and with
- * jobs > 1 the parts a plan is made of (bestfit's two orders) run side by
- * side before it; under a step limit, once one of them stops the others
- * stop at their next step, as the plan they are for is left out. Runs
- * with hooks->emit go one at a time. Runs side by side hold their memory
- * at once. `hooks` and `mh` may be NULL.
- *
- * as_strategy_run itself may run on several threads at once on one trace;
- * nothing else may write the trace meanwhile (the first
- * as_trace_buffer_name of a trace read without names makes them all).
+ * Stop the runner's runs from any thread: each stops at its next check
+ * (well within a second) with AS_ECANCELED and frees what it held, and
+ * every later run on this runner fails so at once.
  */
-int as_strategy_run_many(const struct as_trace *t, const char *const *specs,
-			 size_t n, const struct as_run_hooks *hooks,
-			 const struct as_many_hooks *mh, unsigned jobs,
-			 struct as_plan **out, struct as_diag *diags);
+void as_runner_cancel(struct as_runner *r);
+
+/* One run on a runner of its own: as_runner_create, run, destroy. */
+int as_strategy_run(const char *spec, const struct as_trace *t,
+		    const struct as_run_options *o, struct as_plan **out,
+		    struct as_diag *diag);
 
 /*
  * A block of an online allocator's memory as its walk reports it, in address

@@ -243,7 +243,7 @@ void as_cuda_free(void *state, const struct as_trace *t, uint32_t buf);
 extern const struct as_option_desc as_cuda_options[];
 bool as_cuda_parse_divisions(const char *v, uint32_t *div);
 void as_cuda_apply_settings(struct cc *s, const char *m);
-int as_cuda_create(const struct as_opts *o, as_emit_fn emit, void *ctx,
+int as_cuda_create(const struct as_opts *o, const struct as_run *run,
 		   void **state, struct as_diag *diag);
 void as_cuda_destroy(void *state);
 

@@ -245,7 +245,7 @@ void as_cuda_destroy(void *state)
 	free(s);
 }
 
-int as_cuda_create(const struct as_opts *o, as_emit_fn emit, void *ctx,
+int as_cuda_create(const struct as_opts *o, const struct as_run *run,
 		   void **state, struct as_diag *diag)
 {
 	static const char *const bools[] = {"0",     "1",    "False", "True",
@@ -301,8 +301,8 @@ int as_cuda_create(const struct as_opts *o, as_emit_fn emit, void *ctx,
 	s->large_seg = lseg << 20;
 	s->expandable = exp % 2 == 1;
 	s->opt_capacity = s->capacity != 0;
-	s->emit = emit;
-	s->ctx = ctx;
+	s->emit = run->emit;
+	s->ctx = run->ctx;
 	s->tp.free = NIL;
 	s->tp.rng = 0x13;
 	s->freeb = NIL;

@@ -347,7 +347,7 @@ static uint64_t learn_capacity(const struct cc *s, const struct as_trace *t,
 	} sink;
 	void *st = NULL;
 	uint64_t cap = 0;
-	if (as_cuda_create(&s->opts, NULL, NULL, &st, &sink.d) != AS_OK)
+	if (as_cuda_create(&s->opts, &(struct as_run){0}, &st, &sink.d) != AS_OK)
 		return 0;
 	struct cc *x = st;
 	x->learning = true;

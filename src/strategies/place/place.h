@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "core/internal.h"
+#include "strategies/place/budget.h"
 
 struct as_rect {
 	uint64_t size;
@@ -139,8 +140,8 @@ struct as_span {
 struct as_span *as_placer_spans(struct as_placer *pl, const struct as_rect *r,
 				uint32_t *n);
 /*
- * Record rectangle i at offset off. While a processor would otherwise sit
- * idle (as_strategy_claim_processor), a walk without an undo log records
+ * Record rectangle i at offset off. While a processor of the budget's
+ * spare ones would otherwise sit idle, a walk without an undo log records
  * its puts on a thread of their own and goes on with its next find, which
  * waits only for the puts of rectangles sharing time with it: the same
  * offsets, in less time (placer.c, "Puts recorded on a spare processor").
@@ -152,48 +153,16 @@ void as_placer_threaded(struct as_placer *pl);
 /* Whether a placement ran out of memory (finds then fail). */
 bool as_placer_nomem(struct as_placer *pl);
 /*
- * Count the steps of every find from now on against *left (NULL: no limit),
- * which several placers may share: once none are left, a walk is behind
- * its pace (as_steps_behind) or the run is called off
- * (as_strategy_called_off), finds fail. The steps are the looks at sets
- * and runs a query takes (see as_placer_find), so a limit stops the same
- * walk on every machine. A walk starts at the reset.
+ * Spend the finds' steps from now on from budget b (NULL: none), which
+ * several placers may share: once it is spent (budget.h) or a walk is
+ * behind its pace (as_steps_behind), finds fail. While a processor of
+ * b->spare would otherwise sit idle, puts are recorded on it (pipe.c). A
+ * walk starts at the reset.
  */
-void as_placer_limit(struct as_placer *pl, uint64_t *left);
-/* Take steps from a limit's *left (NULL: none), down to 0 at most. */
-static inline void as_steps_take(uint64_t *left, uint64_t steps)
-{
-	if (left)
-		*left -= steps < *left ? steps : *left;
-}
+void as_placer_budget(struct as_placer *pl, struct as_budget *b);
 /*
- * Whether a limited walk of n buffers that started with `start` steps left
- * and has placed `done` of them should stop before its steps run out: it
- * has spent s >= start / 4 of them, and at its pace so far all n would
- * take more than start (1 + start / 4s): twice them once it has spent a
- * quarter, one and a half once it has spent half, 1.25 at the end. A
- * query's steps grow with the buffers placed before it, so a walk that far
- * behind is on its way past its limit, and stopping it there saves the
- * rest of a walk whose plan is left out anyway; a walk that ends within
- * its limit has, at its end, exactly the pace of its steps. The margins:
- * on the real traces of docs/benchmarks.md ("A walk behind its pace"),
- * every walk that ends within its limit stays below three quarters of
- * this pace once it has spent a quarter.
- */
-static inline bool as_steps_behind(const uint64_t *left, uint64_t start,
-				   uint64_t done, uint64_t n)
-{
-	if (!left || *left > start)
-		return false;
-	uint64_t spent = start - *left;
-	if (spent == 0 || spent < start / 4)
-		return false;
-	double s = (double)spent, l = (double)start;
-	return s * (double)n > (l + l * l / (4.0 * s)) * (double)done;
-}
-/*
- * Why a find or as_place_order failed: AS_ENOMEM, AS_ELIMIT (no steps
- * left) or AS_STRATEGY_PAST_2_64 (an offset past 2^64).
+ * Why a find or as_place_order failed: AS_ENOMEM, AS_ELIMIT (the budget
+ * spent), AS_ECANCELED or AS_STRATEGY_PAST_2_64 (an offset past 2^64).
  */
 int as_placer_error(struct as_placer *pl);
 /* Take a placed rectangle out again (any order). */

@@ -8,7 +8,6 @@
 
 #include "strategies/place/place.h"
 #include "core/internal.h"
-#include "strategies/strategy.h"
 
 /* ---- The placer ----
  *
@@ -142,7 +141,7 @@ struct src {
 	uint64_t below;          /* the end of run j - 1, 0 for none */
 	uint32_t j;
 	uint32_t steps;          /* src_fit's calls and runs passed (see
-				  * as_placer_limit) */
+				  * as_placer_find) */
 	bool plain;              /* the gathered runs (after a pop): no block
 				  * maxima */
 };
@@ -367,8 +366,8 @@ struct as_placer {
 	uint32_t nord;
 	struct runs one;        /* the gathered runs, after a pop */
 	uint64_t steps;         /* the query's steps besides its sets' */
-	uint64_t *left;         /* the run's steps left (as_placer_limit) */
-	uint64_t start;         /* *left at the walk's start (the reset) */
+	struct as_budget *budget; /* the run's (as_placer_budget), or NULL */
+	uint64_t start;         /* its steps left at the walk's start */
 	uint32_t finds;         /* finds since then */
 	bool over;              /* a find stopped: none left, or behind */
 	uint32_t *map;          /* section -> leaf (see cover) */
@@ -524,7 +523,7 @@ void as_placer_destroy(struct as_placer *pl)
 /* A walk starts (a reset, a new limit): its pace counts from here. */
 static void walk_starts(struct as_placer *pl)
 {
-	pl->start = pl->left ? *pl->left : 0;
+	pl->start = pl->budget ? pl->budget->left : 0;
 	pl->finds = 0;
 	pl->over = false;
 }
@@ -823,7 +822,7 @@ static bool record(struct as_placer *pl, struct marks *mk, uint32_t i,
  * its leaves, and the snapshots inside it. So a node both write and read
  * lies over a leaf of both ranges, and a put of a rectangle sharing no
  * time with the find touches nothing the find reads. While a processor
- * would otherwise sit idle (as_strategy_claim_processor), a walk queues
+ * would otherwise sit idle (as_procs_claim), a walk queues
  * its puts for a thread that records them in order and goes on to its next
  * find at once, waiting only for the queued puts sharing time with it. Each
  * find reads what it would with every put recorded: the same offsets and
@@ -846,7 +845,7 @@ struct pipe {
 	 * writes done. */
 	atomic_uint_fast64_t queued, done;
 	atomic_bool nomem, quit;
-	bool claimed;           /* a processor (as_strategy_claim_processor) */
+	struct as_procs *claimed; /* of a processor it claimed; NULL: none */
 	uint32_t finds, waited; /* finds, and those that waited (see
 				 * AS_PIPE_LOOK) */
 	/* A side that waited too long sleeps on wake (see pipe_sleep). */
@@ -975,8 +974,9 @@ static void pipe_put(struct as_placer *pl, uint32_t i, uint64_t off,
 /* A thread for the puts, if a processor is spare (or pl->threaded). */
 static void pipe_start(struct as_placer *pl)
 {
-	bool claimed = !pl->threaded;
-	if (claimed && !as_strategy_claim_processor())
+	struct as_procs *spare = pl->threaded || !pl->budget
+					 ? NULL : pl->budget->spare;
+	if (!pl->threaded && !as_procs_claim(spare))
 		return;
 	struct pipe *pp = calloc(1, sizeof(*pp));
 	uint16_t *vis = calloc(2 * (size_t)pl->size, sizeof(uint16_t));
@@ -984,7 +984,7 @@ static void pipe_start(struct as_placer *pl)
 		if (pthread_cond_init(&pp->wake, NULL) == 0) {
 			pp->pl = pl;
 			pp->mk.vis = vis;
-			pp->claimed = claimed;
+			pp->claimed = spare;
 			if (pthread_create(&pp->th, NULL, pipe_main, pp) == 0) {
 				pl->pipe = pp;
 				return;
@@ -995,8 +995,7 @@ static void pipe_start(struct as_placer *pl)
 	}
 	free(vis);
 	free(pp);
-	if (claimed)
-		as_strategy_release_processor();
+	as_procs_release(spare);
 }
 
 /* Every queued put recorded. */
@@ -1025,12 +1024,11 @@ static void pipe_stop(struct as_placer *pl)
 	pthread_join(pp->th, NULL);
 	pthread_cond_destroy(&pp->wake);
 	pthread_mutex_destroy(&pp->lock);
-	bool claimed = pp->claimed;
+	struct as_procs *claimed = pp->claimed;
 	free(pp->mk.vis);
 	free(pp);
 	pl->pipe = NULL;
-	if (claimed)
-		as_strategy_release_processor();
+	as_procs_release(claimed);
 }
 
 void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off)
@@ -1634,17 +1632,18 @@ static enum walk ender_walk(struct as_placer *pl, const struct as_rect *r,
 	return WALK_ASK;
 }
 
-void as_placer_limit(struct as_placer *pl, uint64_t *left)
+void as_placer_budget(struct as_placer *pl, struct as_budget *b)
 {
-	pl->left = left;
+	pl->budget = b;
 	walk_starts(pl);
 }
 
 int as_placer_error(struct as_placer *pl)
 {
 	pipe_drain(pl);
-	return pl->nomem ? AS_ENOMEM : pl->over ? AS_ELIMIT
-					  : AS_STRATEGY_PAST_2_64;
+	if (pl->nomem)
+		return AS_ENOMEM;
+	return pl->over ? as_budget_why(pl->budget) : AS_STRATEGY_PAST_2_64;
 }
 
 /* as_placer_find within the limit, its steps in pl->steps and the sets'. */
@@ -1721,20 +1720,19 @@ static bool find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 bool as_placer_find(struct as_placer *pl, uint32_t i, enum as_fit fit,
 		    uint64_t *off, uint64_t *gap_out)
 {
-	if (pl->left && (*pl->left == 0 || as_strategy_called_off() ||
-			 as_steps_behind(pl->left, pl->start, pl->finds,
-					 pl->pb->n))) {
+	if (as_budget_spent(pl->budget) ||
+	    as_steps_behind(pl->budget, pl->start, pl->finds, pl->pb->n)) {
 		pl->over = true;
 		return false;
 	}
 	pl->finds++;
 	pl->steps = 0;
 	bool found = find(pl, i, fit, off, gap_out);
-	if (pl->left) {
+	if (pl->budget && pl->budget->limited) {
 		uint64_t steps = pl->steps + pl->nsrc;
 		for (uint32_t k = 0; k < pl->nsrc; k++)
 			steps += pl->src[k].steps;
-		as_steps_take(pl->left, steps);
+		as_steps_take(pl->budget, steps);
 	}
 	return found;
 }

@@ -49,7 +49,7 @@ static const char *const search_names[] = {"auto", "exact", "local", "none",
  * later only replaces them when lower, so strip is never behind them.
  * Their time counts against budget_ms but they are never cut short; when
  * they take more than half of it the search still gets half (plan_space).
- * Under a step limit (the default set's, as_run_hooks.step_limit) a
+ * Under a step limit (the default set's, as_run_options.step_limit) a
  * baseline that stops at it is no incumbent: strip is then never behind
  * the ones that finished. Returns 0, NO_INCUMBENTS, or a negative code
  * (diag filled).
@@ -59,8 +59,8 @@ static const char *const search_names[] = {"auto", "exact", "local", "none",
 static const char *const baselines[] = {"greedy-size", "greedy-breadth",
 					"bestfit"};
 
-static int incumbents(const struct as_trace *t, uint64_t *inc,
-		      struct as_plan *p, struct as_diag *diag)
+static int incumbents(const struct as_trace *t, struct as_run *run,
+		      uint64_t *inc, struct as_diag *diag)
 {
 	uint32_t ns = t->nspaces > 1 ? t->nspaces : 1;
 	uint64_t *best = malloc(ns * sizeof(uint64_t));
@@ -76,7 +76,7 @@ static int incumbents(const struct as_trace *t, uint64_t *inc,
 		best[s] = UINT64_MAX;
 	for (size_t k = 0; k < sizeof(baselines) / sizeof(*baselines); k++) {
 		struct as_plan *bp = NULL;
-		err = as_strategy_run(baselines[k], t, NULL, &bp, diag);
+		err = as_run_reuse(run, baselines[k], &bp, diag);
 		if (err == AS_ELIMIT) {
 			err = AS_OK;
 			continue;
@@ -106,7 +106,6 @@ static int incumbents(const struct as_trace *t, uint64_t *inc,
 	for (uint32_t s = 0; s < ns && err == AS_OK; s++)
 		if (best[s] == UINT64_MAX)
 			err = NO_INCUMBENTS;
-	(void)p;
 out:
 	free(best);
 	free(peak);
@@ -227,7 +226,7 @@ static const struct as_option_desc options[] = {
 };
 
 static int plan(const struct as_trace *t, const struct as_opts *o,
-		struct as_plan *p, struct as_diag *diag)
+		struct as_run *run, struct as_plan *p, struct as_diag *diag)
 {
 	struct as_strip_cfg cfg = {0};
 	int err, with_baselines;
@@ -266,7 +265,7 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 		if (!inc)
 			return as_diag_set(diag, 0, AS_ENOMEM,
 					   "out of memory");
-		err = incumbents(t, inc, p, diag);
+		err = incumbents(t, run, inc, diag);
 		if (err != AS_OK && err != NO_INCUMBENTS) {
 			free(inc);
 			return err;
@@ -274,7 +273,7 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 		cfg.inc = err == AS_OK ? inc : NULL;
 	}
 	/* Waiting for a baseline another thread makes is not strip's time. */
-	cfg.start_ms += as_strategy_waited_ms();
+	cfg.start_ms += run->waited_ms;
 	cfg.search_from = as_now_ms();
 	err = as_plan_spaces(t, p, plan_space, &cfg, diag);
 	free(inc);
@@ -287,8 +286,8 @@ const struct as_strategy_impl as_strategy_strip = {
 		.summary = "lifetime strip packing with peak suppression and "
 			   "an exact/local search under a time budget",
 		.online = false,
-		.reuses = true,
 		.options = options,
 	},
 	.plan = plan,
+	.reuses = true,
 };
