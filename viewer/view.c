@@ -1,7 +1,7 @@
 /*
- * What the window shows and how keys and the mouse change it. The picture
- * is the renderer's; the status bar, tooltip, lists and help are overlay
- * boxes the renderer paints on top (as_render_overlay_argb32).
+ * What the window shows (the plans in view, the view range, selection,
+ * search, which lists are open) and how keys and the mouse change it.
+ * paint.c turns it into pixels.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -10,43 +10,9 @@
 
 #include "viewer.h"
 
-#define C_TEXT 0xff1a1a1au
-#define C_BAR 0xff262a30u
-#define C_BAR_TEXT 0xffeeeeeeu
-#define C_RED 0xffd62728u
-#define C_RED_LIGHT 0xffff7b7bu
-#define C_PROMPT 0xffffd75eu
-#define C_OK 0xff8fd18fu
-#define C_BOX 0xf2ffffffu
-#define C_BORDER 0xff555555u
-
-static const char help_text[] =
-	"allocscope-view keys\n"
-	"wheel\tzoom time at the mouse\n"
-	"Ctrl or Shift + wheel\tzoom addresses at the mouse\n"
-	"drag\tpan time and addresses\n"
-	"double click\tzoom to the buffer\n"
-	"click\tselect (highlighted in every panel)\n"
-	"f\tfit everything\n"
-	"+ / -, arrows\tzoom time, pan\n"
-	"Tab, Shift+Tab, 1-9\tswitch strategy\n"
-	"c\tcompare: all strategies, one time axis\n"
-	"p\tjump to the peak, list buffers live there\n"
-	"/ text Enter, n\tsearch buffers by name, next match\n"
-	"v\tlist validation failures\n"
-	"b\tcolour by buffer, size, pool, lifetime, prefix, frame\n"
-	"t\ttime cursor: what is live at the mouse's time\n"
-	"g\tgroup it by buffer, name prefix, stack frame, size\n"
-	"m\tmemory over time (live, each plan's top)\n"
-	"a\tallocator's blocks at the mouse's time (bfc, ...)\n"
-	"[ ]\tmark a time range at the mouse: its summary\n"
-	"s\tsave the view as PNG and SVG\n"
-	"r\treload the trace (or drop a file here)\n"
-	"Esc\tclose lists, clear selection\n"
-	"? / q\tthis help / quit";
-
-static const char *const group_names[] = {"buffer", "name prefix",
-					  "stack frame", "size class"};
+/* The time cursor's groupings (g), by enum as_group_by. */
+const char *const view_group_names[4] = {"buffer", "name prefix",
+					"stack frame", "size class"};
 
 void view_message(struct viewer *v, uint32_t color, const char *fmt, ...)
 {
@@ -58,21 +24,21 @@ void view_message(struct viewer *v, uint32_t color, const char *fmt, ...)
 	v->dirty = true;
 }
 
-static int pic_h(const struct viewer *v)
+int view_pic_h(const struct viewer *v)
 {
 	int h = v->win_h - STATUS_H;
 	return h < 100 ? 100 : h;
 }
 
 /* Whether slot s is handed over with a plan (so it can be drawn). */
-static bool shown(const struct strat *s)
+bool view_shown(const struct strat *s)
 {
 	return s->ready && s->plan;
 }
 
 /* The slot drawn in panel `panel`; without one, the slot in view (which
  * may still be planning: check `ready` before reading more than spec). */
-static const struct strat *strat_of_panel(const struct viewer *v, int panel)
+const struct strat *view_strat_of_panel(const struct viewer *v, int panel)
 {
 	struct as_render_panel_info info;
 	if (v->r && panel >= 0 &&
@@ -102,10 +68,10 @@ int view_rebuild(struct viewer *v)
 	v->npanel_slot = 0;
 	if (v->compare) {
 		for (size_t i = 0; i < v->doc.ns && i < MAX_SPECS; i++)
-			if (shown(&v->doc.s[i]))
+			if (view_shown(&v->doc.s[i]))
 				v->panel_slot[n++] = i;
 		v->npanel_slot = n;
-	} else if (v->doc.ns && shown(&v->doc.s[v->cur])) {
+	} else if (v->doc.ns && view_shown(&v->doc.s[v->cur])) {
 		n = 1;
 	}
 	v->dirty = true;
@@ -122,7 +88,7 @@ int view_rebuild(struct viewer *v)
 						 AS_RENDER_ALL_SPACES};
 	}
 	v->o.width = v->win_w;
-	v->o.height = pic_h(v);
+	v->o.height = view_pic_h(v);
 	v->o.view = v->view;
 	v->o.highlight = v->selected;
 	struct as_diag d = {0};
@@ -184,7 +150,7 @@ int view_resize(struct viewer *v, int win_w, int win_h, int px_w, int px_h)
 	v->px_h = px_h;
 	v->scale = (double)px_w / win_w;
 	v->o.width = win_w;
-	v->o.height = pic_h(v);
+	v->o.height = view_pic_h(v);
 	v->dirty = true;
 	return v->r ? as_render_set_opts(v->r, &v->o) : AS_OK;
 }
@@ -324,8 +290,8 @@ static int panel_of_buffer(const struct viewer *v, int panel, uint32_t b)
 	struct as_render_panel_info want, info;
 	if (panel < 0 || as_render_panel_info(v->r, (size_t)panel, &want))
 		return panel;
-	const struct strat *s = strat_of_panel(v, panel);
-	if (!shown(s))
+	const struct strat *s = view_strat_of_panel(v, panel);
+	if (!view_shown(s))
 		return panel;
 	uint16_t space = as_plan_space_of(s->plan, v->doc.t, b);
 	for (size_t i = 0; i < as_render_panel_count(v->r); i++)
@@ -342,7 +308,7 @@ static void zoom_to_buffer(struct viewer *v, int panel, uint32_t b)
 		return;
 	const struct as_buffer *x = &t->buffers[b];
 	panel = panel_of_buffer(v, panel, b);
-	const struct strat *s = strat_of_panel(v, panel);
+	const struct strat *s = view_strat_of_panel(v, panel);
 	struct as_render_view cv;
 	current_view(v, &cv);
 	double len = (double)(x->end - x->start);
@@ -350,7 +316,7 @@ static void zoom_to_buffer(struct viewer *v, int panel, uint32_t b)
 		len = 1;
 	cv.t0 = (double)x->start - len * 0.15;
 	cv.t1 = (double)x->start + len * 1.15;
-	uint64_t off = shown(s) ? s->plan->offset[b] : AS_NO_OFFSET;
+	uint64_t off = view_shown(s) ? s->plan->offset[b] : AS_NO_OFFSET;
 	if (v->compare) {
 		/* Panels have addresses of their own: zoom time only. */
 		cv.y0 = cv.y1 = 0;
@@ -373,7 +339,7 @@ static void select_buffer(struct viewer *v, uint32_t b)
 	apply_view(v);
 }
 
-static void update_hover(struct viewer *v)
+void view_update_hover(struct viewer *v)
 {
 	if (!v->r)
 		return;
@@ -461,7 +427,7 @@ static void allocator_state(struct viewer *v)
 		view_message(v, C_RED_LIGHT, "a: point at a time in a plot");
 		return;
 	}
-	const struct strat *s = strat_of_panel(v, v->hover.panel);
+	const struct strat *s = view_strat_of_panel(v, v->hover.panel);
 	uint64_t tm = (uint64_t)floor(v->hover.time);
 	struct as_diag d;
 	v->nblocks = 0;
@@ -769,7 +735,7 @@ static void key(struct viewer *v, SDL_Keycode k, Uint16 mod)
 		break;
 	case SDLK_m:
 		v->o.memory = !v->o.memory;
-		v->o.height = pic_h(v);
+		v->o.height = view_pic_h(v);
 		apply_view(v);
 		view_message(v, C_BAR_TEXT, "memory over time %s",
 			     v->o.memory ? "shown" : "hidden");
@@ -784,7 +750,7 @@ static void key(struct viewer *v, SDL_Keycode k, Uint16 mod)
 		v->cursor_panel = -1;
 		v->dirty = true;
 		view_message(v, C_BAR_TEXT, "live list grouped by %s",
-			     group_names[v->group]);
+			     view_group_names[v->group]);
 		break;
 	case SDLK_r:
 		open_trace(v, v->doc.path);
@@ -869,7 +835,7 @@ void view_event(struct viewer *v, const SDL_Event *e)
 		v->mx = e->button.x;
 		v->my = e->button.y;
 		v->mouse_in = true;
-		update_hover(v);
+		view_update_hover(v);
 		if (e->button.clicks >= 2) {
 			if (v->hover.buffer != AS_NONE)
 				zoom_to_buffer(v, v->hover.panel,
@@ -888,7 +854,7 @@ void view_event(struct viewer *v, const SDL_Event *e)
 			break;
 		v->dragging = false;
 		if (!v->drag_moved) {
-			update_hover(v);
+			view_update_hover(v);
 			select_buffer(v, v->hover.buffer);
 			if (v->hover.buffer != AS_NONE)
 				view_message(v, C_BAR_TEXT, "selected %s",
@@ -928,458 +894,4 @@ void view_event(struct viewer *v, const SDL_Event *e)
 	default:
 		break;
 	}
-}
-
-/* ---- time cursor ---- */
-
-struct group {
-	char key[96];
-	uint64_t bytes, count;
-	uint32_t first; /* a buffer of the group, for its colour */
-};
-
-static int cmp_group(const void *a, const void *b)
-{
-	const struct group *x = a, *y = b;
-	if (x->bytes != y->bytes)
-		return x->bytes > y->bytes ? -1 : 1;
-	return strcmp(x->key, y->key);
-}
-
-#define CURSOR_GROUPS 512
-#define CURSOR_LINES 16
-
-/*
- * What is live at the hovered time in the hovered panel, grouped: a title
- * line, then up to CURSOR_LINES groups by bytes. Recomputed only when the
- * time moves to another unit or the panel changes.
- */
-static size_t cursor_text(struct viewer *v, char *buf, size_t len,
-			  uint32_t *cols)
-{
-	const struct as_trace *t = v->doc.t;
-	int panel = v->hover.panel;
-	double tm = floor(v->hover.time);
-	if (!v->live) {
-		v->live = malloc(sizeof(uint32_t) * ((size_t)t->nbuffers + 1));
-		if (!v->live)
-			return 0;
-	}
-	if (panel != v->cursor_panel || tm != v->cursor_time) {
-		v->cursor_n = as_render_live_at(v->r, (size_t)panel, tm, v->live,
-						t->nbuffers);
-		v->cursor_panel = panel;
-		v->cursor_time = tm;
-	}
-	if (v->cursor_n < 0)
-		return 0;
-	static struct group g[CURSOR_GROUPS];
-	size_t ng = 0, other = 0;
-	uint64_t total = 0, other_bytes = 0;
-	for (int64_t k = 0; k < v->cursor_n; k++) {
-		uint32_t i = v->live[k];
-		char key[96];
-		as_render_group(t, i, v->group, key, sizeof(key));
-		uint64_t sz = t->buffers[i].size;
-		total += sz;
-		size_t j = 0;
-		/* Linear search: the live list is sorted by size, so big
-		 * groups come first; past CURSOR_GROUPS the rest is "other". */
-		while (j < ng && strcmp(g[j].key, key) != 0)
-			j++;
-		if (j == ng) {
-			if (ng == CURSOR_GROUPS) {
-				other++;
-				other_bytes += sz;
-				continue;
-			}
-			snprintf(g[ng].key, sizeof(g[ng].key), "%s", key);
-			g[ng].bytes = g[ng].count = 0;
-			g[ng++].first = i;
-		}
-		g[j].bytes += sz;
-		g[j].count++;
-	}
-	qsort(g, ng, sizeof(g[0]), cmp_group);
-	char hb[32], tb[48];
-	snprintf(tb, sizeof(tb), "%.0f", tm);
-	int n = snprintf(buf, len, "live at t %s: %lld buffers, %s (by %s)", tb,
-			 (long long)v->cursor_n,
-			 as_human_bytes(total, hb, sizeof(hb)),
-			 group_names[v->group]);
-	size_t lines = 1;
-	for (size_t j = 0; j < ng && j < CURSOR_LINES && n > 0 &&
-			   (size_t)n < len;
-	     j++) {
-		cols[lines++] = 0xff000000u |
-				as_render_buffer_color(v->r, (size_t)panel,
-						       g[j].first);
-		n += snprintf(buf + n, len - (size_t)n, "\n%-10s %5llu  %.60s",
-			      as_human_bytes(g[j].bytes, hb, sizeof(hb)),
-			      (unsigned long long)g[j].count, g[j].key);
-	}
-	if ((ng > CURSOR_LINES || other) && n > 0 && (size_t)n < len) {
-		cols[lines++] = 0;
-		snprintf(buf + n, len - (size_t)n, "\n... %zu more groups",
-			 ng > CURSOR_LINES ? ng - CURSOR_LINES + (other ? 1 : 0)
-					   : 1);
-	}
-	(void)other_bytes;
-	return lines;
-}
-
-/* ---- painting ---- */
-
-static void fmt_time(double t, char *buf, size_t len)
-{
-	if (fabs(t) < 1e15)
-		snprintf(buf, len, "%.0f", t);
-	else
-		snprintf(buf, len, "%.4g", t);
-}
-
-/* A gap in percent with the digits that tell it from none: +0.4%. */
-static const char *fmt_gap(double pct, char *buf, size_t len)
-{
-	int dec = 1;
-	while (dec < 6 && pct != 0 && fabs(pct) < 10.0 / pow(10, dec))
-		dec++;
-	snprintf(buf, len, "%+.*f%%", dec, pct);
-	return buf;
-}
-
-static void status_line(struct viewer *v, char *buf, size_t len)
-{
-	const struct strat *s = strat_of_panel(v, v->hover.panel);
-	char pk[32], lb[32], base[256], gp[32];
-	const char *p = strrchr(v->doc.path, '/');
-	snprintf(base, sizeof(base), "%.200s", p ? p + 1 : v->doc.path);
-	size_t idx = (size_t)(s - v->doc.s) + 1;
-	/* Nothing but spec and ready of a slot still planning: the thread
-	 * writes the rest. */
-	if (!s->ready || s->err) {
-		snprintf(buf, len, "%s  |  %s%s (%zu/%zu)  |  %s  |  lower bound %s",
-			 base, v->compare ? "compare · " : "", s->spec, idx,
-			 v->doc.ns,
-			 !s->ready	     ? "planning..."
-			 : doc_left_out(s) ? "left out"
-					     : "failed",
-			 as_human_bytes(v->doc.lb, lb, sizeof(lb)));
-		return;
-	}
-	double gap = v->doc.lb ? ((double)s->peak - (double)v->doc.lb) *
-					 100.0 / (double)v->doc.lb
-			       : 0;
-	int n = snprintf(buf, len,
-			 "%s  |  %s%s (%zu/%zu)  |  peak %s  |  lower bound %s"
-			 "  |  gap %s  |  %s  |  failed %u",
-			 base, v->compare ? "compare · " : "", s->spec, idx,
-			 v->doc.ns, as_human_bytes(s->peak, pk, sizeof(pk)),
-			 as_human_bytes(v->doc.lb, lb, sizeof(lb)),
-			 fmt_gap(gap, gp, sizeof(gp)),
-			 s->report.valid ? "valid" : "INVALID", s->failed);
-	if (v->hover.panel >= 0 && v->hover.in_plot && n > 0 &&
-	    (size_t)n < len) {
-		char tb[48], ab[32];
-		fmt_time(v->hover.time, tb, sizeof(tb));
-		if (v->hover.has_real) /* a recorded address, not an offset */
-			snprintf(buf + n, len - (size_t)n,
-				 "  |  t %s  addr 0x%llx", tb,
-				 (unsigned long long)v->hover.real_address);
-		else
-			snprintf(buf + n, len - (size_t)n,
-				 "  |  t %s  addr 0x%llx (%s)%s", tb,
-				 (unsigned long long)v->hover.address,
-				 as_human_bytes(v->hover.address, ab,
-						sizeof(ab)),
-				 v->hover.in_break ? " break" : "");
-	}
-}
-
-/* What is still being planned: "planning NAME... N s, then A, B". Empty
- * when every plan is in. */
-static void progress(const struct viewer *v, char *buf, size_t len)
-{
-	size_t slot;
-	double ms;
-	buf[0] = 0;
-	if (!doc_planning(&v->doc, &slot, &ms))
-		return;
-	int n = snprintf(buf, len, "planning %s... %.0f s", v->doc.s[slot].spec,
-			 ms / 1000);
-	const char *sep = ", then ";
-	for (size_t i = 0; i < v->doc.ns && n > 0 && (size_t)n < len; i++)
-		if (i != slot && !v->doc.s[i].ready) {
-			n += snprintf(buf + n, len - (size_t)n, "%s%s", sep,
-				      v->doc.s[i].spec);
-			sep = ", ";
-		}
-}
-
-/* Keep a box of size w x h inside the window, near (x, y). */
-static void place(const struct viewer *v, struct as_render_overlay *b,
-		  double x, double y)
-{
-	double w, h;
-	as_render_overlay_measure(b, &w, &h);
-	if (x + w > v->win_w - 2)
-		x = v->win_w - 2 - w;
-	if (y + h > v->win_h - STATUS_H - 2)
-		y = v->win_h - STATUS_H - 2 - h;
-	b->x = x < 2 ? 2 : x;
-	b->y = y < 2 ? 2 : y;
-}
-
-int view_paint(struct viewer *v)
-{
-	if (!v->px)
-		return AS_EINVAL;
-	if (v->hover_stale && !v->dragging)
-		update_hover(v);
-	v->hover_stale = v->dragging && v->hover_stale;
-	int stride = v->px_w * 4;
-	int ph = (int)lround(pic_h(v) * v->scale);
-	if (ph > v->px_h)
-		ph = v->px_h;
-	double freq = (double)SDL_GetPerformanceFrequency();
-	Uint64 c0 = SDL_GetPerformanceCounter();
-	int err = AS_OK;
-	if (v->r) {
-		err = as_render_draw_argb32(v->r, v->px, v->px_w, ph, stride);
-	} else { /* no plan to draw yet: a blank picture and a note */
-		for (int y = 0; y < ph; y++)
-			for (int x = 0; x < v->px_w; x++)
-				v->px[(size_t)y * (size_t)v->px_w + (size_t)x] =
-					0xffffffffu;
-	}
-	if (err)
-		return err;
-	Uint64 c1 = SDL_GetPerformanceCounter();
-	v->draw_ms = (double)(c1 - c0) * 1000.0 / freq;
-	struct as_render_overlay box[10];
-	size_t nb = 0;
-	char line1[1024], line2[1024], text[2048], prog[512], note[2048];
-	const struct strat *s = strat_of_panel(v, v->hover.panel);
-	bool ok = shown(s);
-	progress(v, prog, sizeof(prog));
-
-	/* Status bar: facts, then a message, prompt or the first failure. */
-	status_line(v, line1, sizeof(line1));
-	uint32_t c2 = v->msg_color ? v->msg_color : C_BAR_TEXT;
-	if (v->typing) {
-		snprintf(line2, sizeof(line2), "search: %s_   (Enter: find, "
-					       "Esc: cancel)", v->query);
-		c2 = C_PROMPT;
-	} else if (v->msg[0]) {
-		snprintf(line2, sizeof(line2), "%s%s%s", prog,
-			 prog[0] ? "   |   " : "", v->msg);
-	} else if (s->ready && s->err) {
-		char et[1024];
-		snprintf(line2, sizeof(line2), "%s%s%s", prog,
-			 prog[0] ? "   |   " : "",
-			 as_diag_text(&s->diag, et, sizeof(et)));
-		c2 = doc_left_out(s) ? C_PROMPT : C_RED_LIGHT;
-	} else if (prog[0]) {
-		snprintf(line2, sizeof(line2), "%s", prog);
-		c2 = C_PROMPT;
-	} else if (ok && !s->report.valid) {
-		char vt[512];
-		snprintf(line2, sizeof(line2), "INVALID: %llu violations; "
-			 "first: %s   (v: list)",
-			 (unsigned long long)s->report.violations,
-			 as_violation_text(v->doc.t, s->plan,
-					   &s->report.first[0], vt, sizeof(vt)));
-		c2 = C_RED_LIGHT;
-	} else {
-		snprintf(line2, sizeof(line2), "? keys   wheel zoom   drag pan"
-					       "   f fit   Tab strategy   c "
-					       "compare   p peak   / search");
-		c2 = 0xffaaaaaau;
-	}
-	snprintf(text, sizeof(text), "%s\n%s", line1, line2);
-	uint32_t lc[2] = {!s->ready || doc_left_out(s) ||
-					  (ok && s->report.valid)
-				  ? C_BAR_TEXT
-				  : C_RED_LIGHT,
-			  c2};
-	box[nb++] = (struct as_render_overlay){
-		.x = 0, .y = v->win_h - STATUS_H, .w = v->win_w, .h = STATUS_H,
-		.fill = C_BAR, .color = C_BAR_TEXT, .font_size = 12,
-		.text = text, .line_colors = lc, .nline_colors = 2,
-	};
-
-	/* No plan in view yet: what is being done about it. */
-	if (!v->r) {
-		size_t slot;
-		double ms;
-		char et[1024];
-		if (v->compare)
-			snprintf(note, sizeof(note), "compare: no plan is ready "
-				 "yet\n%s", prog);
-		else if (s->ready)
-			snprintf(note, sizeof(note), "%s %s\n%s", s->spec,
-				 doc_left_out(s) ? "left out" : "failed",
-				 as_diag_text(&s->diag, et, sizeof(et)));
-		else if (doc_planning(&v->doc, &slot, &ms) &&
-			 slot == (size_t)(s - v->doc.s))
-			snprintf(note, sizeof(note), "planning %s... %.0f s\n"
-				 "%zu of %zu plans ready: Tab or 1-9 shows "
-				 "another strategy", s->spec, ms / 1000,
-				 v->doc.nready, v->doc.ns);
-		else
-			snprintf(note, sizeof(note), "%s: waiting to be "
-				 "planned\n%s", s->spec, prog);
-		struct as_render_overlay *b = &box[nb++];
-		*b = (struct as_render_overlay){
-			.fill = C_BOX,
-			.border = s->ready && !doc_left_out(s) ? C_RED : C_BORDER,
-			.color = C_TEXT, .font_size = 14, .text = note,
-			.bold_first = true,
-		};
-		double w, h;
-		as_render_overlay_measure(b, &w, &h);
-		place(v, b, (v->win_w - w) / 2, (v->win_h - STATUS_H - h) / 2);
-	}
-
-	/* Time cursor: what is live at the mouse's time, grouped. */
-	char cur_text[4096];
-	uint32_t cur_col[CURSOR_LINES + 2] = {0};
-	if (v->show_cursor && v->hover.panel >= 0 && v->hover.in_plot &&
-	    !v->dragging) {
-		size_t nl = cursor_text(v, cur_text, sizeof(cur_text), cur_col);
-		struct as_render_panel_info info;
-		if (nl && as_render_panel_info(v->r, (size_t)v->hover.panel,
-					       &info) == AS_OK) {
-			struct as_render_overlay *b = &box[nb++];
-			*b = (struct as_render_overlay){
-				.fill = C_BOX, .border = C_BORDER,
-				.color = C_TEXT, .font_size = 12,
-				.text = cur_text, .bold_first = true,
-				.line_colors = cur_col, .nline_colors = nl,
-				.swatch = true,
-			};
-			double bw, bh;
-			as_render_overlay_measure(b, &bw, &bh);
-			place(v, b, info.x + info.w - bw - 8, info.y + 8);
-		}
-	}
-
-	/* Tooltip of the buffer under the mouse. */
-	char tip[2048];
-	if (v->hover.panel >= 0 && v->hover.buffer != AS_NONE &&
-	    !v->dragging) {
-		as_render_buffer_text(v->r, (size_t)v->hover.panel,
-				      v->hover.buffer, tip, sizeof(tip));
-		struct as_render_overlay *b = &box[nb++];
-		*b = (struct as_render_overlay){
-			.fill = C_BOX, .border = C_BORDER, .color = C_TEXT,
-			.font_size = 12, .text = tip, .bold_first = true,
-		};
-		place(v, b, v->mx + 16, v->my + 16);
-	}
-
-	/* Buffers live at the peak, largest first, with their colours. */
-	char peak_text[4096];
-	uint32_t peak_col[26] = {0};
-	if (v->show_peak && v->npeak >= 0) {
-		struct as_render_panel_info info;
-		as_render_panel_info(v->r, v->peak_panel, &info);
-		char hb[32];
-		int n = snprintf(peak_text, sizeof(peak_text),
-				 "live at the peak (t %llu), largest first",
-				 (unsigned long long)info.peak_time);
-		size_t shown = (size_t)v->npeak < 24 ? (size_t)v->npeak : 24;
-		for (size_t i = 0; i < shown && n > 0 &&
-				   (size_t)n < sizeof(peak_text);
-		     i++) {
-			const struct as_buffer *x =
-				&v->doc.t->buffers[v->peak_bufs[i]];
-			const char *xn =
-				as_trace_buffer_name(v->doc.t, v->peak_bufs[i]);
-			peak_col[i + 1] = 0xff000000u |
-					  as_render_buffer_color(
-						  v->r, v->peak_panel,
-						  v->peak_bufs[i]);
-			n += snprintf(peak_text + n, sizeof(peak_text) - (size_t)n,
-				      "\n%-10s %.60s",
-				      as_human_bytes(x->size, hb, sizeof(hb)),
-				      xn ? xn : "?");
-		}
-		if ((size_t)v->npeak > shown && n > 0 &&
-		    (size_t)n < sizeof(peak_text))
-			snprintf(peak_text + n, sizeof(peak_text) - (size_t)n,
-				 "\n... and %lld more",
-				 (long long)v->npeak - (long long)shown);
-		struct as_render_overlay *b = &box[nb++];
-		*b = (struct as_render_overlay){
-			.fill = C_BOX, .border = C_BORDER, .color = C_TEXT,
-			.font_size = 12, .text = peak_text, .bold_first = true,
-			.line_colors = peak_col, .nline_colors = shown + 1,
-			.swatch = true,
-		};
-		/* Inside its plot: fewer lines rather than over the next
-		 * panel's title. */
-		double bw, bh;
-		as_render_overlay_measure(b, &bw, &bh);
-		while (bh > info.h - 16 && b->nline_colors > 2) {
-			char *nl = strrchr(peak_text, '\n');
-			if (!nl)
-				break;
-			*nl = 0;
-			b->nline_colors--;
-			as_render_overlay_measure(b, &bw, &bh);
-		}
-		place(v, b, info.x + 8, info.y + 8);
-	}
-
-	/* Validation failures of the strategy in view. */
-	char vio[4096];
-	uint32_t vio_col[18] = {0};
-	if (v->show_violations && ok) {
-		int n;
-		if (s->report.valid)
-			n = snprintf(vio, sizeof(vio),
-				     "%s: valid, no violations", s->spec);
-		else
-			n = snprintf(vio, sizeof(vio),
-				     "%s: %llu violations (%llu overlaps)",
-				     s->spec,
-				     (unsigned long long)s->report.violations,
-				     (unsigned long long)s->report.overlaps);
-		for (uint32_t i = 0; i < s->report.nfirst && n > 0 &&
-				     (size_t)n < sizeof(vio);
-		     i++) {
-			char vt[512];
-			vio_col[i + 1] = C_RED;
-			n += snprintf(vio + n, sizeof(vio) - (size_t)n, "\n%s",
-				      as_violation_text(v->doc.t, s->plan,
-							&s->report.first[i],
-							vt, sizeof(vt)));
-		}
-		struct as_render_overlay *b = &box[nb++];
-		*b = (struct as_render_overlay){
-			.fill = C_BOX, .border = C_RED, .color = C_TEXT,
-			.font_size = 12, .text = vio, .bold_first = true,
-			.line_colors = vio_col, .nline_colors = 17,
-		};
-		place(v, b, 60, 40);
-	}
-
-	if (v->help) {
-		struct as_render_overlay *b = &box[nb++];
-		*b = (struct as_render_overlay){
-			.fill = 0xf8ffffffu, .border = C_BORDER,
-			.color = C_TEXT, .font_size = 13, .text = help_text,
-			.bold_first = true, .tab = 190,
-		};
-		double w, h;
-		as_render_overlay_measure(b, &w, &h);
-		place(v, b, (v->win_w - w) / 2, (v->win_h - STATUS_H - h) / 2);
-	}
-	err = as_render_overlay_argb32(v->px, v->px_w, v->px_h, stride,
-				       v->scale, box, nb);
-	v->overlay_ms = (double)(SDL_GetPerformanceCounter() - c1) * 1000.0 /
-			freq;
-	v->dirty = false;
-	return err;
 }

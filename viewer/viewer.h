@@ -6,7 +6,8 @@
  *
  * doc.c     a trace and its plans: loading, then planning on a thread of
  *           its own (SDL threads; who owns what is said at its top)
- * view.c    what is shown: view range, selection, search, overlays, keys
+ * view.c    what is shown: view range, selection, search, keys
+ * paint.c   a frame: the picture, the status bar and the boxes over it
  * script.c  --script: key and mouse events played from a file
  * main.c    arguments, window, event loop, --bench-frames
  */
@@ -20,6 +21,17 @@
 
 #define MAX_SPECS 64
 #define STATUS_H 40 /* logical pixels: two lines of text */
+
+/* Colours (ARGB) of the status bar, its messages and the boxes. */
+#define C_TEXT 0xff1a1a1au
+#define C_BAR 0xff262a30u
+#define C_BAR_TEXT 0xffeeeeeeu
+#define C_RED 0xffd62728u
+#define C_RED_LIGHT 0xffff7b7bu
+#define C_PROMPT 0xffffd75eu
+#define C_OK 0xff8fd18fu
+#define C_BOX 0xf2ffffffu
+#define C_BORDER 0xff555555u
 
 /*
  * One strategy's slot in a doc. `spec` is written at load, then only read.
@@ -183,8 +195,6 @@ int view_rebuild(struct viewer *v);
 void view_poll(struct viewer *v);
 /* The window's logical and device size changed (or was first set). */
 int view_resize(struct viewer *v, int win_w, int win_h, int px_w, int px_h);
-/* Paint the whole window into v->px. */
-int view_paint(struct viewer *v);
 /* Handle one SDL event; mod is the keyboard modifier state. */
 void view_event(struct viewer *v, const SDL_Event *e);
 /* Pan by a fraction of the view (bench, arrows). */
@@ -192,6 +202,21 @@ void view_pan(struct viewer *v, double ft, double fy);
 void view_zoom_time(struct viewer *v, double factor, double at_x);
 void view_message(struct viewer *v, uint32_t color, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The picture's height in logical pixels: the window less the status bar. */
+int view_pic_h(const struct viewer *v);
+/* Whether slot s is handed over with a plan (so it can be drawn). */
+bool view_shown(const struct strat *s);
+/* The slot drawn in panel `panel`; without one, the slot in view (which
+ * may still be planning: check `ready` before reading more than spec). */
+const struct strat *view_strat_of_panel(const struct viewer *v, int panel);
+/* Hit-test the mouse's position into v->hover (dirty when it changes). */
+void view_update_hover(struct viewer *v);
+/* The time cursor's groupings (g), by enum as_group_by. */
+extern const char *const view_group_names[4];
+
+/* paint.c */
+/* Paint the whole window into v->px. */
+int view_paint(struct viewer *v);
 
 /* script.c: a parsed script. */
 struct script_step;
