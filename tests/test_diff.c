@@ -1,5 +1,5 @@
 /*
- * Results and comparisons (src/compare/results.c, src/compare/compare.c, the results
+ * Results and comparisons (src/compare/results.c, replay_json.c, compare.c, the results
  * section of src/formats/json/parse_json.c): matching, thresholds, missing rows, invalid
  * plans, the verdict behind the exit status, and the Markdown report.
  */
@@ -756,6 +756,53 @@ static void running_a_strategy_appends_a_validated_row(void)
 	as_trace_destroy(t);
 }
 
+static void the_replay_json_writer_reads_back_as_its_rows(void)
+{
+	static const char ops[] = "alloc a 100\nalloc b 50\nfree a\n"
+				  "alloc c 100\nfree b\nfree c\n";
+	struct as_trace *t = NULL;
+	struct as_plan *p = NULL;
+	struct as_diag d;
+	struct as_report rep;
+	CHECK(as_trace_parse("mem.ops", ops, strlen(ops), "ops", &t,
+			     &d) == AS_OK);
+	if (!t || as_strategy_run("greedy-size", t, NULL, &p, &d) != AS_OK ||
+	    as_validate(t, p, &rep) != AS_OK) {
+		CHECK(!"greedy-size plans and validates");
+		as_plan_destroy(p);
+		as_trace_destroy(t);
+		return;
+	}
+	uint64_t peak_time = 2;
+	const char *left[] = {"strip"};
+	struct as_replay_result x = {"greedy-size", p, &rep,
+				     as_plan_peak(p, t, -1),
+				     as_plan_failed(p, t), &peak_time, NULL};
+	struct as_replay_run run = {t, as_trace_lower_bound(t), NULL, &x, 1,
+				    left, 1, 50};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	CHECK(f && as_replay_write_json(&run, f) == AS_OK);
+	if (f)
+		fclose(f);
+	CHECK(text && strstr(text, "\"peak_time\": 2,"));
+	CHECK(text && strstr(text, "\"lower_bound_time\": null}"));
+	struct as_results *r = set();
+	if (text && reads(r, "mem.json", text, 2)) {
+		CHECK_STR(r->rows[0].strategy, "greedy-size");
+		CHECK_EQ_U64(r->rows[0].peak, x.peak);
+		CHECK_EQ_U64(r->rows[0].events, 6);
+		CHECK(r->rows[0].valid && !r->rows[0].left_out);
+		CHECK_STR(r->rows[1].strategy, "strip");
+		CHECK(r->rows[1].left_out);
+	}
+	as_results_destroy(r);
+	free(text);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
 static void plan_delta_marks_moved_buffers_and_the_peak_cross_section(void)
 {
 	/* a [0,2) 100, b [1,3) 50, c [2,4) 100, d [3,4) 10 */
@@ -836,6 +883,7 @@ int main(void)
 	TEST_RUN(markdown_of_a_clean_comparison_says_so);
 	TEST_RUN(markdown_notes_invalid_plans_and_failed_allocations);
 	TEST_RUN(running_a_strategy_appends_a_validated_row);
+	TEST_RUN(the_replay_json_writer_reads_back_as_its_rows);
 	TEST_RUN(plan_delta_marks_moved_buffers_and_the_peak_cross_section);
 	TEST_RUN(destroy_functions_accept_null);
 	return tap_done();

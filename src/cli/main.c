@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "allocscope/allocscope.h"
+#include "allocscope/compare.h"
 #include "allocscope/render.h"
 #include "diff.h"
 #include "runs.h"
@@ -77,123 +78,6 @@ static double gap_pct(uint64_t peak, uint64_t lb)
 	return lb ? ((double)peak - (double)lb) * 100.0 / (double)lb : 0.0;
 }
 
-static uint64_t count_ops(const struct as_trace *t)
-{
-	uint64_t n = 0;
-	for (uint32_t i = 0; i < t->nevents; i++)
-		n += t->events[i].kind == AS_EV_ALLOC ||
-		     t->events[i].kind == AS_EV_FREE;
-	return n;
-}
-
-/*
- * Per space: name, peak (from `peak`, else from p's offsets), capacity, and
- * the space's own lower bound.
- */
-static void write_spaces(FILE *f, const struct as_trace *t,
-			 const struct as_plan *p, const uint64_t *peak)
-{
-	/* One pass for every space's bound (4096-core traces). */
-	uint64_t *lb = malloc(((size_t)t->nspaces + 1) * sizeof(*lb));
-	if (lb && as_trace_lower_bound_spaces(t, lb) != AS_OK) {
-		free(lb);
-		lb = NULL;
-	}
-	fputs(",\n   \"spaces\": [", f);
-	for (uint16_t s = 0; s < p->nspaces; s++) {
-		uint64_t cap = p->space_capacity ? p->space_capacity[s]
-			     : s < t->nspaces	 ? t->spaces[s].capacity
-						 : 0;
-		fputs(s ? ", {\"name\": " : "{\"name\": ", f);
-		as_json_string(f, as_plan_space_name(p, t, s));
-		fprintf(f, ", \"peak\": %llu, \"capacity\": %llu",
-			(unsigned long long)(peak ? peak[s]
-						  : as_plan_peak(p, t, s)),
-			(unsigned long long)cap);
-		/* The trace's bound of a space holds when spaces are the
-		 * trace's own (not levels the strategy chose). */
-		if (s < t->nspaces && p->nspaces == t->nspaces)
-			fprintf(f, ", \"lower_bound\": %llu",
-				(unsigned long long)(
-					lb ? lb[s]
-					   : as_trace_lower_bound_space(t, s)));
-		fputs("}", f);
-	}
-	fputs("]", f);
-	free(lb);
-}
-
-/*
- * Inputs that record the allocator (PyTorch snapshots: segments, OOMs or a
- * clock): inside "trace", the OOMs and per space its buffers, lower bound
- * and, with segments, the peak of reserved memory.
- */
-static void write_recorded_state(FILE *f, const struct as_trace *t)
-{
-	uint32_t nooms = 0;
-	for (uint32_t i = 0; i < t->nmarks; i++)
-		nooms += t->marks[i].kind == AS_MARK_OOM;
-	if (!nooms && !t->nsegments && !t->clock)
-		return;
-	fputs(", \"ooms\": [", f);
-	for (uint32_t i = 0, k = 0; i < t->nmarks; i++) {
-		const struct as_mark *m = &t->marks[i];
-		if (m->kind != AS_MARK_OOM)
-			continue;
-		fprintf(f, "%s{\"time\": %llu, ", k++ ? ", " : "",
-			(unsigned long long)m->time);
-		if (t->clock && m->time <= t->end_time)
-			fprintf(f, "\"time_us\": %llu, ",
-				(unsigned long long)t->clock[m->time]);
-		fputs("\"device\": ", f);
-		as_json_string(f, m->space < t->nspaces
-					  ? t->spaces[m->space].name
-					  : "");
-		fprintf(f, ", \"size\": %llu, \"device_free\": %llu}",
-			(unsigned long long)m->size,
-			(unsigned long long)m->device_free);
-	}
-	fputs("]", f);
-	uint64_t *peak = malloc(((size_t)t->nspaces + 1) * sizeof(*peak));
-	uint32_t *count = calloc((size_t)t->nspaces + 1, sizeof(*count));
-	uint64_t *lb = malloc(((size_t)t->nspaces + 1) * sizeof(*lb));
-	bool reserved = peak && t->nsegments &&
-			as_trace_reserved_peaks(t, peak) == AS_OK;
-	if (lb && as_trace_lower_bound_spaces(t, lb) != AS_OK) {
-		free(lb);
-		lb = NULL;
-	}
-	for (uint32_t i = 0; count && i < t->nbuffers; i++)
-		if (t->buffers[i].space < t->nspaces)
-			count[t->buffers[i].space]++;
-	fputs(", \"devices\": [", f);
-	for (uint16_t s = 0; count && s < t->nspaces; s++) {
-		fputs(s ? ", {\"device\": " : "{\"device\": ", f);
-		as_json_string(f, t->spaces[s].name);
-		fprintf(f, ", \"buffers\": %u, \"lower_bound\": %llu", count[s],
-			(unsigned long long)(lb ? lb[s]
-					     : as_trace_lower_bound_space(t, s)));
-		if (reserved)
-			fprintf(f, ", \"reserved_peak\": %llu",
-				(unsigned long long)peak[s]);
-		fputs("}", f);
-	}
-	fputs("]", f);
-	free(peak);
-	free(count);
-	free(lb);
-}
-
-/* `, "key": TIME` from a moment, or null when there is none. */
-static void write_moment(FILE *f, const char *key, int rc,
-			 const struct as_moment *m)
-{
-	if (rc == AS_OK)
-		fprintf(f, ", \"%s\": %llu", key, (unsigned long long)m->time);
-	else
-		fprintf(f, ", \"%s\": null", key);
-}
-
 /* The peak moment of a plan; of its highest space when it has several. */
 static int plan_moment(const struct as_trace *t, const struct as_plan *p,
 		       struct as_moment *m)
@@ -222,97 +106,28 @@ struct left_out {
 	uint64_t step_limit;
 };
 
+/*
+ * The JSON object of one trace (as_replay_write_json) from the results the
+ * checks kept; n is at most MAX_SPECS, one result per -s. A write error
+ * shows when the output is committed.
+ */
 static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
 		       const struct result *r, size_t n,
 		       const struct left_out *out)
 {
+	struct as_replay_result x[MAX_SPECS];
 	struct as_moment m;
-	fputs("{\"trace\": {\"name\": ", f);
-	as_json_string(f, t->path);
-	fputs(", \"format\": ", f);
-	as_json_string(f, t->format);
-	fprintf(f, ", \"events\": %llu, \"buffers\": %u, \"lower_bound\": %llu",
-		(unsigned long long)count_ops(t), t->nbuffers,
-		(unsigned long long)lb);
-	write_recorded_state(f, t);
-	write_moment(f, "lower_bound_time",
-		     as_render_bound_moment(t, AS_RENDER_ALL_SPACES, &m), &m);
-	fputs("},\n", f);
-	fputs(" \"results\": [", f);
-	for (size_t i = 0; i < n; i++) {
-		const struct result *x = &r[i];
-		fputs(i ? ",\n  {" : "\n  {", f);
-		fputs("\"strategy\": ", f);
-		as_json_string(f, x->spec);
-		fprintf(f, ", \"peak\": %llu", (unsigned long long)x->peak);
-		write_moment(f, "peak_time", x->moment_rc, &x->moment);
-		fprintf(f,
-			", \"lower_bound\": %llu, "
-			"\"peak_vs_lb\": %.6f, \"valid\": %s, \"overlaps\": "
-			"%llu, \"violations\": %llu, \"failed\": %u, "
-			"\"plan_ms\": %.3f,\n   \"stats\": {",
-			(unsigned long long)lb,
-			lb ? (double)x->peak / (double)lb : 0.0,
-			x->report.valid ? "true" : "false",
-			(unsigned long long)x->report.overlaps,
-			(unsigned long long)x->report.violations, x->failed,
-			x->plan->plan_ms);
-		for (uint32_t s = 0; s < x->plan->nstats; s++) {
-			const struct as_stat *st = &x->plan->stats[s];
-			fprintf(f, "%s\"%s\": ", s ? ", " : "", st->key);
-			if (st->integer)
-				fprintf(f, "%.0f", st->value);
-			else
-				fprintf(f, "%.6g", st->value);
-		}
-		fputs("}", f);
-		if (x->plan->nnotes) {
-			fputs(",\n   \"notes\": [", f);
-			for (uint32_t k = 0; k < x->plan->nnotes; k++) {
-				fputs(k ? ", " : "", f);
-				as_json_string(f, x->plan->notes[k]);
-			}
-			fputs("]", f);
-		}
-		if (x->plan->nspaces > 1)
-			write_spaces(f, t, x->plan, x->space_peak);
-		if (x->plan->nrounds) {
-			fputs(",\n   \"rounds\": [", f);
-			for (uint32_t k = 0; k < x->plan->nrounds; k++) {
-				fputs(k ? ", {\"label\": " : "{\"label\": ", f);
-				as_json_string(f, x->plan->rounds[k].label);
-				fprintf(f, ", \"peak\": %llu}",
-					(unsigned long long)x->plan->rounds[k]
-						.peak);
-			}
-			fputs("]", f);
-		}
-		if (!x->report.valid) {
-			fputs(",\n   \"first_violations\": [", f);
-			for (uint32_t k = 0; k < x->report.nfirst; k++) {
-				char buf[512];
-				fputs(k ? ", " : "", f);
-				as_json_string(f, as_violation_text(
-							  t, x->plan,
-							  &x->report.first[k],
-							  buf, sizeof(buf)));
-			}
-			fputs("]", f);
-		}
-		fputs("}", f);
-	}
-	fputs("\n ]", f);
-	if (out->n) {
-		fprintf(f, ",\n \"left_out\": {\"step_limit\": %llu, "
-			   "\"strategies\": [",
-			(unsigned long long)out->step_limit);
-		for (size_t i = 0; i < out->n; i++) {
-			fputs(i ? ", " : "", f);
-			as_json_string(f, out->spec[i]);
-		}
-		fputs("]}", f);
-	}
-	fputs("}\n", f);
+	bool bound = as_render_bound_moment(t, AS_RENDER_ALL_SPACES, &m) ==
+		     AS_OK;
+	for (size_t i = 0; i < n; i++)
+		x[i] = (struct as_replay_result){
+			r[i].spec, r[i].plan, &r[i].report, r[i].peak,
+			r[i].failed,
+			r[i].moment_rc == AS_OK ? &r[i].moment.time : NULL,
+			r[i].space_peak};
+	struct as_replay_run run = {t, lb, bound ? &m.time : NULL, x, n,
+				    out->spec, out->n, out->step_limit};
+	(void)as_replay_write_json(&run, f);
 }
 
 static void print_table(const struct as_trace *t, uint64_t lb,
@@ -321,8 +136,8 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 	char hb[32];
 	printf("trace %s (%s): %u buffers, %llu events, lower bound %llu (%s)\n\n",
 	       t->path, t->format, t->nbuffers,
-	       (unsigned long long)count_ops(t), (unsigned long long)lb,
-	       as_human_bytes(lb, hb, sizeof(hb)));
+	       (unsigned long long)as_trace_alloc_free_events(t),
+	       (unsigned long long)lb, as_human_bytes(lb, hb, sizeof(hb)));
 	/* What the reader met and set aside (frees of unknown addresses...). */
 	for (uint32_t i = 0; i < t->ninput_stats; i++)
 		printf("%s%.0f %s%s", i ? "; " : "input: ",

@@ -53,14 +53,10 @@ int as_results_add_plan(struct as_results *r, const struct as_trace *t,
 			const struct as_report *rep)
 {
 	uint64_t lb = as_trace_lower_bound(t);
-	uint64_t events = 0;
-	for (uint32_t i = 0; i < t->nevents; i++)
-		events += t->events[i].kind == AS_EV_ALLOC ||
-			  t->events[i].kind == AS_EV_FREE;
 	struct as_result_row row = {
 		.trace = t->path,
 		.strategy = spec,
-		.events = events,
+		.events = as_trace_alloc_free_events(t),
 		.buffers = t->nbuffers,
 		.peak = as_plan_peak(p, t, -1),
 		.lower_bound = lb,

@@ -723,6 +723,15 @@ const char *as_trace_buffer_name(const struct as_trace *t, uint32_t i)
 	return t->buffers[i].name;
 }
 
+uint64_t as_trace_alloc_free_events(const struct as_trace *t)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < t->nevents; i++)
+		n += t->events[i].kind == AS_EV_ALLOC ||
+		     t->events[i].kind == AS_EV_FREE;
+	return n;
+}
+
 static bool by_start(uint32_t a, uint32_t b, const void *ctx)
 {
 	const struct as_trace *t = ctx;

@@ -297,6 +297,12 @@ int as_trace_parse(const char *name, const char *data, size_t len,
 void as_trace_destroy(struct as_trace *t);
 
 /*
+ * The trace's allocations and frees: its events without case starts and
+ * queries, the "events" that replay's table and JSON show. O(n).
+ */
+uint64_t as_trace_alloc_free_events(const struct as_trace *t);
+
+/*
  * The lower bound: the largest total size of buffers live at one time
  * (frees before allocations at equal times). Buffers living inside another
  * (aliases) take no space of their own. Address spaces are separate

@@ -6,7 +6,7 @@
  * Ownership: an as_results owns every string of its rows (they are copied
  * in); an as_comparison points into the two as_results it was made from, so
  * destroy it first. Every destroy function accepts NULL. Nothing here prints:
- * the markdown writer writes to the FILE the caller gives it.
+ * the JSON and markdown writers write to the FILE the caller gives them.
  *
  * Kept in its own header so that the core API (allocscope.h) stays about
  * traces, plans and strategies.
@@ -77,6 +77,50 @@ int as_results_load(struct as_results *r, const char *path,
 /* The same from memory; `name` is used in diagnostics. */
 int as_results_parse(struct as_results *r, const char *name,
 		     const char *data, size_t len, struct as_diag *diag);
+
+/* ---- Writing the results of a replay ---- */
+
+/*
+ * One strategy's result on a trace, as the caller made and checked it. The
+ * peak, failures and moments are taken while the plan still has its
+ * offsets; after that the writer reads the plan's offsets only for an
+ * invalid plan's violations and, when space_peak is NULL, for the peak of
+ * each space of a plan of several.
+ */
+struct as_replay_result {
+	const char *spec;               /* the SPEC, e.g. "greedy-size" */
+	const struct as_plan *plan;     /* statistics, notes, spaces, rounds */
+	const struct as_report *report; /* as_validate's, of this plan */
+	uint64_t peak;                  /* as_plan_peak(plan, trace, -1) */
+	uint32_t failed;                /* as_plan_failed */
+	const uint64_t *peak_time;      /* the peak moment; NULL: none */
+	const uint64_t *space_peak;     /* plan->nspaces peaks, or NULL */
+};
+
+/* One trace replayed: what `replay --json` writes of it. */
+struct as_replay_run {
+	const struct as_trace *trace;
+	uint64_t lower_bound;                  /* as_trace_lower_bound */
+	const uint64_t *lower_bound_time;      /* its moment; NULL: none */
+	const struct as_replay_result *results; /* in the order run */
+	size_t nresults;
+	/* The strategies that stopped at the step limit, without a plan. */
+	const char *const *left_out;
+	size_t nleft_out;
+	uint64_t step_limit;
+};
+
+/*
+ * Write `run` to `f` as the JSON object `replay --json` writes for one
+ * trace: {"trace": {...}, "results": [...]}, with "left_out" when some
+ * strategy was left out, and a newline (docs/diff.md); as_results_load reads
+ * it back. The function only reads `run` and what it points to, all of
+ * which stays the caller's. The moments come from the renderer
+ * (as_render_peak_moment, as_render_bound_moment), which the caller calls,
+ * so that this folder does without it. Returns 0, or AS_EIO when `f` has an
+ * error.
+ */
+int as_replay_write_json(const struct as_replay_run *run, FILE *f);
 
 /* ---- Comparing two result sets ---- */
 
