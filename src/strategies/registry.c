@@ -38,8 +38,8 @@ extern const struct as_strategy_impl as_strategy_numa_bundle;
 	"O(n log n + sum of k log k), k the placed buffers sharing a "     \
 	"buffer's time; in the default set up to "                         \
 	STR(AS_PLACE_BASELINE_MAX) " buffers, and left out of it once its " \
-	"walk passes max(2^31, 4 n log2(n)^2) steps (or, a quarter of them " \
-	"spent, is on pace for twice them, half spent for 1.5 times)"
+	"walk passes max(2^31, 4 n log2(n)^2) steps or falls well behind " \
+	"the pace to stay within them"
 
 /*
  * One row per strategy, with its running time in n, the buffers (planners)

@@ -89,7 +89,8 @@ void as_runner_destroy(struct as_runner *r)
 
 void as_runner_cancel(struct as_runner *r)
 {
-	atomic_store(&r->cancel, true);
+	if (r)
+		atomic_store(&r->cancel, true);
 }
 
 /* ---- Kept plans ---- */
