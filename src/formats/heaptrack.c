@@ -46,6 +46,15 @@
 #define MAX_FIELDS 1024 /* 3 a frame: deep inlining */
 #define MAX_STACK_FRAMES 256
 #define MAX_STACK_BYTES (16u << 10)
+/*
+ * The text of all stacks built: at most STACK_TEXT_FLOOR bytes plus
+ * STACK_TEXT_PER_BYTE times the bytes read so far. A stack is a trace
+ * node's path to the root, so a file of a few bytes a node can ask for a
+ * 16 KB text per node (350,000 nodes: 5.7 GB); past the bound the buffers
+ * of new stacks go without frames, counted ("stacks dropped").
+ */
+#define STACK_TEXT_FLOOR ((uint64_t)64 << 20)
+#define STACK_TEXT_PER_BYTE 8u
 
 struct node {
 	uint64_t ip;            /* instruction index (interpreted), address
@@ -69,6 +78,17 @@ struct module {
 	const char *name;
 };
 
+/*
+ * Where each address falls: disjoint pieces in address order, each the
+ * part of a module no module listed before it covers (the first listed
+ * wins, as a scan in order would find), so a frame is one binary search
+ * whatever the number of modules.
+ */
+struct piece {
+	uint64_t base, end;
+	uint32_t mod;
+};
+
 #define MAX_MODULES 4096
 
 struct heaptrack {
@@ -89,6 +109,11 @@ struct heaptrack {
 	char *scratch;          /* stack text under construction */
 	struct module *mods;    /* raw: the current mappings ("m" lines) */
 	uint32_t nmods, cap_mods;
+	struct piece *pieces;   /* raw: the mappings by address */
+	uint32_t npieces, cap_pieces;
+	uint64_t fed;           /* bytes read so far */
+	uint64_t stack_text;    /* bytes of the stacks built */
+	uint64_t dropped;       /* stacks not built past the bound */
 	const char *exe;        /* raw: the "x" line's file name */
 };
 
@@ -349,6 +374,62 @@ static int exe_line(struct as_builder *b, struct heaptrack *h, const char *s,
 		       : AS_ENOMEM;
 }
 
+/* The first piece that ends after `ip`. */
+static uint32_t piece_after(const struct heaptrack *h, uint64_t ip)
+{
+	uint32_t lo = 0, hi = h->npieces;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (h->pieces[mid].end <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Module `mod`, [base, end), into the pieces: the parts no piece covers
+ * yet. O(log pieces) to find the place, O(pieces) to move the rest.
+ */
+static int add_pieces(struct heaptrack *h, uint64_t base, uint64_t end,
+		      uint32_t mod)
+{
+	if (base >= end)
+		return AS_OK;
+	uint32_t k = piece_after(h, base), j = k;
+	while (j < h->npieces && h->pieces[j].base < end)
+		j++;
+	/* Pieces k..j-1 meet [base, end): the new module takes the gaps. */
+	struct piece *mid = malloc((2 * (size_t)(j - k) + 1) * sizeof(*mid));
+	if (!mid)
+		return AS_ENOMEM;
+	uint32_t n = 0;
+	uint64_t at = base;
+	for (uint32_t i = k; i < j; i++) {
+		const struct piece *p = &h->pieces[i];
+		if (p->base > at)
+			mid[n++] = (struct piece){at, p->base, mod};
+		mid[n++] = *p;
+		if (p->end > at)
+			at = p->end;
+	}
+	if (at < end)
+		mid[n++] = (struct piece){at, end, mod};
+	uint32_t more = n - (j - k);
+	if (!grow((void **)&h->pieces, &h->cap_pieces, h->npieces + more,
+		  sizeof(*h->pieces))) {
+		free(mid);
+		return AS_ENOMEM;
+	}
+	memmove(h->pieces + k + n, h->pieces + j,
+		(h->npieces - j) * sizeof(*h->pieces));
+	memcpy(h->pieces + k, mid, n * sizeof(*mid));
+	h->npieces += more;
+	free(mid);
+	return AS_OK;
+}
+
 /*
  * "m LEN PATH BASE [VADDR MEMSZ]...": a module mapped at BASE, its
  * segments at BASE + VADDR; "m 1 -" forgets every module (the list is
@@ -367,6 +448,7 @@ static int module_line(struct as_builder *b, struct heaptrack *h,
 				   "ADDRESS [OFFSET SIZE]...)");
 	if (n == 1 && t[0] == '-') {
 		h->nmods = 0;
+		h->npieces = 0;
 		return AS_OK;
 	}
 	memcpy(path, t, n);
@@ -401,26 +483,50 @@ static int module_line(struct as_builder *b, struct heaptrack *h,
 			   sizeof(*h->mods)))
 		return AS_ENOMEM;
 	h->mods[h->nmods++] = (struct module){base, base + top, name};
-	return AS_OK;
+	return add_pieces(h, base, base + top, h->nmods - 1);
+}
+
+/* "0x" and x in hexadecimal at out; the end. By hand: it runs per frame. */
+static char *put_hex(char *out, uint64_t x)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[16];
+	int k = 0;
+	do
+		tmp[k++] = digits[x & 15];
+	while (x >>= 4);
+	*out++ = '0';
+	*out++ = 'x';
+	while (k)
+		*out++ = tmp[--k];
+	return out;
 }
 
 /* A raw frame: "0xIP MODULE+0xOFFSET", or "0xIP" outside every module. */
 static void raw_frame(const struct heaptrack *h, uint64_t ip, char *out,
 		      size_t cap)
 {
-	for (uint32_t i = 0; i < h->nmods; i++) {
-		const struct module *m = &h->mods[i];
-		if (ip >= m->base && ip < m->end) {
-			snprintf(out, cap, "0x%llx %s+0x%llx",
-				 (unsigned long long)ip, m->name,
-				 (unsigned long long)(ip - m->base));
-			return;
+	uint32_t k = piece_after(h, ip);
+	char *at = put_hex(out, ip);
+	if (k < h->npieces && h->pieces[k].base <= ip) {
+		const struct module *m = &h->mods[h->pieces[k].mod];
+		size_t n = strlen(m->name);
+		/* the name fits: modules' names are at most 1023 bytes */
+		if (n + 40 < cap) {
+			*at++ = ' ';
+			memcpy(at, m->name, n);
+			at += n;
+			*at++ = '+';
+			at = put_hex(at, ip - m->base);
 		}
 	}
-	snprintf(out, cap, "0x%llx", (unsigned long long)ip);
+	*at = 0;
 }
 
-/* The stack of trace node `t`, built once. */
+/* The stack of a node past the text bound: no frames. */
+static const char dropped_stack[] = "";
+
+/* The stack of trace node `t`, built once (NULL: out of memory). */
 static const char *stack_of(struct as_builder *b, struct heaptrack *h,
 			    uint32_t t)
 {
@@ -428,13 +534,17 @@ static const char *stack_of(struct as_builder *b, struct heaptrack *h,
 		return NULL;
 	if (h->nodes[t].stack)
 		return h->nodes[t].stack;
+	if (h->stack_text > STACK_TEXT_FLOOR + STACK_TEXT_PER_BYTE * h->fed) {
+		h->dropped++;
+		return h->nodes[t].stack = dropped_stack;
+	}
 	size_t at = 0;
 	h->scratch[0] = 0;
 	int frames = 0;
 	for (uint32_t v = t; v != 0 && frames < MAX_STACK_FRAMES;
 	     v = h->nodes[v].parent, frames++) {
 		const char *text;
-		char num[300];
+		char num[1100];
 		uint64_t ip = h->nodes[v].ip;
 		if (h->mode == RAW) {
 			raw_frame(h, ip, num, sizeof(num));
@@ -450,6 +560,7 @@ static const char *stack_of(struct as_builder *b, struct heaptrack *h,
 		    !put(h->scratch, &at, text, strlen(text)))
 			break;
 	}
+	h->stack_text += at;
 	return h->nodes[t].stack = as_heap_intern(b, h->heap, h->scratch);
 }
 
@@ -486,7 +597,9 @@ static int alloc_interpreted(struct as_builder *b, struct heaptrack *h,
 	const char *st = stack_of(b, h, in->trace);
 	if (in->trace && !st)
 		return AS_ENOMEM;
-	return st ? as_builder_frames_interned(b, (uint32_t)idx, st) : AS_OK;
+	return st && st != dropped_stack
+		       ? as_builder_frames_interned(b, (uint32_t)idx, st)
+		       : AS_OK;
 }
 
 static int free_interpreted(struct as_builder *b, struct heaptrack *h,
@@ -612,8 +725,9 @@ static int parse_line(struct as_builder *b, void *state, const char *s,
 		const char *st = stack_of(b, h, j);
 		if (j && !st)
 			return AS_ENOMEM;
-		return as_heap_alloc(b, h->heap, w, v, st, AS_NONE, line,
-				     diag);
+		return as_heap_alloc(b, h->heap, w, v,
+				     st == dropped_stack ? NULL : st, AS_NONE,
+				     line, diag);
 	case '-':
 		if (n != 2)
 			return as_diag_set(diag, line, AS_EPARSE,
@@ -647,6 +761,7 @@ static void ht_free(struct heaptrack *h)
 	free(h->next);
 	free(h->scratch);
 	free(h->mods);
+	free(h->pieces);
 	free(h);
 }
 
@@ -669,6 +784,7 @@ static int ht_lines(struct as_builder *b, struct as_line_state *st,
 		h->ips[h->nips++] = "";
 		h->nodes[h->nnodes++] = (struct node){0, 0, NULL};
 	}
+	h->fed += len;
 	return as_recorded_lines(b, st, data, len, parse_line, h, diag);
 }
 
@@ -676,6 +792,10 @@ static int ht_end(struct as_builder *b, struct as_line_state *st, int err,
 		  struct as_diag *diag)
 {
 	struct heaptrack *h = st->priv;
+	if (!err && h && h->dropped)
+		err = as_builder_count(b, "stacks dropped past the text bound "
+					  "(docs/trace-format.md)",
+				       h->dropped);
 	if (!err && h && h->mode == RAW)
 		err = as_heap_finish(b, h->heap, "blocks live at the end");
 	if (!err && h && h->mode != RAW) {

@@ -69,7 +69,7 @@ struct seg {
 
 /*
  * A hash map from a pair of 64-bit keys to a 64-bit value: open addressing,
- * linear probing, load at most 1/2.
+ * linear probing, load at most 1/2, keyed hashing (as_hash_pair).
  */
 struct map {
 	struct mslot {
@@ -125,6 +125,7 @@ struct ctx {
 	 * of a text -> the same text.
 	 */
 	struct map frame_dicts, frame_seqs, frame_texts;
+	struct map frame_lists;  /* a frames list's address -> interned[] */
 	struct finfo *fi;
 	size_t nfi, capfi;
 	struct as_arena ftext;
@@ -140,7 +141,6 @@ struct ctx {
 
 /* ---- snapshot.c ---- */
 
-uint64_t as_snap_mix(uint64_t a, uint64_t b);
 void as_snap_map_free(struct map *m);
 struct mslot *as_snap_map_get(struct map *m, uint64_t a, uint64_t b,
 			     uint64_t def);
