@@ -19,6 +19,7 @@
 #define AS_PLACE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/internal.h"
@@ -144,7 +145,7 @@ struct as_span *as_placer_spans(struct as_placer *pl, const struct as_rect *r,
  * spare ones would otherwise sit idle, a walk without an undo log records
  * its puts on a thread of their own and goes on with its next find, which
  * waits only for the puts of rectangles sharing time with it: the same
- * offsets, in less time (placer.c, "Puts recorded on a spare processor").
+ * offsets, in less time (pipe.c).
  */
 void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off);
 /* Record puts on a thread of their own whether a processor is spare or not
@@ -167,6 +168,17 @@ void as_placer_budget(struct as_placer *pl, struct as_budget *b);
 int as_placer_error(struct as_placer *pl);
 /* Take a placed rectangle out again (any order). */
 void as_placer_pop(struct as_placer *pl, uint32_t i);
+/*
+ * Verify the placer's index against a plain scan of the placed rectangles:
+ * every node's runs are the merged ranges of the rectangles recorded there,
+ * its counts right, every union and snapshot (unless a pop left them stale)
+ * and every path union a query would read as fresh the union it stands
+ * for, and a few finds the brute-force fit among the placed rectangles
+ * sharing time. Drains the puts' thread first. Returns how many invariants
+ * are broken and words the first in msg (len bytes, may be NULL); never
+ * prints. A placer out of memory is not looked at (its finds fail).
+ */
+uint64_t as_placer_check(struct as_placer *pl, char *msg, size_t len);
 /*
  * Log what every put changes from now on (it resets the placer), so popping
  * the rectangles last put first keeps queries as fast as before the puts:
