@@ -2,6 +2,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -775,4 +777,14 @@ uint64_t as_hash_mem(const void *p, size_t len)
 	}
 	h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
 	return h ^ (h >> 29);
+}
+
+void as_problem(struct as_problems *p, const char *fmt, ...)
+{
+	if (p->n++ == 0 && p->msg && p->len) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(p->msg, p->len, fmt, ap);
+		va_end(ap);
+	}
 }

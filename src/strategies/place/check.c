@@ -3,36 +3,11 @@
  * the placed rectangles, and with AS_EXPENSIVE_CHECKS that check sampled
  * after puts and pops (as_placer_audit).
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "strategies/place/placer.h"
-
-/*
- * What the check found: how many broken invariants, the first in words.
- * (The strategies' struct as_problems does the same; this folder does not
- * include the strategy interface.)
- */
-struct found {
-	uint64_t n;
-	char *msg;
-	size_t len;
-};
-
-static void problem(struct found *f, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void problem(struct found *f, const char *fmt, ...)
-{
-	if (f->n++ == 0 && f->msg && f->len) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(f->msg, f->len, fmt, ap);
-		va_end(ap);
-	}
-}
 
 static unsigned long long ull(uint64_t x)
 {
@@ -44,23 +19,23 @@ static unsigned long long ull(uint64_t x)
  * and the block maxima its gap index has up to date are right: one problem
  * a broken set.
  */
-static void check_runs(struct found *f, const struct runs *ru,
+static void check_runs(struct as_problems *f, const struct runs *ru,
 		       const char *what, uint32_t v)
 {
 	const struct as_span *s = as_runs_cv(ru);
 	if (ru->cap == 0 ? ru->n > 1 : ru->n > ru->cap) {
-		problem(f, "%s %u holds %u runs in room for %u", what, v, ru->n,
+		as_problem(f, "%s %u holds %u runs in room for %u", what, v, ru->n,
 			ru->cap ? ru->cap : 1);
 		return;
 	}
 	for (uint32_t k = 0; k < ru->n; k++) {
 		if (s[k].lo >= s[k].hi) {
-			problem(f, "%s %u: run %u [%llu, %llu) is empty", what,
+			as_problem(f, "%s %u: run %u [%llu, %llu) is empty", what,
 				v, k, ull(s[k].lo), ull(s[k].hi));
 			return;
 		}
 		if (k && s[k - 1].hi >= s[k].lo) {
-			problem(f, "%s %u: run %u [%llu, %llu) overlaps or "
+			as_problem(f, "%s %u: run %u [%llu, %llu) overlaps or "
 				"touches the one before, [%llu, %llu)", what, v,
 				k, ull(s[k].lo), ull(s[k].hi),
 				ull(s[k - 1].lo), ull(s[k - 1].hi));
@@ -73,7 +48,7 @@ static void check_runs(struct found *f, const struct runs *ru,
 	for (uint64_t b = 0; b < t[0]; b++) {
 		uint64_t first = b * AS_BLK, m = 0;
 		if (first >= ru->n) {
-			problem(f, "%s %u: block %llu of %u runs up to date",
+			as_problem(f, "%s %u: block %llu of %u runs up to date",
 				what, v, ull(b), ru->n);
 			return;
 		}
@@ -81,7 +56,7 @@ static void check_runs(struct found *f, const struct runs *ru,
 			if (s[j].lo - s[j - 1].hi > m)
 				m = s[j].lo - s[j - 1].hi;
 		if (t[1 + b] != m) {
-			problem(f, "%s %u: block %llu keeps a largest gap of "
+			as_problem(f, "%s %u: block %llu keeps a largest gap of "
 				"%llu, not %llu", what, v, ull(b), ull(t[1 + b]),
 				ull(m));
 			return;
@@ -111,7 +86,7 @@ static uint32_t canonical(struct as_span *g, uint32_t n)
  * total length are their union; runs canonical are its merged ranges. Then
  * sub[v] against the recordings at v and below it.
  */
-static bool check_nodes(struct as_placer *pl, struct found *f)
+static bool check_nodes(struct as_placer *pl, struct as_problems *f)
 {
 	size_t nodes = 2 * (size_t)pl->size;
 	uint64_t *len = calloc(nodes, sizeof(uint64_t));
@@ -134,7 +109,7 @@ static bool check_nodes(struct as_placer *pl, struct found *f)
 			len[cov[c]] += hi - lo;
 			cnt[cov[c]]++;
 			if (k == ru->n || s[k].lo > lo || s[k].hi < hi)
-				problem(f, "rectangle %u at [%llu, %llu) is not "
+				as_problem(f, "rectangle %u at [%llu, %llu) is not "
 					"in the runs of node %u", i, ull(lo),
 					ull(hi), cov[c]);
 		}
@@ -147,14 +122,14 @@ static bool check_nodes(struct as_placer *pl, struct found *f)
 		for (uint32_t k = 0; k < ru->n; k++)
 			sum += s[k].hi - s[k].lo;
 		if (sum != len[v])
-			problem(f, "node %zu: runs of %llu bytes, its "
+			as_problem(f, "node %zu: runs of %llu bytes, its "
 				"rectangles %llu", v, ull(sum), ull(len[v]));
 	}
 	for (size_t v = nodes - 1; v >= 2; v--)
 		cnt[v / 2] += cnt[v];
 	for (size_t v = 1; v < nodes; v++)
 		if (pl->sub[v] != cnt[v])
-			problem(f, "node %zu: sub %u, but %u recordings at it "
+			as_problem(f, "node %zu: sub %u, but %u recordings at it "
 				"and below", v, pl->sub[v], cnt[v]);
 	free(len);
 	free(cnt);
@@ -198,7 +173,7 @@ static uint32_t part_sets(const struct as_placer *pl, uint32_t i,
  * their spans bucketed by set (counted, then placed), each bucket's union
  * against the set. False: no memory.
  */
-static bool check_parts(struct as_placer *pl, struct found *f)
+static bool check_parts(struct as_placer *pl, struct as_problems *f)
 {
 	uint32_t sets = pl->nparts + pl->nhot, in[AS_PART_SETS];
 	uint32_t *first = calloc((size_t)sets + 1, sizeof(uint32_t));
@@ -235,7 +210,7 @@ static bool check_parts(struct as_placer *pl, struct found *f)
 		check_runs(f, &pl->part[s], what, v);
 		uint32_t n = canonical(span + at, first[s] - at);
 		if (!same_runs(&pl->part[s], span + at, n))
-			problem(f, "%s %u is not its rectangles' union (%u "
+			as_problem(f, "%s %u is not its rectangles' union (%u "
 				"runs, %u)", what, v, pl->part[s].n, n);
 	}
 	ok = true;
@@ -251,7 +226,7 @@ out:
  * has runs, and neither they nor an ancestor's union changed since it was
  * made) against the runs of its node and its ancestors; false: no memory.
  */
-static bool check_paths(struct as_placer *pl, struct found *f)
+static bool check_paths(struct as_placer *pl, struct as_problems *f)
 {
 	for (uint32_t a = 1; a < pl->npath; a++) {
 		check_runs(f, &pl->path[a], "path union", a);
@@ -283,7 +258,7 @@ static bool check_paths(struct as_placer *pl, struct found *f)
 		}
 		n = canonical(g, n);
 		if (!same_runs(&pl->path[a], g, n))
-			problem(f, "path union %u is not the union of its "
+			as_problem(f, "path union %u is not the union of its "
 				"path's runs (%u runs, %u)", a, pl->path[a].n,
 				n);
 		free(g);
@@ -339,7 +314,7 @@ static bool plain_fit(const struct as_placer *pl, uint32_t q, enum as_fit fit,
 #define AS_CHECK_FINDS 4
 
 /* A few finds against plain_fit; false: no memory. */
-static bool check_finds(struct as_placer *pl, struct found *f)
+static bool check_finds(struct as_placer *pl, struct as_problems *f)
 {
 	uint32_t n = pl->pb->n;
 	struct as_span *g = malloc(((size_t)n + 1) * sizeof(*g));
@@ -357,7 +332,7 @@ static bool check_finds(struct as_placer *pl, struct found *f)
 				break;
 			bool fits = plain_fit(pl, q, fit, g, &want);
 			if (found != fits || (found && got != want))
-				problem(f, "%s fit of rectangle %u: the placer "
+				as_problem(f, "%s fit of rectangle %u: the placer "
 					"says %s%llu, a plain scan %s%llu",
 					fi ? "best" : "lowest", q,
 					found ? "" : "none, ", ull(got),
@@ -371,7 +346,7 @@ static bool check_finds(struct as_placer *pl, struct found *f)
 
 uint64_t as_placer_check(struct as_placer *pl, char *msg, size_t len)
 {
-	struct found f = {0, msg, len};
+	struct as_problems f = {0, msg, len};
 	if (msg && len)
 		msg[0] = '\0';
 	as_pipe_drain(pl);
@@ -385,7 +360,7 @@ uint64_t as_placer_check(struct as_placer *pl, char *msg, size_t len)
 	if (ok)
 		ok = check_finds(pl, &f);
 	if (!ok)
-		problem(&f, "the check ran out of memory");
+		as_problem(&f, "the check ran out of memory");
 	return f.n;
 }
 
