@@ -726,6 +726,87 @@ static void markdown_notes_invalid_plans_and_failed_allocations(void)
 	as_results_destroy(b);
 }
 
+static void markdown_escapes_names_from_result_files(void)
+{
+	struct as_results *a = set(), *b = set();
+	const char *evil = "s\x1b[2J<script>alert(1)</script>|*x*_[l](u)";
+	row(a, "t\x1b]0;pwn\x07.ops", evil, 100, 100, true, 0, 1);
+	row(b, "t\x1b]0;pwn\x07.ops", evil, 150, 100, true, 0, 1);
+	row(a, "tick`tock.ops", "s", 100, 100, true, 0, 1);
+	row(b, "tick`tock.ops", "s", 150, 100, true, 0, 1);
+	struct as_comparison *c = cmp(a, b, NULL);
+	char *md = markdown(c, false);
+	CHECK(strchr(md, '\x1b') == NULL && strchr(md, '\x07') == NULL);
+	CHECK(strstr(md, "<script>") == NULL);
+	CHECK(strstr(md, "| `t\\x1b]0;pwn\\x07.ops` | s\\x1b\\[2J&lt;script&gt;"
+			 "alert(1)&lt;/script&gt;\\|\\*x\\*\\_\\[l\\](u) |") !=
+	      NULL);
+	/* A backtick cannot be in a code span: the name is text. */
+	CHECK(strstr(md, "| tick\\`tock.ops | s |") != NULL);
+	free(md);
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
+/* as_escape(s, how) as a string (static: one at a time). */
+static const char *esc(const char *s, enum as_escape_how how)
+{
+	static char buf[256];
+	size_t n = as_escape(buf, sizeof(buf), s, how);
+	CHECK_EQ_U64(n, strlen(buf));
+	return buf;
+}
+
+static void escaping_keeps_utf8_and_shows_control_bytes(void)
+{
+	CHECK_STR(esc("plain/name_1.ops", AS_ESCAPE_TEXT), "plain/name_1.ops");
+	CHECK_STR(esc("a\x1b[31mb\nc\x7f", AS_ESCAPE_TEXT),
+		  "a\\x1b[31mb\\x0ac\\x7f");
+	/* UTF-8 stays; C1 controls, bidi overrides and stray bytes go. */
+	CHECK_STR(esc("caf\xc3\xa9 \xe2\x86\x92", AS_ESCAPE_TEXT),
+		  "caf\xc3\xa9 \xe2\x86\x92");
+	CHECK_STR(esc("x\xc2\x9b" "2Jy", AS_ESCAPE_TEXT), "x\\xc2\\x9b2Jy");
+	CHECK_STR(esc("\xe2\x80\xae" "evil", AS_ESCAPE_TEXT),
+		  "\\xe2\\x80\\xaeevil");
+	CHECK_STR(esc("\xff\xc3(\xe2\x82", AS_ESCAPE_TEXT),
+		  "\\xff\\xc3(\\xe2\\x82");
+	CHECK_STR(esc("\xc0\xaf\xed\xa0\x80", AS_ESCAPE_TEXT),
+		  "\\xc0\\xaf\\xed\\xa0\\x80");
+	CHECK_STR(esc("a<b>&c|`*_[]~\\", AS_ESCAPE_MARKDOWN),
+		  "a&lt;b&gt;&amp;c\\|\\`\\*\\_\\[\\]\\~\\\\");
+	CHECK_STR(esc("a<b>|_\t", AS_ESCAPE_MARKDOWN_CODE), "a<b>\\|_\\x09");
+}
+
+static void escaping_cuts_between_whole_escapes(void)
+{
+	char buf[8];
+	/* "ab\x1b" escaped is "ab\\x1b" (6): 5 bytes of room hold "ab". */
+	CHECK_EQ_U64(as_escape(buf, 6, "ab\x1b", AS_ESCAPE_TEXT), 6);
+	CHECK_STR(buf, "ab");
+	CHECK_EQ_U64(as_escape(buf, 7, "ab\x1b", AS_ESCAPE_TEXT), 6);
+	CHECK_STR(buf, "ab\\x1b");
+	CHECK_EQ_U64(as_escape(buf, 4, "a\xc3\xa9z", AS_ESCAPE_TEXT), 4);
+	CHECK_STR(buf, "a\xc3\xa9");
+	CHECK_EQ_U64(as_escape(buf, 3, "a\xc3\xa9z", AS_ESCAPE_TEXT), 4);
+	CHECK_STR(buf, "a");
+	CHECK_EQ_U64(as_escape(NULL, 0, "<", AS_ESCAPE_MARKDOWN), 4);
+}
+
+static void a_diagnostic_is_escaped_and_never_empty(void)
+{
+	char buf[256];
+	struct as_diag d = {.file = "dir/x\x1b[2J.ops", .line = 3};
+	snprintf(d.msg, sizeof(d.msg), "bad \x07name");
+	CHECK_STR(as_diag_text(&d, buf, sizeof(buf)),
+		  "dir/x\\x1b[2J.ops:3: bad \\x07name");
+	struct as_diag e = {.file = "t.ops", .err = AS_EINVAL};
+	CHECK_STR(as_diag_text(&e, buf, sizeof(buf)),
+		  "t.ops: invalid argument (no more is known)");
+	struct as_diag z = {.file = "t.ops"};
+	CHECK(strlen(as_diag_text(&z, buf, sizeof(buf))) > strlen("t.ops: "));
+}
+
 /* ---- Running strategies into rows ---- */
 
 static void running_a_strategy_appends_a_validated_row(void)
@@ -882,6 +963,10 @@ int main(void)
 	TEST_RUN(markdown_lists_regressions_first_and_counts_unchanged);
 	TEST_RUN(markdown_of_a_clean_comparison_says_so);
 	TEST_RUN(markdown_notes_invalid_plans_and_failed_allocations);
+	TEST_RUN(markdown_escapes_names_from_result_files);
+	TEST_RUN(escaping_keeps_utf8_and_shows_control_bytes);
+	TEST_RUN(escaping_cuts_between_whole_escapes);
+	TEST_RUN(a_diagnostic_is_escaped_and_never_empty);
 	TEST_RUN(running_a_strategy_appends_a_validated_row);
 	TEST_RUN(the_replay_json_writer_reads_back_as_its_rows);
 	TEST_RUN(plan_delta_marks_moved_buffers_and_the_peak_cross_section);

@@ -1,5 +1,5 @@
 /*
- * The segment-tree placer of place/placer.c against a plain one: for each
+ * The segment-tree placer (place/placer.h) against a plain one: for each
  * rectangle of a random order, the placed rectangles sharing its time are
  * collected one by one, sorted and scanned. The placer's shortcuts (leaves
  * only where rectangles start, per-subtree unions, path unions, blocks read
@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "strategies/place/place.h"
+/* The placer's insides, for the tests that break its index on purpose. */
+#include "strategies/place/placer.h"
 #include "tap.h"
 
 static uint64_t rng_state;
@@ -211,6 +213,26 @@ static void puts_on_a_thread_of_their_own_give_the_same_offsets(void)
 }
 
 /*
+ * Take a trial back, by x (the step's draw, 0-9, when it put nothing): the
+ * last put (x below 9: the exact undo), or with out_of_order any one
+ * (x 9: the placer goes stale). stack holds the *ns placed ones, last put
+ * last.
+ */
+static void take_back(struct as_placer *pl, uint8_t *placed, uint32_t *stack,
+		      uint32_t *ns, uint64_t x, bool out_of_order)
+{
+	if (x < 9 && *ns) {
+		placed[stack[--*ns]] = 0;
+		as_placer_pop(pl, stack[*ns]);
+	} else if (x == 9 && *ns && out_of_order) {
+		uint32_t k = (uint32_t)(rnd() % *ns);
+		placed[stack[k]] = 0;
+		as_placer_pop(pl, stack[k]);
+		stack[k] = stack[--*ns];
+	}
+}
+
+/*
  * Trials taken back (strip's tuning): puts popped last first keep the
  * per-subtree unions exact through an undo log (as_placer_undo); a pop out
  * of that order, or any pop without the log, falls back to reading every
@@ -249,16 +271,9 @@ static void popped_trials_leave_the_placer_as_before(void)
 				off[i] = o;
 				placed[i] = 1;
 				stack[ns++] = i;
-			} else if (x < 9 && ns) {
-				/* The last put: the exact undo. */
-				placed[stack[--ns]] = 0;
-				as_placer_pop(pl, stack[ns]);
-			} else if (x == 9 && ns && seed % 2 == 0) {
-				/* Out of order: the placer goes stale. */
-				uint32_t k = (uint32_t)(rnd() % ns);
-				placed[stack[k]] = 0;
-				as_placer_pop(pl, stack[k]);
-				stack[k] = stack[--ns];
+			} else {
+				take_back(pl, placed, stack, &ns, x,
+					  seed % 2 == 0);
 			}
 			if (step % 500 == 499)
 				as_placer_reset(pl), ns = 0,
@@ -635,6 +650,312 @@ static void a_walk_far_behind_its_pace_stops_once_a_quarter_is_spent(void)
 	free(pb.times);
 }
 
+/*
+ * as_placer_check over a walk of random puts, pops last put first (undone
+ * exactly with the log), pops out of order (the unions go stale) and
+ * resets: it finds nothing broken at any point, with the log or without.
+ */
+static void the_check_finds_nothing_after_puts_pops_and_resets(void)
+{
+	for (uint64_t seed = 1; seed <= 4; seed++) {
+		struct as_problem pb;
+		rng_state = 300 + seed;
+		uint32_t n = 500;
+		random_problem(&pb, n, 70, seed > 2 ? 3 : 0);
+		struct as_placer *pl = as_placer_create(&pb);
+		uint8_t *placed = calloc(n, 1);
+		uint32_t *stack = calloc(n, sizeof(uint32_t));
+		CHECK(pl && placed && stack);
+		if (!pl || !placed || !stack)
+			goto next;
+		if (seed != 3) /* seed 3: no log, every pop goes stale */
+			as_placer_undo(pl);
+		uint32_t ns = 0, checks = 0, broken = 0;
+		char msg[256] = "";
+		for (uint32_t step = 0; step < 2000; step++) {
+			uint32_t i = (uint32_t)(rnd() % n);
+			uint64_t x = rnd() % 10;
+			if (x < 6 && !placed[i]) {
+				uint64_t o = 0;
+				CHECK(as_placer_find(pl, i, x % 2 ? AS_FIT_BEST
+								  : AS_FIT_LOWEST,
+						     &o, NULL));
+				as_placer_put(pl, i, o);
+				placed[i] = 1;
+				stack[ns++] = i;
+			} else {
+				take_back(pl, placed, stack, &ns, x,
+					  seed % 2 == 0);
+			}
+			if (step % 25 == 24) {
+				char m[256];
+				uint64_t b = as_placer_check(pl, m, sizeof(m));
+				if (b && !broken)
+					memcpy(msg, m, sizeof(m));
+				broken += b != 0;
+				checks++;
+			}
+			if (step % 700 == 699) {
+				as_placer_reset(pl);
+				ns = 0;
+				memset(placed, 0, n);
+				broken += as_placer_check(pl, NULL, 0) != 0;
+			}
+		}
+		CHECK(checks >= 80);
+		CHECK_EQ_U64(broken, 0);
+		if (broken)
+			printf("#   seed %llu: %s\n", (unsigned long long)seed,
+			       msg);
+	next:
+		as_placer_destroy(pl);
+		free(placed);
+		free(stack);
+		free(pb.r);
+		free(pb.times);
+	}
+}
+
+/*
+ * With the puts recorded on a thread of their own, the check first waits
+ * for them all: after whole walks of both fits, and after pops in the
+ * middle of one, it finds nothing broken.
+ */
+static void the_check_finds_nothing_with_puts_on_their_own_thread(void)
+{
+	for (uint64_t seed = 1; seed <= 2; seed++) {
+		struct as_problem pb;
+		rng_state = 400 + seed;
+		uint32_t n = 2000;
+		random_problem(&pb, n, 60 + 100 * (uint32_t)seed, 4);
+		struct as_placer *pl = as_placer_create(&pb);
+		uint32_t *order = calloc(n, sizeof(uint32_t));
+		uint64_t *off = calloc(n, sizeof(uint64_t));
+		CHECK(pl && order && off);
+		if (!pl || !order || !off)
+			goto next;
+		as_placer_threaded(pl);
+		as_order_greedy_size(&pb, order);
+		char msg[256] = "";
+		for (int f = 0; f < 2; f++) {
+			enum as_fit fit = f ? AS_FIT_BEST : AS_FIT_LOWEST;
+			CHECK(as_place_order(pl, order, n, fit, off) !=
+			      UINT64_MAX);
+			CHECK_EQ_U64(as_placer_check(pl, msg, sizeof(msg)), 0);
+		}
+		/* Half a walk, the check while puts may still be queued. */
+		as_placer_reset(pl);
+		for (uint32_t j = 0; j < n / 2; j++) {
+			uint64_t o = 0;
+			CHECK(as_placer_find(pl, order[j], AS_FIT_LOWEST, &o,
+					     NULL));
+			as_placer_put(pl, order[j], o);
+		}
+		CHECK_EQ_U64(as_placer_check(pl, msg, sizeof(msg)), 0);
+		for (uint32_t j = 0; j < n / 2; j += 31)
+			as_placer_pop(pl, order[j]);
+		CHECK_EQ_U64(as_placer_check(pl, msg, sizeof(msg)), 0);
+		if (msg[0])
+			printf("#   seed %llu: %s\n", (unsigned long long)seed,
+			       msg);
+	next:
+		as_placer_destroy(pl);
+		free(order);
+		free(off);
+		free(pb.r);
+		free(pb.times);
+	}
+}
+
+/* A small walk for the tests that break the index: n rectangles placed
+ * lowest fit in index order, the log on when `undo`. */
+static struct as_placer *small_walk(struct as_problem *pb, uint32_t n,
+				    bool undo)
+{
+	rng_state = 77;
+	random_problem(pb, n, 40, 0);
+	struct as_placer *pl = as_placer_create(pb);
+	if (!pl)
+		return NULL;
+	if (undo)
+		as_placer_undo(pl);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t o = 0;
+		if (!as_placer_find(pl, i, AS_FIT_LOWEST, &o, NULL)) {
+			as_placer_destroy(pl);
+			return NULL;
+		}
+		as_placer_put(pl, i, o);
+	}
+	return pl;
+}
+
+/* A rectangle put twice (no pop between) is recorded twice: its node's
+ * runs and counts no longer match the rectangles, and the check says so. */
+static void the_check_finds_a_rectangle_put_twice(void)
+{
+	struct as_problem pb;
+	struct as_placer *pl = small_walk(&pb, 300, false);
+	CHECK(pl != NULL);
+	if (pl) {
+		char msg[256];
+		CHECK_EQ_U64(as_placer_check(pl, msg, sizeof(msg)), 0);
+		as_placer_put(pl, 7, pl->off[7]);
+		CHECK(as_placer_check(pl, msg, sizeof(msg)) > 0);
+		CHECK(strstr(msg, "node") != NULL);
+		printf("#   %s\n", msg);
+	}
+	as_placer_destroy(pl);
+	free(pb.r);
+	free(pb.times);
+}
+
+/* The first node of pl with runs, at or above `from`; 0: none. */
+static uint32_t node_with_runs(const struct as_placer *pl, uint32_t from)
+{
+	for (uint32_t v = from; v < 2 * pl->size; v++)
+		if (pl->node[v].n)
+			return v;
+	return 0;
+}
+
+/*
+ * Each part of the index broken by hand in turn (a node's run moved, a
+ * count off by one, a run missing from a subtree's union, a path union a
+ * query would read as it is): the check counts it
+ * and words it, and finds nothing once it is put back.
+ */
+static void the_check_finds_each_part_of_the_index_broken(void)
+{
+	struct as_problem pb;
+	struct as_placer *pl = small_walk(&pb, 400, true);
+	CHECK(pl != NULL);
+	if (!pl)
+		goto out;
+	char msg[256];
+	CHECK_EQ_U64(as_placer_check(pl, msg, sizeof(msg)), 0);
+
+	uint32_t v = node_with_runs(pl, pl->size); /* a leaf */
+	CHECK(v != 0);
+	struct as_span *s = as_runs_v(&pl->node[v]), keep = s[0];
+	s[0].lo += 1;
+	CHECK(as_placer_check(pl, msg, sizeof(msg)) > 0);
+	CHECK(strstr(msg, "node") != NULL);
+	printf("#   moved run: %s\n", msg);
+	s[0] = keep;
+	CHECK_EQ_U64(as_placer_check(pl, msg, sizeof(msg)), 0);
+
+	pl->sub[v]++;
+	CHECK(as_placer_check(pl, msg, sizeof(msg)) > 0);
+	CHECK(strstr(msg, "sub") != NULL);
+	printf("#   count: %s\n", msg);
+	pl->sub[v]--;
+
+	uint32_t a = 1;
+	while (a < pl->nparts && pl->part[a].n < 2)
+		a++;
+	CHECK(a < pl->nparts);
+	if (a < pl->nparts) {
+		pl->part[a].n--;
+		CHECK(as_placer_check(pl, msg, sizeof(msg)) > 0);
+		CHECK(strstr(msg, "union") != NULL);
+		printf("#   union: %s\n", msg);
+		pl->part[a].n++;
+	}
+
+	/* A find brings the path unions of its leaves up to date; one of
+	 * them losing a run is seen. */
+	uint64_t o;
+	CHECK(as_placer_find(pl, 0, AS_FIT_LOWEST, &o, NULL));
+	uint32_t p = 1;
+	while (p < pl->npath &&
+	       !(pl->node[p].n && pl->path[p].n && pl->path_at[p] >= pl->ver[p]))
+		p++;
+	CHECK(p < pl->npath);
+	if (p < pl->npath) {
+		struct as_span *ps = as_runs_v(&pl->path[p]), pk = ps[0];
+		ps[0].hi = ps[0].lo + (ps[0].hi - ps[0].lo) / 2;
+		if (ps[0].hi == ps[0].lo)
+			ps[0].hi++;
+		CHECK(as_placer_check(pl, msg, sizeof(msg)) > 0);
+		printf("#   path: %s\n", msg);
+		ps[0] = pk;
+	}
+	CHECK_EQ_U64(as_placer_check(pl, msg, sizeof(msg)), 0);
+out:
+	as_placer_destroy(pl);
+	free(pb.r);
+	free(pb.times);
+}
+
+/*
+ * A set of more than one block of runs (long-lived rectangles with gaps
+ * between them), its first block's largest gap brought up to date and then
+ * spoiled: the check recomputes it and says so.
+ */
+static void the_check_finds_a_wrong_block_maximum(void)
+{
+	uint32_t n = 3 * AS_BLK, S = 4;
+	struct as_rect *r = calloc(n, sizeof(*r));
+	uint64_t times[5] = {0, 1, 2, 3, 4};
+	struct as_problem pb = {r, n, S, 0, times};
+	struct as_placer *pl = NULL;
+	CHECK(r != NULL);
+	if (!r)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		r[i] = (struct as_rect){8, 0, S, i, 0};
+	pl = as_placer_create(&pb);
+	CHECK(pl != NULL);
+	if (!pl)
+		goto out;
+	for (uint32_t i = 0; i < n; i++)
+		as_placer_put(pl, i, 16 * (uint64_t)i + 8 * (i % 3 == 0));
+	char msg[256];
+	CHECK_EQ_U64(as_placer_check(pl, msg, sizeof(msg)), 0);
+	struct runs *big = NULL;
+	for (uint32_t v = 1; v < 2 * pl->size && !big; v++)
+		if (pl->node[v].n > AS_BLK)
+			big = &pl->node[v];
+	CHECK(big != NULL);
+	if (big) {
+		uint64_t m = as_runs_block_max(big, 0);
+		as_runs_tail(big)[1] = m + 1;
+		CHECK(as_placer_check(pl, msg, sizeof(msg)) > 0);
+		CHECK(strstr(msg, "block") != NULL);
+		printf("#   %s\n", msg);
+		as_runs_tail(big)[1] = m;
+		CHECK_EQ_U64(as_placer_check(pl, msg, sizeof(msg)), 0);
+	}
+out:
+	as_placer_destroy(pl);
+	free(r);
+}
+
+#ifdef AS_EXPENSIVE_CHECKS
+/*
+ * In an expensive-checks build every few puts and pops are followed by the
+ * check, and an index it finds broken makes the finds fail from then on
+ * (as_placer_error: AS_EINVAL), as a broken allocator fails its replay.
+ */
+static void a_broken_index_makes_finds_fail_in_an_expensive_build(void)
+{
+	struct as_problem pb;
+	/* Fewer rectangles than the sampling's share: every change checked. */
+	struct as_placer *pl = small_walk(&pb, 6, false);
+	CHECK(pl != NULL);
+	if (pl) {
+		uint64_t o;
+		as_placer_put(pl, 2, pl->off[2]);
+		CHECK(!as_placer_find(pl, 3, AS_FIT_LOWEST, &o, NULL));
+		CHECK_EQ_U64(as_placer_error(pl), AS_EINVAL);
+	}
+	as_placer_destroy(pl);
+	free(pb.r);
+	free(pb.times);
+}
+#endif
+
 int main(void)
 {
 	TEST_RUN(placer_matches_the_plain_greedy);
@@ -646,5 +967,16 @@ int main(void)
 	TEST_RUN(a_part_on_its_own_sections_keeps_its_overlaps_loads_and_lengths);
 	TEST_RUN(a_walk_stops_once_its_steps_run_out_and_takes_as_many_each_time);
 	TEST_RUN(a_walk_far_behind_its_pace_stops_once_a_quarter_is_spent);
+	TEST_RUN(the_check_finds_nothing_after_puts_pops_and_resets);
+	TEST_RUN(the_check_finds_nothing_with_puts_on_their_own_thread);
+	TEST_RUN(the_check_finds_a_rectangle_put_twice);
+	TEST_RUN(the_check_finds_each_part_of_the_index_broken);
+	TEST_RUN(the_check_finds_a_wrong_block_maximum);
+#ifdef AS_EXPENSIVE_CHECKS
+	TEST_RUN(a_broken_index_makes_finds_fail_in_an_expensive_build);
+#else
+	TEST_SKIP(a_broken_index_makes_finds_fail_in_an_expensive_build,
+		  "needs -Dexpensive_checks=true");
+#endif
 	return tap_done();
 }

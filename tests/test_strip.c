@@ -5,6 +5,8 @@
  * with the heights reached so far, so they cannot silently regress.
  */
 #include <math.h>
+#include <pthread.h>
+#include <time.h>
 
 #include "allocscope/allocscope.h"
 #include "strategies/place/place.h"
@@ -252,8 +254,8 @@ static void sweep_placer_plans_are_valid_and_fixed_rectangles_stay(void)
 		uint8_t *fixed = calloc(pb.n, 1);
 		int err = 0;
 		for (int f = 0; f < 2; f++) {
-			uint64_t peak = as_place_sweep(&pb, f, NULL, NULL, off,
-						       &err);
+			uint64_t peak = as_place_sweep(&pb, f, NULL, NULL,
+						       NULL, off, &err);
 			CHECK(err == AS_OK && peak >= pb.lower_bound);
 			CHECK(!overlapping(&pb, off));
 		}
@@ -269,7 +271,7 @@ static void sweep_placer_plans_are_valid_and_fixed_rectangles_stay(void)
 		uint64_t keep = m ? off[order[0]] : 0;
 		for (uint32_t k = 0; k < m; k++)
 			fixed[order[k]] = 1;
-		as_place_sweep(&pb, AS_FIT_LOWEST, fixed, pl, off, &err);
+		as_place_sweep(&pb, AS_FIT_LOWEST, fixed, pl, NULL, off, &err);
 		CHECK(err == AS_OK);
 		CHECK(!overlapping(&pb, off));
 		if (m)
@@ -297,14 +299,14 @@ static void exact_search_packs_the_minimalloc_example_at_capacity(void)
 	uint64_t off[5];
 	struct as_exact_stats st = {0};
 	CHECK_EQ_U64(pb.lower_bound, 12);
-	CHECK_EQ_U64(as_exact_solve(&pb, 12, as_now_ms() + 10000, 0, 1, off,
-				    &st),
+	CHECK_EQ_U64(as_exact_solve(&pb, 12, as_now_ms() + 10000, NULL, 0, 1,
+				    off, &st),
 		     AS_EXACT_FOUND);
 	CHECK_EQ_U64(as_place_peak(&pb, off), 12);
 	CHECK(!overlapping(&pb, off));
 	/* Below the bound there is nothing to search. */
-	CHECK_EQ_U64(as_exact_solve(&pb, 11, as_now_ms() + 10000, 0, 1, off,
-				    NULL),
+	CHECK_EQ_U64(as_exact_solve(&pb, 11, as_now_ms() + 10000, NULL, 0, 1,
+				    off, NULL),
 		     AS_EXACT_NONE);
 	as_problem_finish(&pb);
 	as_trace_destroy(t);
@@ -325,7 +327,7 @@ static void exact_search_keeps_fixed_rectangles_where_they_are(void)
 	/* b5 held at 8: the rest packs below it. */
 	fixed[4] = 8;
 	CHECK_EQ_U64(as_exact_solve_fixed(&pb, fixed, 12, as_now_ms() + 10000,
-					  0, 1, off, NULL),
+					  NULL, 0, 1, off, NULL),
 		     AS_EXACT_FOUND);
 	CHECK_EQ_U64(off[4], 8);
 	CHECK(as_place_peak(&pb, off) <= 12);
@@ -333,7 +335,7 @@ static void exact_search_keeps_fixed_rectangles_where_they_are(void)
 	/* Held at 2 it leaves 2 + 6 bytes around it: b1 and b3 need 8. */
 	fixed[4] = 2;
 	CHECK_EQ_U64(as_exact_solve_fixed(&pb, fixed, 12, as_now_ms() + 10000,
-					  0, 1, off, NULL),
+					  NULL, 0, 1, off, NULL),
 		     AS_EXACT_NONE);
 	as_problem_finish(&pb);
 	as_trace_destroy(t);
@@ -350,11 +352,11 @@ static void exact_search_proves_alignment_leaves_no_room(void)
 	hand_finish(&h);
 	uint64_t off[2];
 	CHECK_EQ_U64(h.pb.lower_bound, 2);
-	CHECK_EQ_U64(as_exact_solve(&h.pb, 4, as_now_ms() + 10000, 0, 1, off,
-				    NULL),
+	CHECK_EQ_U64(as_exact_solve(&h.pb, 4, as_now_ms() + 10000, NULL, 0,
+				    1, off, NULL),
 		     AS_EXACT_NONE);
-	CHECK_EQ_U64(as_exact_solve(&h.pb, 5, as_now_ms() + 10000, 0, 1, off,
-				    NULL),
+	CHECK_EQ_U64(as_exact_solve(&h.pb, 5, as_now_ms() + 10000, NULL, 0,
+				    1, off, NULL),
 		     AS_EXACT_FOUND);
 	CHECK_EQ_U64(as_place_peak(&h.pb, off), 5);
 }
@@ -373,7 +375,8 @@ static void exact_search_splits_independent_parts(void)
 	hand_finish(&h);
 	uint64_t off[6];
 	CHECK_EQ_U64(as_exact_solve(&h.pb, h.pb.lower_bound,
-				    as_now_ms() + 10000, 0, 1, off, NULL),
+				    as_now_ms() + 10000, NULL, 0, 1, off,
+				    NULL),
 		     AS_EXACT_FOUND);
 	CHECK(!overlapping(&h.pb, off));
 	CHECK(as_place_peak(&h.pb, off) <= h.pb.lower_bound);
@@ -541,6 +544,88 @@ static void strip_keeps_to_its_budget_on_a_large_trace(void)
 		CHECK(p->plan_ms < 3000);
 	}
 	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+/* A run on a thread of its own, canceled from the test's. */
+struct canceled_run {
+	struct as_runner *r;
+	const char *spec;
+	struct as_plan *p;
+	struct as_diag d;
+	int err;
+	struct timespec end; /* when as_runner_run returned */
+};
+
+static void *canceled_run_main(void *arg)
+{
+	struct canceled_run *c = arg;
+	c->err = as_runner_run(c->r, c->spec, &c->p, &c->d);
+	clock_gettime(CLOCK_MONOTONIC, &c->end);
+	return NULL;
+}
+
+static double ms_between(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) * 1e3 +
+	       (double)(b->tv_nsec - a->tv_nsec) / 1e6;
+}
+
+/*
+ * 3000 buffers of sizes 1-4999 bytes, each living 1-60 of 750 ticks: strip
+ * stays above the bound, so with budget_ms=600000 both searches would go
+ * on for ten minutes (measured without the cancel: still running after 40
+ * s, local, and 70 s, exact). Canceled 300 ms in, the run returns
+ * AS_ECANCELED within a second, with no plan.
+ */
+static void strip_stops_within_a_second_when_its_run_is_canceled(void)
+{
+	const uint32_t n = 3000;
+	size_t cap = 64 + (size_t)n * 40, used = 0;
+	char *csv = malloc(cap);
+	CHECK(csv != NULL);
+	if (!csv)
+		return;
+	rng_state = 2024;
+	used += (size_t)snprintf(csv, cap, "id,lower,upper,size\n");
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t start = rnd() % (n / 4 + 1), life = 1 + rnd() % 60;
+		used += (size_t)snprintf(csv + used, cap - used,
+					 "b%u,%llu,%llu,%llu\n", i,
+					 (unsigned long long)start,
+					 (unsigned long long)(start + life),
+					 (unsigned long long)(1 + rnd() % 4999));
+	}
+	struct as_trace *t = csv_trace(csv);
+	free(csv);
+	CHECK(t != NULL);
+	static const char *const specs[] = {
+		"strip:budget_ms=600000,search=exact",
+		"strip:budget_ms=600000,search=local",
+	};
+	for (size_t k = 0; t && k < sizeof(specs) / sizeof(*specs); k++) {
+		struct canceled_run c = {.spec = specs[k]};
+		pthread_t th;
+		CHECK(as_runner_create(t, NULL, &c.r) == AS_OK);
+		if (!c.r || pthread_create(&th, NULL, canceled_run_main, &c)) {
+			CHECK(false);
+			as_runner_destroy(c.r);
+			break;
+		}
+		nanosleep(&(struct timespec){0, 300 * 1000 * 1000}, NULL);
+		struct timespec at;
+		clock_gettime(CLOCK_MONOTONIC, &at);
+		as_runner_cancel(c.r);
+		pthread_join(th, NULL);
+		double ms = ms_between(&at, &c.end);
+		printf("#   %s: returned %.1f ms after the cancel (%s)\n",
+		       specs[k], ms, c.err ? c.d.msg : "a plan");
+		CHECK(c.err == AS_ECANCELED);
+		CHECK(c.p == NULL);
+		CHECK(ms < 1000);
+		as_plan_destroy(c.p);
+		as_runner_destroy(c.r);
+	}
 	as_trace_destroy(t);
 }
 
@@ -769,6 +854,7 @@ int main(void)
 	TEST_RUN(strip_places_zero_sizes_aliases_and_spaces);
 	TEST_RUN(strip_large_mode_stays_within_half_a_percent);
 	TEST_RUN(strip_keeps_to_its_budget_on_a_large_trace);
+	TEST_RUN(strip_stops_within_a_second_when_its_run_is_canceled);
 	TEST_RUN(greedy_breadth_serves_the_broadest_operator_first);
 	TEST_RUN(bestfit_takes_the_tightest_gap_and_keeps_the_better_order);
 	TEST_RUN(placer_unions_and_runs_give_the_same_offsets);

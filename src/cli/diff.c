@@ -29,8 +29,9 @@ static const char diff_usage[] =
 	"       allocscope diff -s SPEC_A -s SPEC_B TRACE|DIR... [-f FMT] "
 	"[options]\n"
 	"\n"
-	"BASE and NEW are files written by 'allocscope replay --json'; with\n"
-	"two -s, both strategies run on the same traces (A is the base).\n"
+	"BASE and NEW are files written by 'allocscope replay --json' (-:\n"
+	"standard input); with two -s, both strategies run on the same traces\n"
+	"(A is the base).\n"
 	"\n"
 	"options:\n"
 	"  --metric M          peak (default), peak_vs_lb, failed or plan_ms\n"
@@ -54,7 +55,7 @@ static const char diff_usage[] =
 static int diff_usage_error(const char *fmt, const char *arg)
 {
 	fputs("allocscope diff: ", stderr);
-	fprintf(stderr, fmt, arg);
+	fprintf(stderr, fmt, cli_esc(arg));
 	fputs("\n", stderr);
 	fputs(diff_usage, stderr);
 	return EXIT_USAGE;
@@ -88,12 +89,12 @@ static int write_visual_diff(const char *dir, const struct as_trace *t,
 	struct as_plan_delta delta;
 	int err = as_plan_delta(t, pa, pb, NULL, &delta);
 	if (err != AS_OK) {
-		fprintf(stderr, "%s: visual diff: %s\n", t->path,
+		fprintf(stderr, "%s: visual diff: %s\n", cli_esc(t->path),
 			as_strerror(err));
 		return err;
 	}
 	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-		fprintf(stderr, "%s: cannot create: %s\n", dir,
+		fprintf(stderr, "%s: cannot create: %s\n", cli_esc(dir),
 			strerror(errno));
 		return AS_EIO;
 	}
@@ -119,10 +120,10 @@ static int write_visual_diff(const char *dir, const struct as_trace *t,
 	struct as_diag d = {0};
 	err = as_render_file(path, AS_IMAGE_SVG, pn, 2, &o, &d);
 	if (err != AS_OK) {
-		cli_report_diag(&d);
+		cli_report_diag(&d, err);
 		return err;
 	}
-	fprintf(stderr, "visual diff: %s\n", path);
+	fprintf(stderr, "visual diff: %s\n", cli_esc(path));
 	return AS_OK;
 }
 
@@ -156,18 +157,19 @@ static int run_specs(char **args, size_t nargs, const char *fmt,
 	char **paths;
 	size_t npaths;
 	struct as_diag d;
-	if (cli_expand_traces(args, nargs, fmt != NULL, &paths,
-			      &npaths, &d) != AS_OK)
-		return cli_report_diag(&d);
+	int err = cli_expand_traces(args, nargs, fmt != NULL, &paths, &npaths,
+				    &d);
+	if (err != AS_OK)
+		return cli_report_diag(&d, err);
 	struct cli_progress pr;
 	int status = 0;
 	cli_progress_start(&pr, npaths, progress);
 	for (size_t i = 0; i < npaths && !status; i++) {
 		struct as_trace *t;
 		struct as_plan *pa = NULL, *pb = NULL;
-		if (as_trace_load(paths[i], fmt, &t, &d) != AS_OK) {
+		if ((err = as_trace_load(paths[i], fmt, &t, &d)) != AS_OK) {
 			cli_progress_end(&pr);
-			status = cli_report_diag(&d);
+			status = cli_report_diag(&d, err);
 			break;
 		}
 		/* The two side by side; a failure is reported for the first. */
@@ -187,7 +189,8 @@ static int run_specs(char **args, size_t nargs, const char *fmt,
 		if (fail || add_one(a, t, spec_a, p[0], &pa, &d) != AS_OK ||
 		    add_one(b, t, spec_b, p[1], &pb, &d) != AS_OK) {
 			cli_progress_end(&pr);
-			status = cli_report_diag(fail ? fail : &d);
+			status = cli_report_diag(fail ? fail : &d,
+						 fail ? fail->err : AS_ENOMEM);
 			if (!pa)
 				as_plan_destroy(p[0]);
 			if (!pb)
@@ -211,10 +214,11 @@ static int run_specs(char **args, size_t nargs, const char *fmt,
 
 /* ---- Printing ---- */
 
+/* The width of name s as printed (escaped), at most cap. */
 static int width_of(const char *s, int cap)
 {
-	int n = (int)strlen(s);
-	return n > cap ? cap : n;
+	size_t n = as_escape(NULL, 0, s, AS_ESCAPE_TEXT);
+	return n > (size_t)cap ? cap : (int)n;
 }
 
 static void print_row(const struct as_comparison *c,
@@ -222,7 +226,8 @@ static void print_row(const struct as_comparison *c,
 {
 	enum as_metric m = c->opts.metric;
 	char bbuf[48], nbuf[48], ch[64] = "-", pct[48] = "-";
-	char strat[160];
+	char strat[1024];
+	/* Names from a results file: escaped, as everything printed. */
 	const char *trace = r->base ? r->base->trace : r->new_->trace;
 	const char *bv = as_compare_value(c, r, false, bbuf, sizeof(bbuf));
 	const char *nv = as_compare_value(c, r, true, nbuf, sizeof(nbuf));
@@ -238,18 +243,19 @@ static void print_row(const struct as_comparison *c,
 	}
 	if (r->base && r->new_ &&
 	    strcmp(r->base->strategy, r->new_->strategy) != 0)
-		snprintf(strat, sizeof(strat), "%s -> %s", r->base->strategy,
-			 r->new_->strategy);
+		snprintf(strat, sizeof(strat), "%s -> %s",
+			 cli_esc(r->base->strategy), cli_esc(r->new_->strategy));
 	else
 		snprintf(strat, sizeof(strat), "%s",
-			 r->base ? r->base->strategy : r->new_->strategy);
+			 cli_esc(r->base ? r->base->strategy
+					 : r->new_->strategy));
 	char status[32];
 	snprintf(status, sizeof(status), "%s", as_change_name(r->status));
 	if (as_compare_row_fails(c, r))
 		for (char *p = status; *p; p++)
 			*p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
-	printf("%-*s %-*s %-*s %12s %12s %12s %9s", stw, status, tw, trace,
-	       sw, strat, bv ? bv : "-", nv ? nv : "-", ch, pct);
+	printf("%-*s %-*s %-*s %12s %12s %12s %9s", stw, status, tw,
+	       cli_esc(trace), sw, strat, bv ? bv : "-", nv ? nv : "-", ch, pct);
 	if (as_compare_row_paired(r) && r->base->failed != r->new_->failed)
 		printf("  failed %llu -> %llu",
 		       (unsigned long long)r->base->failed,
@@ -351,17 +357,21 @@ static int write_markdown(const char *path, const struct as_comparison *c,
 	struct as_atomic *a;
 	FILE *f;
 	if (as_atomic_open(path, &a, &f) != AS_OK) {
-		fprintf(stderr, "%s: cannot write: %s\n", path,
+		fprintf(stderr, "%s: cannot write: %s\n", cli_esc(path),
 			strerror(errno));
 		return EXIT_USAGE;
 	}
-	if (as_comparison_write_markdown(c, f, all) != AS_OK) {
+	int err = as_comparison_write_markdown(c, f, all);
+	if (err != AS_OK) {
+		int e = errno;
 		as_atomic_abort(a);
-		fprintf(stderr, "%s: write failed\n", path);
+		fprintf(stderr, "%s: write failed: %s\n", cli_esc(path),
+			err == AS_ENOMEM ? as_strerror(err) : strerror(e));
 		return EXIT_USAGE;
 	}
 	if (as_atomic_commit(a) != AS_OK) {
-		fprintf(stderr, "%s: write failed\n", path);
+		fprintf(stderr, "%s: write failed: %s\n", cli_esc(path),
+			strerror(errno));
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -377,8 +387,10 @@ int cli_diff(int argc, char **argv)
 	unsigned jobs = 0; /* the default (as_run_options.jobs) */
 	const char *fmt = NULL;
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
-	if (!args)
+	if (!args) {
+		fputs("allocscope diff: out of memory\n", stderr);
 		return EXIT_USAGE;
+	}
 	int status = 0;
 	for (int i = 0; i < argc && !status; i++) {
 		const char *a = argv[i];
@@ -469,14 +481,23 @@ int cli_diff(int argc, char **argv)
 	struct as_comparison *c = NULL;
 	struct as_diag d;
 	if (!base || !new_) {
+		fputs("allocscope diff: out of memory\n", stderr);
 		status = EXIT_USAGE;
 	} else if (nspecs == 2) {
 		opts.by_trace_only = true;
 		status = run_specs(args, nargs, fmt, specs, jobs, progress, svg,
 				   base, new_);
-	} else if (as_results_load(base, args[0], &d) != AS_OK ||
-		   as_results_load(new_, args[1], &d) != AS_OK) {
-		status = cli_report_diag(&d);
+	} else {
+		/* Both files are checked before either is read: a FIFO or
+		 * /dev/zero given as either costs nothing. */
+		int err = AS_OK;
+		for (int k = 0; k < 2 && err == AS_OK; k++)
+			err = cli_check_input(args[k], true, &d);
+		if (err == AS_OK &&
+		    (err = as_results_load(base, args[0], &d)) == AS_OK)
+			err = as_results_load(new_, args[1], &d);
+		if (err != AS_OK)
+			status = cli_report_diag(&d, err);
 	}
 	if (!status && as_compare(base, new_, &opts, &c) != AS_OK) {
 		fputs("allocscope diff: out of memory\n", stderr);

@@ -52,7 +52,7 @@ static const char usage_text[] =
 static int usage_error(const char *fmt, const char *arg)
 {
 	fputs("allocscope: ", stderr);
-	fprintf(stderr, fmt, arg);
+	fprintf(stderr, fmt, cli_esc(arg));
 	fputs("\n", stderr);
 	fputs(usage_text, stderr);
 	return EXIT_USAGE;
@@ -135,7 +135,7 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 {
 	char hb[32];
 	printf("trace %s (%s): %u buffers, %llu events, lower bound %llu (%s)\n\n",
-	       t->path, t->format, t->nbuffers,
+	       cli_esc(t->path), t->format, t->nbuffers,
 	       (unsigned long long)as_trace_alloc_free_events(t),
 	       (unsigned long long)lb, as_human_bytes(lb, hb, sizeof(hb)));
 	/* What the reader met and set aside (frees of unknown addresses...). */
@@ -147,7 +147,7 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 	       "", "vs LB", "valid", "failed", "plan ms");
 	for (size_t i = 0; i < n; i++) {
 		printf("%-28s %14llu %10s %8.2f%% %6s %7u %10.2f\n",
-		       r[i].spec, (unsigned long long)r[i].peak,
+		       cli_esc(r[i].spec), (unsigned long long)r[i].peak,
 		       as_human_bytes(r[i].peak, hb, sizeof(hb)),
 		       gap_pct(r[i].peak, lb),
 		       r[i].report.valid ? "yes" : "NO", r[i].failed,
@@ -174,15 +174,18 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 			       "reserved peak", "", "fragmentation", "", "ooms");
 		header = true;
 		char hf[32];
-		printf("%-28s %14.0f %10s %14.0f %10s %6.0f\n", r[i].spec, res,
+		printf("%-28s %14.0f %10s %14.0f %10s %6.0f\n",
+		       cli_esc(r[i].spec), res,
 		       as_human_bytes((uint64_t)res, hb, sizeof(hb)), frag,
 		       as_human_bytes((uint64_t)frag, hf, sizeof(hf)), ooms);
 	}
 }
 
+/* Dump lines quote buffer names: escaped. Runs with emit go one at a
+ * time (as_run_options.emit), so cli_esc's slots are not shared. */
 static void emit_line(void *ctx, const char *line)
 {
-	fprintf((FILE *)ctx, "%s\n", line);
+	fprintf((FILE *)ctx, "%s\n", cli_esc(line));
 }
 
 /* --png/--svg (paths[0], paths[1]): one picture of every result. */
@@ -192,6 +195,8 @@ static int write_images(const char *const *paths, size_t npaths,
 {
 	struct as_render_panel *pn = calloc(nres + 1, sizeof(*pn));
 	int status = pn ? 0 : EXIT_USAGE;
+	if (!pn)
+		fputs("allocscope: out of memory\n", stderr);
 	for (size_t i = 0; pn && i < nres; i++)
 		pn[i] = (struct as_render_panel){res[i].spec, t, res[i].plan,
 						 &res[i].report,
@@ -201,7 +206,7 @@ static int write_images(const char *const *paths, size_t npaths,
 		if (paths[i] && as_render_file(paths[i], i ? AS_IMAGE_SVG
 							   : AS_IMAGE_PNG,
 					       pn, nres, o, &d))
-			status = cli_report_diag(&d);
+			status = cli_report_diag(&d, AS_EIO);
 	}
 	free(pn);
 	return status;
@@ -246,7 +251,7 @@ static size_t default_set(const struct as_trace *t, const char *path,
 		fprintf(stderr,
 			"%s: not in the default set at this size: %s (see "
 			"`allocscope strategies`; -s NAME runs it)\n",
-			path, out);
+			cli_esc(path), out);
 	}
 	return n;
 }
@@ -299,9 +304,10 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	struct as_run_options ro = o->run;
 	struct as_runner *runner = NULL;
 	struct left_out out = {.n = 0};
-	if (as_trace_load(trace_path, o->fmt, &t, &d) != AS_OK) {
+	int lerr = as_trace_load(trace_path, o->fmt, &t, &d);
+	if (lerr != AS_OK) {
 		cli_progress_end(&o->progress);
-		return cli_report_diag(&d);
+		return cli_report_diag(&d, lerr);
 	}
 	if (nspecs) {
 		memcpy(specs, o->specs, nspecs * sizeof(*specs));
@@ -343,7 +349,7 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 		}
 		if (!r.plan) {
 			cli_progress_end(&o->progress);
-			status = cli_report_diag(&diags[i]);
+			status = cli_report_diag(&diags[i], diags[i].err);
 			break;
 		}
 		snprintf(r.spec, sizeof(r.spec), "%s", specs[i]);
@@ -357,9 +363,10 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 			char buf[1024];
 			cli_progress_end(&o->progress);
 			fprintf(stderr, "%s: %s: invalid plan: %s\n",
-				trace_path, specs[i],
-				as_violation_text(t, r.plan, &r.report.first[0],
-						  buf, sizeof(buf)));
+				cli_esc(trace_path), cli_esc(specs[i]),
+				cli_esc(as_violation_text(t, r.plan,
+							  &r.report.first[0],
+							  buf, sizeof(buf))));
 			status = EXIT_INVALID;
 		}
 	}
@@ -372,9 +379,11 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	if (out.n && status != EXIT_USAGE) {
 		cli_progress_end(&o->progress);
 		fprintf(stderr, "%s: left out at the step limit of %llu steps:",
-			trace_path, (unsigned long long)out.step_limit);
+			cli_esc(trace_path),
+			(unsigned long long)out.step_limit);
 		for (size_t i = 0; i < out.n; i++)
-			fprintf(stderr, "%s %s", i ? "," : "", out.spec[i]);
+			fprintf(stderr, "%s %s", i ? "," : "",
+				cli_esc(out.spec[i]));
 		fputs(" (-s NAME without --step-limit runs it to the end)\n",
 		      stderr);
 	}
@@ -395,9 +404,13 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	if ((o->images[0] || o->images[1]) && status != EXIT_USAGE &&
 	    write_images(o->images, 2, t, res, nres, &o->ropts) != 0)
 		status = EXIT_USAGE;
+	int werr;
 	if (o->plan_f && status != EXIT_USAGE && nres == 1 &&
-	    as_plan_write_csv(res[0].plan, t, o->plan_f) != AS_OK)
+	    (werr = as_plan_write_csv(res[0].plan, t, o->plan_f)) != AS_OK) {
+		fprintf(stderr, "%s: cannot write the plan: %s\n",
+			cli_esc(o->plan_out), as_strerror(werr));
 		status = EXIT_USAGE;
+	}
 	for (size_t i = 0; i < nres; i++) {
 		as_plan_destroy(res[i].plan);
 		free(res[i].space_peak);
@@ -422,8 +435,10 @@ static int cmd_replay(int argc, char **argv)
 	const char *fmt = NULL;
 	bool dump = false, progress = true;
 	struct replay_opts o = {.first = true};
-	if (!args)
+	if (!args) {
+		fputs("allocscope: out of memory\n", stderr);
 		return EXIT_USAGE;
+	}
 	as_render_opts_init(&o.ropts);
 	o.ropts.min_plot_height = 110; /* unless --size: taller, not cramped */
 	for (int i = 0; i < argc; i++) {
@@ -525,7 +540,7 @@ static int cmd_replay(int argc, char **argv)
 				    &npaths, &d);
 	free(args);
 	if (err != AS_OK)
-		return cli_report_diag(&d);
+		return cli_report_diag(&d, err);
 
 	o.fmt = fmt;
 	o.specs = specs;
@@ -542,7 +557,8 @@ static int cmd_replay(int argc, char **argv)
 	if ((json && as_atomic_open(json, &a, &o.json) != AS_OK) ||
 	    (o.plan_out && as_atomic_open(o.plan_out, &pa, &o.plan_f) != AS_OK)) {
 		fprintf(stderr, "%s: cannot write: %s\n",
-			a || !json ? o.plan_out : json, strerror(errno));
+			cli_esc(a || !json ? o.plan_out : json),
+			strerror(errno));
 		as_atomic_abort(a);
 		cli_paths_free(paths, npaths);
 		return EXIT_USAGE;
@@ -563,15 +579,15 @@ static int cmd_replay(int argc, char **argv)
 	if (a && status == EXIT_USAGE) {
 		as_atomic_abort(a);
 	} else if (a && as_atomic_commit(a) != AS_OK) {
-		fprintf(stderr, "%s: write failed: %s\n", json,
+		fprintf(stderr, "%s: write failed: %s\n", cli_esc(json),
 			strerror(errno));
 		status = EXIT_USAGE;
 	}
 	if (pa && status == EXIT_USAGE) {
 		as_atomic_abort(pa);
 	} else if (pa && as_atomic_commit(pa) != AS_OK) {
-		fprintf(stderr, "%s: write failed: %s\n", o.plan_out,
-			strerror(errno));
+		fprintf(stderr, "%s: write failed: %s\n",
+			cli_esc(o.plan_out), strerror(errno));
 		status = EXIT_USAGE;
 	}
 	cli_paths_free(paths, npaths);
@@ -605,19 +621,24 @@ static int cmd_check(int argc, char **argv)
 	struct as_diag d;
 	struct as_trace *t;
 	struct as_plan *p = NULL;
-	if (as_trace_load(trace_path, fmt, &t, &d) != AS_OK)
-		return cli_report_diag(&d);
+	/* The plan is checked first: a FIFO or /dev/zero costs nothing. */
+	int err = plan_path ? cli_check_input(plan_path, false, &d) : AS_OK;
+	if (err != AS_OK)
+		return cli_report_diag(&d, err);
+	if ((err = as_trace_load(trace_path, fmt, &t, &d)) != AS_OK)
+		return cli_report_diag(&d, err);
 	int status = 0;
 	if (plan_path) {
-		if (as_plan_read_csv(t, plan_path, &p, &d) != AS_OK)
-			status = cli_report_diag(&d);
+		if ((err = as_plan_read_csv(t, plan_path, &p, &d)) != AS_OK)
+			status = cli_report_diag(&d, err);
 	} else if (!as_strategy_applies("recorded", t)) {
 		fprintf(stderr, "%s: the trace has no offsets of its own; "
 				"give a plan with --plan\n",
-			trace_path);
+			cli_esc(trace_path));
 		status = EXIT_USAGE;
-	} else if (as_strategy_run("recorded", t, NULL, &p, &d) != AS_OK) {
-		status = cli_report_diag(&d);
+	} else if ((err = as_strategy_run("recorded", t, NULL, &p, &d)) !=
+		   AS_OK) {
+		status = cli_report_diag(&d, err);
 	}
 	if (p) {
 		struct as_report r;
@@ -630,8 +651,8 @@ static int cmd_check(int argc, char **argv)
 			       "%s\n",
 			       (unsigned long long)r.violations,
 			       (unsigned long long)r.overlaps,
-			       as_violation_text(t, p, &r.first[0], buf,
-						 sizeof(buf)));
+			       cli_esc(as_violation_text(t, p, &r.first[0],
+							 buf, sizeof(buf))));
 			status = EXIT_INVALID;
 		} else {
 			char hb[32];
@@ -695,19 +716,63 @@ static int cmd_view(char **argv)
 	return EXIT_USAGE;
 }
 
-/* Interrupted: no temporary file left behind, exit status 128 + signal. */
+/*
+ * The signals whose default action ends the process and that a handler can
+ * catch. SIGINT and SIGTERM are caught even when the process starts with
+ * them ignored, as this program always did (a shell ignores SIGINT in a
+ * script's background jobs, and `kill -INT $!` is how a script stops one);
+ * the others keep an ignore they inherit (nohup's SIGHUP, a shell's
+ * SIGQUIT, a SIGPIPE a caller set aside).
+ */
+static const struct {
+	int sig;
+	bool always;
+} caught[] = {
+	{SIGINT, true},	 {SIGTERM, true}, {SIGHUP, false},   {SIGQUIT, false},
+	{SIGUSR1, false}, {SIGUSR2, false}, {SIGALRM, false},  {SIGXCPU, false},
+	{SIGXFSZ, false}, {SIGPIPE, false}, {SIGVTALRM, false}, {SIGPROF, false},
+};
+
+/*
+ * A terminating signal: no temporary file is left behind, then the signal
+ * is raised again with its default action, so the process ends as the
+ * signal would have ended it (a shell sees 128 + N; SIGQUIT, SIGXCPU and
+ * SIGXFSZ dump core where cores are on). Async-signal-safe throughout.
+ */
 static void on_signal(int sig)
 {
 	as_atomic_remove_pending();
-	_exit(128 + sig);
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	raise(sig);
+	pthread_sigmask(SIG_UNBLOCK, &one, NULL); /* delivered here */
+	_exit(128 + sig); /* not reached */
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_signal};
+	/* One handler at a time: a second signal waits for the first. */
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(caught) / sizeof(caught[0]); i++)
+		sigaddset(&sa.sa_mask, caught[i].sig);
+	for (size_t i = 0; i < sizeof(caught) / sizeof(caught[0]); i++) {
+		struct sigaction old;
+		if (!caught[i].always &&
+		    sigaction(caught[i].sig, NULL, &old) == 0 &&
+		    old.sa_handler == SIG_IGN)
+			continue;
+		sigaction(caught[i].sig, &sa, NULL);
+	}
 }
 
 int main(int argc, char **argv)
 {
-	struct sigaction sa = {.sa_handler = on_signal};
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	catch_signals();
 	if (argc < 2)
 		return usage_error("missing command%s", "");
 	const char *cmd = argv[1];

@@ -9,6 +9,10 @@
 
 #include "runs.h"
 
+/* How deep a walk goes: a tree deeper than that is refused, named. */
+#define WALK_DEPTH 32
+#define WALK_DEPTH_TEXT "32"
+
 /* The CLI fills diagnostics itself (the library's helper is private). */
 static int fail(struct as_diag *d, int err, const char *msg, const char *arg)
 {
@@ -101,17 +105,53 @@ static char *join(const char *dir, const char *name)
 	return s;
 }
 
-static int walk(const char *dir, bool all_files, struct list *out,
-		struct as_diag *diag, int depth)
+/* The directories a walk is in, outermost first: a link back to one of
+ * them is a loop. */
+struct ancestors {
+	dev_t dev[WALK_DEPTH + 1];
+	ino_t ino[WALK_DEPTH + 1];
+	int n;
+};
+
+/*
+ * A file found in a walk that cannot be a trace (a FIFO would block the
+ * run, a device never ends) is skipped and named on stderr with what it
+ * is; so is a link back to a directory the walk is in (a loop: its traces
+ * are listed once, from where the walk met them first).
+ */
+static void skipped(const char *path, const char *why)
 {
-	if (depth > 32)
-		return fail(diag, AS_EINVAL, "directories nested too deeply%s",
-			    "");
+	fprintf(stderr, "%s: skipped: %s\n", cli_esc(path), why);
+}
+
+static int walk(const char *dir, bool all_files, struct list *out,
+		struct as_diag *diag, struct ancestors *up)
+{
+	struct stat st;
+	if (stat(dir, &st) != 0) {
+		snprintf(diag->file, sizeof(diag->file), "%s", dir);
+		return fail(diag, AS_EIO, "cannot open: %s", strerror(errno));
+	}
+	for (int i = 0; i < up->n; i++)
+		if (up->dev[i] == st.st_dev && up->ino[i] == st.st_ino) {
+			skipped(dir, "a link back to a directory this walk is "
+				     "in (a loop)");
+			return AS_OK;
+		}
+	if (up->n > WALK_DEPTH) {
+		snprintf(diag->file, sizeof(diag->file), "%s", dir);
+		return fail(diag, AS_EINVAL,
+			    "directories nested more than %s deep here",
+			    WALK_DEPTH_TEXT);
+	}
 	DIR *d = opendir(dir);
 	if (!d) {
 		snprintf(diag->file, sizeof(diag->file), "%s", dir);
 		return fail(diag, AS_EIO, "cannot open: %s", strerror(errno));
 	}
+	up->dev[up->n] = st.st_dev;
+	up->ino[up->n] = st.st_ino;
+	up->n++;
 	struct list names = {0};
 	int err = AS_OK;
 	struct dirent *e;
@@ -123,17 +163,27 @@ static int walk(const char *dir, bool all_files, struct list *out,
 		qsort(names.v, names.n, sizeof(*names.v), name_cmp);
 	for (size_t i = 0; err == AS_OK && i < names.n; i++) {
 		char *p = join(dir, names.v[i]);
+		bool is = p && stat(p, &st) == 0;
 		if (!p) {
 			err = AS_ENOMEM;
-		} else if (cli_is_dir(p)) {
-			err = walk(p, all_files, out, diag, depth + 1);
+		} else if (is && S_ISDIR(st.st_mode)) {
+			err = walk(p, all_files, out, diag, up);
 			free(p);
-		} else if (all_files || is_trace_name(names.v[i])) {
-			err = list_push(out, p);
+		} else if (!all_files && !is_trace_name(names.v[i])) {
+			free(p);
+		} else if (is && !S_ISREG(st.st_mode)) {
+			/* Refused by its stat alone: nothing is opened. */
+			struct as_diag why;
+			cli_check_input(p, false, &why);
+			skipped(p, why.msg);
+			free(p);
 		} else {
-			free(p);
+			/* A regular file, or one that vanished or a dangling
+			 * link: the load says what is wrong with it. */
+			err = list_push(out, p);
 		}
 	}
+	up->n--;
 	cli_paths_free(names.v, names.n);
 	if (err == AS_ENOMEM)
 		fail(diag, err, "out of memory%s", "");
@@ -152,7 +202,8 @@ int cli_expand_traces(char *const *args, size_t nargs, bool all_files,
 			continue;
 		}
 		size_t before = l.n;
-		err = walk(args[i], all_files, &l, diag, 0);
+		struct ancestors up = {.n = 0};
+		err = walk(args[i], all_files, &l, diag, &up);
 		if (err == AS_OK && l.n == before) {
 			snprintf(diag->file, sizeof(diag->file), "%s",
 				 args[i]);
@@ -216,6 +267,7 @@ void cli_progress_step(struct cli_progress *p, const char *what)
 	for (size_t i = 0; i < BAR_WIDTH; i++)
 		bar[i] = i < fill ? '#' : '.';
 	bar[BAR_WIDTH] = 0;
+	what = cli_esc(what);
 	size_t wlen = strlen(what);
 	const char *tail = wlen > 36 ? what + wlen - 36 : what;
 	fprintf(stderr, "\r\033[K[%s] %zu/%zu %5.1fs %s%s", bar, p->done,
@@ -233,9 +285,48 @@ void cli_progress_end(struct cli_progress *p)
 	p->drawn = false;
 }
 
-int cli_report_diag(const struct as_diag *d)
+int cli_report_diag(const struct as_diag *d, int err)
 {
-	char buf[1024];
-	fprintf(stderr, "%s\n", as_diag_text(d, buf, sizeof(buf)));
+	char buf[4096];
+	struct as_diag x = *d;
+	if (!x.err)
+		x.err = err;
+	fprintf(stderr, "%s\n", as_diag_text(&x, buf, sizeof(buf)));
 	return 2;
+}
+
+int cli_check_input(const char *path, bool stdin_ok, struct as_diag *diag)
+{
+	FILE *f;
+	memset(diag, 0, sizeof(*diag));
+	snprintf(diag->file, sizeof(diag->file), "%s", path);
+	if (stdin_ok && strcmp(path, "-") == 0)
+		return AS_OK;
+	int err = as_open_input(path, &f, diag);
+	if (err == AS_OK)
+		fclose(f);
+	return err;
+}
+
+/*
+ * Four slots, each grown to the longest name it held, so one printf can
+ * quote up to four names. They live until the program ends (reachable:
+ * no leak report).
+ */
+const char *cli_esc(const char *s)
+{
+	static char *slot[4];
+	static size_t cap[4];
+	static unsigned next;
+	unsigned i = next++ % 4;
+	size_t n = as_escape(NULL, 0, s, AS_ESCAPE_TEXT) + 1;
+	if (n > cap[i]) {
+		char *g = realloc(slot[i], n);
+		if (!g)
+			return "(a name, not shown: out of memory)";
+		slot[i] = g;
+		cap[i] = n;
+	}
+	as_escape(slot[i], n, s, AS_ESCAPE_TEXT);
+	return slot[i];
 }

@@ -22,8 +22,27 @@ int cli_expand_traces(char *const *args, size_t nargs, bool all_files,
 		      char ***out, size_t *nout, struct as_diag *diag);
 void cli_paths_free(char **paths, size_t n);
 
-/* Print "FILE:LINE: message" on stderr; returns exit status 2. */
-int cli_report_diag(const struct as_diag *d);
+/*
+ * Print "FILE:LINE: message" on stderr, escaped; `err`, what the failing
+ * call returned, says what went wrong when d has no message. Returns exit
+ * status 2.
+ */
+int cli_report_diag(const struct as_diag *d, int err);
+
+/*
+ * Whether `path` can be read as an input file (as_open_input: a regular
+ * file, the check never blocks), for readers the CLI hands a path to; "-"
+ * passes when `stdin_ok` (a reader that takes it as standard input). AS_OK,
+ * or an error described in diag (with the path as its file).
+ */
+int cli_check_input(const char *path, bool stdin_ok, struct as_diag *diag);
+
+/*
+ * `s` escaped for a terminal (as_escape, AS_ESCAPE_TEXT), in one of four
+ * slots reused in turn: valid until the fourth call after this one. For
+ * every path and name the CLI prints.
+ */
+const char *cli_esc(const char *s);
 
 /* True when `path` names a directory. */
 bool cli_is_dir(const char *path);

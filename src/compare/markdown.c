@@ -10,41 +10,59 @@
 #include "allocscope/compare.h"
 #include "core/internal.h"
 
-/* A table cell: '|' escaped, newlines flattened. */
-static void md_cell(FILE *f, const char *s)
+/*
+ * A name in a table cell, escaped (as_escape): control bytes as \xNN, and
+ * nothing in it becomes HTML, a link, emphasis or a new column. False
+ * without memory for it.
+ */
+static bool md_cell(FILE *f, const char *s, enum as_escape_how how)
 {
-	for (; *s; s++) {
-		if (*s == '|')
-			fputs("\\|", f);
-		else if (*s == '\n' || *s == '\r')
-			putc(' ', f);
-		else
-			putc(*s, f);
-	}
+	size_t n = as_escape(NULL, 0, s, how) + 1;
+	char *e = malloc(n);
+	if (!e)
+		return false;
+	as_escape(e, n, s, how);
+	fputs(e, f);
+	free(e);
+	return true;
 }
 
-static void md_strategy(FILE *f, const struct as_compare_row *r)
+/* A trace's name: a code span, or text when it holds a backtick (which no
+ * code span can). */
+static bool md_trace(FILE *f, const char *s)
+{
+	if (strchr(s, '`'))
+		return md_cell(f, s, AS_ESCAPE_MARKDOWN);
+	putc('`', f);
+	bool ok = md_cell(f, s, AS_ESCAPE_MARKDOWN_CODE);
+	putc('`', f);
+	return ok;
+}
+
+static bool md_strategy(FILE *f, const struct as_compare_row *r)
 {
 	const char *b = r->base ? r->base->strategy : NULL;
 	const char *n = r->new_ ? r->new_->strategy : NULL;
-	md_cell(f, b ? b : n);
+	bool ok = md_cell(f, b ? b : n, AS_ESCAPE_MARKDOWN);
 	if (b && n && strcmp(b, n) != 0) {
 		fputs(" → ", f);
-		md_cell(f, n);
+		ok &= md_cell(f, n, AS_ESCAPE_MARKDOWN);
 	}
+	return ok;
 }
 
-static void md_row(FILE *f, const struct as_comparison *c,
+/* One row; false when a name could not be written (no memory). */
+static bool md_row(FILE *f, const struct as_comparison *c,
 		   const struct as_compare_row *r)
 {
 	enum as_metric m = c->opts.metric;
 	char buf[64];
 	bool fails = as_compare_row_fails(c, r);
-	fprintf(f, "| %s%s%s | `", fails ? "**" : "",
+	fprintf(f, "| %s%s%s | ", fails ? "**" : "",
 		as_change_name(r->status), fails ? "**" : "");
-	md_cell(f, r->base ? r->base->trace : r->new_->trace);
-	fputs("` | ", f);
-	md_strategy(f, r);
+	bool ok = md_trace(f, r->base ? r->base->trace : r->new_->trace);
+	fputs(" | ", f);
+	ok &= md_strategy(f, r);
 	fputs(" | ", f);
 	const char *v = as_compare_value(c, r, false, buf, sizeof(buf));
 	fputs(v ? v : "—", f);
@@ -80,6 +98,7 @@ static void md_row(FILE *f, const struct as_comparison *c,
 	else if (r->status == AS_CH_FIXED)
 		fprintf(f, "%sbase plan was invalid", sep);
 	fputs(" |\n", f);
+	return ok;
 }
 
 int as_comparison_write_markdown(const struct as_comparison *c, FILE *f,
@@ -137,8 +156,11 @@ int as_comparison_write_markdown(const struct as_comparison *c, FILE *f,
 		fputs("|---|---|---|---:|---:|---:|---:|---|\n", f);
 		for (size_t k = 0; k < c->nrows; k++) {
 			const struct as_compare_row *r = &c->rows[order[k]];
-			if (all_rows || r->status != AS_CH_SAME)
-				md_row(f, c, r);
+			if ((all_rows || r->status != AS_CH_SAME) &&
+			    !md_row(f, c, r)) {
+				free(order);
+				return AS_ENOMEM;
+			}
 		}
 		fputs("\n", f);
 	}

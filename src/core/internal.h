@@ -153,6 +153,20 @@ static inline bool as_align_up(uint64_t x, uint8_t lg, uint64_t *out)
 	return true;
 }
 
+/*
+ * What a check (an allocator's, the placer's) found: how many problems, and
+ * the first one in words in msg (len bytes, may be NULL). as_problem counts
+ * one more and words it when it is the first (util.c).
+ */
+struct as_problems {
+	uint64_t n;
+	char *msg;
+	size_t len;
+};
+
+void as_problem(struct as_problems *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* The next number of a splitmix64 sequence: seeded, deterministic. */
 static inline uint64_t as_splitmix64(uint64_t *s)
 {

@@ -1,30 +1,96 @@
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "allocscope/allocscope.h"
 #include "core/internal.h"
 
+/* ---- Inputs ---- */
+
+/* What a file that is not a regular one is, for messages. */
+static const char *file_kind(mode_t m)
+{
+	return S_ISDIR(m)    ? "a directory"
+	       : S_ISFIFO(m) ? "a FIFO"
+	       : S_ISCHR(m)  ? "a character device"
+	       : S_ISBLK(m)  ? "a block device"
+	       : S_ISSOCK(m) ? "a socket"
+			     : "not a file";
+}
+
+int as_open_input(const char *path, FILE **out, struct as_diag *diag)
+{
+	struct stat st;
+	/* stat first: a device is not even opened (an open can have effects:
+	 * a tape rewinds); then the open cannot block (a FIFO without a
+	 * writer), and fstat checks what was opened, not what the name was. */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return as_diag_set(diag, 0, AS_EIO,
+				   "not a regular file but %s",
+				   file_kind(st.st_mode));
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return as_diag_set(diag, 0, AS_EIO, "cannot open: %s",
+				   strerror(errno));
+	int err = AS_OK;
+	int flags = fcntl(fd, F_GETFL);
+	if (fstat(fd, &st) != 0)
+		err = as_diag_set(diag, 0, AS_EIO, "cannot open: %s",
+				  strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		err = as_diag_set(diag, 0, AS_EIO,
+				  "not a regular file but %s",
+				  file_kind(st.st_mode));
+	else if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
+		err = as_diag_set(diag, 0, AS_EIO, "cannot open: %s",
+				  strerror(errno));
+	FILE *f = err ? NULL : fdopen(fd, "rb");
+	if (!err && !f)
+		err = as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
+	if (err) {
+		close(fd);
+		return err;
+	}
+	*out = f;
+	return AS_OK;
+}
+
+/* ---- Outputs written whole or not at all ---- */
+
+/*
+ * How an output is written: through a stdio stream the process already
+ * has (stdout, stderr), straight into what the path names (a FIFO, a
+ * device, a descriptor of ours named /dev/fd/N), or into a temporary
+ * file beside the target renamed over it at the end (regular files and
+ * new ones).
+ */
+enum atomic_kind { AT_STDIO, AT_DIRECT, AT_TEMP };
+
 struct as_atomic {
 	FILE *f;
-	char *path;
-	char *tmp;
+	enum atomic_kind kind;
+	char *path; /* AT_TEMP: the final file, a symlink's target */
+	char *tmp;  /* AT_TEMP: the temporary file beside it */
 };
 
 /*
  * Temporary files open now, for as_atomic_remove_pending() in a signal
  * handler: the one piece of global state in the library, because a
- * handler has no other way to find them. A slot is filled after the file
- * exists and emptied after it is renamed or removed, before its path is
- * freed, so the handler only ever unlinks a live path (or a renamed one,
- * harmlessly). Past AS_ATOMIC_SLOTS files at once, the extra ones are not
- * covered.
+ * handler has no other way to find them. A slot is filled (with every
+ * signal blocked) as soon as the file exists and emptied after it is
+ * renamed or removed, before its path is freed, so the handler only ever
+ * unlinks a live path (or a renamed one, harmlessly). Past
+ * AS_ATOMIC_SLOTS files at once, the extra ones are not covered.
  */
 #define AS_ATOMIC_SLOTS 64
 static char *volatile pending[AS_ATOMIC_SLOTS];
@@ -54,73 +120,282 @@ void as_atomic_remove_pending(void)
 	}
 }
 
+/*
+ * The descriptor a /dev/stdout-like name means: /dev/stdout, /dev/stderr,
+ * /dev/fd/N, /proc/self/fd/N or /proc/PID/fd/N with this process's PID;
+ * -1 for any other name. Such a name is written through the descriptor
+ * the process already has, as a shell's redirection set it up: reopening
+ * it could truncate a file opened for appending, and its "target"
+ * (pipe:[1234]) is no file to rename over.
+ */
+static int fd_named(const char *p)
+{
+	if (strcmp(p, "/dev/stdout") == 0)
+		return 1;
+	if (strcmp(p, "/dev/stderr") == 0)
+		return 2;
+	const char *n = NULL;
+	if (strncmp(p, "/dev/fd/", 8) == 0) {
+		n = p + 8;
+	} else if (strncmp(p, "/proc/self/fd/", 14) == 0) {
+		n = p + 14;
+	} else if (strncmp(p, "/proc/", 6) == 0) {
+		char *end;
+		errno = 0;
+		unsigned long pid = strtoul(p + 6, &end, 10);
+		if (!errno && end != p + 6 && p[6] != '0' &&
+		    pid == (unsigned long)getpid() &&
+		    strncmp(end, "/fd/", 4) == 0)
+			n = end + 4;
+	}
+	long fd = 0;
+	for (const char *q = n; n && *q; q++) {
+		if (*q < '0' || *q > '9' || fd > 1000000000L)
+			return -1;
+		fd = fd * 10 + (*q - '0');
+	}
+	return n && *n ? (int)fd : -1;
+}
+
+/* The directory part of `p` with its slash ("dir/", "/"; "" for none). */
+static size_t dir_len(const char *p)
+{
+	const char *slash = strrchr(p, '/');
+	return slash ? (size_t)(slash - p) + 1 : 0;
+}
+
+/*
+ * Follow `path` through symbolic links to what is written: a descriptor
+ * (*fd >= 0, a /dev/stdout-like name met on the way), or a path (*out,
+ * malloc'ed) and whether it exists (*st then). A link's relative target is
+ * taken beside the link, as the kernel does; the names are not tidied, so
+ * `..` resolves as it would. 0, or -1 with errno set (ELOOP past 40 links).
+ */
+static int resolve(const char *path, int *fd, char **out, bool *exists,
+		   struct stat *st)
+{
+	char *cur = strdup(path);
+	char *target = malloc(PATH_MAX);
+	int rc = -1;
+	for (int hop = 0; cur && target; hop++) {
+		if ((*fd = fd_named(cur)) >= 0) {
+			rc = 0;
+			break;
+		}
+		bool found = lstat(cur, st) == 0;
+		if (!found && errno != ENOENT)
+			break; /* EACCES, ENOTDIR...: errno says */
+		if (!found || !S_ISLNK(st->st_mode)) {
+			*exists = found;
+			*out = cur;
+			cur = NULL;
+			rc = 0;
+			break;
+		}
+		if (hop == 40) {
+			errno = ELOOP;
+			break;
+		}
+		ssize_t n = readlink(cur, target, PATH_MAX);
+		if (n < 0)
+			break;
+		if (n == PATH_MAX) {
+			errno = ENAMETOOLONG;
+			break;
+		}
+		size_t d = target[0] == '/' ? 0 : dir_len(cur);
+		char *next = malloc(d + (size_t)n + 1);
+		if (!next)
+			break;
+		memcpy(next, cur, d);
+		memcpy(next + d, target, (size_t)n);
+		next[d + (size_t)n] = 0;
+		free(cur);
+		cur = next;
+	}
+	if ((!cur && rc != 0) || !target)
+		errno = ENOMEM;
+	free(cur);
+	free(target);
+	return rc;
+}
+
+/*
+ * A new file beside `path` with a short name of its own (".as" and eight
+ * random characters, hidden from directory walks), so any name the
+ * filesystem takes for `path` works, even 255 bytes. Made with every signal
+ * blocked until it is tracked, so a signal cannot leave it behind. `mode`:
+ * the permissions (the umask applies). The open file, or -1 (errno).
+ */
+static int make_temp(struct as_atomic *a, mode_t mode)
+{
+	static const char abc[] = "abcdefghijklmnopqrstuvwxyz"
+				  "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	size_t d = dir_len(a->path);
+	a->tmp = malloc(d + sizeof(".as") + 8);
+	if (!a->tmp) {
+		errno = ENOMEM;
+		return -1;
+	}
+	memcpy(a->tmp, a->path, d);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	/* Two files made at once differ in `a` (and O_EXCL settles the rest). */
+	uint64_t seed = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 30 ^
+			(uint64_t)getpid() << 12 ^ (uintptr_t)a;
+	for (int attempt = 0; attempt < 100; attempt++) {
+		uint64_t r = as_splitmix64(&seed);
+		char *q = a->tmp + d;
+		memcpy(q, ".as", 3);
+		for (int i = 0; i < 8; i++, r >>= 6)
+			q[3 + i] = abc[(r & 63) % (sizeof(abc) - 1)];
+		q[11] = 0;
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &old);
+		int fd = open(a->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+					      O_CLOEXEC,
+			      mode);
+		if (fd >= 0)
+			track(a->tmp);
+		int e = errno;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		errno = e;
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+	return -1; /* EEXIST a hundred times */
+}
+
+/* Write straight into descriptor fd (the stream owns it): 0, or -1. */
+static int stream_direct(struct as_atomic *a, int fd)
+{
+	if (!(a->f = fdopen(fd, "w"))) {
+		close(fd);
+		return -1;
+	}
+	a->kind = AT_DIRECT;
+	return 0;
+}
+
+/* Open what `path` names directly for writing: a FIFO or a device. */
+static int open_direct(struct as_atomic *a, const char *path)
+{
+	int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return -1;
+	/* What was opened, not what the name was a moment ago. */
+	if (fstat(fd, &st) != 0 ||
+	    !(S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+		close(fd);
+		errno = EAGAIN; /* it changed under us */
+		return -1;
+	}
+	return stream_direct(a, fd);
+}
+
+/* A descriptor the process has (fd_named): stdout and stderr through their
+ * stdio streams, so what the program prints keeps its order. */
+static int open_fd(struct as_atomic *a, int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return -1;
+	if ((fl & O_ACCMODE) == O_RDONLY) {
+		errno = EBADF;
+		return -1;
+	}
+	if (fd == 1 || fd == 2) {
+		a->f = fd == 1 ? stdout : stderr;
+		a->kind = AT_STDIO;
+		return 0;
+	}
+	int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	return dup_fd < 0 ? -1 : stream_direct(a, dup_fd);
+}
+
 int as_atomic_open(const char *path, struct as_atomic **out, FILE **f)
 {
 	struct as_atomic *a = calloc(1, sizeof(*a));
-	if (!a)
+	if (!a) {
+		errno = ENOMEM;
 		return AS_ENOMEM;
+	}
 	if (strcmp(path, "-") == 0) {
 		a->f = stdout;
+		a->kind = AT_STDIO;
 		*out = a;
 		*f = a->f;
 		return AS_OK;
 	}
+	int fd = -1, rc = -1;
+	bool exists = false;
 	struct stat st;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		free(a);
+	if (resolve(path, &fd, &a->path, &exists, &st) != 0)
+		goto fail;
+	if (fd >= 0) {
+		rc = open_fd(a, fd);
+	} else if (exists && S_ISDIR(st.st_mode)) {
 		errno = EISDIR;
-		return AS_EIO;
+	} else if (exists && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+		rc = open_direct(a, a->path);
+	} else if (exists && S_ISBLK(st.st_mode)) {
+		errno = EPERM; /* a disk is no place for a report */
+	} else if (exists && !S_ISREG(st.st_mode)) {
+		errno = ENXIO; /* a socket: what open(2) says of one */
+	} else {
+		/* A regular file, or none yet: the temporary file gets the
+		 * permissions (and, when allowed, the owner) the file has. */
+		int tfd = make_temp(a, exists ? st.st_mode & 0777 : 0666);
+		if (tfd >= 0) {
+			a->kind = AT_TEMP;
+			if (exists && (fchmod(tfd, st.st_mode & 07777) != 0 ||
+				       fchown(tfd, st.st_uid, st.st_gid) != 0)) {
+				/* kept as made: the umask's mode, our owner */
+			}
+			if ((a->f = fdopen(tfd, "w")))
+				rc = 0;
+			else
+				close(tfd);
+		}
 	}
-	size_t n = strlen(path);
-	a->path = strdup(path);
-	a->tmp = malloc(n + 16);
-	if (!a->path || !a->tmp)
-		goto fail;
-	snprintf(a->tmp, n + 16, "%s.tmpXXXXXX", path);
-	int fd = mkstemp(a->tmp);
-	if (fd < 0) {
-		free(a->tmp);
-		a->tmp = NULL;
-		goto fail;
+	if (rc == 0) {
+		*out = a;
+		*f = a->f;
+		return AS_OK;
 	}
-	/* mkstemp makes the file private; give it the usual mode. */
-	mode_t mask = umask(0);
-	umask(mask);
-	fchmod(fd, 0666 & ~mask);
-	track(a->tmp);
-	a->f = fdopen(fd, "w");
-	if (!a->f) {
-		close(fd);
-		goto fail;
-	}
-	*out = a;
-	*f = a->f;
-	return AS_OK;
-fail:
+fail:;
+	int e = errno;
 	as_atomic_abort(a);
+	errno = e;
 	return AS_EIO;
 }
 
 int as_atomic_commit(struct as_atomic *a)
 {
-	int err = AS_OK;
-	if (!a->path) { /* stdout */
-		if (fflush(a->f) != 0)
-			err = AS_EIO;
+	int err = AS_OK, e = 0;
+	if (a->kind == AT_STDIO) {
+		if (fflush(a->f) != 0 || ferror(a->f))
+			err = AS_EIO, e = errno;
 		free(a);
+		errno = e;
 		return err;
 	}
 	if (ferror(a->f) | fclose(a->f))
-		err = AS_EIO;
+		err = AS_EIO, e = errno ? errno : EIO;
 	a->f = NULL;
-	if (err == AS_OK && rename(a->tmp, a->path) != 0)
-		err = AS_EIO;
-	if (err != AS_OK)
-		unlink(a->tmp);
-	untrack(a->tmp);
+	if (a->kind == AT_TEMP) {
+		if (err == AS_OK && rename(a->tmp, a->path) != 0)
+			err = AS_EIO, e = errno;
+		if (err != AS_OK)
+			unlink(a->tmp);
+		untrack(a->tmp);
+	}
 	free(a->tmp);
 	free(a->path);
 	free(a);
+	errno = e;
 	return err;
 }
 
@@ -128,16 +403,101 @@ void as_atomic_abort(struct as_atomic *a)
 {
 	if (!a)
 		return;
-	if (a->path) {
-		if (a->f)
-			fclose(a->f);
-		if (a->tmp)
-			unlink(a->tmp);
+	if (a->kind != AT_STDIO && a->f)
+		fclose(a->f);
+	if (a->kind == AT_TEMP && a->tmp) {
+		unlink(a->tmp);
+		untrack(a->tmp);
 	}
-	untrack(a->tmp);
 	free(a->tmp);
 	free(a->path);
 	free(a);
+}
+
+/* ---- Escaping names for a terminal and for Markdown ---- */
+
+/*
+ * The length of the UTF-8 character at s (up to end), or 0 when the bytes
+ * there are not one (a stray continuation byte, an overlong form, a
+ * surrogate, past U+10FFFF, cut short).
+ */
+static size_t utf8_len(const unsigned char *s, const unsigned char *end)
+{
+	unsigned c = s[0];
+	size_t n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2
+		 : c >= 0xe0 && c <= 0xef		  ? 3
+		 : c >= 0xf0 && c <= 0xf4		  ? 4
+							  : 0;
+	if (n == 0 || (size_t)(end - s) < n)
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) ||
+	    (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f))
+		return 0;
+	return n;
+}
+
+/* Whether the character at s (n bytes) is one a terminal or an editor
+ * acts on rather than shows: C0 and C1 controls, DEL, and the bidi
+ * overrides and isolates that reorder what follows them. */
+static bool is_control(const unsigned char *s, size_t n)
+{
+	if (n == 1)
+		return s[0] < 0x20 || s[0] == 0x7f;
+	if (n == 2)
+		return s[0] == 0xc2 && s[1] < 0xa0;
+	return n == 3 && s[0] == 0xe2 &&
+	       ((s[1] == 0x80 && s[2] >= 0xaa && s[2] <= 0xae) ||
+		(s[1] == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9));
+}
+
+size_t as_escape(char *buf, size_t len, const char *s, enum as_escape_how how)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *end = p + strlen(s);
+	size_t o = 0, w = 0; /* the length in all, the bytes written */
+	bool full = len == 0;
+	while (p < end) {
+		char piece[16];
+		size_t k = 0, n = utf8_len(p, end);
+		if (n == 0 || is_control(p, n)) {
+			for (size_t i = 0; i < (n ? n : 1); i++)
+				k += (size_t)snprintf(piece + k,
+						      sizeof(piece) - k,
+						      "\\x%02x", p[i]);
+			n = n ? n : 1;
+		} else if (how == AS_ESCAPE_MARKDOWN &&
+			   strchr("<>&", *p)) {
+			k = (size_t)snprintf(piece, sizeof(piece), "&%s;",
+					     *p == '<'	 ? "lt"
+					     : *p == '>' ? "gt"
+							 : "amp");
+		} else if ((how == AS_ESCAPE_MARKDOWN &&
+			    strchr("\\`*_[]|~", *p)) ||
+			   (how == AS_ESCAPE_MARKDOWN_CODE && *p == '|')) {
+			piece[0] = '\\';
+			piece[1] = (char)*p;
+			k = 2;
+		} else {
+			memcpy(piece, p, n);
+			k = n;
+		}
+		p += n;
+		/* Whole pieces only: nothing is cut inside an escape or a
+		 * character. */
+		if (!full && w + k < len) {
+			memcpy(buf + w, piece, k);
+			w += k;
+		} else {
+			full = true;
+		}
+		o += k;
+	}
+	if (len)
+		buf[w] = 0;
+	return o;
 }
 
 void as_json_string(FILE *f, const char *s)
@@ -520,4 +880,14 @@ uint64_t as_hash_mem(const void *p, size_t len)
 uint64_t as_hash_str(const char *s)
 {
 	return as_hash_mem(s, strlen(s));
+}
+
+void as_problem(struct as_problems *p, const char *fmt, ...)
+{
+	if (p->n++ == 0 && p->msg && p->len) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(p->msg, p->len, fmt, ap);
+		va_end(ap);
+	}
 }

@@ -339,15 +339,11 @@ int as_trace_load(const char *path, const char *format, struct as_trace **out,
 	diag_start(diag, path);
 	if (!as_format_known(format))
 		return unknown_format(format, diag);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return as_diag_set(diag, 0, AS_EIO, "cannot open: %s",
-				   strerror(errno));
-	struct stat st;
-	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-		fclose(f);
-		return as_diag_set(diag, 0, AS_EIO, "not a regular file");
-	}
+	/* Never blocks (a FIFO), refuses what is not a regular file. */
+	FILE *f;
+	int oerr = as_open_input(path, &f, diag);
+	if (oerr)
+		return oerr;
 	struct as_reader *r = NULL;
 	enum as_compression kind = AS_PLAIN;
 	int err = as_reader_open(f, &r, &kind, diag);

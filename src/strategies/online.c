@@ -5,7 +5,6 @@
  * of their own). Address spaces are separate memories, so each gets an
  * allocator of its own.
  */
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -241,18 +240,6 @@ int as_online_walk_at(const struct as_strategy_impl *impl,
 	int err = drive(&r, NULL, diag);
 	as_plan_destroy(p);
 	return err;
-}
-
-/* ---- What check() found ---- */
-
-void as_problem(struct as_problems *p, const char *fmt, ...)
-{
-	if (p->n++ == 0 && p->msg && p->len) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(p->msg, p->len, fmt, ap);
-		va_end(ap);
-	}
 }
 
 /* ---- The dump printer ---- */

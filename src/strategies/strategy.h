@@ -145,20 +145,6 @@ int as_online_replay(const struct as_strategy_impl *impl,
 void as_dump_blocks(const struct as_online_impl *on, void *state,
 		    as_emit_fn emit, void *ctx);
 
-/*
- * What a check() found: how many problems, and the first one in words in
- * msg (len bytes, may be NULL). as_problem counts one more and words it when
- * it is the first.
- */
-struct as_problems {
-	uint64_t n;
-	char *msg;
-	size_t len;
-};
-
-void as_problem(struct as_problems *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
 /* Replay up to `time`, then walk (as_strategy_walk_at). */
 int as_online_walk_at(const struct as_strategy_impl *impl,
 		      const struct as_trace *t, const char *spec_opts,

@@ -726,16 +726,66 @@ int as_strategy_walk_at(const char *spec, const struct as_trace *t,
 /* ---- Output helpers ---- */
 
 /*
- * A file written whole or not at all: data goes to a temporary file beside
- * `path`, which as_atomic_commit renames over it. "-" means stdout.
+ * An input file, opened for reading without blocking on it and refused
+ * unless it is a regular file: a FIFO, a device, a socket or a directory
+ * fails at once, before a byte is read ("not a regular file but a FIFO").
+ * On success *f is the open file (reads block again as usual); the caller
+ * closes it. Otherwise diag (when not NULL) gets the reason; its file name
+ * is the caller's to set.
+ */
+int as_open_input(const char *path, FILE **f, struct as_diag *diag);
+
+/*
+ * An output written whole or not at all, without damaging what its path
+ * names:
+ * - "-", /dev/stdout and /dev/stderr write to stdout and stderr; /dev/fd/N
+ *   and /proc/self/fd/N to that descriptor of the process (a duplicate);
+ * - a symbolic link is followed (to /dev/stdout too): its target is
+ *   written, the link stays;
+ * - a FIFO or a character device (/dev/null, a terminal) is written
+ *   directly, never replaced;
+ * - a regular file, or a new one, is written to a temporary file beside it
+ *   (a short hidden name, ".as" and 8 characters, so any name the file
+ *   system takes works) that as_atomic_commit renames over it, keeping the
+ *   file's permissions; as_atomic_abort removes it.
+ * A directory, a block device or a socket is refused (errno EISDIR, EPERM,
+ * ENXIO). Errors are AS_EIO or AS_ENOMEM with errno telling why, for the
+ * caller's message; commit sets errno the same way.
  */
 struct as_atomic;
 int as_atomic_open(const char *path, struct as_atomic **out, FILE **f);
 int as_atomic_commit(struct as_atomic *a);   /* closes and renames */
 void as_atomic_abort(struct as_atomic *a);   /* closes and removes; NULL ok */
-/* Remove every temporary file open now: async-signal-safe, for a SIGINT or
- * SIGTERM handler that then exits (the final files are left untouched). */
+/* Remove every temporary file open now: async-signal-safe, for the handler
+ * of a terminating signal (the final files are left untouched). */
 void as_atomic_remove_pending(void);
+
+/*
+ * How as_escape writes a name:
+ * - AS_ESCAPE_TEXT, for a terminal: bytes a terminal acts on rather than
+ *   shows (C0 and C1 controls, DEL, the bidi overrides and isolates) and
+ *   bytes that are not UTF-8 become \xNN, one per byte;
+ * - AS_ESCAPE_MARKDOWN, for Markdown text and table cells: that, and
+ *   < > & as entities, \ ` * _ [ ] | ~ behind a backslash, so no name
+ *   becomes HTML, a link, emphasis or a new table column;
+ * - AS_ESCAPE_MARKDOWN_CODE, inside a code span (which shows HTML and
+ *   emphasis as text): that of AS_ESCAPE_TEXT, and | as \| for tables. A
+ *   code span cannot hold a backtick: the caller writes a name that has
+ *   one as AS_ESCAPE_MARKDOWN text.
+ */
+enum as_escape_how {
+	AS_ESCAPE_TEXT,
+	AS_ESCAPE_MARKDOWN,
+	AS_ESCAPE_MARKDOWN_CODE,
+};
+
+/*
+ * Write `s` escaped into buf (len bytes with the NUL, as snprintf: cut
+ * between whole escapes and characters when it does not fit; buf may be
+ * NULL when len is 0). Returns the length the whole of it takes, without
+ * the NUL.
+ */
+size_t as_escape(char *buf, size_t len, const char *s, enum as_escape_how how);
 
 /* Write `s` as a JSON string literal (quotes and escapes). */
 void as_json_string(FILE *f, const char *s);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "allocscope/allocscope.h"
+#include "core/internal.h"
 
 /*
  * What an offline planner returns when it cannot keep every address below
@@ -73,6 +74,16 @@ static inline bool as_budget_canceled(const struct as_budget *b)
 {
 	return b && b->cancel &&
 	       atomic_load_explicit(b->cancel, memory_order_relaxed);
+}
+
+/*
+ * Whether a search timed by the clock must stop: b (may be NULL) canceled,
+ * or the monotonic clock (as_now_ms) past `deadline`. For the loops that
+ * stop at a deadline rather than at a step limit (strip's).
+ */
+static inline bool as_budget_past(const struct as_budget *b, double deadline)
+{
+	return as_budget_canceled(b) || as_now_ms() > deadline;
 }
 
 /*

@@ -73,7 +73,8 @@ struct xs {
 	size_t ncand;
 	uint64_t nodes, limit;
 	double deadline;
-	bool timeout;
+	const struct as_budget *budget; /* canceled: stop; or NULL */
+	bool timeout;           /* the deadline passed or the budget canceled */
 };
 
 enum { X_FAIL, X_FOUND, X_STOP };
@@ -252,7 +253,13 @@ static int xs_dfs(struct xs *s, const struct xpart *pt, uint64_t last,
 		  uint32_t last_key, const struct xcand *plist, size_t pn)
 {
 	const struct as_rect *r = s->pb->r;
-	if ((++s->nodes & 1023) == 0 && as_now_ms() > s->deadline) {
+	/*
+	 * The clock every 1024 nodes, a cancel (one load) at every node: a
+	 * node whose candidates all fail can cost milliseconds.
+	 */
+	bool look = (++s->nodes & 1023) == 0;
+	if (as_budget_canceled(s->budget) ||
+	    (look && as_now_ms() > s->deadline)) {
 		s->timeout = true;
 		return X_STOP;
 	}
@@ -459,15 +466,17 @@ static void xs_rank(struct xs *s, const struct xpart *pt)
 }
 
 int as_exact_solve(const struct as_problem *pb, uint64_t cap,
-		   double deadline_ms, uint64_t max_nodes, uint64_t seed,
-		   uint64_t *off, struct as_exact_stats *st)
+		   double deadline_ms, const struct as_budget *budget,
+		   uint64_t max_nodes, uint64_t seed, uint64_t *off,
+		   struct as_exact_stats *st)
 {
-	return as_exact_solve_fixed(pb, NULL, cap, deadline_ms, max_nodes,
-				    seed, off, st);
+	return as_exact_solve_fixed(pb, NULL, cap, deadline_ms, budget,
+				    max_nodes, seed, off, st);
 }
 
 int as_exact_solve_fixed(const struct as_problem *pb, const uint64_t *fixed,
-			 uint64_t cap, double deadline_ms, uint64_t max_nodes,
+			 uint64_t cap, double deadline_ms,
+			 const struct as_budget *budget, uint64_t max_nodes,
 			 uint64_t seed, uint64_t *off,
 			 struct as_exact_stats *st)
 {
@@ -485,6 +494,7 @@ int as_exact_solve_fixed(const struct as_problem *pb, const uint64_t *fixed,
 	s.n = n;
 	s.S = pb->nsections;
 	s.deadline = deadline_ms;
+	s.budget = budget;
 	size_t spans = 0;
 	for (uint32_t i = 0; i < n; i++)
 		spans += pb->r[i].t1 - pb->r[i].t0;

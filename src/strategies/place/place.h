@@ -19,6 +19,7 @@
 #define AS_PLACE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/internal.h"
@@ -144,7 +145,7 @@ struct as_span *as_placer_spans(struct as_placer *pl, const struct as_rect *r,
  * spare ones would otherwise sit idle, a walk without an undo log records
  * its puts on a thread of their own and goes on with its next find, which
  * waits only for the puts of rectangles sharing time with it: the same
- * offsets, in less time (placer.c, "Puts recorded on a spare processor").
+ * offsets, in less time (pipe.c).
  */
 void as_placer_put(struct as_placer *pl, uint32_t i, uint64_t off);
 /* Record puts on a thread of their own whether a processor is spare or not
@@ -167,6 +168,17 @@ void as_placer_budget(struct as_placer *pl, struct as_budget *b);
 int as_placer_error(struct as_placer *pl);
 /* Take a placed rectangle out again (any order). */
 void as_placer_pop(struct as_placer *pl, uint32_t i);
+/*
+ * Verify the placer's index against a plain scan of the placed rectangles:
+ * every node's runs are the merged ranges of the rectangles recorded there,
+ * its counts right, every union and snapshot (unless a pop left them stale)
+ * and every path union a query would read as fresh the union it stands
+ * for, and a few finds the brute-force fit among the placed rectangles
+ * sharing time. Drains the puts' thread first. Returns how many invariants
+ * are broken and words the first in msg (len bytes, may be NULL); never
+ * prints. A placer out of memory is not looked at (its finds fail).
+ */
+uint64_t as_placer_check(struct as_placer *pl, char *msg, size_t len);
 /*
  * Log what every put changes from now on (it resets the placer), so popping
  * the rectangles last put first keeps queries as fast as before the puts:
@@ -193,12 +205,15 @@ uint64_t as_place_order(struct as_placer *pl, const uint32_t *order,
  * overlaps. With `fixed` (may be NULL), the rectangles marked there keep
  * their off[] and the others go to the lowest offset clear of both the live
  * ones and the fixed ones that share their time, which `obst` (a placer
- * holding exactly the fixed ones) finds. Returns the peak, UINT64_MAX on
- * 64-bit overflow, or 0 with *err = AS_ENOMEM.
+ * holding exactly the fixed ones) finds. A cancel of `budget` (may be NULL;
+ * only its cancel flag is read) stops it within 256 rectangles. Returns the
+ * peak, UINT64_MAX on 64-bit overflow, or 0 with *err = AS_ENOMEM or
+ * AS_ECANCELED.
  */
 uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 			const uint8_t *fixed, struct as_placer *obst,
-			uint64_t *off, int *err);
+			const struct as_budget *budget, uint64_t *off,
+			int *err);
 
 /*
  * Skyline greedy: repeatedly drop the unplaced rectangle whose skyline
@@ -257,15 +272,18 @@ struct as_exact_stats {
 /*
  * Look for a placement of every rectangle of pb with peak <= cap before the
  * monotonic clock reaches deadline_ms (see as_now_ms) and within max_nodes
- * search nodes (0: no limit). `seed` picks which priority the rounds start
- * with. The search is deterministic: with the same nodes it gives the same
- * answer; only the deadline depends on the machine. off[] is written only on
+ * search nodes (0: no limit). A cancel of `budget` (may be NULL; only its
+ * cancel flag is read) ends it as the deadline does, within 1024 nodes.
+ * `seed` picks which priority the rounds start with. The search is
+ * deterministic: with the same nodes it gives the same answer; only the
+ * deadline and a cancel depend on the machine. off[] is written only on
  * AS_EXACT_FOUND; st (may be NULL) gets the effort added. Returns an enum
  * as_exact_result, or AS_ENOMEM.
  */
 int as_exact_solve(const struct as_problem *pb, uint64_t cap,
-		   double deadline_ms, uint64_t max_nodes, uint64_t seed,
-		   uint64_t *off, struct as_exact_stats *st);
+		   double deadline_ms, const struct as_budget *budget,
+		   uint64_t max_nodes, uint64_t seed, uint64_t *off,
+		   struct as_exact_stats *st);
 
 /* ---- Strategy strip: the seed's method, exposed for the tests ---- */
 
@@ -305,7 +323,8 @@ int as_strip_order(const struct as_problem *pb, int m, uint32_t *ids,
  * ones. Used to re-solve a window of a larger plan exactly.
  */
 int as_exact_solve_fixed(const struct as_problem *pb, const uint64_t *fixed,
-			 uint64_t cap, double deadline_ms, uint64_t max_nodes,
+			 uint64_t cap, double deadline_ms,
+			 const struct as_budget *budget, uint64_t max_nodes,
 			 uint64_t seed, uint64_t *off,
 			 struct as_exact_stats *st);
 

@@ -358,7 +358,8 @@ static bool by_start_size(uint32_t a, uint32_t b, const void *cv)
 
 uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 			const uint8_t *fixed, struct as_placer *obst,
-			uint64_t *off, int *err)
+			const struct as_budget *budget, uint64_t *off,
+			int *err)
 {
 	uint32_t n = pb->n;
 	struct gaps G = {0};
@@ -395,6 +396,11 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 	for (uint32_t is = 0; is < n; is++) {
 		uint32_t i = st[is];
 		const struct as_rect *r = &pb->r[i];
+		/* A pass over millions takes seconds: look for a cancel. */
+		if (is % 256 == 255 && as_budget_canceled(budget)) {
+			*err = AS_ECANCELED;
+			goto out;
+		}
 		/* Frees first: everything ending at or before this start. */
 		for (; ie < n && pb->r[en[ie]].t1 <= r->t0; ie++) {
 			uint32_t j = en[ie];

@@ -18,11 +18,13 @@
  * (largest first, earliest first, seeded shuffles). Keep the first order
  * whose highest top is below the peak, else restore the window and widen
  * it once to everything sharing time with the window. Stops when a peak
- * rectangle cannot be lowered or the time is up. Returns the new peak.
+ * rectangle cannot be lowered, the time is up or the run is canceled.
+ * Returns the new peak.
  */
 struct repair {
 	const struct as_problem *pb;
 	struct as_placer *pl;
+	const struct as_budget *budget; /* also the placer's */
 	uint64_t *off, *save;
 	const uint8_t *fixed;
 	uint32_t *win;
@@ -31,9 +33,10 @@ struct repair {
 };
 
 /*
- * Re-place the window in its current order; highest top, UINT64_MAX on
- * overflow or UINT64_MAX - 1 when the deadline cut it (restore() then puts
- * the window back).
+ * Re-place the window in its current order; highest top, UINT64_MAX when a
+ * find failed (overflow, or a cancel: as_strip_placer_error) or
+ * UINT64_MAX - 1 when the deadline cut it (restore() then puts the window
+ * back).
  */
 static uint64_t refill(struct repair *rp, double deadline)
 {
@@ -44,7 +47,7 @@ static uint64_t refill(struct repair *rp, double deadline)
 		uint32_t i = rp->win[k];
 		uint64_t y;
 		/* A find costs what shares time with i: look at the clock. */
-		if (k % 32 == 31 && as_now_ms() > deadline) {
+		if (k % 32 == 31 && as_budget_past(rp->budget, deadline)) {
 			rp->placed = k;
 			return UINT64_MAX - 1;
 		}
@@ -82,25 +85,35 @@ static bool by_start(uint32_t a, uint32_t b, const void *cv)
 
 static uint64_t repair_peak(const struct as_problem *pb, uint64_t *off,
 			    const uint8_t *fixed, uint64_t seed,
-			    double deadline, uint32_t *moves, int *err)
+			    double deadline, struct as_budget *budget,
+			    uint32_t *moves, int *err)
 {
 	uint32_t n = pb->n;
 	struct repair rp = {.pb = pb, .off = off, .fixed = fixed,
+			    .budget = budget,
 			    .rng = seed * 0x2545f4914f6cdd1dULL + 7};
 	uint64_t peak = as_place_peak(pb, off);
 	rp.pl = as_placer_create(pb);
-	if (rp.pl)
+	if (rp.pl) {
 		as_placer_undo(rp.pl); /* trials are taken back */
+		as_placer_budget(rp.pl, budget);
+	}
 	rp.win = calloc(n, sizeof(uint32_t));
 	rp.save = calloc(n, sizeof(uint64_t));
 	*err = AS_ENOMEM;
 	*moves = 0;
 	if (!rp.pl || !rp.win || !rp.save)
 		goto out;
-	for (uint32_t i = 0; i < n; i++)
-		as_placer_put(rp.pl, i, off[i]);
 	*err = AS_OK;
-	while (peak > pb->lower_bound && as_now_ms() < deadline) {
+	for (uint32_t i = 0; i < n; i++) {
+		/* Up to AS_STRIP_REPAIR_MAX puts: look for a cancel. */
+		if (i % 256 == 255 && as_budget_canceled(budget)) {
+			*err = AS_ECANCELED;
+			goto out;
+		}
+		as_placer_put(rp.pl, i, off[i]);
+	}
+	while (peak > pb->lower_bound && !as_budget_past(budget, deadline)) {
 		uint32_t top = 0;
 		while (off[top] + pb->r[top].size != peak)
 			top++;
@@ -160,10 +173,10 @@ static uint64_t repair_peak(const struct as_problem *pb, uint64_t *off,
 					restore(&rp);
 				} else {
 					restore(&rp);
-					*err = AS_EUNSUPPORTED;
+					*err = as_strip_placer_error(rp.pl);
 					goto out;
 				}
-				if (as_now_ms() > deadline)
+				if (as_budget_past(budget, deadline))
 					break;
 			}
 		}
@@ -203,7 +216,8 @@ static bool by_top_desc_off(uint32_t a, uint32_t b, const void *cv)
 #define AS_STRIP_WINDOW_ALL 4000
 
 static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
-			     uint64_t seed, double deadline, uint64_t nodes,
+			     uint64_t seed, double deadline,
+			     const struct as_budget *budget, uint64_t nodes,
 			     int *err)
 {
 	struct as_exact_stats st = {0};
@@ -224,7 +238,7 @@ static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 	*err = AS_OK;
 	/* Start wide, halve after a failure, double after a success. */
 	uint32_t limit = AS_STRIP_WINDOW_FREE;
-	while (as_now_ms() < deadline && limit >= 16 &&
+	while (!as_budget_past(budget, deadline) && limit >= 16 &&
 	       (!nodes || st.nodes < nodes)) {
 		uint64_t peak = as_place_peak(pb, off);
 		if (peak <= pb->lower_bound)
@@ -335,7 +349,8 @@ static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 		/* With nodes=, each window gets an eighth of what is left. */
 		uint64_t share = nodes ? (nodes - st.nodes) / 8 + 1 : 0;
 		int r = as_exact_solve_fixed(&sub, fixed, peak - 1 - base,
-					     now + slice, share, seed, so, &st);
+					     now + slice, budget, share, seed,
+					     so, &st);
 		if (r < 0) {
 			*err = r;
 			break;
@@ -363,10 +378,14 @@ out:
 	return wins;
 }
 
-/* Whether a step estimated to take `cost` ms ends before the deadline. */
-static bool affordable(double deadline, double cost)
+/*
+ * Whether a step estimated to take `cost` ms ends before the deadline (and
+ * the run is not canceled).
+ */
+static bool affordable(const struct as_budget *b, double deadline,
+		       double cost)
 {
-	return as_now_ms() + cost <= deadline;
+	return !as_budget_canceled(b) && as_now_ms() + cost <= deadline;
 }
 
 /*
@@ -400,10 +419,10 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 	double unit = 0, per_pair = 0;
 	for (int f = 0; f < 2; f++) {
 		double t0 = as_now_ms();
-		if (f && !affordable(deadline, unit))
+		if (f && !affordable(cfg->budget, deadline, unit))
 			break;
 		peak = as_place_sweep(pb, f ? AS_FIT_BEST : AS_FIT_LOWEST, NULL,
-				      NULL, tmp, &err);
+				      NULL, cfg->budget, tmp, &err);
 		if (err)
 			goto out;
 		if (peak == UINT64_MAX) {
@@ -433,7 +452,7 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 	/* The skyline greedy over everything, when its pair lists fit. */
 	uint64_t pairs = as_problem_pairs(pb);
 	if (pairs <= AS_STRIP_PAIRS_TIER &&
-	    affordable(deadline, per_pair * (double)pairs)) {
+	    affordable(cfg->budget, deadline, per_pair * (double)pairs)) {
 		peak = as_strip_skyline_try(pb, tmp, &err);
 		if (err)
 			goto out;
@@ -451,7 +470,7 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 	/* Big: at least 1/big of the bound, doubling the cut while too many. */
 	uint64_t cut = UINT64_MAX;
 	sub.n = 0;
-	if (!affordable(deadline, 2 * unit))
+	if (!affordable(cfg->budget, deadline, 2 * unit))
 		goto done; /* not even the cut's passes */
 	for (cut = pb->lower_bound / cfg->big + 1;; cut *= 2) {
 		sub.n = 0;
@@ -469,7 +488,8 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 	if ((err = as_plan_stat_int(p, "big_rects", sub.n)))
 		goto out;
 	/* Big first: the sub-problem's search, then a sweep around it. */
-	if (sub.n == 0 || sub.n == n || !affordable(deadline, 2 * unit))
+	if (sub.n == 0 || sub.n == n ||
+	    !affordable(cfg->budget, deadline, 2 * unit))
 		goto done;
 	{
 		/* On the big ones' own sections (see as_problem_compact). */
@@ -516,10 +536,12 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 	obst = as_placer_create(pb);
 	if (!obst)
 		goto out;
+	as_placer_budget(obst, cfg->budget);
 	for (uint32_t i = 0; i < n; i++)
 		if (fixed[i])
 			as_placer_put(obst, i, tmp[i]);
-	peak = as_place_sweep(pb, AS_FIT_LOWEST, fixed, obst, tmp, &err);
+	peak = as_place_sweep(pb, AS_FIT_LOWEST, fixed, obst, cfg->budget, tmp,
+			      &err);
 	if (err)
 		goto out;
 	if (peak == UINT64_MAX) {
@@ -536,11 +558,11 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 	 * Window search on the best so far, with 60% of the time left; the
 	 * middle tier below gets what remains.
 	 */
-	if (as_now_ms() < deadline) {
+	if (!as_budget_past(cfg->budget, deadline)) {
 		double now = as_now_ms();
 		uint32_t wins = window_exact(pb, off, cfg->seed,
 					     now + (deadline - now) * 0.6,
-					     cfg->nodes, &err);
+					     cfg->budget, cfg->nodes, &err);
 		if (err)
 			goto out;
 		best = as_place_peak(pb, off);
@@ -562,7 +584,8 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 			sub.r[sub.n++] = pb->r[i];
 	uint64_t sub_pairs = as_problem_pairs(&sub);
 	if (sub_pairs <= AS_STRIP_PAIRS_TIER &&
-	    affordable(deadline, per_pair * (double)sub_pairs + unit)) {
+	    affordable(cfg->budget, deadline,
+		       per_pair * (double)sub_pairs + unit)) {
 		uint32_t m = 0;
 		for (uint32_t i = 0; i < n; i++)
 			if (!fixed[i] && pb->r[i].size >= cut2)
@@ -573,14 +596,14 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 			uint32_t i = map[k];
 			if (!as_placer_find(obst, i, AS_FIT_LOWEST, &tmp[i],
 					    NULL)) {
-				err = AS_EUNSUPPORTED;
+				err = as_strip_placer_error(obst);
 				goto out;
 			}
 			as_placer_put(obst, i, tmp[i]);
 			fixed[i] = 1;
 		}
-		peak = as_place_sweep(pb, AS_FIT_LOWEST, fixed, obst, tmp,
-				      &err);
+		peak = as_place_sweep(pb, AS_FIT_LOWEST, fixed, obst,
+				      cfg->budget, tmp, &err);
 		if (err)
 			goto out;
 		if (peak == UINT64_MAX) {
@@ -595,7 +618,8 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 		}
 	}
 done:
-	if (n <= AS_STRIP_REPAIR_MAX && as_now_ms() < deadline) {
+	if (n <= AS_STRIP_REPAIR_MAX &&
+	    !as_budget_past(cfg->budget, deadline)) {
 		uint32_t moves;
 		/* The big ones stay; `fixed` marks them, or nothing. */
 		if (sub.n == 0 || sub.n == n)
@@ -603,8 +627,8 @@ done:
 		else
 			for (uint32_t i = 0; i < n; i++)
 				fixed[i] = pb->r[i].size >= cut;
-		peak = repair_peak(pb, off, fixed, cfg->seed, deadline, &moves,
-				   &err);
+		peak = repair_peak(pb, off, fixed, cfg->seed, deadline,
+				   cfg->budget, &moves, &err);
 		if (err)
 			goto out;
 		if (moves && (err = as_strip_note(cfg, p, "peak repair", peak)))

@@ -218,6 +218,12 @@ struct space {
 	uint32_t nrounds;
 };
 
+int as_strip_placer_error(struct as_placer *pl)
+{
+	int err = as_placer_error(pl);
+	return err == AS_STRATEGY_PAST_2_64 ? AS_EUNSUPPORTED : err;
+}
+
 /* Record a round, naming the space when the trace has several. */
 int as_strip_note(const struct as_strip_cfg *cfg, struct as_plan *p, const char *what,
 		uint64_t peak)
@@ -280,13 +286,18 @@ static int tune_group(struct space *sp, uint32_t *ids, uint32_t n,
 			if (o + pb->r[ids[j]].size > top)
 				top = o + pb->r[ids[j]].size;
 		}
+		bool failed = j < n;
 		while (j-- > 0)
 			as_placer_pop(sp->pl, ids[j]);
+		/* A find stopped by a cancel says nothing of this order. */
+		if (failed && as_placer_error(sp->pl) == AS_ECANCELED)
+			return AS_ECANCELED;
 		if (top < best_top) {
 			best_top = top;
 			best_m = m;
 		}
-		if (best_top <= pb->lower_bound || as_now_ms() > stop)
+		if (best_top <= pb->lower_bound ||
+		    as_budget_past(sp->cfg->budget, stop))
 			break;
 	}
 	if (as_strip_order(pb, best_m, ids, n))
@@ -294,7 +305,9 @@ static int tune_group(struct space *sp, uint32_t *ids, uint32_t n,
 	sp->metric_use[best_m] += n;
 	for (uint32_t j = 0; j < n; j++) {
 		uint64_t o = 0;
-		as_placer_find(sp->pl, ids[j], AS_FIT_LOWEST, &o, NULL);
+		if (!as_placer_find(sp->pl, ids[j], AS_FIT_LOWEST, &o, NULL) &&
+		    as_placer_error(sp->pl) == AS_ECANCELED)
+			return AS_ECANCELED;
 		as_placer_put(sp->pl, ids[j], o);
 		out[(*nout)++] = ids[j];
 	}
@@ -318,7 +331,7 @@ static int seed_method(struct space *sp, double stop)
 	uint64_t peak = as_place_order(sp->pl, sp->order, n, AS_FIT_LOWEST,
 				       sp->off);
 	if (peak == UINT64_MAX)
-		return as_placer_nomem(sp->pl) ? AS_ENOMEM : AS_EUNSUPPORTED;
+		return as_strip_placer_error(sp->pl);
 	keep_if_better(sp, sp->off, peak);
 	char label[48];
 	snprintf(label, sizeof(label), "metric=%s",
@@ -328,7 +341,7 @@ static int seed_method(struct space *sp, double stop)
 	sp->hashes[sp->nhashes++] = hash_order(sp->order, n);
 	for (uint64_t round = 1; round <= sp->cfg->rounds && peak > lb;
 	     round++) {
-		if (as_now_ms() > stop) {
+		if (as_budget_past(sp->cfg->budget, stop)) {
 			if (round_note(sp, "tuning out of time", peak))
 				return AS_ENOMEM;
 			break;
@@ -348,7 +361,7 @@ static int seed_method(struct space *sp, double stop)
 				return ng;
 			for (int g = 0; g < ng; g++) {
 				uint32_t a = sp->first[g], b = sp->first[g + 1];
-				if (as_now_ms() > stop)
+				if (as_budget_past(sp->cfg->budget, stop))
 					return AS_OK;
 				int err = tune_group(sp, sp->tmp + a, b - a,
 						     sp->next, &nn, stop);
@@ -375,8 +388,7 @@ static int seed_method(struct space *sp, double stop)
 		peak = as_place_order(sp->pl, sp->order, n, AS_FIT_LOWEST,
 				      sp->off);
 		if (peak == UINT64_MAX)
-			return as_placer_nomem(sp->pl) ? AS_ENOMEM
-						       : AS_EUNSUPPORTED;
+			return as_strip_placer_error(sp->pl);
 		keep_if_better(sp, sp->off, peak);
 		/* Name the metric that ordered most of the tuned ones. */
 		int top_m = 0;
@@ -478,8 +490,8 @@ static int exact_phase(struct space *sp, double deadline)
 	char label[48];
 	double now = as_now_ms();
 	int r = as_exact_solve(pb, lo, now + (deadline - now) * 0.8,
-			       nodes ? nodes / 5 * 4 : 0, sp->cfg->seed,
-			       sp->off, &st);
+			       sp->cfg->budget, nodes ? nodes / 5 * 4 : 0,
+			       sp->cfg->seed, sp->off, &st);
 	if (r < 0)
 		return r;
 	if (r == AS_EXACT_FOUND) {
@@ -489,13 +501,15 @@ static int exact_phase(struct space *sp, double deadline)
 	} else {
 		lo++;
 	}
-	while (lo < sp->best_peak && as_now_ms() < deadline &&
+	while (lo < sp->best_peak &&
+	       !as_budget_past(sp->cfg->budget, deadline) &&
 	       (!nodes || st.nodes < nodes)) {
 		now = as_now_ms();
 		uint64_t cap = lo + (sp->best_peak - lo) / 2;
 		uint64_t share = nodes ? (nodes - st.nodes + 1) / 2 : 0;
 		r = as_exact_solve(pb, cap, now + (deadline - now) * 0.5,
-				   share, sp->cfg->seed, sp->off, &st);
+				   sp->cfg->budget, share, sp->cfg->seed,
+				   sp->off, &st);
 		if (r < 0)
 			return r;
 		if (r == AS_EXACT_FOUND) {
@@ -526,7 +540,8 @@ static int local_phase(struct space *sp, double deadline)
 	uint32_t tries = 0, better = 0;
 	/* Start from the order of the seed's best. */
 	memcpy(sp->off, sp->best, n * sizeof(uint64_t));
-	while (sp->best_peak > pb->lower_bound && as_now_ms() < deadline &&
+	while (sp->best_peak > pb->lower_bound &&
+	       !as_budget_past(sp->cfg->budget, deadline) &&
 	       (!sp->cfg->nodes || (uint64_t)tries * n < sp->cfg->nodes)) {
 		tries++;
 		as_strip_classify(pb, sp->off, cur_peak - 1, sp->risk);
@@ -552,8 +567,7 @@ static int local_phase(struct space *sp, double deadline)
 		uint64_t peak = as_place_order(sp->pl, sp->next, n,
 					       AS_FIT_LOWEST, sp->off);
 		if (peak == UINT64_MAX)
-			return as_placer_nomem(sp->pl) ? AS_ENOMEM
-						       : AS_EUNSUPPORTED;
+			return as_strip_placer_error(sp->pl);
 		if (peak <= cur_peak) {
 			memcpy(sp->order, sp->next, n * sizeof(uint32_t));
 			if (peak < sp->best_peak) {
@@ -567,6 +581,8 @@ static int local_phase(struct space *sp, double deadline)
 			/* Restore the placement of the kept order. */
 			cur_peak = as_place_order(sp->pl, sp->order, n,
 						  AS_FIT_LOWEST, sp->off);
+			if (cur_peak == UINT64_MAX)
+				return as_strip_placer_error(sp->pl);
 		}
 	}
 	if (as_plan_stat_int(sp->p, "local_tries", tries))
@@ -583,8 +599,10 @@ int as_strip_full(const struct as_problem *pb, uint64_t *off,
 	uint32_t n = pb->n;
 	int err = AS_ENOMEM;
 	sp.pl = as_placer_create(pb);
-	if (sp.pl)
+	if (sp.pl) {
 		as_placer_undo(sp.pl); /* trials are taken back */
+		as_placer_budget(sp.pl, cfg->budget);
+	}
 	sp.off = calloc(n, sizeof(uint64_t));
 	sp.best = calloc(n, sizeof(uint64_t));
 	sp.order = calloc(n, sizeof(uint32_t));

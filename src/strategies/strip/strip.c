@@ -27,7 +27,8 @@
  *
  * Every step that yields a plan is recorded with as_plan_round (label,
  * peak). Everything is deterministic for a given seed= except where the
- * wall-clock budget cuts; nodes= fixes the effort instead.
+ * wall-clock budget cuts; nodes= fixes the effort instead. A cancel of the
+ * run stops every search at its next look (cfg.budget): AS_ECANCELED.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,7 +153,7 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 		memcpy(off, start, pb->n * sizeof(uint64_t));
 		/* At the bound, or no time left: the baselines' plan stands. */
 		if (cfg->start_peak <= pb->lower_bound ||
-		    as_now_ms() >= deadline)
+		    as_budget_past(cfg->budget, deadline))
 			goto out;
 	}
 	/*
@@ -230,7 +231,13 @@ static const struct as_option_desc options[] = {
 static int plan(const struct as_trace *t, const struct as_opts *o,
 		struct as_run *run, struct as_plan *p, struct as_diag *diag)
 {
-	struct as_strip_cfg cfg = {0};
+	/*
+	 * strip is timed by budget_ms, not held to the run's step limit: its
+	 * searches get a budget with the run's cancel flag alone (no steps
+	 * counted, no processors lent), so its plans stay what they were.
+	 */
+	struct as_budget stop = {.cancel = run->budget.cancel};
+	struct as_strip_cfg cfg = {.budget = &stop};
 	int err, with_baselines;
 	cfg.start_ms = as_now_ms();
 	cfg.multi = t->nspaces > 1;
@@ -279,6 +286,9 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	cfg.search_from = as_now_ms();
 	err = as_plan_spaces(t, p, plan_space, &cfg, diag);
 	free(inc);
+	/* Canceled, the searches stopped early and their plan is no answer. */
+	if (as_budget_canceled(&stop))
+		return AS_ECANCELED;
 	return err;
 }
 

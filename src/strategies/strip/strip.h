@@ -45,11 +45,23 @@ struct as_strip_cfg {
 	 */
 	const uint64_t *start;
 	uint64_t start_peak;
+	/*
+	 * What stops the search besides its deadlines: the run's cancel flag
+	 * (as_budget_past), also handed to the placers, whose finds then fail
+	 * with AS_ECANCELED. Never NULL; it counts no steps.
+	 */
+	struct as_budget *budget;
 };
 
 /* Record a round, naming the space when the trace has several. */
 int as_strip_note(const struct as_strip_cfg *cfg, struct as_plan *p,
 		  const char *what, uint64_t peak);
+
+/*
+ * Why a find or as_place_order of a strip placer failed, in strip's terms:
+ * AS_ENOMEM, AS_ECANCELED, or AS_EUNSUPPORTED (an offset past 2^64).
+ */
+int as_strip_placer_error(struct as_placer *pl);
 
 /* Skyline greedy as one more candidate; returns its peak. */
 uint64_t as_strip_skyline_try(const struct as_problem *pb, uint64_t *out,

@@ -1,0 +1,264 @@
+#!/bin/sh
+# Inputs that are not files, outputs that are not plain files, and names that
+# are not plain text, end to end (TAP; issue 40). Needs AS_EXE and
+# AS_SOURCE_DIR (set by meson).
+#
+# Outputs are written through symlinks to their targets, directly into FIFOs
+# and devices, and through the descriptor /dev/stdout names; never replaced.
+# The CI runs as root, where a regression would turn /dev/null or
+# /dev/stdout into a file: each of those is tried first on a stand-in of its
+# own (a device node made here, a link to /proc/self/fd/1), and the real one
+# only when the stand-in came through intact.
+set -u
+exe=${AS_EXE:?}
+src=${AS_SOURCE_DIR:?}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+. "$src/tests/tap.sh"
+cd "$src" || exit 1
+tr=traces/small-cnn.json
+gs="-s greedy-size"
+esc=$(printf '\033')
+
+# is_json FILE: FILE holds the replay's JSON object.
+is_json() { grep -q '"strategy": "greedy-size", "peak": 2531328' "$1"; }
+# no_temp DIR: no temporary file left in DIR.
+no_temp() { [ -z "$(ls -A "$1" | grep '^\.as')" ]; }
+
+# ---- Outputs ----
+
+mkdir "$tmp/o"
+echo old >"$tmp/o/target.json"
+ln -s target.json "$tmp/o/link.json"
+"$exe" replay $tr $gs --json "$tmp/o/link.json" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 0 ] && [ -L "$tmp/o/link.json" ] &&
+	[ "$(readlink "$tmp/o/link.json")" = target.json ] &&
+	is_json "$tmp/o/target.json" && no_temp "$tmp/o"
+ok "json_at_a_symlink_writes_its_target_and_the_link_stays" $?
+
+mkdir "$tmp/o/sub"
+ln -s sub/../sub/new.json "$tmp/o/dangling.json"
+ln -s link.json "$tmp/o/chain.json"
+"$exe" replay $tr $gs --json "$tmp/o/dangling.json" >/dev/null 2>&1 &&
+	"$exe" replay $tr $gs --json "$tmp/o/chain.json" \
+		--plan-out "$tmp/o/plan.csv" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 0 ] && [ -L "$tmp/o/dangling.json" ] && is_json "$tmp/o/sub/new.json" &&
+	[ -L "$tmp/o/chain.json" ] && [ -L "$tmp/o/link.json" ] &&
+	is_json "$tmp/o/target.json" && no_temp "$tmp/o" && no_temp "$tmp/o/sub"
+ok "a_dangling_link_makes_its_target_and_a_chain_of_links_is_followed" $?
+
+# Every output flag: --png, --svg, --plan-out, --markdown, diff --svg files.
+mkdir "$tmp/o/real" "$tmp/o/vd"
+for f in p.png s.svg plan.csv r.md; do
+	echo old >"$tmp/o/real/$f"
+	ln -s real/$f "$tmp/o/l-$f"
+done
+"$exe" replay $tr $gs --png "$tmp/o/l-p.png" --svg "$tmp/o/l-s.svg" \
+	--plan-out "$tmp/o/l-plan.csv" >/dev/null 2>&1
+rc=$?
+"$exe" replay tests/diff/recorded-worse.csv $gs --json "$tmp/o/b.json" \
+	>/dev/null 2>&1
+"$exe" diff "$tmp/o/b.json" "$tmp/o/b.json" --markdown "$tmp/o/l-r.md" \
+	>/dev/null 2>&1
+rc=$((rc + $?))
+svgname=tests_diff_recorded-worse.csv.svg
+echo old >"$tmp/o/real/$svgname"
+ln -s ../real/$svgname "$tmp/o/vd/$svgname"
+"$exe" diff -s greedy-size -s recorded tests/diff/recorded-worse.csv \
+	--svg "$tmp/o/vd" >/dev/null 2>&1
+[ $? -eq 1 ] || rc=$((rc + 1))
+bad=0
+for f in l-p.png l-s.svg l-plan.csv l-r.md vd/$svgname; do
+	[ -L "$tmp/o/$f" ] || bad=1
+done
+[ "$(head -c 4 "$tmp/o/real/p.png" | tail -c 3)" = PNG ] &&
+	grep -q '<svg' "$tmp/o/real/s.svg" &&
+	grep -q '^id,lower,upper,size,offset' "$tmp/o/real/plan.csv" &&
+	grep -q '^### allocscope diff' "$tmp/o/real/r.md" &&
+	grep -q '<svg' "$tmp/o/real/$svgname" || bad=1
+no_temp "$tmp/o/real" && no_temp "$tmp/o/vd" || bad=1
+ok "png_svg_plan_out_markdown_and_diff_svg_write_through_links" $((rc + bad))
+
+mkfifo "$tmp/o/out.fifo"
+cat "$tmp/o/out.fifo" >"$tmp/o/fifo.got" &
+reader=$!
+timeout 20 "$exe" replay $tr $gs --json "$tmp/o/out.fifo" >/dev/null 2>&1
+rc=$?
+# The reader ends at the writer's close; one still waiting got nothing.
+k=0
+while kill -0 $reader 2>/dev/null && [ $k -lt 40 ]; do
+	sleep 0.05; k=$((k + 1))
+done
+kill $reader 2>/dev/null
+wait $reader
+[ $rc -eq 0 ] && [ -p "$tmp/o/out.fifo" ] && is_json "$tmp/o/fifo.got" &&
+	no_temp "$tmp/o"
+ok "json_at_a_fifo_reaches_its_reader_and_the_fifo_stays" $?
+
+# /dev/stdout: first a link of our own to /proc/self/fd/1, then the real
+# one; into a pipe, and into a file the shell appends to.
+ln -s /proc/self/fd/1 "$tmp/o/stdout"
+"$exe" replay $tr $gs --json "$tmp/o/stdout" 2>/dev/null | cat >"$tmp/o/piped"
+is_json "$tmp/o/piped" && [ -L "$tmp/o/stdout" ] && no_temp "$tmp/o"
+stand_in=$?
+ok "json_at_a_link_to_proc_self_fd_1_goes_down_the_pipe" $stand_in
+if [ $stand_in -eq 0 ] && [ -e /dev/stdout ]; then
+	echo before >"$tmp/o/appended"
+	"$exe" replay $tr $gs --json /dev/stdout 2>/dev/null | cat >"$tmp/o/piped2" &&
+		"$exe" replay $tr $gs --json /dev/stdout >>"$tmp/o/appended" 2>/dev/null
+	rc=$?
+	[ $rc -eq 0 ] && is_json "$tmp/o/piped2" &&
+		[ "$(head -n 1 "$tmp/o/appended")" = before ] &&
+		is_json "$tmp/o/appended" &&
+		{ [ -L /dev/stdout ] || [ -c /dev/stdout ]; }
+	ok "json_at_dev_stdout_reaches_the_pipe_or_file_and_dev_stdout_stays" $?
+else
+	echo "ok $((n += 1)) - json_at_dev_stdout # SKIP the stand-in failed or no /dev/stdout"
+fi
+
+# A character device: a node of our own (mknod needs root), then /dev/null.
+if mknod "$tmp/o/null" c 1 3 2>/dev/null; then
+	"$exe" replay $tr $gs --json "$tmp/o/null" >/dev/null 2>&1
+	rc=$?
+	[ $rc -eq 0 ] && [ -c "$tmp/o/null" ] && no_temp "$tmp/o"
+	stand_in=$?
+elif [ "$(id -u)" -ne 0 ]; then
+	stand_in=0 # not root: /dev/null cannot be replaced anyway
+else
+	stand_in=1
+fi
+if [ $stand_in -eq 0 ]; then
+	"$exe" replay $tr $gs --json /dev/null >"$tmp/o/devnull.out" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] && [ -c /dev/null ] && [ ! -s "$tmp/o/devnull.out" ]
+	ok "json_at_a_character_device_writes_it_and_dev_null_stays_a_device" $?
+else
+	echo "ok $((n += 1)) - json_at_dev_null # SKIP no device node of our own to try first"
+fi
+
+# 255 bytes: the most a name can have on most file systems.
+j=$(printf '%0250d' 0 | tr 0 j).json
+g=$(printf '%0251d' 0 | tr 0 g).png
+c=$(printf '%0251d' 0 | tr 0 c).csv
+"$exe" replay $tr $gs --json "$tmp/o/$j" --png "$tmp/o/$g" \
+	--plan-out "$tmp/o/$c" >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] || sed 's/^/#   /' "$tmp/err"
+[ $rc -eq 0 ] && [ ${#j} -eq 255 ] && [ ${#g} -eq 255 ] && [ ${#c} -eq 255 ] &&
+	is_json "$tmp/o/$j" && [ -s "$tmp/o/$g" ] && [ -s "$tmp/o/$c" ] &&
+	no_temp "$tmp/o"
+ok "outputs_with_255_byte_names_are_written" $?
+
+echo old >"$tmp/o/mode.json"
+chmod 640 "$tmp/o/mode.json"
+"$exe" replay $tr $gs --json "$tmp/o/mode.json" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 0 ] && is_json "$tmp/o/mode.json" &&
+	[ "$(stat -c %a "$tmp/o/mode.json")" = 640 ]
+ok "a_replaced_file_keeps_its_permissions" $?
+
+"$exe" replay $tr $gs --json "$tmp/o" >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "cannot write: Is a directory" "$tmp/err"
+ok "a_directory_as_output_is_refused_with_exit_2" $?
+
+# ---- Inputs that are not files ----
+
+printf 'id,lower,upper,size\nx,0,4,8\n' >"$tmp/t.csv"
+printf 'id,lower,upper,size,offset\nx,0,4,8,0\n' >"$tmp/p.csv"
+mkfifo "$tmp/in.ops" "$tmp/in.json" "$tmp/in.csv"
+cp "$tmp/o/b.json" "$tmp/b.json"
+# refused NAME WANT CMD...: exit 2 within a second, saying WANT.
+refused() {
+	name=$1 want=$2
+	shift 2
+	timeout 1 "$@" >/dev/null 2>"$tmp/err"
+	rc=$?
+	[ $rc -eq 2 ] && grep -q -- "$want" "$tmp/err"
+	st=$?
+	[ $st -eq 0 ] || echo "#   rc=$rc: $(head -n 2 "$tmp/err")"
+	ok "$name" $st
+}
+fifo="not a regular file but a FIFO"
+refused "replay_refuses_a_fifo_at_once" "in.ops: $fifo" \
+	"$exe" replay --no-progress "$tmp/in.ops"
+refused "check_refuses_a_fifo_at_once" "in.ops: $fifo" \
+	"$exe" check "$tmp/in.ops"
+refused "check_plan_refuses_a_fifo_at_once" "in.csv: $fifo" \
+	"$exe" check "$tmp/t.csv" --plan "$tmp/in.csv"
+refused "diff_refuses_a_fifo_as_new_at_once" "in.json: $fifo" \
+	"$exe" diff "$tmp/b.json" "$tmp/in.json"
+refused "diff_refuses_a_fifo_as_base_at_once" "in.json: $fifo" \
+	"$exe" diff "$tmp/in.json" "$tmp/b.json"
+refused "diff_with_strategies_refuses_a_fifo_trace_at_once" "in.ops: $fifo" \
+	"$exe" diff -s greedy-size -s bestfit "$tmp/in.ops"
+dev="not a regular file but a character device"
+refused "diff_refuses_dev_zero_at_once" "/dev/zero: $dev" \
+	"$exe" diff "$tmp/b.json" /dev/zero
+refused "check_plan_refuses_dev_zero_at_once" "/dev/zero: $dev" \
+	"$exe" check "$tmp/t.csv" --plan /dev/zero
+refused "a_directory_as_plan_is_named_a_directory" \
+	"not a regular file but a directory" \
+	"$exe" check "$tmp/t.csv" --plan "$tmp/o"
+
+"$exe" diff - "$tmp/b.json" <"$tmp/b.json" >/dev/null 2>&1
+ok "diff_still_reads_standard_input_as_-" $?
+
+# A walk skips what is not a regular file, and says so.
+mkdir -p "$tmp/w/a/b"
+cp $tr "$tmp/w/a/good.json"
+mkfifo "$tmp/w/a/b/pipe.ops"
+ln -s .. "$tmp/w/a/b/up"
+timeout 10 "$exe" replay --no-progress "$tmp/w" $gs >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && grep -q "good.json" "$tmp/out" &&
+	grep -q "w/a/b/pipe.ops: skipped: $fifo" "$tmp/err" &&
+	grep -q "w/a/b/up: skipped: a link back to a directory this walk is in" \
+		"$tmp/err"
+ok "a_walk_skips_a_fifo_and_a_loop_naming_each" $?
+
+d="$tmp/deep"
+for i in $(seq 40); do d="$d/d"; done
+mkdir -p "$d"
+cp $tr "$d/t.json"
+"$exe" replay --no-progress "$tmp/deep" $gs >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "deep\(/d\)*: directories nested more than 32 deep" "$tmp/err"
+ok "a_tree_too_deep_is_refused_naming_where" $?
+
+# ---- Names that are not plain text ----
+
+mkdir "$tmp/n"
+printf 'bogus line\n' >"$tmp/n/x${esc}[31mRED.ops"
+"$exe" replay --no-progress "$tmp/n" $gs >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 2 ] && ! grep -q "$esc" "$tmp/err" &&
+	grep -q 'x\\x1b\[31mRED.ops:1: ' "$tmp/err"
+ok "a_walk_error_escapes_the_file_name" $?
+
+sed 's/"greedy-size"/"gs\\u001b[2J<script>alert(1)<\/script>|x"/; s/"name": "\([^"]*\)"/"name": "\1\\u001b]0;pwn\\u0007"/' \
+	"$tmp/b.json" >"$tmp/evil.json"
+"$exe" diff "$tmp/evil.json" "$tmp/evil.json" --all \
+	--markdown "$tmp/evil.md" >"$tmp/out" 2>&1
+rc=$?
+[ $rc -eq 0 ] && ! grep -q "$esc" "$tmp/out" &&
+	grep -q 'csv\\x1b\]0;pwn\\x07 .*gs\\x1b\[2J<script>' "$tmp/out"
+ok "diff_prints_names_from_a_results_file_escaped" $?
+! grep -q "$esc" "$tmp/evil.md" && ! grep -q "<script>" "$tmp/evil.md" &&
+	grep -q 'gs\\x1b\\\[2J&lt;script&gt;alert(1)&lt;/script&gt;\\|x |' \
+		"$tmp/evil.md"
+ok "markdown_escapes_escape_sequences_html_and_table_bars" $?
+
+# A builder error without a message (65,536 address spaces) still says one.
+awk 'BEGIN { for (i = 0; i < 65600; i++) printf "alloc b%d 8 pool=p%d\n", i, i }' \
+	>"$tmp/spaces.ops"
+"$exe" replay "$tmp/spaces.ops" $gs >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q 'spaces.ops: ..*' "$tmp/err" &&
+	! grep -q 'spaces.ops: *$' "$tmp/err"
+ok "an_error_without_a_message_still_says_something" $?
+
+echo "1..$n"
+[ $failed -eq 0 ]
