@@ -9,8 +9,9 @@ control with random addresses. DIR/MANIFEST lists one case a line:
 
     NAME KIND [CONTROL]
 
-KIND is `refused` (exit status 2), `loads` (exit status 0) or `either`;
-CONTROL names the control case a flood must stay within 5 times of. The
+KIND is `refused` (exit status 2), `loads` (exit status 0), `either`, or
+`control` (exit status 0, no limit: another case's yardstick); CONTROL
+names the control case a flood must stay within 5 times of. The
 zstd files are written frame by frame here (raw and RLE blocks), so no
 compressor is needed and a 60 GiB expansion takes 2 MB; the cases that need
 real compression pipe through the `zstd` program, and are left out (with a
@@ -181,7 +182,7 @@ def mtrace_lines(addrs):
     yield b"= End\n"
 
 
-@case("loads")
+@case("control")
 def mtrace_random(d):
     rng = random.Random(40)
     addrs = [rng.randrange(1 << 44, 1 << 47) & ~15 for _ in range(N_FLOOD)]
@@ -202,7 +203,7 @@ def snapshot_allocs(addrs):
                    (pk_str("segments"), b"]")])
 
 
-@case("loads")
+@case("control")
 def snapshot_random(d):
     rng = random.Random(41)
     addrs = [rng.randrange(1 << 44, 1 << 47) & ~511 for _ in range(N_FLOOD)]
@@ -327,7 +328,40 @@ def ht_string(s):
     return b"s %x %s\n" % (len(s), s)
 
 
-@case("either")
+@case("control")
+def heaptrack_flat(d):
+    """The control of the next two: the same 350,000 allocations, each
+    with a stack of one frame."""
+    out = [b"v 10400 3\n", b"X ./prog\n", ht_string(b"prog")]
+    for k in range(1000):
+        out.append(ht_string(b"f%04d_" % k + b"x" * 244))
+    for k in range(1000):
+        out.append(b"i %x 1 %x\n" % (0x1000 + k, k + 2))
+    n = 350000
+    for j in range(1, n + 1):
+        out.append(b"t %x 0\n" % (j % 1000 + 1))
+    for j in range(1, n + 1):
+        out.append(b"a 10 %x\n" % j)
+    for j in range(n):
+        out.append(b"+ %x\n" % j)
+    write(d, "heaptrack-flat.heaptrack", b"".join(out))
+
+
+@case("control")
+def heaptrack_raw_flat(d):
+    """The control of the raw one: one frame a stack."""
+    rng = random.Random(43)
+    out = [b"v 10400 3\n", b"x 6 ./prog\n",
+           b"m 6 ./prog 400000 0 100000\n"]
+    n = 350000
+    for j in range(1, n + 1):
+        out.append(b"t %x 0\n" % (0x400000 + rng.randrange(1 << 20)))
+    for j in range(1, n + 1):
+        out.append(b"+ 10 %x %x\n" % (j, 0x10000000 + 16 * j))
+    write(d, "heaptrack-raw-flat.heaptrack", b"".join(out))
+
+
+@case("either", control="heaptrack-flat.heaptrack")
 def heaptrack_distinct_stacks(d):
     """350,000 distinct stacks of 16 KB (64 frames of 250 bytes) from a
     chain of trace nodes over 1,000 instructions."""
@@ -347,7 +381,7 @@ def heaptrack_distinct_stacks(d):
     write(d, "heaptrack-distinct-stacks.heaptrack", b"".join(out))
 
 
-@case("either")
+@case("either", control="heaptrack-raw-flat.heaptrack")
 def heaptrack_raw_distinct_stacks(d):
     """The same in a raw file: 350,000 nodes, each allocated once."""
     rng = random.Random(43)
@@ -362,7 +396,22 @@ def heaptrack_raw_distinct_stacks(d):
     write(d, "heaptrack-raw-distinct-stacks.heaptrack", b"".join(out))
 
 
-@case("either")
+@case("control")
+def heaptrack_one_module(d):
+    """The control of the next: the same stacks, one module."""
+    rng = random.Random(44)
+    out = [b"v 10400 3\n", b"x 6 ./prog\n"]
+    top = 0x10000000 + 0x1000 * 4095
+    out.append(b"m a lib4095.so %x 0 1000\n" % top)
+    n = 20000
+    for j in range(1, n + 1):
+        out.append(b"t %x %x\n" % (top + rng.randrange(0x1000), j - 1))
+    for j in range(1, n + 1):
+        out.append(b"+ 10 %x %x\n" % (j, 0x20000000 + 16 * j))
+    write(d, "heaptrack-one-module.heaptrack", b"".join(out))
+
+
+@case("either", control="heaptrack-one-module.heaptrack")
 def heaptrack_modules(d):
     """4,096 modules, 20,000 stacks of 256 frames in the last one."""
     rng = random.Random(44)
@@ -385,6 +434,29 @@ def blank_lines(d):
     """60 GiB of blank lines in 2 MB of zstd."""
     write(d, "blank-lines.ops.zst",
           zstd_frame([b"alloc a 16\n", (0x0a, 60 << 30), b"free a\n"]))
+
+
+@case("refused")
+def blank_lines_gz(d):
+    """The same in gzip (its ratio stops near 1,000): 512 MiB of blank
+    lines in 500 KB."""
+    import zlib
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    out = [z.compress(b"alloc a 16\n")]
+    block = b"\n" * (1 << 20)
+    for _ in range(512):
+        out.append(z.compress(block))
+    out.append(z.compress(b"free a\n"))
+    out.append(z.flush())
+    write(d, "blank-lines.ops.gz", b"".join(out))
+
+
+@case("loads")
+def zstd_skippable_frame(d):
+    """A trace behind a skippable frame, as pzstd writes one first."""
+    write(d, "zstd-skippable-frame.ops.zst",
+          zstd_skippable(b"\x00" * 12) +
+          zstd_frame([b"alloc a 16\nalloc b 32\nfree a\nfree b\n"]))
 
 
 @case("refused")
@@ -412,7 +484,7 @@ def config_budget(d):
     write(d, "config-budget.ops", ("\n".join(out) + "\n").encode())
 
 
-@case("loads")
+@case("control")
 def spaces_one(d):
     """20,000 buffers in one space: the control of spaces-20000."""
     out = []
@@ -430,7 +502,7 @@ def spaces_20000(d):
     write(d, "spaces-20000.ops", b"".join(out))
 
 
-@case("either")
+@case("refused")
 def numa_cores(d):
     """A 450-byte NUMA trace: 4,096 cores (spaces), 2^23 blocks."""
     edges = ", ".join('{"name": "e%d", "to": 0, "volume": 64}' % k

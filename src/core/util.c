@@ -671,6 +671,11 @@ const char *as_next_line(const char **p, const char *end, size_t *len)
 	if (*p >= end)
 		return NULL;
 	const char *s = *p;
+	if (*s == '\n') { /* a blank line: no memchr set up for one byte */
+		*p = s + 1;
+		*len = 0;
+		return s;
+	}
 	const char *nl = memchr(s, '\n', (size_t)(end - s));
 	const char *e = nl ? nl : end;
 	*p = nl ? nl + 1 : end;

@@ -256,7 +256,7 @@ static int check_shape(struct ctx *c, const struct as_pk *traces,
 	    (segs && segs->type != AS_PK_NONE &&
 	     (err = want_list(c, segs, "'segments'"))))
 		return err;
-	for (uint32_t d = 0; d < as_pk_len(traces); d++) {
+	for (uint32_t d = 0; d < as_pk_len(traces) && seen <= len; d++) {
 		const struct as_pk *list = as_pk_item(traces, d);
 		if ((err = want_list(c, list, "device trace")))
 			return err;
@@ -271,12 +271,11 @@ static int check_shape(struct ctx *c, const struct as_pk *traces,
 	}
 	if (seen > len)
 		return as_diag_set(c->diag, 0, AS_EPARSE,
-				   "snapshot holds %s%llu entries, segments "
-				   "and blocks counting each reference, more "
-				   "than its %zu bytes: one list shared many "
-				   "times (refused: reading it would cost far "
-				   "more than the file)",
-				   seen > UINT32_MAX ? "at least " : "",
+				   "snapshot holds at least %llu entries, "
+				   "segments and blocks, counting each "
+				   "reference: more than its %zu bytes (a list "
+				   "shared many times; reading it would cost "
+				   "far more than the file)",
 				   (unsigned long long)seen, len);
 	return AS_OK;
 }

@@ -623,6 +623,7 @@ static int header(struct reader *r)
 	r->c.text = NULL;
 	r->c.base = 0;
 	r->c.depth = 0;
+	r->c.input_bytes = r->tot.last;
 	return parse_root(&r->c, r->root, &r->lists);
 }
 
