@@ -248,36 +248,30 @@ def pickle_shared_blocks(d):
                   (pk_str("device_traces"), b"]")]))
 
 
-@case("refused")
-def pickle_newtrue_pop(d):
-    """100M NEWTRUE/POP pairs, compressed."""
+def pickle_pairs(d, name, pair):
+    """100M one-value opcode pairs (2 bytes each), compressed."""
     if not have_zstd():
-        return skip("pickle-newtrue-pop.pickle.zst", "no zstd program")
+        return skip(name, "no zstd program")
 
     def chunks():
         yield b"\x80\x04"
-        block = b"\x880" * (1 << 20)
+        block = pair * (1 << 20)
         for _ in range(100):
             yield block
         yield pk_dict([(pk_str("segments"), b"]")]) + b"."
-    zstd_pipe(os.path.join(d, "pickle-newtrue-pop.pickle.zst"), chunks(),
-              level=19)
+    zstd_pipe(os.path.join(d, name), chunks(), level=19)
+
+
+@case("refused")
+def pickle_newtrue_pop(d):
+    """100M NEWTRUE/POP pairs."""
+    return pickle_pairs(d, "pickle-newtrue-pop.pickle.zst", b"\x880")
 
 
 @case("refused")
 def pickle_empty_lists(d):
     """The same with EMPTY_LIST/POP: values that cannot be shared."""
-    if not have_zstd():
-        return skip("pickle-empty-lists.pickle.zst", "no zstd program")
-
-    def chunks():
-        yield b"\x80\x04"
-        block = b"]0" * (1 << 20)
-        for _ in range(100):
-            yield block
-        yield pk_dict([(pk_str("segments"), b"]")]) + b"."
-    zstd_pipe(os.path.join(d, "pickle-empty-lists.pickle.zst"), chunks(),
-              level=19)
+    return pickle_pairs(d, "pickle-empty-lists.pickle.zst", b"]0")
 
 
 MEMO_BIG = 300000000

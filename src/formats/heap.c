@@ -217,19 +217,27 @@ bool as_parse_hex(const char *s, size_t len, uint64_t *out)
 	return true;
 }
 
-/* "0xADDR#N" into out (at least 32 bytes); by hand, it runs per block. */
-static void block_name(char *out, uint64_t addr, uint32_t n)
+char *as_put_hex(char *out, uint64_t x)
 {
 	static const char digits[] = "0123456789abcdef";
-	char tmp[24];
+	char tmp[16];
 	int k = 0;
 	do
-		tmp[k++] = digits[addr & 15];
-	while (addr >>= 4);
+		tmp[k++] = digits[x & 15];
+	while (x >>= 4);
 	*out++ = '0';
 	*out++ = 'x';
 	while (k)
 		*out++ = tmp[--k];
+	return out;
+}
+
+/* "0xADDR#N" into out (at least 32 bytes); by hand, it runs per block. */
+static void block_name(char *out, uint64_t addr, uint32_t n)
+{
+	char tmp[24];
+	int k = 0;
+	out = as_put_hex(out, addr);
 	*out++ = '#';
 	do
 		tmp[k++] = (char)('0' + n % 10);

@@ -486,28 +486,12 @@ static int module_line(struct as_builder *b, struct heaptrack *h,
 	return add_pieces(h, base, base + top, h->nmods - 1);
 }
 
-/* "0x" and x in hexadecimal at out; the end. By hand: it runs per frame. */
-static char *put_hex(char *out, uint64_t x)
-{
-	static const char digits[] = "0123456789abcdef";
-	char tmp[16];
-	int k = 0;
-	do
-		tmp[k++] = digits[x & 15];
-	while (x >>= 4);
-	*out++ = '0';
-	*out++ = 'x';
-	while (k)
-		*out++ = tmp[--k];
-	return out;
-}
-
 /* A raw frame: "0xIP MODULE+0xOFFSET", or "0xIP" outside every module. */
 static void raw_frame(const struct heaptrack *h, uint64_t ip, char *out,
 		      size_t cap)
 {
 	uint32_t k = piece_after(h, ip);
-	char *at = put_hex(out, ip);
+	char *at = as_put_hex(out, ip);
 	if (k < h->npieces && h->pieces[k].base <= ip) {
 		const struct module *m = &h->mods[h->pieces[k].mod];
 		size_t n = strlen(m->name);
@@ -517,7 +501,7 @@ static void raw_frame(const struct heaptrack *h, uint64_t ip, char *out,
 			memcpy(at, m->name, n);
 			at += n;
 			*at++ = '+';
-			at = put_hex(at, ip - m->base);
+			at = as_put_hex(at, ip - m->base);
 		}
 	}
 	*at = 0;
