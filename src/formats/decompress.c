@@ -11,7 +11,7 @@
  * AS_INFLATE_RATIO times the compressed bytes read so far, no more. Every
  * reader's cost is a multiple of the bytes it is given; with this, the
  * cost of a compressed file is a multiple of its own size too (2 MB of zstd
- * can hold 60 GiB of newlines; here they are refused after 576 MiB).
+ * can hold 60 GiB of newlines; here they are refused after 288 MiB at most).
  */
 #include <stdlib.h>
 #include <string.h>

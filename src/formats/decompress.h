@@ -21,8 +21,8 @@ struct as_reader;
  * AS_INFLATE_RATIO times the compressed bytes read; past it, reading fails
  * (AS_EPARSE). Real traces compress 2 to 25 times.
  */
-#define AS_INFLATE_FLOOR ((uint64_t)64 << 20)
-#define AS_INFLATE_RATIO 256u
+#define AS_INFLATE_FLOOR ((uint64_t)32 << 20)
+#define AS_INFLATE_RATIO 128u
 
 enum as_compression { AS_PLAIN, AS_GZIP, AS_ZSTD };
 

@@ -60,6 +60,12 @@ struct node {
 	uint64_t ip;            /* instruction index (interpreted), address
 				 * (raw) */
 	uint32_t parent;
+	uint32_t len;           /* of the stack, once built */
+	uint32_t nframes;       /* frames in it */
+	/* What its frames' text was made from: raw, the module list's
+	 * version; interpreted, 0 when every frame was a defined
+	 * instruction (else UINT32_MAX: a later line may define one). */
+	uint32_t version;
 	const char *stack;      /* built on first use */
 };
 
@@ -113,6 +119,7 @@ struct heaptrack {
 	uint32_t npieces, cap_pieces;
 	uint64_t fed;           /* bytes read so far */
 	uint64_t stack_text;    /* bytes of the stacks built */
+	uint32_t mod_version;   /* raw: "m" lines so far */
 	uint64_t dropped;       /* stacks not built past the bound */
 	const char *exe;        /* raw: the "x" line's file name */
 };
@@ -446,6 +453,7 @@ static int module_line(struct as_builder *b, struct heaptrack *h,
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "bad module line (expected m LENGTH PATH "
 				   "ADDRESS [OFFSET SIZE]...)");
+	h->mod_version++;
 	if (n == 1 && t[0] == '-') {
 		h->nmods = 0;
 		h->npieces = 0;
@@ -510,7 +518,39 @@ static void raw_frame(const struct heaptrack *h, uint64_t ip, char *out,
 /* The stack of a node past the text bound: no frames. */
 static const char dropped_stack[] = "";
 
-/* The stack of trace node `t`, built once (NULL: out of memory). */
+/* The text of node v's own frame, into buf[cap] or a string held. */
+static const char *frame_of(const struct heaptrack *h, uint32_t v,
+			    char *buf, size_t cap, bool *known)
+{
+	uint64_t ip = h->nodes[v].ip;
+	if (h->mode == RAW) {
+		raw_frame(h, ip, buf, cap);
+		return buf;
+	}
+	if (ip == 0 || ip >= h->nips) {
+		*known = false;
+		snprintf(buf, cap, "0x%llx", (unsigned long long)ip);
+		return buf;
+	}
+	return h->ips[ip];
+}
+
+/* Whether node p's stack may be copied into its children's: built, and
+ * made from what still holds (the same modules; defined instructions). */
+static bool reusable(const struct heaptrack *h, uint32_t p)
+{
+	const struct node *n = &h->nodes[p];
+	return p != 0 && n->stack && n->stack != dropped_stack &&
+	       n->version == (h->mode == RAW ? h->mod_version : 0);
+}
+
+/*
+ * The stack of trace node `t`, built once (NULL: out of memory): its
+ * frames up to the root, innermost first, as many whole frames as fit in
+ * MAX_STACK_BYTES and MAX_STACK_FRAMES. A node whose parent's stack is
+ * built (the usual order) copies that text after its own frame: O(the
+ * text), not a walk of up to 256 frames formatted again.
+ */
 static const char *stack_of(struct as_builder *b, struct heaptrack *h,
 			    uint32_t t)
 {
@@ -524,28 +564,59 @@ static const char *stack_of(struct as_builder *b, struct heaptrack *h,
 	}
 	size_t at = 0;
 	h->scratch[0] = 0;
-	int frames = 0;
-	for (uint32_t v = t; v != 0 && frames < MAX_STACK_FRAMES;
-	     v = h->nodes[v].parent, frames++) {
-		const char *text;
-		char num[1100];
-		uint64_t ip = h->nodes[v].ip;
-		if (h->mode == RAW) {
-			raw_frame(h, ip, num, sizeof(num));
-			text = num;
-		} else if (ip == 0 || ip >= h->nips) {
-			snprintf(num, sizeof(num), "0x%llx",
-				 (unsigned long long)ip);
-			text = num;
-		} else {
-			text = h->ips[ip];
+	uint32_t frames = 0, p = h->nodes[t].parent;
+	bool known = true;
+	char num[1100];
+	const char *text = frame_of(h, t, num, sizeof(num), &known);
+	if (put(h->scratch, &at, text, strlen(text)))
+		frames = 1;
+	if (frames && reusable(h, p)) {
+		/* The parent's whole frames that fit after ours. */
+		const struct node *pn = &h->nodes[p];
+		known = known && pn->version == 0;
+		size_t take = 0;
+		uint32_t k = 0;
+		while (k < pn->nframes && frames + k < MAX_STACK_FRAMES) {
+			const char *nl = memchr(pn->stack + take, '\n',
+						pn->len - take);
+			size_t end = nl ? (size_t)(nl - pn->stack) : pn->len;
+			if (at + 1 + end > MAX_STACK_BYTES - 1)
+				break;
+			take = end;
+			k++;
+			if (!nl)
+				break;
+			take = end + 1;
 		}
-		if ((at && !put(h->scratch, &at, "\n", 1)) ||
-		    !put(h->scratch, &at, text, strlen(text)))
-			break;
+		if (k) {
+			size_t n = take && pn->stack[take - 1] == '\n' ? take - 1
+								     : take;
+			h->scratch[at++] = '\n';
+			memcpy(h->scratch + at, pn->stack, n);
+			at += n;
+			h->scratch[at] = 0;
+			frames += k;
+		}
+	} else {
+		for (uint32_t v = p; frames && v != 0 &&
+				     frames < MAX_STACK_FRAMES;
+		     v = h->nodes[v].parent) {
+			text = frame_of(h, v, num, sizeof(num), &known);
+			size_t n = strlen(text);
+			if (n + 1 > MAX_STACK_BYTES - 1 - at)
+				break; /* whole frames only */
+			put(h->scratch, &at, "\n", 1);
+			put(h->scratch, &at, text, n);
+			frames++;
+		}
 	}
+	struct node *nd = &h->nodes[t];
+	nd->len = (uint32_t)at;
+	nd->nframes = frames;
+	nd->version = h->mode == RAW ? h->mod_version
+				     : (known ? 0 : UINT32_MAX);
 	h->stack_text += at;
-	return h->nodes[t].stack = as_heap_intern(b, h->heap, h->scratch);
+	return nd->stack = as_heap_intern(b, h->heap, h->scratch);
 }
 
 static int set_mode(struct heaptrack *h, enum mode m, uint64_t line,
@@ -667,7 +738,7 @@ static int parse_line(struct as_builder *b, void *state, const char *s,
 		if (!grow((void **)&h->nodes, &h->cap_nodes, h->nnodes + 1,
 			  sizeof(*h->nodes)))
 			return AS_ENOMEM;
-		h->nodes[h->nnodes++] = (struct node){v, i, NULL};
+		h->nodes[h->nnodes++] = (struct node){.ip = v, .parent = i};
 		return AS_OK;
 	case 'a':
 		if (n != 3)
@@ -766,7 +837,7 @@ static int ht_lines(struct as_builder *b, struct as_line_state *st,
 			return AS_ENOMEM;
 		h->strs[h->nstrs++] = "";
 		h->ips[h->nips++] = "";
-		h->nodes[h->nnodes++] = (struct node){0, 0, NULL};
+		h->nodes[h->nnodes++] = (struct node){0};
 	}
 	h->fed += len;
 	return as_recorded_lines(b, st, data, len, parse_line, h, diag);

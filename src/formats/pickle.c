@@ -26,9 +26,10 @@
 /*
  * What the values may cost: the bytes of values, container items, the
  * stack and the memo together at most COST_PER_BYTE times the pickle's
- * bytes plus COST_FLOOR (real snapshots take 3 to 6 times their size).
- * Past it the pickle is refused: a file of one-byte opcodes that each make
- * a value (EMPTY_LIST, POP, ...) would otherwise take 40 times its size.
+ * bytes plus COST_FLOOR (real snapshots take 4 to 9 times their size,
+ * tiny ones up to 13: the floor holds those). Past it the pickle is
+ * refused: a file of one-byte opcodes that each make a value (EMPTY_LIST,
+ * POP, ...) would otherwise take 40 times its size.
  */
 #define COST_PER_BYTE 12
 #define COST_FLOOR ((uint64_t)16 << 20)
@@ -84,10 +85,8 @@ void as_pickle_destroy(struct as_pickle *p)
 {
 	if (!p)
 		return;
-	for (size_t i = 0; i < p->ncont; i++) {
+	for (size_t i = 0; i < p->ncont; i++)
 		free(p->containers[i]->v.items);
-		free(p->containers[i]->index);
-	}
 	free(p->containers);
 	struct chunk *c = p->chunks;
 	while (c) {
@@ -114,7 +113,9 @@ static bool charge(struct machine *m, uint64_t bytes)
 static struct as_pk *new_value(struct machine *m, uint8_t type)
 {
 	struct as_pickle *d = m->doc;
-	if (!charge(m, sizeof(struct as_pk) + sizeof(struct as_pk *)))
+	bool cont = type == AS_PK_LIST || type == AS_PK_TUPLE ||
+		    type == AS_PK_DICT;
+	if (!charge(m, sizeof(struct as_pk) + cont * sizeof(struct as_pk *)))
 		return NULL;
 	if (!d->chunks || d->chunks->used == CHUNK_VALUES) {
 		struct chunk *c = malloc(sizeof(*c));
@@ -833,14 +834,28 @@ static int index_dicts(struct as_pickle *doc)
 		for (uint32_t j = 0; j < d->n; j++)
 			if (d->v.items[2 * (size_t)j]->type == AS_PK_STR)
 				idx[k++] = j;
-		if (as_sort_u32(idx, k, key_less, d) != AS_OK) {
+		/* The indices go after the items, in the same block. */
+		size_t at = 2 * (size_t)d->n * sizeof(struct as_pk *);
+		struct as_pk **items = as_sort_u32(idx, k, key_less, d) == AS_OK
+			? realloc(d->v.items, at + (size_t)k * sizeof(*idx))
+			: NULL;
+		if (!items) {
 			free(idx);
 			return AS_ENOMEM;
 		}
-		d->index = idx;
-		d->nindex = k;
+		memcpy((char *)items + at, idx, (size_t)k * sizeof(*idx));
+		free(idx);
+		d->v.items = items;
+		d->cap = k;
+		d->indexed = true;
 	}
 	return AS_OK;
+}
+
+/* An indexed dict's indices (index_dicts). */
+static const uint32_t *dict_index(const struct as_pk *d)
+{
+	return (const uint32_t *)(const void *)(d->v.items + 2 * (size_t)d->n);
 }
 
 int as_pickle_parse(const char *data, size_t len, struct as_pickle **out,
@@ -893,7 +908,7 @@ const struct as_pk *as_pk_get(const struct as_pk *d, const char *key)
 	if (!d || d->type != AS_PK_DICT)
 		return NULL;
 	size_t n = strlen(key);
-	if (!d->index) {
+	if (!d->indexed) {
 		for (uint32_t i = d->n; i-- > 0;)
 			if (key_is(d->v.items[2 * (size_t)i], key, n))
 				return d->v.items[2 * (size_t)i + 1];
@@ -903,10 +918,11 @@ const struct as_pk *as_pk_get(const struct as_pk *d, const char *key)
 	 * The last of the equal keys (the sort is stable, by pair index):
 	 * binary search for the first key greater than `key`.
 	 */
-	uint32_t lo = 0, hi = d->nindex;
+	const uint32_t *index = dict_index(d);
+	uint32_t lo = 0, hi = d->cap;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		const struct as_pk *km = d->v.items[2 * (size_t)d->index[mid]];
+		const struct as_pk *km = d->v.items[2 * (size_t)index[mid]];
 		size_t mn = km->n < n ? km->n : n;
 		int c = memcmp(km->v.s, key, mn);
 		if (c < 0 || (c == 0 && km->n <= n))
@@ -916,7 +932,7 @@ const struct as_pk *as_pk_get(const struct as_pk *d, const char *key)
 	}
 	if (lo == 0)
 		return NULL;
-	uint32_t j = d->index[lo - 1];
+	uint32_t j = index[lo - 1];
 	return key_is(d->v.items[2 * (size_t)j], key, n)
 		       ? d->v.items[2 * (size_t)j + 1]
 		       : NULL;
