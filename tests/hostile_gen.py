@@ -274,6 +274,37 @@ def pickle_empty_lists(d):
     return pickle_pairs(d, "pickle-empty-lists.pickle.zst", b"]0")
 
 
+@case("refused")
+def pickle_empty_lists_edge(d):
+    """EMPTY_LIST/POP pairs just under the ratio rule (30 MiB from a few
+    KB): refused by the pickle's value budget, in well under 1 GB."""
+    if not have_zstd():
+        return skip("pickle-empty-lists-edge.pickle.zst", "no zstd program")
+
+    def chunks():
+        yield b"\x80\x04"
+        for _ in range(15):
+            yield b"]0" * (1 << 20)
+        yield pk_dict([(pk_str("segments"), b"]")]) + b"."
+    zstd_pipe(os.path.join(d, "pickle-empty-lists-edge.pickle.zst"),
+              chunks(), level=19)
+
+
+@case("refused")
+def pickle_stack_edge(d):
+    """16M EMPTY_LISTs left on the stack (its limit is 2^24)."""
+    if not have_zstd():
+        return skip("pickle-stack-edge.pickle.zst", "no zstd program")
+
+    def chunks():
+        yield b"\x80\x04"
+        for _ in range(16):
+            yield b"]" * ((1 << 20) - 64)
+        yield pk_dict([(pk_str("segments"), b"]")]) + b"."
+    zstd_pipe(os.path.join(d, "pickle-stack-edge.pickle.zst"), chunks(),
+              level=19)
+
+
 MEMO_BIG = 300000000
 
 
