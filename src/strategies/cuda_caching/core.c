@@ -107,15 +107,16 @@ int as_cuda_pool_insert(struct cc *s, uint32_t i)
 {
 	struct block *b = &s->b[i];
 	struct pool *p = &s->pools[b->small ? 0 : 1];
+	uint64_t key = as_cuda_bkey(s->s, b);
 	if (!b->mapped)
-		return as_cuda_t_insert(&s->tp, &p->unmapped, b->stream,
-					b->addr, 0, 0, i);
+		return as_cuda_t_insert(&s->tp, &p->unmapped, b->stream, key,
+					0, 0, i);
 	b->gc_base = p->calls;
 	if (as_cuda_counts_inactive_split(s, b)) {
 		as_cuda_stat_add(&s->inactive_split, 1);
 		as_cuda_stat_add(&s->inactive_split_bytes, b->size);
 	}
-	return as_cuda_t_insert(&s->tp, &p->blocks, b->stream, b->size, b->addr,
+	return as_cuda_t_insert(&s->tp, &p->blocks, b->stream, b->size, key,
 				0, i);
 }
 
@@ -123,15 +124,16 @@ static void pool_remove(struct cc *s, uint32_t i)
 {
 	struct block *b = &s->b[i];
 	struct pool *p = &s->pools[b->small ? 0 : 1];
+	uint64_t key = as_cuda_bkey(s->s, b);
 	if (!b->mapped) {
-		as_cuda_t_erase_at(&s->tp, &p->unmapped, b->stream, b->addr, 0);
+		as_cuda_t_erase_at(&s->tp, &p->unmapped, b->stream, key, 0);
 		return;
 	}
 	if (as_cuda_counts_inactive_split(s, b)) {
 		as_cuda_stat_sub(&s->inactive_split, 1);
 		as_cuda_stat_sub(&s->inactive_split_bytes, b->size);
 	}
-	as_cuda_t_erase_at(&s->tp, &p->blocks, b->stream, b->size, b->addr);
+	as_cuda_t_erase_at(&s->tp, &p->blocks, b->stream, b->size, key);
 }
 
 uint32_t as_cuda_segment_new(struct cc *s)
@@ -508,6 +510,52 @@ static void garbage_collect(struct cc *s)
 	}
 }
 
+/* Whether [key, key + size) meets the key range of a live segment. */
+static bool key_taken(const struct cc *s, uint64_t key, uint64_t size)
+{
+	for (uint32_t i = 0; i < s->ns; i++) {
+		const struct segment *g = &s->s[i];
+		if (g->live && key < g->key + g->size && g->key < key + size)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The order key of a new cudaMalloc segment. The device chooses addresses,
+ * and PyTorch orders free blocks of one size by them: on a recording, the
+ * address its cudaMalloc returned at this step for a segment of this size
+ * and stream (a trace offset), when the model asks for the same; else one
+ * above every recorded address.
+ */
+static uint64_t segment_key(struct cc *s, uint64_t addr, uint64_t size,
+			    uint16_t stream)
+{
+	const struct as_trace *t = s->t;
+	if (t && s->rec_taken) {
+		uint32_t lo = 0, hi = t->nsegments;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (t->segments[mid].start < s->now)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (uint32_t k = lo;
+		     k < t->nsegments && t->segments[k].start == s->now; k++) {
+			const struct as_segment *g = &t->segments[k];
+			if (s->rec_taken[k] || g->space != s->space ||
+			    g->size != size || g->stream != stream ||
+			    (g->flags & AS_SEG_EXPANDABLE) ||
+			    key_taken(s, g->addr, size))
+				continue;
+			s->rec_taken[k] = 1;
+			return g->addr;
+		}
+	}
+	return addr + s->key_base;
+}
+
 /* A new segment of alloc_size bytes holding one free block (not pooled). */
 static uint32_t new_segment(struct cc *s, uint64_t alloc_size, bool small,
 			    uint16_t stream, int *err)
@@ -522,6 +570,7 @@ static uint32_t new_segment(struct cc *s, uint64_t alloc_size, bool small,
 	 * a trace's own space capacity bounds the addresses of the plan */
 	if (!as_cuda_device_take(s, alloc_size, s->addr_bound, &addr))
 		return NIL;
+	uint64_t key = segment_key(s, addr, alloc_size, stream);
 	uint32_t gi = as_cuda_segment_new(s);
 	uint32_t bi = gi == NIL ? NIL : as_cuda_block_new(s);
 	if (bi == NIL) {
@@ -531,7 +580,7 @@ static uint32_t new_segment(struct cc *s, uint64_t alloc_size, bool small,
 	s->s[gi] = (struct segment){.addr = addr, .size = alloc_size,
 				    .mapped = alloc_size, .first = bi,
 				    .stream = stream, .small = small,
-				    .live = 1};
+				    .live = 1, .key = key};
 	struct block *b = &s->b[bi];
 	b->addr = addr;
 	b->size = alloc_size;
@@ -637,7 +686,7 @@ static uint32_t find_expandable(struct cc *s, struct pool *p, bool small,
 	s->s[gi] = (struct segment){.addr = addr, .size = va, .page = page,
 				    .first = bi, .stream = stream,
 				    .small = small, .expandable = 1,
-				    .live = 1};
+				    .live = 1, .key = addr + s->key_base};
 	struct block *b = &s->b[bi];
 	b->addr = addr;
 	b->size = va;
@@ -770,11 +819,14 @@ uint64_t as_cuda_requested_of(const struct as_trace *t, uint32_t buf)
 /*
  * The recording ran out of memory before time `now`: the real allocator
  * released every cached segment before it gave up (release_cached_blocks),
- * and so does the model. Only the mark's time is read.
+ * and so does the model; only the mark's time is read. The same for the
+ * steps where the program emptied the cache (start.c finds them: cached
+ * segments given back with no cudaMalloc after them).
  */
 static int replay_marks(struct cc *s, const struct as_trace *t, uint64_t now)
 {
 	int err = AS_OK;
+	s->now = now;
 	while (err == AS_OK && s->next_mark < t->nmarks &&
 	       t->marks[s->next_mark].time <= now) {
 		const struct as_mark *m = &t->marks[s->next_mark++];
@@ -783,14 +835,23 @@ static int replay_marks(struct cc *s, const struct as_trace *t, uint64_t now)
 		s->recorded_ooms++;
 		err = as_cuda_release_cached(s);
 		/*
-		 * Without a capacity option, the device is as large as what
-		 * the allocator held then plus what the device had free: the
-		 * model runs out where the recording did from now on.
+		 * A trace without the recording's segments (start.c reads the
+		 * device size from them): the device is as large as what the
+		 * model holds now plus what the device had free then.
 		 */
-		uint64_t cap = s->reserved_bytes.cur + m->device_free;
-		if (!err && !s->opt_capacity && m->device_free &&
-		    (s->capacity == 0 || cap < s->capacity))
-			s->capacity = cap;
+		if (!err && s->cap_from == CAP_NONE && m->device_free &&
+		    m->device_free <= MAX_BYTES) {
+			s->capacity = s->reserved_bytes.cur + m->device_free;
+			s->cap_from = CAP_OOM;
+			s->cap_step = m->time;
+		}
+	}
+	/* the program emptied the cache (torch.cuda.empty_cache()) */
+	while (err == AS_OK && s->next_release < s->nrelease &&
+	       s->release_at[s->next_release] <= now) {
+		s->next_release++;
+		s->recorded_releases++;
+		err = as_cuda_release_cached(s);
 	}
 	return err;
 }

@@ -121,6 +121,12 @@ struct block {
 struct segment {
 	uint64_t addr, size, mapped, page;
 	uint64_t hiwater;       /* expandable: highest mapped end - addr */
+	/* Where the device put it, for ordering: PyTorch breaks ties between
+	 * free blocks of one size by address, and the device (cudaMalloc),
+	 * not the allocator, chooses addresses. The recorded address (a trace
+	 * offset) of the segment a recording's cudaMalloc returned at the
+	 * same step, or addr + key_base. A block's key: key + its offset. */
+	uint64_t key;
 	uint32_t first;
 	uint16_t stream;
 	uint8_t small, expandable, live, initial;
@@ -142,7 +148,10 @@ struct cc {
 	uint32_t div[NDIV];
 	double gc_threshold, fraction;
 	bool expandable, opt_capacity;
-	bool learning;          /* a scratch replay that learns the capacity */
+	/* where the capacity comes from (enum cap_from) and the step that
+	 * told it (a recorded OOM or retry), for the note */
+	uint8_t cap_from;
+	uint64_t cap_step;
 	struct as_opts opts;
 
 	as_emit_fn emit;
@@ -162,6 +171,11 @@ struct cc {
 	uint32_t ns, caps, frees;
 	uint64_t va_next;       /* next virtual range address */
 	uint64_t addr_bound;    /* the space's capacity, or NO_LIMIT */
+	uint64_t key_base;      /* above every recorded segment's address */
+	uint64_t now;           /* the time step being replayed */
+	uint8_t *rec_taken;     /* per recorded segment: matched by the model */
+	uint64_t *release_at;   /* steps the recording emptied its cache */
+	uint32_t nrelease, next_release;
 	uint64_t dev_top;       /* highest end of a cudaMalloc segment */
 
 	uint32_t *blk_of;       /* per buffer: its block, NIL */
@@ -177,12 +191,30 @@ struct cc {
 	uint32_t next_mark;     /* first recorded mark not yet replayed */
 	uint64_t seen_peak;     /* reserved peak when alloc_at_peak was set */
 	uint64_t alloc_at_peak; /* most allocated while reserved was at peak */
-	uint64_t recorded_ooms;
+	uint64_t recorded_ooms, recorded_releases;
 	uint64_t num_alloc_retries, num_ooms, num_device_alloc,
 		num_device_free, num_sync_all_streams, gc_runs, allocs;
 };
 
+/* Where the device size of a run comes from. */
+enum cap_from {
+	CAP_NONE,       /* unlimited */
+	CAP_OPTION,     /* capacity= */
+	CAP_SPACE,      /* the trace's space states it */
+	CAP_OOM,        /* a recorded OOM: reserved + the device's free */
+	CAP_RETRY,      /* a recorded release and retry of cudaMalloc */
+};
+
 /* ---- small helpers ---- */
+
+/* The order of a block among free blocks of its size (its address as
+ * the device gave it). */
+static inline uint64_t as_cuda_bkey(const struct segment *segs,
+				    const struct block *b)
+{
+	const struct segment *g = &segs[b->seg];
+	return g->key + (b->addr - g->addr);
+}
 
 static inline uint64_t as_cuda_round_up(uint64_t n, uint64_t a)
 {

@@ -298,11 +298,12 @@ uint64_t as_cuda_check(void *state, char *msg, size_t len)
 			if (b->mapped && !b->allocated) {
 				free_blocks++;
 				struct pool const *pl = &s->pools[b->small ? 0 : 1];
+				uint64_t key = as_cuda_bkey(s->s, b);
 				uint32_t it = as_cuda_t_lower_bound(
 					&s->tp, pl->blocks, b->stream, b->size,
-					b->addr);
+					key);
 				if (it == NIL || s->tp.n[it].val != x ||
-				    s->tp.n[it].k2 != b->addr)
+				    s->tp.n[it].k2 != key)
 					as_problem(&p, "free block 0x%" PRIx64
 						    " is not in its pool",
 						b->addr);

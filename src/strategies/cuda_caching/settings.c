@@ -242,6 +242,8 @@ void as_cuda_destroy(void *state)
 	free(s->seg_size);
 	free(s->seg_off);
 	free(s->initial);
+	free(s->rec_taken);
+	free(s->release_at);
 	free(s);
 }
 

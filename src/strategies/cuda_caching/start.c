@@ -313,7 +313,8 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 					    .small = r.small,
 					    .expandable = r.expandable,
 					    .live = 1, .initial = 1,
-					    .page = page, .first = NIL};
+					    .page = page, .first = NIL,
+					    .key = r.base};
 		if (!r.expandable) {
 			as_cuda_stat_add(&s->segment, 1);
 			if (size >= s->max_split)
@@ -327,51 +328,219 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 	return err;
 }
 
-/*
- * The device size a recording's first OOM tells: replay the trace's start
- * on a scratch allocator up to that OOM and add the device's free memory
- * then to what the model held. 0 when the space has no OOM.
- */
-static uint64_t learn_capacity(const struct cc *s, const struct as_trace *t,
-			       uint16_t space)
+/* ---- what the recording tells: the device's size, emptied caches ---- */
+
+struct seg_time {
+	uint64_t time, size;
+};
+
+static bool time_less(uint32_t a, uint32_t b, const void *ctx)
 {
+	const struct seg_time *e = ctx;
+	return e[a].time < e[b].time;
+}
+
+/* The recorded segments of `space` by start (st) and by end (en). */
+struct seg_times {
+	struct seg_time *st, *en;
+	uint32_t *ost, *oen;
+	uint32_t n;
+};
+
+static void seg_times_free(struct seg_times *x)
+{
+	free(x->st);
+	free(x->en);
+	free(x->ost);
+	free(x->oen);
+}
+
+static int seg_times_make(const struct as_trace *t, uint16_t space,
+			  struct seg_times *x)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < t->nsegments; i++)
+		n += t->segments[i].space == space;
+	x->n = n;
+	x->st = malloc(((size_t)n + 1) * sizeof(*x->st));
+	x->en = malloc(((size_t)n + 1) * sizeof(*x->en));
+	x->ost = malloc(((size_t)n + 1) * sizeof(*x->ost));
+	x->oen = malloc(((size_t)n + 1) * sizeof(*x->oen));
+	if (!x->st || !x->en || !x->ost || !x->oen)
+		return AS_ENOMEM;
+	n = 0;
+	for (uint32_t i = 0; i < t->nsegments; i++) {
+		const struct as_segment *g = &t->segments[i];
+		if (g->space != space)
+			continue;
+		x->st[n] = (struct seg_time){g->start, g->size};
+		x->en[n] = (struct seg_time){g->end, g->size};
+		x->ost[n] = x->oen[n] = n;
+		n++;
+	}
+	int err = as_sort_u32(x->ost, n, time_less, x->st);
+	if (!err)
+		err = as_sort_u32(x->oen, n, time_less, x->en);
+	return err;
+}
+
+static bool oom_at(const struct as_trace *t, uint16_t space, uint64_t time)
+{
+	for (uint32_t k = 0; k < t->nmarks; k++)
+		if (t->marks[k].kind == AS_MARK_OOM &&
+		    t->marks[k].space == space && t->marks[k].time == time)
+			return true;
+	return false;
+}
+
+static int add_release(struct cc *s, uint64_t time, uint32_t *cap)
+{
+	if (s->nrelease == *cap) {
+		uint32_t c = *cap ? *cap * 2 : 16;
+		uint64_t *n = realloc(s->release_at, (size_t)c * sizeof(*n));
+		if (!n || c < *cap)
+			return AS_ENOMEM;
+		s->release_at = n;
+		*cap = c;
+	}
+	s->release_at[s->nrelease++] = time;
+	return AS_OK;
+}
+
+/*
+ * The steps at which a recording gave cached segments back (segments that
+ * end before the trace does), told apart:
+ *  - the allocator retried a failed cudaMalloc: segments given back, then
+ *    one reserved at the same step (release_available_cached_blocks or
+ *    release_cached_blocks, then alloc_block again), that would not have
+ *    fitted beside what was reserved before under the most the recording
+ *    ever reserved (`peak`): the device was full. The first such step goes
+ *    to *retry (0: none);
+ *  - a recorded OOM at that step: replayed from its mark;
+ *  - else the program emptied the cache (torch.cuda.empty_cache(), or a
+ *    release the settings do not explain): s->release_at, replayed as such.
+ * Segment entries share the step of the next block entry, frees before a
+ * segment reserved at the same step (the reader gives a free after it a
+ * step of its own): so what is reserved before a step's frees is what
+ * started before it and ends at it or later.
+ */
+static int find_releases(struct cc *s, const struct as_trace *t,
+			 uint16_t space, uint64_t peak, uint64_t *retry)
+{
+	struct seg_times x = {0};
+	uint32_t cap = 0;
+	int err = seg_times_make(t, space, &x);
+	uint64_t last = 0;
+	for (uint32_t i = 0; i < t->nsegments; i++)
+		if (t->segments[i].end > last)
+			last = t->segments[i].end;
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		if (t->buffers[i].end > last && t->buffers[i].end != UINT64_MAX)
+			last = t->buffers[i].end;
+	*retry = 0;
+	uint64_t live = 0;
+	for (uint32_t i = 0, j = 0; !err && j < x.n;) {
+		uint64_t e = x.en[x.oen[j]].time;
+		while (i < x.n && x.st[x.ost[i]].time < e)
+			live += x.st[x.ost[i++]].size;
+		uint64_t before = live, started = 0;
+		while (j < x.n && x.en[x.oen[j]].time == e)
+			live -= x.en[x.oen[j++]].size;
+		for (uint32_t k = i; k < x.n && x.st[x.ost[k]].time == e; k++)
+			started += x.st[x.ost[k]].size;
+		if (e >= last || oom_at(t, space, e))
+			continue;
+		if (started && before + started > peak) {
+			if (!*retry)
+				*retry = e;
+			continue;
+		}
+		/* a garbage collection gives old segments back before a
+		 * cudaMalloc: not the whole cache */
+		if (started && s->gc_threshold > 0.0)
+			continue;
+		err = add_release(s, e, &cap);
+	}
+	seg_times_free(&x);
+	return err;
+}
+
+/* What `space`'s recorded segments held at step `time` (those reserved
+ * before it and given back after it). */
+static uint64_t recorded_reserved_at(const struct as_trace *t, uint16_t space,
+				     uint64_t time)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < t->nsegments; i++) {
+		const struct as_segment *g = &t->segments[i];
+		if (g->space == space && g->start < time && g->end > time)
+			n += g->size;
+	}
+	return n;
+}
+
+static uint64_t recorded_peak(const struct as_trace *t, uint16_t space);
+
+/*
+ * The steps where the recording emptied its cache, and the device's size
+ * as the recording tells it when no option or space gave one: it ran out
+ * of memory (an OOM entry: what it held then plus the device's free
+ * memory) or it gave cached segments back to retry a cudaMalloc. The
+ * device held at least the most the recording ever reserved, so that is
+ * the size when nothing tells more.
+ */
+static int recorded_capacity(struct cc *s, const struct as_trace *t,
+			     uint16_t space)
+{
+	uint64_t peak = recorded_peak(t, space), retry;
+	int err = find_releases(s, t, space, peak, &retry);
+	if (err || s->capacity)
+		return err;
 	const struct as_mark *m = NULL;
 	for (uint32_t k = 0; k < t->nmarks && !m; k++)
 		if (t->marks[k].kind == AS_MARK_OOM &&
-		    t->marks[k].space == space && t->marks[k].device_free)
+		    t->marks[k].space == space)
 			m = &t->marks[k];
-	if (!m)
-		return 0;
-	struct diag_sink {
-		struct as_diag d;
-	} sink;
-	void *st = NULL;
-	uint64_t cap = 0;
-	if (as_cuda_create(&s->opts, &(struct as_run){0}, &st, &sink.d) != AS_OK)
-		return 0;
-	struct cc *x = st;
-	x->learning = true;
-	int err = as_cuda_start(x, t, space, 0, &sink.d);
-	for (uint32_t e = 0; !err && e < t->nevents; e++) {
-		const struct as_event *ev = &t->events[e];
-		if (ev->kind != AS_EV_ALLOC && ev->kind != AS_EV_FREE)
-			continue;
-		const struct as_buffer *b = &t->buffers[ev->arg];
-		uint64_t now = ev->kind == AS_EV_ALLOC ? b->start : b->end;
-		if (now >= m->time)
-			break;
-		if (b->space != space || b->alias_of != AS_NONE)
-			continue;
-		uint64_t off, chunk;
-		if (ev->kind == AS_EV_ALLOC)
-			err = as_cuda_alloc(x, t, ev->arg, &off, &chunk) < 0;
-		else
-			as_cuda_free(x, t, ev->arg);
+	if (!m && !retry)
+		return AS_OK;
+	uint64_t cap = peak, from_oom = 0;
+	if (m && m->device_free) {
+		uint64_t held = recorded_reserved_at(t, space, m->time);
+		if (held <= MAX_BYTES && m->device_free <= MAX_BYTES)
+			from_oom = held + m->device_free;
 	}
-	if (!err && as_cuda_release_cached(x) == AS_OK)
-		cap = x->reserved_bytes.cur + m->device_free;
-	as_cuda_destroy(x);
-	return cap;
+	if (from_oom >= cap || (m && !retry)) {
+		cap = from_oom > cap ? from_oom : cap;
+		s->cap_from = CAP_OOM;
+		s->cap_step = m->time;
+	} else {
+		s->cap_from = CAP_RETRY;
+		s->cap_step = retry;
+	}
+	if (cap > MAX_BYTES)
+		cap = MAX_BYTES;
+	s->capacity = cap;
+	return AS_OK;
+}
+
+/* The order key of a new segment no recorded one stands for: above every
+ * recorded address and every key the start gave. */
+static void set_key_base(struct cc *s, const struct as_trace *t,
+			 uint16_t space)
+{
+	uint64_t top = 0;
+	for (uint32_t i = 0; i < t->nsegments; i++) {
+		const struct as_segment *g = &t->segments[i];
+		if (g->space == space && g->addr + g->size > top)
+			top = g->addr + g->size;
+	}
+	for (uint32_t i = 0; i < s->ns; i++)
+		if (s->s[i].key + s->s[i].size > top)
+			top = s->s[i].key + s->s[i].size;
+	s->key_base = top ? as_cuda_round_up(top, ROUND_LARGE) : 0;
+	/* model addresses stay below 2^61: keys do not wrap */
+	if (s->key_base > (1ull << 62))
+		s->key_base = 1ull << 62;
 }
 
 int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
@@ -382,20 +551,27 @@ int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
 	s->t = t;
 	s->space = space;
 	s->is_first_case = case_index == 0;
+	if (s->opt_capacity)
+		s->cap_from = CAP_OPTION;
 	if (space < t->nspaces && t->spaces[space].capacity) {
 		s->addr_bound = t->spaces[space].capacity;
-		if (!s->opt_capacity)
+		if (!s->opt_capacity) {
 			s->capacity = t->spaces[space].capacity;
+			s->cap_from = CAP_SPACE;
+		}
 	}
 	if (t->metadata)
 		as_cuda_apply_settings(s, t->metadata);
 	int err = as_cuda_ensure_arrays(s, t);
+	if (!err && case_index == 0 && t->nsegments)
+		err = recorded_capacity(s, t, space);
 	if (!err && case_index == 0)
 		err = seed_state(s, t, space);
-	if (!err && case_index == 0 && !s->opt_capacity && !s->learning) {
-		uint64_t cap = learn_capacity(s, t, space);
-		if (cap && (s->capacity == 0 || cap < s->capacity))
-			s->capacity = cap;
+	if (!err && t->nsegments) {
+		set_key_base(s, t, space);
+		s->rec_taken = calloc(t->nsegments, 1);
+		if (!s->rec_taken)
+			err = AS_ENOMEM;
 	}
 	return err;
 }
