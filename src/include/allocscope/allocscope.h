@@ -420,6 +420,53 @@ struct as_round {
  * and optionally per buffer the space it was placed in, the chunk it took
  * (online allocators: chunk >= size) and the buffer it was placed inside.
  */
+/*
+ * Where a model of an allocator leaves the recording it replays
+ * (cuda-caching on a PyTorch snapshot with a trace): the first allocation,
+ * in time order, that the model put in another block than the recorded
+ * allocator did, both sides of it, and how many allocations agree.
+ */
+enum as_div_kind {
+	AS_DIV_NONE,          /* every allocation compared agrees */
+	AS_DIV_OUT_OF_MEMORY, /* the model could not place it */
+	AS_DIV_POOL,          /* in the other pool (small: up to 1 MiB) */
+	AS_DIV_NEW_SEGMENT,   /* one side reserved a segment for it, the
+			       * other took a cached block */
+	AS_DIV_SEGMENT_SIZE,  /* in segments of different sizes */
+	AS_DIV_BLOCK,         /* in another segment of the same size: another
+			       * free block chosen */
+	AS_DIV_OFFSET,        /* in the same segment at another offset */
+};
+
+/* One side: the block's segment. */
+struct as_div_side {
+	uint64_t segment;      /* its recorded address (a trace offset,
+				* as_trace_address_of gives the real one);
+				* AS_NO_OFFSET: none the recording had */
+	uint64_t segment_size; /* 0: no block; expandable: bytes mapped */
+	uint64_t offset;       /* the block in it (expandable: from the
+				* range's base) */
+	bool small;            /* small pool */
+	bool new_segment;      /* reserved for this allocation */
+	bool expandable;
+};
+
+struct as_divergence {
+	uint64_t compared;     /* allocations compared */
+	uint64_t agree;        /* in the same segment at the same offset */
+	uint64_t same_place;   /* in a segment of the recorded size at the
+				* recorded offset (blocks_reproduced) */
+	enum as_div_kind kind;
+	uint32_t buffer;       /* the first that differs, AS_NONE: none */
+	uint16_t space;
+	uint64_t time;         /* its allocation's time step */
+	struct as_div_side model, recorded;
+	char cause[200];       /* what probably made them part, a sentence */
+};
+
+/* "segment size", "block chosen", ...: what differs, in words. */
+const char *as_div_kind_name(enum as_div_kind k);
+
 struct as_plan {
 	uint32_t nbuffers;
 	uint64_t *offset;
@@ -445,6 +492,9 @@ struct as_plan {
 	/* Remarks of the strategy (disagreements with a recording, ...). */
 	char **notes;
 	uint32_t nnotes;
+	/* Where the model leaves the recording it replays; NULL: the
+	 * strategy compared itself with none (owned by the plan). */
+	struct as_divergence *divergence;
 };
 
 struct as_plan *as_plan_create(const struct as_trace *t);
@@ -467,6 +517,13 @@ int as_plan_want_aliases(struct as_plan *p, const struct as_trace *t);
 int as_plan_want_segments(struct as_plan *p);
 /* Add a remark (copied; at most 64 are kept, later ones are counted). */
 int as_plan_note(struct as_plan *p, const char *text);
+/*
+ * A remark that starts with AS_NOTE_CAPACITY tells a memory limit the run
+ * used and where it came from ("capacity: cuda:0: 61111009280 B (56.9 GiB)
+ * from ..."): an option, the trace, or what a recording shows. Runs
+ * without a limit have none. replay's table prints these remarks.
+ */
+#define AS_NOTE_CAPACITY "capacity: "
 /* Record a statistic; `key` must outlive the plan (a literal). */
 int as_plan_stat(struct as_plan *p, const char *key, double value);
 int as_plan_stat_int(struct as_plan *p, const char *key, uint64_t value);

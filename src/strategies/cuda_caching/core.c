@@ -216,11 +216,10 @@ static uint64_t expandable_size(const struct cc *s, uint32_t i)
 	return n;
 }
 
-static uint32_t get_free_block(struct cc *s, struct pool *p, uint64_t size,
-			       uint16_t stream)
+/* The cached block get_free_block takes, left in its pool; NIL: none. */
+static uint32_t find_free_block(const struct cc *s, const struct pool *p,
+				uint64_t size, uint16_t stream)
 {
-	if (s->fraction > 0.0 && s->gc_threshold > 0.0)
-		p->calls++;
 	uint32_t it = as_cuda_t_lower_bound(&s->tp, p->blocks, stream, size, 0);
 	if (it == NIL || s->tp.n[it].k0 != stream)
 		return NIL;
@@ -251,7 +250,17 @@ static uint32_t get_free_block(struct cc *s, struct pool *p, uint64_t size,
 		return NIL;
 	if (size >= s->max_split && bsize >= size + s->max_non_split)
 		return NIL;
-	pool_remove(s, bi);
+	return bi;
+}
+
+static uint32_t get_free_block(struct cc *s, struct pool *p, uint64_t size,
+			       uint16_t stream)
+{
+	if (s->fraction > 0.0 && s->gc_threshold > 0.0)
+		p->calls++;
+	uint32_t bi = find_free_block(s, p, size, stream);
+	if (bi != NIL)
+		pool_remove(s, bi);
 	return bi;
 }
 
@@ -779,8 +788,11 @@ int as_cuda_ensure_arrays(struct cc *s, const struct as_trace *t)
 	s->seg_size = calloc(n, sizeof(*s->seg_size));
 	s->seg_off = calloc(n, sizeof(*s->seg_off));
 	s->initial = calloc(n, 1);
+	/* a recording: which of its segments each block went to */
+	if (t->nsegments)
+		s->seg_key = calloc(n, sizeof(*s->seg_key));
 	if (!s->blk_of || !s->seg_of || !s->seg_size || !s->seg_off ||
-	    !s->initial)
+	    !s->initial || (t->nsegments && !s->seg_key))
 		return AS_ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		s->blk_of[i] = s->seg_of[i] = NIL;
@@ -805,6 +817,10 @@ void as_cuda_account_alloc(struct cc *s, uint32_t bi, uint32_t buf,
 		s->initial[buf] |= IN_INITIAL_SEG;
 	if (g->expandable)
 		s->initial[buf] |= IN_EXPANDABLE;
+	if (b->small)
+		s->initial[buf] |= IN_SMALL_POOL;
+	if (s->seg_key)
+		s->seg_key[buf] = g->key;
 	s->seg_of[buf] = b->seg;
 }
 
@@ -853,6 +869,8 @@ static int replay_marks(struct cc *s, const struct as_trace *t, uint64_t now)
 		s->recorded_releases++;
 		err = as_cuda_release_cached(s);
 	}
+	while (s->next_maybe < s->nmaybe && s->maybe_at[s->next_maybe] < now)
+		s->next_maybe++;
 	return err;
 }
 
@@ -890,8 +908,22 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 	uint16_t stream = t->buffers[buf].stream;
 	uint64_t alloc_size = allocation_size(s, size);
 	s->allocs++;
+	/*
+	 * The recording gave cached segments back before reserving one for
+	 * this request. A cached block that serves it means no cudaMalloc
+	 * failed: the program emptied the cache (start.c).
+	 */
+	if (s->next_maybe < s->nmaybe && s->maybe_at[s->next_maybe] == s->now) {
+		s->next_maybe++;
+		if (find_free_block(s, p, size, stream) != NIL) {
+			s->recorded_releases++;
+			if ((err = as_cuda_release_cached(s)))
+				return err;
+		}
+	}
 	err = AS_OK;
 	uint32_t bi = get_free_block(s, p, size, stream);
+	bool made = bi == NIL;
 	if (bi == NIL) {
 		if (s->fraction > 0.0 && s->gc_threshold > 0.0)
 			garbage_collect(s);
@@ -922,6 +954,8 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 	if ((err = take_block(s, bi, size)))
 		return err;
 	as_cuda_account_alloc(s, bi, buf, req);
+	if (made)
+		s->initial[buf] |= MADE_SEGMENT;
 	if (s->reserved_bytes.peak != s->seen_peak) {
 		s->seen_peak = s->reserved_bytes.peak;
 		s->alloc_at_peak = 0;

@@ -62,6 +62,8 @@
 #define SEEDED 1u          /* placed by the state at the start */
 #define IN_INITIAL_SEG 2u  /* placed in a segment of that state */
 #define IN_EXPANDABLE 4u   /* placed in an expandable segment */
+#define IN_SMALL_POOL 8u   /* placed in a small-pool block */
+#define MADE_SEGMENT 16u   /* its allocation reserved a segment (pages) */
 /* Per-device stat keys (literals: plan stats keep the pointer). */
 #define MAX_DEV_KEYS 8
 
@@ -176,13 +178,17 @@ struct cc {
 	uint8_t *rec_taken;     /* per recorded segment: matched by the model */
 	uint64_t *release_at;   /* steps the recording emptied its cache */
 	uint32_t nrelease, next_release;
+	uint64_t *maybe_at;     /* steps it gave segments back, then reserved
+				 * one: a failed cudaMalloc or empty_cache */
+	uint32_t nmaybe, next_maybe;
 	uint64_t dev_top;       /* highest end of a cudaMalloc segment */
 
 	uint32_t *blk_of;       /* per buffer: its block, NIL */
 	uint32_t *seg_of;       /* per buffer: its segment, NIL */
 	uint64_t *seg_size;     /* per buffer: model segment size, 0 none */
 	uint64_t *seg_off;
-	uint8_t *initial;       /* per buffer: SEEDED, IN_INITIAL_SEG */
+	uint64_t *seg_key;      /* per buffer: its segment's key, or NULL */
+	uint8_t *initial;       /* per buffer: SEEDED, IN_INITIAL_SEG, ... */
 
 	/* statistics as torch.cuda.memory_stats() names them */
 	struct stat allocation, allocated_bytes, requested_bytes, segment,
@@ -283,6 +289,7 @@ void as_cuda_destroy(void *state);
 int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
 		  uint32_t case_index, struct as_diag *diag);
 void as_cuda_agreement(struct cc *s, struct as_plan *p);
+void as_cuda_capacity_note(struct cc *s, struct as_plan *p);
 
 /* inspect.c: walk, query, stats, check. */
 bool as_cuda_walk(void *state, uint16_t space, as_block_fn visit, void *ctx);

@@ -219,6 +219,10 @@ void as_cuda_stats(void *state, struct as_plan *p)
 	as_cuda_stat_sum(s, p, "num_sync_all_streams", s->num_sync_all_streams);
 	as_cuda_stat_sum(s, p, "gc_runs", s->gc_runs);
 	as_cuda_stat_sum(s, p, "recorded_ooms_replayed", s->recorded_ooms);
+	as_cuda_stat_sum(s, p, "recorded_empty_cache_replayed",
+			 s->recorded_releases);
+	if (s->is_first_case)
+		as_cuda_capacity_note(s, p);
 	if (s->space < MAX_DEV_KEYS)
 		as_plan_stat_int(p, dev_reserved_keys[s->space],
 				 s->reserved_bytes.peak);

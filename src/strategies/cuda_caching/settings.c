@@ -242,8 +242,10 @@ void as_cuda_destroy(void *state)
 	free(s->seg_size);
 	free(s->seg_off);
 	free(s->initial);
+	free(s->seg_key);
 	free(s->rec_taken);
 	free(s->release_at);
+	free(s->maybe_at);
 	free(s);
 }
 

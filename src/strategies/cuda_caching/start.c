@@ -393,30 +393,34 @@ static bool oom_at(const struct as_trace *t, uint16_t space, uint64_t time)
 	return false;
 }
 
-static int add_release(struct cc *s, uint64_t time, uint32_t *cap)
+/* Append `time` to the array *v of *n (capacity *cap). */
+static int add_step(uint64_t **v, uint32_t *n, uint32_t *cap, uint64_t time)
 {
-	if (s->nrelease == *cap) {
+	if (*n == *cap) {
 		uint32_t c = *cap ? *cap * 2 : 16;
-		uint64_t *n = realloc(s->release_at, (size_t)c * sizeof(*n));
-		if (!n || c < *cap)
+		uint64_t *x = realloc(*v, (size_t)c * sizeof(*x));
+		if (!x || c < *cap)
 			return AS_ENOMEM;
-		s->release_at = n;
+		*v = x;
 		*cap = c;
 	}
-	s->release_at[s->nrelease++] = time;
+	(*v)[(*n)++] = time;
 	return AS_OK;
 }
 
 /*
  * The steps at which a recording gave cached segments back (segments that
  * end before the trace does), told apart:
- *  - the allocator retried a failed cudaMalloc: segments given back, then
- *    one reserved at the same step (release_available_cached_blocks or
- *    release_cached_blocks, then alloc_block again), that would not have
- *    fitted beside what was reserved before under the most the recording
- *    ever reserved (`peak`): the device was full. The first such step goes
- *    to *retry (0: none);
  *  - a recorded OOM at that step: replayed from its mark;
+ *  - segments given back, then one reserved at the same step, that would
+ *    not have fitted beside what was reserved before under the most the
+ *    recording ever reserved (`peak`): the allocator retried a failed
+ *    cudaMalloc (release_available_cached_blocks or release_cached_blocks,
+ *    then alloc_block again), or the program emptied the cache right
+ *    before a request no cached block served. s->maybe_at: the replay
+ *    tells them apart (a cached block that serves the request means no
+ *    cudaMalloc was tried); the first goes to *retry (0: none), the device
+ *    was full then;
  *  - else the program emptied the cache (torch.cuda.empty_cache(), or a
  *    release the settings do not explain): s->release_at, replayed as such.
  * Segment entries share the step of the next block entry, frees before a
@@ -428,7 +432,7 @@ static int find_releases(struct cc *s, const struct as_trace *t,
 			 uint16_t space, uint64_t peak, uint64_t *retry)
 {
 	struct seg_times x = {0};
-	uint32_t cap = 0;
+	uint32_t cap = 0, mcap = 0;
 	int err = seg_times_make(t, space, &x);
 	uint64_t last = 0;
 	for (uint32_t i = 0; i < t->nsegments; i++)
@@ -453,13 +457,14 @@ static int find_releases(struct cc *s, const struct as_trace *t,
 		if (started && before + started > peak) {
 			if (!*retry)
 				*retry = e;
+			err = add_step(&s->maybe_at, &s->nmaybe, &mcap, e);
 			continue;
 		}
 		/* a garbage collection gives old segments back before a
 		 * cudaMalloc: not the whole cache */
 		if (started && s->gc_threshold > 0.0)
 			continue;
-		err = add_release(s, e, &cap);
+		err = add_step(&s->release_at, &s->nrelease, &cap, e);
 	}
 	seg_times_free(&x);
 	return err;
@@ -567,6 +572,9 @@ int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
 		err = recorded_capacity(s, t, space);
 	if (!err && case_index == 0)
 		err = seed_state(s, t, space);
+	/* the reserved peak may be the state at the start */
+	s->seen_peak = s->reserved_bytes.peak;
+	s->alloc_at_peak = s->allocated_bytes.cur;
 	if (!err && t->nsegments) {
 		set_key_base(s, t, space);
 		s->rec_taken = calloc(t->nsegments, 1);
@@ -574,6 +582,62 @@ int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
 			err = AS_ENOMEM;
 	}
 	return err;
+}
+
+/* ---- the device size a run used ---- */
+
+static const char *const dev_capacity_keys[MAX_DEV_KEYS] = {
+	"capacity.space0", "capacity.space1", "capacity.space2",
+	"capacity.space3", "capacity.space4", "capacity.space5",
+	"capacity.space6", "capacity.space7",
+};
+
+/* Stats `capacity` (summed over devices) and capacity.spaceN, and a note
+ * (AS_NOTE_CAPACITY) with where it came from; nothing when unlimited. */
+void as_cuda_capacity_note(struct cc *s, struct as_plan *p)
+{
+	if (s->cap_from == CAP_NONE || !s->capacity || !s->t)
+		return;
+	char hb[32], line[512];
+	const char *from = "";
+	char why[200] = "";
+	switch ((enum cap_from)s->cap_from) {
+	case CAP_OPTION:
+		from = "from the option capacity=";
+		break;
+	case CAP_SPACE:
+		from = "from the trace (its space's capacity)";
+		break;
+	case CAP_OOM:
+		from = "from the recording";
+		snprintf(why, sizeof(why),
+			 ": out of memory at step %" PRIu64
+			 " (what it held then plus the device's free memory, "
+			 "at least the most it ever reserved)",
+			 s->cap_step);
+		break;
+	case CAP_RETRY:
+		from = "from the recording";
+		snprintf(why, sizeof(why),
+			 ": the most it ever reserved (at step %" PRIu64
+			 " it gave cached segments back to retry a cudaMalloc)",
+			 s->cap_step);
+		break;
+	case CAP_NONE:
+		return;
+	}
+	const char *name = s->space < s->t->nspaces &&
+					   s->t->spaces[s->space].name
+				   ? s->t->spaces[s->space].name
+				   : "space";
+	snprintf(line, sizeof(line),
+		 AS_NOTE_CAPACITY "%s: %" PRIu64 " B (%s) %s%s", name,
+		 s->capacity, as_human_bytes(s->capacity, hb, sizeof(hb)), from,
+		 why);
+	as_plan_note(p, line);
+	as_cuda_stat_sum(s, p, "capacity", s->capacity);
+	if (s->space < MAX_DEV_KEYS)
+		as_plan_stat_int(p, dev_capacity_keys[s->space], s->capacity);
 }
 
 /* ---- agreement with the recording ---- */
@@ -685,11 +749,85 @@ static const char *why(const struct cc *s, const struct as_trace *t,
  * Agreement with the recording: per buffer allocated during the trace with
  * a recorded address, the same segment size and the same offset inside it.
  */
+/*
+ * Buffer i against the recording (its segment rg at recorded address
+ * `raddr`, the block at roff of rsize bytes, rexp: an expandable range):
+ * counted in d, and d's first divergence when it is earlier than the one
+ * d holds. A model block stands in the recorded segment whose address its
+ * segment's key is (seeded from it, or the address the recording's
+ * cudaMalloc gave at the same step).
+ */
+static void diverge(const struct cc *s, struct as_divergence *d, uint32_t i,
+		    const struct as_segment *rg, uint64_t raddr, uint64_t roff,
+		    uint64_t rsize, bool rexp)
+{
+	const struct as_trace *t = s->t;
+	const struct as_buffer *b = &t->buffers[i];
+	uint8_t f = s->initial[i];
+	struct as_div_side m = {
+		.segment = s->seg_key && s->seg_key[i] < s->key_base
+				   ? s->seg_key[i]
+				   : AS_NO_OFFSET,
+		.segment_size = s->seg_size[i],
+		.offset = s->seg_off[i],
+		.small = (f & IN_SMALL_POOL) != 0,
+		.new_segment = (f & MADE_SEGMENT) != 0,
+		.expandable = (f & IN_EXPANDABLE) != 0,
+	};
+	struct as_div_side r = {
+		.segment = raddr,
+		.segment_size = rsize,
+		.offset = roff,
+		/* a 2 MiB cudaMalloc is a small pool's; else the request */
+		.small = !rexp ? rg->size == SMALL_BUFFER
+			       : as_cuda_round_size(s, as_cuda_requested_of(
+							       t, i)) <=
+					 SMALL_SIZE,
+		.new_segment = rg->start == b->start,
+		.expandable = rexp,
+	};
+	if (!m.segment_size)
+		m.small = r.small; /* no block: no pool to tell */
+	enum as_div_kind k = AS_DIV_NONE;
+	if (!m.segment_size)
+		k = AS_DIV_OUT_OF_MEMORY;
+	else if (m.small != r.small)
+		k = AS_DIV_POOL;
+	else if (m.new_segment != r.new_segment)
+		k = AS_DIV_NEW_SEGMENT;
+	else if (m.expandable != r.expandable ||
+		 (!r.expandable && m.segment_size != r.segment_size))
+		k = AS_DIV_SEGMENT_SIZE;
+	else if (!r.expandable && m.segment != r.segment)
+		k = AS_DIV_BLOCK;
+	else if (m.offset != r.offset)
+		k = AS_DIV_OFFSET;
+	d->compared++;
+	if (k == AS_DIV_NONE) {
+		d->agree++;
+		return;
+	}
+	if (d->kind != AS_DIV_NONE && d->time <= b->start)
+		return;
+	d->kind = k;
+	d->buffer = i;
+	d->space = s->space;
+	d->time = b->start;
+	d->model = m;
+	d->recorded = r;
+	snprintf(d->cause, sizeof(d->cause), "%s",
+		 why(s, t, i, rg, true, rexp && roff > rsize));
+}
+
 void as_cuda_agreement(struct cc *s, struct as_plan *p)
 {
 	const struct as_trace *t = s->t;
 	if (!t || !t->nsegments)
 		return;
+	if (!p->divergence &&
+	    (p->divergence = calloc(1, sizeof(*p->divergence))))
+		p->divergence->buffer = AS_NONE;
+	struct as_divergence *div = p->divergence;
 	uint32_t *by = malloc(((size_t)t->nsegments + 1) * sizeof(*by));
 	if (!by)
 		return;
@@ -772,6 +910,10 @@ void as_cuda_agreement(struct cc *s, struct as_plan *p)
 		bool so = ss && s->seg_off[i] == roff;
 		seg_same += ss;
 		same += so;
+		if (div)
+			diverge(s, div, i, rg,
+				rexp ? b->recorded - roff : rg->addr, roff,
+				rsize, rexp);
 		if (!so && notes < 8) {
 			char line[512];
 			snprintf(line, sizeof(line),
@@ -791,6 +933,8 @@ void as_cuda_agreement(struct cc *s, struct as_plan *p)
 	}
 	free(by);
 	free(runs);
+	if (div)
+		div->same_place += same;
 	as_cuda_stat_sum(s, p, "blocks_compared", compared);
 	as_cuda_stat_sum(s, p, "blocks_same_place", same);
 	as_cuda_stat_sum(s, p, "blocks_same_segment_size", seg_same);
