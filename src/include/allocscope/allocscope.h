@@ -337,6 +337,52 @@ bool as_trace_address_of(const struct as_trace *t, uint16_t space,
  */
 int as_trace_reserved_peaks(const struct as_trace *t, uint64_t *peak);
 
+/*
+ * A step at which a recording gave reserved memory of a space back (its
+ * segments ending before the trace does): what the space held before the
+ * step's releases, what it reserved at the same step after them (segment
+ * entries share the step of the next block entry), and whether the
+ * recording ran out of memory then.
+ */
+struct as_release_step {
+	uint64_t time, before, started;
+	bool oom;
+};
+
+/* The release steps of `space` in time order: *out malloc'ed (the
+ * caller frees it), *n entries. AS_OK or AS_ENOMEM. O(n log n). */
+int as_trace_release_steps(const struct as_trace *t, uint16_t space,
+			   struct as_release_step **out, uint32_t *n);
+
+/* Where a memory limit comes from. */
+enum as_limit_from {
+	AS_LIMIT_NONE,   /* unlimited */
+	AS_LIMIT_OPTION, /* a strategy's option */
+	AS_LIMIT_SPACE,  /* the trace states its space's capacity */
+	AS_LIMIT_OOM,    /* a recorded OOM: what the device held then plus
+			  * its free memory */
+	AS_LIMIT_RETRY,  /* a recorded release and retry of cudaMalloc: the
+			  * most the recording ever reserved */
+};
+
+struct as_limit {
+	uint64_t bytes;  /* 0: unlimited */
+	uint64_t step;   /* the OOM's or retry's time step */
+	enum as_limit_from from;
+};
+
+/*
+ * The memory `space` has as the trace tells it: its stated capacity; else,
+ * on a recording, the device's size when the recording ran out of memory
+ * (an OOM: what it held then plus the device's free memory, at least the
+ * most it ever reserved) or gave cached segments back to retry a
+ * cudaMalloc at the same step (a release that the most it ever reserved
+ * does not leave room for: the device held no more than that); else
+ * unlimited. AS_OK or AS_ENOMEM.
+ */
+int as_trace_device_limit(const struct as_trace *t, uint16_t space,
+			  struct as_limit *out);
+
 /* The buffer that buffer `buffer` replaced through realloc, or AS_NONE.
  * O(log n) over the trace's links. */
 uint32_t as_trace_realloc_of(const struct as_trace *t, uint32_t buffer);
@@ -524,6 +570,13 @@ int as_plan_note(struct as_plan *p, const char *text);
  * without a limit have none. replay's table prints these remarks.
  */
 #define AS_NOTE_CAPACITY "capacity: "
+/* That remark for limit l of the memory called `name` (nothing when
+ * unlimited, once per plan); `option` names the option when it came from
+ * one ("total=17179869184"). */
+int as_plan_note_limit(struct as_plan *p, const char *name,
+		       const char *option, const struct as_limit *l);
+/* The name of `space` in t, "space" when it has none. */
+const char *as_trace_space_name(const struct as_trace *t, uint16_t space);
 /* Record a statistic; `key` must outlive the plan (a literal). */
 int as_plan_stat(struct as_plan *p, const char *key, double value);
 int as_plan_stat_int(struct as_plan *p, const char *key, uint64_t value);

@@ -855,11 +855,11 @@ static int replay_marks(struct cc *s, const struct as_trace *t, uint64_t now)
 		 * device size from them): the device is as large as what the
 		 * model holds now plus what the device had free then.
 		 */
-		if (!err && s->cap_from == CAP_NONE && m->device_free &&
+		if (!err && s->cap.from == AS_LIMIT_NONE && m->device_free &&
 		    m->device_free <= MAX_BYTES) {
 			s->capacity = s->reserved_bytes.cur + m->device_free;
-			s->cap_from = CAP_OOM;
-			s->cap_step = m->time;
+			s->cap = (struct as_limit){s->capacity, m->time,
+						   AS_LIMIT_OOM};
 		}
 	}
 	/* the program emptied the cache (torch.cuda.empty_cache()) */

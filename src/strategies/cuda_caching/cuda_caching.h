@@ -150,10 +150,9 @@ struct cc {
 	uint32_t div[NDIV];
 	double gc_threshold, fraction;
 	bool expandable, opt_capacity;
-	/* where the capacity comes from (enum cap_from) and the step that
-	 * told it (a recorded OOM or retry), for the note */
-	uint8_t cap_from;
-	uint64_t cap_step;
+	/* where the capacity comes from and the step that told it (a
+	 * recorded OOM or retry), for the note */
+	struct as_limit cap;
 	struct as_opts opts;
 
 	as_emit_fn emit;
@@ -200,15 +199,6 @@ struct cc {
 	uint64_t recorded_ooms, recorded_releases;
 	uint64_t num_alloc_retries, num_ooms, num_device_alloc,
 		num_device_free, num_sync_all_streams, gc_runs, allocs;
-};
-
-/* Where the device size of a run comes from. */
-enum cap_from {
-	CAP_NONE,       /* unlimited */
-	CAP_OPTION,     /* capacity= */
-	CAP_SPACE,      /* the trace's space states it */
-	CAP_OOM,        /* a recorded OOM: reserved + the device's free */
-	CAP_RETRY,      /* a recorded release and retry of cudaMalloc */
 };
 
 /* ---- small helpers ---- */

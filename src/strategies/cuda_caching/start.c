@@ -330,69 +330,6 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 
 /* ---- what the recording tells: the device's size, emptied caches ---- */
 
-struct seg_time {
-	uint64_t time, size;
-};
-
-static bool time_less(uint32_t a, uint32_t b, const void *ctx)
-{
-	const struct seg_time *e = ctx;
-	return e[a].time < e[b].time;
-}
-
-/* The recorded segments of `space` by start (st) and by end (en). */
-struct seg_times {
-	struct seg_time *st, *en;
-	uint32_t *ost, *oen;
-	uint32_t n;
-};
-
-static void seg_times_free(struct seg_times *x)
-{
-	free(x->st);
-	free(x->en);
-	free(x->ost);
-	free(x->oen);
-}
-
-static int seg_times_make(const struct as_trace *t, uint16_t space,
-			  struct seg_times *x)
-{
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < t->nsegments; i++)
-		n += t->segments[i].space == space;
-	x->n = n;
-	x->st = malloc(((size_t)n + 1) * sizeof(*x->st));
-	x->en = malloc(((size_t)n + 1) * sizeof(*x->en));
-	x->ost = malloc(((size_t)n + 1) * sizeof(*x->ost));
-	x->oen = malloc(((size_t)n + 1) * sizeof(*x->oen));
-	if (!x->st || !x->en || !x->ost || !x->oen)
-		return AS_ENOMEM;
-	n = 0;
-	for (uint32_t i = 0; i < t->nsegments; i++) {
-		const struct as_segment *g = &t->segments[i];
-		if (g->space != space)
-			continue;
-		x->st[n] = (struct seg_time){g->start, g->size};
-		x->en[n] = (struct seg_time){g->end, g->size};
-		x->ost[n] = x->oen[n] = n;
-		n++;
-	}
-	int err = as_sort_u32(x->ost, n, time_less, x->st);
-	if (!err)
-		err = as_sort_u32(x->oen, n, time_less, x->en);
-	return err;
-}
-
-static bool oom_at(const struct as_trace *t, uint16_t space, uint64_t time)
-{
-	for (uint32_t k = 0; k < t->nmarks; k++)
-		if (t->marks[k].kind == AS_MARK_OOM &&
-		    t->marks[k].space == space && t->marks[k].time == time)
-			return true;
-	return false;
-}
-
 /* Append `time` to the array *v of *n (capacity *cap). */
 static int add_step(uint64_t **v, uint32_t *n, uint32_t *cap, uint64_t time)
 {
@@ -408,123 +345,51 @@ static int add_step(uint64_t **v, uint32_t *n, uint32_t *cap, uint64_t time)
 	return AS_OK;
 }
 
-/*
- * The steps at which a recording gave cached segments back (segments that
- * end before the trace does), told apart:
- *  - a recorded OOM at that step: replayed from its mark;
- *  - segments given back, then one reserved at the same step, that would
- *    not have fitted beside what was reserved before under the most the
- *    recording ever reserved (`peak`): the allocator retried a failed
- *    cudaMalloc (release_available_cached_blocks or release_cached_blocks,
- *    then alloc_block again), or the program emptied the cache right
- *    before a request no cached block served. s->maybe_at: the replay
- *    tells them apart (a cached block that serves the request means no
- *    cudaMalloc was tried); the first goes to *retry (0: none), the device
- *    was full then;
- *  - else the program emptied the cache (torch.cuda.empty_cache(), or a
- *    release the settings do not explain): s->release_at, replayed as such.
- * Segment entries share the step of the next block entry, frees before a
- * segment reserved at the same step (the reader gives a free after it a
- * step of its own): so what is reserved before a step's frees is what
- * started before it and ends at it or later.
- */
-static int find_releases(struct cc *s, const struct as_trace *t,
-			 uint16_t space, uint64_t peak, uint64_t *retry)
-{
-	struct seg_times x = {0};
-	uint32_t cap = 0, mcap = 0;
-	int err = seg_times_make(t, space, &x);
-	uint64_t last = 0;
-	for (uint32_t i = 0; i < t->nsegments; i++)
-		if (t->segments[i].end > last)
-			last = t->segments[i].end;
-	for (uint32_t i = 0; i < t->nbuffers; i++)
-		if (t->buffers[i].end > last && t->buffers[i].end != UINT64_MAX)
-			last = t->buffers[i].end;
-	*retry = 0;
-	uint64_t live = 0;
-	for (uint32_t i = 0, j = 0; !err && j < x.n;) {
-		uint64_t e = x.en[x.oen[j]].time;
-		while (i < x.n && x.st[x.ost[i]].time < e)
-			live += x.st[x.ost[i++]].size;
-		uint64_t before = live, started = 0;
-		while (j < x.n && x.en[x.oen[j]].time == e)
-			live -= x.en[x.oen[j++]].size;
-		for (uint32_t k = i; k < x.n && x.st[x.ost[k]].time == e; k++)
-			started += x.st[x.ost[k]].size;
-		if (e >= last || oom_at(t, space, e))
-			continue;
-		if (started && before + started > peak) {
-			if (!*retry)
-				*retry = e;
-			err = add_step(&s->maybe_at, &s->nmaybe, &mcap, e);
-			continue;
-		}
-		/* a garbage collection gives old segments back before a
-		 * cudaMalloc: not the whole cache */
-		if (started && s->gc_threshold > 0.0)
-			continue;
-		err = add_step(&s->release_at, &s->nrelease, &cap, e);
-	}
-	seg_times_free(&x);
-	return err;
-}
-
-/* What `space`'s recorded segments held at step `time` (those reserved
- * before it and given back after it). */
-static uint64_t recorded_reserved_at(const struct as_trace *t, uint16_t space,
-				     uint64_t time)
-{
-	uint64_t n = 0;
-	for (uint32_t i = 0; i < t->nsegments; i++) {
-		const struct as_segment *g = &t->segments[i];
-		if (g->space == space && g->start < time && g->end > time)
-			n += g->size;
-	}
-	return n;
-}
-
 static uint64_t recorded_peak(const struct as_trace *t, uint16_t space);
 
 /*
- * The steps where the recording emptied its cache, and the device's size
- * as the recording tells it when no option or space gave one: it ran out
- * of memory (an OOM entry: what it held then plus the device's free
- * memory) or it gave cached segments back to retry a cudaMalloc. The
- * device held at least the most the recording ever reserved, so that is
- * the size when nothing tells more.
+ * The steps at which the recording gave cached segments back
+ * (as_trace_release_steps), told apart:
+ *  - a recorded OOM at that step: replayed from its mark;
+ *  - segments given back, then one reserved at the same step, that would
+ *    not have fitted beside what was reserved before under the most the
+ *    recording ever reserved: the allocator retried a failed cudaMalloc
+ *    (release_available_cached_blocks or release_cached_blocks, then
+ *    alloc_block again), or the program emptied the cache right before a
+ *    request no cached block served. s->maybe_at: the replay tells them
+ *    apart (a cached block that serves the request means no cudaMalloc
+ *    was tried);
+ *  - else the program emptied the cache (torch.cuda.empty_cache(), or a
+ *    release the settings do not explain): s->release_at, replayed as
+ *    such. A garbage collection (with garbage_collection_threshold) gives
+ *    old segments back before a cudaMalloc, not the whole cache: not
+ *    replayed.
+ * And the device's size as the recording tells it (as_trace_device_limit)
+ * when no option or space gave one.
  */
 static int recorded_capacity(struct cc *s, const struct as_trace *t,
 			     uint16_t space)
 {
-	uint64_t peak = recorded_peak(t, space), retry;
-	int err = find_releases(s, t, space, peak, &retry);
+	struct as_release_step *r = NULL;
+	uint32_t n = 0, cap = 0, mcap = 0;
+	uint64_t peak = recorded_peak(t, space);
+	int err = as_trace_release_steps(t, space, &r, &n);
+	for (uint32_t k = 0; !err && k < n; k++) {
+		if (r[k].oom)
+			continue;
+		if (r[k].started && r[k].before + r[k].started > peak)
+			err = add_step(&s->maybe_at, &s->nmaybe, &mcap,
+				       r[k].time);
+		else if (!r[k].started || s->gc_threshold <= 0.0)
+			err = add_step(&s->release_at, &s->nrelease, &cap,
+				       r[k].time);
+	}
+	free(r);
 	if (err || s->capacity)
 		return err;
-	const struct as_mark *m = NULL;
-	for (uint32_t k = 0; k < t->nmarks && !m; k++)
-		if (t->marks[k].kind == AS_MARK_OOM &&
-		    t->marks[k].space == space)
-			m = &t->marks[k];
-	if (!m && !retry)
-		return AS_OK;
-	uint64_t cap = peak, from_oom = 0;
-	if (m && m->device_free) {
-		uint64_t held = recorded_reserved_at(t, space, m->time);
-		if (held <= MAX_BYTES && m->device_free <= MAX_BYTES)
-			from_oom = held + m->device_free;
-	}
-	if (from_oom >= cap || (m && !retry)) {
-		cap = from_oom > cap ? from_oom : cap;
-		s->cap_from = CAP_OOM;
-		s->cap_step = m->time;
-	} else {
-		s->cap_from = CAP_RETRY;
-		s->cap_step = retry;
-	}
-	if (cap > MAX_BYTES)
-		cap = MAX_BYTES;
-	s->capacity = cap;
+	if ((err = as_trace_device_limit(t, space, &s->cap)))
+		return err;
+	s->capacity = s->cap.bytes > MAX_BYTES ? MAX_BYTES : s->cap.bytes;
 	return AS_OK;
 }
 
@@ -557,12 +422,13 @@ int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
 	s->space = space;
 	s->is_first_case = case_index == 0;
 	if (s->opt_capacity)
-		s->cap_from = CAP_OPTION;
+		s->cap = (struct as_limit){s->capacity, 0, AS_LIMIT_OPTION};
 	if (space < t->nspaces && t->spaces[space].capacity) {
 		s->addr_bound = t->spaces[space].capacity;
 		if (!s->opt_capacity) {
 			s->capacity = t->spaces[space].capacity;
-			s->cap_from = CAP_SPACE;
+			s->cap = (struct as_limit){s->capacity, 0,
+						   AS_LIMIT_SPACE};
 		}
 	}
 	if (t->metadata)
@@ -596,45 +462,13 @@ static const char *const dev_capacity_keys[MAX_DEV_KEYS] = {
  * (AS_NOTE_CAPACITY) with where it came from; nothing when unlimited. */
 void as_cuda_capacity_note(struct cc *s, struct as_plan *p)
 {
-	if (s->cap_from == CAP_NONE || !s->capacity || !s->t)
+	if (s->cap.from == AS_LIMIT_NONE || !s->capacity || !s->t)
 		return;
-	char hb[32], line[512];
-	const char *from = "";
-	char why[200] = "";
-	switch ((enum cap_from)s->cap_from) {
-	case CAP_OPTION:
-		from = "from the option capacity=";
-		break;
-	case CAP_SPACE:
-		from = "from the trace (its space's capacity)";
-		break;
-	case CAP_OOM:
-		from = "from the recording";
-		snprintf(why, sizeof(why),
-			 ": out of memory at step %" PRIu64
-			 " (what it held then plus the device's free memory, "
-			 "at least the most it ever reserved)",
-			 s->cap_step);
-		break;
-	case CAP_RETRY:
-		from = "from the recording";
-		snprintf(why, sizeof(why),
-			 ": the most it ever reserved (at step %" PRIu64
-			 " it gave cached segments back to retry a cudaMalloc)",
-			 s->cap_step);
-		break;
-	case CAP_NONE:
-		return;
-	}
-	const char *name = s->space < s->t->nspaces &&
-					   s->t->spaces[s->space].name
-				   ? s->t->spaces[s->space].name
-				   : "space";
-	snprintf(line, sizeof(line),
-		 AS_NOTE_CAPACITY "%s: %" PRIu64 " B (%s) %s%s", name,
-		 s->capacity, as_human_bytes(s->capacity, hb, sizeof(hb)), from,
-		 why);
-	as_plan_note(p, line);
+	struct as_limit l = s->cap;
+	l.bytes = s->capacity;
+	char opt[48];
+	snprintf(opt, sizeof(opt), "capacity=%" PRIu64, s->capacity);
+	as_plan_note_limit(p, as_trace_space_name(s->t, s->space), opt, &l);
 	as_cuda_stat_sum(s, p, "capacity", s->capacity);
 	if (s->space < MAX_DEV_KEYS)
 		as_plan_stat_int(p, dev_capacity_keys[s->space], s->capacity);
@@ -649,48 +483,15 @@ static const char *const dev_recorded_keys[MAX_DEV_KEYS] = {
 	"recorded_reserved_peak.space6", "recorded_reserved_peak.space7",
 };
 
-struct seg_ev {
-	uint64_t time;
-	int64_t delta;
-};
-
-static bool ev_less(uint32_t a, uint32_t b, const void *ctx)
-{
-	const struct seg_ev *e = ctx;
-	if (e[a].time != e[b].time)
-		return e[a].time < e[b].time;
-	return e[a].delta < e[b].delta; /* frees first */
-}
-
 /* The recorded reserved peak of a space (sum of live segments). */
 static uint64_t recorded_peak(const struct as_trace *t, uint16_t space)
 {
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < t->nsegments; i++)
-		n += t->segments[i].space == space;
-	struct seg_ev *e = malloc(((size_t)2 * n + 1) * sizeof(*e));
-	uint32_t *o = malloc(((size_t)2 * n + 1) * sizeof(*o));
-	uint64_t cur = 0, peak = 0;
-	if (e && o) {
-		uint32_t k = 0;
-		for (uint32_t i = 0; i < t->nsegments; i++) {
-			const struct as_segment *g = &t->segments[i];
-			if (g->space != space)
-				continue;
-			e[k++] = (struct seg_ev){g->start, (int64_t)g->size};
-			e[k++] = (struct seg_ev){g->end, -(int64_t)g->size};
-		}
-		for (uint32_t i = 0; i < k; i++)
-			o[i] = i;
-		if (as_sort_u32(o, k, ev_less, e) == AS_OK)
-			for (uint32_t i = 0; i < k; i++) {
-				cur += (uint64_t)e[o[i]].delta;
-				if (cur > peak)
-					peak = cur;
-			}
-	}
-	free(e);
-	free(o);
+	uint64_t *peaks = calloc((size_t)t->nspaces + 1, sizeof(*peaks));
+	uint64_t peak = 0;
+	if (peaks && space < t->nspaces &&
+	    as_trace_reserved_peaks(t, peaks) == AS_OK)
+		peak = peaks[space];
+	free(peaks);
 	return peak;
 }
 
