@@ -911,11 +911,20 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 	/*
 	 * The recording gave cached segments back before reserving one for
 	 * this request. A cached block that serves it means no cudaMalloc
-	 * failed: the program emptied the cache (start.c).
+	 * failed: the program emptied the cache (start.c). Else the model's
+	 * own cudaMalloc fails at the device size and releases; when the
+	 * size the recording told leaves room now (the device had less free
+	 * then: other memory), the release is the recording's all the same,
+	 * whichever it was (without max_split_size both empty the cache).
 	 */
 	if (s->next_maybe < s->nmaybe && s->maybe_at[s->next_maybe] == s->now) {
 		s->next_maybe++;
-		if (find_free_block(s, p, size, stream) != NIL) {
+		bool served = find_free_block(s, p, size, stream) != NIL;
+		bool told = s->cap.from == AS_LIMIT_OOM ||
+			    s->cap.from == AS_LIMIT_RETRY;
+		if (served ||
+		    (told && !s->expandable && s->max_split == NO_LIMIT &&
+		     s->reserved_bytes.cur + alloc_size <= s->capacity)) {
 			s->recorded_releases++;
 			if ((err = as_cuda_release_cached(s)))
 				return err;
