@@ -57,6 +57,12 @@ int cli_divergence_report(const struct as_trace *t, const char *spec,
 			t->path, spec);
 		return 2;
 	}
+	if (!d->compared) {
+		printf("%s against %s: nothing to compare (no allocation of "
+		       "the trace in a recorded segment)\n",
+		       spec, t->path);
+		return 0;
+	}
 	printf("%s against %s: %" PRIu64 " allocations compared, %" PRIu64
 	       " in the recorded block (%.2f%%), %" PRIu64
 	       " in a segment of the recorded size at the recorded offset "

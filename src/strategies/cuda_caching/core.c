@@ -154,6 +154,24 @@ uint32_t as_cuda_segment_new(struct cc *s)
 	return s->ns++;
 }
 
+/* The end of segment g's order key range. */
+static uint64_t key_end(const struct segment *g)
+{
+	return g->key > UINT64_MAX - g->size ? UINT64_MAX : g->key + g->size;
+}
+
+/* Segment gi (live now) into the set of live key ranges, and out. */
+int as_cuda_key_add(struct cc *s, uint32_t gi)
+{
+	return as_cuda_t_insert(&s->tp, &s->keys, s->s[gi].key, gi, 0,
+				key_end(&s->s[gi]), NIL);
+}
+
+static void key_del(struct cc *s, uint32_t gi)
+{
+	as_cuda_t_erase_at(&s->tp, &s->keys, s->s[gi].key, gi, 0);
+}
+
 /* ---- sizes ---- */
 
 static uint32_t divisions(const struct cc *s, uint64_t size)
@@ -286,6 +304,7 @@ static void release_segment(struct cc *s, uint32_t bi)
 	if (g->size >= s->max_split)
 		as_cuda_stat_sub(&s->oversize_segments, 1);
 	s->num_device_free++;
+	key_del(s, b->seg);
 	g->live = 0;
 	g->first = s->frees;
 	s->frees = b->seg;
@@ -424,6 +443,7 @@ int as_cuda_release_cached(struct cc *s)
 		    s->b[g->first].next == NIL) {
 			uint32_t bi = g->first;
 			pool_remove(s, bi);
+			key_del(s, i);
 			g->live = 0;
 			block_delete(s, bi);
 		}
@@ -522,12 +542,8 @@ static void garbage_collect(struct cc *s)
 /* Whether [key, key + size) meets the key range of a live segment. */
 static bool key_taken(const struct cc *s, uint64_t key, uint64_t size)
 {
-	for (uint32_t i = 0; i < s->ns; i++) {
-		const struct segment *g = &s->s[i];
-		if (g->live && key < g->key + g->size && g->key < key + size)
-			return true;
-	}
-	return false;
+	uint64_t end = key > UINT64_MAX - size ? UINT64_MAX : key + size;
+	return as_cuda_t_meets(&s->tp, s->keys, key, end);
 }
 
 /*
@@ -590,6 +606,10 @@ static uint32_t new_segment(struct cc *s, uint64_t alloc_size, bool small,
 				    .mapped = alloc_size, .first = bi,
 				    .stream = stream, .small = small,
 				    .live = 1, .key = key};
+	if (as_cuda_key_add(s, gi) != AS_OK) {
+		*err = AS_ENOMEM;
+		return NIL;
+	}
 	struct block *b = &s->b[bi];
 	b->addr = addr;
 	b->size = alloc_size;
@@ -696,6 +716,8 @@ static uint32_t find_expandable(struct cc *s, struct pool *p, bool small,
 				    .first = bi, .stream = stream,
 				    .small = small, .expandable = 1,
 				    .live = 1, .key = addr + s->key_base};
+	if ((*err = as_cuda_key_add(s, gi)) != AS_OK)
+		return NIL;
 	struct block *b = &s->b[bi];
 	b->addr = addr;
 	b->size = va;

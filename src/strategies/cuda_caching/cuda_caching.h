@@ -74,7 +74,9 @@
  * | unused), a size and aug = the largest size in its subtree.         |
  * | - pool free sets: key (stream, size, addr), value = block;        |
  * | - unmapped ranges of expandable segments: (stream, addr, 0);      |
- * | - device gaps: key (addr, 0, 0), size = gap length.               |
+ * | - device gaps: key (addr, 0, 0), size = gap length;               |
+ * | - live segments' order keys: (key, segment, 0), size = key + size |
+ * |   (aug: the largest end below, for overlap queries).              |
  * | prio (random) of a node is >= its children's. Free nodes form a    |
  * | stack through `l`.                                                 |
  * +--------------------------------------------------------------------+
@@ -163,6 +165,7 @@ struct cc {
 
 	struct tpool tp;
 	uint32_t gaps;          /* device gaps root */
+	uint32_t keys;          /* live segments' order key ranges root */
 	uint64_t limit;         /* device addresses [0, limit) */
 	struct pool pools[2];   /* 0 small, 1 large */
 
@@ -246,6 +249,8 @@ uint32_t as_cuda_t_before(const struct tpool *p, uint32_t t, uint64_t k0,
 uint32_t as_cuda_t_next(const struct tpool *p, uint32_t root, uint32_t x);
 uint32_t as_cuda_t_first_fit(const struct tpool *p, uint32_t t,
 			     uint64_t need);
+bool as_cuda_t_meets(const struct tpool *p, uint32_t t, uint64_t lo,
+		     uint64_t hi);
 
 /* core.c: the allocator. */
 void as_cuda_emitf(struct cc *s, const char *fmt, ...)
@@ -257,6 +262,7 @@ bool as_cuda_counts_inactive_split(const struct cc *s,
 				   const struct block *b);
 int as_cuda_pool_insert(struct cc *s, uint32_t i);
 uint32_t as_cuda_segment_new(struct cc *s);
+int as_cuda_key_add(struct cc *s, uint32_t gi);
 uint64_t as_cuda_round_size(const struct cc *s, uint64_t n);
 int as_cuda_release_cached(struct cc *s);
 int as_cuda_ensure_arrays(struct cc *s, const struct as_trace *t);

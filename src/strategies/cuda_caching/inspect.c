@@ -333,6 +333,23 @@ uint64_t as_cuda_check(void *state, char *msg, size_t len)
 				    " bytes mapped, blocks say %" PRIu64,
 				g->addr, g->mapped, mapped);
 	}
+	uint64_t keyed = 0, live = 0;
+	for (uint32_t it = as_cuda_t_lower_bound(&s->tp, s->keys, 0, 0, 0);
+	     it != NIL; it = as_cuda_t_next(&s->tp, s->keys, it)) {
+		uint32_t gi = (uint32_t)s->tp.n[it].k1;
+		keyed++;
+		if (gi >= s->ns || !s->s[gi].live ||
+		    s->tp.n[it].k0 != s->s[gi].key)
+			as_problem(&p, "order key 0x%" PRIx64
+				    " stands for no live segment",
+				s->tp.n[it].k0);
+	}
+	for (uint32_t i = 0; i < s->ns; i++)
+		live += s->s[i].live;
+	if (keyed != live)
+		as_problem(&p, "%" PRIu64 " order keys for %" PRIu64
+			    " live segments",
+			keyed, live);
 	uint64_t pooled = 0;
 	for (int k = 0; k < 2; k++)
 		for (uint32_t it = as_cuda_t_lower_bound(

@@ -311,6 +311,7 @@ int as_cuda_create(const struct as_opts *o, const struct as_run *run,
 	s->tp.rng = 0x13;
 	s->freeb = NIL;
 	s->gaps = NIL;
+	s->keys = NIL;
 	for (int p = 0; p < 2; p++)
 		s->pools[p].blocks = s->pools[p].unmapped = NIL;
 	s->frees = NIL;

@@ -320,7 +320,9 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 			if (size >= s->max_split)
 				as_cuda_stat_add(&s->oversize_segments, 1);
 		}
-		err = seed_blocks(s, t, gi, &r, bufs, nb, &k);
+		err = as_cuda_key_add(s, gi);
+		if (!err)
+			err = seed_blocks(s, t, gi, &r, bufs, nb, &k);
 	}
 	free(v);
 	free(pv);
