@@ -387,7 +387,7 @@ static int recorded_capacity(struct cc *s, const struct as_trace *t,
 				       r[k].time);
 	}
 	free(r);
-	if (err || s->capacity)
+	if (err || s->capacity || s->opt_capacity)
 		return err;
 	if ((err = as_trace_device_limit(t, space, &s->cap)))
 		return err;
