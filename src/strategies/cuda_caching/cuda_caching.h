@@ -17,16 +17,21 @@
  * offsets are these addresses; expandable ranges, far apart in virtual
  * memory, are laid out one after the other above the segments at the end.
  * The plan also carries each buffer's segment size and offset inside it.
+ * Equal free blocks are ordered by the device's addresses, which are not
+ * first fit on a real device: each segment has an order key (below).
  *
  * On a recording (a PyTorch snapshot), the allocator starts from the state at
  * the start of the recording: the segments live at time 0, in their recorded
  * address order, with the blocks live at time 0 at their recorded offsets.
- * The replay never reads the recorded addresses of later allocations nor
- * later segment events; a recorded OOM is replayed (the cache is released)
- * and tells the device size. Recorded addresses are read only at the end,
- * to tell how many blocks the model put in the same place (stats
- * blocks_reproduced, segments_reproduced, notes with the first
- * disagreements).
+ * The replay never reads the recorded addresses of later allocations; it
+ * replays what the program did to the allocator besides requests and
+ * frees (a recorded OOM, torch.cuda.empty_cache(): the cache is released)
+ * and what the device answered: the address a cudaMalloc of the same size
+ * returned at the same step orders the new segment, and the device's size
+ * comes from the recording (an OOM, a release to retry a cudaMalloc).
+ * Recorded addresses are read at the end to tell how many blocks the model
+ * put in the same place (stats blocks_reproduced, segments_reproduced,
+ * notes with the first disagreements, the plan's divergence).
  *
  * Ownership: the online driver creates one state per case and space, and
  * releases it with destroy (NULL accepted). Text goes only to emit.

@@ -1,9 +1,10 @@
 /*
  * cuda-caching: a recording's start and how far the model agrees with it.
  * The state at the start (segments and blocks live at time 0, at their
- * recorded addresses), the device size a recorded OOM tells, and the
- * agreement figures (blocks_reproduced, segments_reproduced, recorded
- * reserved peaks, notes with the first disagreements and their causes).
+ * recorded addresses), the steps where the program emptied the cache, the
+ * device size the recording tells, and the agreement figures
+ * (blocks_reproduced, segments_reproduced, recorded reserved peaks, notes
+ * with the first disagreements and their causes, the first divergence).
  */
 #include "strategies/cuda_caching/cuda_caching.h"
 
