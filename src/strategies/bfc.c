@@ -31,7 +31,7 @@
 #include "strategies/bfc.h"
 
 static const struct as_option_desc bfc_options[] = {
-	{"total", "16G", "memory limit: the single region (growth=0) or the ceiling for growth"},
+	{"total", "trace", "memory limit: the single region (growth=0) or the ceiling for growth; not given: what the trace states (a space's capacity, a recording's device size), else unlimited; 0: unlimited"},
 	{"growth", "0", "allow_growth: first region min(total, first_region), then doubling"},
 	{"gc", "0", "garbage collection: on failure release fully free regions and retry"},
 	{"frag", "0", "fragmentation fraction: split cap = frag*total instead of 128 MiB"},
@@ -499,6 +499,43 @@ static bool release_free_regions(struct bfc *s, uint64_t rounded)
 
 /* ---- the online interface ---- */
 
+/* The memory limit and what follows from it: the split cap and the first
+ * region's size. */
+static void set_total(struct bfc *s, uint64_t total)
+{
+	s->total = total;
+	/* the split cap, converted to an integer as TensorFlow's int64 */
+	s->split_cap = s->frag > 0.0 ? (uint64_t)(s->frag * (double)s->total)
+				     : DEFAULT_SPLIT_CAP;
+	s->curr_region = round_up(s->growth && s->first_region < s->total ?
+					  s->first_region :
+					  s->total,
+				  MIN_ALLOC);
+}
+
+/* Without total=, the limit the trace states for this space, if any. */
+static int bfc_start(void *state, const struct as_trace *t, uint16_t space,
+		     uint32_t case_index, struct as_diag *diag)
+{
+	struct bfc *s = state;
+	(void)case_index;
+	(void)diag;
+	s->t = t;
+	s->space = space;
+	if (s->limit.from != AS_LIMIT_NONE)
+		return AS_OK;
+	int err = as_trace_device_limit(t, space, &s->limit);
+	if (err)
+		return err;
+	if (s->limit.bytes) {
+		uint64_t n = s->limit.bytes;
+		n = n > MAX_BYTES ? MAX_BYTES : n < MIN_ALLOC ? MIN_ALLOC : n;
+		s->limit.bytes = n;
+		set_total(s, n);
+	}
+	return AS_OK;
+}
+
 static void bfc_destroy(void *state)
 {
 	struct bfc *s = state;
@@ -522,8 +559,8 @@ static int bfc_create(const struct as_opts *o, const struct as_run *run,
 	struct bfc *s = calloc(1, sizeof(*s));
 	if (!s)
 		return AS_ENOMEM;
-	if ((err = as_opts_u64(o, "total", 16ull << 30, MIN_ALLOC, MAX_BYTES,
-			       &s->total, diag)) ||
+	if ((err = as_opts_u64(o, "total", 0, 0, MAX_BYTES, &s->total,
+			       diag)) ||
 	    (err = as_opts_u64(o, "growth", 0, 0, 1, &growth, diag)) ||
 	    (err = as_opts_u64(o, "gc", 0, 0, 1, &gc, diag)) ||
 	    (err = as_opts_u64(o, "coalesce", 0, 0, 1, &coalesce, diag)) ||
@@ -536,17 +573,23 @@ static int bfc_create(const struct as_opts *o, const struct as_run *run,
 		free(s);
 		return err;
 	}
+	if (s->total && s->total < MIN_ALLOC) {
+		unsigned long long v = s->total;
+		free(s);
+		return as_diag_set(diag, 0, AS_EINVAL,
+				   "bfc: option total=%llu: below %llu (0: "
+				   "unlimited)",
+				   v, (unsigned long long)MIN_ALLOC);
+	}
 	s->growth = growth;
 	s->gc = gc;
 	s->coalesce = coalesce;
 	s->align_new = mode == 1;
-	/* the split cap, converted to an integer as TensorFlow's int64 */
-	s->split_cap = s->frag > 0.0 ? (uint64_t)(s->frag * (double)s->total)
-				     : DEFAULT_SPLIT_CAP;
-	s->curr_region = round_up(s->growth && s->first_region < s->total ?
-					  s->first_region :
-					  s->total,
-				  MIN_ALLOC);
+	/* total=0 given: unlimited, whatever the trace says */
+	s->limit = (struct as_limit){s->total, 0,
+				     as_opts_get(o, "total") ? AS_LIMIT_OPTION
+							     : AS_LIMIT_NONE};
+	set_total(s, s->total ? s->total : MAX_BYTES);
 	s->emit = run->emit;
 	s->ctx = run->ctx;
 	s->free_slot = NIL;
@@ -921,6 +964,12 @@ static void bfc_stats(void *state, struct as_plan *p)
 	as_plan_stat_int(p, "region_requests", s->sub_allocs);
 	as_plan_stat_int(p, "region_refusals", s->sub_fails);
 	as_plan_stat_int(p, "regions_released", s->sub_frees);
+	if (s->t) {
+		char opt[48];
+		snprintf(opt, sizeof(opt), "total=%" PRIu64, s->total);
+		as_plan_note_limit(p, as_trace_space_name(s->t, s->space), opt,
+				   &s->limit);
+	}
 }
 
 /* ---- check ---- */
@@ -1072,6 +1121,7 @@ uint64_t as_bfc_check(void *state, char *msg, size_t len)
 
 static const struct as_online_impl bfc_online = {
 	.create = bfc_create,
+	.start = bfc_start,
 	.alloc = bfc_alloc,
 	.free = bfc_free,
 	.query = bfc_query,

@@ -78,6 +78,11 @@ struct bfc {
 	uint64_t total, capacity, first_region, split_cap;
 	double frag;
 	bool growth, gc, coalesce, align_new;
+	/* where total comes from: the option, else the trace (a space's
+	 * capacity, a recording's device size), else unlimited (MAX_BYTES) */
+	struct as_limit limit;
+	const struct as_trace *t;
+	uint16_t space;
 
 	as_emit_fn emit;
 	void *ctx;

@@ -337,6 +337,52 @@ bool as_trace_address_of(const struct as_trace *t, uint16_t space,
  */
 int as_trace_reserved_peaks(const struct as_trace *t, uint64_t *peak);
 
+/*
+ * A step at which a recording gave reserved memory of a space back (its
+ * segments ending before the trace does): what the space held before the
+ * step's releases, what it reserved at the same step after them (segment
+ * entries share the step of the next block entry), and whether the
+ * recording ran out of memory then.
+ */
+struct as_release_step {
+	uint64_t time, before, started;
+	bool oom;
+};
+
+/* The release steps of `space` in time order: *out malloc'ed (the
+ * caller frees it), *n entries. AS_OK or AS_ENOMEM. O(n log n). */
+int as_trace_release_steps(const struct as_trace *t, uint16_t space,
+			   struct as_release_step **out, uint32_t *n);
+
+/* Where a memory limit comes from. */
+enum as_limit_from {
+	AS_LIMIT_NONE,   /* unlimited */
+	AS_LIMIT_OPTION, /* a strategy's option */
+	AS_LIMIT_SPACE,  /* the trace states its space's capacity */
+	AS_LIMIT_OOM,    /* a recorded OOM: what the device held then plus
+			  * its free memory */
+	AS_LIMIT_RETRY,  /* a recorded release and retry of cudaMalloc: the
+			  * most the recording ever reserved */
+};
+
+struct as_limit {
+	uint64_t bytes;  /* 0: unlimited */
+	uint64_t step;   /* the OOM's or retry's time step */
+	enum as_limit_from from;
+};
+
+/*
+ * The memory `space` has as the trace tells it: its stated capacity; else,
+ * on a recording, the device's size when the recording ran out of memory
+ * (an OOM: what it held then plus the device's free memory, at least the
+ * most it ever reserved) or gave cached segments back to retry a
+ * cudaMalloc at the same step (a release that the most it ever reserved
+ * does not leave room for: the device held no more than that); else
+ * unlimited. AS_OK or AS_ENOMEM.
+ */
+int as_trace_device_limit(const struct as_trace *t, uint16_t space,
+			  struct as_limit *out);
+
 /* The buffer that buffer `buffer` replaced through realloc, or AS_NONE.
  * O(log n) over the trace's links. */
 uint32_t as_trace_realloc_of(const struct as_trace *t, uint32_t buffer);
@@ -420,6 +466,53 @@ struct as_round {
  * and optionally per buffer the space it was placed in, the chunk it took
  * (online allocators: chunk >= size) and the buffer it was placed inside.
  */
+/*
+ * Where a model of an allocator leaves the recording it replays
+ * (cuda-caching on a PyTorch snapshot with a trace): the first allocation,
+ * in time order, that the model put in another block than the recorded
+ * allocator did, both sides of it, and how many allocations agree.
+ */
+enum as_div_kind {
+	AS_DIV_NONE,          /* every allocation compared agrees */
+	AS_DIV_OUT_OF_MEMORY, /* the model could not place it */
+	AS_DIV_POOL,          /* in the other pool (small: up to 1 MiB) */
+	AS_DIV_NEW_SEGMENT,   /* one side reserved a segment for it, the
+			       * other took a cached block */
+	AS_DIV_SEGMENT_SIZE,  /* in segments of different sizes */
+	AS_DIV_BLOCK,         /* in another segment of the same size: another
+			       * free block chosen */
+	AS_DIV_OFFSET,        /* in the same segment at another offset */
+};
+
+/* One side: the block's segment. */
+struct as_div_side {
+	uint64_t segment;      /* its recorded address (a trace offset,
+				* as_trace_address_of gives the real one);
+				* AS_NO_OFFSET: none the recording had */
+	uint64_t segment_size; /* 0: no block; expandable: bytes mapped */
+	uint64_t offset;       /* the block in it (expandable: from the
+				* range's base) */
+	bool small;            /* small pool */
+	bool new_segment;      /* reserved for this allocation */
+	bool expandable;
+};
+
+struct as_divergence {
+	uint64_t compared;     /* allocations compared */
+	uint64_t agree;        /* in the same segment at the same offset */
+	uint64_t same_place;   /* in a segment of the recorded size at the
+				* recorded offset (blocks_reproduced) */
+	enum as_div_kind kind;
+	uint32_t buffer;       /* the first that differs, AS_NONE: none */
+	uint16_t space;
+	uint64_t time;         /* its allocation's time step */
+	struct as_div_side model, recorded;
+	char cause[200];       /* what probably made them part, a sentence */
+};
+
+/* "segment size", "block chosen", ...: what differs, in words. */
+const char *as_div_kind_name(enum as_div_kind k);
+
 struct as_plan {
 	uint32_t nbuffers;
 	uint64_t *offset;
@@ -445,6 +538,9 @@ struct as_plan {
 	/* Remarks of the strategy (disagreements with a recording, ...). */
 	char **notes;
 	uint32_t nnotes;
+	/* Where the model leaves the recording it replays; NULL: the
+	 * strategy compared itself with none (owned by the plan). */
+	struct as_divergence *divergence;
 };
 
 struct as_plan *as_plan_create(const struct as_trace *t);
@@ -467,6 +563,20 @@ int as_plan_want_aliases(struct as_plan *p, const struct as_trace *t);
 int as_plan_want_segments(struct as_plan *p);
 /* Add a remark (copied; at most 64 are kept, later ones are counted). */
 int as_plan_note(struct as_plan *p, const char *text);
+/*
+ * A remark that starts with AS_NOTE_CAPACITY tells a memory limit the run
+ * used and where it came from ("capacity: cuda:0: 61111009280 B (56.9 GiB)
+ * from ..."): an option, the trace, or what a recording shows. Runs
+ * without a limit have none. replay's table prints these remarks.
+ */
+#define AS_NOTE_CAPACITY "capacity: "
+/* That remark for limit l of the memory called `name` (nothing when
+ * unlimited, once per plan); `option` names the option when it came from
+ * one ("total=17179869184"). */
+int as_plan_note_limit(struct as_plan *p, const char *name,
+		       const char *option, const struct as_limit *l);
+/* The name of `space` in t, "space" when it has none. */
+const char *as_trace_space_name(const struct as_trace *t, uint16_t space);
 /* Record a statistic; `key` must outlive the plan (a literal). */
 int as_plan_stat(struct as_plan *p, const char *key, double value);
 int as_plan_stat_int(struct as_plan *p, const char *key, uint64_t value);
