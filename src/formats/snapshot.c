@@ -134,21 +134,6 @@ bool as_snap_grow_array(void **p, size_t *cap, size_t need, size_t elem)
 
 
 
-static uint32_t slot_frees(const struct mslot *s)
-{
-	return (uint32_t)(s->val >> 32);
-}
-
-static uint32_t slot_live(const struct mslot *s)
-{
-	return (uint32_t)s->val;
-}
-
-static void slot_set(struct mslot *s, uint32_t frees, uint32_t live)
-{
-	s->val = (uint64_t)frees << 32 | live;
-}
-
 int as_snap_nomem(struct ctx *c)
 {
 	return as_diag_set(c->diag, 0, AS_ENOMEM, "out of memory");

@@ -50,10 +50,16 @@ struct entry {
 	bool pre;               /* free of a block allocated before the trace */
 };
 
-/* A buffer before it goes to the builder. */
+/*
+ * A buffer before it goes to the builder (as_snap_emit). Its frames are
+ * `frames` (a snapshot's list) or, when that is NULL, `stack`: a text the
+ * trace holds (the profiler reader's enclosing operators). `line`: of the
+ * input, for messages (0: none).
+ */
 struct sbuf {
-	uint64_t addr, size, requested, start, end, free_req;
+	uint64_t addr, size, requested, start, end, free_req, line;
 	const struct as_pk *frames;
+	const char *stack;
 	uint32_t dev, version;
 	uint16_t stream;
 	bool never_freed;
@@ -138,6 +144,21 @@ struct ctx {
 /* (addr, dev) slot: `val` packs frees (high 32 bits), live buffer (low). */
 #define NO_BUF 0xffffffffu
 
+static inline uint32_t slot_frees(const struct mslot *s)
+{
+	return (uint32_t)(s->val >> 32);
+}
+
+static inline uint32_t slot_live(const struct mslot *s)
+{
+	return (uint32_t)s->val;
+}
+
+static inline void slot_set(struct mslot *s, uint32_t frees, uint32_t live)
+{
+	s->val = (uint64_t)frees << 32 | live;
+}
+
 /* ---- snapshot.c ---- */
 
 uint64_t as_snap_mix(uint64_t a, uint64_t b);
@@ -152,6 +173,17 @@ int as_snap_read_entry(struct ctx *c, const struct as_pk *d, uint32_t dev,
 		      uint64_t *last_us);
 int as_snap_prepass(struct ctx *c);
 int as_snap_replay(struct ctx *c, const struct as_pk *segs, uint64_t *end_step);
+
+/* ---- snapshot_build.c ---- */
+
+/*
+ * To the builder: the address map over c->bufs and c->done (per device,
+ * gaps shrunk), the buffers (named b<hex address>_<version> as memory_viz
+ * names them; `dev` is their space), the segments, the clock readings and
+ * marks of c->rd, and the last step. Also used by the profiler reader
+ * (json/profiler.c), whose buffers, readings and spaces it fills the same way.
+ */
+int as_snap_emit(struct ctx *c, uint64_t end_step);
 
 /* ---- snapshot_frames.c ---- */
 

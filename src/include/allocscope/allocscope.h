@@ -283,6 +283,14 @@ bool as_format_known(const char *name);
 const char *as_format_names(size_t i);
 
 /*
+ * The format the content of file `path` shows: its first bytes (after gzip
+ * or zstd) as detection without a name reads them. NULL when only the text
+ * ops format, which takes any text, would (or the file cannot be read).
+ * For tools that walk directories, where a name may tell no format.
+ */
+const char *as_trace_sniff(const char *path);
+
+/*
  * Load a trace from `path`. On success *out is a new trace the caller
  * destroys; on failure returns a negative code and fills `diag`.
  */
