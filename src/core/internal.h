@@ -90,6 +90,37 @@ const char *as_next_line(const char **p, const char *end, size_t *len);
  * format skips it the same way (formats.c). */
 size_t as_bom_len(const char *s, size_t len);
 
+/* ---- moments.c ---- */
+
+/*
+ * The drawable buffers of a trace in order of start and of end, built once
+ * (O(n log n)) so that every sweep over time after it is a merge, O(n).
+ */
+struct as_order {
+	const struct as_trace *t;
+	uint32_t *by_start, *by_end;
+	uint32_t n;
+};
+
+/* A start or end of buffer i at time t, in time order. */
+struct as_edge {
+	uint64_t t;
+	uint32_t i;
+	bool start;
+};
+
+int as_order_build(const struct as_trace *t, struct as_order *o);
+void as_order_free(struct as_order *o);
+/* The starts and ends of the buffers with keep[i] set, in time order, into
+ * out (room for 2 per buffer); returns how many. */
+size_t as_order_edges(const struct as_order *o, const uint8_t *keep,
+		      struct as_edge *out);
+/* as_plan_peak_moment and as_trace_peak_moment over an order built once. */
+int as_order_peak_moment(const struct as_order *o, const struct as_plan *p,
+			 int space, struct as_moment *out);
+int as_order_bound_moment(const struct as_order *o, int space,
+			  struct as_moment *out);
+
 /* ---- plan_csv.c ---- */
 
 /*

@@ -112,17 +112,17 @@ static int curve_sum(struct cedge *e, size_t m, struct curve *c)
 	return curve_finish(c);
 }
 
-int as_r_curve_live(const struct order *o, struct curve *c)
+int as_r_curve_live(const struct as_order *o, struct curve *c)
 {
 	const struct as_trace *t = o->t;
 	uint8_t *keep = calloc((size_t)t->nbuffers + 1, 1);
-	struct edge *e = malloc(sizeof(*e) * 2 * ((size_t)o->n + 1));
+	struct as_edge *e = malloc(sizeof(*e) * 2 * ((size_t)o->n + 1));
 	int err = AS_ENOMEM;
 	if (!keep || !e)
 		goto out;
 	for (uint32_t i = 0; i < t->nbuffers; i++)
 		keep[i] = t->buffers[i].alias_of == AS_NONE;
-	size_t m = as_r_order_edges(o, keep, e);
+	size_t m = as_order_edges(o, keep, e);
 	err = curve_alloc(c, m);
 	if (err)
 		goto out;
@@ -206,11 +206,11 @@ static void heap_pop(struct hent *h, uint32_t *n)
 		h[i] = x;
 }
 
-int as_r_curve_top(const struct order *o, const struct panel *pn,
+int as_r_curve_top(const struct as_order *o, const struct panel *pn,
 	      struct curve *c)
 {
 	const uint32_t nb = pn->t->nbuffers;
-	struct edge *e = malloc(sizeof(*e) * 2 * ((size_t)o->n + 1));
+	struct as_edge *e = malloc(sizeof(*e) * 2 * ((size_t)o->n + 1));
 	struct hent *h = malloc(sizeof(*h) * ((size_t)pn->nplain + 1));
 	uint8_t *keep = calloc((size_t)nb + 1, 2);
 	int err = AS_ENOMEM;
@@ -219,7 +219,7 @@ int as_r_curve_top(const struct order *o, const struct panel *pn,
 	uint8_t *dead = keep + nb + 1;
 	for (uint32_t k = 0; k < pn->nplain; k++)
 		keep[pn->bufs[k]] = 1;
-	size_t m = as_r_order_edges(o, keep, e);
+	size_t m = as_order_edges(o, keep, e);
 	err = curve_alloc(c, m);
 	if (err)
 		goto out;
@@ -302,11 +302,11 @@ int as_r_memory_prepare(struct as_render *r)
 			err = as_r_curve_top(&r->ord, pn, &pn->foot);
 			continue;
 		}
-		struct order o;
-		err = as_r_order_build(pn->t, &o);
+		struct as_order o;
+		err = as_order_build(pn->t, &o);
 		if (!err)
 			err = as_r_curve_top(&o, pn, &pn->foot);
-		as_r_order_free(&o);
+		as_order_free(&o);
 	}
 	return err;
 }

@@ -13,6 +13,7 @@
 #define AS_RENDER_PRIVATE_H
 
 #include "allocscope/render.h"
+#include "core/internal.h"
 
 enum { ANCHOR_START, ANCHOR_MIDDLE, ANCHOR_END };
 
@@ -113,23 +114,6 @@ struct hit_index {
 	uint64_t w0, tend;      /* tend: the latest end, relative to tbase */
 	uint32_t nlev;
 	uint32_t base[HIX_LEVELS], nb[HIX_LEVELS];
-};
-
-/*
- * The drawable buffers of a trace in order of start and of end, built once
- * (O(n log n)) so that every sweep over time after it is a merge, O(n).
- */
-struct order {
-	const struct as_trace *t;
-	uint32_t *by_start, *by_end;
-	uint32_t n;
-};
-
-/* A start or end of buffer i at time t, in time order. */
-struct edge {
-	uint64_t t;
-	uint32_t i;
-	bool start;
 };
 
 /*
@@ -237,7 +221,7 @@ struct as_render {
 	bool time_is_index;        /* time counts operations (no given times) */
 	double size_lo, size_hi;   /* log2 ranges for sequential colours */
 	double life_lo, life_hi;
-	struct order ord;          /* of the first trace */
+	struct as_order ord;          /* of the first trace */
 	struct curve live;         /* bytes live in the first trace */
 	struct curve reserved;     /* bytes its allocator reserved, if known */
 	/* layout */
@@ -427,24 +411,12 @@ struct canvas *as_r_svg_canvas_create(FILE *f, int width, int height);
 int as_r_svg_canvas_finish(struct canvas *c);
 void as_r_svg_canvas_destroy(struct canvas *c);
 
-/* moments.c */
-
-int as_r_order_build(const struct as_trace *t, struct order *o);
-void as_r_order_free(struct order *o);
-/* The starts and ends of the buffers with keep[i] set, in time order, into
- * out (room for 2 per buffer); returns how many. */
-size_t as_r_order_edges(const struct order *o, const uint8_t *keep,
-		   struct edge *out);
-int as_r_peak_moment(const struct order *o, const struct as_plan *p, int space,
-		struct as_moment *out);
-int as_r_bound_moment(const struct order *o, int space, struct as_moment *out);
-
 /* memory.c */
 
 void as_r_curve_free(struct curve *c);
-int as_r_curve_live(const struct order *o, struct curve *c);
+int as_r_curve_live(const struct as_order *o, struct curve *c);
 int as_r_curve_reserved(const struct as_trace *t, struct curve *c);
-int as_r_curve_top(const struct order *o, const struct panel *pn,
+int as_r_curve_top(const struct as_order *o, const struct panel *pn,
 	      struct curve *c);
 uint64_t as_r_curve_at(const struct curve *c, uint64_t t);
 int as_r_memory_prepare(struct as_render *r);

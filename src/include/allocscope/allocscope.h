@@ -500,6 +500,43 @@ uint64_t as_plan_peak(const struct as_plan *p, const struct as_trace *t,
  */
 void as_plan_peaks(const struct as_plan *p, const struct as_trace *t,
 		   uint64_t *out);
+/* ---- Moments: when a plan peaks, when the most bytes are live ---- */
+
+/* Every space at once, where a function takes a space index. */
+#define AS_ALL_SPACES (-1)
+
+struct as_moment {
+	uint64_t time;        /* trace time units */
+	uint64_t live_bytes;  /* bytes live at `time` (aliases take none) */
+	uint64_t live;        /* buffers live at `time` */
+	uint64_t top;         /* the plan's top address (peak); for the
+				 trace: live_bytes */
+	uint32_t top_buffer;  /* a buffer reaching the top, live at time;
+				 AS_NONE for the trace */
+};
+
+/*
+ * The trace's peak moment: the earliest time with the most bytes live (in
+ * `space`, or every space with AS_ALL_SPACES), live meaning start <= time
+ * < end, after every start and end at that time; aliases take no bytes.
+ * `replay --json` gives it as `lower_bound_time`, and `explain` explains
+ * it. Returns 0 (out filled), 1 when no buffer of positive size is ever
+ * live, or a negative AS_E* code. O(n log n), O(n) when the events are in
+ * time order.
+ */
+int as_trace_peak_moment(const struct as_trace *t, int space,
+			 struct as_moment *out);
+
+/*
+ * The peak moment of a plan in `space` (AS_ALL_SPACES: every buffer, for
+ * single-space plans): within the lives of the buffers that reach the
+ * plan's top address (offset + size, placed, not aliases), the earliest
+ * time with the most bytes live in that space; `peak_time` in the JSON.
+ * Returns as above (1: nothing placed). O(n log n).
+ */
+int as_plan_peak_moment(const struct as_trace *t, const struct as_plan *p,
+			int space, struct as_moment *out);
+
 /* Number of non-empty allocations the strategy failed. */
 uint32_t as_plan_failed(const struct as_plan *p, const struct as_trace *t);
 
