@@ -16,6 +16,7 @@
 #include "allocscope/compare.h"
 #include "allocscope/render.h"
 #include "diff.h"
+#include "explain.h"
 #include "runs.h"
 
 #define EXIT_INVALID 1
@@ -34,6 +35,9 @@ static const char usage_text[] =
 	"       allocscope diff BASE.json NEW.json [--metric M] [--max-regress PCT]\n"
 	"                       [--markdown FILE] [--svg DIR] [--all]\n"
 	"       allocscope diff -s SPEC_A -s SPEC_B TRACE|DIR... [options]\n"
+	"       allocscope diff --by stack BASE_TRACE NEW_TRACE [options]\n"
+	"       allocscope explain TRACE... [-s SPEC]... [--by stack|frame|...]\n"
+	"                          [--top N] [--json FILE|-] [--markdown FILE]\n"
 	"       allocscope view TRACE [viewer options]  (runs allocscope-view)\n"
 	"       allocscope --help | --version\n"
 	"\n"
@@ -719,6 +723,8 @@ int main(int argc, char **argv)
 		return cmd_strategies();
 	if (strcmp(cmd, "diff") == 0)
 		return cli_diff(argc - 2, argv + 2);
+	if (strcmp(cmd, "explain") == 0)
+		return cli_explain(argc - 2, argv + 2);
 	if (strcmp(cmd, "view") == 0)
 		return cmd_view(argv + 1);
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

@@ -44,6 +44,7 @@ enum act {
 struct entry {
 	uint64_t addr, size, key_us, device_free, requested;
 	const struct as_pk *frames;
+	const struct as_pk *context, *metadata; /* compile_context, user_metadata */
 	uint32_t dev, version;
 	uint16_t stream;
 	uint8_t act;
@@ -54,6 +55,7 @@ struct entry {
 struct sbuf {
 	uint64_t addr, size, requested, start, end, free_req;
 	const struct as_pk *frames;
+	const struct as_pk *context, *metadata; /* of its alloc entry */
 	uint32_t dev, version;
 	uint16_t stream;
 	bool never_freed;
@@ -157,6 +159,15 @@ int as_snap_replay(struct ctx *c, const struct as_pk *segs, uint64_t *end_step);
 
 int as_snap_frames_text(struct ctx *c, const struct as_pk *list,
 		       const char **out);
+
+/* ---- snapshot_stages.c ---- */
+
+/* Buffer idx's compile context and user metadata, from its alloc entry. */
+int as_snap_context(struct ctx *c, uint32_t idx, const struct sbuf *s);
+/* The root's external_annotations as stages (after the buffers, with the
+ * clock readings made). */
+int as_snap_stages(struct ctx *c, const struct as_pk *root, uint32_t ndev,
+		   uint64_t end_step);
 
 /* ---- snapshot_segments.c ---- */
 

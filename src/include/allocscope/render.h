@@ -40,16 +40,9 @@ enum as_color_by {
 	AS_COLOR_FRAME,    /* the first stack frame */
 };
 
-/* How a live list groups buffers (and what AS_COLOR_PREFIX/FRAME hash). */
-enum as_group_by {
-	AS_GROUP_BUFFER,   /* no grouping: each buffer */
-	AS_GROUP_PREFIX,   /* "layer3.attn.q" -> "layer3.attn"; "t17" -> "t" */
-	AS_GROUP_FRAME,    /* the first stack frame, "(no frames)" without */
-	AS_GROUP_SIZE,     /* size class: powers of two */
-};
-
-/* The group of buffer i of t, as text in buf (always terminated); returns
- * buf. */
+/* The group of buffer i of t (as_trace_group, enum as_group_by in
+ * allocscope.h) as the picture prints it: control bytes shown as escapes;
+ * always terminated; returns buf. */
 const char *as_render_group(const struct as_trace *t, uint32_t i,
 			    enum as_group_by g, char *buf, size_t len);
 
