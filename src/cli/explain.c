@@ -272,9 +272,11 @@ int cli_explain(int argc, char **argv)
 
 static void print_frames(const struct as_explain_group *g, int indent)
 {
-	for (uint32_t k = 0; g && k < g->nframes && k < 3; k++)
-		printf("%s%*s%s\n", k ? "" : "", k ? indent : 0, "",
-		       g->frames[k]);
+	char fr[512];
+	for (uint32_t k = 0; g && k < g->nframes && k < 3; k++) {
+		as_explain_frame_text(g->frames[k], fr, sizeof(fr));
+		printf("%*s%s\n", k ? indent : 0, "", fr);
+	}
 	if (!g || !g->nframes)
 		printf("%s\n", g ? g->key : "?");
 }
@@ -284,7 +286,7 @@ static int print_group_diff(const struct as_comparison *c,
 			    const struct as_explain *b, bool all)
 {
 	size_t *order = malloc((c->nrows + 1) * sizeof(*order));
-	if (!order || as_comparison_order(c, order) != AS_OK) {
+	if (!order || as_explain_diff_order(c, order) != AS_OK) {
 		free(order);
 		fputs("allocscope diff: out of memory\n", stderr);
 		return EXIT_USAGE;

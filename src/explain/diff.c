@@ -6,6 +6,7 @@
  * judges plans: the same statuses, --max-regress and exit status.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,6 +103,49 @@ int as_explain_results(const struct as_explain *a, const struct as_explain *b,
 	return err;
 }
 
+struct order_ctx {
+	const struct as_comparison *c;
+	const uint32_t *group;  /* per row: its status group's rank */
+};
+
+static bool by_group_then_change(uint32_t a, uint32_t b, const void *ctx)
+{
+	const struct order_ctx *o = ctx;
+	if (o->group[a] != o->group[b])
+		return o->group[a] < o->group[b];
+	double x = fabs(o->c->rows[a].change), y = fabs(o->c->rows[b].change);
+	return x > y;
+}
+
+int as_explain_diff_order(const struct as_comparison *c, size_t *order)
+{
+	if (as_comparison_order(c, order))
+		return AS_ENOMEM;
+	uint32_t *group = malloc(sizeof(*group) * (c->nrows + 1));
+	uint32_t *idx = malloc(sizeof(*idx) * (c->nrows + 1));
+	int err = group && idx ? AS_OK : AS_ENOMEM;
+	/* Groups as as_comparison_order leaves them: runs of one status. */
+	for (size_t k = 0, rank = 0; !err && k < c->nrows; k++) {
+		if (k && c->rows[order[k]].status != c->rows[order[k - 1]].status)
+			rank++;
+		group[order[k]] = (uint32_t)rank;
+		idx[k] = (uint32_t)order[k];
+	}
+	struct order_ctx o = {c, group};
+	if (!err && (err = as_sort_u32(idx, c->nrows, by_group_then_change, &o)) ==
+			    AS_OK)
+		for (size_t k = 0; k < c->nrows; k++)
+			order[k] = idx[k];
+	free(group);
+	free(idx);
+	return err;
+}
+
+void as_explain_frame_text(const char *frame, char *buf, size_t len)
+{
+	as_x_short_frame(frame, buf, len);
+}
+
 /* The frames of a row's group, from whichever side has it. */
 static const struct as_explain_group *group_of_row(const struct as_compare_row *r,
 						   const struct as_explain *a,
@@ -118,7 +162,7 @@ int as_explain_write_diff_markdown(const struct as_comparison *c,
 				   bool all_rows)
 {
 	size_t *order = malloc(sizeof(*order) * (c->nrows + 1));
-	if (!order || as_comparison_order(c, order)) {
+	if (!order || as_explain_diff_order(c, order)) {
 		free(order);
 		return AS_ENOMEM;
 	}

@@ -194,6 +194,18 @@ const struct as_explain_group *as_explain_find(const struct as_explain *e,
 					       const char *key);
 
 /*
+ * The rows of c in report order: as as_comparison_order (failing rows
+ * first, then worse, better, unchanged), but within each status the
+ * largest change in bytes first. `order` receives c->nrows indices.
+ * AS_ENOMEM.
+ */
+int as_explain_diff_order(const struct as_comparison *c, size_t *order);
+
+/* A frame as the text and Markdown writers print it: the file's
+ * directories and C++ parameter lists left out. */
+void as_explain_frame_text(const char *frame, char *buf, size_t len);
+
+/*
  * The comparison of two explains (as_explain_results, as_compare) as
  * Markdown: a verdict, then the groups that changed, largest change
  * first, each with its top frames. 0, AS_ENOMEM or AS_EIO.
