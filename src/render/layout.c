@@ -509,7 +509,9 @@ static int layout(struct as_render *r)
 	}
 
 	r->mem_h = o->memory && H >= 400 ? MEM_H : 0;
-	int chrome = r->header_h + BOTTOM_H + (r->mem_h ? MEM_GAP + MEM_H : 0);
+	r->stage_h = as_r_stages_height(r);
+	int chrome = r->header_h + BOTTOM_H + (r->mem_h ? MEM_GAP + MEM_H : 0) +
+		     (r->stage_h ? r->stage_h + 4 : 0);
 	for (size_t i = 0; i < r->npanels; i++)
 		chrome += TITLE_H + (r->panels[i].failed ? STRIP_H : 0) +
 			  (i + 1 < r->npanels ? PANEL_GAP : 0);
@@ -550,6 +552,9 @@ static int layout(struct as_render *r)
 			return err;
 	}
 
+	r->stage_y = (int)(y - PANEL_GAP) + 4;
+	if (r->stage_h)
+		y += r->stage_h + 4;
 	r->mem_y = (int)(y - PANEL_GAP) + MEM_GAP;
 
 	/* The left margin fits the widest tick label of every panel. */

@@ -228,6 +228,7 @@ struct as_render {
 	double t0, t1;
 	int left, sidebar_w, header_h;
 	int mem_y, mem_h;          /* the memory strip; mem_h 0: none */
+	int stage_y, stage_h;      /* the stages' strip; stage_h 0: none */
 	bool mem_ready;            /* its curves are made (memory_prepare) */
 	/* scratch for the density raster */
 	float *vd, *hd;
@@ -246,6 +247,7 @@ struct as_render {
 #define TOP_PAD_PX 22
 #define MEM_H 120 /* the memory strip */
 #define MEM_GAP 30 /* above it: its title */
+#define STAGE_TITLE_H 16 /* the stages' strip: its title, then rows */
 
 struct box {
 	double x0, y0, x1, y1;
@@ -410,6 +412,12 @@ struct canvas *as_r_svg_canvas_create(FILE *f, int width, int height);
 /* Finish the document; returns AS_EIO if writing failed. */
 int as_r_svg_canvas_finish(struct canvas *c);
 void as_r_svg_canvas_destroy(struct canvas *c);
+
+/* stages.c */
+
+/* The height of the stages' strip (0: the trace has no stages). */
+int as_r_stages_height(const struct as_render *r);
+void as_r_emit_stages(struct as_render *r, struct canvas *c);
 
 /* memory.c */
 
