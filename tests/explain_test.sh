@@ -117,6 +117,42 @@ ok "the JSON has its format, spaces, groups largest first, frames without the al
 grep -q 'backward › backward.inner' "$tmp/e.md" && grep -q '^| bytes | share | count | top frames |' "$tmp/e.md"
 ok "the Markdown has the stages and the group tables" $?
 
+# The report draws the stages on its time axis (the renderer the viewer
+# shares); the viewer shows them and groups its live list by them.
+"$exe" replay "$snap" -s recorded --svg "$tmp/r.svg" >/dev/null
+grep -q '>annotation stages<' "$tmp/r.svg" && grep -q 'backward.inner on cuda:0: steps 359' "$tmp/r.svg" &&
+	grep -q '>forward<' "$tmp/r.svg"
+ok "the report draws every stage as a labelled band with its steps" $?
+python3 - "$snap" "$tmp/plain.pickle" <<'EOF'
+import pickle, sys
+s = pickle.load(open(sys.argv[1], "rb"))
+del s["external_annotations"]
+pickle.dump(s, open(sys.argv[2], "wb"), protocol=4)
+EOF
+"$exe" replay "$tmp/plain.pickle" -s recorded --svg "$tmp/plain.svg" >/dev/null
+! grep -q 'annotation stages' "$tmp/plain.svg"
+ok "a snapshot without annotations draws no stage strip" $?
+if [ -n "${AS_VIEWER:-}" ] && [ -n "${AS_PNG_PROBE:-}" ]; then
+	shot() { # shot TRACE PNG [KEY...]
+		local trace=$1 png=$2
+		shift 2
+		: >"$tmp/v.script"
+		for k in "$@"; do echo "key $k" >>"$tmp/v.script"; done
+		printf 'move 700 300\nwait 1\nscreenshot %s\n' "$png" >>"$tmp/v.script"
+		SDL_VIDEODRIVER=dummy "$AS_VIEWER" "$trace" -s recorded --script "$tmp/v.script" >/dev/null 2>&1
+	}
+	shot "$snap" "$tmp/v1.png" && shot "$tmp/plain.pickle" "$tmp/v2.png" &&
+		d=$("$AS_PNG_PROBE" diff "$tmp/v1.png" "$tmp/v2.png" 0 700 1279 799) &&
+		[ "$d" -gt 500 ]
+	ok "the viewer draws the stages under its panels" $?
+	shot "$snap" "$tmp/v3.png" t && shot "$snap" "$tmp/v4.png" t g g g g &&
+		d=$("$AS_PNG_PROBE" diff "$tmp/v3.png" "$tmp/v4.png" 0 0 1279 799) &&
+		[ "$d" -gt 0 ]
+	ok "the viewer's g reaches the grouping by annotation stage" $?
+else
+	skip "the viewer draws the stages under its panels" "the viewer is not built"
+fi
+
 # Grouped by annotation stage: the allocations made inside each stage.
 "$exe" explain "$snap" --by annotation --json - >"$tmp/a.json"
 python3 - "$tmp/a.json" <<'EOF'
