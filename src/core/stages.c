@@ -109,6 +109,7 @@ static int cut_space(struct as_trace *t, uint32_t lo, uint32_t hi,
 {
 	const struct as_stage *s = t->stages;
 	uint32_t si = lo, ei = 0, n = hi - lo, top = 0;
+	memset(ended, 0, n);
 	while (si < hi || ei < n) {
 		uint64_t now = si < hi ? s[si].start : UINT64_MAX;
 		if (ei < n && s[by_end[ei]].end <= now)
