@@ -79,7 +79,14 @@ size_t as_x_strip_params(const char *s, size_t n, char *out, size_t cap)
 	for (size_t i = 0; i < n && m + 3 < cap;) {
 		char c = s[i];
 		bool op = i >= 8 && memcmp(s + i - 8, "operator", 8) == 0;
-		if (c == '(' && !op &&
+		/* A parameter list follows a name (or a template's '>'):
+		 * "(no frames)", "(anonymous namespace)" and mtrace's
+		 * "prog:(fn+0x10)" stay. */
+		char p = i > 0 ? s[i - 1] : ' ';
+		bool after_name = (p >= 'a' && p <= 'z') || (p >= 'A' && p <= 'Z') ||
+				  (p >= '0' && p <= '9') || p == '_' || p == '>' ||
+				  p == ']';
+		if (c == '(' && !op && after_name &&
 		    !(n - i >= sizeof(anon) - 1 &&
 		      memcmp(s + i, anon, sizeof(anon) - 1) == 0)) {
 			size_t j = group_end(s, n, i, '(', ')');
