@@ -131,11 +131,11 @@ static int explain_one(const char *path, const char *fmt,
 	return status;
 }
 
-typedef int (*writer_fn)(const struct as_explain_run *, size_t, FILE *);
+/* Something written to a stream: 0, or an error. */
+typedef int (*write_fn)(void *ctx, FILE *f);
 
 /* Write through fn to `path` ("-": stdout), whole or not at all. */
-static int write_out(const char *path, writer_fn fn,
-		     const struct as_explain_run *runs, size_t n)
+static int write_out(const char *path, write_fn fn, void *ctx)
 {
 	struct as_atomic *a;
 	FILE *f;
@@ -144,7 +144,7 @@ static int write_out(const char *path, writer_fn fn,
 			strerror(errno));
 		return EXIT_USAGE;
 	}
-	if (fn(runs, n, f) != AS_OK) {
+	if (fn(ctx, f) != AS_OK) {
 		as_atomic_abort(a);
 		fprintf(stderr, "%s: write failed\n", path);
 		return EXIT_USAGE;
@@ -155,6 +155,19 @@ static int write_out(const char *path, writer_fn fn,
 		return EXIT_USAGE;
 	}
 	return 0;
+}
+
+/* The explains of a command line, and which writer. */
+struct report {
+	const struct as_explain_run *runs;
+	size_t n;
+	int (*fn)(const struct as_explain_run *runs, size_t n, FILE *f);
+};
+
+static int write_report(void *ctx, FILE *f)
+{
+	const struct report *r = ctx;
+	return r->fn(r->runs, r->n, f);
 }
 
 /* Options both commands read; 1: taken (with its value), 0: not ours, or
@@ -253,13 +266,15 @@ int cli_explain(int argc, char **argv)
 		if (status)
 			n++; /* free it too */
 	}
+	struct report text = {runs, npaths, as_explain_write_text},
+		      js = {runs, npaths, as_explain_write_json},
+		      md = {runs, npaths, as_explain_write_markdown};
 	if (!status && !(json && strcmp(json, "-") == 0))
-		status = write_out("-", as_explain_write_text, runs, npaths);
+		status = write_out("-", write_report, &text);
 	if (!status && json)
-		status = write_out(json, as_explain_write_json, runs, npaths);
+		status = write_out(json, write_report, &js);
 	if (!status && markdown)
-		status = write_out(markdown, as_explain_write_markdown, runs,
-				   npaths);
+		status = write_out(markdown, write_report, &md);
 	for (size_t k = 0; l && k < n; k++)
 		loaded_free(&l[k]);
 	free(l);
@@ -350,6 +365,19 @@ static int print_group_diff(const struct as_comparison *c,
 	return 0;
 }
 
+/* What diff --by writes as Markdown. */
+struct group_diff {
+	const struct as_comparison *c;
+	const struct as_explain *a, *b;
+	bool all;
+};
+
+static int write_group_diff(void *ctx, FILE *f)
+{
+	const struct group_diff *g = ctx;
+	return as_explain_write_diff_markdown(g->c, g->a, g->b, f, g->all);
+}
+
 int cli_diff_by(int argc, char **argv)
 {
 	struct as_explain_options o;
@@ -412,23 +440,9 @@ int cli_diff_by(int argc, char **argv)
 	}
 	if (!status)
 		status = print_group_diff(c, la.e, lb.e, all);
-	if (!status && markdown) {
-		struct as_atomic *at;
-		FILE *f;
-		if (as_atomic_open(markdown, &at, &f) != AS_OK) {
-			fprintf(stderr, "%s: cannot write: %s\n", markdown,
-				strerror(errno));
-			status = EXIT_USAGE;
-		} else if (as_explain_write_diff_markdown(c, la.e, lb.e, f,
-							  all) != AS_OK) {
-			as_atomic_abort(at);
-			fprintf(stderr, "%s: write failed\n", markdown);
-			status = EXIT_USAGE;
-		} else if (as_atomic_commit(at) != AS_OK) {
-			fprintf(stderr, "%s: write failed\n", markdown);
-			status = EXIT_USAGE;
-		}
-	}
+	struct group_diff gd = {c, la.e, lb.e, all};
+	if (!status && markdown)
+		status = write_out(markdown, write_group_diff, &gd);
 	if (!status && as_comparison_failed(c))
 		status = EXIT_REGRESSED;
 	as_comparison_destroy(c);

@@ -13,9 +13,8 @@
  *
  * One time order of the buffers (core's as_order, O(n) when the events are
  * sorted) serves every moment; buffers are bucketed by space once, so each
- * space's lists cost its own buffers. Stage figures use the live-bytes
- * curve of their space with a two-level block maximum: O(m) to build, a
- * few hundred steps per stage.
+ * space's lists cost its own buffers. Stage figures read the live-bytes
+ * curve of their space (core's as_curve, with block maxima).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +83,17 @@ void as_explain_destroy(struct as_explain *e)
 	free(e->priv);
 	free(e->spec);
 	free(e);
+}
+
+/* Hand e out, or destroy it when err says it failed. */
+static int hand_out(struct as_explain *e, int err, struct as_explain **out)
+{
+	if (err) {
+		as_explain_destroy(e);
+		return err;
+	}
+	*out = e;
+	return AS_OK;
 }
 
 static int new_explain(const struct as_trace *t,
@@ -230,36 +240,15 @@ static int trace_lists(struct as_explain *e, const struct as_order *o,
 
 /* ---- Stages ---- */
 
-#define BLK 256
-
-/*
- * Bytes live in one space as a step function: from time[k] on (after the
- * events there) val[k], until time[k + 1]; 0 before time[0]. b1 and b2 hold
- * the maxima of blocks of BLK and BLK * BLK points.
- */
-struct curve {
-	uint64_t *time, *val, *b1, *b2;
-	size_t n;
-};
-
-static void curve_free(struct curve *c)
-{
-	free(c->time);
-	free(c->val);
-	free(c->b1);
-	free(c->b2);
-}
-
-static int curve_build(const struct as_order *o, uint16_t s, struct curve *c)
+/* The bytes live in space s over time (core's curve). */
+static int live_curve(const struct as_order *o, uint16_t s,
+		      struct as_curve *c)
 {
 	const struct as_trace *t = o->t;
-	memset(c, 0, sizeof(*c));
 	uint8_t *keep = calloc((size_t)t->nbuffers + 1, 1);
 	struct as_edge *e = malloc(sizeof(*e) * (2 * (size_t)o->n + 1));
-	c->time = malloc(sizeof(*c->time) * (2 * (size_t)o->n + 1));
-	c->val = malloc(sizeof(*c->val) * (2 * (size_t)o->n + 1));
-	int err = AS_ENOMEM;
-	if (!keep || !e || !c->time || !c->val)
+	int err = keep && e ? as_curve_alloc(c, 2 * (size_t)o->n) : AS_ENOMEM;
+	if (err)
 		goto out;
 	for (uint32_t i = 0; i < t->nbuffers; i++) {
 		const struct as_buffer *b = &t->buffers[i];
@@ -275,84 +264,13 @@ static int curve_build(const struct as_order *o, uint16_t s, struct curve *c)
 			else
 				live -= t->buffers[e[k].i].size;
 		}
-		c->time[c->n] = now;
-		c->val[c->n++] = live > UINT64_MAX ? UINT64_MAX : (uint64_t)live;
+		as_curve_put(c, now, live > UINT64_MAX ? UINT64_MAX : (uint64_t)live);
 	}
-	size_t n1 = c->n / BLK + 1, n2 = c->n / (BLK * BLK) + 1;
-	c->b1 = calloc(n1, sizeof(*c->b1));
-	c->b2 = calloc(n2, sizeof(*c->b2));
-	if (!c->b1 || !c->b2)
-		goto out;
-	for (size_t k = 0; k < c->n; k++) {
-		if (c->val[k] > c->b1[k / BLK])
-			c->b1[k / BLK] = c->val[k];
-		if (c->val[k] > c->b2[k / (BLK * BLK)])
-			c->b2[k / (BLK * BLK)] = c->val[k];
-	}
-	err = AS_OK;
+	err = as_curve_finish(c);
 out:
 	free(keep);
 	free(e);
 	return err;
-}
-
-/* The index of the last point at or before time `t`, or c->n: none. */
-static size_t curve_at(const struct curve *c, uint64_t t)
-{
-	size_t lo = 0, hi = c->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (c->time[mid] <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo ? lo - 1 : c->n;
-}
-
-static uint64_t value_at(const struct curve *c, uint64_t t)
-{
-	size_t k = curve_at(c, t);
-	return k < c->n ? c->val[k] : 0;
-}
-
-/*
- * The greatest value of points [lo, hi) and the first point holding it:
- * whole blocks are read from their maxima, so it costs at most 4 BLK
- * points and blocks plus n / BLK^2.
- */
-static uint64_t range_max(const struct curve *c, size_t lo, size_t hi,
-			  size_t *at)
-{
-	const size_t big = (size_t)BLK * BLK;
-	uint64_t best = c->val[lo];
-	for (size_t k = lo; k < hi;) {
-		if (k % big == 0 && k + big <= hi) {
-			best = c->b2[k / big] > best ? c->b2[k / big] : best;
-			k += big;
-		} else if (k % BLK == 0 && k + BLK <= hi) {
-			best = c->b1[k / BLK] > best ? c->b1[k / BLK] : best;
-			k += BLK;
-		} else {
-			best = c->val[k] > best ? c->val[k] : best;
-			k++;
-		}
-	}
-	/* The first point of that value: skip blocks that stay below. */
-	for (size_t k = lo; k < hi;) {
-		if (k % big == 0 && k + big <= hi && c->b2[k / big] < best) {
-			k += big;
-		} else if (k % BLK == 0 && k + BLK <= hi &&
-			   c->b1[k / BLK] < best) {
-			k += BLK;
-		} else if (c->val[k] == best) {
-			*at = k;
-			break;
-		} else {
-			k++;
-		}
-	}
-	return best;
 }
 
 static int stage_figures(struct as_explain *e, const struct as_order *o,
@@ -367,42 +285,39 @@ static int stage_figures(struct as_explain *e, const struct as_order *o,
 		;
 	if (hi == lo)
 		return AS_OK;
-	struct curve c;
-	int err = curve_build(o, s, &c);
+	struct as_curve c;
+	int err = live_curve(o, s, &c);
 	x->stages = calloc(hi - lo, sizeof(*x->stages));
 	x->peak_stages = calloc(hi - lo, sizeof(*x->peak_stages));
 	if (err || !x->stages || !x->peak_stages) {
-		curve_free(&c);
+		as_curve_free(&c);
 		return AS_ENOMEM;
 	}
 	for (uint32_t k = lo; k < hi; k++) {
 		const struct as_stage *st = &t->stages[k];
 		struct as_explain_stage *f = &x->stages[x->nstages++];
 		f->stage = k;
-		f->at_start = st->start ? value_at(&c, st->start - 1) : 0;
-		f->at_end = st->end ? value_at(&c, st->end - 1) : 0;
+		f->at_start = st->start ? as_curve_at(&c, st->start - 1) : 0;
+		f->at_end = st->end ? as_curve_at(&c, st->end - 1) : 0;
 		f->peak = f->at_start;
 		f->peak_time = st->start;
 		if (st->end > st->start) {
 			/* The value holding at its start, then every point
-			 * inside. */
-			f->peak = value_at(&c, st->start);
-			size_t a = curve_at(&c, st->start);
-			a = a == c.n ? 0 : a + 1;
-			size_t b = curve_at(&c, st->end - 1);
-			b = b == c.n ? 0 : b + 1;
-			size_t at = a;
-			uint64_t m = a < b ? range_max(&c, a, b, &at) : 0;
+			 * after it inside. */
+			f->peak = as_curve_at(&c, st->start);
+			uint32_t at, a = as_curve_index(&c, st->start),
+				     b = as_curve_index(&c, st->end - 1);
+			uint64_t m = as_curve_max(&c, a, b, &at);
 			if (a < b && m > f->peak) {
 				f->peak = m;
-				f->peak_time = c.time[at];
+				f->peak_time = c.t[at];
 			}
 		}
 		if (x->has_peak && st->start <= x->peak_time &&
 		    st->end > x->peak_time)
 			x->peak_stages[x->npeak_stages++] = k;
 	}
-	curve_free(&c);
+	as_curve_free(&c);
 	return AS_OK;
 }
 
@@ -473,12 +388,7 @@ out:
 	free(reserved);
 	buckets_free(&bk);
 	as_order_free(&ord);
-	if (err) {
-		as_explain_destroy(e);
-		return err;
-	}
-	*out = e;
-	return AS_OK;
+	return hand_out(e, err, out);
 }
 
 /* ---- A plan ---- */
@@ -595,21 +505,25 @@ out:
 	free(peaks);
 	buckets_free(&bk);
 	as_order_free(&ord);
-	if (err) {
-		as_explain_destroy(e);
-		return err;
+	return hand_out(e, err, out);
+}
+
+void as_x_ranks(const struct as_explain_run *runs, size_t n, uint64_t *max,
+		uint64_t *mean)
+{
+	unsigned __int128 sum = 0;
+	*max = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = runs[i].trace->peak_bytes;
+		sum += v;
+		*max = v > *max ? v : *max;
 	}
-	*out = e;
-	return AS_OK;
+	*mean = n ? (uint64_t)(sum / n) : 0;
 }
 
 double as_explain_imbalance(const struct as_explain_run *runs, size_t n)
 {
-	double sum = 0, max = 0;
-	for (size_t i = 0; i < n; i++) {
-		double v = (double)runs[i].trace->peak_bytes;
-		sum += v;
-		max = v > max ? v : max;
-	}
-	return sum > 0 ? max / (sum / (double)n) : 0;
+	uint64_t max, mean;
+	as_x_ranks(runs, n, &max, &mean);
+	return mean ? (double)max / (double)mean : 0;
 }

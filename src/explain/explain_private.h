@@ -18,6 +18,12 @@ struct as_explain_private {
 	struct as_arena arena;
 };
 
+/* ---- explain.c ---- */
+
+/* The largest and the mean of the runs' trace peaks. */
+void as_x_ranks(const struct as_explain_run *runs, size_t n, uint64_t *max,
+		uint64_t *mean);
+
 /* ---- group.c ---- */
 
 /*

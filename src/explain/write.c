@@ -320,16 +320,12 @@ int as_explain_write_text(const struct as_explain_run *runs, size_t n,
 		}
 	}
 	if (n > 1) {
-		uint64_t sum = 0, max = 0;
-		for (size_t r = 0; r < n; r++) {
-			sum += runs[r].trace->peak_bytes;
-			if (runs[r].trace->peak_bytes > max)
-				max = runs[r].trace->peak_bytes;
-		}
+		uint64_t max, mean;
+		as_x_ranks(runs, n, &max, &mean);
 		fprintf(f, "%zu files: peak imbalance %.3f (the largest peak %s "
 			   "over the mean %s)\n",
 			n, as_explain_imbalance(runs, n), hb(max, a, sizeof(a)),
-			hb(sum / n, b, sizeof(b)));
+			hb(mean, b, sizeof(b)));
 		fprintf(f, "  %11s %11s  %-40s %s\n", "peak", "reserved",
 			"file", "top group");
 		for (size_t r = 0; r < n; r++) {
@@ -516,16 +512,12 @@ int as_explain_write_json(const struct as_explain_run *runs, size_t n,
 	}
 	fputs("]", f);
 	if (n > 1) {
-		uint64_t sum = 0, max = 0;
-		for (size_t r = 0; r < n; r++) {
-			sum += runs[r].trace->peak_bytes;
-			if (runs[r].trace->peak_bytes > max)
-				max = runs[r].trace->peak_bytes;
-		}
+		uint64_t max, mean;
+		as_x_ranks(runs, n, &max, &mean);
 		fprintf(f, ",\n \"ranks\": {\"files\": %zu, \"imbalance\": %.6f, "
 			   "\"max_peak\": %" PRIu64 ", \"mean_peak\": %" PRIu64
 			   ", \"peaks\": [",
-			n, as_explain_imbalance(runs, n), max, sum / n);
+			n, as_explain_imbalance(runs, n), max, mean);
 		for (size_t r = 0; r < n; r++) {
 			const struct as_explain *e = runs[r].trace;
 			const struct as_explain_space *x = top_space(e);
@@ -741,18 +733,13 @@ int as_explain_write_markdown(const struct as_explain_run *runs, size_t n,
 						 &runs[r].plans[p]->spaces[s]);
 	}
 	if (n > 1) {
-		uint64_t sum = 0, max = 0;
-		for (size_t r = 0; r < n; r++) {
-			sum += runs[r].trace->peak_bytes;
-			max = runs[r].trace->peak_bytes > max
-				      ? runs[r].trace->peak_bytes
-				      : max;
-		}
+		uint64_t max, mean;
+		as_x_ranks(runs, n, &max, &mean);
 		fprintf(f, "### Ranks: imbalance %.3f (largest peak %s, mean %s)\n\n"
 			   "| file | peak | reserved peak | top group |\n"
 			   "|---|---:|---:|---|\n",
 			as_explain_imbalance(runs, n), hb(max, a, sizeof(a)),
-			hb(sum / n, b, sizeof(b)));
+			hb(mean, b, sizeof(b)));
 		for (size_t r = 0; r < n; r++) {
 			const struct as_explain *e = runs[r].trace;
 			const struct as_explain_space *x = top_space(e);

@@ -223,7 +223,7 @@ static void free_panels(struct as_render *r)
 		free(r->panels[i].blk_start);
 		free(r->panels[i].hix.idx);
 		free(r->panels[i].hix.off);
-		as_r_curve_free(&r->panels[i].foot);
+		as_curve_free(&r->panels[i].foot);
 		free(r->panels[i].walk);
 	}
 	free(r->panels);
@@ -237,8 +237,8 @@ void as_render_destroy(struct as_render *r)
 		return;
 	free_panels(r);
 	as_order_free(&r->ord);
-	as_r_curve_free(&r->live);
-	as_r_curve_free(&r->reserved);
+	as_curve_free(&r->live);
+	as_curve_free(&r->reserved);
 	free(r->src);
 	free(r->own);
 	as_r_measurer_destroy(r->m);

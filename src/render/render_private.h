@@ -116,17 +116,6 @@ struct hit_index {
 	uint32_t base[HIX_LEVELS], nb[HIX_LEVELS];
 };
 
-/*
- * A step function of time: v[k] holds over [t[k], t[k + 1]), 0 before
- * t[0]; bmax[b] the highest v of block b (CURVE_BLOCK points) for range
- * maxima. Memory over time draws them (memory.c).
- */
-struct curve {
-	uint64_t *t, *v, *bmax;
-	uint32_t n, nb;
-	uint64_t vmax;
-};
-
 struct panel {
 	const struct as_trace *t;
 	const struct as_plan *p;
@@ -195,7 +184,7 @@ struct panel {
 	double v0, v1;         /* axis fractions shown */
 	struct tick *ticks;
 	uint32_t nticks;
-	struct curve foot;     /* the top address in use over time */
+	struct as_curve foot;     /* the top address in use over time */
 	struct as_block *walk; /* the allocator's blocks at the peak */
 	size_t nwalk;
 	/* Reserved memory to draw behind the buffers (segments.c): the
@@ -222,8 +211,8 @@ struct as_render {
 	double size_lo, size_hi;   /* log2 ranges for sequential colours */
 	double life_lo, life_hi;
 	struct as_order ord;          /* of the first trace */
-	struct curve live;         /* bytes live in the first trace */
-	struct curve reserved;     /* bytes its allocator reserved, if known */
+	struct as_curve live;         /* bytes live in the first trace */
+	struct as_curve reserved;     /* bytes its allocator reserved, if known */
 	/* layout */
 	double t0, t1;
 	int left, sidebar_w, header_h;
@@ -421,12 +410,10 @@ void as_r_emit_stages(struct as_render *r, struct canvas *c);
 
 /* memory.c */
 
-void as_r_curve_free(struct curve *c);
-int as_r_curve_live(const struct as_order *o, struct curve *c);
-int as_r_curve_reserved(const struct as_trace *t, struct curve *c);
+int as_r_curve_live(const struct as_order *o, struct as_curve *c);
+int as_r_curve_reserved(const struct as_trace *t, struct as_curve *c);
 int as_r_curve_top(const struct as_order *o, const struct panel *pn,
-	      struct curve *c);
-uint64_t as_r_curve_at(const struct curve *c, uint64_t t);
+	      struct as_curve *c);
 int as_r_memory_prepare(struct as_render *r);
 int as_r_emit_memory(struct as_render *r, struct canvas *c);
 
