@@ -117,6 +117,22 @@ ok "the JSON has its format, spaces, groups largest first, frames without the al
 grep -q 'backward › backward.inner' "$tmp/e.md" && grep -q '^| bytes | share | count | top frames |' "$tmp/e.md"
 ok "the Markdown has the stages and the group tables" $?
 
+# The trace's peak is the moment replay --json gives as lower_bound_time.
+s=0
+for f in "$src"/traces/*.json "$src"/traces/*.csv "$src"/traces/*.ops "$snap" "$tmp/gen/gen.heaptrack"; do
+	[ -e "$f" ] || continue
+	"$exe" replay "$f" -s greedy-size --json "$tmp/rp.json" >/dev/null 2>&1 || continue
+	"$exe" explain "$f" --json "$tmp/ex.json" >/dev/null || { s=1; continue; }
+	python3 - "$tmp/rp.json" "$tmp/ex.json" <<'EOF' || { echo "#   $f"; s=1; }
+import json, sys
+r = json.load(open(sys.argv[1]))["trace"]
+e = json.load(open(sys.argv[2]))["traces"][0]
+assert e["peak_time"] == r.get("lower_bound_time"), (e["peak_time"], r.get("lower_bound_time"))
+assert e["peak_bytes"] == r["lower_bound"], (e["peak_bytes"], r["lower_bound"])
+EOF
+done
+ok "explain's peak is replay's lower bound at its lower_bound_time on every bundled trace" $s
+
 # The report draws the stages on its time axis (the renderer the viewer
 # shares); the viewer shows them and groups its live list by them.
 "$exe" replay "$snap" -s recorded --svg "$tmp/r.svg" >/dev/null
