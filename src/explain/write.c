@@ -41,6 +41,20 @@ void as_x_short_frame(const char *frame, char *buf, size_t len)
 		snprintf(buf, len, "%.160s", frame);
 	else
 		snprintf(buf, len, "%.*s%.160s", (int)(tok - frame), frame, cut);
+	for (char *p = buf; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+}
+
+/* Text from a recording for a terminal: control bytes (escape sequences
+ * among them) shown as '?'; cut to fit buf. */
+static const char *tx(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+	for (; s && *s && n + 1 < len; s++)
+		buf[n++] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
+	buf[n] = 0;
+	return buf;
 }
 
 static double share(uint64_t part, uint64_t whole)
@@ -101,11 +115,13 @@ static uint32_t stages_shown(const struct as_explain_space *x, uint32_t top,
 static void text_group_lines(FILE *f, const struct as_explain *e,
 			     const struct as_explain_group *g, int indent)
 {
-	char fr[512];
+	char fr[512], kb[512];
 	bool first = true;
 	if (e->opts.by != AS_GROUP_STACK) {
 		as_x_short_frame(g->key, fr, sizeof(fr));
-		fprintf(f, "%s\n", e->opts.by == AS_GROUP_FRAME ? fr : g->key);
+		fprintf(f, "%s\n", e->opts.by == AS_GROUP_FRAME
+					   ? fr
+					   : tx(g->key, kb, sizeof(kb)));
 		first = false;
 	}
 	for (uint32_t k = 0; k < g->nframes; k++) {
@@ -121,7 +137,7 @@ static void text_group_lines(FILE *f, const struct as_explain *e,
 		first = false;
 	}
 	if (first)
-		fprintf(f, "%s\n", g->key);
+		fprintf(f, "%s\n", tx(g->key, kb, sizeof(kb)));
 }
 
 static void text_list(FILE *f, const struct as_explain *e,
@@ -169,7 +185,7 @@ static void text_stages(FILE *f, const struct as_explain *e,
 		x->nstages);
 	fprintf(f, "    %10s %10s %11s %11s %11s %10s  %s\n", "start", "end",
 		"at START", "at END", "peak", "peak at", "stage");
-	char a[32], b[32], c[32];
+	char a[32], b[32], c[32], nm[256];
 	for (uint32_t k = 0; k < n; k++) {
 		const struct as_explain_stage *s = &x->stages[shown[k]];
 		const struct as_stage *st = &t->stages[s->stage];
@@ -178,7 +194,7 @@ static void text_stages(FILE *f, const struct as_explain *e,
 			st->start, st->end, hb(s->at_start, a, sizeof(a)),
 			hb(s->at_end, b, sizeof(b)), hb(s->peak, c, sizeof(c)),
 			s->peak_time, 2 * (st->lane < 8 ? st->lane : 8), "",
-			st->name,
+			tx(st->name, nm, sizeof(nm)),
 			st->flags & AS_STAGE_NO_END     ? " (no END)"
 			: st->flags & AS_STAGE_NO_START ? " (no START)"
 							: "");
@@ -194,22 +210,23 @@ static void text_space(FILE *f, const struct as_explain *e,
 		       const struct as_explain_space *x)
 {
 	const struct as_trace *t = e->trace;
-	char a[32], b[32], tm[64];
+	char a[32], b[32], tm[64], nm[256];
 	const char *by = as_group_by_name(e->opts.by);
+	const char *name = tx(x->name, nm, sizeof(nm));
 	if (!x->has_peak) {
-		fprintf(f, "%s: nothing live\n", x->name);
+		fprintf(f, "%s: nothing live\n", name);
 		return;
 	}
 	fmt_time(t, x->peak_time, tm, sizeof(tm));
 	if (e->spec)
 		fprintf(f, "%s: peak %s (%" PRIu64 " bytes) at %s; live then "
 			   "%s in %" PRIu64 " buffers\n",
-			x->name, hb(x->peak_bytes, a, sizeof(a)), x->peak_bytes, tm,
+			name, hb(x->peak_bytes, a, sizeof(a)), x->peak_bytes, tm,
 			hb(x->live_bytes, b, sizeof(b)), x->live_count);
 	else
 		fprintf(f, "%s: peak %s (%" PRIu64 " bytes) live at %s in %" PRIu64
 			   " buffers",
-			x->name, hb(x->peak_bytes, a, sizeof(a)), x->peak_bytes, tm,
+			name, hb(x->peak_bytes, a, sizeof(a)), x->peak_bytes, tm,
 			x->live_count);
 	if (!e->spec && x->reserved_peak)
 		fprintf(f, "; reserved peak %s", hb(x->reserved_peak, b, sizeof(b)));
@@ -219,7 +236,8 @@ static void text_space(FILE *f, const struct as_explain *e,
 		fputs("  during: ", f);
 		for (uint32_t k = 0; k < x->npeak_stages; k++)
 			fprintf(f, "%s%s", k ? " > " : "",
-				t->stages[x->peak_stages[k]].name);
+				tx(t->stages[x->peak_stages[k]].name, nm,
+				   sizeof(nm)));
 		fputc('\n', f);
 	}
 	if (x->frag.known) {
@@ -286,14 +304,15 @@ static bool shown_space(const struct as_explain *e, uint16_t s)
 int as_explain_write_text(const struct as_explain_run *runs, size_t n,
 			  FILE *f)
 {
-	char a[32], b[32], tm[64];
+	char a[32], b[32], tm[64], path[1024];
 	for (size_t r = 0; r < n; r++) {
 		const struct as_explain *e = runs[r].trace;
 		const struct as_trace *t = e->trace;
 		if (r)
 			fputc('\n', f);
-		fprintf(f, "trace %s (%s): %u buffers, %" PRIu64 " events", t->path,
-			t->format, t->nbuffers, as_trace_alloc_free_events(t));
+		fprintf(f, "trace %s (%s): %u buffers, %" PRIu64 " events",
+			tx(t->path, path, sizeof(path)), t->format, t->nbuffers,
+			as_trace_alloc_free_events(t));
 		if (e->has_peak) {
 			fmt_time(t, e->peak_time, tm, sizeof(tm));
 			fprintf(f, "; peak %s (%" PRIu64 " bytes) at %s",
@@ -309,7 +328,7 @@ int as_explain_write_text(const struct as_explain_run *runs, size_t n,
 		for (size_t p = 0; p < runs[r].nplans; p++) {
 			const struct as_explain *pe = runs[r].plans[p];
 			fprintf(f, "strategy %s: peak %s (%" PRIu64 " bytes)\n",
-				pe->spec, hb(pe->peak_bytes, a, sizeof(a)),
+				tx(pe->spec, path, sizeof(path)), hb(pe->peak_bytes, a, sizeof(a)),
 				pe->peak_bytes);
 			for (uint16_t s = 0; s < pe->nspaces; s++)
 				if (pe->spaces[s].has_peak) {
@@ -344,7 +363,7 @@ int as_explain_write_text(const struct as_explain_run *runs, size_t n,
 				hb(e->peak_bytes, a, sizeof(a)),
 				reserved_total(e) ? hb(reserved_total(e), b, sizeof(b))
 						  : "-",
-				e->trace->path, fr);
+				tx(e->trace->path, path, sizeof(path)), fr);
 		}
 	}
 	return ferror(f) ? AS_EIO : AS_OK;
