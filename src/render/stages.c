@@ -111,6 +111,15 @@ void as_r_emit_stages(struct as_render *r, struct canvas *c)
 				     false, C_TEXT, ANCHOR_START);
 		}
 	}
+	/* With several spaces, each one's name beside its first row. */
+	for (uint32_t k = 0; spaces && k < t->nstages; k++)
+		if (k == 0 || t->stages[k].space != t->stages[k - 1].space) {
+			char sp[64];
+			as_r_render_clean_text(t->spaces[t->stages[k].space].name,
+					       sp, sizeof(sp));
+			TEXT(c, X0 - 7, Y0 + row[k] * STAGE_ROW + STAGE_ROW - 4,
+			     sp, FS_SMALL, false, C_TEXT2, ANCHOR_END);
+		}
 	RECT(c, X0 - 0.5, Y0 - 0.5, pn->pw + 1, rows * STAGE_ROW + 1, 0,
 	     C_FRAME, 1, NULL);
 	/* The time axis under the strip when no memory strip follows. */
