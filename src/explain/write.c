@@ -253,6 +253,12 @@ static void text_space(FILE *f, const struct as_explain *e,
 	}
 	fprintf(f, "  live at the peak by %s, %u of %" PRIu64 " groups:\n", by,
 		x->live.ngroups, x->live.total_groups);
+	if ((e->opts.by == AS_GROUP_STACK || e->opts.by == AS_GROUP_FRAME) &&
+	    x->live.total_groups == 1 &&
+	    strcmp(x->live.groups[0].key, "(no frames)") == 0)
+		fputs("  (no stack frames in this trace: --by prefix or --by "
+		      "size group by name or size)\n",
+		      f);
 	text_list(f, e, &x->live, e->spec ? x->live_bytes : x->peak_bytes,
 		  false);
 	if (e->spec)
