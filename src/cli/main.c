@@ -17,6 +17,7 @@
 #include "allocscope/render.h"
 #include "diff.h"
 #include "divergence.h"
+#include "explain.h"
 #include "runs.h"
 
 #define EXIT_INVALID 1
@@ -35,6 +36,9 @@ static const char usage_text[] =
 	"       allocscope diff BASE.json NEW.json [--metric M] [--max-regress PCT]\n"
 	"                       [--markdown FILE] [--svg DIR] [--all]\n"
 	"       allocscope diff -s SPEC_A -s SPEC_B TRACE|DIR... [options]\n"
+	"       allocscope diff --by stack BASE_TRACE NEW_TRACE [options]\n"
+	"       allocscope explain TRACE... [-s SPEC]... [--by stack|frame|...]\n"
+	"                          [--top N] [--json FILE|-] [--markdown FILE]\n"
 	"       allocscope view TRACE [viewer options]  (runs allocscope-view)\n"
 	"       allocscope --help | --version\n"
 	"\n"
@@ -649,8 +653,8 @@ static int cmd_check(int argc, char **argv)
 	int status = 0;
 	if (spec) {
 		/* where the model leaves the recording */
-		if (as_strategy_run(spec, t, NULL, &p, &d) != AS_OK)
-			status = cli_report_diag(&d);
+		if ((err = as_strategy_run(spec, t, NULL, &p, &d)) != AS_OK)
+			status = cli_report_diag(&d, err);
 		else
 			status = cli_divergence_report(t, spec, p);
 		as_plan_destroy(p);
@@ -813,6 +817,8 @@ int main(int argc, char **argv)
 		return cmd_strategies();
 	if (strcmp(cmd, "diff") == 0)
 		return cli_diff(argc - 2, argv + 2);
+	if (strcmp(cmd, "explain") == 0)
+		return cli_explain(argc - 2, argv + 2);
 	if (strcmp(cmd, "view") == 0)
 		return cmd_view(argv + 1);
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

@@ -44,6 +44,7 @@ enum act {
 struct entry {
 	uint64_t addr, size, key_us, device_free, requested;
 	const struct as_pk *frames;
+	const struct as_pk *context, *metadata; /* compile_context, user_metadata */
 	uint32_t dev, version;
 	uint16_t stream;
 	uint8_t act;
@@ -60,6 +61,7 @@ struct sbuf {
 	uint64_t addr, size, requested, start, end, free_req, line;
 	const struct as_pk *frames;
 	const char *stack;
+	const struct as_pk *context, *metadata; /* of its alloc entry */
 	uint32_t dev, version;
 	uint16_t stream;
 	bool never_freed;
@@ -189,6 +191,15 @@ int as_snap_emit(struct ctx *c, uint64_t end_step);
 
 int as_snap_frames_text(struct ctx *c, const struct as_pk *list,
 		       const char **out);
+
+/* ---- snapshot_stages.c ---- */
+
+/* Buffer idx's compile context and user metadata, from its alloc entry. */
+int as_snap_context(struct ctx *c, uint32_t idx, const struct sbuf *s);
+/* The root's external_annotations as stages (after the buffers, with the
+ * clock readings made). */
+int as_snap_stages(struct ctx *c, const struct as_pk *root, uint32_t ndev,
+		   uint64_t end_step);
 
 /* ---- snapshot_segments.c ---- */
 

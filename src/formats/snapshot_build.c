@@ -96,6 +96,8 @@ int as_snap_emit(struct ctx *c, uint64_t end_step)
 		if (text && (err = as_builder_frames_interned(b, (uint32_t)idx,
 							      text)))
 			return as_snap_nomem(c);
+		if ((err = as_snap_context(c, (uint32_t)idx, s)))
+			return err;
 	}
 	/* Segments in start order. */
 	if (c->ndone) {
@@ -247,7 +249,8 @@ static int snapshot_whole(struct as_builder *b, const char *data, size_t len,
 	}
 	if ((err = as_builder_count(b, "snapshot_entries", c.ne)) ||
 	    (err = as_snap_prepass(&c)) || (err = as_snap_replay(&c, segs, &end_step)) ||
-	    (err = as_snap_emit(&c, end_step)))
+	    (err = as_snap_emit(&c, end_step)) ||
+	    (err = as_snap_stages(&c, root, ndev, end_step)))
 		goto out;
 out:
 	as_snap_map_free(&c.addrs);

@@ -211,6 +211,28 @@ struct as_realloc {
 	uint32_t buffer, realloc_of;
 };
 
+/*
+ * A stage of the program that the recording marked on the time axis: a
+ * named region from a START to an END (PyTorch snapshots'
+ * `external_annotations`: record_function or NVTX ranges) on one space (a
+ * snapshot's device). It holds time steps [start, end), the operations the
+ * program made inside it; times are steps as buffer lifetimes.
+ */
+struct as_stage {
+	const char *name;
+	uint64_t start, end;    /* start <= end <= the trace's end_time */
+	uint16_t space;
+	uint16_t lane;          /* 0 outermost: in start order each stage takes
+				 * the lowest lane free over its life (nested
+				 * stages stack up); set by the builder */
+	uint8_t flags;          /* AS_STAGE_* */
+};
+
+enum {
+	AS_STAGE_NO_START = 1 << 0, /* an END without its START: from 0 */
+	AS_STAGE_NO_END = 1 << 1,   /* a START never ended: to the end */
+};
+
 struct as_trace {
 	const char *path;
 	const char *format;     /* "ops", "json", "csv" */
@@ -254,6 +276,9 @@ struct as_trace {
 					 * (count 0): offsets are not
 					 * compressed addresses */
 	uint32_t naddr_map;
+	struct as_stage *stages; /* by space, then start (the longer first
+				  * at equal starts); NULL (count 0): none */
+	uint32_t nstages;
 	struct as_trace_private *priv;
 };
 
@@ -273,6 +298,52 @@ const char *as_trace_buffer_name(const struct as_trace *t, uint32_t i);
  * one string: the trace holds a 4-byte stack number per buffer.
  */
 const char *as_trace_buffer_frames(const struct as_trace *t, uint32_t i);
+
+/*
+ * Buffer i's stack as a number (AS_NONE: no frames), for grouping buffers
+ * by stack without comparing texts: buffers with one number share one text
+ * (as_trace_stack_text); one text may have several numbers when a reader
+ * gave it several times. O(1).
+ */
+uint32_t as_trace_buffer_stack(const struct as_trace *t, uint32_t i);
+/* The text of stack number k (as as_trace_buffer_frames), or NULL. */
+const char *as_trace_stack_text(const struct as_trace *t, uint32_t k);
+
+/*
+ * What the program said of buffer i besides its stack, or NULL: PyTorch's
+ * `compile_context` (the torch.compile graph it was allocated in) and
+ * `user_metadata` (what the program set with _set_memory_metadata), as
+ * the recording gave them (empty strings are NULL).
+ */
+const char *as_trace_buffer_context(const struct as_trace *t, uint32_t i);
+const char *as_trace_buffer_metadata(const struct as_trace *t, uint32_t i);
+
+/*
+ * The innermost stage of `space` holding time step `time` (the one that
+ * started last), as an index into t->stages, or AS_NONE. O(log stages).
+ */
+uint32_t as_trace_stage_at(const struct as_trace *t, uint16_t space,
+			   uint64_t time);
+
+/* How buffers are grouped: live lists, colours, explain's groups. */
+enum as_group_by {
+	AS_GROUP_BUFFER,   /* no grouping: each buffer */
+	AS_GROUP_PREFIX,   /* "layer3.attn.q" -> "layer3.attn"; "t17" -> "t" */
+	AS_GROUP_FRAME,    /* the first stack frame, "(no frames)" without */
+	AS_GROUP_SIZE,     /* size class: powers of two */
+	AS_GROUP_STAGE,    /* the innermost stage at its allocation,
+			    * "(no stage)" outside every stage */
+	AS_GROUP_STACK,    /* the whole stack, "(no frames)" without */
+	AS_GROUP_CONTEXT,  /* compile context and user metadata,
+			    * "(no context)" without */
+};
+
+/*
+ * The group of buffer i of t as text in buf (always terminated, cut to
+ * fit); returns buf.
+ */
+const char *as_trace_group(const struct as_trace *t, uint32_t i,
+			   enum as_group_by g, char *buf, size_t len);
 
 /*
  * Input formats are named ("ops", "csv", "json", ...); NULL or "auto"
@@ -429,6 +500,12 @@ int as_builder_clock(struct as_builder *b, uint64_t us, uint64_t line,
 uint64_t as_builder_time(const struct as_builder *b);
 /* Add a mark at the current time step (m->time is set by the builder). */
 int as_builder_mark(struct as_builder *b, const struct as_mark *m);
+/*
+ * Add a stage (a copy of *s; its name is copied, lane is set at the
+ * finish, an end past the trace's end is cut there). AS_EINVAL when end <
+ * start, AS_ENOMEM. Spaces are checked at the finish.
+ */
+int as_builder_stage(struct as_builder *b, const struct as_stage *s);
 /* Add a reserved segment (a copy of *s). */
 int as_builder_segment(struct as_builder *b, const struct as_segment *s);
 /*
@@ -618,6 +695,43 @@ uint64_t as_plan_peak(const struct as_plan *p, const struct as_trace *t,
  */
 void as_plan_peaks(const struct as_plan *p, const struct as_trace *t,
 		   uint64_t *out);
+/* ---- Moments: when a plan peaks, when the most bytes are live ---- */
+
+/* Every space at once, where a function takes a space index. */
+#define AS_ALL_SPACES (-1)
+
+struct as_moment {
+	uint64_t time;        /* trace time units */
+	uint64_t live_bytes;  /* bytes live at `time` (aliases take none) */
+	uint64_t live;        /* buffers live at `time` */
+	uint64_t top;         /* the plan's top address (peak); for the
+				 trace: live_bytes */
+	uint32_t top_buffer;  /* a buffer reaching the top, live at time;
+				 AS_NONE for the trace */
+};
+
+/*
+ * The trace's peak moment: the earliest time with the most bytes live (in
+ * `space`, or every space with AS_ALL_SPACES), live meaning start <= time
+ * < end, after every start and end at that time; aliases take no bytes.
+ * `replay --json` gives it as `lower_bound_time`, and `explain` explains
+ * it. Returns 0 (out filled), 1 when no buffer of positive size is ever
+ * live, or a negative AS_E* code. O(n log n), O(n) when the events are in
+ * time order.
+ */
+int as_trace_peak_moment(const struct as_trace *t, int space,
+			 struct as_moment *out);
+
+/*
+ * The peak moment of a plan in `space` (AS_ALL_SPACES: every buffer, for
+ * single-space plans): within the lives of the buffers that reach the
+ * plan's top address (offset + size, placed, not aliases), the earliest
+ * time with the most bytes live in that space; `peak_time` in the JSON.
+ * Returns as above (1: nothing placed). O(n log n).
+ */
+int as_plan_peak_moment(const struct as_trace *t, const struct as_plan *p,
+			int space, struct as_moment *out);
+
 /* Number of non-empty allocations the strategy failed. */
 uint32_t as_plan_failed(const struct as_plan *p, const struct as_trace *t);
 
