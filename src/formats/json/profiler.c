@@ -222,7 +222,7 @@ static int thread_of(struct prof *p, const cJSON *pid, const cJSON *tid,
 static int read_op(struct as_jctx *c, struct prof *p, const cJSON **v)
 {
 	struct op o = {.parent = AS_NONE};
-	double dur;
+	double dur = 0;
 	int err;
 	if (!v[EV_NAME])
 		return as_json_fail(c, NULL, "missing field 'name'");
