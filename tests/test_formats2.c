@@ -71,6 +71,52 @@ static void mtrace_realloc_frees_the_old_block_and_links_the_new_one(void)
 	as_trace_destroy(t);
 }
 
+/*
+ * Raw heaptrack frames name the first listed module that holds the
+ * address, found by binary search (modules overlapping, nested, listed
+ * out of order, and forgotten by "m 1 -").
+ */
+static void heaptrack_raw_frames_name_the_first_module_listed(void)
+{
+	struct as_diag d;
+	struct as_trace *t = parse("m.heaptrack",
+				   "v 10400 3\n"
+				   "x 4 prog\n"
+				   "m 4 b.so 3000 0 1000\n"   /* [3000, 4000) */
+				   "m 4 a.so 1000 0 4000\n"   /* [1000, 5000) */
+				   "m 4 c.so 1800 0 100\n"    /* inside a.so */
+				   "t 1200 0\n"
+				   "t 3400 0\n"
+				   "t 4800 0\n"
+				   "t 9000 0\n"
+				   "+ 10 1 10000\n"
+				   "+ 10 2 10100\n"
+				   "+ 10 3 10200\n"
+				   "+ 10 4 10300\n"
+				   "m 1 -\n"
+				   "m 4 d.so 1000 0 100\n"
+				   "t 1010 0\n"
+				   "t 3010 0\n"
+				   "+ 10 5 10400\n"
+				   "+ 10 6 10500\n",
+				   NULL, &d);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	static const char *const want[] = {
+		"0x1200 a.so+0x200", "0x3400 b.so+0x400", "0x4800 a.so+0x3800",
+		"0x9000", "0x1010 d.so+0x10", "0x3010",
+	};
+	CHECK_EQ_U64(t->nbuffers, 6);
+	for (uint32_t i = 0; i < t->nbuffers && i < 6; i++) {
+		const char *f = as_trace_buffer_frames(t, i);
+		CHECK(f != NULL);
+		if (f)
+			CHECK_STR(f, want[i]);
+	}
+	as_trace_destroy(t);
+}
+
 static void mtrace_failed_malloc_is_a_mark_not_a_buffer(void)
 {
 	struct as_diag d;
@@ -550,6 +596,7 @@ int main(void)
 {
 	TEST_RUN(mtrace_realloc_frees_the_old_block_and_links_the_new_one);
 	TEST_RUN(mtrace_failed_malloc_is_a_mark_not_a_buffer);
+	TEST_RUN(heaptrack_raw_frames_name_the_first_module_listed);
 	TEST_RUN(mtrace_frees_of_unknown_addresses_are_counted_not_refused);
 	TEST_RUN(mtrace_names_number_the_blocks_at_each_address);
 	TEST_RUN(mtrace_names_are_made_when_first_read_and_match_the_counts);

@@ -339,6 +339,62 @@ static void pickle_refuses_marks_nested_deeper_than_its_limit(void)
 	free(w.p);
 }
 
+/*
+ * A memo index far past the stores so far (no pickler writes one) goes to
+ * a table, not an array of that size: 300 million as the index of the
+ * first store costs a slot, and is found again.
+ */
+static void pickle_memo_index_far_ahead_costs_a_slot(void)
+{
+	struct pw w = {0};
+	pw_start(&w);
+	/* 300 MB of padding so the index is below the file's length would
+	 * be the real case; the check only needs idx < len, so pad less and
+	 * use an index just below it. */
+	size_t pad = 5u << 20;
+	pw_op(&w, 0x8e); /* BINBYTES8 */
+	pw_le(&w, pad, 8);
+	for (size_t i = 0; i < pad; i++)
+		pw_op(&w, 0);
+	pw_op(&w, '0'); /* POP */
+	pw_op(&w, 0x88); /* NEWTRUE */
+	pw_op(&w, 'r'); /* LONG_BINPUT */
+	pw_le(&w, pad - 7, 4);
+	pw_op(&w, '0');
+	pw_op(&w, 'j'); /* LONG_BINGET */
+	pw_le(&w, pad - 7, 4);
+	pw_stop(&w);
+	struct as_pickle *p = NULL;
+	struct as_diag d;
+	CHECK(parse(&w, &p, &d) == AS_OK);
+	if (p) {
+		uint64_t v = 0;
+		CHECK(as_pk_u64(as_pickle_root(p), &v) && v == 1);
+	}
+	as_pickle_destroy(p);
+	free(w.p);
+}
+
+/* Values cost at most 12 times the pickle's bytes plus 16 MiB: 2 MB of
+ * EMPTY_LIST/POP pairs (a value each, 40 times the bytes) is refused. */
+static void pickle_values_past_their_budget_are_refused(void)
+{
+	struct pw w = {0};
+	pw_start(&w);
+	for (int k = 0; k < (1 << 20); k++) {
+		pw_op(&w, ']');
+		pw_op(&w, '0');
+	}
+	pw_op(&w, 'N');
+	pw_stop(&w);
+	struct as_pickle *p = NULL;
+	struct as_diag d;
+	CHECK(parse(&w, &p, &d) == AS_EPARSE);
+	CHECK(strstr(diag_text(&d), "pickle values need more than") != NULL);
+	as_pickle_destroy(p);
+	free(w.p);
+}
+
 static void deep_lists_are_built_without_recursion_and_bounded_when_walked(void)
 {
 	struct pw w = {0};
@@ -1113,6 +1169,8 @@ int main(void)
 	TEST_RUN(pickle_finds_keys_of_big_dicts_the_last_one_winning);
 	TEST_RUN(pickle_refuses_every_opcode_that_imports_or_calls);
 	TEST_RUN(pickle_refuses_marks_nested_deeper_than_its_limit);
+	TEST_RUN(pickle_memo_index_far_ahead_costs_a_slot);
+	TEST_RUN(pickle_values_past_their_budget_are_refused);
 	TEST_RUN(deep_lists_are_built_without_recursion_and_bounded_when_walked);
 	TEST_RUN(a_list_holding_itself_does_not_loop);
 	TEST_RUN(every_truncation_of_a_snapshot_is_refused);

@@ -336,6 +336,41 @@ static void config_keys_no_strategy_knows_are_ignored_however_long(void)
 	as_trace_destroy(t);
 }
 
+/*
+ * Options that cost time come from the command line: a trace's config may
+ * lower strip's budget_ms, rounds, exact_max and search, not raise them
+ * (the default, or the spec's value, holds).
+ */
+static void a_config_lowers_costly_options_and_never_raises_them(void)
+{
+	const struct as_strategy_info *info = as_strategy_find("strip");
+	struct as_opts o;
+	struct as_diag d = {0};
+	CHECK(info != NULL);
+	if (!info)
+		return;
+	CHECK(as_opts_parse(&o, "strip", info->options,
+			    "budget_ms=3600000 search=exact rounds=1000 "
+			    "exact_max=6000 nodes=7",
+			    NULL, &d) == AS_OK);
+	CHECK_STR(as_opts_get(&o, "budget_ms"), "3000");
+	CHECK_STR(as_opts_get(&o, "search"), "auto");
+	CHECK_STR(as_opts_get(&o, "rounds"), "8");
+	CHECK_STR(as_opts_get(&o, "exact_max"), "3000");
+	CHECK_STR(as_opts_get(&o, "nodes"), "7");
+	CHECK(as_opts_parse(&o, "strip", info->options,
+			    "budget_ms=50 search=local rounds=2", NULL,
+			    &d) == AS_OK);
+	CHECK_STR(as_opts_get(&o, "budget_ms"), "50");
+	CHECK_STR(as_opts_get(&o, "search"), "local");
+	CHECK_STR(as_opts_get(&o, "rounds"), "2");
+	/* the command line may ask for more */
+	CHECK(as_opts_parse(&o, "strip", info->options, "budget_ms=50",
+			    "budget_ms=60000,search=exact", &d) == AS_OK);
+	CHECK_STR(as_opts_get(&o, "budget_ms"), "60000");
+	CHECK_STR(as_opts_get(&o, "search"), "exact");
+}
+
 static void recorded_needs_offsets_in_the_trace(void)
 {
 	const char *with = "id,lower,upper,size,offset\n0,0,2,8,16\n";
@@ -1000,6 +1035,7 @@ int main(void)
 	TEST_RUN(greedy_size_honours_alignment);
 	TEST_RUN(every_strategy_follows_one_rule_past_2_64_bytes);
 	TEST_RUN(config_keys_no_strategy_knows_are_ignored_however_long);
+	TEST_RUN(a_config_lowers_costly_options_and_never_raises_them);
 	TEST_RUN(recorded_needs_offsets_in_the_trace);
 	TEST_RUN(the_exact_baselines_leave_the_default_set_above_their_size);
 	TEST_RUN(unknown_strategies_and_options_are_refused_by_name);

@@ -239,11 +239,24 @@ static inline uint64_t as_splitmix64(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
-/* A hash of len bytes, eight at a time (long keys: interned stacks). */
+/*
+ * Keyed hashes for tables an input fills (addresses, names, stacks): under
+ * a key drawn at random once per run, so no file can choose which of its
+ * keys collide. Values differ between runs: never let one decide an order
+ * that reaches the output (as_hash_fixed_str is for that).
+ */
+uint64_t as_hash_u64(uint64_t x);
+uint64_t as_hash_pair(uint64_t a, uint64_t b);
+/* SipHash-1-3 of len bytes. */
 uint64_t as_hash_mem(const void *p, size_t len);
+uint64_t as_hash_str(const char *s);
 
-/* FNV-1a of a string, with its high bits folded down for table indices. */
-static inline uint64_t as_hash_str(const char *s)
+/*
+ * FNV-1a of a string, the same in every run, for orders that must not
+ * change from run to run (a sort key, ties broken by the text); not for a
+ * table an input fills.
+ */
+static inline uint64_t as_hash_fixed_str(const char *s)
 {
 	uint64_t h = 1469598103934665603ull;
 	for (; *s; s++)

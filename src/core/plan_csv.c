@@ -214,12 +214,18 @@ static int read_plan_rows(const struct as_trace *t, const char *data,
 		uint64_t off;
 		if (ol == 2 && memcmp(o, "-1", 2) == 0)
 			off = AS_NO_OFFSET;
-		else if (!as_parse_u64(o, ol, &off) || off == AS_NO_OFFSET ||
-			 off > UINT64_MAX - t->buffers[bi].size)
+		else if (!as_parse_u64(o, ol, &off) || off == AS_NO_OFFSET)
 			return as_diag_set(diag, line, AS_EPARSE,
 					   "offset '%.*s' is not a "
 					   "non-negative integer (or -1)",
 					   (int)ol, o);
+		else if (off > UINT64_MAX - t->buffers[bi].size)
+			return as_diag_set(diag, line, AS_EPARSE,
+					   "offset %llu of '%s' plus its size "
+					   "%llu passes 2^64",
+					   (unsigned long long)off, name,
+					   (unsigned long long)
+						   t->buffers[bi].size);
 		if (pos[C_SIZE] >= 0) {
 			uint64_t sz;
 			if (!as_parse_u64(f[pos[C_SIZE]], fl[pos[C_SIZE]], &sz) ||
@@ -274,9 +280,11 @@ int as_plan_read_csv(const struct as_trace *t, const char *path,
 		diag = &local;
 	memset(diag, 0, sizeof(*diag));
 	snprintf(diag->file, sizeof(diag->file), "%s", path);
-	FILE *fp = fopen(path, "rb");
-	if (!fp)
-		return as_diag_set(diag, 0, AS_EIO, "cannot open the plan");
+	/* Never blocks (a FIFO), refuses a directory or a device. */
+	FILE *fp;
+	int oerr = as_open_input(path, &fp, diag);
+	if (oerr)
+		return oerr;
 	size_t cap = 1 << 16, len = 0;
 	char *data = malloc(cap);
 	size_t got;

@@ -965,7 +965,7 @@ static bool by_name_start(uint32_t a, uint32_t b, const void *ctx)
 static uint32_t name_key(uint32_t i, const void *ctx)
 {
 	const struct as_trace *t = ctx;
-	return (uint32_t)as_hash_str(t->buffers[i].name);
+	return (uint32_t)as_hash_fixed_str(t->buffers[i].name);
 }
 
 int as_builder_live_twice(struct as_builder *b, uint32_t *first,

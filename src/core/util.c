@@ -3,9 +3,11 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -669,6 +671,11 @@ const char *as_next_line(const char **p, const char *end, size_t *len)
 	if (*p >= end)
 		return NULL;
 	const char *s = *p;
+	if (*s == '\n') { /* a blank line: no memchr set up for one byte */
+		*p = s + 1;
+		*len = 0;
+		return s;
+	}
 	const char *nl = memchr(s, '\n', (size_t)(end - s));
 	const char *e = nl ? nl : end;
 	*p = nl ? nl + 1 : end;
@@ -757,26 +764,127 @@ void as_strmap_finish(struct as_strmap *m)
 	m->mask = m->n = 0;
 }
 
+/* ---- Keyed hashing ---- */
+
+/*
+ * The run's hash key: random, drawn at the first hash (getrandom(2), else
+ * /dev/urandom, else the clock and an address), the same for every table
+ * and thread of the run; 0 until then. Fuzz builds use a fixed key so a
+ * finding replays the same way.
+ */
+static _Atomic uint64_t hash_key;
+
+static uint64_t fresh_key(void)
+{
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+	return 0x243f6a8885a308d3ull;
+#else
+	uint64_t k = 0;
+	FILE *f;
+	if (getrandom(&k, sizeof(k), GRND_NONBLOCK) != (ssize_t)sizeof(k) &&
+	    (f = fopen("/dev/urandom", "rb"))) {
+		if (fread(&k, sizeof(k), 1, f) != 1)
+			k = 0;
+		fclose(f);
+	}
+	if (!k) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		k = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^
+		    (uint64_t)(uintptr_t)&k;
+		k = as_splitmix64(&k);
+	}
+	return k;
+#endif
+}
+
+/* The two halves of the key. */
+static AS_ALWAYS_INLINE void run_key(uint64_t *k0, uint64_t *k1)
+{
+	uint64_t k = atomic_load_explicit(&hash_key, memory_order_relaxed);
+	if (!k) {
+		uint64_t want = fresh_key() | 1, seen = 0;
+		k = atomic_compare_exchange_strong(&hash_key, &seen, want)
+			    ? want
+			    : seen;
+	}
+	*k0 = k;
+	*k1 = (k ^ (k >> 29)) * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+}
+
+/* splitmix64's output mix: a bijection with full avalanche. */
+static AS_ALWAYS_INLINE uint64_t fmix(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+uint64_t as_hash_u64(uint64_t x)
+{
+	uint64_t k0, k1;
+	run_key(&k0, &k1);
+	return fmix(fmix(x ^ k0) ^ k1);
+}
+
+uint64_t as_hash_pair(uint64_t a, uint64_t b)
+{
+	uint64_t k0, k1;
+	run_key(&k0, &k1);
+	return fmix(fmix(a ^ k0) ^ b ^ k1);
+}
+
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                         \
+	do {                                                             \
+		v0 += v1;                                                \
+		v1 = ROTL(v1, 13);                                       \
+		v1 ^= v0;                                                \
+		v0 = ROTL(v0, 32);                                       \
+		v2 += v3;                                                \
+		v3 = ROTL(v3, 16);                                       \
+		v3 ^= v2;                                                \
+		v0 += v3;                                                \
+		v3 = ROTL(v3, 21);                                       \
+		v3 ^= v0;                                                \
+		v2 += v1;                                                \
+		v1 = ROTL(v1, 17);                                       \
+		v1 ^= v2;                                                \
+		v2 = ROTL(v2, 32);                                       \
+	} while (0)
+
+/* SipHash-1-3 (one round a word, three to finish) under the run's key. */
 uint64_t as_hash_mem(const void *p, size_t len)
 {
 	const unsigned char *s = p;
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ len, w = 0;
+	uint64_t k0, k1;
+	run_key(&k0, &k1);
+	uint64_t v0 = k0 ^ 0x736f6d6570736575ull, v1 = k1 ^ 0x646f72616e646f6dull,
+		 v2 = k0 ^ 0x6c7967656e657261ull, v3 = k1 ^ 0x7465646279746573ull;
+	uint64_t m;
 	size_t n = len;
-	if (n >= 8) {
-		for (; n > 8; s += 8, n -= 8) {
-			memcpy(&w, s, 8);
-			h = (h ^ w) * 0xff51afd7ed558ccdULL;
-			h ^= h >> 32;
-		}
-		/* The last 8 bytes, overlapping: one whole load (a load of
-		 * bytes stored one at a time stalls). */
-		memcpy(&w, s + n - 8, 8);
-	} else {
-		for (size_t i = 0; i < n; i++)
-			w = w << 8 | s[i];
+	for (; n >= 8; s += 8, n -= 8) {
+		memcpy(&m, s, 8);
+		v3 ^= m;
+		SIPROUND;
+		v0 ^= m;
 	}
-	h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-	return h ^ (h >> 29);
+	m = (uint64_t)len << 56;
+	for (size_t i = 0; i < n; i++)
+		m |= (uint64_t)s[i] << (8 * i);
+	v3 ^= m;
+	SIPROUND;
+	v0 ^= m;
+	v2 ^= 0xff;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+uint64_t as_hash_str(const char *s)
+{
+	return as_hash_mem(s, strlen(s));
 }
 
 void as_problem(struct as_problems *p, const char *fmt, ...)

@@ -1,10 +1,17 @@
 /*
  * Compressed input, streaming: zstd through its streaming API (the decoder
- * refuses frames whose window exceeds its default limit, 128 MiB), gzip
+ * refuses frames whose window exceeds its default limit, 128 MiB; skippable
+ * frames, which pzstd writes first, are skipped as zstd skips them), gzip
  * through zlib (concatenated members are one stream, as gzip -d reads them).
  * Input is read in a fixed window; output goes straight into the caller's
  * buffer. A stream that ends inside a frame or member is truncated: an
  * error, never a silently shorter trace.
+ *
+ * The ratio rule: a reader's output may reach AS_INFLATE_FLOOR bytes plus
+ * AS_INFLATE_RATIO times the compressed bytes read so far, no more. Every
+ * reader's cost is a multiple of the bytes it is given; with this, the
+ * cost of a compressed file is a multiple of its own size too (2 MB of zstd
+ * can hold 60 GiB of newlines; here they are refused after 288 MiB at most).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +35,7 @@ struct as_reader {
 				 * frame's end */
 	z_stream gz;
 	bool gz_ready, gz_member_end;
+	uint64_t in_total, out_total; /* compressed bytes read, bytes out */
 };
 
 static int fill(struct as_reader *r, struct as_diag *diag)
@@ -36,6 +44,7 @@ static int fill(struct as_reader *r, struct as_diag *diag)
 		return AS_OK;
 	r->in_pos = 0;
 	r->in_len = fread(r->in, 1, IN_CAP, r->f);
+	r->in_total += r->in_len;
 	if (r->in_len == 0) {
 		if (ferror(r->f))
 			return as_diag_set(diag, 0, AS_EIO, "read error");
@@ -92,10 +101,14 @@ int as_reader_open(FILE *f, struct as_reader **out, enum as_compression *kind,
 			break;
 		}
 		r->in_len += got;
+		r->in_total += got;
 	}
 	const unsigned char *m = r->in;
-	if (r->in_len >= 4 && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f &&
-	    m[3] == 0xfd) {
+	/* A frame, or a skippable frame (magic 0x184D2A5?, little-endian). */
+	if (r->in_len >= 4 &&
+	    ((m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd) ||
+	     ((m[0] & 0xf0) == 0x50 && m[1] == 0x2a && m[2] == 0x4d &&
+	      m[3] == 0x18))) {
 		r->kind = AS_ZSTD;
 		if (!(r->zs = ZSTD_createDStream()) ||
 		    ZSTD_isError(ZSTD_initDStream(r->zs))) {
@@ -219,12 +232,27 @@ int as_reader_read(struct as_reader *r, char *buf, size_t cap, size_t *got,
 	*got = 0;
 	if (cap == 0)
 		return AS_OK;
+	int err;
 	switch (r->kind) {
 	case AS_ZSTD:
-		return read_zstd(r, buf, cap, got, diag);
+		err = read_zstd(r, buf, cap, got, diag);
+		break;
 	case AS_GZIP:
-		return read_gzip(r, buf, cap, got, diag);
+		err = read_gzip(r, buf, cap, got, diag);
+		break;
 	default:
 		return read_plain(r, buf, cap, got, diag);
 	}
+	r->out_total += *got;
+	if (!err && r->out_total > AS_INFLATE_FLOOR &&
+	    (r->out_total - AS_INFLATE_FLOOR) / AS_INFLATE_RATIO >= r->in_total)
+		return as_diag_set(diag, 0, AS_EPARSE,
+				   "%s data expands past %u MiB plus %u times "
+				   "its %llu compressed bytes read so far: "
+				   "refused (a decompression bomb?)",
+				   r->kind == AS_ZSTD ? "zstd" : "gzip",
+				   (unsigned)(AS_INFLATE_FLOOR >> 20),
+				   AS_INFLATE_RATIO,
+				   (unsigned long long)r->in_total);
+	return err;
 }

@@ -9,11 +9,20 @@
 #ifndef AS_DECOMPRESS_H
 #define AS_DECOMPRESS_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "allocscope/allocscope.h"
 
 struct as_reader;
+
+/*
+ * What a compressed file may expand to: AS_INFLATE_FLOOR bytes plus
+ * AS_INFLATE_RATIO times the compressed bytes read; past it, reading fails
+ * (AS_EPARSE). Real traces compress 2 to 25 times.
+ */
+#define AS_INFLATE_FLOOR ((uint64_t)32 << 20)
+#define AS_INFLATE_RATIO 128u
 
 enum as_compression { AS_PLAIN, AS_GZIP, AS_ZSTD };
 

@@ -137,6 +137,8 @@ static int finish(struct as_builder *b, const struct as_format_impl *fmt,
 	}
 	if (err == AS_ENOMEM)
 		as_diag_set(diag, diag->line, AS_ENOMEM, "out of memory");
+	else if (!diag->msg[0]) /* every error has text */
+		as_diag_set(diag, diag->line, err, "%s", as_strerror(err));
 	as_builder_destroy(b);
 	return err;
 }

@@ -1,7 +1,8 @@
 /*
  * The malloc heap model of the mtrace and raw heaptrack readers.
  *
- * Addresses: open addressing with linear probing, load at most 1/2, one
+ * Addresses: open addressing with linear probing, load at most 1/2, keyed
+ * hashing (as_hash_u64: no file can make its addresses collide), one
  * entry per distinct address ever returned (a program's heap reuses
  * addresses, so this stays far smaller than the buffer count). Callers and
  * stacks: a set of interned strings, so 10^7 blocks from 100 call sites
@@ -76,19 +77,11 @@ void as_heap_destroy(struct as_heap *h)
 	free(h);
 }
 
-static uint64_t hash_u64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return x;
-}
-
 static struct addr_entry *addr_find(struct as_heap *h, uint64_t addr)
 {
 	if (!h->addrs)
 		return NULL;
-	size_t i = hash_u64(addr) & h->addr_mask;
+	size_t i = as_hash_u64(addr) & h->addr_mask;
 	while (h->addrs[i].addr && h->addrs[i].addr != addr)
 		i = (i + 1) & h->addr_mask;
 	return h->addrs[i].addr ? &h->addrs[i] : NULL;
@@ -98,7 +91,7 @@ void as_heap_prefetch(const struct as_heap *h, uint64_t addr)
 {
 #if defined(__GNUC__) || defined(__clang__)
 	if (h->addrs)
-		__builtin_prefetch(&h->addrs[hash_u64(addr) & h->addr_mask]);
+		__builtin_prefetch(&h->addrs[as_hash_u64(addr) & h->addr_mask]);
 #else
 	(void)h;
 	(void)addr;
@@ -134,7 +127,7 @@ static struct addr_entry *addr_get(struct as_heap *h, uint64_t addr)
 		for (size_t i = 0; h->addrs && i <= h->addr_mask; i++) {
 			if (!h->addrs[i].addr)
 				continue;
-			size_t j = hash_u64(h->addrs[i].addr) & (cap - 1);
+			size_t j = as_hash_u64(h->addrs[i].addr) & (cap - 1);
 			while (n[j].addr)
 				j = (j + 1) & (cap - 1);
 			n[j] = h->addrs[i];
@@ -143,7 +136,7 @@ static struct addr_entry *addr_get(struct as_heap *h, uint64_t addr)
 		h->addrs = n;
 		h->addr_mask = cap - 1;
 	}
-	size_t i = hash_u64(addr) & h->addr_mask;
+	size_t i = as_hash_u64(addr) & h->addr_mask;
 	while (h->addrs[i].addr)
 		i = (i + 1) & h->addr_mask;
 	h->addrs[i] = (struct addr_entry){.addr = addr, .live = AS_NONE};
@@ -224,19 +217,27 @@ bool as_parse_hex(const char *s, size_t len, uint64_t *out)
 	return true;
 }
 
-/* "0xADDR#N" into out (at least 32 bytes); by hand, it runs per block. */
-static void block_name(char *out, uint64_t addr, uint32_t n)
+char *as_put_hex(char *out, uint64_t x)
 {
 	static const char digits[] = "0123456789abcdef";
-	char tmp[24];
+	char tmp[16];
 	int k = 0;
 	do
-		tmp[k++] = digits[addr & 15];
-	while (addr >>= 4);
+		tmp[k++] = digits[x & 15];
+	while (x >>= 4);
 	*out++ = '0';
 	*out++ = 'x';
 	while (k)
 		*out++ = tmp[--k];
+	return out;
+}
+
+/* "0xADDR#N" into out (at least 32 bytes); by hand, it runs per block. */
+static void block_name(char *out, uint64_t addr, uint32_t n)
+{
+	char tmp[24];
+	int k = 0;
+	out = as_put_hex(out, addr);
 	*out++ = '#';
 	do
 		tmp[k++] = (char)('0' + n % 10);

@@ -57,6 +57,10 @@ const char *as_heap_intern_n(struct as_builder *b, struct as_heap *h,
 int as_heap_finish(struct as_builder *b, struct as_heap *h,
 		   const char *live_key);
 
+/* "0x" and x in hexadecimal at out (at most 18 bytes, no NUL); returns
+ * the end. By hand: it runs per block and per frame. */
+char *as_put_hex(char *out, uint64_t x);
+
 /* A hexadecimal number, "0x" optional; false on junk or overflow. */
 bool as_parse_hex(const char *s, size_t len, uint64_t *out);
 

@@ -46,11 +46,26 @@
 #define MAX_FIELDS 1024 /* 3 a frame: deep inlining */
 #define MAX_STACK_FRAMES 256
 #define MAX_STACK_BYTES (16u << 10)
+/*
+ * The text of all stacks built: at most STACK_TEXT_FLOOR bytes plus
+ * STACK_TEXT_PER_BYTE times the bytes read so far. A stack is a trace
+ * node's path to the root, so a file of a few bytes a node can ask for a
+ * 16 KB text per node (350,000 nodes: 5.7 GB); past the bound the buffers
+ * of new stacks go without frames, counted ("stacks dropped").
+ */
+#define STACK_TEXT_FLOOR ((uint64_t)64 << 20)
+#define STACK_TEXT_PER_BYTE 8u
 
 struct node {
 	uint64_t ip;            /* instruction index (interpreted), address
 				 * (raw) */
 	uint32_t parent;
+	uint32_t len;           /* of the stack, once built */
+	uint32_t nframes;       /* frames in it */
+	/* What its frames' text was made from: raw, the module list's
+	 * version; interpreted, 0 when every frame was a defined
+	 * instruction (else UINT32_MAX: a later line may define one). */
+	uint32_t version;
 	const char *stack;      /* built on first use */
 };
 
@@ -67,6 +82,17 @@ enum mode { UNKNOWN, INTERPRETED, RAW };
 struct module {
 	uint64_t base, end;
 	const char *name;
+};
+
+/*
+ * Where each address falls: disjoint pieces in address order, each the
+ * part of a module no module listed before it covers (the first listed
+ * wins, as a scan in order would find), so a frame is one binary search
+ * whatever the number of modules.
+ */
+struct piece {
+	uint64_t base, end;
+	uint32_t mod;
 };
 
 #define MAX_MODULES 4096
@@ -89,6 +115,12 @@ struct heaptrack {
 	char *scratch;          /* stack text under construction */
 	struct module *mods;    /* raw: the current mappings ("m" lines) */
 	uint32_t nmods, cap_mods;
+	struct piece *pieces;   /* raw: the mappings by address */
+	uint32_t npieces, cap_pieces;
+	uint64_t fed;           /* bytes read so far */
+	uint64_t stack_text;    /* bytes of the stacks built */
+	uint32_t mod_version;   /* raw: "m" lines so far */
+	uint64_t dropped;       /* stacks not built past the bound */
 	const char *exe;        /* raw: the "x" line's file name */
 };
 
@@ -349,6 +381,62 @@ static int exe_line(struct as_builder *b, struct heaptrack *h, const char *s,
 		       : AS_ENOMEM;
 }
 
+/* The first piece that ends after `ip`. */
+static uint32_t piece_after(const struct heaptrack *h, uint64_t ip)
+{
+	uint32_t lo = 0, hi = h->npieces;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (h->pieces[mid].end <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Module `mod`, [base, end), into the pieces: the parts no piece covers
+ * yet. O(log pieces) to find the place, O(pieces) to move the rest.
+ */
+static int add_pieces(struct heaptrack *h, uint64_t base, uint64_t end,
+		      uint32_t mod)
+{
+	if (base >= end)
+		return AS_OK;
+	uint32_t k = piece_after(h, base), j = k;
+	while (j < h->npieces && h->pieces[j].base < end)
+		j++;
+	/* Pieces k..j-1 meet [base, end): the new module takes the gaps. */
+	struct piece *mid = malloc((2 * (size_t)(j - k) + 1) * sizeof(*mid));
+	if (!mid)
+		return AS_ENOMEM;
+	uint32_t n = 0;
+	uint64_t at = base;
+	for (uint32_t i = k; i < j; i++) {
+		const struct piece *p = &h->pieces[i];
+		if (p->base > at)
+			mid[n++] = (struct piece){at, p->base, mod};
+		mid[n++] = *p;
+		if (p->end > at)
+			at = p->end;
+	}
+	if (at < end)
+		mid[n++] = (struct piece){at, end, mod};
+	uint32_t more = n - (j - k);
+	if (!grow((void **)&h->pieces, &h->cap_pieces, h->npieces + more,
+		  sizeof(*h->pieces))) {
+		free(mid);
+		return AS_ENOMEM;
+	}
+	memmove(h->pieces + k + n, h->pieces + j,
+		(h->npieces - j) * sizeof(*h->pieces));
+	memcpy(h->pieces + k, mid, n * sizeof(*mid));
+	h->npieces += more;
+	free(mid);
+	return AS_OK;
+}
+
 /*
  * "m LEN PATH BASE [VADDR MEMSZ]...": a module mapped at BASE, its
  * segments at BASE + VADDR; "m 1 -" forgets every module (the list is
@@ -365,8 +453,10 @@ static int module_line(struct as_builder *b, struct heaptrack *h,
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "bad module line (expected m LENGTH PATH "
 				   "ADDRESS [OFFSET SIZE]...)");
+	h->mod_version++;
 	if (n == 1 && t[0] == '-') {
 		h->nmods = 0;
+		h->npieces = 0;
 		return AS_OK;
 	}
 	memcpy(path, t, n);
@@ -401,26 +491,66 @@ static int module_line(struct as_builder *b, struct heaptrack *h,
 			   sizeof(*h->mods)))
 		return AS_ENOMEM;
 	h->mods[h->nmods++] = (struct module){base, base + top, name};
-	return AS_OK;
+	return add_pieces(h, base, base + top, h->nmods - 1);
 }
 
 /* A raw frame: "0xIP MODULE+0xOFFSET", or "0xIP" outside every module. */
 static void raw_frame(const struct heaptrack *h, uint64_t ip, char *out,
 		      size_t cap)
 {
-	for (uint32_t i = 0; i < h->nmods; i++) {
-		const struct module *m = &h->mods[i];
-		if (ip >= m->base && ip < m->end) {
-			snprintf(out, cap, "0x%llx %s+0x%llx",
-				 (unsigned long long)ip, m->name,
-				 (unsigned long long)(ip - m->base));
-			return;
+	uint32_t k = piece_after(h, ip);
+	char *at = as_put_hex(out, ip);
+	if (k < h->npieces && h->pieces[k].base <= ip) {
+		const struct module *m = &h->mods[h->pieces[k].mod];
+		size_t n = strlen(m->name);
+		/* the name fits: modules' names are at most 1023 bytes */
+		if (n + 40 < cap) {
+			*at++ = ' ';
+			memcpy(at, m->name, n);
+			at += n;
+			*at++ = '+';
+			at = as_put_hex(at, ip - m->base);
 		}
 	}
-	snprintf(out, cap, "0x%llx", (unsigned long long)ip);
+	*at = 0;
 }
 
-/* The stack of trace node `t`, built once. */
+/* The stack of a node past the text bound: no frames. */
+static const char dropped_stack[] = "";
+
+/* The text of node v's own frame, into buf[cap] or a string held. */
+static const char *frame_of(const struct heaptrack *h, uint32_t v,
+			    char *buf, size_t cap, bool *known)
+{
+	uint64_t ip = h->nodes[v].ip;
+	if (h->mode == RAW) {
+		raw_frame(h, ip, buf, cap);
+		return buf;
+	}
+	if (ip == 0 || ip >= h->nips) {
+		*known = false;
+		snprintf(buf, cap, "0x%llx", (unsigned long long)ip);
+		return buf;
+	}
+	return h->ips[ip];
+}
+
+/* Whether node p's stack may be copied into its children's: built, and
+ * made from what still holds (the same modules; defined instructions). */
+static bool reusable(const struct heaptrack *h, uint32_t p)
+{
+	const struct node *n = &h->nodes[p];
+	return p != 0 && n->stack && n->stack != dropped_stack &&
+	       n->version == (h->mode == RAW ? h->mod_version : 0);
+}
+
+/*
+ * The stack of trace node `t`, built once (NULL: out of memory): its
+ * frames up to the root, innermost first, as many whole frames as fit in
+ * MAX_STACK_BYTES and MAX_STACK_FRAMES. A node whose parent's stack is
+ * built (the usual order) copies that text after its own frame: O(the
+ * text), not a walk of up to 256 frames formatted again.
+ */
 static const char *stack_of(struct as_builder *b, struct heaptrack *h,
 			    uint32_t t)
 {
@@ -428,29 +558,65 @@ static const char *stack_of(struct as_builder *b, struct heaptrack *h,
 		return NULL;
 	if (h->nodes[t].stack)
 		return h->nodes[t].stack;
+	if (h->stack_text > STACK_TEXT_FLOOR + STACK_TEXT_PER_BYTE * h->fed) {
+		h->dropped++;
+		return h->nodes[t].stack = dropped_stack;
+	}
 	size_t at = 0;
 	h->scratch[0] = 0;
-	int frames = 0;
-	for (uint32_t v = t; v != 0 && frames < MAX_STACK_FRAMES;
-	     v = h->nodes[v].parent, frames++) {
-		const char *text;
-		char num[300];
-		uint64_t ip = h->nodes[v].ip;
-		if (h->mode == RAW) {
-			raw_frame(h, ip, num, sizeof(num));
-			text = num;
-		} else if (ip == 0 || ip >= h->nips) {
-			snprintf(num, sizeof(num), "0x%llx",
-				 (unsigned long long)ip);
-			text = num;
-		} else {
-			text = h->ips[ip];
+	uint32_t frames = 0, p = h->nodes[t].parent;
+	bool known = true;
+	char num[1100];
+	const char *text = frame_of(h, t, num, sizeof(num), &known);
+	if (put(h->scratch, &at, text, strlen(text)))
+		frames = 1;
+	if (frames && reusable(h, p)) {
+		/* The parent's whole frames that fit after ours. */
+		const struct node *pn = &h->nodes[p];
+		known = known && pn->version == 0;
+		size_t take = 0;
+		uint32_t k = 0;
+		while (k < pn->nframes && frames + k < MAX_STACK_FRAMES) {
+			const char *nl = memchr(pn->stack + take, '\n',
+						pn->len - take);
+			size_t end = nl ? (size_t)(nl - pn->stack) : pn->len;
+			if (at + 1 + end > MAX_STACK_BYTES - 1)
+				break;
+			take = end;
+			k++;
+			if (!nl)
+				break;
+			take = end + 1;
 		}
-		if ((at && !put(h->scratch, &at, "\n", 1)) ||
-		    !put(h->scratch, &at, text, strlen(text)))
-			break;
+		if (k) {
+			size_t n = take && pn->stack[take - 1] == '\n' ? take - 1
+								     : take;
+			h->scratch[at++] = '\n';
+			memcpy(h->scratch + at, pn->stack, n);
+			at += n;
+			h->scratch[at] = 0;
+			frames += k;
+		}
+	} else {
+		for (uint32_t v = p; frames && v != 0 &&
+				     frames < MAX_STACK_FRAMES;
+		     v = h->nodes[v].parent) {
+			text = frame_of(h, v, num, sizeof(num), &known);
+			size_t n = strlen(text);
+			if (n + 1 > MAX_STACK_BYTES - 1 - at)
+				break; /* whole frames only */
+			put(h->scratch, &at, "\n", 1);
+			put(h->scratch, &at, text, n);
+			frames++;
+		}
 	}
-	return h->nodes[t].stack = as_heap_intern(b, h->heap, h->scratch);
+	struct node *nd = &h->nodes[t];
+	nd->len = (uint32_t)at;
+	nd->nframes = frames;
+	nd->version = h->mode == RAW ? h->mod_version
+				     : (known ? 0 : UINT32_MAX);
+	h->stack_text += at;
+	return nd->stack = as_heap_intern(b, h->heap, h->scratch);
 }
 
 static int set_mode(struct heaptrack *h, enum mode m, uint64_t line,
@@ -486,7 +652,9 @@ static int alloc_interpreted(struct as_builder *b, struct heaptrack *h,
 	const char *st = stack_of(b, h, in->trace);
 	if (in->trace && !st)
 		return AS_ENOMEM;
-	return st ? as_builder_frames_interned(b, (uint32_t)idx, st) : AS_OK;
+	return st && st != dropped_stack
+		       ? as_builder_frames_interned(b, (uint32_t)idx, st)
+		       : AS_OK;
 }
 
 static int free_interpreted(struct as_builder *b, struct heaptrack *h,
@@ -570,7 +738,7 @@ static int parse_line(struct as_builder *b, void *state, const char *s,
 		if (!grow((void **)&h->nodes, &h->cap_nodes, h->nnodes + 1,
 			  sizeof(*h->nodes)))
 			return AS_ENOMEM;
-		h->nodes[h->nnodes++] = (struct node){v, i, NULL};
+		h->nodes[h->nnodes++] = (struct node){.ip = v, .parent = i};
 		return AS_OK;
 	case 'a':
 		if (n != 3)
@@ -612,8 +780,9 @@ static int parse_line(struct as_builder *b, void *state, const char *s,
 		const char *st = stack_of(b, h, j);
 		if (j && !st)
 			return AS_ENOMEM;
-		return as_heap_alloc(b, h->heap, w, v, st, AS_NONE, line,
-				     diag);
+		return as_heap_alloc(b, h->heap, w, v,
+				     st == dropped_stack ? NULL : st, AS_NONE,
+				     line, diag);
 	case '-':
 		if (n != 2)
 			return as_diag_set(diag, line, AS_EPARSE,
@@ -647,6 +816,7 @@ static void ht_free(struct heaptrack *h)
 	free(h->next);
 	free(h->scratch);
 	free(h->mods);
+	free(h->pieces);
 	free(h);
 }
 
@@ -667,8 +837,9 @@ static int ht_lines(struct as_builder *b, struct as_line_state *st,
 			return AS_ENOMEM;
 		h->strs[h->nstrs++] = "";
 		h->ips[h->nips++] = "";
-		h->nodes[h->nnodes++] = (struct node){0, 0, NULL};
+		h->nodes[h->nnodes++] = (struct node){0};
 	}
+	h->fed += len;
 	return as_recorded_lines(b, st, data, len, parse_line, h, diag);
 }
 
@@ -676,6 +847,10 @@ static int ht_end(struct as_builder *b, struct as_line_state *st, int err,
 		  struct as_diag *diag)
 {
 	struct heaptrack *h = st->priv;
+	if (!err && h && h->dropped)
+		err = as_builder_count(b, "stacks dropped past the text bound "
+					  "(docs/trace-format.md)",
+				       h->dropped);
 	if (!err && h && h->mode == RAW)
 		err = as_heap_finish(b, h->heap, "blocks live at the end");
 	if (!err && h && h->mode != RAW) {

@@ -101,6 +101,11 @@ static int alloc_extra(struct as_builder *b, uint32_t idx,
 		buf->stream = (uint16_t)v;
 	} else if (klen == 4 && memcmp(t->s, "pool", 4) == 0) {
 		int sp = as_builder_space(b, text, 0);
+		if (sp == AS_EINVAL)
+			return as_diag_set(diag, line, AS_EPARSE,
+					   "pool '%s' is one more than a trace "
+					   "may have (%u address spaces)",
+					   text, AS_MAX_SPACES);
 		if (sp < 0)
 			return sp;
 		as_builder_buffer(b, idx)->space = (uint16_t)sp;

@@ -23,6 +23,19 @@
 #define MAX_STACK (1u << 24)
 /* Big dicts get a sorted index; small ones are scanned. */
 #define DICT_SCAN 16
+/*
+ * What the values may cost: the bytes of values, container items, the
+ * stack and the memo together at most COST_PER_BYTE times the pickle's
+ * bytes plus COST_FLOOR (real snapshots take 4 to 9 times their size,
+ * tiny ones up to 13: the floor holds those). Past it the pickle is
+ * refused: a file of one-byte opcodes that each make a value (EMPTY_LIST,
+ * POP, ...) would otherwise take 40 times its size.
+ */
+#define COST_PER_BYTE 12
+#define COST_FLOOR ((uint64_t)16 << 20)
+/* Memo indices below this (and below twice the stores so far) live in an
+ * array; others, which no pickler writes, in a hash table. */
+#define MEMO_DENSE_SLACK 1024
 
 #define CHUNK_VALUES 1024
 
@@ -51,10 +64,20 @@ struct machine {
 	struct as_pk **memo;
 	size_t capmemo;
 	size_t memo_next;       /* MEMOIZE's next index */
+	size_t memo_puts;       /* memo stores so far */
+	struct memo_slot {
+		uint64_t idx;   /* + 1; 0: empty */
+		struct as_pk *v;
+	} *far;                 /* memo indices far past the array */
+	size_t far_mask, nfar;
+	uint64_t spent, budget; /* bytes the values cost, and may */
 	struct as_diag *diag;
 };
 
 static const struct as_pk none_value = {.type = AS_PK_NONE};
+/* Booleans are immutable: one value each, whatever the number of them. */
+static const struct as_pk true_value = {.type = AS_PK_BOOL, .v.u = 1};
+static const struct as_pk false_value = {.type = AS_PK_BOOL, .v.u = 0};
 
 /* ---- Document ---- */
 
@@ -62,10 +85,8 @@ void as_pickle_destroy(struct as_pickle *p)
 {
 	if (!p)
 		return;
-	for (size_t i = 0; i < p->ncont; i++) {
+	for (size_t i = 0; i < p->ncont; i++)
 		free(p->containers[i]->v.items);
-		free(p->containers[i]->index);
-	}
 	free(p->containers);
 	struct chunk *c = p->chunks;
 	while (c) {
@@ -82,9 +103,20 @@ const struct as_pk *as_pickle_root(const struct as_pickle *p)
 	return p->root;
 }
 
+/* Charge `bytes` to the budget; false past it (spend() then says so). */
+static bool charge(struct machine *m, uint64_t bytes)
+{
+	m->spent += bytes;
+	return m->spent <= m->budget;
+}
+
 static struct as_pk *new_value(struct machine *m, uint8_t type)
 {
 	struct as_pickle *d = m->doc;
+	bool cont = type == AS_PK_LIST || type == AS_PK_TUPLE ||
+		    type == AS_PK_DICT;
+	if (!charge(m, sizeof(struct as_pk) + cont * sizeof(struct as_pk *)))
+		return NULL;
 	if (!d->chunks || d->chunks->used == CHUNK_VALUES) {
 		struct chunk *c = malloc(sizeof(*c));
 		if (!c)
@@ -113,7 +145,7 @@ static struct as_pk *new_value(struct machine *m, uint8_t type)
 }
 
 /* Make room for `more` items (pairs count double) in container c. */
-static bool reserve(struct as_pk *c, size_t more)
+static bool reserve(struct machine *m, struct as_pk *c, size_t more)
 {
 	size_t per = c->type == AS_PK_DICT ? 2 : 1;
 	size_t need = ((size_t)c->n + more) * per;
@@ -126,6 +158,8 @@ static bool reserve(struct as_pk *c, size_t more)
 		cap *= 2;
 	if (cap > UINT32_MAX)
 		cap = UINT32_MAX;
+	if (!charge(m, (cap - c->cap) * sizeof(struct as_pk *)))
+		return false;
 	struct as_pk **n = realloc(c->v.items, cap * sizeof(*n));
 	if (!n)
 		return false;
@@ -142,8 +176,18 @@ static int fail(struct machine *m, const char *what)
 			   m->op_pos);
 }
 
+/* Out of memory, or past the budget: which one, said. */
 static int nomem(struct machine *m)
 {
+	if (m->spent > m->budget)
+		return as_diag_set(m->diag, 0, AS_EPARSE,
+				   "pickle values need more than %llu MiB "
+				   "(%d times its %zu bytes, plus %llu MiB) "
+				   "at byte %zu: refused",
+				   (unsigned long long)(m->budget >> 20),
+				   COST_PER_BYTE, m->len,
+				   (unsigned long long)(COST_FLOOR >> 20),
+				   m->op_pos);
 	return as_diag_set(m->diag, 0, AS_ENOMEM, "out of memory");
 }
 
@@ -195,6 +239,8 @@ static int push(struct machine *m, struct as_pk *v)
 		if (m->capstack >= MAX_STACK)
 			return fail(m, "pickle stack too deep");
 		size_t cap = m->capstack ? m->capstack * 2 : 256;
+		if (!charge(m, (cap - m->capstack) * sizeof(struct as_pk *)))
+			return nomem(m);
 		struct as_pk **n = realloc(m->stack, cap * sizeof(*n));
 		if (!n)
 			return nomem(m);
@@ -221,6 +267,40 @@ static void pop_mark(struct machine *m, size_t base)
 	m->nmarks--;
 }
 
+/* The far memo's slot of index idx: its own, or the empty one for it. */
+static struct memo_slot *far_slot(const struct machine *m, uint64_t idx)
+{
+	size_t h = as_hash_u64(idx) & m->far_mask;
+	while (m->far[h].idx && m->far[h].idx != idx + 1)
+		h = (h + 1) & m->far_mask;
+	return &m->far[h];
+}
+
+static int far_put(struct machine *m, uint64_t idx, struct as_pk *v)
+{
+	if (!m->far || (m->nfar + 1) * 2 > m->far_mask + 1) {
+		size_t cap = m->far ? (m->far_mask + 1) * 2 : 64;
+		struct memo_slot *old = m->far;
+		size_t omask = m->far_mask;
+		if (!charge(m, cap * sizeof(*old)))
+			return nomem(m);
+		m->far = calloc(cap, sizeof(*old));
+		if (!m->far) {
+			m->far = old;
+			return nomem(m);
+		}
+		m->far_mask = cap - 1;
+		for (size_t i = 0; old && i <= omask; i++)
+			if (old[i].idx)
+				*far_slot(m, old[i].idx - 1) = old[i];
+		free(old);
+	}
+	struct memo_slot *sl = far_slot(m, idx);
+	m->nfar += !sl->idx;
+	*sl = (struct memo_slot){idx + 1, v};
+	return AS_OK;
+}
+
 static int memo_put(struct machine *m, uint64_t idx)
 {
 	if (!m->nstack)
@@ -228,10 +308,16 @@ static int memo_put(struct machine *m, uint64_t idx)
 	/* Indices come in order from a pickler; each costs a byte or more. */
 	if (idx >= m->len)
 		return fail(m, "pickle memo index out of range");
+	m->memo_puts++;
+	if (idx >= m->capmemo &&
+	    idx >= 2 * (uint64_t)m->memo_puts + MEMO_DENSE_SLACK)
+		return far_put(m, idx, m->stack[m->nstack - 1]);
 	if (idx >= m->capmemo) {
 		size_t cap = m->capmemo ? m->capmemo : 256;
 		while (cap <= idx)
 			cap *= 2;
+		if (!charge(m, (cap - m->capmemo) * sizeof(struct as_pk *)))
+			return nomem(m);
 		struct as_pk **n = realloc(m->memo, cap * sizeof(*n));
 		if (!n)
 			return nomem(m);
@@ -245,9 +331,14 @@ static int memo_put(struct machine *m, uint64_t idx)
 
 static int memo_get(struct machine *m, uint64_t idx)
 {
-	if (idx >= m->capmemo || !m->memo[idx])
+	struct as_pk *v = idx < m->capmemo ? m->memo[idx] : NULL;
+	if (!v && m->far) {
+		const struct memo_slot *sl = far_slot(m, idx);
+		v = sl->idx ? sl->v : NULL;
+	}
+	if (!v)
 		return fail(m, "pickle memo fetch of an index never stored");
-	return push(m, m->memo[idx]);
+	return push(m, v);
 }
 
 static int push_int(struct machine *m, uint64_t mag, bool neg)
@@ -376,7 +467,7 @@ static struct as_pk *pop(struct machine *m)
 static int make_tuple(struct machine *m, size_t base, size_t n)
 {
 	struct as_pk *t = new_value(m, AS_PK_TUPLE);
-	if (!t || !reserve(t, n))
+	if (!t || !reserve(m, t, n))
 		return nomem(m);
 	copy_items(t->v.items, 0, m, base, n);
 	t->n = (uint32_t)n;
@@ -391,7 +482,7 @@ static int append_items(struct machine *m, size_t base, size_t count)
 	struct as_pk *l = m->stack[base - 1];
 	if (l->type != AS_PK_LIST)
 		return fail(m, "pickle append to something not a list");
-	if (!reserve(l, count))
+	if (!reserve(m, l, count))
 		return nomem(m);
 	copy_items(l->v.items, l->n, m, base, count);
 	l->n += (uint32_t)count;
@@ -407,7 +498,7 @@ static int set_items(struct machine *m, size_t base, size_t count)
 	struct as_pk *d = m->stack[base - 1];
 	if (d->type != AS_PK_DICT)
 		return fail(m, "pickle setitem on something not a dict");
-	if (!reserve(d, count / 2))
+	if (!reserve(m, d, count / 2))
 		return nomem(m);
 	copy_items(d->v.items, 2 * (size_t)d->n, m, base, count);
 	d->n += (uint32_t)(count / 2);
@@ -512,12 +603,9 @@ static int step(struct machine *m, bool *stop)
 	case 'N':
 		return push(m, (struct as_pk *)&none_value);
 	case 0x88: /* NEWTRUE */
-	case 0x89: { /* NEWFALSE */
-		struct as_pk *v = new_value(m, AS_PK_BOOL);
-		if (v)
-			v->v.u = op == 0x88;
-		return push(m, v);
-	}
+		return push(m, (struct as_pk *)&true_value);
+	case 0x89: /* NEWFALSE */
+		return push(m, (struct as_pk *)&false_value);
 	case 'J': /* BININT: signed 4 bytes */
 		if (!take(m, 4, &p))
 			return truncated(m);
@@ -640,7 +728,7 @@ static int step(struct machine *m, bool *stop)
 			return fail(m, "pickle DICT with an odd number of "
 				       "values");
 		struct as_pk *c = new_value(m, dict ? AS_PK_DICT : AS_PK_LIST);
-		if (!c || !reserve(c, dict ? count / 2 : count))
+		if (!c || !reserve(m, c, dict ? count / 2 : count))
 			return nomem(m);
 		copy_items(c->v.items, 0, m, base, count);
 		c->n = (uint32_t)(dict ? count / 2 : count);
@@ -746,14 +834,28 @@ static int index_dicts(struct as_pickle *doc)
 		for (uint32_t j = 0; j < d->n; j++)
 			if (d->v.items[2 * (size_t)j]->type == AS_PK_STR)
 				idx[k++] = j;
-		if (as_sort_u32(idx, k, key_less, d) != AS_OK) {
+		/* The indices go after the items, in the same block. */
+		size_t at = 2 * (size_t)d->n * sizeof(struct as_pk *);
+		struct as_pk **items = as_sort_u32(idx, k, key_less, d) == AS_OK
+			? realloc(d->v.items, at + (size_t)k * sizeof(*idx))
+			: NULL;
+		if (!items) {
 			free(idx);
 			return AS_ENOMEM;
 		}
-		d->index = idx;
-		d->nindex = k;
+		memcpy((char *)items + at, idx, (size_t)k * sizeof(*idx));
+		free(idx);
+		d->v.items = items;
+		d->cap = k;
+		d->indexed = true;
 	}
 	return AS_OK;
+}
+
+/* An indexed dict's indices (index_dicts). */
+static const uint32_t *dict_index(const struct as_pk *d)
+{
+	return (const uint32_t *)(const void *)(d->v.items + 2 * (size_t)d->n);
 }
 
 int as_pickle_parse(const char *data, size_t len, struct as_pickle **out,
@@ -762,6 +864,7 @@ int as_pickle_parse(const char *data, size_t len, struct as_pickle **out,
 	struct machine m = {
 		.data = (const unsigned char *)data,
 		.len = len,
+		.budget = (uint64_t)COST_PER_BYTE * len + COST_FLOOR,
 		.diag = diag,
 	};
 	m.doc = calloc(1, sizeof(*m.doc));
@@ -784,6 +887,7 @@ int as_pickle_parse(const char *data, size_t len, struct as_pickle **out,
 	free(m.stack);
 	free(m.marks);
 	free(m.memo);
+	free(m.far);
 	if (err != AS_OK) {
 		as_pickle_destroy(m.doc);
 		return err;
@@ -804,7 +908,7 @@ const struct as_pk *as_pk_get(const struct as_pk *d, const char *key)
 	if (!d || d->type != AS_PK_DICT)
 		return NULL;
 	size_t n = strlen(key);
-	if (!d->index) {
+	if (!d->indexed) {
 		for (uint32_t i = d->n; i-- > 0;)
 			if (key_is(d->v.items[2 * (size_t)i], key, n))
 				return d->v.items[2 * (size_t)i + 1];
@@ -814,10 +918,11 @@ const struct as_pk *as_pk_get(const struct as_pk *d, const char *key)
 	 * The last of the equal keys (the sort is stable, by pair index):
 	 * binary search for the first key greater than `key`.
 	 */
-	uint32_t lo = 0, hi = d->nindex;
+	const uint32_t *index = dict_index(d);
+	uint32_t lo = 0, hi = d->cap;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		const struct as_pk *km = d->v.items[2 * (size_t)d->index[mid]];
+		const struct as_pk *km = d->v.items[2 * (size_t)index[mid]];
 		size_t mn = km->n < n ? km->n : n;
 		int c = memcmp(km->v.s, key, mn);
 		if (c < 0 || (c == 0 && km->n <= n))
@@ -827,7 +932,7 @@ const struct as_pk *as_pk_get(const struct as_pk *d, const char *key)
 	}
 	if (lo == 0)
 		return NULL;
-	uint32_t j = d->index[lo - 1];
+	uint32_t j = index[lo - 1];
 	return key_is(d->v.items[2 * (size_t)j], key, n)
 		       ? d->v.items[2 * (size_t)j + 1]
 		       : NULL;

@@ -40,9 +40,13 @@ enum as_pk_type {
 struct as_pk {
 	uint8_t type;           /* enum as_pk_type */
 	bool neg;               /* AS_PK_INT: negative */
+	bool indexed;           /* a big dict: its items are followed by
+				 * `cap` uint32 indices of the pairs with
+				 * str keys, sorted by key (as_pk_get) */
 	uint32_t n;             /* str/bytes: bytes; list/tuple: items;
 				 * dict: pairs */
-	uint32_t cap;           /* containers: items allocated */
+	uint32_t cap;           /* containers: items allocated (indexed
+				 * dicts: indices) */
 	uint64_t pos;           /* byte offset of the opcode that made it */
 	union {
 		uint64_t u;     /* AS_PK_INT magnitude, AS_PK_BOOL 0/1 */
@@ -50,10 +54,7 @@ struct as_pk {
 		const char *s;  /* str, bytes */
 		struct as_pk **items;
 	} v;
-	uint32_t *index;        /* big dicts: indices of the pairs with str
-				 * keys, sorted by key */
-	uint32_t nindex;
-};
+};                              /* 32 bytes: a pickle holds millions */
 
 struct as_pickle;
 

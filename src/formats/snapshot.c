@@ -56,12 +56,6 @@ static const struct {
 
 
 
-uint64_t as_snap_mix(uint64_t a, uint64_t b)
-{
-	uint64_t s = a ^ (b * 0x9e3779b97f4a7c15ULL);
-	return as_splitmix64(&s);
-}
-
 void as_snap_map_free(struct map *m)
 {
 	free(m->s);
@@ -72,7 +66,7 @@ static struct mslot *map_find(const struct map *m, uint64_t a, uint64_t b)
 {
 	if (!m->s)
 		return NULL;
-	for (size_t h = as_snap_mix(a, b) & m->mask;; h = (h + 1) & m->mask) {
+	for (size_t h = as_hash_pair(a, b) & m->mask;; h = (h + 1) & m->mask) {
 		if (!m->s[h].used)
 			return NULL;
 		if (m->s[h].a == a && m->s[h].b == b)
@@ -92,7 +86,7 @@ struct mslot *as_snap_map_get(struct map *m, uint64_t a, uint64_t b,
 		for (size_t i = 0; m->s && i <= m->mask; i++) {
 			if (!m->s[i].used)
 				continue;
-			size_t h = as_snap_mix(m->s[i].a, m->s[i].b) & (cap - 1);
+			size_t h = as_hash_pair(m->s[i].a, m->s[i].b) & (cap - 1);
 			while (ns[h].used)
 				h = (h + 1) & (cap - 1);
 			ns[h] = m->s[i];
@@ -101,7 +95,7 @@ struct mslot *as_snap_map_get(struct map *m, uint64_t a, uint64_t b,
 		m->s = ns;
 		m->mask = cap - 1;
 	}
-	size_t h = as_snap_mix(a, b) & m->mask;
+	size_t h = as_hash_pair(a, b) & m->mask;
 	while (m->s[h].used) {
 		if (m->s[h].a == a && m->s[h].b == b)
 			return &m->s[h];

@@ -77,7 +77,7 @@ struct seg {
 
 /*
  * A hash map from a pair of 64-bit keys to a 64-bit value: open addressing,
- * linear probing, load at most 1/2.
+ * linear probing, load at most 1/2, keyed hashing (as_hash_pair).
  */
 struct map {
 	struct mslot {
@@ -133,6 +133,7 @@ struct ctx {
 	 * of a text -> the same text.
 	 */
 	struct map frame_dicts, frame_seqs, frame_texts;
+	struct map frame_lists;  /* a frames list's address -> interned[] */
 	struct finfo *fi;
 	size_t nfi, capfi;
 	struct as_arena ftext;
@@ -163,7 +164,6 @@ static inline void slot_set(struct mslot *s, uint32_t frees, uint32_t live)
 
 /* ---- snapshot.c ---- */
 
-uint64_t as_snap_mix(uint64_t a, uint64_t b);
 void as_snap_map_free(struct map *m);
 struct mslot *as_snap_map_get(struct map *m, uint64_t a, uint64_t b,
 			     uint64_t def);

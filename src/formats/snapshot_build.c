@@ -215,6 +215,72 @@ static int count_devices(struct ctx *c, const struct as_pk *traces,
 	return AS_OK;
 }
 
+static const char *type_name(const struct as_pk *v)
+{
+	static const char *const names[] = {
+		[AS_PK_NONE] = "None",	  [AS_PK_BOOL] = "a bool",
+		[AS_PK_INT] = "an int",	  [AS_PK_BIGINT] = "an int",
+		[AS_PK_FLOAT] = "a float", [AS_PK_STR] = "a str",
+		[AS_PK_BYTES] = "bytes",  [AS_PK_LIST] = "a list",
+		[AS_PK_TUPLE] = "a tuple", [AS_PK_DICT] = "a dict",
+	};
+	return v->type < sizeof(names) / sizeof(names[0]) ? names[v->type]
+							   : "?";
+}
+
+/* A list (or tuple), or absent: anything else is refused by name. */
+static int want_list(struct ctx *c, const struct as_pk *v, const char *what)
+{
+	if (!v || v->type == AS_PK_LIST || v->type == AS_PK_TUPLE)
+		return AS_OK;
+	return as_diag_set(c->diag, 0, AS_EPARSE,
+			   "snapshot %s at byte %llu is %s, not a list", what,
+			   (unsigned long long)v->pos, type_name(v));
+}
+
+/*
+ * The shape, and what reading it costs: every entry of every device, every
+ * segment and every block, counted once per reference, may not outnumber
+ * the pickle's bytes. A pickler writes each entry once (a byte or more a
+ * reference), so only a list of lists shared many times (1,024 references
+ * to one list of 40,000 references to one dict: 41M entries from 40 KB) can
+ * pass it; that is refused here, before anything is read.
+ */
+static int check_shape(struct ctx *c, const struct as_pk *traces,
+		       const struct as_pk *segs, size_t len)
+{
+	int err;
+	uint64_t seen = 0;
+	/* None at the top is as good as absent; a str or dict is not. */
+	if ((traces && traces->type != AS_PK_NONE &&
+	     (err = want_list(c, traces, "'device_traces'"))) ||
+	    (segs && segs->type != AS_PK_NONE &&
+	     (err = want_list(c, segs, "'segments'"))))
+		return err;
+	for (uint32_t d = 0; d < as_pk_len(traces) && seen <= len; d++) {
+		const struct as_pk *list = as_pk_item(traces, d);
+		if ((err = want_list(c, list, "device trace")))
+			return err;
+		seen += as_pk_len(list);
+	}
+	for (uint32_t i = 0; i < as_pk_len(segs) && seen <= len; i++) {
+		const struct as_pk *blocks = as_pk_get(as_pk_item(segs, i),
+						       "blocks");
+		if ((err = want_list(c, blocks, "segment 'blocks'")))
+			return err;
+		seen += 1 + (uint64_t)as_pk_len(blocks);
+	}
+	if (seen > len)
+		return as_diag_set(c->diag, 0, AS_EPARSE,
+				   "snapshot holds at least %llu entries, "
+				   "segments and blocks, counting each "
+				   "reference: more than its %zu bytes (a list "
+				   "shared many times; reading it would cost "
+				   "far more than the file)",
+				   (unsigned long long)seen, len);
+	return AS_OK;
+}
+
 static int snapshot_whole(struct as_builder *b, const char *data, size_t len,
 			  struct as_diag *diag)
 {
@@ -236,7 +302,8 @@ static int snapshot_whole(struct as_builder *b, const char *data, size_t len,
 				  "'device_traces'");
 		goto out;
 	}
-	if ((err = count_devices(&c, traces, segs, &ndev)) ||
+	if ((err = check_shape(&c, traces, segs, len)) ||
+	    (err = count_devices(&c, traces, segs, &ndev)) ||
 	    (err = name_devices(&c, ndev)) || (err = metadata(&c, root)))
 		goto out;
 	for (uint32_t d = 0; d < as_pk_len(traces); d++) {
@@ -258,6 +325,7 @@ out:
 	as_snap_map_free(&c.frame_dicts);
 	as_snap_map_free(&c.frame_seqs);
 	as_snap_map_free(&c.frame_texts);
+	as_snap_map_free(&c.frame_lists);
 	free(c.fi);
 	as_arena_finish(&c.ftext);
 	free(c.reps);

@@ -81,7 +81,7 @@ static uint32_t chunk_new(struct bfc *s)
 		s->free_slot = s->c[i].next;
 	} else {
 		if (s->nchunks == s->cap_chunks) {
-			uint32_t n = s->cap_chunks ? s->cap_chunks * 2 : 64;
+			uint32_t n = s->cap_chunks ? s->cap_chunks * 2 : 8;
 			if (n <= s->cap_chunks || n >= NIL)
 				return NIL;
 			struct chunk *c = realloc(s->c, (size_t)n * sizeof(*c));
@@ -586,7 +586,7 @@ static int bfc_create(const struct as_opts *o, const struct as_run *run,
 
 static int live_grow(struct live *m)
 {
-	uint32_t cap = m->cap ? m->cap * 2 : 1024;
+	uint32_t cap = m->cap ? m->cap * 2 : 16;
 	if (cap <= m->cap)
 		return AS_ENOMEM;
 	struct live_entry *e = malloc((size_t)cap * sizeof(*e));

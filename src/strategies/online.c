@@ -15,7 +15,7 @@ struct replay {
 	const struct as_strategy_impl *impl;
 	const struct as_trace *t;
 	const char *spec_opts;
-	const struct as_run *run;
+	struct as_run *run;
 	struct as_plan *p;
 	void **st;              /* one allocator per space */
 	uint64_t stop;          /* replay the events before this time */
@@ -93,6 +93,28 @@ static int walk_all(struct replay *r, struct as_diag *diag)
 /* Events between two looks at the cancel flag. */
 #define CANCEL_EVERY 4096
 
+/* The buffers of each space (struct as_space_bufs): a counting sort. */
+static int space_bufs(const struct as_trace *t, uint32_t **first,
+		      uint32_t **bufs, uint32_t **rank)
+{
+	*first = calloc((size_t)t->nspaces + 1, sizeof(**first));
+	*bufs = malloc(((size_t)t->nbuffers + 1) * sizeof(**bufs));
+	*rank = malloc(((size_t)t->nbuffers + 1) * sizeof(**rank));
+	uint32_t *count = calloc((size_t)t->nspaces + 1, sizeof(*count));
+	if (!*first || !*bufs || !*rank || !count) {
+		free(count);
+		return AS_ENOMEM;
+	}
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		(*rank)[i] = count[t->buffers[i].space]++;
+	for (uint16_t s = 0; s < t->nspaces; s++)
+		(*first)[s + 1] = (*first)[s] + count[s];
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		(*bufs)[(*first)[t->buffers[i].space] + (*rank)[i]] = i;
+	free(count);
+	return AS_OK;
+}
+
 static int drive(struct replay *r, const struct as_run_options *ro,
 		 struct as_diag *diag)
 {
@@ -104,12 +126,19 @@ static int drive(struct replay *r, const struct as_run_options *ro,
 	checks = on->check != NULL;
 #endif
 	uint8_t *placed = calloc((size_t)t->nbuffers + 1, 1);
+	uint32_t *first = NULL, *bufs = NULL, *rank = NULL;
 	r->st = calloc(t->nspaces, sizeof(*r->st));
-	if (!placed || !r->st || as_plan_want_chunks(p) != AS_OK) {
+	if (!placed || !r->st || as_plan_want_chunks(p) != AS_OK ||
+	    space_bufs(t, &first, &bufs, &rank) != AS_OK) {
 		free(placed);
 		free(r->st);
+		free(first);
+		free(bufs);
+		free(rank);
 		return AS_ENOMEM;
 	}
+	struct as_space_bufs sb = {first, bufs, rank};
+	r->run->space_bufs = &sb;
 	int err = start_case(r, 0, diag);
 	for (uint32_t e = 0; e < t->nevents && err == AS_OK; e++) {
 		const struct as_event *ev = &t->events[e];
@@ -160,8 +189,12 @@ static int drive(struct replay *r, const struct as_run_options *ro,
 	if (err == AS_OK && r->visit)
 		err = walk_all(r, diag);
 	end_case(r, err == AS_OK);
+	r->run->space_bufs = NULL;
 	free(r->st);
 	free(placed);
+	free(first);
+	free(bufs);
+	free(rank);
 	return err;
 }
 

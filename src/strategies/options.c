@@ -5,6 +5,66 @@
 
 #include "strategies/options.h"
 
+/* Accept plain integers and the suffixes K, M, G (binary) for sizes. */
+static bool parse_u64_suffix(const char *s, uint64_t *out)
+{
+	size_t len = strlen(s);
+	uint64_t mul = 1;
+	if (len > 1) {
+		char c = s[len - 1];
+		if (c == 'K' || c == 'k')
+			mul = 1ull << 10;
+		else if (c == 'M' || c == 'm')
+			mul = 1ull << 20;
+		else if (c == 'G' || c == 'g')
+			mul = 1ull << 30;
+		if (mul != 1)
+			len--;
+	}
+	uint64_t v;
+	if (!as_parse_u64(s, len, &v) || v > UINT64_MAX / mul)
+		return false;
+	*out = v * mul;
+	return true;
+}
+
+/*
+ * What a config may set a costly option to (as_option_desc.costly): a
+ * number at most the default, or the default or a listed value; anything
+ * else reads as the default. Values that do not parse are kept, for the
+ * option's reader to refuse.
+ */
+static const char *config_value(const struct as_option_desc *k,
+				const char *v, size_t vlen, size_t *outlen)
+{
+	*outlen = vlen;
+	if (!k || !k->costly || !k->def)
+		return v;
+	char buf[64];
+	if (vlen >= sizeof(buf))
+		return v;
+	memcpy(buf, v, vlen);
+	buf[vlen] = 0;
+	if (!k->costly[0]) {
+		uint64_t x, def;
+		if (!parse_u64_suffix(buf, &x) ||
+		    !parse_u64_suffix(k->def, &def) || x <= def)
+			return v;
+	} else {
+		if (strcmp(buf, k->def) == 0)
+			return v;
+		for (const char *p = k->costly; *p;) {
+			size_t w = strcspn(p, " ");
+			if (w == vlen && memcmp(p, v, vlen) == 0)
+				return v;
+			p += w;
+			p += strspn(p, " ");
+		}
+	}
+	*outlen = strlen(k->def);
+	return k->def;
+}
+
 static int add_pairs(struct as_opts *o, const struct as_option_desc *known,
 		     const char *text, bool from_spec, struct as_diag *diag)
 {
@@ -32,11 +92,14 @@ static int add_pairs(struct as_opts *o, const struct as_option_desc *known,
 					   "%s: option '%.*s' is not key=value",
 					   o->strategy, (int)(end - p), p);
 		size_t vlen = (size_t)(end - eq - 1);
-		bool listed = false;
+		const char *val = eq + 1;
+		const struct as_option_desc *listed = NULL;
 		for (const struct as_option_desc *k = known; k && k->key; k++)
 			if (strlen(k->key) == klen &&
 			    memcmp(k->key, p, klen) == 0)
-				listed = true;
+				listed = k;
+		if (listed && !from_spec)
+			val = config_value(listed, val, vlen, &vlen);
 		if (!listed) {
 			if (from_spec)
 				return as_diag_set(
@@ -65,7 +128,7 @@ static int add_pairs(struct as_opts *o, const struct as_option_desc *known,
 		}
 		memcpy(o->kv[i].key, p, klen);
 		o->kv[i].key[klen] = 0;
-		memcpy(o->kv[i].val, eq + 1, vlen);
+		memcpy(o->kv[i].val, val, vlen);
 		o->kv[i].val[vlen] = 0;
 		o->kv[i].from_spec = from_spec;
 		p = end;
@@ -91,29 +154,6 @@ const char *as_opts_get(const struct as_opts *o, const char *key)
 		if (strcmp(o->kv[i].key, key) == 0)
 			return o->kv[i].val;
 	return NULL;
-}
-
-/* Accept plain integers and the suffixes K, M, G (binary) for sizes. */
-static bool parse_u64_suffix(const char *s, uint64_t *out)
-{
-	size_t len = strlen(s);
-	uint64_t mul = 1;
-	if (len > 1) {
-		char c = s[len - 1];
-		if (c == 'K' || c == 'k')
-			mul = 1ull << 10;
-		else if (c == 'M' || c == 'm')
-			mul = 1ull << 20;
-		else if (c == 'G' || c == 'g')
-			mul = 1ull << 30;
-		if (mul != 1)
-			len--;
-	}
-	uint64_t v;
-	if (!as_parse_u64(s, len, &v) || v > UINT64_MAX / mul)
-		return false;
-	*out = v * mul;
-	return true;
 }
 
 int as_opts_u64(const struct as_opts *o, const char *key, uint64_t def,

@@ -8,7 +8,9 @@
 
 #include "core/internal.h"
 
-#define AS_OPTS_MAX 32
+/* More than any strategy has (n counts only keys the strategy knows): an
+ * online allocator copies its options per space. */
+#define AS_OPTS_MAX 16
 
 struct as_opts {
 	const char *strategy;
@@ -24,7 +26,9 @@ struct as_opts {
  * Fill `o` from the case options and then the spec options (both may be
  * NULL or ""; separators ',' or ' '). Spec keys must be listed in `known`
  * (NULL key terminated): an unknown key is an error. Unknown config keys are
- * ignored: a config line speaks to every strategy.
+ * ignored: a config line speaks to every strategy. A config may lower the
+ * options that cost time, not raise them (as_option_desc.costly): a value
+ * past the default reads as the default.
  */
 int as_opts_parse(struct as_opts *o, const char *strategy,
 		  const struct as_option_desc *known, const char *case_opts,

@@ -21,8 +21,22 @@
  * caller's text sink, the budget the run's walks spend, and its way to the
  * plans of other specs it starts from (as_run_reuse).
  */
+/*
+ * The buffers of each space, for an online allocator that serves one:
+ * bufs[first[s] .. first[s + 1]) are space s's buffers in index order, and
+ * rank[i] is buffer i's place among its space's. Per-buffer state sized by
+ * the space's buffers, not the trace's, keeps 20,000 spaces as cheap as one
+ * (online.c makes it once per replay).
+ */
+struct as_space_bufs {
+	const uint32_t *first, *bufs, *rank;
+};
+
 struct as_run {
 	struct as_runner *runner;
+	/* Set by the online driver for the allocators it creates; NULL
+	 * elsewhere (per-buffer state then spans the trace). */
+	const struct as_space_bufs *space_bufs;
 	as_emit_fn emit;          /* allocator text; NULL: none */
 	void *ctx;
 	struct as_budget budget;

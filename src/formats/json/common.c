@@ -689,11 +689,15 @@ int as_json_prescan(struct as_jwin *w, bool exact_big, struct as_jtotals *tot,
 	struct gram g = {.state = G_VALUE};
 	if ((err = as_jwin_need(w, 3, line, diag)))
 		return err;
-	/* cJSON skips a BOM at the start of its text (formats.c took one) */
-	uint64_t bom = w->have - w->pos >= 3 &&
-			       memcmp(w->buf + w->pos, "\xef\xbb\xbf", 3) == 0
-		       ? w->off + w->pos + 3
-		       : 0;
+	/*
+	 * formats.c took the one byte order mark a file may start with;
+	 * cJSON would skip a second, which the other formats refuse.
+	 */
+	if (w->have - w->pos >= 3 &&
+	    memcmp(w->buf + w->pos, "\xef\xbb\xbf", 3) == 0)
+		return pre_fail(st, 0, line, diag,
+				"a second byte order mark (U+FEFF) at the "
+				"start: a file may start with one");
 	for (;;) {
 		if ((err = as_jwin_need(w, 8, line, diag)))
 			return err;
@@ -859,20 +863,18 @@ int as_json_prescan(struct as_jwin *w, bool exact_big, struct as_jtotals *tot,
 			if (!blank(c))
 				last = w->off + w->pos;
 		} else {
-			/* a literal, or the BOM cJSON skips, or not JSON */
+			/* a literal, or not JSON */
 			static const char *const lits[] = {"true", "false",
 							   "null"};
 			size_t n = 1;
-			if (w->off + i >= bom) {
-				int k = c == 't' ? 0 : c == 'f' ? 1 : c == 'n' ? 2 : -1;
-				size_t l = k < 0 ? 0 : strlen(lits[k]);
-				if (k >= 0 && w->have - i >= l &&
-				    memcmp(s + i, lits[k], l) == 0) {
-					g_value(&g);
-					n = l;
-				} else {
-					g.bad = true;
-				}
+			int k = c == 't' ? 0 : c == 'f' ? 1 : c == 'n' ? 2 : -1;
+			size_t l = k < 0 ? 0 : strlen(lits[k]);
+			if (k >= 0 && w->have - i >= l &&
+			    memcmp(s + i, lits[k], l) == 0) {
+				g_value(&g);
+				n = l;
+			} else {
+				g.bad = true;
 			}
 			w->pos += n;
 			last = w->off + w->pos;

@@ -59,6 +59,9 @@ struct as_jctx {
 	/* Integers past 2^53 written as plain numbers are read exactly from
 	 * their digits (results files) instead of being refused. */
 	bool exact_big;
+	/* The input's bytes (trace readers): what a numa section may expand
+	 * to is bounded by them. */
+	uint64_t input_bytes;
 	/* Where as_json_elem_line left off: the element `index` of the
 	 * array at path[0..depth-1) starts at p, on `line` (p NULL: none). */
 	struct {

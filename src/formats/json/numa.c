@@ -30,6 +30,13 @@
 #else
 #define NUMA_MAX_BLOCKS (1u << 23)
 #endif
+/*
+ * And a multiple of the file's bytes: NUMA_FREE_BLOCKS, then
+ * NUMA_BLOCKS_PER_BYTE a byte (numa_gen writes 4 bytes a block; a 500-byte
+ * file of 4096 cores asking 2^23 blocks took 15 s and 1.4 GB to replay).
+ */
+#define NUMA_FREE_BLOCKS (1u << 20)
+#define NUMA_BLOCKS_PER_BYTE 64u
 
 /*
  * Names are found through one hash map (O(1) each, so a trace reads in
@@ -368,6 +375,16 @@ static int nalloc(struct as_jctx *x, const cJSON *parents, struct as_numa **out)
 			return as_json_fail(x, NULL, "the trace expands to more than "
 					      "%u blocks",
 				     NUMA_MAX_BLOCKS);
+		if (nblock > NUMA_FREE_BLOCKS &&
+		    (nblock - NUMA_FREE_BLOCKS) / NUMA_BLOCKS_PER_BYTE >=
+			    x->input_bytes)
+			return as_json_fail(x, NULL,
+					    "the trace expands to more than "
+					    "%u blocks plus %u a byte of its "
+					    "%llu bytes",
+					    NUMA_FREE_BLOCKS,
+					    NUMA_BLOCKS_PER_BYTE,
+					    (unsigned long long)x->input_bytes);
 		np++;
 		x->depth--;
 	}

@@ -285,6 +285,11 @@ static int parse_pools(struct as_jctx *c, const cJSON *pools)
 			return AS_ENOMEM;
 		int before = as_builder_trace(c->b)->nspaces;
 		int sp = i == 1 ? 0 : as_builder_space(c->b, name, cap);
+		if (sp == AS_EINVAL)
+			return as_json_fail(c, "name",
+					    "pool '%s' is one more than a trace "
+					    "may have (%u address spaces)",
+					    name, AS_MAX_SPACES);
 		if (sp < 0)
 			return sp;
 		if (i > 1 && sp < before)
@@ -623,6 +628,7 @@ static int header(struct reader *r)
 	r->c.text = NULL;
 	r->c.base = 0;
 	r->c.depth = 0;
+	r->c.input_bytes = r->tot.last;
 	return r->form->header(&r->c, r->root, &r->lists);
 }
 
@@ -750,12 +756,7 @@ static int read_root(struct reader *r)
 	size_t len;
 	cJSON *v;
 	r->line = 1;
-	/* cJSON skips a BOM at the start of its text (formats.c took one) */
-	if ((err = as_jwin_need(w, 3, 1, r->c.diag)))
-		return err;
-	if (w->have - w->pos >= 3 &&
-	    memcmp(w->buf + w->pos, "\xef\xbb\xbf", 3) == 0)
-		w->pos += 3;
+	/* A second BOM was refused by the prescan (formats.c took one). */
 	if ((err = next(r, &ch)))
 		return err;
 	if (ch != '{') { /* cJSON's verdict on the value, then ours */

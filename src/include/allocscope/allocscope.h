@@ -790,6 +790,14 @@ struct as_option_desc {
 	const char *key;
 	const char *def;        /* default value as text */
 	const char *help;
+	/*
+	 * Options that cost time (strip's budget_ms): a trace's own `config`
+	 * may lower them, not raise them. NULL: any value. "": a number, at
+	 * most `def` from a config (more reads as `def`). Else the values
+	 * besides `def` a config may choose, space separated (the others
+	 * read as `def`). The command line may give any value.
+	 */
+	const char *costly;
 };
 
 struct as_strategy_info {

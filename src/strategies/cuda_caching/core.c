@@ -69,7 +69,7 @@ uint32_t as_cuda_block_new(struct cc *s)
 		s->freeb = s->b[i].next;
 	} else {
 		if (s->nb == s->capb) {
-			uint32_t cap = s->capb ? s->capb * 2 : 256;
+			uint32_t cap = s->capb ? s->capb * 2 : 8;
 			struct block *n = realloc(s->b, (size_t)cap * sizeof(*n));
 			if (!n || cap < s->capb)
 				return NIL;
@@ -144,7 +144,7 @@ uint32_t as_cuda_segment_new(struct cc *s)
 		return i;
 	}
 	if (s->ns == s->caps) {
-		uint32_t cap = s->caps ? s->caps * 2 : 16;
+		uint32_t cap = s->caps ? s->caps * 2 : 4;
 		struct segment *n = realloc(s->s, (size_t)cap * sizeof(*n));
 		if (!n || cap < s->caps)
 			return NIL;
@@ -803,8 +803,8 @@ int as_cuda_ensure_arrays(struct cc *s, const struct as_trace *t)
 {
 	if (s->blk_of)
 		return AS_OK;
-	size_t n = (size_t)t->nbuffers + 1;
 	s->t = t;
+	size_t n = (size_t)as_cuda_nslots(s) + 1;
 	s->blk_of = malloc(n * sizeof(*s->blk_of));
 	s->seg_of = malloc(n * sizeof(*s->seg_of));
 	s->seg_size = calloc(n, sizeof(*s->seg_size));
@@ -825,25 +825,26 @@ void as_cuda_account_alloc(struct cc *s, uint32_t bi, uint32_t buf,
 			   uint64_t requested)
 {
 	struct block *b = &s->b[bi];
+	uint32_t k = as_cuda_slot(s, buf);
 	b->buf = buf;
-	s->blk_of[buf] = bi;
+	s->blk_of[k] = bi;
 	as_cuda_stat_add(&s->allocation, 1);
 	as_cuda_stat_add(&s->allocated_bytes, b->size);
 	as_cuda_stat_add(&s->requested_bytes, requested);
 	if (b->size >= s->max_split)
 		as_cuda_stat_add(&s->oversize_allocations, 1);
 	const struct segment *g = &s->s[b->seg];
-	s->seg_size[buf] = g->expandable ? g->mapped : g->size;
-	s->seg_off[buf] = b->addr - g->addr;
+	s->seg_size[k] = g->expandable ? g->mapped : g->size;
+	s->seg_off[k] = b->addr - g->addr;
 	if (g->initial)
-		s->initial[buf] |= IN_INITIAL_SEG;
+		s->initial[k] |= IN_INITIAL_SEG;
 	if (g->expandable)
-		s->initial[buf] |= IN_EXPANDABLE;
+		s->initial[k] |= IN_EXPANDABLE;
 	if (b->small)
-		s->initial[buf] |= IN_SMALL_POOL;
+		s->initial[k] |= IN_SMALL_POOL;
 	if (s->seg_key)
-		s->seg_key[buf] = g->key;
-	s->seg_of[buf] = b->seg;
+		s->seg_key[k] = g->key;
+	s->seg_of[k] = b->seg;
 }
 
 uint64_t as_cuda_requested_of(const struct as_trace *t, uint32_t buf)
@@ -905,8 +906,9 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 		return err;
 	if ((err = replay_marks(s, t, t->buffers[buf].start)))
 		return err;
-	if ((s->initial[buf] & SEEDED) && s->blk_of[buf] != NIL) {
-		const struct block *b = &s->b[s->blk_of[buf]];
+	uint32_t k = as_cuda_slot(s, buf);
+	if ((s->initial[k] & SEEDED) && s->blk_of[k] != NIL) {
+		const struct block *b = &s->b[s->blk_of[k]];
 		*offset = b->addr;
 		*chunk = b->size;
 		return AS_OK;
@@ -986,7 +988,7 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 		return err;
 	as_cuda_account_alloc(s, bi, buf, req);
 	if (made)
-		s->initial[buf] |= MADE_SEGMENT;
+		s->initial[as_cuda_slot(s, buf)] |= MADE_SEGMENT;
 	if (s->reserved_bytes.peak != s->seen_peak) {
 		s->seen_peak = s->reserved_bytes.peak;
 		s->alloc_at_peak = 0;
@@ -996,19 +998,20 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 		s->alloc_at_peak = s->allocated_bytes.cur;
 	*offset = as_cuda_round_up(s->b[bi].addr, align);
 	*chunk = s->b[bi].size;
-	s->seg_off[buf] += *offset - s->b[bi].addr;
+	s->seg_off[as_cuda_slot(s, buf)] += *offset - s->b[bi].addr;
 	return AS_OK;
 }
 
 void as_cuda_free(void *state, const struct as_trace *t, uint32_t buf)
 {
 	struct cc *s = state;
-	if (!s->blk_of || buf >= t->nbuffers || s->blk_of[buf] == NIL)
+	if (!s->blk_of || buf >= t->nbuffers ||
+	    s->blk_of[as_cuda_slot(s, buf)] == NIL)
 		return;
 	/* out of memory here only delays the release: check() tells */
 	replay_marks(s, t, t->buffers[buf].end);
-	uint32_t bi = s->blk_of[buf];
-	s->blk_of[buf] = NIL;
+	uint32_t bi = s->blk_of[as_cuda_slot(s, buf)];
+	s->blk_of[as_cuda_slot(s, buf)] = NIL;
 	struct block *b = &s->b[bi];
 	b->allocated = 0;
 	b->buf = NIL;

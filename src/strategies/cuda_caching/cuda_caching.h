@@ -190,6 +190,9 @@ struct cc {
 	uint32_t nmaybe, next_maybe;
 	uint64_t dev_top;       /* highest end of a cudaMalloc segment */
 
+	/* The space's buffers (online.c), or NULL: the per-buffer arrays
+	 * below are indexed by as_cuda_slot, sized by as_cuda_nslots. */
+	const struct as_space_bufs *sb;
 	uint32_t *blk_of;       /* per buffer: its block, NIL */
 	uint32_t *seg_of;       /* per buffer: its segment, NIL */
 	uint64_t *seg_size;     /* per buffer: model segment size, 0 none */
@@ -277,6 +280,25 @@ uint64_t as_cuda_requested_of(const struct as_trace *t, uint32_t buf);
 int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 		  uint64_t *offset, uint64_t *chunk);
 void as_cuda_free(void *state, const struct as_trace *t, uint32_t buf);
+
+/* Where buffer `buf` (of this state's space) keeps its per-buffer state. */
+static inline uint32_t as_cuda_slot(const struct cc *s, uint32_t buf)
+{
+	return s->sb ? s->sb->rank[buf] : buf;
+}
+
+/* How many slots: the space's buffers, or the trace's without an index. */
+static inline uint32_t as_cuda_nslots(const struct cc *s)
+{
+	return s->sb ? s->sb->first[s->space + 1] - s->sb->first[s->space]
+		     : s->t->nbuffers;
+}
+
+/* The buffer of slot k. */
+static inline uint32_t as_cuda_buf(const struct cc *s, uint32_t k)
+{
+	return s->sb ? s->sb->bufs[s->sb->first[s->space] + k] : k;
+}
 
 /* settings.c: options, a recording's settings, create and destroy. */
 extern const struct as_option_desc as_cuda_options[];

@@ -167,11 +167,11 @@ static int lay_out_ranges(struct cc *s, struct as_plan *p)
 		if (s->s[i].expandable)
 			at += as_cuda_round_up(s->s[i].hiwater, ROUND_LARGE);
 	}
-	for (uint32_t i = 0; i < s->t->nbuffers; i++) {
-		uint32_t g = s->seg_of[i];
+	for (uint32_t k = 0; k < as_cuda_nslots(s); k++) {
+		uint32_t g = s->seg_of[k], i = as_cuda_buf(s, k);
 		if (g != NIL && s->s[g].expandable &&
 		    p->offset[i] != AS_NO_OFFSET)
-			p->offset[i] = base[g] + s->seg_off[i];
+			p->offset[i] = base[g] + s->seg_off[k];
 	}
 	free(base);
 	return AS_OK;
@@ -183,10 +183,11 @@ void as_cuda_stats(void *state, struct as_plan *p)
 	if (s->t && s->seg_of)
 		lay_out_ranges(s, p);
 	if (s->t && s->seg_size && as_plan_want_segments(p) == AS_OK)
-		for (uint32_t i = 0; i < s->t->nbuffers; i++)
-			if (s->seg_size[i]) {
-				p->segment_size[i] = s->seg_size[i];
-				p->segment_offset[i] = s->seg_off[i];
+		for (uint32_t k = 0; k < as_cuda_nslots(s); k++)
+			if (s->seg_size[k]) {
+				uint32_t i = as_cuda_buf(s, k);
+				p->segment_size[i] = s->seg_size[k];
+				p->segment_offset[i] = s->seg_off[k];
 			}
 	as_cuda_stat_sum(s, p, "allocated_bytes.current",
 			 s->allocated_bytes.cur);
@@ -315,7 +316,8 @@ uint64_t as_cuda_check(void *state, char *msg, size_t len)
 					isplit += b->size;
 			}
 			if (b->allocated && (b->buf == NIL ||
-					     s->blk_of[b->buf] != x))
+					     s->blk_of[as_cuda_slot(s, b->buf)] !=
+						     x))
 				as_problem(&p, "allocated block 0x%" PRIx64
 					    " is not its buffer's",
 					b->addr);

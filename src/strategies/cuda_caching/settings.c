@@ -308,6 +308,7 @@ int as_cuda_create(const struct as_opts *o, const struct as_run *run,
 	s->opt_capacity = as_opts_get(o, "capacity") != NULL;
 	s->emit = run->emit;
 	s->ctx = run->ctx;
+	s->sb = run->space_bufs;
 	s->tp.free = NIL;
 	s->tp.rng = 0x13;
 	s->freeb = NIL;

@@ -188,7 +188,7 @@ static int seed_blocks(struct cc *s, const struct as_trace *t, uint32_t gi,
 				break;
 			struct block *b = &s->b[prev];
 			b->stream = bb->stream;
-			s->initial[buf] = SEEDED;
+			s->initial[as_cuda_slot(s, buf)] = SEEDED;
 			as_cuda_account_alloc(s, prev, buf,
 					      as_cuda_requested_of(t, buf));
 			at = bb->recorded + size;
@@ -516,7 +516,8 @@ static const char *why(const struct cc *s, const struct as_trace *t,
 		       bool below)
 {
 	const struct as_buffer *b = &t->buffers[i];
-	if (s->seg_size[i] == 0)
+	uint32_t slot = as_cuda_slot(s, i);
+	if (s->seg_size[slot] == 0)
 		return "the model ran out of memory";
 	/* a device size is not a setting of the allocator */
 	for (uint32_t k = 0; k < s->opts.n; k++)
@@ -538,7 +539,7 @@ static const char *why(const struct cc *s, const struct as_trace *t,
 		    t->info[j].free_requested < b->start &&
 		    b->start < t->buffers[j].end)
 			return "record_stream or stream events delayed a free";
-	if (rg->start == 0 && !(s->initial[i] & IN_INITIAL_SEG))
+	if (rg->start == 0 && !(s->initial[slot] & IN_INITIAL_SEG))
 		return "the recorded allocator reused memory cached before "
 		       "the recording (ring buffer truncation?)";
 	if (rg->start > 0 && rg->start == b->start)
@@ -567,13 +568,14 @@ static void diverge(const struct cc *s, struct as_divergence *d, uint32_t i,
 {
 	const struct as_trace *t = s->t;
 	const struct as_buffer *b = &t->buffers[i];
-	uint8_t f = s->initial[i];
+	uint32_t slot = as_cuda_slot(s, i);
+	uint8_t f = s->initial[slot];
 	struct as_div_side m = {
-		.segment = s->seg_key && s->seg_key[i] < s->key_base
-				   ? s->seg_key[i]
+		.segment = s->seg_key && s->seg_key[slot] < s->key_base
+				   ? s->seg_key[slot]
 				   : AS_NO_OFFSET,
-		.segment_size = s->seg_size[i],
-		.offset = s->seg_off[i],
+		.segment_size = s->seg_size[slot],
+		.offset = s->seg_off[slot],
 		.small = (f & IN_SMALL_POOL) != 0,
 		.new_segment = (f & MADE_SEGMENT) != 0,
 		.expandable = (f & IN_EXPANDABLE) != 0,
@@ -670,7 +672,9 @@ void as_cuda_agreement(struct cc *s, struct as_plan *p)
 		runs[nruns++][2] = g->start == 0 ? g->addr : UINT64_MAX;
 	}
 	uint64_t compared = 0, same = 0, seg_same = 0, notes = 0;
-	for (uint32_t i = 0; i < t->nbuffers; i++) {
+	for (uint32_t slot = 0; s->seg_size && slot < as_cuda_nslots(s);
+	     slot++) {
+		uint32_t i = as_cuda_buf(s, slot);
 		const struct as_buffer *b = &t->buffers[i];
 		/* blocks from before the recording are the start, not the
 		 * replay */
@@ -685,7 +689,8 @@ void as_cuda_agreement(struct cc *s, struct as_plan *p)
 		compared++;
 		uint64_t roff = b->recorded - rg->addr, rsize = rg->size;
 		bool rexp = (rg->flags & AS_SEG_EXPANDABLE) && runs;
-		bool mexp = (s->initial[i] & IN_EXPANDABLE) != 0;
+		uint32_t k = slot;
+		bool mexp = (s->initial[k] & IN_EXPANDABLE) != 0;
 		if (rexp) {
 			uint32_t lo = 0, hi = nruns;
 			while (lo < hi) {
@@ -710,8 +715,8 @@ void as_cuda_agreement(struct cc *s, struct as_plan *p)
 		/* an expandable range has no one size: the offset from its
 		 * base tells */
 		bool ss = rexp || mexp ? rexp == mexp
-				       : s->seg_size[i] == rg->size;
-		bool so = ss && s->seg_off[i] == roff;
+				       : s->seg_size[k] == rg->size;
+		bool so = ss && s->seg_off[k] == roff;
 		seg_same += ss;
 		same += so;
 		if (div)
@@ -726,7 +731,7 @@ void as_cuda_agreement(struct cc *s, struct as_plan *p)
 				 ", recorded segment %" PRIu64 " %+" PRId64
 				 ": %s",
 				 t->spaces[s->space].name, b->name, i, b->size,
-				 s->seg_size[i], s->seg_off[i], rsize,
+				 s->seg_size[k], s->seg_off[k], rsize,
 				 (int64_t)roff,
 				 why(s, t, i, rg, notes == 0,
 				     rexp && roff > rsize));

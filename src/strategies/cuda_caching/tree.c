@@ -36,7 +36,7 @@ static uint32_t t_new(struct tpool *p)
 		p->free = p->n[x].l;
 	} else {
 		if (p->used == p->cap) {
-			uint32_t cap = p->cap ? p->cap * 2 : 256;
+			uint32_t cap = p->cap ? p->cap * 2 : 8;
 			struct tnode *n = realloc(p->n, (size_t)cap * sizeof(*n));
 			if (!n || cap < p->cap)
 				return NIL;

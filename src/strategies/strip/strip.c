@@ -205,15 +205,17 @@ static const struct as_option_desc options[] = {
 	{"metric", "size-length",
 	 "first order: size-length, size, length, overlap, area, sum, ratio, "
 	 "length-size, size-overlap, overlap-size"},
-	{"rounds", "8", "seed tuning rounds (0-1000)"},
+	{"rounds", "8", "seed tuning rounds (0-1000)", ""},
 	{"budget_ms", "3000",
 	 "time for the whole run, per trace: the baselines (never cut "
 	 "short), then the search in what is left, at least half "
-	 "(0-3600000)"},
+	 "(0-3600000)",
+	 ""},
 	{"seed", "1", "seed of the search's tie-breaks"},
-	{"search", "auto", "auto, exact, local or none"},
+	{"search", "auto", "auto, exact, local or none", "local none"},
 	{"exact_max", "3000",
-	 "largest rectangle count for the exact search under auto (0-6000)"},
+	 "largest rectangle count for the exact search under auto (0-6000)",
+	 ""},
 	{"big", "256",
 	 "large traces: buffers of at least 1/big of the bound go first "
 	 "(2-65536)"},
