@@ -381,8 +381,8 @@ out:
 /*
  * Order search, an anytime local search over placement orders (issue 39):
  * start from greedy-size's order (largest first, lowest fit), or from the
- * plan so far when that is lower; each trial
- * takes a random position j and re-sorts the order's suffix from j by size
+ * plan so far when that is lower; each trial takes a random position j in
+ * the order's first quarter and re-sorts the order's suffix from j by size
  * times a random factor in [1, 1 + 3s) (s drawn per trial: from greedy-size's
  * suffix order to a scrambled one), then places that suffix again. An order
  * no worse than the current one is kept (moves along the plateau matter: on
@@ -473,7 +473,12 @@ static uint32_t order_search(const struct as_problem *pb, uint64_t *off,
 	while (best > pb->lower_bound && !as_budget_past(budget, deadline) &&
 	       (!nodes || work < nodes)) {
 		double sc = unit_rand(&rng);
-		uint32_t j = (uint32_t)(as_splitmix64(&rng) % n);
+		/*
+		 * From the order's first quarter (its largest rectangles):
+		 * on v-r50-28k, 10 s, five seeds, +0.079% on average against
+		 * +0.093% from anywhere.
+		 */
+		uint32_t j = (uint32_t)(as_splitmix64(&rng) % (n / 4 + 1));
 		memcpy(old + j, ord + j, (size_t)(n - j) * sizeof(uint32_t));
 		for (uint32_t q = j; q < n; q++)
 			key[ord[q]] = (double)pb->r[ord[q]].size *
