@@ -1,9 +1,10 @@
 #!/bin/sh
 # cuda-caching against synthetic snapshots (tests/cuda_sim.py): recordings
 # that start mid-run, with expandable segments, several devices and streams,
-# and a device that runs out of memory. The model must put at least 95% of
-# the blocks where the writer's allocator did, and reach the same reserved
-# peak. Skips when python3 is missing.
+# a device that runs out of memory, and one that fills without running out
+# (the allocator empties its cache and retries). The model must put at
+# least 95% of the blocks where the writer's allocator did, and reach the
+# same reserved peak. Skips when python3 is missing.
 set -u
 exe=${AS_EXE:?AS_EXE is not set}
 src=${AS_SOURCE_DIR:?AS_SOURCE_DIR is not set}
@@ -52,6 +53,9 @@ check expandable_recording_is_reproduced "2 --expandable" cuda-caching
 check two_devices_and_two_streams_are_reproduced \
 	"3 --devices 2 --streams 2" cuda-caching
 check recorded_ooms_teach_the_device_size "4 --capacity 600000000" cuda-caching
+# full without an OOM: the allocator gave its cache back and retried
+check a_release_and_retry_teaches_the_device_size "4 --capacity 1500000000" \
+	cuda-caching
 check expandable_recording_with_ooms_and_streams_is_reproduced \
 	"5 --expandable --capacity 600000000 --streams 2" cuda-caching
 echo "1..$n"

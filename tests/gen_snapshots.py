@@ -19,6 +19,13 @@ allocated while an older one is freed, an expandable range mapped and
 unmapped): the reserved peak counts them (90 MiB on cuda:0, 24 MiB on
 cuda:1).
 
+two_holes.pickle and divergence.pickle (protocol 4): the device gives
+the second of two 20 MiB segments the lower address; each gets two 9 MiB
+blocks, then a 2 MiB request goes to a 2 MiB hole. In two_holes it goes
+where PyTorch puts it (the lower address, of the later segment); in
+divergence, an edited recording, to the other hole: cuda-caching's check
+names that allocation.
+
 Deterministic (seeded), so the test's figures never move.
 """
 import os
@@ -220,6 +227,38 @@ def segment_churn():
     ], "device_traces": [dev0, dev1]}
 
 
+def two_holes(divergent):
+    a, b = 0x7f8010000000, 0x7f8008000000   # b, reserved later, is lower
+    x = (a if divergent else b) + 18 * MB
+    t = [1_700_000_000_000_000]
+
+    def e(action, addr, size):
+        t[0] += 11
+        return {"action": action, "addr": addr, "size": size, "stream": 0,
+                "time_us": t[0], "frames": FRAMES[3:]}
+
+    trace = [e("segment_alloc", a, 20 * MB), e("alloc", a, 9 * MB),
+             e("alloc", a + 9 * MB, 9 * MB),
+             e("segment_alloc", b, 20 * MB), e("alloc", b, 9 * MB),
+             e("alloc", b + 9 * MB, 9 * MB),
+             e("alloc", x, 2 * MB), e("free_requested", x, 2 * MB),
+             e("free_completed", x, 2 * MB)]
+
+    def seg(addr):
+        blocks = [{"address": addr + k * 9 * MB, "size": 9 * MB,
+                   "requested_size": 9 * MB, "state": "active_allocated"}
+                  for k in range(2)]
+        blocks.append({"address": addr + 18 * MB, "size": 2 * MB,
+                       "requested_size": 0, "state": "inactive"})
+        return {"device": 0, "address": addr, "total_size": 20 * MB,
+                "stream": 0, "segment_type": "large",
+                "is_expandable": False, "blocks": blocks}
+    return {"segments": [seg(b), seg(a)], "device_traces": [trace],
+            "allocator_settings": {"max_split_size": -1,
+                                   "expandable_segments": False,
+                                   "PYTORCH_CUDA_ALLOC_CONF": ""}}
+
+
 def main():
     if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
         sys.exit(__doc__.split("\n\n")[1])
@@ -231,6 +270,10 @@ def main():
         pickle.dump(old_writer(), f, protocol=2)
     with open(os.path.join(out, "segment_churn.pickle"), "wb") as f:
         pickle.dump(segment_churn(), f, protocol=4)
+    with open(os.path.join(out, "two_holes.pickle"), "wb") as f:
+        pickle.dump(two_holes(False), f, protocol=4)
+    with open(os.path.join(out, "divergence.pickle"), "wb") as f:
+        pickle.dump(two_holes(True), f, protocol=4)
 
 
 if __name__ == "__main__":

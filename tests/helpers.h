@@ -82,6 +82,18 @@ static inline void test_run_done(struct test_run *r)
 	as_trace_destroy(r->t);
 }
 
+/* The trace `text` read as if from file `name` (format NULL: detected, as
+ * by name and content); NULL when refused, with *d saying why. */
+static inline struct as_trace *test_parse(const char *name, const char *text,
+					  const char *format,
+					  struct as_diag *d)
+{
+	struct as_trace *t = NULL;
+	if (as_trace_parse(name, text, strlen(text), format, &t, d) != AS_OK)
+		return NULL;
+	return t;
+}
+
 /* The last buffer named `name`, or -1. */
 static inline int64_t test_buffer(const struct as_trace *t, const char *name)
 {

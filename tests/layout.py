@@ -2,7 +2,7 @@
 """The layout's rules, checked on the sources (TAP):
 - no include circle between files;
 - each folder of src/ includes only the folders before it in the pipeline
-  (core <- formats, strategies <- compare, render <- cli) and itself;
+  (core <- formats, strategies <- compare, explain, render <- cli) and itself;
 - cJSON only in src/formats/json/, cairo only in src/render/, SDL2 only in
   viewer/; the front ends see only the public headers;
 - a run is passed down, never looked up: no _Thread_local anywhere, no
@@ -19,6 +19,7 @@ allowed = {
     "formats": {"core"},
     "strategies": {"core"},
     "compare": {"core"},
+    "explain": {"core"},
     "render": {"core"},
     "cli": set(),
 }

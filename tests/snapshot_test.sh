@@ -57,6 +57,9 @@ ok "gen_snapshots.py writes hand-made snapshots with Python's pickle" $?
 files=("$tmp"/gen/*.pickle)
 if [ -n "$shared" ] && [ -d "$shared/snapshots" ]; then
 	files+=("$shared"/snapshots/*.pickle)
+	# snapshots cuda-caching was made to reproduce (issue 37)
+	[ -d "$shared/snapshots/fidelity" ] &&
+		files+=("$shared"/snapshots/fidelity/*.pickle)
 else
 	skip "the real snapshots of ../shared" "../shared is absent"
 fi
@@ -124,6 +127,30 @@ for sp in rec["spaces"]:
     assert sp["peak"] <= reserved[sp["name"]] + (8 << 20), (sp, reserved)
 EOF
 ok "three_devices.pickle: the recorded peak of every device, expandable too, is within 8 MiB of its reserved peak" $?
+
+# Where cuda-caching leaves a recording: none on two_holes.pickle (the lower
+# address wins among equal holes, though the device gave it later), the
+# edited allocation on divergence.pickle, with both sides.
+"$exe" check "$tmp/gen/two_holes.pickle" -s cuda-caching >"$tmp/c0" 2>&1
+rc=$?
+[ $rc -eq 0 ] && grep -q '^no divergence' "$tmp/c0" &&
+	grep -q '5 allocations compared, 5 in the recorded block' "$tmp/c0"
+s=$?
+[ $s -eq 0 ] || sed 's/^/#   /' "$tmp/c0"
+ok "check -s cuda-caching: two_holes.pickle has no divergence (exit 0)" $s
+"$exe" check "$tmp/gen/divergence.pickle" -s cuda-caching >"$tmp/c1" 2>&1
+rc=$?
+[ $rc -eq 1 ] &&
+	grep -q '5 allocations compared, 4 in the recorded block' "$tmp/c1" &&
+	grep -q '^first divergence: step 5, cuda:0, buffer b7f8011200000_0 (#[0-9]*, 2097152 B asked): block chosen$' "$tmp/c1" &&
+	grep -q '^  model: *segment 0x7f8008000000 (20.0 MiB, large pool, a cached block) at +18874368$' "$tmp/c1" &&
+	grep -q '^  recorded: *segment 0x7f8010000000 (20.0 MiB, large pool, a cached block) at +18874368$' "$tmp/c1"
+s=$?
+[ $s -eq 0 ] || sed 's/^/#   /' "$tmp/c1"
+ok "check -s cuda-caching: divergence.pickle names the edited allocation and both blocks (exit 1)" $s
+"$exe" check "$tmp/gen/old_writer.pickle" -s greedy-size >"$tmp/c2" 2>&1
+[ $? -eq 2 ] && grep -q 'compares itself with no recording' "$tmp/c2"
+ok "check -s with a strategy that replays no recording says so (exit 2)" $?
 
 # allocscope view runs the viewer beside it.
 if [ -n "${AS_VIEWER:-}" ]; then

@@ -722,7 +722,7 @@ static void bfc_rejects_options_out_of_range_with_a_clear_error(void)
 {
 	static const char *const bad[] = {
 		"bfc:growth=2", "bfc:frag=1.5", "bfc:align=sideways",
-		"bfc:total=0", "bfc:nonsense=1", "bfc:first_region=12",
+		"bfc:total=100", "bfc:nonsense=1", "bfc:first_region=12",
 	};
 	const char *text = "alloc a 1\n";
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -739,6 +739,58 @@ static void bfc_rejects_options_out_of_range_with_a_clear_error(void)
 		as_plan_destroy(p);
 		as_trace_destroy(t);
 	}
+}
+
+/* The remark (AS_NOTE_CAPACITY) of a plan, or NULL. */
+static const char *capacity_note(const struct as_plan *p)
+{
+	for (uint32_t i = 0; p && i < p->nnotes; i++)
+		if (strncmp(p->notes[i], AS_NOTE_CAPACITY,
+			    strlen(AS_NOTE_CAPACITY)) == 0)
+			return p->notes[i];
+	return NULL;
+}
+
+static void bfc_takes_its_limit_from_the_trace_else_none(void)
+{
+	/* no limit stated: 20 GiB fits (total=16G was the default once) */
+	struct run r = run_ops("alloc a 21474836480\nalloc b 256\n", "bfc");
+	CHECK_EQ_U64(r.err, AS_OK);
+	if (r.p) {
+		CHECK_EQ_U64(as_plan_failed(r.p, r.t), 0);
+		CHECK(capacity_note(r.p) == NULL);
+	}
+	run_done(&r);
+	/* an option still sets it, and the run says so */
+	r = run_ops("alloc a 21474836480\nalloc b 256\n", "bfc:total=16G");
+	if (r.p) {
+		CHECK_EQ_U64(as_plan_failed(r.p, r.t), 1);
+		CHECK_STR(capacity_note(r.p),
+			  "capacity: default: 17179869184 B (16.0 GiB) from "
+			  "the option total=17179869184");
+	}
+	run_done(&r);
+	/* a pool's capacity is the limit */
+	const char *json =
+		"{\"format\": \"allocscope-trace\", \"version\": 1,"
+		" \"pools\": [{\"name\": \"hbm\", \"capacity\": 1048576}],"
+		" \"events\": [{\"op\": \"alloc\", \"name\": \"a\","
+		" \"size\": 2097152}, {\"op\": \"alloc\", \"name\": \"b\","
+		" \"size\": 4096}]}";
+	struct as_trace *t = NULL;
+	struct as_plan *p = NULL;
+	struct as_diag d = {0};
+	CHECK(as_trace_parse("pool.json", json, strlen(json), "json", &t,
+			     &d) == AS_OK);
+	if (t && as_strategy_run("bfc", t, NULL, &p, &d) == AS_OK) {
+		CHECK_EQ_U64(p->offset[0], AS_NO_OFFSET);
+		CHECK(p->offset[1] != AS_NO_OFFSET);
+		CHECK_STR(capacity_note(p),
+			  "capacity: hbm: 1048576 B (1.00 MiB) from the trace "
+			  "(its space's capacity)");
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
 }
 
 static void bfc_config_lines_are_overridden_by_the_spec(void)
@@ -1308,6 +1360,7 @@ int main(void)
 	TEST_RUN(bfc_reports_its_statistics_in_the_plan);
 	TEST_RUN(bfc_renders_the_100_character_occupancy_line);
 	TEST_RUN(bfc_rejects_options_out_of_range_with_a_clear_error);
+	TEST_RUN(bfc_takes_its_limit_from_the_trace_else_none);
 	TEST_RUN(bfc_config_lines_are_overridden_by_the_spec);
 	TEST_RUN(bfc_check_reports_each_broken_invariant_as_data);
 	TEST_RUN(bfc_matches_a_naive_reference_on_seeded_random_traces);

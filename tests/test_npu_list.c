@@ -265,6 +265,30 @@ static void merge_never_keeps_released_nodes_apart(void)
 	test_run_done(&r);
 }
 
+static void the_memory_is_what_the_trace_states_else_unlimited(void)
+{
+	/* no limit stated: 2 GiB fits (capacity=1G was the default once) */
+	struct test_run r;
+	test_run(&r, "npu-list", "t.ops", "alloc a 2147483648\nalloc b 64\n");
+	if (test_run_ok(&r)) {
+		CHECK_EQ_U64(as_plan_failed(r.p, r.t), 0);
+		CHECK_EQ_U64(r.p->nnotes, 0);
+	}
+	test_run_done(&r);
+	/* the option still sets it, and the run says so */
+	test_run(&r, "npu-list:capacity=1G", "t.ops",
+		 "alloc a 2147483648\nalloc b 64\n");
+	if (test_run_ok(&r)) {
+		CHECK_EQ_U64(as_plan_failed(r.p, r.t), 1);
+		CHECK(r.p->nnotes == 1);
+		if (r.p->nnotes == 1)
+			CHECK_STR(r.p->notes[0],
+				  "capacity: default: 1073741824 B (1.00 GiB) "
+				  "from the option capacity=1073741824");
+	}
+	test_run_done(&r);
+}
+
 static void options_out_of_range_are_refused_by_name(void)
 {
 	struct test_run r;
@@ -572,6 +596,7 @@ int main(void)
 	TEST_RUN(a_sharer_larger_than_its_host_fails);
 	TEST_RUN(release_merges_with_a_free_successor_and_predecessor);
 	TEST_RUN(merge_never_keeps_released_nodes_apart);
+	TEST_RUN(the_memory_is_what_the_trace_states_else_unlimited);
 	TEST_RUN(options_out_of_range_are_refused_by_name);
 	TEST_RUN(config_lines_set_options_per_case);
 	TEST_RUN(the_bundled_instruction_stream_shares_symbols_validly);

@@ -1109,6 +1109,10 @@ static void real_snapshots_load(void)
 		"eor_nn.pickle",	"newest_keys.pickle",
 		"segments_only.pickle", "tiny_voxelflex.pickle",
 		"empty_settings_only.pickle",
+		"fidelity/cs336_ctx128_forward.pickle",
+		"fidelity/cs336_2.7b_forward.pickle",
+		"fidelity/cs336_ctx256_fullstep.pickle",
+		"fidelity/cs336_ctx128_forward_mixed.pickle",
 	};
 	for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
 		char path[1200];

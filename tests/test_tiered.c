@@ -211,6 +211,37 @@ static void l2_is_tried_first_then_l3(void)
 	test_run_done(&r);
 }
 
+static void l2_holds_the_memory_the_trace_states(void)
+{
+	/* the pool's 4 MiB are L2; what does not fit goes to L3 */
+	static const char json[] =
+		"{\"format\": \"allocscope-trace\", \"version\": 1,"
+		" \"pools\": [{\"name\": \"hbm\", \"capacity\": 4194304}],"
+		" \"events\": [{\"op\": \"alloc\", \"name\": \"a\","
+		" \"size\": 3145728}, {\"op\": \"alloc\", \"name\": \"b\","
+		" \"size\": 3145728}]}";
+	struct test_run r;
+	test_run(&r, "tiered", "t.json", json);
+	if (test_run_ok(&r)) {
+		CHECK_EQ_U64(level(&r, "a"), 0);
+		CHECK_EQ_U64(level(&r, "b"), 1);
+		CHECK_EQ_U64(r.p->space_capacity[0], MiB(4));
+		CHECK(r.p->nnotes == 1);
+		if (r.p->nnotes == 1)
+			CHECK_STR(r.p->notes[0],
+				  "capacity: L2: 4194304 B (4.00 MiB) from the "
+				  "trace (its space's capacity)");
+	}
+	test_run_done(&r);
+	/* l2=0 given: unlimited, whatever the trace says */
+	test_run(&r, "tiered:l2=0", "t.json", json);
+	if (test_run_ok(&r)) {
+		CHECK_EQ_U64(level(&r, "b"), 0);
+		CHECK_EQ_U64(r.p->nnotes, 0);
+	}
+	test_run_done(&r);
+}
+
 static void a_free_l2_block_is_reused_before_l3(void)
 {
 	struct test_run r;
@@ -959,6 +990,7 @@ int main(void)
 	TEST_RUN(a_smaller_largest_block_not_at_the_tail_means_fresh_memory);
 	TEST_RUN(only_the_largest_free_block_is_considered_for_extension);
 	TEST_RUN(l2_is_tried_first_then_l3);
+	TEST_RUN(l2_holds_the_memory_the_trace_states);
 	TEST_RUN(a_free_l2_block_is_reused_before_l3);
 	TEST_RUN(a_tail_extension_beyond_l2_goes_to_l3);
 	TEST_RUN(alignment_is_honoured_with_free_padding);

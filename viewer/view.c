@@ -10,9 +10,11 @@
 
 #include "viewer.h"
 
-/* The time cursor's groupings (g), by enum as_group_by. */
-const char *const view_group_names[4] = {"buffer", "name prefix",
-					"stack frame", "size class"};
+/* The time cursor's groupings (g), by enum as_group_by, in the order g
+ * cycles through them: the first VIEW_GROUPS values. */
+const char *const view_group_names[VIEW_GROUPS] = {
+	"buffer", "name prefix", "stack frame", "size class",
+	"annotation stage"};
 
 void view_message(struct viewer *v, uint32_t color, const char *fmt, ...)
 {
@@ -746,7 +748,7 @@ static void key(struct viewer *v, SDL_Keycode k, Uint16 mod)
 		v->dirty = true;
 		break;
 	case SDLK_g:
-		v->group = (enum as_group_by)((v->group + 1) % 4);
+		v->group = (enum as_group_by)((v->group + 1) % VIEW_GROUPS);
 		v->cursor_panel = -1;
 		v->dirty = true;
 		view_message(v, C_BAR_TEXT, "live list grouped by %s",

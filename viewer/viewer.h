@@ -212,7 +212,8 @@ const struct strat *view_strat_of_panel(const struct viewer *v, int panel);
 /* Hit-test the mouse's position into v->hover (dirty when it changes). */
 void view_update_hover(struct viewer *v);
 /* The time cursor's groupings (g), by enum as_group_by. */
-extern const char *const view_group_names[4];
+#define VIEW_GROUPS 5 /* AS_GROUP_BUFFER .. AS_GROUP_STAGE */
+extern const char *const view_group_names[VIEW_GROUPS];
 
 /* paint.c */
 /* Paint the whole window into v->px. */

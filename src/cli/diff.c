@@ -19,6 +19,7 @@
 #include "allocscope/compare.h"
 #include "allocscope/render.h"
 #include "diff.h"
+#include "explain.h"
 #include "runs.h"
 
 #define EXIT_REGRESSED 1
@@ -28,6 +29,8 @@ static const char diff_usage[] =
 	"usage: allocscope diff BASE.json NEW.json [options]\n"
 	"       allocscope diff -s SPEC_A -s SPEC_B TRACE|DIR... [-f FMT] "
 	"[options]\n"
+	"       allocscope diff --by stack|frame|... BASE_TRACE NEW_TRACE "
+	"(allocscope explain --help)\n"
 	"\n"
 	"BASE and NEW are files written by 'allocscope replay --json' (-:\n"
 	"standard input); with two -s, both strategies run on the same traces\n"
@@ -379,6 +382,9 @@ static int write_markdown(const char *path, const struct as_comparison *c,
 
 int cli_diff(int argc, char **argv)
 {
+	for (int i = 0; i < argc; i++) /* two recordings by group */
+		if (strcmp(argv[i], "--by") == 0)
+			return cli_diff_by(argc, argv);
 	struct as_compare_options opts;
 	as_compare_defaults(&opts);
 	const char *specs[2], *markdown = NULL, *svg = NULL;

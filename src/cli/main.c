@@ -16,6 +16,8 @@
 #include "allocscope/compare.h"
 #include "allocscope/render.h"
 #include "diff.h"
+#include "divergence.h"
+#include "explain.h"
 #include "runs.h"
 
 #define EXIT_INVALID 1
@@ -29,11 +31,14 @@ static const char usage_text[] =
 	"                         [--png FILE] [--svg FILE]\n"
 	"                         [--size WxH] [--color-by buffer|size|pool|lifetime|prefix|frame]\n"
 	"                         [--time clock|events]\n"
-	"       allocscope check TRACE [-f FMT] [--plan PLAN.csv]\n"
+	"       allocscope check TRACE [-f FMT] [--plan PLAN.csv | -s SPEC]\n"
 	"       allocscope strategies\n"
 	"       allocscope diff BASE.json NEW.json [--metric M] [--max-regress PCT]\n"
 	"                       [--markdown FILE] [--svg DIR] [--all]\n"
 	"       allocscope diff -s SPEC_A -s SPEC_B TRACE|DIR... [options]\n"
+	"       allocscope diff --by stack BASE_TRACE NEW_TRACE [options]\n"
+	"       allocscope explain TRACE... [-s SPEC]... [--by stack|frame|...]\n"
+	"                          [--top N] [--json FILE|-] [--markdown FILE]\n"
 	"       allocscope view TRACE [viewer options]  (runs allocscope-view)\n"
 	"       allocscope --help | --version\n"
 	"\n"
@@ -47,7 +52,10 @@ static const char usage_text[] =
 	"at a time above 4,000,000 buffers); the plans are the same.\n"
 	"--step-limit N: exact baselines that would take more than N steps are\n"
 	"left out (default: the default set's limit without -s, none with -s;\n"
-	"0: none, -s runs them to the end). docs/strategies.md says more.\n";
+	"0: none, -s runs them to the end). docs/strategies.md says more.\n"
+	"check -s SPEC on a recording (cuda-caching on a PyTorch snapshot):\n"
+	"where the model's blocks leave the recorded ones (exit 1 when they\n"
+	"do).\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -179,6 +187,17 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 		       as_human_bytes((uint64_t)res, hb, sizeof(hb)), frag,
 		       as_human_bytes((uint64_t)frag, hf, sizeof(hf)), ooms);
 	}
+	/* The memory limits runs used, and where they came from. */
+	const size_t np = strlen(AS_NOTE_CAPACITY);
+	header = false;
+	for (size_t i = 0; i < n; i++)
+		for (uint32_t k = 0; k < r[i].plan->nnotes; k++)
+			if (strncmp(r[i].plan->notes[k], AS_NOTE_CAPACITY,
+				    np) == 0) {
+				printf("%s%-28s %s\n", header ? "" : "\n",
+				       r[i].spec, r[i].plan->notes[k]);
+				header = true;
+			}
 }
 
 /* Dump lines quote buffer names: escaped. Runs with emit go one at a
@@ -596,7 +615,7 @@ static int cmd_replay(int argc, char **argv)
 
 static int cmd_check(int argc, char **argv)
 {
-	const char *trace_path = NULL, *plan_path = NULL;
+	const char *trace_path = NULL, *plan_path = NULL, *spec = NULL;
 	const char *fmt = NULL;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
@@ -607,6 +626,8 @@ static int cmd_check(int argc, char **argv)
 						   argv[i]);
 		} else if (strcmp(a, "--plan") == 0 && more) {
 			plan_path = argv[++i];
+		} else if (strcmp(a, "-s") == 0 && more) {
+			spec = argv[++i];
 		} else if (a[0] == '-' && a[1]) {
 			return usage_error("unknown or incomplete option '%s'",
 					   a);
@@ -618,6 +639,8 @@ static int cmd_check(int argc, char **argv)
 	}
 	if (!trace_path)
 		return usage_error("check needs a TRACE%s", "");
+	if (spec && plan_path)
+		return usage_error("check takes --plan or -s, not both%s", "");
 	struct as_diag d;
 	struct as_trace *t;
 	struct as_plan *p = NULL;
@@ -628,6 +651,16 @@ static int cmd_check(int argc, char **argv)
 	if ((err = as_trace_load(trace_path, fmt, &t, &d)) != AS_OK)
 		return cli_report_diag(&d, err);
 	int status = 0;
+	if (spec) {
+		/* where the model leaves the recording */
+		if ((err = as_strategy_run(spec, t, NULL, &p, &d)) != AS_OK)
+			status = cli_report_diag(&d, err);
+		else
+			status = cli_divergence_report(t, spec, p);
+		as_plan_destroy(p);
+		as_trace_destroy(t);
+		return status;
+	}
 	if (plan_path) {
 		if ((err = as_plan_read_csv(t, plan_path, &p, &d)) != AS_OK)
 			status = cli_report_diag(&d, err);
@@ -784,6 +817,8 @@ int main(int argc, char **argv)
 		return cmd_strategies();
 	if (strcmp(cmd, "diff") == 0)
 		return cli_diff(argc - 2, argv + 2);
+	if (strcmp(cmd, "explain") == 0)
+		return cli_explain(argc - 2, argv + 2);
 	if (strcmp(cmd, "view") == 0)
 		return cmd_view(argv + 1);
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

@@ -89,6 +89,14 @@ static bool is_trace_name(const char *name)
 	return false;
 }
 
+/* A file whose name tells no format, kept when its content is a profiler
+ * trace (Kineto names them as it likes: `rank0.trace`, no extension). */
+static bool is_trace_content(const char *path)
+{
+	const char *f = as_trace_sniff(path);
+	return f && strcmp(f, "profiler") == 0;
+}
+
 static int name_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -169,7 +177,10 @@ static int walk(const char *dir, bool all_files, struct list *out,
 		} else if (is && S_ISDIR(st.st_mode)) {
 			err = walk(p, all_files, out, diag, up);
 			free(p);
-		} else if (!all_files && !is_trace_name(names.v[i])) {
+		} else if (!all_files && !is_trace_name(names.v[i]) &&
+			   !(is && S_ISREG(st.st_mode) && is_trace_content(p))) {
+			/* Named as no trace, nor one by its first bytes (a
+			 * regular file only: nothing else is opened). */
 			free(p);
 		} else if (is && !S_ISREG(st.st_mode)) {
 			/* Refused by its stat alone: nothing is opened. */
@@ -210,7 +221,8 @@ int cli_expand_traces(char *const *args, size_t nargs, bool all_files,
 			err = fail(diag, AS_EINVAL,
 				   "no traces in this directory (%s)",
 				   ".ops, .txt, .json, .csv, .mtrace, "
-				   ".heaptrack, .pickle, also .gz or .zst");
+				   ".heaptrack, .pickle, also .gz or .zst; "
+				   "profiler traces by content");
 		}
 	}
 	if (err != AS_OK) {

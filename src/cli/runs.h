@@ -13,8 +13,8 @@
 /*
  * Expand `args` into trace paths: a file is kept as given; a directory is
  * walked recursively in name order, keeping files whose extension is a
- * trace format (.ops .txt .json .csv; every file when `all_files`) and
- * skipping hidden entries. On success *out is a malloc'ed array of
+ * trace format (.ops .txt .json .csv; every file when `all_files`) or
+ * whose content is a profiler trace, skipping hidden entries. On success *out is a malloc'ed array of
  * malloc'ed strings (free with cli_paths_free). A directory with no trace
  * in it is an error, described in diag.
  */

@@ -90,6 +90,69 @@ const char *as_next_line(const char **p, const char *end, size_t *len);
  * format skips it the same way (formats.c). */
 size_t as_bom_len(const char *s, size_t len);
 
+/* ---- moments.c ---- */
+
+/*
+ * The drawable buffers of a trace in order of start and of end, built once
+ * (O(n log n)) so that every sweep over time after it is a merge, O(n).
+ */
+struct as_order {
+	const struct as_trace *t;
+	uint32_t *by_start, *by_end;
+	uint32_t n;
+};
+
+/* A start or end of buffer i at time t, in time order. */
+struct as_edge {
+	uint64_t t;
+	uint32_t i;
+	bool start;
+};
+
+int as_order_build(const struct as_trace *t, struct as_order *o);
+void as_order_free(struct as_order *o);
+/* The starts and ends of the buffers with keep[i] set, in time order, into
+ * out (room for 2 per buffer); returns how many. */
+size_t as_order_edges(const struct as_order *o, const uint8_t *keep,
+		      struct as_edge *out);
+/* as_plan_peak_moment and as_trace_peak_moment over an order built once. */
+int as_order_peak_moment(const struct as_order *o, const struct as_plan *p,
+			 int space, struct as_moment *out);
+int as_order_bound_moment(const struct as_order *o, int space,
+			  struct as_moment *out);
+
+/* ---- curve.c ---- */
+
+/*
+ * A step function of time: v[k] holds over [t[k], t[k + 1]), 0 before
+ * t[0]; bmax[b] the highest v of block b (AS_CURVE_BLOCK points), vmax the
+ * highest of all. Zeroed is empty.
+ */
+#define AS_CURVE_BLOCK 64
+struct as_curve {
+	uint64_t *t, *v, *bmax;
+	uint32_t n, nb;
+	uint64_t vmax;
+};
+
+void as_curve_free(struct as_curve *c);
+/* Room for n points (AS_ENOMEM). */
+int as_curve_alloc(struct as_curve *c, size_t n);
+/* Append (t, v), t not before the last: equal times and runs of equal
+ * values merge. */
+void as_curve_put(struct as_curve *c, uint64_t t, uint64_t v);
+/* The block maxima, after the last point (AS_ENOMEM). */
+int as_curve_finish(struct as_curve *c);
+/* The number of points at or before time t. O(log n). */
+uint32_t as_curve_index(const struct as_curve *c, uint64_t t);
+/* The value at time t. O(log n). */
+uint64_t as_curve_at(const struct as_curve *c, uint64_t t);
+/* The greatest value of points [lo, hi) and in *at the first point that
+ * has it (hi when the range is empty). O((hi - lo) / AS_CURVE_BLOCK +
+ * AS_CURVE_BLOCK). */
+uint64_t as_curve_max(const struct as_curve *c, uint32_t lo, uint32_t hi,
+		      uint32_t *at);
+
 /* ---- plan_csv.c ---- */
 
 /*

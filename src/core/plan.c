@@ -49,7 +49,29 @@ void as_plan_destroy(struct as_plan *p)
 	for (uint32_t i = 0; i < p->nnotes; i++)
 		free(p->notes[i]);
 	free(p->notes);
+	free(p->divergence);
 	free(p);
+}
+
+const char *as_div_kind_name(enum as_div_kind k)
+{
+	switch (k) {
+	case AS_DIV_NONE:
+		return "none";
+	case AS_DIV_OUT_OF_MEMORY:
+		return "out of memory";
+	case AS_DIV_POOL:
+		return "pool";
+	case AS_DIV_NEW_SEGMENT:
+		return "new segment or cached block";
+	case AS_DIV_SEGMENT_SIZE:
+		return "segment size";
+	case AS_DIV_BLOCK:
+		return "block chosen";
+	case AS_DIV_OFFSET:
+		return "offset";
+	}
+	return "?";
 }
 
 /* A copy of n elements of `size` bytes at src (NULL stays NULL); false: no
@@ -94,7 +116,9 @@ struct as_plan *as_plan_copy(const struct as_plan *p)
 			    sizeof(*p->segment_size)) &&
 		  dup_array(&c->segment_offset, p->segment_offset, n,
 			    sizeof(*p->segment_offset)) &&
-		  dup_array(&c->notes, p->notes, p->nnotes, sizeof(*p->notes));
+		  dup_array(&c->notes, p->notes, p->nnotes, sizeof(*p->notes)) &&
+		  dup_array(&c->divergence, p->divergence, p->divergence ? 1 : 0,
+			    sizeof(*p->divergence));
 	for (uint32_t i = 0; ok && i < p->nnotes; i++, c->nnotes++) {
 		size_t len = strlen(p->notes[i]) + 1;
 		if ((ok = (c->notes[i] = malloc(len)) != NULL))

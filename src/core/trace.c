@@ -186,6 +186,7 @@ void as_builder_destroy(struct as_builder *b)
 	free(b->stack_text);
 	free(b->stack_ptr);
 	free(b->lines);
+	as_strmap_finish(&b->ctx_map);
 	free(b);
 }
 
@@ -907,7 +908,9 @@ int as_builder_finish(struct as_builder *b, struct as_trace **out,
 					   (unsigned long long)p->end);
 		buf->space = p->space;
 	}
-	if ((err = as_builder_check_live(b, diag)))
+	if ((err = as_builder_check_live(b, diag)) ||
+	    (err = as_builder_finish_stages(b, diag)) ||
+	    (err = as_builder_finish_contexts(b)))
 		return err;
 	*out = t;
 	b->t = NULL;
@@ -924,6 +927,10 @@ void as_trace_destroy(struct as_trace *t)
 			free(t->priv->owned[i]);
 		free(t->priv->stacks);
 		free(t->priv->stack_of);
+		free(t->priv->ctx_strs);
+		free(t->priv->context_of);
+		free(t->priv->metadata_of);
+		free(t->priv->cuts);
 		free(t->priv->owned);
 		as_arena_finish(&t->priv->strings);
 		free(t->priv);
@@ -942,6 +949,7 @@ void as_trace_destroy(struct as_trace *t)
 	free(t->reallocs);
 	free(t->input_stats);
 	free(t->addr_map);
+	free(t->stages);
 	free(t);
 }
 

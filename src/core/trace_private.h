@@ -5,6 +5,7 @@
 #define AS_TRACE_PRIVATE_H
 
 #include "allocscope/allocscope.h"
+#include "core/internal.h"
 
 /* A bump arena for strings; blocks are freed with the trace. */
 struct as_arena {
@@ -31,6 +32,25 @@ struct as_trace_private {
 	const char **stacks;
 	uint32_t nstacks;
 	uint32_t *stack_of;
+	/*
+	 * Contexts (stages.c): ctx_strs[k] a distinct compile context or
+	 * user metadata text; context_of[i] and metadata_of[i] buffer i's
+	 * (AS_NONE: none); NULL when no buffer has one.
+	 */
+	const char **ctx_strs;
+	uint32_t nctx_strs;
+	uint32_t *context_of, *metadata_of;
+	/*
+	 * The stages' cuts (stages.c): by space, then time; from cuts[k].time
+	 * to the next cut of the space, cuts[k].stage is the innermost stage
+	 * (AS_NONE: none).
+	 */
+	struct as_stage_cut {
+		uint64_t time;
+		uint32_t stage;
+		uint16_t space;
+	} *cuts;
+	uint32_t ncuts;
 };
 
 char *as_arena_dup(struct as_arena *a, const char *s, size_t len);
@@ -121,6 +141,13 @@ void as_builder_namer(struct as_builder *b, int (*namer)(struct as_trace *t));
 /* Give every buffer its name now (as_trace_buffer_name's first call), for
  * code that reads buffers[i].name of many: AS_OK or AS_ENOMEM. */
 int as_trace_name_all(const struct as_trace *t);
+/*
+ * Buffer idx's compile context and user metadata (either NULL: none;
+ * copied once per distinct text). AS_ENOMEM.
+ */
+int as_builder_context(struct as_builder *b, uint32_t idx, const char *context,
+		       const char *metadata);
+
 /* Find a buffer by name: the live one, else the most recent. */
 int64_t as_builder_lookup(struct as_builder *b, const char *name);
 
@@ -149,7 +176,8 @@ struct as_builder {
 	uint32_t unique_live, sweep_from;
 	bool timed, ordered;
 	uint32_t cap_marks, cap_segments, cap_info, ninfo, cap_input_stats,
-		cap_reallocs;
+		cap_reallocs, cap_stages, cap_contexts, cap_ctx_of;
+	struct as_strmap ctx_map; /* context texts -> index in ctx_strs */
 	uint64_t cap_clock, nclock; /* clock readings held: steps [0, nclock) */
 	/* Space names past spaces[0] (which parsers may rename): open
 	 * addressing over space indices, 0 marks an empty slot. */
@@ -163,6 +191,13 @@ struct as_builder {
 	size_t nlines, cap_lines;
 	uint64_t last_line;
 };
+
+/* ---- stages.c ---- */
+/* Sort the stages, cut them to the trace's end, check their spaces, give
+ * them lanes and build the cuts (at the finish). */
+int as_builder_finish_stages(struct as_builder *b, struct as_diag *diag);
+/* Grow the per-buffer context arrays to every buffer (at the finish). */
+int as_builder_finish_contexts(struct as_builder *b);
 
 /* ---- limits.c ---- */
 /* Record the input line of the buffer just added (AS_ENOMEM). */

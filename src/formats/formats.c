@@ -16,9 +16,11 @@
 #include "formats/decompress.h"
 #include "formats/formats.h"
 
-/* In detection order: the ops format, which takes any text, last. */
+/* In detection order: the ops format, which takes any text, last; the
+ * profiler's Chrome traces before the JSON traces, which take any object. */
 static const struct as_format_impl *const formats[] = {
 	&as_format_pickle,
+	&as_format_profiler,
 	&as_format_json,
 	&as_format_mtrace,
 	&as_format_heaptrack,
@@ -28,8 +30,9 @@ static const struct as_format_impl *const formats[] = {
 
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
 
-/* How many first bytes detection looks at. */
-#define SNIFF_BYTES 4096
+/* How many first bytes detection looks at (a profiler trace's
+ * "traceEvents" may come after several devices' properties). */
+#define SNIFF_BYTES (64u << 10)
 
 static const struct as_format_impl *by_name(const char *name)
 {
@@ -53,35 +56,45 @@ const char *as_format_names(size_t i)
 	return i < NFORMATS ? formats[i]->name : NULL;
 }
 
-/* Whether `ext` (".json") is one of the space separated `list`. */
-static bool ext_listed(const char *list, const char *ext)
+/* The row with the longest extension that ends the file's name, or NULL. */
+static const struct as_format_impl *by_extension(const char *name)
 {
-	size_t n = strlen(ext);
-	for (const char *p = list; *p;) {
-		size_t w = strcspn(p, " ");
-		if (w == n && memcmp(p, ext, n) == 0)
-			return true;
-		p += w;
-		p += strspn(p, " ");
-	}
-	return false;
+	const char *slash = strrchr(name, '/');
+	const char *base = slash ? slash + 1 : name;
+	size_t n = strlen(base), best = 0;
+	const struct as_format_impl *found = NULL;
+	for (size_t i = 0; i < NFORMATS; i++)
+		for (const char *p = formats[i]->extensions; *p;) {
+			size_t w = strcspn(p, " ");
+			if (w > best && w <= n &&
+			    memcmp(base + n - w, p, w) == 0) {
+				best = w;
+				found = formats[i];
+			}
+			p += w;
+			p += strspn(p, " ");
+		}
+	return found;
+}
+
+/* The first row whose sniff takes the head; NULL when none but ops does. */
+static const struct as_format_impl *by_content(const char *head, size_t len)
+{
+	if (len > SNIFF_BYTES)
+		len = SNIFF_BYTES;
+	for (size_t i = 0; i < NFORMATS; i++)
+		if (formats[i] != &as_format_ops && formats[i]->sniff(head, len))
+			return formats[i];
+	return NULL;
 }
 
 static const struct as_format_impl *detect(const char *name,
 					   const char *head, size_t len)
 {
-	const char *slash = strrchr(name, '/');
-	const char *dot = strrchr(slash ? slash : name, '.');
-	if (dot)
-		for (size_t i = 0; i < NFORMATS; i++)
-			if (ext_listed(formats[i]->extensions, dot))
-				return formats[i];
-	if (len > SNIFF_BYTES)
-		len = SNIFF_BYTES;
-	for (size_t i = 0; i < NFORMATS; i++)
-		if (formats[i]->sniff(head, len))
-			return formats[i];
-	return &as_format_ops;
+	const struct as_format_impl *f = by_extension(name);
+	if (!f)
+		f = by_content(head, len);
+	return f ? f : &as_format_ops;
 }
 
 static int start(const char *name, const struct as_format_impl *fmt,
@@ -370,6 +383,34 @@ int as_trace_load(const char *path, const char *format, struct as_trace **out,
 	as_reader_close(r);
 	fclose(f);
 	return err;
+}
+
+const char *as_trace_sniff(const char *path)
+{
+	struct stat st;
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	struct as_reader *r = NULL;
+	enum as_compression kind;
+	struct as_diag diag;
+	char *head = malloc(SNIFF_BYTES);
+	size_t len = 0, got = 1;
+	if (head && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+	    as_reader_open(f, &r, &kind, &diag) == AS_OK)
+		while (got && len < SNIFF_BYTES &&
+		       as_reader_read(r, head + len, SNIFF_BYTES - len, &got,
+				      &diag) == AS_OK)
+			len += got;
+	const struct as_format_impl *fmt = NULL;
+	if (head && len) {
+		size_t bom = as_bom_len(head, len);
+		fmt = by_content(head + bom, len - bom);
+	}
+	free(head);
+	as_reader_close(r);
+	fclose(f);
+	return fmt ? fmt->name : NULL;
 }
 
 int as_recorded_lines(struct as_builder *b, struct as_line_state *st,

@@ -45,7 +45,9 @@ size_t as_source_limit(const struct as_source *s);
 
 struct as_format_impl {
 	const char *name;
-	const char *extensions; /* space separated, with the dot: ".ops .txt" */
+	/* Space separated, with the dot: ".ops .txt"; a name ending in one
+	 * (the longest that fits: ".pt.trace.json" before ".json") is ours. */
+	const char *extensions;
 	/* Whether the first `len` bytes (maybe fewer than the file) are ours. */
 	bool (*sniff)(const char *head, size_t len);
 	/* Line formats: whole lines, in pieces; then `end` once, always. */
@@ -64,6 +66,7 @@ struct as_format_impl {
 /* The rows, defined by each format's file. */
 extern const struct as_format_impl as_format_ops;
 extern const struct as_format_impl as_format_csv;
+extern const struct as_format_impl as_format_profiler;
 extern const struct as_format_impl as_format_json;
 extern const struct as_format_impl as_format_pickle;
 extern const struct as_format_impl as_format_mtrace;

@@ -128,21 +128,6 @@ bool as_snap_grow_array(void **p, size_t *cap, size_t need, size_t elem)
 
 
 
-static uint32_t slot_frees(const struct mslot *s)
-{
-	return (uint32_t)(s->val >> 32);
-}
-
-static uint32_t slot_live(const struct mslot *s)
-{
-	return (uint32_t)s->val;
-}
-
-static void slot_set(struct mslot *s, uint32_t frees, uint32_t live)
-{
-	s->val = (uint64_t)frees << 32 | live;
-}
-
 int as_snap_nomem(struct ctx *c)
 {
 	return as_diag_set(c->diag, 0, AS_ENOMEM, "out of memory");
@@ -250,6 +235,8 @@ int as_snap_read_entry(struct ctx *c, const struct as_pk *d, uint32_t dev,
 	if ((r = stream_id(c, d, &e.stream)))
 		return r;
 	e.frames = as_pk_get(d, "frames");
+	e.context = as_pk_get(d, "compile_context");
+	e.metadata = as_pk_get(d, "user_metadata");
 	if (!as_snap_grow_array((void **)&c->e, &c->cape, c->ne + 1, sizeof(*c->e)))
 		return as_snap_nomem(c);
 	if (c->ne >= AS_MAX_BUFFERS)
@@ -458,6 +445,8 @@ int as_snap_replay(struct ctx *c, const struct as_pk *segs, uint64_t *end_step)
 					   e->requested, now, e->version,
 					   e->stream, e->frames, &idx)))
 				goto out;
+			c->bufs[idx].context = e->context;
+			c->bufs[idx].metadata = e->metadata;
 			slot_set(s, 0, idx);
 			now++;
 			break;

@@ -44,16 +44,24 @@ enum act {
 struct entry {
 	uint64_t addr, size, key_us, device_free, requested;
 	const struct as_pk *frames;
+	const struct as_pk *context, *metadata; /* compile_context, user_metadata */
 	uint32_t dev, version;
 	uint16_t stream;
 	uint8_t act;
 	bool pre;               /* free of a block allocated before the trace */
 };
 
-/* A buffer before it goes to the builder. */
+/*
+ * A buffer before it goes to the builder (as_snap_emit). Its frames are
+ * `frames` (a snapshot's list) or, when that is NULL, `stack`: a text the
+ * trace holds (the profiler reader's enclosing operators). `line`: of the
+ * input, for messages (0: none).
+ */
 struct sbuf {
-	uint64_t addr, size, requested, start, end, free_req;
+	uint64_t addr, size, requested, start, end, free_req, line;
 	const struct as_pk *frames;
+	const char *stack;
+	const struct as_pk *context, *metadata; /* of its alloc entry */
 	uint32_t dev, version;
 	uint16_t stream;
 	bool never_freed;
@@ -139,6 +147,21 @@ struct ctx {
 /* (addr, dev) slot: `val` packs frees (high 32 bits), live buffer (low). */
 #define NO_BUF 0xffffffffu
 
+static inline uint32_t slot_frees(const struct mslot *s)
+{
+	return (uint32_t)(s->val >> 32);
+}
+
+static inline uint32_t slot_live(const struct mslot *s)
+{
+	return (uint32_t)s->val;
+}
+
+static inline void slot_set(struct mslot *s, uint32_t frees, uint32_t live)
+{
+	s->val = (uint64_t)frees << 32 | live;
+}
+
 /* ---- snapshot.c ---- */
 
 void as_snap_map_free(struct map *m);
@@ -153,10 +176,30 @@ int as_snap_read_entry(struct ctx *c, const struct as_pk *d, uint32_t dev,
 int as_snap_prepass(struct ctx *c);
 int as_snap_replay(struct ctx *c, const struct as_pk *segs, uint64_t *end_step);
 
+/* ---- snapshot_build.c ---- */
+
+/*
+ * To the builder: the address map over c->bufs and c->done (per device,
+ * gaps shrunk), the buffers (named b<hex address>_<version> as memory_viz
+ * names them; `dev` is their space), the segments, the clock readings and
+ * marks of c->rd, and the last step. Also used by the profiler reader
+ * (json/profiler.c), whose buffers, readings and spaces it fills the same way.
+ */
+int as_snap_emit(struct ctx *c, uint64_t end_step);
+
 /* ---- snapshot_frames.c ---- */
 
 int as_snap_frames_text(struct ctx *c, const struct as_pk *list,
 		       const char **out);
+
+/* ---- snapshot_stages.c ---- */
+
+/* Buffer idx's compile context and user metadata, from its alloc entry. */
+int as_snap_context(struct ctx *c, uint32_t idx, const struct sbuf *s);
+/* The root's external_annotations as stages (after the buffers, with the
+ * clock readings made). */
+int as_snap_stages(struct ctx *c, const struct as_pk *root, uint32_t ndev,
+		   uint64_t end_step);
 
 /* ---- snapshot_segments.c ---- */
 

@@ -53,7 +53,7 @@ static uint64_t offset_of(struct ctx *c, uint32_t dev, uint64_t addr)
 	return off;
 }
 
-static int emit(struct ctx *c, uint32_t ndev, uint64_t end_step)
+int as_snap_emit(struct ctx *c, uint64_t end_step)
 {
 	struct as_builder *b = c->b;
 	char name[48];
@@ -66,7 +66,7 @@ static int emit(struct ctx *c, uint32_t ndev, uint64_t end_step)
 			 (unsigned long long)s->addr, s->version);
 		uint64_t end = s->end > s->start ? s->end : s->start + 1;
 		int64_t idx = as_builder_add_timed(b, name, s->size, 1, s->start,
-						   end, 0, c->diag);
+						   end, s->line, c->diag);
 		if (idx < 0)
 			return (int)idx;
 		struct as_buffer *buf = as_builder_buffer(b, (uint32_t)idx);
@@ -89,13 +89,15 @@ static int emit(struct ctx *c, uint32_t ndev, uint64_t end_step)
 				return as_snap_nomem(c);
 			in->free_requested = s->free_req;
 		}
-		const char *text;
-		if ((err = as_snap_frames_text(c, s->frames, &text)))
+		const char *text = s->stack;
+		if (s->frames && (err = as_snap_frames_text(c, s->frames, &text)))
 			return err;
 		/* shared, interned once */
 		if (text && (err = as_builder_frames_interned(b, (uint32_t)idx,
 							      text)))
 			return as_snap_nomem(c);
+		if ((err = as_snap_context(c, (uint32_t)idx, s)))
+			return err;
 	}
 	/* Segments in start order. */
 	if (c->ndone) {
@@ -137,7 +139,6 @@ static int emit(struct ctx *c, uint32_t ndev, uint64_t end_step)
 	if (as_builder_set_time(b, end_step) != AS_OK)
 		return as_diag_set(c->diag, 0, AS_EPARSE,
 				   "snapshot time steps go back");
-	(void)ndev;
 	return AS_OK;
 }
 
@@ -315,7 +316,8 @@ static int snapshot_whole(struct as_builder *b, const char *data, size_t len,
 	}
 	if ((err = as_builder_count(b, "snapshot_entries", c.ne)) ||
 	    (err = as_snap_prepass(&c)) || (err = as_snap_replay(&c, segs, &end_step)) ||
-	    (err = emit(&c, ndev, end_step)))
+	    (err = as_snap_emit(&c, end_step)) ||
+	    (err = as_snap_stages(&c, root, ndev, end_step)))
 		goto out;
 out:
 	as_snap_map_free(&c.addrs);

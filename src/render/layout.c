@@ -82,7 +82,7 @@ int as_r_collect_live(const struct panel *pn, uint64_t t, uint32_t **out,
 	return AS_OK;
 }
 
-static int prepare_panel(struct panel *pn, const struct order *ord,
+static int prepare_panel(struct panel *pn, const struct as_order *ord,
 			 const struct panel *same, bool compress)
 {
 	const struct as_trace *t = pn->t;
@@ -138,15 +138,15 @@ static int prepare_panel(struct panel *pn, const struct order *ord,
 	/* The peak moment: the most bytes live while the plan is at its
 	 * top (moments.c). */
 	struct as_moment pm;
-	struct order own = {0};
-	int merr = ord->t == t ? AS_OK : as_r_order_build(t, &own);
+	struct as_order own = {0};
+	int merr = ord->t == t ? AS_OK : as_order_build(t, &own);
 	if (merr)
 		return merr;
 	if (ord->t != t)
 		ord = &own;
-	merr = as_r_peak_moment(ord, p, pn->space, &pm);
+	merr = as_order_peak_moment(ord, p, pn->space, &pm);
 	if (merr < 0) {
-		as_r_order_free(&own);
+		as_order_free(&own);
 		return merr;
 	}
 	if (merr == AS_OK && pm.top_buffer != AS_NONE) {
@@ -160,11 +160,11 @@ static int prepare_panel(struct panel *pn, const struct order *ord,
 		pn->lb_time = same->lb_time;
 	} else if (pn->lb) {
 		struct as_moment bm;
-		merr = as_r_bound_moment(ord, pn->space, &bm);
+		merr = as_order_bound_moment(ord, pn->space, &bm);
 		pn->has_lb_time = merr == AS_OK;
 		pn->lb_time = bm.time;
 	}
-	as_r_order_free(&own);
+	as_order_free(&own);
 	if (merr < 0)
 		return merr;
 	if (pn->has_peak) {
@@ -223,7 +223,7 @@ static void free_panels(struct as_render *r)
 		free(r->panels[i].blk_start);
 		free(r->panels[i].hix.idx);
 		free(r->panels[i].hix.off);
-		as_r_curve_free(&r->panels[i].foot);
+		as_curve_free(&r->panels[i].foot);
 		free(r->panels[i].walk);
 	}
 	free(r->panels);
@@ -236,9 +236,9 @@ void as_render_destroy(struct as_render *r)
 	if (!r)
 		return;
 	free_panels(r);
-	as_r_order_free(&r->ord);
-	as_r_curve_free(&r->live);
-	as_r_curve_free(&r->reserved);
+	as_order_free(&r->ord);
+	as_curve_free(&r->live);
+	as_curve_free(&r->reserved);
 	free(r->src);
 	free(r->own);
 	as_r_measurer_destroy(r->m);
@@ -363,7 +363,7 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 	if (!r->panels)
 		goto fail;
 	/* One sort of the first trace's times serves every sweep. */
-	err = as_r_order_build(panels[0].trace, &r->ord);
+	err = as_order_build(panels[0].trace, &r->ord);
 	if (err)
 		goto fail;
 	err = AS_ENOMEM;
@@ -509,7 +509,9 @@ static int layout(struct as_render *r)
 	}
 
 	r->mem_h = o->memory && H >= 400 ? MEM_H : 0;
-	int chrome = r->header_h + BOTTOM_H + (r->mem_h ? MEM_GAP + MEM_H : 0);
+	r->stage_h = as_r_stages_height(r);
+	int chrome = r->header_h + BOTTOM_H + (r->mem_h ? MEM_GAP + MEM_H : 0) +
+		     (r->stage_h ? r->stage_h + 4 : 0);
 	for (size_t i = 0; i < r->npanels; i++)
 		chrome += TITLE_H + (r->panels[i].failed ? STRIP_H : 0) +
 			  (i + 1 < r->npanels ? PANEL_GAP : 0);
@@ -550,6 +552,9 @@ static int layout(struct as_render *r)
 			return err;
 	}
 
+	r->stage_y = (int)(y - PANEL_GAP) + 4;
+	if (r->stage_h)
+		y += r->stage_h + 4;
 	r->mem_y = (int)(y - PANEL_GAP) + MEM_GAP;
 
 	/* The left margin fits the widest tick label of every panel. */

@@ -17,18 +17,6 @@
 #include "core/internal.h"
 #include "render/render_private.h"
 
-#define CURVE_BLOCK 64
-
-void as_r_curve_free(struct curve *c)
-{
-	if (!c)
-		return;
-	free(c->t);
-	free(c->v);
-	free(c->bmax);
-	memset(c, 0, sizeof(*c));
-}
-
 struct cedge {
 	uint64_t t;
 	uint64_t v;   /* size (live) or top address (footprint) */
@@ -44,57 +32,11 @@ static int cmp_cedge(const void *a, const void *b)
 	return (x->i > y->i) - (x->i < y->i);
 }
 
-/* Append (t, v), merging equal times and equal values. */
-static void curve_put(struct curve *c, uint64_t t, uint64_t v)
-{
-	if (c->n && c->t[c->n - 1] == t) {
-		c->v[c->n - 1] = v;
-		if (c->n >= 2 && c->v[c->n - 2] == v)
-			c->n--;
-		return;
-	}
-	if (c->n && c->v[c->n - 1] == v)
-		return;
-	c->t[c->n] = t;
-	c->v[c->n++] = v;
-}
-
-static int curve_finish(struct curve *c)
-{
-	c->nb = (c->n + CURVE_BLOCK - 1) / CURVE_BLOCK;
-	c->bmax = malloc(sizeof(uint64_t) * ((size_t)c->nb + 1));
-	if (!c->bmax)
-		return AS_ENOMEM;
-	c->vmax = 0;
-	for (uint32_t b = 0; b < c->nb; b++) {
-		uint64_t m = 0;
-		uint32_t e = (b + 1) * CURVE_BLOCK < c->n ? (b + 1) * CURVE_BLOCK
-							    : c->n;
-		for (uint32_t k = b * CURVE_BLOCK; k < e; k++)
-			m = c->v[k] > m ? c->v[k] : m;
-		c->bmax[b] = m;
-		c->vmax = m > c->vmax ? m : c->vmax;
-	}
-	return AS_OK;
-}
-
-static int curve_alloc(struct curve *c, size_t n)
-{
-	memset(c, 0, sizeof(*c));
-	c->t = malloc(sizeof(uint64_t) * (n + 1));
-	c->v = malloc(sizeof(uint64_t) * (n + 1));
-	if (!c->t || !c->v) {
-		as_r_curve_free(c);
-		return AS_ENOMEM;
-	}
-	return AS_OK;
-}
-
 /* A sum over intervals [start, end) of weights: e[] holds 2 per item. */
-static int curve_sum(struct cedge *e, size_t m, struct curve *c)
+static int curve_sum(struct cedge *e, size_t m, struct as_curve *c)
 {
 	qsort(e, m, sizeof(*e), cmp_cedge);
-	int err = curve_alloc(c, m);
+	int err = as_curve_alloc(c, m);
 	if (err)
 		return err;
 	uint64_t live = 0;
@@ -107,23 +49,23 @@ static int curve_sum(struct cedge *e, size_t m, struct curve *c)
 			else
 				live -= e[k].v < live ? e[k].v : live;
 		}
-		curve_put(c, now, live);
+		as_curve_put(c, now, live);
 	}
-	return curve_finish(c);
+	return as_curve_finish(c);
 }
 
-int as_r_curve_live(const struct order *o, struct curve *c)
+int as_r_curve_live(const struct as_order *o, struct as_curve *c)
 {
 	const struct as_trace *t = o->t;
 	uint8_t *keep = calloc((size_t)t->nbuffers + 1, 1);
-	struct edge *e = malloc(sizeof(*e) * 2 * ((size_t)o->n + 1));
+	struct as_edge *e = malloc(sizeof(*e) * 2 * ((size_t)o->n + 1));
 	int err = AS_ENOMEM;
 	if (!keep || !e)
 		goto out;
 	for (uint32_t i = 0; i < t->nbuffers; i++)
 		keep[i] = t->buffers[i].alias_of == AS_NONE;
-	size_t m = as_r_order_edges(o, keep, e);
-	err = curve_alloc(c, m);
+	size_t m = as_order_edges(o, keep, e);
+	err = as_curve_alloc(c, m);
 	if (err)
 		goto out;
 	uint64_t live = 0;
@@ -137,16 +79,16 @@ int as_r_curve_live(const struct order *o, struct curve *c)
 			else
 				live -= v < live ? v : live;
 		}
-		curve_put(c, now, live);
+		as_curve_put(c, now, live);
 	}
-	err = curve_finish(c);
+	err = as_curve_finish(c);
 out:
 	free(keep);
 	free(e);
 	return err;
 }
 
-int as_r_curve_reserved(const struct as_trace *t, struct curve *c)
+int as_r_curve_reserved(const struct as_trace *t, struct as_curve *c)
 {
 	memset(c, 0, sizeof(*c));
 	if (!t->nsegments)
@@ -206,11 +148,11 @@ static void heap_pop(struct hent *h, uint32_t *n)
 		h[i] = x;
 }
 
-int as_r_curve_top(const struct order *o, const struct panel *pn,
-	      struct curve *c)
+int as_r_curve_top(const struct as_order *o, const struct panel *pn,
+	      struct as_curve *c)
 {
 	const uint32_t nb = pn->t->nbuffers;
-	struct edge *e = malloc(sizeof(*e) * 2 * ((size_t)o->n + 1));
+	struct as_edge *e = malloc(sizeof(*e) * 2 * ((size_t)o->n + 1));
 	struct hent *h = malloc(sizeof(*h) * ((size_t)pn->nplain + 1));
 	uint8_t *keep = calloc((size_t)nb + 1, 2);
 	int err = AS_ENOMEM;
@@ -219,8 +161,8 @@ int as_r_curve_top(const struct order *o, const struct panel *pn,
 	uint8_t *dead = keep + nb + 1;
 	for (uint32_t k = 0; k < pn->nplain; k++)
 		keep[pn->bufs[k]] = 1;
-	size_t m = as_r_order_edges(o, keep, e);
-	err = curve_alloc(c, m);
+	size_t m = as_order_edges(o, keep, e);
+	err = as_curve_alloc(c, m);
 	if (err)
 		goto out;
 	uint32_t nh = 0;
@@ -236,9 +178,9 @@ int as_r_curve_top(const struct order *o, const struct panel *pn,
 		}
 		while (nh && dead[h[0].k])
 			heap_pop(h, &nh);
-		curve_put(c, now, nh ? h[0].top : 0);
+		as_curve_put(c, now, nh ? h[0].top : 0);
 	}
-	err = curve_finish(c);
+	err = as_curve_finish(c);
 out:
 	free(e);
 	free(h);
@@ -247,7 +189,7 @@ out:
 }
 
 /* The highest value over times [ta, tb) (absolute, as doubles). */
-static uint64_t curve_max(const struct curve *c, double ta, double tb)
+static uint64_t curve_max(const struct as_curve *c, double ta, double tb)
 {
 	if (!c->n)
 		return 0;
@@ -263,9 +205,9 @@ static uint64_t curve_max(const struct curve *c, double ta, double tb)
 	uint64_t m = lo > 0 ? c->v[lo - 1] : 0;
 	uint32_t k = lo;
 	while (k < c->n && (double)c->t[k] < tb) {
-		uint32_t b = k / CURVE_BLOCK;
-		uint32_t be = (b + 1) * CURVE_BLOCK;
-		if (k % CURVE_BLOCK == 0 && be <= c->n &&
+		uint32_t b = k / AS_CURVE_BLOCK;
+		uint32_t be = (b + 1) * AS_CURVE_BLOCK;
+		if (k % AS_CURVE_BLOCK == 0 && be <= c->n &&
 		    (double)c->t[be - 1] < tb) {
 			m = c->bmax[b] > m ? c->bmax[b] : m;
 			k = be;
@@ -275,20 +217,6 @@ static uint64_t curve_max(const struct curve *c, double ta, double tb)
 		}
 	}
 	return m;
-}
-
-/* The value at time t (absolute). */
-uint64_t as_r_curve_at(const struct curve *c, uint64_t t)
-{
-	uint32_t lo = 0, hi = c->n;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (c->t[mid] <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo > 0 ? c->v[lo - 1] : 0;
 }
 
 int as_r_memory_prepare(struct as_render *r)
@@ -302,11 +230,11 @@ int as_r_memory_prepare(struct as_render *r)
 			err = as_r_curve_top(&r->ord, pn, &pn->foot);
 			continue;
 		}
-		struct order o;
-		err = as_r_order_build(pn->t, &o);
+		struct as_order o;
+		err = as_order_build(pn->t, &o);
 		if (!err)
 			err = as_r_curve_top(&o, pn, &pn->foot);
-		as_r_order_free(&o);
+		as_order_free(&o);
 	}
 	return err;
 }
@@ -334,14 +262,14 @@ static bool foot_drawn(const struct panel *pn)
 
 /* A line of the strip: a curve, its panel (-1: reserved), its look. */
 struct mline {
-	const struct curve *cv;
+	const struct as_curve *cv;
 	int panel;
 	uint32_t col;
 	double dash;
 };
 
 /* The picture of a curve: per column, the highest value there. */
-static void column_max(const struct as_render *r, const struct curve *cv,
+static void column_max(const struct as_render *r, const struct as_curve *cv,
 		       double *ys, int pw, double y1, double k)
 {
 	double dt = (r->t1 - r->t0) / pw, tb = (double)r->tbase;

@@ -622,7 +622,7 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 		TEXT(c, X0 - 7, ty, pn->ticks[k].label, FS_TICK,
 		     pn->ticks[k].major, C_TEXT, ANCHOR_END);
 	}
-	as_r_emit_time_axis(r, c, pn, &tt, Y1, last && !r->mem_h);
+	as_r_emit_time_axis(r, c, pn, &tt, Y1, last && !r->mem_h && !r->stage_h);
 	as_r_emit_sidebar(r, c, pn);
 	c->impl->end_group(c);
 	return AS_OK;
@@ -637,5 +637,6 @@ int as_r_render_emit(struct as_render *r, struct canvas *c)
 		if (err)
 			return err;
 	}
+	as_r_emit_stages(r, c);
 	return as_r_emit_memory(r, c);
 }

@@ -13,6 +13,7 @@
 #define AS_RENDER_PRIVATE_H
 
 #include "allocscope/render.h"
+#include "core/internal.h"
 
 enum { ANCHOR_START, ANCHOR_MIDDLE, ANCHOR_END };
 
@@ -115,34 +116,6 @@ struct hit_index {
 	uint32_t base[HIX_LEVELS], nb[HIX_LEVELS];
 };
 
-/*
- * The drawable buffers of a trace in order of start and of end, built once
- * (O(n log n)) so that every sweep over time after it is a merge, O(n).
- */
-struct order {
-	const struct as_trace *t;
-	uint32_t *by_start, *by_end;
-	uint32_t n;
-};
-
-/* A start or end of buffer i at time t, in time order. */
-struct edge {
-	uint64_t t;
-	uint32_t i;
-	bool start;
-};
-
-/*
- * A step function of time: v[k] holds over [t[k], t[k + 1]), 0 before
- * t[0]; bmax[b] the highest v of block b (CURVE_BLOCK points) for range
- * maxima. Memory over time draws them (memory.c).
- */
-struct curve {
-	uint64_t *t, *v, *bmax;
-	uint32_t n, nb;
-	uint64_t vmax;
-};
-
 struct panel {
 	const struct as_trace *t;
 	const struct as_plan *p;
@@ -211,7 +184,7 @@ struct panel {
 	double v0, v1;         /* axis fractions shown */
 	struct tick *ticks;
 	uint32_t nticks;
-	struct curve foot;     /* the top address in use over time */
+	struct as_curve foot;     /* the top address in use over time */
 	struct as_block *walk; /* the allocator's blocks at the peak */
 	size_t nwalk;
 	/* Reserved memory to draw behind the buffers (segments.c): the
@@ -237,13 +210,14 @@ struct as_render {
 	bool time_is_index;        /* time counts operations (no given times) */
 	double size_lo, size_hi;   /* log2 ranges for sequential colours */
 	double life_lo, life_hi;
-	struct order ord;          /* of the first trace */
-	struct curve live;         /* bytes live in the first trace */
-	struct curve reserved;     /* bytes its allocator reserved, if known */
+	struct as_order ord;          /* of the first trace */
+	struct as_curve live;         /* bytes live in the first trace */
+	struct as_curve reserved;     /* bytes its allocator reserved, if known */
 	/* layout */
 	double t0, t1;
 	int left, sidebar_w, header_h;
 	int mem_y, mem_h;          /* the memory strip; mem_h 0: none */
+	int stage_y, stage_h;      /* the stages' strip; stage_h 0: none */
 	bool mem_ready;            /* its curves are made (memory_prepare) */
 	/* scratch for the density raster */
 	float *vd, *hd;
@@ -262,6 +236,7 @@ struct as_render {
 #define TOP_PAD_PX 22
 #define MEM_H 120 /* the memory strip */
 #define MEM_GAP 30 /* above it: its title */
+#define STAGE_TITLE_H 16 /* the stages' strip: its title, then rows */
 
 struct box {
 	double x0, y0, x1, y1;
@@ -427,26 +402,18 @@ struct canvas *as_r_svg_canvas_create(FILE *f, int width, int height);
 int as_r_svg_canvas_finish(struct canvas *c);
 void as_r_svg_canvas_destroy(struct canvas *c);
 
-/* moments.c */
+/* stages.c */
 
-int as_r_order_build(const struct as_trace *t, struct order *o);
-void as_r_order_free(struct order *o);
-/* The starts and ends of the buffers with keep[i] set, in time order, into
- * out (room for 2 per buffer); returns how many. */
-size_t as_r_order_edges(const struct order *o, const uint8_t *keep,
-		   struct edge *out);
-int as_r_peak_moment(const struct order *o, const struct as_plan *p, int space,
-		struct as_moment *out);
-int as_r_bound_moment(const struct order *o, int space, struct as_moment *out);
+/* The height of the stages' strip (0: the trace has no stages). */
+int as_r_stages_height(const struct as_render *r);
+void as_r_emit_stages(struct as_render *r, struct canvas *c);
 
 /* memory.c */
 
-void as_r_curve_free(struct curve *c);
-int as_r_curve_live(const struct order *o, struct curve *c);
-int as_r_curve_reserved(const struct as_trace *t, struct curve *c);
-int as_r_curve_top(const struct order *o, const struct panel *pn,
-	      struct curve *c);
-uint64_t as_r_curve_at(const struct curve *c, uint64_t t);
+int as_r_curve_live(const struct as_order *o, struct as_curve *c);
+int as_r_curve_reserved(const struct as_trace *t, struct as_curve *c);
+int as_r_curve_top(const struct as_order *o, const struct panel *pn,
+	      struct as_curve *c);
 int as_r_memory_prepare(struct as_render *r);
 int as_r_emit_memory(struct as_render *r, struct canvas *c);
 

@@ -391,56 +391,8 @@ const char *as_render_group(const struct as_trace *t, uint32_t i,
 {
 	if (!buf || len == 0)
 		return buf;
-	buf[0] = 0;
-	if (!t || i >= t->nbuffers)
-		return buf;
-	const struct as_buffer *b = &t->buffers[i];
-	const char *name = as_trace_buffer_name(t, i);
-	name = name ? name : "?";
-	size_t n;
-	switch (g) {
-	case AS_GROUP_PREFIX:
-		/* Up to the last '.', '/' or ':'; without one, the name
-		 * without its trailing digits. */
-		n = strlen(name);
-		while (n > 0 && !strchr("./:", name[n - 1]))
-			n--;
-		if (n > 1) {
-			n--;
-		} else {
-			n = strlen(name);
-			while (n > 1 && (strchr("0123456789_-#", name[n - 1])))
-				n--;
-		}
-		snprintf(buf, len, "%.*s", (int)(n < 190 ? n : 190), name);
-		break;
-	case AS_GROUP_FRAME: {
-		const char *fr = as_trace_buffer_frames(t, i);
-		if (!fr || !*fr) {
-			snprintf(buf, len, "(no frames)");
-			break;
-		}
-		const char *nl = strchr(fr, '\n');
-		n = nl ? (size_t)(nl - fr) : strlen(fr);
-		snprintf(buf, len, "%.*s", (int)(n < 190 ? n : 190), fr);
-		break;
-	}
-	case AS_GROUP_SIZE: {
-		uint64_t lo = 1;
-		while (lo <= b->size / 2)
-			lo <<= 1;
-		char a[32], c[32];
-		snprintf(buf, len, "%s-%s", as_human_bytes(lo, a, sizeof(a)),
-			 lo > UINT64_MAX / 2 ? "max"
-					     : as_human_bytes(lo * 2, c, sizeof(c)));
-		break;
-	}
-	case AS_GROUP_BUFFER:
-	default:
-		snprintf(buf, len, "%s", name);
-		break;
-	}
 	char clean[200];
+	as_trace_group(t, i, g, buf, len);
 	as_r_render_clean_text(buf, clean, sizeof(clean));
 	snprintf(buf, len, "%s", clean);
 	return buf;

@@ -31,7 +31,7 @@
 #include "strategies/bfc.h"
 
 static const struct as_option_desc bfc_options[] = {
-	{"total", "16G", "memory limit: the single region (growth=0) or the ceiling for growth"},
+	{"total", "trace", "memory limit: the single region (growth=0) or the ceiling for growth; not given: what the trace states (a space's capacity, a recording's device size), else unlimited; 0: unlimited"},
 	{"growth", "0", "allow_growth: first region min(total, first_region), then doubling"},
 	{"gc", "0", "garbage collection: on failure release fully free regions and retry"},
 	{"frag", "0", "fragmentation fraction: split cap = frag*total instead of 128 MiB"},
@@ -49,14 +49,6 @@ static uint64_t round_up(uint64_t n, uint64_t a)
 	return (n + a - 1) / a * a;
 }
 
-static int bin_of(uint64_t size)
-{
-	uint64_t v = size >> 8;
-	if (v <= 1)
-		return 0;
-	int b = 63 - __builtin_clzll(v);
-	return b < NUM_BINS - 1 ? b : NUM_BINS - 1;
-}
 
 static void emitf(struct bfc *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -122,10 +114,6 @@ static void chunk_delete(struct bfc *s, uint32_t i)
 
 /* ---- bins: one treap per bin, ordered by (size, off) ---- */
 
-static bool key_less(const struct chunk *a, const struct chunk *b)
-{
-	return a->size < b->size || (a->size == b->size && a->off < b->off);
-}
 
 /*
  * Insert x into the treap at *root: walk down while the nodes' priorities are
@@ -347,10 +335,6 @@ static void merge(struct bfc *s, uint32_t a, uint32_t b)
 
 /* ---- regions: the bump sub-allocator ---- */
 
-static uint64_t region_end(const struct region *r)
-{
-	return r->off + r->size;
-}
 
 /*
  * Ask the sub-allocator for `bytes`: the region starts at the bump pointer
@@ -499,6 +483,43 @@ static bool release_free_regions(struct bfc *s, uint64_t rounded)
 
 /* ---- the online interface ---- */
 
+/* The memory limit and what follows from it: the split cap and the first
+ * region's size. */
+static void set_total(struct bfc *s, uint64_t total)
+{
+	s->total = total;
+	/* the split cap, converted to an integer as TensorFlow's int64 */
+	s->split_cap = s->frag > 0.0 ? (uint64_t)(s->frag * (double)s->total)
+				     : DEFAULT_SPLIT_CAP;
+	s->curr_region = round_up(s->growth && s->first_region < s->total ?
+					  s->first_region :
+					  s->total,
+				  MIN_ALLOC);
+}
+
+/* Without total=, the limit the trace states for this space, if any. */
+static int bfc_start(void *state, const struct as_trace *t, uint16_t space,
+		     uint32_t case_index, struct as_diag *diag)
+{
+	struct bfc *s = state;
+	(void)case_index;
+	(void)diag;
+	s->t = t;
+	s->space = space;
+	if (s->limit.from != AS_LIMIT_NONE)
+		return AS_OK;
+	int err = as_trace_device_limit(t, space, &s->limit);
+	if (err)
+		return err;
+	if (s->limit.bytes) {
+		uint64_t n = s->limit.bytes;
+		n = n > MAX_BYTES ? MAX_BYTES : n < MIN_ALLOC ? MIN_ALLOC : n;
+		s->limit.bytes = n;
+		set_total(s, n);
+	}
+	return AS_OK;
+}
+
 static void bfc_destroy(void *state)
 {
 	struct bfc *s = state;
@@ -522,8 +543,8 @@ static int bfc_create(const struct as_opts *o, const struct as_run *run,
 	struct bfc *s = calloc(1, sizeof(*s));
 	if (!s)
 		return AS_ENOMEM;
-	if ((err = as_opts_u64(o, "total", 16ull << 30, MIN_ALLOC, MAX_BYTES,
-			       &s->total, diag)) ||
+	if ((err = as_opts_u64(o, "total", 0, 0, MAX_BYTES, &s->total,
+			       diag)) ||
 	    (err = as_opts_u64(o, "growth", 0, 0, 1, &growth, diag)) ||
 	    (err = as_opts_u64(o, "gc", 0, 0, 1, &gc, diag)) ||
 	    (err = as_opts_u64(o, "coalesce", 0, 0, 1, &coalesce, diag)) ||
@@ -536,17 +557,23 @@ static int bfc_create(const struct as_opts *o, const struct as_run *run,
 		free(s);
 		return err;
 	}
+	if (s->total && s->total < MIN_ALLOC) {
+		unsigned long long v = s->total;
+		free(s);
+		return as_diag_set(diag, 0, AS_EINVAL,
+				   "bfc: option total=%llu: below %llu (0: "
+				   "unlimited)",
+				   v, (unsigned long long)MIN_ALLOC);
+	}
 	s->growth = growth;
 	s->gc = gc;
 	s->coalesce = coalesce;
 	s->align_new = mode == 1;
-	/* the split cap, converted to an integer as TensorFlow's int64 */
-	s->split_cap = s->frag > 0.0 ? (uint64_t)(s->frag * (double)s->total)
-				     : DEFAULT_SPLIT_CAP;
-	s->curr_region = round_up(s->growth && s->first_region < s->total ?
-					  s->first_region :
-					  s->total,
-				  MIN_ALLOC);
+	/* total=0 given: unlimited, whatever the trace says */
+	s->limit = (struct as_limit){s->total, 0,
+				     as_opts_get(o, "total") ? AS_LIMIT_OPTION
+							     : AS_LIMIT_NONE};
+	set_total(s, s->total ? s->total : MAX_BYTES);
 	s->emit = run->emit;
 	s->ctx = run->ctx;
 	s->free_slot = NIL;
@@ -556,10 +583,6 @@ static int bfc_create(const struct as_opts *o, const struct as_run *run,
 	return AS_OK;
 }
 
-static uint32_t live_home(const struct live *m, uint32_t buf)
-{
-	return (uint32_t)(buf * 2654435769u) >> m->shift;
-}
 
 static int live_grow(struct live *m)
 {
@@ -921,157 +944,17 @@ static void bfc_stats(void *state, struct as_plan *p)
 	as_plan_stat_int(p, "region_requests", s->sub_allocs);
 	as_plan_stat_int(p, "region_refusals", s->sub_fails);
 	as_plan_stat_int(p, "regions_released", s->sub_frees);
-}
-
-/* ---- check ---- */
-
-/* Walk treap t: order, heap property, bin; returns its node count. */
-static uint64_t check_treap(const struct bfc *s, uint32_t t, int bin,
-			    const struct chunk *lo, const struct chunk *hi,
-			    struct as_problems *p, int depth)
-{
-	if (t == NIL)
-		return 0;
-	if (t >= s->nchunks || depth > 200) {
-		as_problem(p, "bin %d: broken tree link %" PRIu32, bin, t);
-		return 0;
+	if (s->t) {
+		char opt[48];
+		snprintf(opt, sizeof(opt), "total=%" PRIu64, s->total);
+		as_plan_note_limit(p, as_trace_space_name(s->t, s->space), opt,
+				   &s->limit);
 	}
-	const struct chunk *c = &s->c[t];
-	if (c->in_use || c->size == 0)
-		as_problem(p, "bin %d holds chunk base+0x%" PRIx64
-			   " which is not free",
-			bin, c->off);
-	if (c->bin != bin || bin_of(c->size) != bin)
-		as_problem(p, "chunk base+0x%" PRIx64 " size=%" PRIu64
-			   " is in bin %d",
-			c->off, c->size, bin);
-	if ((lo && !key_less(lo, c)) || (hi && !key_less(c, hi)))
-		as_problem(p, "bin %d out of (size, address) order at base+0x%" PRIx64,
-			bin, c->off);
-	for (int k = 0; k < 2; k++) {
-		uint32_t ch = k ? c->right : c->left;
-		if (ch != NIL && ch < s->nchunks && s->c[ch].prio > c->prio)
-			as_problem(p, "bin %d: heap order broken", bin);
-	}
-	return 1 +
-	       check_treap(s, c->left, bin, lo, c, p, depth + 1) +
-	       check_treap(s, c->right, bin, c, hi, p, depth + 1);
-}
-
-uint64_t as_bfc_check(void *state, char *msg, size_t len)
-{
-	struct bfc *s = state;
-	struct as_problems p = {0, msg, len};
-	uint64_t nfree = 0, nused = 0, used_bytes = 0, used_req = 0, pool = 0;
-	uint64_t nchunks = 0;
-	if (msg && len)
-		msg[0] = 0;
-	for (uint32_t r = 0; r < s->nregions; r++) {
-		const struct region *rg = &s->r[r];
-		uint64_t at = rg->off;
-		uint32_t prev = NIL;
-		pool += rg->size;
-		if (r > 0 && s->r[r - 1].off + s->r[r - 1].size > rg->off)
-			as_problem(&p, "regions overlap at base+0x%" PRIx64,
-				rg->off);
-		if (r > 0 && s->coalesce && region_end(&s->r[r - 1]) == rg->off)
-			as_problem(&p, "touching regions at base+0x%" PRIx64
-				    " were not coalesced",
-				rg->off);
-		for (uint32_t i = rg->first; i != NIL; i = s->c[i].next) {
-			if (i >= s->nchunks || nchunks > s->live_chunks) {
-				as_problem(&p, "region base+0x%" PRIx64
-					    ": broken chunk list",
-					rg->off);
-				break;
-			}
-			const struct chunk *c = &s->c[i];
-			nchunks++;
-			if (c->prev != prev)
-				as_problem(&p, "chunk base+0x%" PRIx64
-					    ": prev link broken",
-					c->off);
-			if (c->off != at)
-				as_problem(&p, "chunk base+0x%" PRIx64
-					    " should start at base+0x%" PRIx64,
-					c->off, at);
-			if (c->size == 0 || c->size % MIN_ALLOC)
-				as_problem(&p, "chunk base+0x%" PRIx64
-					    " has size %" PRIu64,
-					c->off, c->size);
-			if (prev != NIL && !c->in_use && !s->c[prev].in_use)
-				as_problem(&p, "free neighbours at base+0x%" PRIx64,
-					c->off);
-			if (c->in_use) {
-				nused++;
-				used_bytes += c->size;
-				used_req += c->req;
-				if (c->req == 0 || c->req > c->size)
-					as_problem(&p, "chunk base+0x%" PRIx64
-						    " req=%" PRIu64 " size=%" PRIu64,
-						c->off, c->req, c->size);
-			} else {
-				nfree++;
-			}
-			at += c->size;
-			prev = i;
-		}
-		if (at != region_end(rg))
-			as_problem(&p, "chunks of region base+0x%" PRIx64
-				    " end at base+0x%" PRIx64 ", not base+0x%" PRIx64,
-				rg->off, at, region_end(rg));
-	}
-	uint64_t in_bins = 0;
-	for (int b = 0; b < NUM_BINS; b++) {
-		if ((s->root[b] != NIL) != !!(s->nonempty & (1u << b)))
-			as_problem(&p, "bin %d: non-empty bit is wrong", b);
-		in_bins += check_treap(s, s->root[b], b, NULL, NULL, &p, 0);
-	}
-	if (in_bins != nfree || s->nfree != nfree)
-		as_problem(&p, "bins hold %" PRIu64 " chunks, %" PRIu64
-			    " chunks are free",
-			in_bins, nfree);
-	if (nchunks != s->live_chunks)
-		as_problem(&p, "%" PRIu64 " chunks in regions, %" PRIu32 " allocated",
-			nchunks, s->live_chunks);
-	if (nused != s->live.n)
-		as_problem(&p, "%" PRIu64 " chunks in use, %" PRIu32 " live buffers",
-			nused, s->live.n);
-	uint64_t in_map = 0;
-	for (uint32_t k = 0; k < s->live.cap; k++) {
-		const struct live_entry *le = &s->live.e[k];
-		if (le->buf == NIL)
-			continue;
-		in_map++;
-		uint32_t j = live_home(&s->live, le->buf);
-		while (j != k && s->live.e[j].buf != NIL)
-			j = (j + 1) & (s->live.cap - 1);
-		if (j != k)
-			as_problem(&p, "live buffer %" PRIu32 " is unreachable", le->buf);
-		if (le->chunk >= s->nchunks || !s->c[le->chunk].in_use)
-			as_problem(&p, "buffer %" PRIu32 " maps to a chunk not in use",
-				le->buf);
-	}
-	if (in_map != s->live.n)
-		as_problem(&p, "live map holds %" PRIu64 " entries, counts %" PRIu32,
-			in_map, s->live.n);
-	if (used_bytes != s->bytes_in_use || used_req != s->req_in_use)
-		as_problem(&p, "bytes_in_use=%" PRIu64 " but chunks in use hold %" PRIu64,
-			s->bytes_in_use, used_bytes);
-	if (pool != s->pool_bytes)
-		as_problem(&p, "pool_bytes=%" PRIu64 " but regions hold %" PRIu64,
-			s->pool_bytes, pool);
-	if (s->bytes_in_use > s->peak_bytes_in_use ||
-	    s->pool_bytes > s->peak_pool_bytes || s->pool_bytes > s->total)
-		as_problem(&p, "peaks or limit below current values");
-	if (s->capacity && s->pool_bytes > s->capacity)
-		as_problem(&p, "pool_bytes=%" PRIu64 " exceeds capacity %" PRIu64,
-			s->pool_bytes, s->capacity);
-	return p.n;
 }
 
 static const struct as_online_impl bfc_online = {
 	.create = bfc_create,
+	.start = bfc_start,
 	.alloc = bfc_alloc,
 	.free = bfc_free,
 	.query = bfc_query,

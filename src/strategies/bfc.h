@@ -78,6 +78,11 @@ struct bfc {
 	uint64_t total, capacity, first_region, split_cap;
 	double frag;
 	bool growth, gc, coalesce, align_new;
+	/* where total comes from: the option, else the trace (a space's
+	 * capacity, a recording's device size), else unlimited (MAX_BYTES) */
+	struct as_limit limit;
+	const struct as_trace *t;
+	uint16_t space;
 
 	as_emit_fn emit;
 	void *ctx;
@@ -109,5 +114,27 @@ struct bfc {
 void as_bfc_treap_insert(struct chunk *c, uint32_t *root, uint32_t x);
 void as_bfc_bin_remove(struct bfc *s, uint32_t i);
 uint64_t as_bfc_check(void *state, char *msg, size_t len);
+
+/* Shared by bfc.c and bfc_check.c. */
+static inline int bin_of(uint64_t size)
+{
+	uint64_t v = size >> 8;
+	if (v <= 1)
+		return 0;
+	int b = 63 - __builtin_clzll(v);
+	return b < NUM_BINS - 1 ? b : NUM_BINS - 1;
+}
+static inline bool key_less(const struct chunk *a, const struct chunk *b)
+{
+	return a->size < b->size || (a->size == b->size && a->off < b->off);
+}
+static inline uint64_t region_end(const struct region *r)
+{
+	return r->off + r->size;
+}
+static inline uint32_t live_home(const struct live *m, uint32_t buf)
+{
+	return (uint32_t)(buf * 2654435769u) >> m->shift;
+}
 
 #endif

@@ -72,6 +72,11 @@ struct node {
 
 struct npu {
 	uint64_t capacity, granule;
+	/* where the capacity comes from: the option, else the trace (a
+	 * space's capacity, a recording's device size), else unlimited */
+	struct as_limit limit;
+	const struct as_trace *lt; /* the trace start() was given */
+	uint16_t space;
 	enum merge_mode merge;
 	as_emit_fn emit;
 	void *ctx;
@@ -94,8 +99,10 @@ struct npu {
 };
 
 static const struct as_option_desc options[] = {
-	{"capacity", "1G", "bytes of memory the list starts with (0: "
-			   "unlimited)"},
+	{"capacity", "trace", "bytes of memory the list starts with (not "
+			      "given: what the trace states, a space's "
+			      "capacity or a recording's device size, else "
+			      "unlimited; 0: unlimited)"},
 	{"merge", "immediate",
 	 "immediate|never: merge released nodes with free neighbours; never "
 	 "is a demonstration setting (the list only grows, so the walks it "
@@ -292,7 +299,7 @@ static int create(const struct as_opts *o, const struct as_run *run,
 	int merge, err;
 	if (!s)
 		return AS_ENOMEM;
-	if ((err = as_opts_u64(o, "capacity", 1ull << 30, 0, 1ull << 56,
+	if ((err = as_opts_u64(o, "capacity", 0, 0, 1ull << 56,
 			       &s->capacity, diag)) ||
 	    (err = as_opts_u64(o, "granule", 64, 1, 1ull << 20, &s->granule,
 			       diag)) ||
@@ -311,6 +318,11 @@ static int create(const struct as_opts *o, const struct as_run *run,
 				   "of two",
 				   g);
 	}
+	/* capacity=0 given: unlimited, whatever the trace says */
+	s->limit = (struct as_limit){s->capacity, 0,
+				     as_opts_get(o, "capacity")
+					     ? AS_LIMIT_OPTION
+					     : AS_LIMIT_NONE};
 	if (s->capacity == 0)
 		s->capacity = UNLIMITED;
 	s->merge = (enum merge_mode)merge;
@@ -326,6 +338,27 @@ static int create(const struct as_opts *o, const struct as_run *run,
 	s->root = s->head;
 	s->peak_nodes = s->live_nodes = 1;
 	*state = s;
+	return AS_OK;
+}
+
+/* Without capacity=, the memory the trace states for this space, if any:
+ * the one free node the list starts with is that large. */
+static int start(void *state, const struct as_trace *t, uint16_t space,
+		 uint32_t case_index, struct as_diag *diag)
+{
+	struct npu *s = state;
+	(void)case_index;
+	(void)diag;
+	s->lt = t;
+	s->space = space;
+	if (s->limit.from != AS_LIMIT_NONE)
+		return AS_OK;
+	int err = as_trace_device_limit(t, space, &s->limit);
+	if (err || !s->limit.bytes || s->limit.bytes >= UNLIMITED ||
+	    s->live_nodes != 1)
+		return err;
+	struct node *n = &s->nodes[s->head];
+	n->size = n->maxfree = s->capacity = s->limit.bytes;
 	return AS_OK;
 }
 
@@ -577,6 +610,13 @@ static void stats(void *state, struct as_plan *p)
 	as_plan_stat_int(p, "nodes_walked", s->walks);
 	as_plan_stat_int(p, "symbol_hits", s->symbol_hits);
 	as_plan_stat_int(p, "symbol_conflicts", s->symbol_conflicts);
+	if (s->lt) {
+		char opt[48];
+		snprintf(opt, sizeof(opt), "capacity=%llu",
+			 (unsigned long long)s->capacity);
+		as_plan_note_limit(p, as_trace_space_name(s->lt, s->space),
+				   opt, &s->limit);
+	}
 	/*
 	 * Buffers that share a symbol live inside the node's first buffer:
 	 * the only plan entries alloc() cannot return, written here.
@@ -660,6 +700,7 @@ static uint64_t check(void *state, char *msg, size_t len)
 
 static const struct as_online_impl online = {
 	.create = create,
+	.start = start,
 	.alloc = alloc,
 	.free = release,
 	.query = query,

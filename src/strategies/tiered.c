@@ -85,6 +85,10 @@ enum root_state { R_NONE, R_PLACED, R_RELEASED, R_FAILED };
 
 struct tiered {
 	struct level lv[NLEVELS];
+	/* where L2's capacity comes from: the option, else what the trace
+	 * states of its space (a capacity, a recording's device size), else
+	 * unlimited */
+	struct as_limit limit;
 	uint64_t threshold, granule;
 	bool inplace;
 	as_emit_fn emit;
@@ -111,7 +115,10 @@ struct tiered {
 };
 
 static const struct as_option_desc options[] = {
-	{"l2", "0", "capacity of the fast level L2 in bytes (0: unlimited)"},
+	{"l2", "trace", "capacity of the fast level L2 in bytes (not given: "
+			"what the trace states of its memory, a space's "
+			"capacity or a recording's device size, else "
+			"unlimited; 0: unlimited)"},
 	{"l3", "0", "capacity of the slow level L3 in bytes (0: unlimited)"},
 	{"threshold", "4096", "requests up to this size are carved from "
 			      "unallocated memory, never from free blocks"},
@@ -615,6 +622,10 @@ static int create(const struct as_opts *o, const struct as_run *run,
 				   g);
 	}
 	s->inplace = inplace == 1;
+	/* l2=0 given: unlimited, whatever the trace says */
+	s->limit = (struct as_limit){s->lv[0].cap, 0,
+				     as_opts_get(o, "l2") ? AS_LIMIT_OPTION
+							  : AS_LIMIT_NONE};
 	s->emit = run->emit;
 	s->ctx = run->ctx;
 	s->spare = AS_NONE;
@@ -622,6 +633,23 @@ static int create(const struct as_opts *o, const struct as_run *run,
 		s->lv[l].first = s->lv[l].last = s->lv[l].free_root = AS_NONE;
 	*state = s;
 	return AS_OK;
+}
+
+/* Without l2=, L2 holds what the trace states of its one memory; L3
+ * takes what does not fit. */
+static int start(void *state, const struct as_trace *t, uint16_t space,
+		 uint32_t case_index, struct as_diag *diag)
+{
+	struct tiered *s = state;
+	(void)case_index;
+	(void)diag;
+	if (s->limit.from != AS_LIMIT_NONE)
+		return AS_OK;
+	int err = as_trace_device_limit(t, space, &s->limit);
+	if (!err && s->limit.bytes)
+		s->lv[0].cap = s->limit.bytes > (1ull << 56) ? 1ull << 56
+							     : s->limit.bytes;
+	return err;
 }
 
 static void destroy(void *state)
@@ -781,6 +809,12 @@ static void query(void *state, enum as_query q)
 static void stats(void *state, struct as_plan *p)
 {
 	struct tiered *s = state;
+	char opt[48];
+	snprintf(opt, sizeof(opt), "l2=%llu",
+		 (unsigned long long)s->lv[0].cap);
+	struct as_limit lim = s->limit;
+	lim.bytes = s->lv[0].cap;
+	as_plan_note_limit(p, level_names[0], opt, &lim);
 	as_plan_stat_int(p, "l2_bytes", s->lv[0].top);
 	as_plan_stat_int(p, "l3_bytes", s->lv[1].top);
 	as_plan_stat_int(p, "aliases", s->aliases);
@@ -931,6 +965,7 @@ static uint64_t check(void *state, char *msg, size_t len)
 
 static const struct as_online_impl online = {
 	.create = create,
+	.start = start,
 	.alloc = alloc,
 	.free = release,
 	.query = query,

@@ -19,6 +19,12 @@ benchmark (tests/bench/place_bench.sh). Deterministic for a given seed.
                          the model's long-lived tensors (weights, optimiser
                          state) live from their stage's first use to the
                          end of the program;
+  compiler-vary N MODEL [SEED] as `compiler`, but the stages' overlap
+                         drawn once from {1/3, 1/5, 1/8} and every tensor
+                         scaled on its own by a factor from {1, 2, 3, 4, 6}
+                         (per-tensor shapes vary, few sizes repeat): the
+                         v-r50 traces of strip's quality-vs-budget curve
+                         (docs/benchmarks.md, issue 39; seed 2);
   transformer N MODEL [SEED] the training step of a decoder-only
                          transformer with real shapes (MODEL: gpt2,
                          gpt2-medium, llama-1b), one operator a time step,
@@ -85,6 +91,31 @@ def compiler(n, path, rng, out):
             else:
                 lo, hi = shift + a, shift + b    # activations, workspaces
             out.write("%d,%d,%d,%d\n" % (k, lo, hi, s * scale))
+            k += 1
+
+
+def compiler_vary(n, path, rng, out):
+    base = [(int(r["lower"]), int(r["upper"]), int(r["size"]))
+            for r in csv.DictReader(open(path))]
+    t0 = min(a for a, _, _ in base)
+    base = [(a - t0, b - t0, s) for a, b, s in base]
+    span = max(b for _, b, _ in base)
+    step = span - span // rng.choice([3, 5, 8])
+    stages = (n + len(base) - 1) // len(base)
+    end = (stages - 1) * step + span + 1
+    k = 0
+    for st in range(stages):
+        shift = st * step
+        rng.choice([1, 2, 4])  # the stage's scale, unused: keeps the stream
+        for (a, b, s) in base:
+            if k == n:
+                return
+            sc = rng.choice([1, 2, 3, 4, 6])
+            if b - a > span // 2:
+                lo, hi = shift + a, end
+            else:
+                lo, hi = shift + a, shift + b
+            out.write("%d,%d,%d,%d\n" % (k, lo, hi, s * sc))
             k += 1
 
 
@@ -205,6 +236,9 @@ def main():
     elif kind == "compiler":
         compiler(n, a[2], random.Random(int(a[3]) if len(a) > 3 else 1),
                  out)
+    elif kind == "compiler-vary":
+        compiler_vary(n, a[2], random.Random(int(a[3]) if len(a) > 3 else 1),
+                      out)
     elif kind == "transformer" and len(a) > 2 and a[2] in TRANSFORMERS:
         transformer(n, a[2],
                     random.Random(int(a[3]) if len(a) > 3 else 1), out)

@@ -683,7 +683,7 @@ int as_json_prescan(struct as_jwin *w, bool exact_big, struct as_jtotals *tot,
 {
 	struct pre_level st[PRE_PATH];
 	int depth = 0, err;
-	bool want_key = false;
+	bool want_key = false, trace_events = false, format_key = false;
 	uint64_t line = 1, last = 0;
 	uint32_t root_keys = 0;
 	struct gram g = {.state = G_VALUE};
@@ -762,6 +762,12 @@ int as_json_prescan(struct as_jwin *w, bool exact_big, struct as_jtotals *tot,
 				top->has_key = true;
 				want_key = false;
 				root_keys += depth == 1;
+				if (depth == 1 && klen == 11 &&
+				    memcmp(kbuf, "traceEvents", 11) == 0)
+					trace_events = true;
+				if (depth == 1 && klen == 6 &&
+				    memcmp(kbuf, "format", 6) == 0)
+					format_key = true;
 			}
 			if (w->pos < w->have)
 				w->pos++;
@@ -876,6 +882,7 @@ int as_json_prescan(struct as_jwin *w, bool exact_big, struct as_jtotals *tot,
 	}
 	if (tot)
 		*tot = (struct as_jtotals){line, last, root_keys,
+					   trace_events, format_key,
 					   !g.bad && g.state == G_END};
 	return AS_OK;
 }
@@ -918,7 +925,8 @@ int as_json_dup_keys(struct as_jctx *c, const cJSON *v)
 		if (n <= 16) {
 			for (const cJSON *a = v->child; a && !dup; a = a->next)
 				for (const cJSON *b = a->next; b; b = b->next)
-					if (strcmp(a->string, b->string) == 0) {
+					if (a->string[0] == b->string[0] &&
+					    strcmp(a->string, b->string) == 0) {
 						dup = a->string;
 						break;
 					}

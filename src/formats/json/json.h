@@ -46,6 +46,7 @@ struct as_jmember {
 struct as_jctx {
 	struct as_builder *b;    /* trace readers */
 	struct as_results *out;  /* the results reader */
+	void *state;             /* a streamed form's own (as_jform) */
 	const char *text;
 	size_t len;
 	int base;
@@ -163,6 +164,9 @@ struct as_jtotals {
 	uint64_t lines;     /* 1 + its newlines */
 	uint64_t last;      /* the offset past its last byte that is not blank */
 	uint32_t root_keys; /* members of the root object */
+	/* Root members "traceEvents" (a Chrome trace, as the PyTorch
+	 * profiler writes) and "format" (allocscope's own JSON trace). */
+	bool trace_events, format_key;
 	/* Whether cJSON parses it: false also where it is only unsure (an
 	 * escaped surrogate, a number longer than cJSON reads). */
 	bool parses;
@@ -184,6 +188,45 @@ int as_json_prescan(struct as_jwin *w, bool exact_big, struct as_jtotals *tot,
  */
 int as_json_syntax(struct as_jwin *w, size_t at, uint64_t line,
 		   const struct as_jtotals *tot, struct as_diag *diag);
+
+/* ---- trace.c: documents read in pieces ---- */
+
+/* A root member whose array is read one element at a time. */
+struct as_jlist {
+	const char *key;
+	int (*each)(struct as_jctx *c, const cJSON *elem);
+};
+
+/*
+ * A form of JSON document that trace.c reads in pieces: the root's members
+ * are read whole, but the array of the first of `lists` met, read element
+ * by element. `header` reads the root without that array (there as []) and
+ * sets *lists when the array is to be read; with `header_first` it runs
+ * before any element, whatever the members' order (a third pass when some
+ * come after the array), else after the last. `end` (may be NULL) runs
+ * last, on the whole root. c->state is `state_size` zeroed bytes for the
+ * form, handed to `state_free` (may be NULL) whether or not reading failed.
+ */
+struct as_jform {
+	const char *name; /* the trace's format */
+	const struct as_jlist *lists; /* ended by a NULL key */
+	bool header_first;
+	int (*header)(struct as_jctx *c, const cJSON *root, bool *lists);
+	int (*end)(struct as_jctx *c, const cJSON *root);
+	size_t state_size;
+	void (*state_free)(void *state);
+};
+
+/*
+ * Read the JSON text of `src` as `form`; NULL: by content, a Chrome trace
+ * (a root "traceEvents" and no "format") as the profiler form, anything
+ * else as allocscope's trace form.
+ */
+int as_json_stream(struct as_builder *b, struct as_source *src,
+		   const struct as_jform *form, struct as_diag *diag);
+
+/* ---- profiler.c: PyTorch profiler traces (Chrome trace JSON) ---- */
+extern const struct as_jform as_json_profiler_form;
 
 /* ---- graph.c: the "graph" form ---- */
 int as_json_graph(struct as_jctx *c, const cJSON *graph);

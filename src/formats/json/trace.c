@@ -3,7 +3,9 @@
  * the "events" and "buffers" forms, read in pieces through the format
  * layer's window (below: "Reading in pieces"). The "graph" form is read by
  * graph.c and the "numa" form by numa.c; common.c locates values, reports
- * errors and holds the window and the checks made before cJSON.
+ * errors and holds the window and the checks made before cJSON. The reader
+ * in pieces serves other forms of document too (struct as_jform): the
+ * PyTorch profiler's Chrome traces (profiler.c), chosen here by content.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -428,10 +430,11 @@ static int parse_root(struct as_jctx *c, const cJSON *root, bool *lists)
  * all of it (the checks made before cJSON, and the totals a syntax error
  * needs). Second pass, the root object: each member's value is cut from
  * the window (brackets counted, strings skipped) and parsed with cJSON,
- * except the "events" or "buffers" array, whose elements are cut, parsed
- * and read one at a time. The root's other members are read before the
- * array, whatever their order: when some come after it, the second pass
- * only parses the array and a third reads it. When the first pass saw
+ * except the form's array ("events" or "buffers"; a profiler trace's
+ * "traceEvents"), whose elements are cut, parsed and read one at a time.
+ * The root's other members are read before the array, whatever their
+ * order (header_first): when some come after it, the second pass only
+ * parses the array and a third reads it. When the first pass saw
  * that the text does not parse, a pass that only parses comes before, so
  * that the syntax fault is reported first. Refusals are those of a
  * whole-document parse, at the same line; only duplicate keys, reported
@@ -446,7 +449,9 @@ struct reader {
 	cJSON *root;      /* the members read; the streamed array as [] */
 	struct as_jmember *m;
 	size_t nm, cap_m;
+	const struct as_jform *form;
 	const char *list; /* the streamed array's key */
+	int (*each)(struct as_jctx *, const cJSON *); /* its elements' reader */
 	uint64_t list_off, list_line;
 	bool deferred, lists;
 	bool check_only; /* a pass that only parses, to find a syntax fault */
@@ -624,7 +629,7 @@ static int header(struct reader *r)
 	r->c.base = 0;
 	r->c.depth = 0;
 	r->c.input_bytes = r->tot.last;
-	return parse_root(&r->c, r->root, &r->lists);
+	return r->form->header(&r->c, r->root, &r->lists);
 }
 
 /* The array at pos, each element read when `read` (else only parsed). */
@@ -633,8 +638,6 @@ static int read_list(struct reader *r, bool read)
 	struct as_jctx *c = &r->c;
 	struct as_jwin *w = &r->w;
 	int ch, err;
-	int (*each)(struct as_jctx *, const cJSON *) =
-		strcmp(r->list, "events") == 0 ? parse_event : parse_buffer;
 	w->pos++; /* [ */
 	if ((err = next(r, &ch)))
 		return err;
@@ -672,7 +675,7 @@ static int read_list(struct reader *r, bool read)
 			c->line0 = line0;
 			err = as_json_dup_keys(c, v);
 			if (!err)
-				err = each(c, v);
+				err = r->each(c, v);
 			c->text = NULL;
 			c->base = 0;
 			c->depth = 0;
@@ -704,21 +707,26 @@ static int member(struct reader *r, char *key, int ch, uint32_t ord)
 	*mb = (struct as_jmember){.key = key, .line = r->line};
 	c->members = r->m;
 	c->nmembers = r->nm;
-	if (!r->list && ch == '[' &&
-	    (strcmp(key, "events") == 0 || strcmp(key, "buffers") == 0)) {
+	const struct as_jlist *l = r->form->lists;
+	while (l->key && strcmp(l->key, key) != 0)
+		l++;
+	if (!r->list && ch == '[' && l->key) {
 		cJSON *none = cJSON_CreateArray();
 		if (!none || !cJSON_AddItemToObject(r->root, key, none)) {
 			cJSON_Delete(none);
 			return AS_ENOMEM;
 		}
 		r->list = key;
+		r->each = l->each;
 		r->list_off = r->w.off + r->w.pos;
 		r->list_line = r->line;
-		r->deferred = r->tot.root_keys > ord + 1;
+		bool first = r->form->header_first;
+		r->deferred = first && r->tot.root_keys > ord + 1;
 		if (r->check_only)
 			return read_list(r, false);
-		int err = r->deferred ? AS_OK : header(r);
-		return err ? err : read_list(r, !r->deferred && r->lists);
+		int err = r->deferred || !first ? AS_OK : header(r);
+		return err ? err
+			   : read_list(r, !r->deferred && (r->lists || !first));
 	}
 	size_t len;
 	cJSON *v;
@@ -799,24 +807,18 @@ static int read_root(struct reader *r)
 	}
 	if ((err = trailing(r)) || r->check_only)
 		return err;
-	if (!r->list || r->deferred) {
+	if (!r->list || r->deferred || !r->form->header_first) {
 		if ((err = header(r)))
 			return err;
-		if (r->list && r->lists &&
+		if (r->list && r->lists && r->deferred &&
 		    ((err = restart(r, r->list_off, r->list_line)) ||
 		     (err = read_list(r, true))))
 			return err;
 	}
-	if (!r->lists)
+	if (!r->lists || !r->form->end)
 		return AS_OK;
 	r->c.depth = 0;
-	/* A list given but not an array is refused here. */
-	if ((err = parse_list(&r->c, r->root, "events", parse_event)) ||
-	    (err = parse_list(&r->c, r->root, "buffers", parse_buffer)))
-		return err;
-	return cJSON_HasObjectItem(r->root, "buffers")
-		       ? live_names_unique(&r->c)
-		       : AS_OK;
+	return r->form->end(&r->c, r->root);
 }
 
 /* Drop what a pass read of the root. */
@@ -836,7 +838,7 @@ static int pass(struct reader *r, bool check_only)
 {
 	forget(r);
 	r->c = (struct as_jctx){.b = r->c.b, .diag = r->c.diag,
-				.members = r->m};
+				.state = r->c.state, .members = r->m};
 	r->list = NULL;
 	r->deferred = r->lists = false;
 	r->check_only = check_only;
@@ -846,8 +848,33 @@ static int pass(struct reader *r, bool check_only)
 	return err ? err : read_root(r);
 }
 
-static int json_stream(struct as_builder *b, struct as_source *src,
-		       struct as_diag *diag)
+/* A list given but not an array is refused here (after the header). */
+static int trace_end(struct as_jctx *c, const cJSON *root)
+{
+	int err;
+	if ((err = parse_list(c, root, "events", parse_event)) ||
+	    (err = parse_list(c, root, "buffers", parse_buffer)))
+		return err;
+	return cJSON_HasObjectItem(root, "buffers") ? live_names_unique(c)
+						    : AS_OK;
+}
+
+static const struct as_jlist trace_lists[] = {
+	{"events", parse_event},
+	{"buffers", parse_buffer},
+	{NULL, NULL},
+};
+
+static const struct as_jform trace_form = {
+	.name = "json",
+	.lists = trace_lists,
+	.header_first = true,
+	.header = parse_root,
+	.end = trace_end,
+};
+
+int as_json_stream(struct as_builder *b, struct as_source *src,
+		   const struct as_jform *form, struct as_diag *diag)
 {
 	struct reader r = {
 		.c = {.b = b, .diag = diag},
@@ -858,16 +885,35 @@ static int json_stream(struct as_builder *b, struct as_source *src,
 	r.m = malloc(r.cap_m * sizeof(*r.m));
 	int err = r.m ? as_json_prescan(&r.w, false, &r.tot, diag)
 		      : AS_ENOMEM;
+	r.form = form ? form
+		 : r.tot.trace_events && !r.tot.format_key
+			 ? &as_json_profiler_form
+			 : &trace_form;
+	if (!err && !form && r.form != &trace_form &&
+	    !(as_builder_trace(b)->format = as_builder_intern(b, r.form->name)))
+		err = AS_ENOMEM;
+	if (!err && r.form->state_size &&
+	    !(r.c.state = calloc(1, r.form->state_size)))
+		err = AS_ENOMEM;
 	/* A text that does not parse: its first syntax fault, found by a
 	 * pass that reads nothing, comes before any other refusal. */
 	if (!err && !r.tot.parses)
 		err = pass(&r, true);
 	if (!err)
 		err = pass(&r, false);
+	if (r.c.state && r.form->state_free)
+		r.form->state_free(r.c.state);
+	free(r.c.state);
 	forget(&r);
 	free(r.m);
 	free(r.w.own);
 	return err;
+}
+
+static int json_stream(struct as_builder *b, struct as_source *src,
+		       struct as_diag *diag)
+{
+	return as_json_stream(b, src, NULL, diag);
 }
 
 static bool json_sniff(const char *head, size_t len)

@@ -211,6 +211,28 @@ struct as_realloc {
 	uint32_t buffer, realloc_of;
 };
 
+/*
+ * A stage of the program that the recording marked on the time axis: a
+ * named region from a START to an END (PyTorch snapshots'
+ * `external_annotations`: record_function or NVTX ranges) on one space (a
+ * snapshot's device). It holds time steps [start, end), the operations the
+ * program made inside it; times are steps as buffer lifetimes.
+ */
+struct as_stage {
+	const char *name;
+	uint64_t start, end;    /* start <= end <= the trace's end_time */
+	uint16_t space;
+	uint16_t lane;          /* 0 outermost: in start order each stage takes
+				 * the lowest lane free over its life (nested
+				 * stages stack up); set by the builder */
+	uint8_t flags;          /* AS_STAGE_* */
+};
+
+enum {
+	AS_STAGE_NO_START = 1 << 0, /* an END without its START: from 0 */
+	AS_STAGE_NO_END = 1 << 1,   /* a START never ended: to the end */
+};
+
 struct as_trace {
 	const char *path;
 	const char *format;     /* "ops", "json", "csv" */
@@ -254,6 +276,9 @@ struct as_trace {
 					 * (count 0): offsets are not
 					 * compressed addresses */
 	uint32_t naddr_map;
+	struct as_stage *stages; /* by space, then start (the longer first
+				  * at equal starts); NULL (count 0): none */
+	uint32_t nstages;
 	struct as_trace_private *priv;
 };
 
@@ -275,12 +300,66 @@ const char *as_trace_buffer_name(const struct as_trace *t, uint32_t i);
 const char *as_trace_buffer_frames(const struct as_trace *t, uint32_t i);
 
 /*
+ * Buffer i's stack as a number (AS_NONE: no frames), for grouping buffers
+ * by stack without comparing texts: buffers with one number share one text
+ * (as_trace_stack_text); one text may have several numbers when a reader
+ * gave it several times. O(1).
+ */
+uint32_t as_trace_buffer_stack(const struct as_trace *t, uint32_t i);
+/* The text of stack number k (as as_trace_buffer_frames), or NULL. */
+const char *as_trace_stack_text(const struct as_trace *t, uint32_t k);
+
+/*
+ * What the program said of buffer i besides its stack, or NULL: PyTorch's
+ * `compile_context` (the torch.compile graph it was allocated in) and
+ * `user_metadata` (what the program set with _set_memory_metadata), as
+ * the recording gave them (empty strings are NULL).
+ */
+const char *as_trace_buffer_context(const struct as_trace *t, uint32_t i);
+const char *as_trace_buffer_metadata(const struct as_trace *t, uint32_t i);
+
+/*
+ * The innermost stage of `space` holding time step `time` (the one that
+ * started last), as an index into t->stages, or AS_NONE. O(log stages).
+ */
+uint32_t as_trace_stage_at(const struct as_trace *t, uint16_t space,
+			   uint64_t time);
+
+/* How buffers are grouped: live lists, colours, explain's groups. */
+enum as_group_by {
+	AS_GROUP_BUFFER,   /* no grouping: each buffer */
+	AS_GROUP_PREFIX,   /* "layer3.attn.q" -> "layer3.attn"; "t17" -> "t" */
+	AS_GROUP_FRAME,    /* the first stack frame, "(no frames)" without */
+	AS_GROUP_SIZE,     /* size class: powers of two */
+	AS_GROUP_STAGE,    /* the innermost stage at its allocation,
+			    * "(no stage)" outside every stage */
+	AS_GROUP_STACK,    /* the whole stack, "(no frames)" without */
+	AS_GROUP_CONTEXT,  /* compile context and user metadata,
+			    * "(no context)" without */
+};
+
+/*
+ * The group of buffer i of t as text in buf (always terminated, cut to
+ * fit); returns buf.
+ */
+const char *as_trace_group(const struct as_trace *t, uint32_t i,
+			   enum as_group_by g, char *buf, size_t len);
+
+/*
  * Input formats are named ("ops", "csv", "json", ...); NULL or "auto"
  * detects by extension, then by content.
  */
 bool as_format_known(const char *name);
 /* The i-th format's name, NULL past the last. */
 const char *as_format_names(size_t i);
+
+/*
+ * The format the content of file `path` shows: its first bytes (after gzip
+ * or zstd) as detection without a name reads them. NULL when only the text
+ * ops format, which takes any text, would (or the file cannot be read).
+ * For tools that walk directories, where a name may tell no format.
+ */
+const char *as_trace_sniff(const char *path);
 
 /*
  * Load a trace from `path`. On success *out is a new trace the caller
@@ -337,6 +416,52 @@ bool as_trace_address_of(const struct as_trace *t, uint16_t space,
  */
 int as_trace_reserved_peaks(const struct as_trace *t, uint64_t *peak);
 
+/*
+ * A step at which a recording gave reserved memory of a space back (its
+ * segments ending before the trace does): what the space held before the
+ * step's releases, what it reserved at the same step after them (segment
+ * entries share the step of the next block entry), and whether the
+ * recording ran out of memory then.
+ */
+struct as_release_step {
+	uint64_t time, before, started;
+	bool oom;
+};
+
+/* The release steps of `space` in time order: *out malloc'ed (the
+ * caller frees it), *n entries. AS_OK or AS_ENOMEM. O(n log n). */
+int as_trace_release_steps(const struct as_trace *t, uint16_t space,
+			   struct as_release_step **out, uint32_t *n);
+
+/* Where a memory limit comes from. */
+enum as_limit_from {
+	AS_LIMIT_NONE,   /* unlimited */
+	AS_LIMIT_OPTION, /* a strategy's option */
+	AS_LIMIT_SPACE,  /* the trace states its space's capacity */
+	AS_LIMIT_OOM,    /* a recorded OOM: what the device held then plus
+			  * its free memory */
+	AS_LIMIT_RETRY,  /* a recorded release and retry of cudaMalloc: the
+			  * most the recording ever reserved */
+};
+
+struct as_limit {
+	uint64_t bytes;  /* 0: unlimited */
+	uint64_t step;   /* the OOM's or retry's time step */
+	enum as_limit_from from;
+};
+
+/*
+ * The memory `space` has as the trace tells it: its stated capacity; else,
+ * on a recording, the device's size when the recording ran out of memory
+ * (an OOM: what it held then plus the device's free memory, at least the
+ * most it ever reserved) or gave cached segments back to retry a
+ * cudaMalloc at the same step (a release that the most it ever reserved
+ * does not leave room for: the device held no more than that); else
+ * unlimited. AS_OK or AS_ENOMEM.
+ */
+int as_trace_device_limit(const struct as_trace *t, uint16_t space,
+			  struct as_limit *out);
+
 /* The buffer that buffer `buffer` replaced through realloc, or AS_NONE.
  * O(log n) over the trace's links. */
 uint32_t as_trace_realloc_of(const struct as_trace *t, uint32_t buffer);
@@ -375,6 +500,12 @@ int as_builder_clock(struct as_builder *b, uint64_t us, uint64_t line,
 uint64_t as_builder_time(const struct as_builder *b);
 /* Add a mark at the current time step (m->time is set by the builder). */
 int as_builder_mark(struct as_builder *b, const struct as_mark *m);
+/*
+ * Add a stage (a copy of *s; its name is copied, lane is set at the
+ * finish, an end past the trace's end is cut there). AS_EINVAL when end <
+ * start, AS_ENOMEM. Spaces are checked at the finish.
+ */
+int as_builder_stage(struct as_builder *b, const struct as_stage *s);
 /* Add a reserved segment (a copy of *s). */
 int as_builder_segment(struct as_builder *b, const struct as_segment *s);
 /*
@@ -420,6 +551,53 @@ struct as_round {
  * and optionally per buffer the space it was placed in, the chunk it took
  * (online allocators: chunk >= size) and the buffer it was placed inside.
  */
+/*
+ * Where a model of an allocator leaves the recording it replays
+ * (cuda-caching on a PyTorch snapshot with a trace): the first allocation,
+ * in time order, that the model put in another block than the recorded
+ * allocator did, both sides of it, and how many allocations agree.
+ */
+enum as_div_kind {
+	AS_DIV_NONE,          /* every allocation compared agrees */
+	AS_DIV_OUT_OF_MEMORY, /* the model could not place it */
+	AS_DIV_POOL,          /* in the other pool (small: up to 1 MiB) */
+	AS_DIV_NEW_SEGMENT,   /* one side reserved a segment for it, the
+			       * other took a cached block */
+	AS_DIV_SEGMENT_SIZE,  /* in segments of different sizes */
+	AS_DIV_BLOCK,         /* in another segment of the same size: another
+			       * free block chosen */
+	AS_DIV_OFFSET,        /* in the same segment at another offset */
+};
+
+/* One side: the block's segment. */
+struct as_div_side {
+	uint64_t segment;      /* its recorded address (a trace offset,
+				* as_trace_address_of gives the real one);
+				* AS_NO_OFFSET: none the recording had */
+	uint64_t segment_size; /* 0: no block; expandable: bytes mapped */
+	uint64_t offset;       /* the block in it (expandable: from the
+				* range's base) */
+	bool small;            /* small pool */
+	bool new_segment;      /* reserved for this allocation */
+	bool expandable;
+};
+
+struct as_divergence {
+	uint64_t compared;     /* allocations compared */
+	uint64_t agree;        /* in the same segment at the same offset */
+	uint64_t same_place;   /* in a segment of the recorded size at the
+				* recorded offset (blocks_reproduced) */
+	enum as_div_kind kind;
+	uint32_t buffer;       /* the first that differs, AS_NONE: none */
+	uint16_t space;
+	uint64_t time;         /* its allocation's time step */
+	struct as_div_side model, recorded;
+	char cause[200];       /* what probably made them part, a sentence */
+};
+
+/* "segment size", "block chosen", ...: what differs, in words. */
+const char *as_div_kind_name(enum as_div_kind k);
+
 struct as_plan {
 	uint32_t nbuffers;
 	uint64_t *offset;
@@ -445,6 +623,9 @@ struct as_plan {
 	/* Remarks of the strategy (disagreements with a recording, ...). */
 	char **notes;
 	uint32_t nnotes;
+	/* Where the model leaves the recording it replays; NULL: the
+	 * strategy compared itself with none (owned by the plan). */
+	struct as_divergence *divergence;
 };
 
 struct as_plan *as_plan_create(const struct as_trace *t);
@@ -467,6 +648,20 @@ int as_plan_want_aliases(struct as_plan *p, const struct as_trace *t);
 int as_plan_want_segments(struct as_plan *p);
 /* Add a remark (copied; at most 64 are kept, later ones are counted). */
 int as_plan_note(struct as_plan *p, const char *text);
+/*
+ * A remark that starts with AS_NOTE_CAPACITY tells a memory limit the run
+ * used and where it came from ("capacity: cuda:0: 61111009280 B (56.9 GiB)
+ * from ..."): an option, the trace, or what a recording shows. Runs
+ * without a limit have none. replay's table prints these remarks.
+ */
+#define AS_NOTE_CAPACITY "capacity: "
+/* That remark for limit l of the memory called `name` (nothing when
+ * unlimited, once per plan); `option` names the option when it came from
+ * one ("total=17179869184"). */
+int as_plan_note_limit(struct as_plan *p, const char *name,
+		       const char *option, const struct as_limit *l);
+/* The name of `space` in t, "space" when it has none. */
+const char *as_trace_space_name(const struct as_trace *t, uint16_t space);
 /* Record a statistic; `key` must outlive the plan (a literal). */
 int as_plan_stat(struct as_plan *p, const char *key, double value);
 int as_plan_stat_int(struct as_plan *p, const char *key, uint64_t value);
@@ -500,6 +695,43 @@ uint64_t as_plan_peak(const struct as_plan *p, const struct as_trace *t,
  */
 void as_plan_peaks(const struct as_plan *p, const struct as_trace *t,
 		   uint64_t *out);
+/* ---- Moments: when a plan peaks, when the most bytes are live ---- */
+
+/* Every space at once, where a function takes a space index. */
+#define AS_ALL_SPACES (-1)
+
+struct as_moment {
+	uint64_t time;        /* trace time units */
+	uint64_t live_bytes;  /* bytes live at `time` (aliases take none) */
+	uint64_t live;        /* buffers live at `time` */
+	uint64_t top;         /* the plan's top address (peak); for the
+				 trace: live_bytes */
+	uint32_t top_buffer;  /* a buffer reaching the top, live at time;
+				 AS_NONE for the trace */
+};
+
+/*
+ * The trace's peak moment: the earliest time with the most bytes live (in
+ * `space`, or every space with AS_ALL_SPACES), live meaning start <= time
+ * < end, after every start and end at that time; aliases take no bytes.
+ * `replay --json` gives it as `lower_bound_time`, and `explain` explains
+ * it. Returns 0 (out filled), 1 when no buffer of positive size is ever
+ * live, or a negative AS_E* code. O(n log n), O(n) when the events are in
+ * time order.
+ */
+int as_trace_peak_moment(const struct as_trace *t, int space,
+			 struct as_moment *out);
+
+/*
+ * The peak moment of a plan in `space` (AS_ALL_SPACES: every buffer, for
+ * single-space plans): within the lives of the buffers that reach the
+ * plan's top address (offset + size, placed, not aliases), the earliest
+ * time with the most bytes live in that space; `peak_time` in the JSON.
+ * Returns as above (1: nothing placed). O(n log n).
+ */
+int as_plan_peak_moment(const struct as_trace *t, const struct as_plan *p,
+			int space, struct as_moment *out);
+
 /* Number of non-empty allocations the strategy failed. */
 uint32_t as_plan_failed(const struct as_plan *p, const struct as_trace *t);
 

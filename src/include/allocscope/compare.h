@@ -115,9 +115,8 @@ struct as_replay_run {
  * trace: {"trace": {...}, "results": [...]}, with "left_out" when some
  * strategy was left out, and a newline (docs/diff.md); as_results_load reads
  * it back. The function only reads `run` and what it points to, all of
- * which stays the caller's. The moments come from the renderer
- * (as_render_peak_moment, as_render_bound_moment), which the caller calls,
- * so that this folder does without it. Returns 0, or AS_EIO when `f` has an
+ * which stays the caller's. The moments (as_plan_peak_moment,
+ * as_trace_peak_moment) are the caller's to compute. Returns 0, or AS_EIO when `f` has an
  * error.
  */
 int as_replay_write_json(const struct as_replay_run *run, FILE *f);

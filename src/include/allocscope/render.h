@@ -40,16 +40,9 @@ enum as_color_by {
 	AS_COLOR_FRAME,    /* the first stack frame */
 };
 
-/* How a live list groups buffers (and what AS_COLOR_PREFIX/FRAME hash). */
-enum as_group_by {
-	AS_GROUP_BUFFER,   /* no grouping: each buffer */
-	AS_GROUP_PREFIX,   /* "layer3.attn.q" -> "layer3.attn"; "t17" -> "t" */
-	AS_GROUP_FRAME,    /* the first stack frame, "(no frames)" without */
-	AS_GROUP_SIZE,     /* size class: powers of two */
-};
-
-/* The group of buffer i of t, as text in buf (always terminated); returns
- * buf. */
+/* The group of buffer i of t (as_trace_group, enum as_group_by in
+ * allocscope.h) as the picture prints it: control bytes shown as escapes;
+ * always terminated; returns buf. */
 const char *as_render_group(const struct as_trace *t, uint32_t i,
 			    enum as_group_by g, char *buf, size_t len);
 
@@ -266,31 +259,12 @@ int as_render_range_summary(struct as_render *r, size_t i, double t0,
 
 /* ---- Moments: when a plan peaks, when the most bytes are live ---- */
 
-struct as_moment {
-	uint64_t time;        /* trace time units */
-	uint64_t live_bytes;  /* bytes live at `time` (aliases take none) */
-	uint64_t live;        /* buffers live at `time` */
-	uint64_t top;         /* the plan's top address (peak); for the
-				 bound: live_bytes */
-	uint32_t top_buffer;  /* a buffer reaching the top, live at time;
-				 AS_NONE for the bound */
-};
-
 /*
- * The peak moment of a plan in `space` (AS_RENDER_ALL_SPACES: every
- * buffer, for single-space plans): within the lives of the buffers that
- * reach the plan's top address (offset + size, placed, not aliases), the
- * earliest time with the most bytes live in that space. Returns 0 (out
- * filled), 1 when no placed buffer is live at any time, or a negative
- * AS_E* code. O(n log n).
+ * as_plan_peak_moment and as_trace_peak_moment (allocscope.h), under the
+ * names the renderer's users know; the same functions.
  */
 int as_render_peak_moment(const struct as_trace *t, const struct as_plan *p,
 			  int space, struct as_moment *out);
-
-/*
- * A moment of the lower bound: the earliest time with the most bytes live
- * in the trace (in `space`, or every space). Returns as above.
- */
 int as_render_bound_moment(const struct as_trace *t, int space,
 			   struct as_moment *out);
 

@@ -107,15 +107,16 @@ int as_cuda_pool_insert(struct cc *s, uint32_t i)
 {
 	struct block *b = &s->b[i];
 	struct pool *p = &s->pools[b->small ? 0 : 1];
+	uint64_t key = as_cuda_bkey(s->s, b);
 	if (!b->mapped)
-		return as_cuda_t_insert(&s->tp, &p->unmapped, b->stream,
-					b->addr, 0, 0, i);
+		return as_cuda_t_insert(&s->tp, &p->unmapped, b->stream, key,
+					0, 0, i);
 	b->gc_base = p->calls;
 	if (as_cuda_counts_inactive_split(s, b)) {
 		as_cuda_stat_add(&s->inactive_split, 1);
 		as_cuda_stat_add(&s->inactive_split_bytes, b->size);
 	}
-	return as_cuda_t_insert(&s->tp, &p->blocks, b->stream, b->size, b->addr,
+	return as_cuda_t_insert(&s->tp, &p->blocks, b->stream, b->size, key,
 				0, i);
 }
 
@@ -123,15 +124,16 @@ static void pool_remove(struct cc *s, uint32_t i)
 {
 	struct block *b = &s->b[i];
 	struct pool *p = &s->pools[b->small ? 0 : 1];
+	uint64_t key = as_cuda_bkey(s->s, b);
 	if (!b->mapped) {
-		as_cuda_t_erase_at(&s->tp, &p->unmapped, b->stream, b->addr, 0);
+		as_cuda_t_erase_at(&s->tp, &p->unmapped, b->stream, key, 0);
 		return;
 	}
 	if (as_cuda_counts_inactive_split(s, b)) {
 		as_cuda_stat_sub(&s->inactive_split, 1);
 		as_cuda_stat_sub(&s->inactive_split_bytes, b->size);
 	}
-	as_cuda_t_erase_at(&s->tp, &p->blocks, b->stream, b->size, b->addr);
+	as_cuda_t_erase_at(&s->tp, &p->blocks, b->stream, b->size, key);
 }
 
 uint32_t as_cuda_segment_new(struct cc *s)
@@ -150,6 +152,24 @@ uint32_t as_cuda_segment_new(struct cc *s)
 		s->caps = cap;
 	}
 	return s->ns++;
+}
+
+/* The end of segment g's order key range. */
+static uint64_t key_end(const struct segment *g)
+{
+	return g->key > UINT64_MAX - g->size ? UINT64_MAX : g->key + g->size;
+}
+
+/* Segment gi (live now) into the set of live key ranges, and out. */
+int as_cuda_key_add(struct cc *s, uint32_t gi)
+{
+	return as_cuda_t_insert(&s->tp, &s->keys, s->s[gi].key, gi, 0,
+				key_end(&s->s[gi]), NIL);
+}
+
+static void key_del(struct cc *s, uint32_t gi)
+{
+	as_cuda_t_erase_at(&s->tp, &s->keys, s->s[gi].key, gi, 0);
 }
 
 /* ---- sizes ---- */
@@ -214,11 +234,10 @@ static uint64_t expandable_size(const struct cc *s, uint32_t i)
 	return n;
 }
 
-static uint32_t get_free_block(struct cc *s, struct pool *p, uint64_t size,
-			       uint16_t stream)
+/* The cached block get_free_block takes, left in its pool; NIL: none. */
+static uint32_t find_free_block(const struct cc *s, const struct pool *p,
+				uint64_t size, uint16_t stream)
 {
-	if (s->fraction > 0.0 && s->gc_threshold > 0.0)
-		p->calls++;
 	uint32_t it = as_cuda_t_lower_bound(&s->tp, p->blocks, stream, size, 0);
 	if (it == NIL || s->tp.n[it].k0 != stream)
 		return NIL;
@@ -249,7 +268,17 @@ static uint32_t get_free_block(struct cc *s, struct pool *p, uint64_t size,
 		return NIL;
 	if (size >= s->max_split && bsize >= size + s->max_non_split)
 		return NIL;
-	pool_remove(s, bi);
+	return bi;
+}
+
+static uint32_t get_free_block(struct cc *s, struct pool *p, uint64_t size,
+			       uint16_t stream)
+{
+	if (s->fraction > 0.0 && s->gc_threshold > 0.0)
+		p->calls++;
+	uint32_t bi = find_free_block(s, p, size, stream);
+	if (bi != NIL)
+		pool_remove(s, bi);
 	return bi;
 }
 
@@ -275,6 +304,7 @@ static void release_segment(struct cc *s, uint32_t bi)
 	if (g->size >= s->max_split)
 		as_cuda_stat_sub(&s->oversize_segments, 1);
 	s->num_device_free++;
+	key_del(s, b->seg);
 	g->live = 0;
 	g->first = s->frees;
 	s->frees = b->seg;
@@ -413,6 +443,7 @@ int as_cuda_release_cached(struct cc *s)
 		    s->b[g->first].next == NIL) {
 			uint32_t bi = g->first;
 			pool_remove(s, bi);
+			key_del(s, i);
 			g->live = 0;
 			block_delete(s, bi);
 		}
@@ -508,6 +539,48 @@ static void garbage_collect(struct cc *s)
 	}
 }
 
+/* Whether [key, key + size) meets the key range of a live segment. */
+static bool key_taken(const struct cc *s, uint64_t key, uint64_t size)
+{
+	uint64_t end = key > UINT64_MAX - size ? UINT64_MAX : key + size;
+	return as_cuda_t_meets(&s->tp, s->keys, key, end);
+}
+
+/*
+ * The order key of a new cudaMalloc segment. The device chooses addresses,
+ * and PyTorch orders free blocks of one size by them: on a recording, the
+ * address its cudaMalloc returned at this step for a segment of this size
+ * and stream (a trace offset), when the model asks for the same; else one
+ * above every recorded address.
+ */
+static uint64_t segment_key(struct cc *s, uint64_t addr, uint64_t size,
+			    uint16_t stream)
+{
+	const struct as_trace *t = s->t;
+	if (t && s->rec_taken) {
+		uint32_t lo = 0, hi = t->nsegments;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (t->segments[mid].start < s->now)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (uint32_t k = lo;
+		     k < t->nsegments && t->segments[k].start == s->now; k++) {
+			const struct as_segment *g = &t->segments[k];
+			if (s->rec_taken[k] || g->space != s->space ||
+			    g->size != size || g->stream != stream ||
+			    (g->flags & AS_SEG_EXPANDABLE) ||
+			    key_taken(s, g->addr, size))
+				continue;
+			s->rec_taken[k] = 1;
+			return g->addr;
+		}
+	}
+	return addr + s->key_base;
+}
+
 /* A new segment of alloc_size bytes holding one free block (not pooled). */
 static uint32_t new_segment(struct cc *s, uint64_t alloc_size, bool small,
 			    uint16_t stream, int *err)
@@ -522,6 +595,7 @@ static uint32_t new_segment(struct cc *s, uint64_t alloc_size, bool small,
 	 * a trace's own space capacity bounds the addresses of the plan */
 	if (!as_cuda_device_take(s, alloc_size, s->addr_bound, &addr))
 		return NIL;
+	uint64_t key = segment_key(s, addr, alloc_size, stream);
 	uint32_t gi = as_cuda_segment_new(s);
 	uint32_t bi = gi == NIL ? NIL : as_cuda_block_new(s);
 	if (bi == NIL) {
@@ -531,7 +605,11 @@ static uint32_t new_segment(struct cc *s, uint64_t alloc_size, bool small,
 	s->s[gi] = (struct segment){.addr = addr, .size = alloc_size,
 				    .mapped = alloc_size, .first = bi,
 				    .stream = stream, .small = small,
-				    .live = 1};
+				    .live = 1, .key = key};
+	if (as_cuda_key_add(s, gi) != AS_OK) {
+		*err = AS_ENOMEM;
+		return NIL;
+	}
 	struct block *b = &s->b[bi];
 	b->addr = addr;
 	b->size = alloc_size;
@@ -637,7 +715,9 @@ static uint32_t find_expandable(struct cc *s, struct pool *p, bool small,
 	s->s[gi] = (struct segment){.addr = addr, .size = va, .page = page,
 				    .first = bi, .stream = stream,
 				    .small = small, .expandable = 1,
-				    .live = 1};
+				    .live = 1, .key = addr + s->key_base};
+	if ((*err = as_cuda_key_add(s, gi)) != AS_OK)
+		return NIL;
 	struct block *b = &s->b[bi];
 	b->addr = addr;
 	b->size = va;
@@ -730,8 +810,11 @@ int as_cuda_ensure_arrays(struct cc *s, const struct as_trace *t)
 	s->seg_size = calloc(n, sizeof(*s->seg_size));
 	s->seg_off = calloc(n, sizeof(*s->seg_off));
 	s->initial = calloc(n, 1);
+	/* a recording: which of its segments each block went to */
+	if (t->nsegments)
+		s->seg_key = calloc(n, sizeof(*s->seg_key));
 	if (!s->blk_of || !s->seg_of || !s->seg_size || !s->seg_off ||
-	    !s->initial)
+	    !s->initial || (t->nsegments && !s->seg_key))
 		return AS_ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		s->blk_of[i] = s->seg_of[i] = NIL;
@@ -757,6 +840,10 @@ void as_cuda_account_alloc(struct cc *s, uint32_t bi, uint32_t buf,
 		s->initial[k] |= IN_INITIAL_SEG;
 	if (g->expandable)
 		s->initial[k] |= IN_EXPANDABLE;
+	if (b->small)
+		s->initial[k] |= IN_SMALL_POOL;
+	if (s->seg_key)
+		s->seg_key[k] = g->key;
 	s->seg_of[k] = b->seg;
 }
 
@@ -771,11 +858,14 @@ uint64_t as_cuda_requested_of(const struct as_trace *t, uint32_t buf)
 /*
  * The recording ran out of memory before time `now`: the real allocator
  * released every cached segment before it gave up (release_cached_blocks),
- * and so does the model. Only the mark's time is read.
+ * and so does the model; only the mark's time is read. The same for the
+ * steps where the program emptied the cache (start.c finds them: cached
+ * segments given back with no cudaMalloc after them).
  */
 static int replay_marks(struct cc *s, const struct as_trace *t, uint64_t now)
 {
 	int err = AS_OK;
+	s->now = now;
 	while (err == AS_OK && s->next_mark < t->nmarks &&
 	       t->marks[s->next_mark].time <= now) {
 		const struct as_mark *m = &t->marks[s->next_mark++];
@@ -784,15 +874,26 @@ static int replay_marks(struct cc *s, const struct as_trace *t, uint64_t now)
 		s->recorded_ooms++;
 		err = as_cuda_release_cached(s);
 		/*
-		 * Without a capacity option, the device is as large as what
-		 * the allocator held then plus what the device had free: the
-		 * model runs out where the recording did from now on.
+		 * A trace without the recording's segments (start.c reads the
+		 * device size from them): the device is as large as what the
+		 * model holds now plus what the device had free then.
 		 */
-		uint64_t cap = s->reserved_bytes.cur + m->device_free;
-		if (!err && !s->opt_capacity && m->device_free &&
-		    (s->capacity == 0 || cap < s->capacity))
-			s->capacity = cap;
+		if (!err && s->cap.from == AS_LIMIT_NONE && m->device_free &&
+		    m->device_free <= MAX_BYTES) {
+			s->capacity = s->reserved_bytes.cur + m->device_free;
+			s->cap = (struct as_limit){s->capacity, m->time,
+						   AS_LIMIT_OOM};
+		}
 	}
+	/* the program emptied the cache (torch.cuda.empty_cache()) */
+	while (err == AS_OK && s->next_release < s->nrelease &&
+	       s->release_at[s->next_release] <= now) {
+		s->next_release++;
+		s->recorded_releases++;
+		err = as_cuda_release_cached(s);
+	}
+	while (s->next_maybe < s->nmaybe && s->maybe_at[s->next_maybe] < now)
+		s->next_maybe++;
 	return err;
 }
 
@@ -831,8 +932,31 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 	uint16_t stream = t->buffers[buf].stream;
 	uint64_t alloc_size = allocation_size(s, size);
 	s->allocs++;
+	/*
+	 * The recording gave cached segments back before reserving one for
+	 * this request. A cached block that serves it means no cudaMalloc
+	 * failed: the program emptied the cache (start.c). Else the model's
+	 * own cudaMalloc fails at the device size and releases; when the
+	 * size the recording told leaves room now (the device had less free
+	 * then: other memory), the release is the recording's all the same,
+	 * whichever it was (without max_split_size both empty the cache).
+	 */
+	if (s->next_maybe < s->nmaybe && s->maybe_at[s->next_maybe] == s->now) {
+		s->next_maybe++;
+		bool served = find_free_block(s, p, size, stream) != NIL;
+		bool told = s->cap.from == AS_LIMIT_OOM ||
+			    s->cap.from == AS_LIMIT_RETRY;
+		if (served ||
+		    (told && !s->expandable && s->max_split == NO_LIMIT &&
+		     s->reserved_bytes.cur + alloc_size <= s->capacity)) {
+			s->recorded_releases++;
+			if ((err = as_cuda_release_cached(s)))
+				return err;
+		}
+	}
 	err = AS_OK;
 	uint32_t bi = get_free_block(s, p, size, stream);
+	bool made = bi == NIL;
 	if (bi == NIL) {
 		if (s->fraction > 0.0 && s->gc_threshold > 0.0)
 			garbage_collect(s);
@@ -863,6 +987,8 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 	if ((err = take_block(s, bi, size)))
 		return err;
 	as_cuda_account_alloc(s, bi, buf, req);
+	if (made)
+		s->initial[as_cuda_slot(s, buf)] |= MADE_SEGMENT;
 	if (s->reserved_bytes.peak != s->seen_peak) {
 		s->seen_peak = s->reserved_bytes.peak;
 		s->alloc_at_peak = 0;

@@ -17,16 +17,21 @@
  * offsets are these addresses; expandable ranges, far apart in virtual
  * memory, are laid out one after the other above the segments at the end.
  * The plan also carries each buffer's segment size and offset inside it.
+ * Equal free blocks are ordered by the device's addresses, which are not
+ * first fit on a real device: each segment has an order key (below).
  *
  * On a recording (a PyTorch snapshot), the allocator starts from the state at
  * the start of the recording: the segments live at time 0, in their recorded
  * address order, with the blocks live at time 0 at their recorded offsets.
- * The replay never reads the recorded addresses of later allocations nor
- * later segment events; a recorded OOM is replayed (the cache is released)
- * and tells the device size. Recorded addresses are read only at the end,
- * to tell how many blocks the model put in the same place (stats
- * blocks_reproduced, segments_reproduced, notes with the first
- * disagreements).
+ * The replay never reads the recorded addresses of later allocations; it
+ * replays what the program did to the allocator besides requests and
+ * frees (a recorded OOM, torch.cuda.empty_cache(): the cache is released)
+ * and what the device answered: the address a cudaMalloc of the same size
+ * returned at the same step orders the new segment, and the device's size
+ * comes from the recording (an OOM, a release to retry a cudaMalloc).
+ * Recorded addresses are read at the end to tell how many blocks the model
+ * put in the same place (stats blocks_reproduced, segments_reproduced,
+ * notes with the first disagreements, the plan's divergence).
  *
  * Ownership: the online driver creates one state per case and space, and
  * releases it with destroy (NULL accepted). Text goes only to emit.
@@ -62,6 +67,8 @@
 #define SEEDED 1u          /* placed by the state at the start */
 #define IN_INITIAL_SEG 2u  /* placed in a segment of that state */
 #define IN_EXPANDABLE 4u   /* placed in an expandable segment */
+#define IN_SMALL_POOL 8u   /* placed in a small-pool block */
+#define MADE_SEGMENT 16u   /* its allocation reserved a segment (pages) */
 /* Per-device stat keys (literals: plan stats keep the pointer). */
 #define MAX_DEV_KEYS 8
 
@@ -72,7 +79,9 @@
  * | unused), a size and aug = the largest size in its subtree.         |
  * | - pool free sets: key (stream, size, addr), value = block;        |
  * | - unmapped ranges of expandable segments: (stream, addr, 0);      |
- * | - device gaps: key (addr, 0, 0), size = gap length.               |
+ * | - device gaps: key (addr, 0, 0), size = gap length;               |
+ * | - live segments' order keys: (key, segment, 0), size = key + size |
+ * |   (aug: the largest end below, for overlap queries).              |
  * | prio (random) of a node is >= its children's. Free nodes form a    |
  * | stack through `l`.                                                 |
  * +--------------------------------------------------------------------+
@@ -121,6 +130,12 @@ struct block {
 struct segment {
 	uint64_t addr, size, mapped, page;
 	uint64_t hiwater;       /* expandable: highest mapped end - addr */
+	/* Where the device put it, for ordering: PyTorch breaks ties between
+	 * free blocks of one size by address, and the device (cudaMalloc),
+	 * not the allocator, chooses addresses. The recorded address (a trace
+	 * offset) of the segment a recording's cudaMalloc returned at the
+	 * same step, or addr + key_base. A block's key: key + its offset. */
+	uint64_t key;
 	uint32_t first;
 	uint16_t stream;
 	uint8_t small, expandable, live, initial;
@@ -142,7 +157,9 @@ struct cc {
 	uint32_t div[NDIV];
 	double gc_threshold, fraction;
 	bool expandable, opt_capacity;
-	bool learning;          /* a scratch replay that learns the capacity */
+	/* where the capacity comes from and the step that told it (a
+	 * recorded OOM or retry), for the note */
+	struct as_limit cap;
 	struct as_opts opts;
 
 	as_emit_fn emit;
@@ -153,6 +170,7 @@ struct cc {
 
 	struct tpool tp;
 	uint32_t gaps;          /* device gaps root */
+	uint32_t keys;          /* live segments' order key ranges root */
 	uint64_t limit;         /* device addresses [0, limit) */
 	struct pool pools[2];   /* 0 small, 1 large */
 
@@ -162,6 +180,14 @@ struct cc {
 	uint32_t ns, caps, frees;
 	uint64_t va_next;       /* next virtual range address */
 	uint64_t addr_bound;    /* the space's capacity, or NO_LIMIT */
+	uint64_t key_base;      /* above every recorded segment's address */
+	uint64_t now;           /* the time step being replayed */
+	uint8_t *rec_taken;     /* per recorded segment: matched by the model */
+	uint64_t *release_at;   /* steps the recording emptied its cache */
+	uint32_t nrelease, next_release;
+	uint64_t *maybe_at;     /* steps it gave segments back, then reserved
+				 * one: a failed cudaMalloc or empty_cache */
+	uint32_t nmaybe, next_maybe;
 	uint64_t dev_top;       /* highest end of a cudaMalloc segment */
 
 	/* The space's buffers (online.c), or NULL: the per-buffer arrays
@@ -171,7 +197,8 @@ struct cc {
 	uint32_t *seg_of;       /* per buffer: its segment, NIL */
 	uint64_t *seg_size;     /* per buffer: model segment size, 0 none */
 	uint64_t *seg_off;
-	uint8_t *initial;       /* per buffer: SEEDED, IN_INITIAL_SEG */
+	uint64_t *seg_key;      /* per buffer: its segment's key, or NULL */
+	uint8_t *initial;       /* per buffer: SEEDED, IN_INITIAL_SEG, ... */
 
 	/* statistics as torch.cuda.memory_stats() names them */
 	struct stat allocation, allocated_bytes, requested_bytes, segment,
@@ -180,12 +207,21 @@ struct cc {
 	uint32_t next_mark;     /* first recorded mark not yet replayed */
 	uint64_t seen_peak;     /* reserved peak when alloc_at_peak was set */
 	uint64_t alloc_at_peak; /* most allocated while reserved was at peak */
-	uint64_t recorded_ooms;
+	uint64_t recorded_ooms, recorded_releases;
 	uint64_t num_alloc_retries, num_ooms, num_device_alloc,
 		num_device_free, num_sync_all_streams, gc_runs, allocs;
 };
 
 /* ---- small helpers ---- */
+
+/* The order of a block among free blocks of its size (its address as
+ * the device gave it). */
+static inline uint64_t as_cuda_bkey(const struct segment *segs,
+				    const struct block *b)
+{
+	const struct segment *g = &segs[b->seg];
+	return g->key + (b->addr - g->addr);
+}
 
 static inline uint64_t as_cuda_round_up(uint64_t n, uint64_t a)
 {
@@ -221,6 +257,8 @@ uint32_t as_cuda_t_before(const struct tpool *p, uint32_t t, uint64_t k0,
 uint32_t as_cuda_t_next(const struct tpool *p, uint32_t root, uint32_t x);
 uint32_t as_cuda_t_first_fit(const struct tpool *p, uint32_t t,
 			     uint64_t need);
+bool as_cuda_t_meets(const struct tpool *p, uint32_t t, uint64_t lo,
+		     uint64_t hi);
 
 /* core.c: the allocator. */
 void as_cuda_emitf(struct cc *s, const char *fmt, ...)
@@ -232,6 +270,7 @@ bool as_cuda_counts_inactive_split(const struct cc *s,
 				   const struct block *b);
 int as_cuda_pool_insert(struct cc *s, uint32_t i);
 uint32_t as_cuda_segment_new(struct cc *s);
+int as_cuda_key_add(struct cc *s, uint32_t gi);
 uint64_t as_cuda_round_size(const struct cc *s, uint64_t n);
 int as_cuda_release_cached(struct cc *s);
 int as_cuda_ensure_arrays(struct cc *s, const struct as_trace *t);
@@ -273,6 +312,7 @@ void as_cuda_destroy(void *state);
 int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
 		  uint32_t case_index, struct as_diag *diag);
 void as_cuda_agreement(struct cc *s, struct as_plan *p);
+void as_cuda_capacity_note(struct cc *s, struct as_plan *p);
 
 /* inspect.c: walk, query, stats, check. */
 bool as_cuda_walk(void *state, uint16_t space, as_block_fn visit, void *ctx);

@@ -220,6 +220,10 @@ void as_cuda_stats(void *state, struct as_plan *p)
 	as_cuda_stat_sum(s, p, "num_sync_all_streams", s->num_sync_all_streams);
 	as_cuda_stat_sum(s, p, "gc_runs", s->gc_runs);
 	as_cuda_stat_sum(s, p, "recorded_ooms_replayed", s->recorded_ooms);
+	as_cuda_stat_sum(s, p, "recorded_empty_cache_replayed",
+			 s->recorded_releases);
+	if (s->is_first_case)
+		as_cuda_capacity_note(s, p);
 	if (s->space < MAX_DEV_KEYS)
 		as_plan_stat_int(p, dev_reserved_keys[s->space],
 				 s->reserved_bytes.peak);
@@ -299,11 +303,12 @@ uint64_t as_cuda_check(void *state, char *msg, size_t len)
 			if (b->mapped && !b->allocated) {
 				free_blocks++;
 				struct pool const *pl = &s->pools[b->small ? 0 : 1];
+				uint64_t key = as_cuda_bkey(s->s, b);
 				uint32_t it = as_cuda_t_lower_bound(
 					&s->tp, pl->blocks, b->stream, b->size,
-					b->addr);
+					key);
 				if (it == NIL || s->tp.n[it].val != x ||
-				    s->tp.n[it].k2 != b->addr)
+				    s->tp.n[it].k2 != key)
 					as_problem(&p, "free block 0x%" PRIx64
 						    " is not in its pool",
 						b->addr);
@@ -330,6 +335,23 @@ uint64_t as_cuda_check(void *state, char *msg, size_t len)
 				    " bytes mapped, blocks say %" PRIu64,
 				g->addr, g->mapped, mapped);
 	}
+	uint64_t keyed = 0, live = 0;
+	for (uint32_t it = as_cuda_t_lower_bound(&s->tp, s->keys, 0, 0, 0);
+	     it != NIL; it = as_cuda_t_next(&s->tp, s->keys, it)) {
+		uint32_t gi = (uint32_t)s->tp.n[it].k1;
+		keyed++;
+		if (gi >= s->ns || !s->s[gi].live ||
+		    s->tp.n[it].k0 != s->s[gi].key)
+			as_problem(&p, "order key 0x%" PRIx64
+				    " stands for no live segment",
+				s->tp.n[it].k0);
+	}
+	for (uint32_t i = 0; i < s->ns; i++)
+		live += s->s[i].live;
+	if (keyed != live)
+		as_problem(&p, "%" PRIu64 " order keys for %" PRIu64
+			    " live segments",
+			keyed, live);
 	uint64_t pooled = 0;
 	for (int k = 0; k < 2; k++)
 		for (uint32_t it = as_cuda_t_lower_bound(

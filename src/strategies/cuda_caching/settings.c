@@ -14,7 +14,7 @@ const struct as_option_desc as_cuda_options[] = {
 	{"fraction", "0", "set_per_process_memory_fraction: the allocator may reserve fraction * capacity (0: unset)"},
 	{"max_non_split_rounding_mb", "20", "an oversize request takes a cached block less than this much larger"},
 	{"large_segment_size_mb", "20", "segment size for requests of 1-10 MiB (newest PyTorch)"},
-	{"capacity", "0", "device memory (80G style); 0: the space's capacity, else what a recorded OOM tells, else unlimited"},
+	{"capacity", "trace", "device memory (80G style); not given: the space's capacity, else what the recording tells (an OOM, a release and retry), else unlimited; 0: unlimited"},
 	{NULL, NULL, NULL},
 };
 
@@ -242,6 +242,10 @@ void as_cuda_destroy(void *state)
 	free(s->seg_size);
 	free(s->seg_off);
 	free(s->initial);
+	free(s->seg_key);
+	free(s->rec_taken);
+	free(s->release_at);
+	free(s->maybe_at);
 	free(s);
 }
 
@@ -300,7 +304,8 @@ int as_cuda_create(const struct as_opts *o, const struct as_run *run,
 	s->max_non_split = nonsplit << 20;
 	s->large_seg = lseg << 20;
 	s->expandable = exp % 2 == 1;
-	s->opt_capacity = s->capacity != 0;
+	/* capacity=0 given: unlimited, whatever the trace says */
+	s->opt_capacity = as_opts_get(o, "capacity") != NULL;
 	s->emit = run->emit;
 	s->ctx = run->ctx;
 	s->sb = run->space_bufs;
@@ -308,6 +313,7 @@ int as_cuda_create(const struct as_opts *o, const struct as_run *run,
 	s->tp.rng = 0x13;
 	s->freeb = NIL;
 	s->gaps = NIL;
+	s->keys = NIL;
 	for (int p = 0; p < 2; p++)
 		s->pools[p].blocks = s->pools[p].unmapped = NIL;
 	s->frees = NIL;

@@ -1,9 +1,10 @@
 /*
  * cuda-caching: a recording's start and how far the model agrees with it.
  * The state at the start (segments and blocks live at time 0, at their
- * recorded addresses), the device size a recorded OOM tells, and the
- * agreement figures (blocks_reproduced, segments_reproduced, recorded
- * reserved peaks, notes with the first disagreements and their causes).
+ * recorded addresses), the steps where the program emptied the cache, the
+ * device size the recording tells, and the agreement figures
+ * (blocks_reproduced, segments_reproduced, recorded reserved peaks, notes
+ * with the first disagreements and their causes, the first divergence).
  */
 #include "strategies/cuda_caching/cuda_caching.h"
 
@@ -313,13 +314,16 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 					    .small = r.small,
 					    .expandable = r.expandable,
 					    .live = 1, .initial = 1,
-					    .page = page, .first = NIL};
+					    .page = page, .first = NIL,
+					    .key = r.base};
 		if (!r.expandable) {
 			as_cuda_stat_add(&s->segment, 1);
 			if (size >= s->max_split)
 				as_cuda_stat_add(&s->oversize_segments, 1);
 		}
-		err = seed_blocks(s, t, gi, &r, bufs, nb, &k);
+		err = as_cuda_key_add(s, gi);
+		if (!err)
+			err = seed_blocks(s, t, gi, &r, bufs, nb, &k);
 	}
 	free(v);
 	free(pv);
@@ -327,51 +331,89 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 	return err;
 }
 
-/*
- * The device size a recording's first OOM tells: replay the trace's start
- * on a scratch allocator up to that OOM and add the device's free memory
- * then to what the model held. 0 when the space has no OOM.
- */
-static uint64_t learn_capacity(const struct cc *s, const struct as_trace *t,
-			       uint16_t space)
+/* ---- what the recording tells: the device's size, emptied caches ---- */
+
+/* Append `time` to the array *v of *n (capacity *cap). */
+static int add_step(uint64_t **v, uint32_t *n, uint32_t *cap, uint64_t time)
 {
-	const struct as_mark *m = NULL;
-	for (uint32_t k = 0; k < t->nmarks && !m; k++)
-		if (t->marks[k].kind == AS_MARK_OOM &&
-		    t->marks[k].space == space && t->marks[k].device_free)
-			m = &t->marks[k];
-	if (!m)
-		return 0;
-	struct diag_sink {
-		struct as_diag d;
-	} sink;
-	void *st = NULL;
-	uint64_t cap = 0;
-	if (as_cuda_create(&s->opts, &(struct as_run){0}, &st, &sink.d) != AS_OK)
-		return 0;
-	struct cc *x = st;
-	x->learning = true;
-	int err = as_cuda_start(x, t, space, 0, &sink.d);
-	for (uint32_t e = 0; !err && e < t->nevents; e++) {
-		const struct as_event *ev = &t->events[e];
-		if (ev->kind != AS_EV_ALLOC && ev->kind != AS_EV_FREE)
-			continue;
-		const struct as_buffer *b = &t->buffers[ev->arg];
-		uint64_t now = ev->kind == AS_EV_ALLOC ? b->start : b->end;
-		if (now >= m->time)
-			break;
-		if (b->space != space || b->alias_of != AS_NONE)
-			continue;
-		uint64_t off, chunk;
-		if (ev->kind == AS_EV_ALLOC)
-			err = as_cuda_alloc(x, t, ev->arg, &off, &chunk) < 0;
-		else
-			as_cuda_free(x, t, ev->arg);
+	if (*n == *cap) {
+		uint32_t c = *cap ? *cap * 2 : 16;
+		uint64_t *x = realloc(*v, (size_t)c * sizeof(*x));
+		if (!x || c < *cap)
+			return AS_ENOMEM;
+		*v = x;
+		*cap = c;
 	}
-	if (!err && as_cuda_release_cached(x) == AS_OK)
-		cap = x->reserved_bytes.cur + m->device_free;
-	as_cuda_destroy(x);
-	return cap;
+	(*v)[(*n)++] = time;
+	return AS_OK;
+}
+
+static uint64_t recorded_peak(const struct as_trace *t, uint16_t space);
+
+/*
+ * The steps at which the recording gave cached segments back
+ * (as_trace_release_steps), told apart:
+ *  - a recorded OOM at that step: replayed from its mark;
+ *  - segments given back, then one reserved at the same step, that would
+ *    not have fitted beside what was reserved before under the most the
+ *    recording ever reserved: the allocator retried a failed cudaMalloc
+ *    (release_available_cached_blocks or release_cached_blocks, then
+ *    alloc_block again), or the program emptied the cache right before a
+ *    request no cached block served. s->maybe_at: the replay tells them
+ *    apart (a cached block that serves the request means no cudaMalloc
+ *    was tried);
+ *  - else the program emptied the cache (torch.cuda.empty_cache(), or a
+ *    release the settings do not explain): s->release_at, replayed as
+ *    such. A garbage collection (with garbage_collection_threshold) gives
+ *    old segments back before a cudaMalloc, not the whole cache: not
+ *    replayed.
+ * And the device's size as the recording tells it (as_trace_device_limit)
+ * when no option or space gave one.
+ */
+static int recorded_capacity(struct cc *s, const struct as_trace *t,
+			     uint16_t space)
+{
+	struct as_release_step *r = NULL;
+	uint32_t n = 0, cap = 0, mcap = 0;
+	uint64_t peak = recorded_peak(t, space);
+	int err = as_trace_release_steps(t, space, &r, &n);
+	for (uint32_t k = 0; !err && k < n; k++) {
+		if (r[k].oom)
+			continue;
+		if (r[k].started && r[k].before + r[k].started > peak)
+			err = add_step(&s->maybe_at, &s->nmaybe, &mcap,
+				       r[k].time);
+		else if (!r[k].started || s->gc_threshold <= 0.0)
+			err = add_step(&s->release_at, &s->nrelease, &cap,
+				       r[k].time);
+	}
+	free(r);
+	if (err || s->capacity || s->opt_capacity)
+		return err;
+	if ((err = as_trace_device_limit(t, space, &s->cap)))
+		return err;
+	s->capacity = s->cap.bytes > MAX_BYTES ? MAX_BYTES : s->cap.bytes;
+	return AS_OK;
+}
+
+/* The order key of a new segment no recorded one stands for: above every
+ * recorded address and every key the start gave. */
+static void set_key_base(struct cc *s, const struct as_trace *t,
+			 uint16_t space)
+{
+	uint64_t top = 0;
+	for (uint32_t i = 0; i < t->nsegments; i++) {
+		const struct as_segment *g = &t->segments[i];
+		if (g->space == space && g->addr + g->size > top)
+			top = g->addr + g->size;
+	}
+	for (uint32_t i = 0; i < s->ns; i++)
+		if (s->s[i].key + s->s[i].size > top)
+			top = s->s[i].key + s->s[i].size;
+	s->key_base = top ? as_cuda_round_up(top, ROUND_LARGE) : 0;
+	/* model addresses stay below 2^61: keys do not wrap */
+	if (s->key_base > (1ull << 62))
+		s->key_base = 1ull << 62;
 }
 
 int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
@@ -382,22 +424,57 @@ int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
 	s->t = t;
 	s->space = space;
 	s->is_first_case = case_index == 0;
+	if (s->opt_capacity)
+		s->cap = (struct as_limit){s->capacity, 0, AS_LIMIT_OPTION};
 	if (space < t->nspaces && t->spaces[space].capacity) {
 		s->addr_bound = t->spaces[space].capacity;
-		if (!s->opt_capacity)
+		if (!s->opt_capacity) {
 			s->capacity = t->spaces[space].capacity;
+			s->cap = (struct as_limit){s->capacity, 0,
+						   AS_LIMIT_SPACE};
+		}
 	}
 	if (t->metadata)
 		as_cuda_apply_settings(s, t->metadata);
 	int err = as_cuda_ensure_arrays(s, t);
+	if (!err && case_index == 0 && t->nsegments)
+		err = recorded_capacity(s, t, space);
 	if (!err && case_index == 0)
 		err = seed_state(s, t, space);
-	if (!err && case_index == 0 && !s->opt_capacity && !s->learning) {
-		uint64_t cap = learn_capacity(s, t, space);
-		if (cap && (s->capacity == 0 || cap < s->capacity))
-			s->capacity = cap;
+	/* the reserved peak may be the state at the start */
+	s->seen_peak = s->reserved_bytes.peak;
+	s->alloc_at_peak = s->allocated_bytes.cur;
+	if (!err && t->nsegments) {
+		set_key_base(s, t, space);
+		s->rec_taken = calloc(t->nsegments, 1);
+		if (!s->rec_taken)
+			err = AS_ENOMEM;
 	}
 	return err;
+}
+
+/* ---- the device size a run used ---- */
+
+static const char *const dev_capacity_keys[MAX_DEV_KEYS] = {
+	"capacity.space0", "capacity.space1", "capacity.space2",
+	"capacity.space3", "capacity.space4", "capacity.space5",
+	"capacity.space6", "capacity.space7",
+};
+
+/* Stats `capacity` (summed over devices) and capacity.spaceN, and a note
+ * (AS_NOTE_CAPACITY) with where it came from; nothing when unlimited. */
+void as_cuda_capacity_note(struct cc *s, struct as_plan *p)
+{
+	if (s->cap.from == AS_LIMIT_NONE || !s->capacity || !s->t)
+		return;
+	struct as_limit l = s->cap;
+	l.bytes = s->capacity;
+	char opt[48];
+	snprintf(opt, sizeof(opt), "capacity=%" PRIu64, s->capacity);
+	as_plan_note_limit(p, as_trace_space_name(s->t, s->space), opt, &l);
+	as_cuda_stat_sum(s, p, "capacity", s->capacity);
+	if (s->space < MAX_DEV_KEYS)
+		as_plan_stat_int(p, dev_capacity_keys[s->space], s->capacity);
 }
 
 /* ---- agreement with the recording ---- */
@@ -409,48 +486,15 @@ static const char *const dev_recorded_keys[MAX_DEV_KEYS] = {
 	"recorded_reserved_peak.space6", "recorded_reserved_peak.space7",
 };
 
-struct seg_ev {
-	uint64_t time;
-	int64_t delta;
-};
-
-static bool ev_less(uint32_t a, uint32_t b, const void *ctx)
-{
-	const struct seg_ev *e = ctx;
-	if (e[a].time != e[b].time)
-		return e[a].time < e[b].time;
-	return e[a].delta < e[b].delta; /* frees first */
-}
-
 /* The recorded reserved peak of a space (sum of live segments). */
 static uint64_t recorded_peak(const struct as_trace *t, uint16_t space)
 {
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < t->nsegments; i++)
-		n += t->segments[i].space == space;
-	struct seg_ev *e = malloc(((size_t)2 * n + 1) * sizeof(*e));
-	uint32_t *o = malloc(((size_t)2 * n + 1) * sizeof(*o));
-	uint64_t cur = 0, peak = 0;
-	if (e && o) {
-		uint32_t k = 0;
-		for (uint32_t i = 0; i < t->nsegments; i++) {
-			const struct as_segment *g = &t->segments[i];
-			if (g->space != space)
-				continue;
-			e[k++] = (struct seg_ev){g->start, (int64_t)g->size};
-			e[k++] = (struct seg_ev){g->end, -(int64_t)g->size};
-		}
-		for (uint32_t i = 0; i < k; i++)
-			o[i] = i;
-		if (as_sort_u32(o, k, ev_less, e) == AS_OK)
-			for (uint32_t i = 0; i < k; i++) {
-				cur += (uint64_t)e[o[i]].delta;
-				if (cur > peak)
-					peak = cur;
-			}
-	}
-	free(e);
-	free(o);
+	uint64_t *peaks = calloc((size_t)t->nspaces + 1, sizeof(*peaks));
+	uint64_t peak = 0;
+	if (peaks && space < t->nspaces &&
+	    as_trace_reserved_peaks(t, peaks) == AS_OK)
+		peak = peaks[space];
+	free(peaks);
 	return peak;
 }
 
@@ -510,11 +554,86 @@ static const char *why(const struct cc *s, const struct as_trace *t,
  * Agreement with the recording: per buffer allocated during the trace with
  * a recorded address, the same segment size and the same offset inside it.
  */
+/*
+ * Buffer i against the recording (its segment rg at recorded address
+ * `raddr`, the block at roff of rsize bytes, rexp: an expandable range):
+ * counted in d, and d's first divergence when it is earlier than the one
+ * d holds. A model block stands in the recorded segment whose address its
+ * segment's key is (seeded from it, or the address the recording's
+ * cudaMalloc gave at the same step).
+ */
+static void diverge(const struct cc *s, struct as_divergence *d, uint32_t i,
+		    const struct as_segment *rg, uint64_t raddr, uint64_t roff,
+		    uint64_t rsize, bool rexp)
+{
+	const struct as_trace *t = s->t;
+	const struct as_buffer *b = &t->buffers[i];
+	uint32_t slot = as_cuda_slot(s, i);
+	uint8_t f = s->initial[slot];
+	struct as_div_side m = {
+		.segment = s->seg_key && s->seg_key[slot] < s->key_base
+				   ? s->seg_key[slot]
+				   : AS_NO_OFFSET,
+		.segment_size = s->seg_size[slot],
+		.offset = s->seg_off[slot],
+		.small = (f & IN_SMALL_POOL) != 0,
+		.new_segment = (f & MADE_SEGMENT) != 0,
+		.expandable = (f & IN_EXPANDABLE) != 0,
+	};
+	struct as_div_side r = {
+		.segment = raddr,
+		.segment_size = rsize,
+		.offset = roff,
+		/* a 2 MiB cudaMalloc is a small pool's; else the request */
+		.small = !rexp ? rg->size == SMALL_BUFFER
+			       : as_cuda_round_size(s, as_cuda_requested_of(
+							       t, i)) <=
+					 SMALL_SIZE,
+		.new_segment = rg->start == b->start,
+		.expandable = rexp,
+	};
+	if (!m.segment_size)
+		m.small = r.small; /* no block: no pool to tell */
+	enum as_div_kind k = AS_DIV_NONE;
+	if (!m.segment_size)
+		k = AS_DIV_OUT_OF_MEMORY;
+	else if (m.small != r.small)
+		k = AS_DIV_POOL;
+	else if (m.new_segment != r.new_segment)
+		k = AS_DIV_NEW_SEGMENT;
+	else if (m.expandable != r.expandable ||
+		 (!r.expandable && m.segment_size != r.segment_size))
+		k = AS_DIV_SEGMENT_SIZE;
+	else if (!r.expandable && m.segment != r.segment)
+		k = AS_DIV_BLOCK;
+	else if (m.offset != r.offset)
+		k = AS_DIV_OFFSET;
+	d->compared++;
+	if (k == AS_DIV_NONE) {
+		d->agree++;
+		return;
+	}
+	if (d->kind != AS_DIV_NONE && d->time <= b->start)
+		return;
+	d->kind = k;
+	d->buffer = i;
+	d->space = s->space;
+	d->time = b->start;
+	d->model = m;
+	d->recorded = r;
+	snprintf(d->cause, sizeof(d->cause), "%s",
+		 why(s, t, i, rg, true, rexp && roff > rsize));
+}
+
 void as_cuda_agreement(struct cc *s, struct as_plan *p)
 {
 	const struct as_trace *t = s->t;
 	if (!t || !t->nsegments)
 		return;
+	if (!p->divergence &&
+	    (p->divergence = calloc(1, sizeof(*p->divergence))))
+		p->divergence->buffer = AS_NONE;
+	struct as_divergence *div = p->divergence;
 	uint32_t *by = malloc(((size_t)t->nsegments + 1) * sizeof(*by));
 	if (!by)
 		return;
@@ -600,6 +719,10 @@ void as_cuda_agreement(struct cc *s, struct as_plan *p)
 		bool so = ss && s->seg_off[k] == roff;
 		seg_same += ss;
 		same += so;
+		if (div)
+			diverge(s, div, i, rg,
+				rexp ? b->recorded - roff : rg->addr, roff,
+				rsize, rexp);
 		if (!so && notes < 8) {
 			char line[512];
 			snprintf(line, sizeof(line),
@@ -619,6 +742,8 @@ void as_cuda_agreement(struct cc *s, struct as_plan *p)
 	}
 	free(by);
 	free(runs);
+	if (div)
+		div->same_place += same;
 	as_cuda_stat_sum(s, p, "blocks_compared", compared);
 	as_cuda_stat_sum(s, p, "blocks_same_place", same);
 	as_cuda_stat_sum(s, p, "blocks_same_segment_size", seg_same);

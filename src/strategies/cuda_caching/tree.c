@@ -204,3 +204,25 @@ uint32_t as_cuda_t_first_fit(const struct tpool *p, uint32_t t, uint64_t need)
 	}
 	return NIL;
 }
+
+/*
+ * Nodes as ranges [k0, size): whether one meets [lo, hi). The aug of a
+ * subtree is its largest end, and its keys below a node's are below hi
+ * when that node's is.
+ */
+bool as_cuda_t_meets(const struct tpool *p, uint32_t t, uint64_t lo,
+		     uint64_t hi)
+{
+	while (t != NIL && p->n[t].aug > lo) {
+		const struct tnode *n = &p->n[t];
+		if (n->k0 >= hi) {
+			t = n->l;
+			continue;
+		}
+		if (n->size > lo ||
+		    (n->l != NIL && p->n[n->l].aug > lo))
+			return true;
+		t = n->r;
+	}
+	return false;
+}

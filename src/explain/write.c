@@ -1,0 +1,784 @@
+/*
+ * Writing explains: a terminal's text, JSON (format "allocscope-explain",
+ * version 1) and Markdown; docs/explain.md shows all three and is the
+ * schema's reference. Numbers are written from integers; shares with two
+ * digits. Text and Markdown shorten frames to their file's last part; JSON
+ * keeps every text whole.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "explain/explain_private.h"
+
+/* ---- Shared ---- */
+
+void as_x_short_frame(const char *frame, char *buf, size_t len)
+{
+	char stripped[1024];
+	/* No file ("??:0:", ":0:"): the name alone. */
+	if (strncmp(frame, "??:0:", 5) == 0)
+		frame += 5;
+	else if (strncmp(frame, ":0:", 3) == 0)
+		frame += 3;
+	as_x_strip_params(frame, strlen(frame), stripped, sizeof(stripped));
+	frame = stripped;
+	/* The file is the token before ":LINE"; its directories go. */
+	const char *colon = NULL;
+	for (const char *p = frame; *p; p++)
+		if (*p == ':' && p[1] >= '0' && p[1] <= '9') {
+			colon = p;
+			break;
+		}
+	const char *tok = frame, *cut = NULL;
+	for (const char *p = frame; colon && p < colon; p++) {
+		if (*p == ' ')
+			tok = p + 1, cut = NULL;
+		else if (*p == '/' || *p == '\\')
+			cut = p + 1;
+	}
+	if (!cut)
+		snprintf(buf, len, "%.160s", frame);
+	else
+		snprintf(buf, len, "%.*s%.160s", (int)(tok - frame), frame, cut);
+	for (char *p = buf; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+}
+
+/* Text from a recording for a terminal: control bytes (escape sequences
+ * among them) shown as '?'; cut to fit buf. */
+static const char *tx(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+	for (; s && *s && n + 1 < len; s++)
+		buf[n++] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
+	buf[n] = 0;
+	return buf;
+}
+
+static double share(uint64_t part, uint64_t whole)
+{
+	return whole ? (double)part * 100.0 / (double)whole : 0.0;
+}
+
+/* "t 4567 (12.345 s)" or "t 4567". */
+static void fmt_time(const struct as_trace *t, uint64_t time, char *buf,
+		     size_t len)
+{
+	if (t->clock && time <= t->end_time)
+		snprintf(buf, len, "t %" PRIu64 " (%.3f s)", time,
+			 (double)t->clock[time] / 1e6);
+	else
+		snprintf(buf, len, "t %" PRIu64, time);
+}
+
+static const char *hb(uint64_t n, char *buf, size_t len)
+{
+	return as_human_bytes(n, buf, len);
+}
+
+/* The stages of x to show: the `top` with the highest peaks, in start
+ * order; all of them with top 0. Returns how many (indices into out). */
+static uint32_t stages_shown(const struct as_explain_space *x, uint32_t top,
+			     uint32_t *out)
+{
+	uint32_t n = x->nstages;
+	for (uint32_t k = 0; k < n; k++)
+		out[k] = k;
+	if (!top || n <= top)
+		return n;
+	/* Partial selection by peak (ties: earlier), then start order. */
+	for (uint32_t a = 0; a < top; a++) {
+		uint32_t b = a;
+		for (uint32_t k = a + 1; k < n; k++)
+			if (x->stages[out[k]].peak > x->stages[out[b]].peak ||
+			    (x->stages[out[k]].peak == x->stages[out[b]].peak &&
+			     out[k] < out[b]))
+				b = k;
+		uint32_t tmp = out[a];
+		out[a] = out[b];
+		out[b] = tmp;
+	}
+	for (uint32_t a = 1; a < top; a++)
+		for (uint32_t k = a; k > 0 && out[k] < out[k - 1]; k--) {
+			uint32_t tmp = out[k];
+			out[k] = out[k - 1];
+			out[k - 1] = tmp;
+		}
+	return top;
+}
+
+/* ---- Text ---- */
+
+/* A group's lines after its first: frames (and its key unless by stack). */
+static void text_group_lines(FILE *f, const struct as_explain *e,
+			     const struct as_explain_group *g, int indent)
+{
+	char fr[512], kb[512];
+	bool first = true;
+	if (e->opts.by != AS_GROUP_STACK) {
+		as_x_short_frame(g->key, fr, sizeof(fr));
+		fprintf(f, "%s\n", e->opts.by == AS_GROUP_FRAME
+					   ? fr
+					   : tx(g->key, kb, sizeof(kb)));
+		first = false;
+	}
+	for (uint32_t k = 0; k < g->nframes; k++) {
+		if (e->opts.by == AS_GROUP_FRAME && k == 0 &&
+		    strcmp(g->frames[0], g->key) == 0)
+			continue;
+		as_x_short_frame(g->frames[k], fr, sizeof(fr));
+		if (first)
+			fprintf(f, "%s\n", fr);
+		else
+			fprintf(f, "%*s%s%s\n", indent, "",
+				e->opts.by == AS_GROUP_STACK ? "" : "  ", fr);
+		first = false;
+	}
+	if (first)
+		fprintf(f, "%s\n", tx(g->key, kb, sizeof(kb)));
+}
+
+static void text_list(FILE *f, const struct as_explain *e,
+		      const struct as_explain_list *l, uint64_t whole,
+		      bool largest)
+{
+	char a[32], b[32];
+	if (largest)
+		fprintf(f, "    %10s %11s %6s  %s\n", "largest", "bytes", "count",
+			"top frames");
+	else
+		fprintf(f, "    %11s %7s %6s  %s\n", "bytes", "share", "count",
+			"top frames");
+	for (uint32_t j = 0; j < l->ngroups; j++) {
+		const struct as_explain_group *g = &l->groups[j];
+		if (largest)
+			fprintf(f, "    %10s %11s %6" PRIu64 "  ",
+				hb(g->largest, a, sizeof(a)),
+				hb(g->bytes, b, sizeof(b)), g->count);
+		else
+			fprintf(f, "    %11s %6.1f%% %6" PRIu64 "  ",
+				hb(g->bytes, a, sizeof(a)),
+				share(g->bytes, whole), g->count);
+		text_group_lines(f, e, g,
+				 largest ? 4 + 10 + 1 + 11 + 1 + 6 + 2
+					 : 4 + 11 + 1 + 7 + 1 + 6 + 2);
+	}
+	if (l->total_groups > l->ngroups)
+		fprintf(f, "    %11s %7s %6" PRIu64 "  %" PRIu64
+			   " more groups\n",
+			hb(l->other_bytes, a, sizeof(a)), "", l->other_count,
+			l->total_groups - l->ngroups);
+}
+
+static void text_stages(FILE *f, const struct as_explain *e,
+			const struct as_explain_space *x)
+{
+	const struct as_trace *t = e->trace;
+	uint32_t *shown = malloc(sizeof(*shown) * ((size_t)x->nstages + 1));
+	if (!shown)
+		return;
+	uint32_t n = stages_shown(x, e->opts.top, shown);
+	fprintf(f, "  annotation stages (%u), bytes live at START and END and "
+		   "the most inside:\n",
+		x->nstages);
+	fprintf(f, "    %10s %10s %11s %11s %11s %10s  %s\n", "start", "end",
+		"at START", "at END", "peak", "peak at", "stage");
+	char a[32], b[32], c[32], nm[256];
+	for (uint32_t k = 0; k < n; k++) {
+		const struct as_explain_stage *s = &x->stages[shown[k]];
+		const struct as_stage *st = &t->stages[s->stage];
+		fprintf(f, "    %10" PRIu64 " %10" PRIu64 " %11s %11s %11s %10" PRIu64
+			   "  %*s%s%s\n",
+			st->start, st->end, hb(s->at_start, a, sizeof(a)),
+			hb(s->at_end, b, sizeof(b)), hb(s->peak, c, sizeof(c)),
+			s->peak_time, 2 * (st->lane < 8 ? st->lane : 8), "",
+			tx(st->name, nm, sizeof(nm)),
+			st->flags & AS_STAGE_NO_END     ? " (no END)"
+			: st->flags & AS_STAGE_NO_START ? " (no START)"
+							: "");
+	}
+	if (n < x->nstages)
+		fprintf(f, "    (%u more stages with lower peaks: --top 0 or "
+			   "--json lists all)\n",
+			x->nstages - n);
+	free(shown);
+}
+
+static void text_space(FILE *f, const struct as_explain *e,
+		       const struct as_explain_space *x)
+{
+	const struct as_trace *t = e->trace;
+	char a[32], b[32], tm[64], nm[256];
+	const char *by = as_group_by_name(e->opts.by);
+	const char *name = tx(x->name, nm, sizeof(nm));
+	if (!x->has_peak) {
+		fprintf(f, "%s: nothing live\n", name);
+		return;
+	}
+	fmt_time(t, x->peak_time, tm, sizeof(tm));
+	if (e->spec)
+		fprintf(f, "%s: peak %s (%" PRIu64 " bytes) at %s; live then "
+			   "%s in %" PRIu64 " buffers\n",
+			name, hb(x->peak_bytes, a, sizeof(a)), x->peak_bytes, tm,
+			hb(x->live_bytes, b, sizeof(b)), x->live_count);
+	else
+		fprintf(f, "%s: peak %s (%" PRIu64 " bytes) live at %s in %" PRIu64
+			   " buffers",
+			name, hb(x->peak_bytes, a, sizeof(a)), x->peak_bytes, tm,
+			x->live_count);
+	if (!e->spec && x->reserved_peak)
+		fprintf(f, "; reserved peak %s", hb(x->reserved_peak, b, sizeof(b)));
+	if (!e->spec)
+		fputc('\n', f);
+	if (x->npeak_stages) {
+		fputs("  during: ", f);
+		for (uint32_t k = 0; k < x->npeak_stages; k++)
+			fprintf(f, "%s%s", k ? " > " : "",
+				tx(t->stages[x->peak_stages[k]].name, nm,
+				   sizeof(nm)));
+		fputc('\n', f);
+	}
+	if (x->frag.known) {
+		char c[32], d[32];
+		fprintf(f, "  the allocator at its peak: reserved %s, live %s, "
+			   "free %s; largest free block %s (%" PRIu64
+			   " free of %" PRIu64 " blocks)\n",
+			hb(x->frag.reserved, a, sizeof(a)),
+			hb(x->frag.live, b, sizeof(b)),
+			hb(x->frag.free_bytes, c, sizeof(c)),
+			hb(x->frag.largest_free, d, sizeof(d)),
+			x->frag.free_blocks, x->frag.blocks);
+	}
+	fprintf(f, "  live at the peak by %s, %u of %" PRIu64 " groups:\n", by,
+		x->live.ngroups, x->live.total_groups);
+	if ((e->opts.by == AS_GROUP_STACK || e->opts.by == AS_GROUP_FRAME) &&
+	    x->live.total_groups == 1 &&
+	    strcmp(x->live.groups[0].key, "(no frames)") == 0)
+		fputs("  (no stack frames in this trace: --by prefix or --by "
+		      "size group by name or size)\n",
+		      f);
+	text_list(f, e, &x->live, e->spec ? x->live_bytes : x->peak_bytes,
+		  false);
+	if (e->spec)
+		return;
+	if (x->nstages)
+		text_stages(f, e, x);
+	if (x->temporaries.total_groups) {
+		fprintf(f, "  largest temporaries (freed before the next "
+			   "allocation): %" PRIu64 " blocks, %s, by %s:\n",
+			x->temporaries.count, hb(x->temporaries.bytes, a, sizeof(a)),
+			by);
+		text_list(f, e, &x->temporaries, 0, true);
+	}
+	if (x->never_freed.total_groups) {
+		fprintf(f, "  never freed: %" PRIu64 " blocks, %s, by %s:\n",
+			x->never_freed.count, hb(x->never_freed.bytes, a, sizeof(a)),
+			by);
+		text_list(f, e, &x->never_freed, x->never_freed.bytes, false);
+	}
+}
+
+/* The space with the highest peak, or NULL. */
+static const struct as_explain_space *top_space(const struct as_explain *e)
+{
+	const struct as_explain_space *best = NULL;
+	for (uint16_t s = 0; s < e->nspaces; s++)
+		if (e->spaces[s].has_peak &&
+		    (!best || e->spaces[s].peak_bytes > best->peak_bytes))
+			best = &e->spaces[s];
+	return best;
+}
+
+static uint64_t reserved_total(const struct as_explain *e)
+{
+	uint64_t r = 0;
+	for (uint16_t s = 0; s < e->nspaces; s++)
+		r += e->spaces[s].reserved_peak;
+	return r;
+}
+
+/* Whether space s of e is worth a section: it has buffers or stages. */
+static bool shown_space(const struct as_explain *e, uint16_t s)
+{
+	const struct as_explain_space *x = &e->spaces[s];
+	return x->has_peak || x->nstages || x->temporaries.total_groups ||
+	       x->never_freed.total_groups || e->nspaces == 1;
+}
+
+int as_explain_write_text(const struct as_explain_run *runs, size_t n,
+			  FILE *f)
+{
+	char a[32], b[32], tm[64], path[1024];
+	for (size_t r = 0; r < n; r++) {
+		const struct as_explain *e = runs[r].trace;
+		const struct as_trace *t = e->trace;
+		if (r)
+			fputc('\n', f);
+		fprintf(f, "trace %s (%s): %u buffers, %" PRIu64 " events",
+			tx(t->path, path, sizeof(path)), t->format, t->nbuffers,
+			as_trace_alloc_free_events(t));
+		if (e->has_peak) {
+			fmt_time(t, e->peak_time, tm, sizeof(tm));
+			fprintf(f, "; peak %s (%" PRIu64 " bytes) at %s",
+				hb(e->peak_bytes, a, sizeof(a)), e->peak_bytes,
+				tm);
+		}
+		fputs("\n\n", f);
+		for (uint16_t s = 0; s < e->nspaces; s++)
+			if (shown_space(e, s)) {
+				text_space(f, e, &e->spaces[s]);
+				fputc('\n', f);
+			}
+		for (size_t p = 0; p < runs[r].nplans; p++) {
+			const struct as_explain *pe = runs[r].plans[p];
+			fprintf(f, "strategy %s: peak %s (%" PRIu64 " bytes)\n",
+				tx(pe->spec, path, sizeof(path)), hb(pe->peak_bytes, a, sizeof(a)),
+				pe->peak_bytes);
+			for (uint16_t s = 0; s < pe->nspaces; s++)
+				if (pe->spaces[s].has_peak) {
+					fputs("  ", f);
+					text_space(f, pe, &pe->spaces[s]);
+				}
+			fputc('\n', f);
+		}
+	}
+	if (n > 1) {
+		uint64_t max, mean;
+		as_x_ranks(runs, n, &max, &mean);
+		fprintf(f, "%zu files: peak imbalance %.3f (the largest peak %s "
+			   "over the mean %s)\n",
+			n, as_explain_imbalance(runs, n), hb(max, a, sizeof(a)),
+			hb(mean, b, sizeof(b)));
+		fprintf(f, "  %11s %11s  %-40s %s\n", "peak", "reserved",
+			"file", "top group");
+		for (size_t r = 0; r < n; r++) {
+			const struct as_explain *e = runs[r].trace;
+			const struct as_explain_space *x = top_space(e);
+			char fr[512] = "";
+			if (x && x->live.ngroups) {
+				const struct as_explain_group *g = &x->live.groups[0];
+				char c[32];
+				as_x_short_frame(g->nframes ? g->frames[0] : g->key,
+						 tm, sizeof(tm));
+				snprintf(fr, sizeof(fr), "%s %s",
+					 hb(g->bytes, c, sizeof(c)), tm);
+			}
+			fprintf(f, "  %11s %11s  %-40s %s\n",
+				hb(e->peak_bytes, a, sizeof(a)),
+				reserved_total(e) ? hb(reserved_total(e), b, sizeof(b))
+						  : "-",
+				tx(e->trace->path, path, sizeof(path)), fr);
+		}
+	}
+	return ferror(f) ? AS_EIO : AS_OK;
+}
+
+/* ---- JSON ---- */
+
+static void json_u64_or_null(FILE *f, bool has, uint64_t v)
+{
+	if (has)
+		fprintf(f, "%" PRIu64, v);
+	else
+		fputs("null", f);
+}
+
+static void json_clock(FILE *f, const struct as_trace *t, const char *key,
+		       bool has, uint64_t time)
+{
+	if (t->clock && has && time <= t->end_time)
+		fprintf(f, ", \"%s\": %" PRIu64, key, t->clock[time]);
+}
+
+static void json_groups(FILE *f, const struct as_explain_list *l,
+			uint64_t whole, const char *indent)
+{
+	fputc('[', f);
+	for (uint32_t j = 0; j < l->ngroups; j++) {
+		const struct as_explain_group *g = &l->groups[j];
+		fprintf(f, "%s\n%s{\"key\": ", j ? "," : "", indent);
+		as_json_string(f, g->key);
+		fprintf(f, ", \"bytes\": %" PRIu64 ", \"count\": %" PRIu64
+			   ", \"largest\": %" PRIu64,
+			g->bytes, g->count, g->largest);
+		if (whole)
+			fprintf(f, ", \"share\": %.4f", share(g->bytes, whole) / 100);
+		fputs(", \"frames\": [", f);
+		for (uint32_t k = 0; k < g->nframes; k++) {
+			if (k)
+				fputs(", ", f);
+			as_json_string(f, g->frames[k]);
+		}
+		fputs("]}", f);
+	}
+	fputc(']', f);
+}
+
+static void json_list(FILE *f, const char *name,
+		      const struct as_explain_list *l)
+{
+	fprintf(f, ",\n     \"%s\": {\"count\": %" PRIu64 ", \"bytes\": %" PRIu64
+		   ", \"groups_total\": %" PRIu64 ", \"groups\": ",
+		name, l->count, l->bytes, l->total_groups);
+	json_groups(f, l, 0, "       ");
+	fputc('}', f);
+}
+
+static void json_space(FILE *f, const struct as_explain *e,
+		       const struct as_explain_space *x, bool first)
+{
+	const struct as_trace *t = e->trace;
+	fprintf(f, "%s\n    {\"space\": ", first ? "" : ",");
+	as_json_string(f, x->name);
+	fprintf(f, ", \"%s\": %" PRIu64 ", \"peak_time\": ",
+		e->spec ? "peak" : "peak_bytes", x->peak_bytes);
+	json_u64_or_null(f, x->has_peak, x->peak_time);
+	json_clock(f, t, "peak_us", x->has_peak, x->peak_time);
+	fprintf(f, ", \"live_bytes\": %" PRIu64 ", \"live_count\": %" PRIu64,
+		x->live_bytes, x->live_count);
+	if (!e->spec)
+		fprintf(f, ", \"reserved_peak\": %" PRIu64, x->reserved_peak);
+	fputs(",\n     \"stages_at_peak\": [", f);
+	for (uint32_t k = 0; k < x->npeak_stages; k++) {
+		if (k)
+			fputs(", ", f);
+		as_json_string(f, t->stages[x->peak_stages[k]].name);
+	}
+	fprintf(f, "], \"groups_total\": %" PRIu64 ", \"other_bytes\": %" PRIu64
+		   ", \"other_count\": %" PRIu64 ",\n     \"groups\": ",
+		x->live.total_groups, x->live.other_bytes, x->live.other_count);
+	json_groups(f, &x->live, e->spec ? x->live_bytes : x->peak_bytes,
+		    "       ");
+	if (e->spec) {
+		fputs(",\n     \"fragmentation\": ", f);
+		if (x->frag.known)
+			fprintf(f, "{\"reserved\": %" PRIu64 ", \"live\": %" PRIu64
+				   ", \"free\": %" PRIu64 ", \"largest_free\": %" PRIu64
+				   ", \"blocks\": %" PRIu64 ", \"free_blocks\": %" PRIu64
+				   "}",
+				x->frag.reserved, x->frag.live, x->frag.free_bytes,
+				x->frag.largest_free, x->frag.blocks,
+				x->frag.free_blocks);
+		else
+			fputs("null", f);
+		fputc('}', f);
+		return;
+	}
+	json_list(f, "temporaries", &x->temporaries);
+	json_list(f, "never_freed", &x->never_freed);
+	fputs(",\n     \"stages\": [", f);
+	for (uint32_t k = 0; k < x->nstages; k++) {
+		const struct as_explain_stage *s = &x->stages[k];
+		const struct as_stage *st = &t->stages[s->stage];
+		fprintf(f, "%s\n       {\"name\": ", k ? "," : "");
+		as_json_string(f, st->name);
+		fprintf(f, ", \"start\": %" PRIu64 ", \"end\": %" PRIu64, st->start,
+			st->end);
+		json_clock(f, t, "start_us", true, st->start);
+		json_clock(f, t, "end_us", true, st->end);
+		fprintf(f, ", \"lane\": %u, \"no_start\": %s, \"no_end\": %s"
+			   ", \"at_start\": %" PRIu64 ", \"at_end\": %" PRIu64
+			   ", \"peak\": %" PRIu64 ", \"peak_time\": %" PRIu64 "}",
+			st->lane, st->flags & AS_STAGE_NO_START ? "true" : "false",
+			st->flags & AS_STAGE_NO_END ? "true" : "false",
+			s->at_start, s->at_end, s->peak, s->peak_time);
+	}
+	fputs("]}", f);
+}
+
+int as_explain_write_json(const struct as_explain_run *runs, size_t n,
+			  FILE *f)
+{
+	const struct as_explain_options *o =
+		n ? &runs[0].trace->opts : NULL;
+	fprintf(f, "{\"format\": \"allocscope-explain\", \"version\": 1, "
+		   "\"by\": \"%s\", \"top\": %u, \"traces\": [",
+		o ? as_group_by_name(o->by) : "stack", o ? o->top : 0);
+	for (size_t r = 0; r < n; r++) {
+		const struct as_explain *e = runs[r].trace;
+		const struct as_trace *t = e->trace;
+		fprintf(f, "%s\n {\"trace\": ", r ? "," : "");
+		as_json_string(f, t->path);
+		fputs(", \"format\": ", f);
+		as_json_string(f, t->format);
+		fprintf(f, ", \"buffers\": %u, \"events\": %" PRIu64
+			   ", \"peak_bytes\": %" PRIu64 ", \"peak_time\": ",
+			t->nbuffers, as_trace_alloc_free_events(t),
+			e->peak_bytes);
+		json_u64_or_null(f, e->has_peak, e->peak_time);
+		json_clock(f, t, "peak_us", e->has_peak, e->peak_time);
+		fprintf(f, ", \"reserved_peak\": %" PRIu64 ",\n  \"spaces\": [",
+			reserved_total(e));
+		bool first = true;
+		for (uint16_t s = 0; s < e->nspaces; s++) {
+			json_space(f, e, &e->spaces[s], first);
+			first = false;
+		}
+		fputs("],\n  \"strategies\": [", f);
+		for (size_t p = 0; p < runs[r].nplans; p++) {
+			const struct as_explain *pe = runs[r].plans[p];
+			fprintf(f, "%s\n   {\"strategy\": ", p ? "," : "");
+			as_json_string(f, pe->spec);
+			fprintf(f, ", \"peak\": %" PRIu64 ", \"peak_time\": ",
+				pe->peak_bytes);
+			json_u64_or_null(f, pe->has_peak, pe->peak_time);
+			fputs(", \"spaces\": [", f);
+			bool fs = true;
+			for (uint16_t s = 0; s < pe->nspaces; s++)
+				if (pe->spaces[s].has_peak) {
+					json_space(f, pe, &pe->spaces[s], fs);
+					fs = false;
+				}
+			fputs("]}", f);
+		}
+		fputs("]}", f);
+	}
+	fputs("]", f);
+	if (n > 1) {
+		uint64_t max, mean;
+		as_x_ranks(runs, n, &max, &mean);
+		fprintf(f, ",\n \"ranks\": {\"files\": %zu, \"imbalance\": %.6f, "
+			   "\"max_peak\": %" PRIu64 ", \"mean_peak\": %" PRIu64
+			   ", \"peaks\": [",
+			n, as_explain_imbalance(runs, n), max, mean);
+		for (size_t r = 0; r < n; r++) {
+			const struct as_explain *e = runs[r].trace;
+			const struct as_explain_space *x = top_space(e);
+			fprintf(f, "%s\n  {\"trace\": ", r ? "," : "");
+			as_json_string(f, e->trace->path);
+			fprintf(f, ", \"peak_bytes\": %" PRIu64
+				   ", \"reserved_peak\": %" PRIu64
+				   ", \"top_group\": ",
+				e->peak_bytes, reserved_total(e));
+			if (x && x->live.ngroups) {
+				const struct as_explain_group *g = &x->live.groups[0];
+				fputs("{\"space\": ", f);
+				as_json_string(f, x->name);
+				fputs(", \"key\": ", f);
+				as_json_string(f, g->key);
+				fprintf(f, ", \"bytes\": %" PRIu64 ", \"count\": %" PRIu64
+					   "}",
+					g->bytes, g->count);
+			} else {
+				fputs("null", f);
+			}
+			fputc('}', f);
+		}
+		fputs("]}", f);
+	}
+	fputs("}\n", f);
+	return ferror(f) ? AS_EIO : AS_OK;
+}
+
+/* ---- Markdown ---- */
+
+/* Text in a table cell or a line: Markdown's marks escaped, newlines as
+ * <br>. */
+void as_x_md_text(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\n')
+			fputs("<br>", f);
+		else if (*s == '<')
+			fputs("&lt;", f);
+		else if (*s == '>')
+			fputs("&gt;", f);
+		else if (*s == '&')
+			fputs("&amp;", f);
+		else if (strchr("\\`*_[]|#~", *s))
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			putc(' ', f);
+		else
+			putc(*s, f);
+	}
+}
+
+static void md_group_cell(FILE *f, const struct as_explain *e,
+			  const struct as_explain_group *g)
+{
+	char fr[512];
+	bool any = false;
+	if (e->opts.by != AS_GROUP_STACK) {
+		fputs("**", f);
+		as_x_md_text(f, g->key);
+		fputs("**", f);
+		any = true;
+	}
+	for (uint32_t k = 0; k < g->nframes && k < 3; k++) {
+		as_x_short_frame(g->frames[k], fr, sizeof(fr));
+		if (any)
+			fputs("<br>", f);
+		as_x_md_text(f, fr);
+		any = true;
+	}
+	if (!any)
+		as_x_md_text(f, g->key);
+}
+
+static void md_list(FILE *f, const struct as_explain *e,
+		    const struct as_explain_list *l, uint64_t whole,
+		    bool largest)
+{
+	char a[32], b[32];
+	if (largest)
+		fputs("| largest | bytes | count | top frames |\n"
+		      "|---:|---:|---:|---|\n",
+		      f);
+	else
+		fputs("| bytes | share | count | top frames |\n"
+		      "|---:|---:|---:|---|\n",
+		      f);
+	for (uint32_t j = 0; j < l->ngroups; j++) {
+		const struct as_explain_group *g = &l->groups[j];
+		if (largest)
+			fprintf(f, "| %s | %s | %" PRIu64 " | ",
+				hb(g->largest, a, sizeof(a)),
+				hb(g->bytes, b, sizeof(b)), g->count);
+		else
+			fprintf(f, "| %s | %.1f%% | %" PRIu64 " | ",
+				hb(g->bytes, a, sizeof(a)), share(g->bytes, whole),
+				g->count);
+		md_group_cell(f, e, g);
+		fputs(" |\n", f);
+	}
+	if (l->total_groups > l->ngroups)
+		fprintf(f, "| %s | | %" PRIu64 " | %" PRIu64 " more groups |\n",
+			hb(l->other_bytes, a, sizeof(a)), l->other_count,
+			l->total_groups - l->ngroups);
+	fputc('\n', f);
+}
+
+static void md_space(FILE *f, const struct as_explain *e,
+		     const struct as_explain_space *x)
+{
+	const struct as_trace *t = e->trace;
+	char a[32], b[32], tm[64];
+	fputs("#### ", f);
+	if (e->spec) {
+		as_x_md_text(f, e->spec);
+		fputs(" · ", f);
+	}
+	as_x_md_text(f, x->name);
+	fputs("\n\n", f);
+	if (!x->has_peak) {
+		fputs("Nothing live.\n\n", f);
+		return;
+	}
+	fmt_time(t, x->peak_time, tm, sizeof(tm));
+	fprintf(f, "Peak **%s** (%" PRIu64 " bytes) at %s", hb(x->peak_bytes, a, sizeof(a)),
+		x->peak_bytes, tm);
+	if (e->spec)
+		fprintf(f, "; live then %s in %" PRIu64 " buffers", hb(x->live_bytes, b, sizeof(b)),
+			x->live_count);
+	else
+		fprintf(f, ", %" PRIu64 " buffers live", x->live_count);
+	if (!e->spec && x->reserved_peak)
+		fprintf(f, "; reserved peak %s", hb(x->reserved_peak, b, sizeof(b)));
+	fputs(".", f);
+	if (x->npeak_stages) {
+		fputs(" During ", f);
+		for (uint32_t k = 0; k < x->npeak_stages; k++) {
+			if (k)
+				fputs(" › ", f);
+			as_x_md_text(f, t->stages[x->peak_stages[k]].name);
+		}
+		fputs(".", f);
+	}
+	if (x->frag.known) {
+		char c[32], d[32];
+		fprintf(f, " The allocator then: reserved %s, live %s, free %s, "
+			   "largest free block %s.",
+			hb(x->frag.reserved, a, sizeof(a)), hb(x->frag.live, b, sizeof(b)),
+			hb(x->frag.free_bytes, c, sizeof(c)),
+			hb(x->frag.largest_free, d, sizeof(d)));
+	}
+	fputs("\n\n", f);
+	fprintf(f, "Live at the peak by %s:\n\n", as_group_by_name(e->opts.by));
+	md_list(f, e, &x->live, e->spec ? x->live_bytes : x->peak_bytes, false);
+	if (e->spec)
+		return;
+	if (x->nstages) {
+		uint32_t *shown = malloc(sizeof(*shown) * ((size_t)x->nstages + 1));
+		if (shown) {
+			uint32_t n = stages_shown(x, e->opts.top, shown);
+			fprintf(f, "Annotation stages (%u of %u):\n\n| stage | "
+				   "steps | at START | at END | peak inside |\n"
+				   "|---|---:|---:|---:|---:|\n",
+				n, x->nstages);
+			for (uint32_t k = 0; k < n; k++) {
+				const struct as_explain_stage *s = &x->stages[shown[k]];
+				const struct as_stage *st = &t->stages[s->stage];
+				char c[32];
+				fputs("| ", f);
+				as_x_md_text(f, st->name);
+				fprintf(f, " | %" PRIu64 "-%" PRIu64 " | %s | %s | %s at %" PRIu64
+					   " |\n",
+					st->start, st->end, hb(s->at_start, a, sizeof(a)),
+					hb(s->at_end, b, sizeof(b)), hb(s->peak, c, sizeof(c)),
+					s->peak_time);
+			}
+			fputc('\n', f);
+			free(shown);
+		}
+	}
+	if (x->temporaries.total_groups) {
+		fprintf(f, "Largest temporaries (%" PRIu64 " blocks, %s):\n\n",
+			x->temporaries.count, hb(x->temporaries.bytes, a, sizeof(a)));
+		md_list(f, e, &x->temporaries, 0, true);
+	}
+	if (x->never_freed.total_groups) {
+		fprintf(f, "Never freed (%" PRIu64 " blocks, %s):\n\n",
+			x->never_freed.count, hb(x->never_freed.bytes, a, sizeof(a)));
+		md_list(f, e, &x->never_freed, x->never_freed.bytes, false);
+	}
+}
+
+int as_explain_write_markdown(const struct as_explain_run *runs, size_t n,
+			      FILE *f)
+{
+	char a[32], b[32];
+	for (size_t r = 0; r < n; r++) {
+		const struct as_explain *e = runs[r].trace;
+		const struct as_trace *t = e->trace;
+		fputs("### allocscope explain: ", f);
+		as_x_md_text(f, t->path);
+		fprintf(f, "\n\n%u buffers, %" PRIu64 " events; peak %s.\n\n",
+			t->nbuffers, as_trace_alloc_free_events(t),
+			hb(e->peak_bytes, a, sizeof(a)));
+		for (uint16_t s = 0; s < e->nspaces; s++)
+			if (shown_space(e, s))
+				md_space(f, e, &e->spaces[s]);
+		for (size_t p = 0; p < runs[r].nplans; p++)
+			for (uint16_t s = 0; s < runs[r].plans[p]->nspaces; s++)
+				if (runs[r].plans[p]->spaces[s].has_peak)
+					md_space(f, runs[r].plans[p],
+						 &runs[r].plans[p]->spaces[s]);
+	}
+	if (n > 1) {
+		uint64_t max, mean;
+		as_x_ranks(runs, n, &max, &mean);
+		fprintf(f, "### Ranks: imbalance %.3f (largest peak %s, mean %s)\n\n"
+			   "| file | peak | reserved peak | top group |\n"
+			   "|---|---:|---:|---|\n",
+			as_explain_imbalance(runs, n), hb(max, a, sizeof(a)),
+			hb(mean, b, sizeof(b)));
+		for (size_t r = 0; r < n; r++) {
+			const struct as_explain *e = runs[r].trace;
+			const struct as_explain_space *x = top_space(e);
+			fputs("| ", f);
+			as_x_md_text(f, e->trace->path);
+			fprintf(f, " | %s | %s | ", hb(e->peak_bytes, a, sizeof(a)),
+				reserved_total(e) ? hb(reserved_total(e), b, sizeof(b)) : "—");
+			if (x && x->live.ngroups) {
+				fprintf(f, "%s ", hb(x->live.groups[0].bytes, a, sizeof(a)));
+				md_group_cell(f, e, &x->live.groups[0]);
+			}
+			fputs(" |\n", f);
+		}
+		fputc('\n', f);
+	}
+	return ferror(f) ? AS_EIO : AS_OK;
+}

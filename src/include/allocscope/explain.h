@@ -1,0 +1,218 @@
+/*
+ * allocscope explain: what makes a trace's peak, in the program's own terms.
+ *
+ * For the trace's own peak (the earliest moment with the most bytes live,
+ * per space: the moment `replay --json` gives as lower_bound_time) or a
+ * plan's (its peak moment, as_plan_peak_moment), the buffers live then
+ * grouped by stack (or frame, annotation stage, compile context, name
+ * prefix, size class), largest first, each group with its representative
+ * stack: its top user frames, the allocator's left out. Besides: the bytes
+ * live at each annotation stage's START and END and the peak inside it,
+ * the largest temporaries, the blocks never freed, and for an online
+ * allocator's plan the fragmentation at its peak (reserved minus live, the
+ * largest free block). Writers give it as text (a terminal), JSON and
+ * Markdown (CI job summaries); docs/explain.md describes all three. And
+ * two recordings of one program compare group by group (diff --by).
+ *
+ * Ownership: an as_explain points into the trace it was made from (names,
+ * frames, stages), which must outlive it; its own arrays and texts are
+ * freed by as_explain_destroy (NULL is fine). Nothing here prints: the
+ * writers write to the FILE the caller gives them.
+ *
+ * Cost: O(n log n) time and O(n) memory in the buffers, whatever the
+ * grouping; a plan's fragmentation replays the online allocator once.
+ */
+#ifndef ALLOCSCOPE_EXPLAIN_H
+#define ALLOCSCOPE_EXPLAIN_H
+
+#include "allocscope/allocscope.h"
+#include "allocscope/compare.h"
+
+struct as_explain_options {
+	enum as_group_by by;     /* default AS_GROUP_STACK */
+	uint32_t top;            /* groups kept per list; 0: every group */
+	uint32_t frames;         /* representative frames per group (5) */
+	/*
+	 * Group by keys with hexadecimal numbers ("0x7f3a...") replaced by
+	 * "0x?": addresses of frames without symbols and of mappings differ
+	 * between two runs of one program (diff --by does this).
+	 */
+	bool normalize;
+};
+
+/* Defaults: by stack, top 10, 5 frames. */
+void as_explain_options_init(struct as_explain_options *o);
+/* "stack", "frame", "annotation" (or "stage"), "context", "prefix",
+ * "size", "buffer"; AS_EINVAL otherwise. */
+int as_group_by_from_name(const char *name, enum as_group_by *out);
+const char *as_group_by_name(enum as_group_by g);
+
+/* Buffers of one group. */
+struct as_explain_group {
+	const char *key;         /* the group's text (for stacks the whole
+				  * stack, frames joined by '\n') */
+	uint64_t bytes, count;
+	uint64_t largest;        /* the largest buffer's size */
+	uint32_t buffer;         /* that buffer (the first of that size) */
+	const char **frames;     /* its representative frames */
+	uint32_t nframes;
+};
+
+/*
+ * A list of groups: the first `ngroups` (largest bytes first, then count,
+ * then key; temporaries: largest buffer first), of `total_groups`; bytes
+ * and count over all of them, `other_*` over the groups left out.
+ */
+struct as_explain_list {
+	struct as_explain_group *groups;
+	uint32_t ngroups;
+	uint64_t total_groups;
+	uint64_t bytes, count;
+	uint64_t other_bytes, other_count;
+};
+
+/* An annotation stage's bytes (the trace's stage `stage`, in its space). */
+struct as_explain_stage {
+	uint32_t stage;          /* index in trace->stages */
+	uint64_t at_start;       /* live just before its first step */
+	uint64_t at_end;         /* live just before its end step */
+	uint64_t peak;           /* the most live inside [start, end) */
+	uint64_t peak_time;      /* the earliest step with that many */
+};
+
+/* An online allocator at its peak (as_strategy_walk_at). */
+struct as_explain_frag {
+	bool known;              /* the strategy has a walk */
+	uint64_t reserved;       /* bytes of every block the walk visits */
+	uint64_t live;           /* bytes live in the trace then */
+	uint64_t free_bytes;     /* reserved - live (0 when below) */
+	uint64_t largest_free;   /* the largest free block */
+	uint64_t blocks, free_blocks;
+};
+
+struct as_explain_space {
+	uint16_t space;
+	const char *name;
+	bool has_peak;           /* some buffer of positive size is live */
+	/*
+	 * The trace: the most bytes live. A plan: its top address in this
+	 * space (as_plan_peak), with live_bytes what is live at its moment.
+	 */
+	uint64_t peak_bytes;
+	uint64_t peak_time;
+	uint64_t live_bytes, live_count;
+	uint64_t reserved_peak;  /* the trace: what its recording allocator
+				  * reserved at most (0: unknown) */
+	struct as_explain_list live;        /* at the peak */
+	struct as_explain_list temporaries; /* the trace only */
+	struct as_explain_list never_freed; /* the trace only */
+	struct as_explain_stage *stages;    /* the trace only, in the
+					     * trace's order */
+	uint32_t nstages;
+	/* The stages holding the peak, outermost first (trace indices). */
+	uint32_t *peak_stages;
+	uint32_t npeak_stages;
+	struct as_explain_frag frag;        /* a plan of an online allocator */
+};
+
+struct as_explain {
+	const struct as_trace *trace;
+	char *spec;              /* the strategy, NULL for the trace itself */
+	struct as_explain_options opts;
+	uint64_t peak_bytes;     /* the trace: every space's peak summed (the
+				  * lower bound); a plan: as_plan_peak(-1) */
+	bool has_peak;
+	uint64_t peak_time;      /* the trace: lower_bound_time */
+	struct as_explain_space *spaces; /* a plan: its spaces */
+	uint16_t nspaces;
+	struct as_explain_private *priv;
+};
+
+/*
+ * Explain the trace's own peak, per space. o may be NULL (defaults). *out
+ * is the caller's. AS_EINVAL, AS_ENOMEM.
+ */
+int as_explain_trace(const struct as_trace *t,
+		     const struct as_explain_options *o,
+		     struct as_explain **out);
+
+/*
+ * Explain plan p of t made by strategy SPEC at its peak moment, per space
+ * of the plan; for an online allocator with a walk, its fragmentation
+ * there (one more replay; diag says why a walk failed).
+ */
+int as_explain_plan(const struct as_trace *t, const char *spec,
+		    const struct as_plan *p, const struct as_explain_options *o,
+		    struct as_explain **out, struct as_diag *diag);
+
+void as_explain_destroy(struct as_explain *e);
+
+/*
+ * One trace explained: its own peak and, optionally, plans'. A report is
+ * one or several (ranks of a distributed job: the writers then end with a
+ * table of every file's peak, reserved peak and top group, and the
+ * imbalance, the largest peak over their mean).
+ */
+struct as_explain_run {
+	const struct as_explain *trace;
+	const struct as_explain *const *plans;
+	size_t nplans;
+};
+
+/* The imbalance of n runs: their largest peak over the mean (1 when all
+ * agree, 0 when every peak is 0). */
+double as_explain_imbalance(const struct as_explain_run *runs, size_t n);
+
+/* A terminal's text, JSON (docs/explain.md), Markdown. 0, or AS_EIO when
+ * f has an error (AS_ENOMEM). */
+int as_explain_write_text(const struct as_explain_run *runs, size_t n,
+			  FILE *f);
+int as_explain_write_json(const struct as_explain_run *runs, size_t n,
+			  FILE *f);
+int as_explain_write_markdown(const struct as_explain_run *runs, size_t n,
+			      FILE *f);
+
+/* ---- Comparing two recordings by group (diff --by) ---- */
+
+/*
+ * The groups of two explains (made with the same options, normalize on,
+ * every group: top 0) as result rows: trace = the space's name, strategy
+ * = the group's key, peak = its bytes at the peak; a group only one side
+ * has gets a row of 0 bytes on the other, so that a new call site counts
+ * as growth from nothing. as_compare then judges them as `diff` judges
+ * plans (--max-regress, exit status). `base` and `new_` are appended to.
+ */
+int as_explain_results(const struct as_explain *a, const struct as_explain *b,
+		       struct as_results *base, struct as_results *new_);
+
+/*
+ * The group `key` of space `space_name` in e (its representative frames),
+ * or NULL.
+ */
+const struct as_explain_group *as_explain_find(const struct as_explain *e,
+					       const char *space_name,
+					       const char *key);
+
+/*
+ * The rows of c in report order: as as_comparison_order (failing rows
+ * first, then worse, better, unchanged), but within each status the
+ * largest change in bytes first. `order` receives c->nrows indices.
+ * AS_ENOMEM.
+ */
+int as_explain_diff_order(const struct as_comparison *c, size_t *order);
+
+/* A frame as the text and Markdown writers print it: the file's
+ * directories and C++ parameter lists left out. */
+void as_explain_frame_text(const char *frame, char *buf, size_t len);
+
+/*
+ * The comparison of two explains (as_explain_results, as_compare) as
+ * Markdown: a verdict, then the groups that changed, largest change
+ * first, each with its top frames. 0, AS_ENOMEM or AS_EIO.
+ */
+int as_explain_write_diff_markdown(const struct as_comparison *c,
+				   const struct as_explain *a,
+				   const struct as_explain *b, FILE *f,
+				   bool all_rows);
+
+#endif

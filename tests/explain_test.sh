@@ -1,0 +1,260 @@
+#!/usr/bin/env bash
+# allocscope explain and diff --by end to end (TAP). Generated inputs
+# (explain_ref.py --gen: an annotated two-device snapshot, a heaptrack file)
+# always; the real snapshots of ../shared (and fidelity/) when present; a
+# heaptrack recording of a Python program made here when heaptrack is
+# installed. Each is checked against explain_ref.py, an independent
+# reference (peak bytes, top 10 groups by whole stack). Then the stages in
+# the text, JSON and Markdown, the JSON's shape, several files (ranks), a
+# strategy's fragmentation, diff --by of a recording against itself and
+# against one where a call site allocates more, and the usage errors.
+# Needs AS_EXE, AS_SOURCE_DIR; reads AS_SHARED_DIR.
+set -u
+exe=${AS_EXE:?}
+src=${AS_SOURCE_DIR:?}
+shared=${AS_SHARED_DIR:-}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+. "$src/tests/tap.sh"
+skip() { # skip NAME REASON
+	n=$((n + 1))
+	echo "ok $n - $1 # SKIP $2"
+}
+
+if ! command -v python3 >/dev/null; then
+	echo "1..0 # SKIP python3 is not installed"
+	exit 0
+fi
+ref=$src/tests/explain_ref.py
+
+# agrees FILE: explain and the reference agree (their lines as comments).
+agrees() {
+	python3 "$ref" --check "$exe" "$1" >"$tmp/check" 2>&1
+	local s=$?
+	grep -v '^1\.\.' "$tmp/check" |
+		sed 's/^\(not \)\{0,1\}ok [0-9]* - //; s/^#   //; s/^/#   /'
+	return $s
+}
+
+python3 "$ref" --gen "$tmp/gen"
+ok "explain_ref.py writes the generated inputs" $?
+for f in "$tmp"/gen/*; do
+	agrees "$f"
+	ok "explain agrees with the reference on generated $(basename "$f")" $?
+done
+
+if [ -n "$shared" ] && [ -d "$shared/snapshots" ]; then
+	for f in "$shared"/snapshots/*.pickle "$shared"/snapshots/fidelity/*.pickle; do
+		[ -e "$f" ] || continue
+		agrees "$f"
+		ok "explain agrees with the reference on ${f#"$shared"/}" $?
+	done
+else
+	skip "explain agrees with the reference on the real snapshots" "../shared/snapshots is absent"
+fi
+
+# A recording made here: Python allocating through malloc (the interpreter
+# itself, not a wrapper script, so that heaptrack sees one process).
+py=$(python3 -c 'import sys; print(sys.executable)')
+if ! command -v heaptrack >/dev/null; then
+	skip "explain agrees with the reference on a heaptrack recording" "heaptrack is not installed"
+else
+	cat >"$tmp/prog.py" <<'EOF'
+def rows(n):
+    return [{"k": i, "v": [float(j) for j in range(i % 20)]} for i in range(n)]
+def blobs(n):
+    return [bytearray(1000 + i) for i in range(n)]
+a = rows(3000)
+b = blobs(200)
+del a
+c = rows(1000)
+EOF
+	(cd "$tmp" && PYTHONMALLOC=malloc heaptrack -o "$tmp/rec" "$py" -I "$tmp/prog.py") >/dev/null 2>&1
+	f=$(ls "$tmp"/rec.* 2>/dev/null | head -1)
+	if [ -z "$f" ]; then
+		skip "explain agrees with the reference on a heaptrack recording" "heaptrack wrote nothing"
+	else
+		agrees "$f"
+		ok "explain agrees with the reference on a heaptrack recording of Python" $?
+	fi
+fi
+
+# Stages: in the text, the JSON and the Markdown.
+snap=$tmp/gen/gen_annotated.pickle
+"$exe" explain "$snap" --json "$tmp/e.json" --markdown "$tmp/e.md" >"$tmp/e.txt"
+s=$?
+for w in forward backward backward.inner "open (no END)"; do
+	grep -q -- "$w" "$tmp/e.txt" || { echo "#   text lacks '$w'"; s=1; }
+done
+grep -q 'during: backward > backward.inner' "$tmp/e.txt" ||
+	{ echo "#   no 'during: backward > backward.inner' line"; s=1; }
+ok "the text names every annotation stage and the stages at the peak" $s
+python3 - "$tmp/e.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["format"] == "allocscope-explain" and d["version"] == 1, d.keys()
+assert d["by"] == "stack"
+t = d["traces"][0]
+assert t["trace"].endswith("gen_annotated.pickle")
+names = set()
+for s in t["spaces"]:
+    for k in ("space", "peak_bytes", "peak_time", "groups", "stages",
+              "temporaries", "never_freed", "stages_at_peak"):
+        assert k in s, k
+    g = s["groups"]
+    assert [x["bytes"] for x in g] == sorted((x["bytes"] for x in g), reverse=True)
+    for x in g:
+        assert set(("key", "bytes", "count", "frames")) <= set(x), x
+        assert all("CachingAllocator" not in f for f in x["frames"]), x
+    for st in s["stages"]:
+        assert st["at_start"] <= st["peak"] and st["at_end"] <= st["peak"], st
+        assert st["start"] <= st["peak_time"] <= max(st["start"], st["end"]), st
+        names.add(st["name"])
+assert {"forward", "backward", "backward.inner", "open"} <= names, names
+assert sum(s["peak_bytes"] for s in t["spaces"]) == t["peak_bytes"]
+EOF
+ok "the JSON has its format, spaces, groups largest first, frames without the allocator, and every stage" $?
+grep -q 'backward › backward.inner' "$tmp/e.md" && grep -q '^| bytes | share | count | top frames |' "$tmp/e.md"
+ok "the Markdown has the stages and the group tables" $?
+
+# The trace's peak is the moment replay --json gives as lower_bound_time.
+s=0
+for f in "$src"/traces/*.json "$src"/traces/*.csv "$src"/traces/*.ops "$snap" "$tmp/gen/gen.heaptrack"; do
+	[ -e "$f" ] || continue
+	"$exe" replay "$f" -s greedy-size --json "$tmp/rp.json" >/dev/null 2>&1 || continue
+	"$exe" explain "$f" --json "$tmp/ex.json" >/dev/null || { s=1; continue; }
+	python3 - "$tmp/rp.json" "$tmp/ex.json" <<'EOF' || { echo "#   $f"; s=1; }
+import json, sys
+r = json.load(open(sys.argv[1]))["trace"]
+e = json.load(open(sys.argv[2]))["traces"][0]
+assert e["peak_time"] == r.get("lower_bound_time"), (e["peak_time"], r.get("lower_bound_time"))
+assert e["peak_bytes"] == r["lower_bound"], (e["peak_bytes"], r["lower_bound"])
+EOF
+done
+ok "explain's peak is replay's lower bound at its lower_bound_time on every bundled trace" $s
+
+# The report draws the stages on its time axis (the renderer the viewer
+# shares); the viewer shows them and groups its live list by them.
+"$exe" replay "$snap" -s recorded --svg "$tmp/r.svg" >/dev/null
+grep -q '>annotation stages<' "$tmp/r.svg" && grep -q 'backward.inner on cuda:0: steps 359' "$tmp/r.svg" &&
+	grep -q '>forward<' "$tmp/r.svg"
+ok "the report draws every stage as a labelled band with its steps" $?
+python3 - "$snap" "$tmp/plain.pickle" <<'EOF'
+import pickle, sys
+s = pickle.load(open(sys.argv[1], "rb"))
+del s["external_annotations"]
+pickle.dump(s, open(sys.argv[2], "wb"), protocol=4)
+EOF
+"$exe" replay "$tmp/plain.pickle" -s recorded --svg "$tmp/plain.svg" >/dev/null
+! grep -q 'annotation stages' "$tmp/plain.svg"
+ok "a snapshot without annotations draws no stage strip" $?
+if [ -n "${AS_VIEWER:-}" ] && [ -n "${AS_PNG_PROBE:-}" ]; then
+	shot() { # shot TRACE PNG [KEY...]
+		local trace=$1 png=$2
+		shift 2
+		: >"$tmp/v.script"
+		for k in "$@"; do echo "key $k" >>"$tmp/v.script"; done
+		printf 'move 700 300\nwait 1\nscreenshot %s\n' "$png" >>"$tmp/v.script"
+		SDL_VIDEODRIVER=dummy "$AS_VIEWER" "$trace" -s recorded --script "$tmp/v.script" >/dev/null 2>&1
+	}
+	shot "$snap" "$tmp/v1.png" && shot "$tmp/plain.pickle" "$tmp/v2.png" &&
+		d=$("$AS_PNG_PROBE" diff "$tmp/v1.png" "$tmp/v2.png" 0 700 1279 799) &&
+		[ "$d" -gt 500 ]
+	ok "the viewer draws the stages under its panels" $?
+	shot "$snap" "$tmp/v3.png" t && shot "$snap" "$tmp/v4.png" t g g g g &&
+		d=$("$AS_PNG_PROBE" diff "$tmp/v3.png" "$tmp/v4.png" 0 0 1279 799) &&
+		[ "$d" -gt 0 ]
+	ok "the viewer's g reaches the grouping by annotation stage" $?
+else
+	skip "the viewer draws the stages under its panels" "the viewer is not built"
+fi
+
+# Grouped by annotation stage: the allocations made inside each stage.
+"$exe" explain "$snap" --by annotation --json - >"$tmp/a.json"
+python3 - "$tmp/a.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+keys = {g["key"] for s in d["traces"][0]["spaces"] for g in s["groups"]}
+assert keys & {"forward", "backward", "backward.inner"}, keys
+assert "(no stage)" in keys, keys
+EOF
+ok "--by annotation groups what is live by the stage it was allocated in" $?
+"$exe" explain "$snap" --by context --top 3 | grep -q '\[0/1\]'
+ok "--by context groups by compile context" $?
+
+# Several files: the ranks table and the imbalance.
+"$exe" explain "$snap" "$tmp/gen/gen.heaptrack" --json "$tmp/r.json" >"$tmp/r.txt"
+s=$?
+grep -q 'files: peak imbalance' "$tmp/r.txt" || s=1
+python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["ranks"]
+p = [x["peak_bytes"] for x in r["peaks"]]
+assert r["files"] == 2 and abs(r["imbalance"] - max(p) / (sum(p) / 2)) < 1e-6, r
+' "$tmp/r.json" || s=1
+ok "explain over several files ends with each peak, top group and the imbalance" $s
+
+# A strategy's peak: an online allocator's fragmentation there.
+"$exe" explain "$tmp/gen/gen.heaptrack" -s bfc -s greedy-size --json - >"$tmp/s.json"
+python3 - "$tmp/s.json" <<'EOF'
+import json, sys
+st = json.load(open(sys.argv[1]))["traces"][0]["strategies"]
+assert [s["strategy"] for s in st] == ["bfc", "greedy-size"], st
+f = st[0]["spaces"][0]["fragmentation"]
+assert f and f["reserved"] >= f["live"] and f["largest_free"] <= f["free"] + f["live"], f
+assert st[1]["spaces"][0]["fragmentation"] is None
+assert st[0]["peak"] >= st[1]["peak"] > 0
+EOF
+ok "explain -s bfc gives the allocator's reserved, free and largest free block at its peak" $?
+
+# diff --by: against itself nothing changes; a grown call site comes first.
+"$exe" diff --by stack "$snap" "$snap" >"$tmp/d.txt"
+s=$?
+[ $s -eq 0 ] && grep -q 'OK: no regression' "$tmp/d.txt" && ! grep -q '^REGRESSED\|^better\|^worse' "$tmp/d.txt"
+ok "diff --by stack of a recording against itself reports nothing changed (exit 0)" $?
+ht=$tmp/gen/gen.heaptrack
+sed 's/^a 300 5$/a 900 5/' "$ht" >"$tmp/grown.heaptrack"
+"$exe" diff --by stack "$ht" "$tmp/grown.heaptrack" --max-regress 5 \
+	--markdown "$tmp/d.md" >"$tmp/d2.txt"
+s=$?
+first=$(grep -m1 -A0 '^REGRESSED' "$tmp/d2.txt")
+[ $s -eq 1 ] && echo "$first" | grep -q 'work prog.c:20' || {
+	echo "#   exit $s, first row: $first"
+	s=9
+}
+grep -q 'regression' "$tmp/d.md" || s=9
+[ $s -ne 9 ]
+ok "diff --by stack names the call site that allocates more first (exit 1 with --max-regress)" $?
+python3 - "$snap" "$tmp/grown.pickle" <<'EOF'
+import pickle, sys
+s = pickle.load(open(sys.argv[1], "rb"))
+for d in s["device_traces"]:
+    for e in d:
+        if any(f.get("name") == "layer3" for f in e.get("frames", [])):
+            e["size"] *= 3
+pickle.dump(s, open(sys.argv[2], "wb"), protocol=4)
+EOF
+"$exe" diff --by stack "$snap" "$tmp/grown.pickle" --max-regress 5 >"$tmp/d3.txt"
+s=$?
+[ $s -eq 1 ] && grep -A1 -m1 '^REGRESSED' "$tmp/d3.txt" | grep -q 'layer3' &&
+	[ "$(grep -c '^REGRESSED' "$tmp/d3.txt")" -eq 2 ]
+ok "diff --by stack of two snapshots names the grown call site on each device first" $?
+"$exe" diff --by stack "$ht" "$tmp/grown.heaptrack" --max-regress 100000 >/dev/null
+ok "diff --by stack passes when the growth is within --max-regress" $?
+
+# Usage and input errors: exit status 2 with a message.
+"$exe" explain 2>/dev/null
+[ $? -eq 2 ]
+ok "explain without a trace is a usage error" $?
+"$exe" explain "$snap" --by nonsense 2>"$tmp/err" >/dev/null
+[ $? -eq 2 ] && grep -q "nonsense" "$tmp/err"
+ok "explain --by with an unknown grouping is a usage error naming it" $?
+"$exe" explain "$tmp/missing.pickle" 2>"$tmp/err" >/dev/null
+[ $? -eq 2 ] && grep -q "missing.pickle" "$tmp/err"
+ok "explain of a missing file says which" $?
+"$exe" diff --by stack "$snap" 2>/dev/null
+[ $? -eq 2 ]
+ok "diff --by with one trace is a usage error" $?
+
+echo "1..$n"
+[ $failed -eq 0 ]

@@ -1,0 +1,441 @@
+/*
+ * explain: the peak's live set and groups against brute force on random
+ * traces, stages (lanes, the innermost stage at a time, their bytes) against
+ * scans, temporaries, frames without the allocator's, address-blind keys,
+ * a plan's fragmentation, and two explains as result rows.
+ */
+#include "allocscope/allocscope.h"
+#include "allocscope/compare.h"
+#include "allocscope/explain.h"
+#include "core/internal.h"
+#include "core/trace_private.h"
+#include "helpers.h"
+#include "tap.h"
+
+static const char *const stacks[] = {
+	"layer1 model.py:10\nmain train.py:3",
+	"malloc libc.c:1\noperator new(unsigned long) new.cc:2\n"
+	"make(c10::Allocator*) a.cc:3\nmain train.py:3",
+	"layer2 model.py:20\nmain train.py:3",
+	NULL, /* no frames */
+	"0x7f0000001000 libc.so.6\nmain train.py:3",
+};
+#define NSTACKS (sizeof(stacks) / sizeof(stacks[0]))
+
+/*
+ * A random trace of allocs and frees over `nspaces` spaces, frames from
+ * `stacks`, and random stages; the builder's trace, or NULL.
+ */
+static struct as_trace *random_trace(uint64_t seed, int nspaces, int ops,
+				     int nstages)
+{
+	struct as_builder *b = as_builder_create("random", "ops");
+	struct as_diag d;
+	uint32_t live[512];
+	uint32_t nlive = 0;
+	char name[32];
+	for (int s = 1; s < nspaces; s++) {
+		snprintf(name, sizeof(name), "pool%d", s);
+		as_builder_space(b, name, 0);
+	}
+	for (int k = 0; k < ops; k++) {
+		if (nlive && (test_rand(&seed) % 100 < 45 || nlive == 512)) {
+			uint32_t j = (uint32_t)(test_rand(&seed) % nlive);
+			if (as_builder_free(b, as_builder_buffer(b, live[j])->name,
+					    0, &d))
+				goto fail;
+			live[j] = live[--nlive];
+			continue;
+		}
+		snprintf(name, sizeof(name), "t%d", k);
+		uint64_t size = test_rand(&seed) % 7 == 0 ? 0 : 1 + test_rand(&seed) % 5000;
+		int64_t idx = as_builder_alloc(b, name, size, 1, 0, &d);
+		if (idx < 0)
+			goto fail;
+		as_builder_buffer(b, (uint32_t)idx)->space =
+			(uint16_t)(test_rand(&seed) % (uint64_t)nspaces);
+		const char *st = stacks[test_rand(&seed) % NSTACKS];
+		if (st && as_builder_frames(b, (uint32_t)idx, st))
+			goto fail;
+		live[nlive++] = (uint32_t)idx;
+	}
+	uint64_t end = as_builder_time(b);
+	for (int k = 0; k < nstages; k++) {
+		uint64_t a = test_rand(&seed) % (end + 1),
+			 z = test_rand(&seed) % (end + 1);
+		struct as_stage s = {
+			.name = k % 3 ? "step" : "phase",
+			.start = a < z ? a : z,
+			.end = a < z ? z : a,
+			.space = (uint16_t)(test_rand(&seed) % (uint64_t)nspaces),
+		};
+		if (as_builder_stage(b, &s))
+			goto fail;
+	}
+	struct as_trace *t;
+	if (as_builder_finish(b, &t, &d) == AS_OK)
+		return t;
+fail:
+	as_builder_destroy(b);
+	return NULL;
+}
+
+/* Bytes live in `space` at time `time` (start <= time < end). */
+static uint64_t live_at(const struct as_trace *t, int space, uint64_t time)
+{
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
+		const struct as_buffer *b = &t->buffers[i];
+		if ((space < 0 || b->space == space) && b->start <= time &&
+		    time < b->end)
+			sum += b->size;
+	}
+	return sum;
+}
+
+static void peak_groups_agree_with_brute_force_on_random_traces(void)
+{
+	for (uint64_t seed = 1; seed <= 60; seed++) {
+		int nspaces = 1 + (int)(seed % 3);
+		struct as_trace *t = random_trace(seed, nspaces, 300, 0);
+		CHECK(t != NULL);
+		if (!t)
+			return;
+		struct as_explain_options o;
+		as_explain_options_init(&o);
+		o.top = 0;
+		struct as_explain *e;
+		CHECK(as_explain_trace(t, &o, &e) == AS_OK);
+		for (int s = 0; s < nspaces; s++) {
+			uint64_t best = 0, best_t = 0;
+			for (uint64_t tm = 0; tm <= t->end_time; tm++)
+				if (live_at(t, s, tm) > best) {
+					best = live_at(t, s, tm);
+					best_t = tm;
+				}
+			const struct as_explain_space *x = &e->spaces[s];
+			CHECK_EQ_U64(x->peak_bytes, best);
+			if (!best)
+				continue;
+			CHECK_EQ_U64(x->peak_time, best_t);
+			/* Each stack's bytes and count there. */
+			uint64_t gb[NSTACKS] = {0}, gc[NSTACKS] = {0}, n = 0;
+			for (uint32_t i = 0; i < t->nbuffers; i++) {
+				const struct as_buffer *b = &t->buffers[i];
+				if (b->space != s || b->start > best_t ||
+				    b->end <= best_t)
+					continue;
+				const char *fr = as_trace_buffer_frames(t, i);
+				size_t k = 0;
+				while (k < NSTACKS &&
+				       !(fr ? stacks[k] && strcmp(stacks[k], fr) == 0
+					    : !stacks[k]))
+					k++;
+				gb[k] += b->size;
+				gc[k]++;
+				n++;
+			}
+			CHECK_EQ_U64(x->live_count, n);
+			for (uint32_t j = 0; j < x->live.ngroups; j++) {
+				const struct as_explain_group *g = &x->live.groups[j];
+				size_t k = 0;
+				while (k < NSTACKS &&
+				       strcmp(stacks[k] ? stacks[k] : "(no frames)",
+					      g->key) != 0)
+					k++;
+				CHECK(k < NSTACKS);
+				if (k == NSTACKS)
+					continue;
+				CHECK_EQ_U64(g->bytes, gb[k]);
+				CHECK_EQ_U64(g->count, gc[k]);
+				if (j)
+					CHECK(g->bytes <= x->live.groups[j - 1].bytes);
+			}
+		}
+		as_explain_destroy(e);
+		as_trace_destroy(t);
+	}
+}
+
+static void stages_take_lanes_and_the_innermost_holds_each_time(void)
+{
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		struct as_trace *t = random_trace(seed, 2, 200, 30);
+		CHECK(t != NULL);
+		if (!t)
+			return;
+		for (uint32_t k = 1; k < t->nstages; k++) {
+			const struct as_stage *a = &t->stages[k - 1],
+					      *b = &t->stages[k];
+			CHECK(a->space < b->space ||
+			      (a->space == b->space &&
+			       (a->start < b->start ||
+				(a->start == b->start && a->end >= b->end))));
+		}
+		/* Two stages of a space overlapping in time never share a
+		 * lane (below 64 lanes). */
+		for (uint32_t a = 0; a < t->nstages; a++)
+			for (uint32_t c = a + 1; c < t->nstages; c++) {
+				const struct as_stage *x = &t->stages[a],
+						      *y = &t->stages[c];
+				if (x->space == y->space && x->start < y->end &&
+				    y->start < x->end && x->end > x->start &&
+				    y->end > y->start)
+					CHECK(x->lane != y->lane);
+			}
+		for (uint16_t s = 0; s < 2; s++)
+			for (uint64_t tm = 0; tm <= t->end_time; tm++) {
+				/* The one that started last, the shorter at
+				 * equal starts. */
+				uint32_t want = AS_NONE;
+				for (uint32_t k = 0; k < t->nstages; k++) {
+					const struct as_stage *x = &t->stages[k];
+					if (x->space != s || x->start > tm ||
+					    x->end <= tm)
+						continue;
+					if (want == AS_NONE ||
+					    x->start > t->stages[want].start ||
+					    (x->start == t->stages[want].start &&
+					     x->end <= t->stages[want].end))
+						want = k;
+				}
+				uint32_t got = as_trace_stage_at(t, s, tm);
+				CHECK_EQ_U64(got, want);
+				if (got != want) {
+					printf("#   seed %llu space %u time %llu\n",
+					       (unsigned long long)seed, s,
+					       (unsigned long long)tm);
+					break;
+				}
+			}
+		as_trace_destroy(t);
+	}
+}
+
+static void stage_bytes_agree_with_a_scan(void)
+{
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		struct as_trace *t = random_trace(seed, 2, 400, 25);
+		CHECK(t != NULL);
+		if (!t)
+			return;
+		struct as_explain *e;
+		CHECK(as_explain_trace(t, NULL, &e) == AS_OK);
+		for (uint16_t s = 0; s < 2; s++) {
+			const struct as_explain_space *x = &e->spaces[s];
+			for (uint32_t k = 0; k < x->nstages; k++) {
+				const struct as_explain_stage *f = &x->stages[k];
+				const struct as_stage *st = &t->stages[f->stage];
+				CHECK_EQ_U64(st->space, s);
+				uint64_t before = st->start
+							  ? live_at(t, s, st->start - 1)
+							  : 0;
+				CHECK_EQ_U64(f->at_start, before);
+				CHECK_EQ_U64(f->at_end,
+					     st->end ? live_at(t, s, st->end - 1) : 0);
+				/* The most inside [start, end), the earliest;
+				 * an empty stage: what it started with. */
+				uint64_t peak = before, when = st->start;
+				if (st->end > st->start)
+					peak = live_at(t, s, st->start);
+				for (uint64_t tm = st->start + 1; tm < st->end; tm++)
+					if (live_at(t, s, tm) > peak) {
+						peak = live_at(t, s, tm);
+						when = tm;
+					}
+				CHECK_EQ_U64(f->peak, peak);
+				CHECK_EQ_U64(f->peak_time, when);
+			}
+		}
+		as_explain_destroy(e);
+		as_trace_destroy(t);
+	}
+}
+
+static struct as_trace *ops(const char *text)
+{
+	struct as_trace *t = NULL;
+	struct as_diag d;
+	as_trace_parse("t.ops", text, strlen(text), "ops", &t, &d);
+	return t;
+}
+
+static void temporaries_are_freed_before_the_next_allocation(void)
+{
+	/* b and c are temporaries; a is not (b was allocated in its life);
+	 * d is never freed. */
+	struct as_trace *t = ops("alloc a 100\nalloc b 4000\nfree b\n"
+				 "free a\nalloc c 50\nfree c\nalloc d 7\n");
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	struct as_explain_options o;
+	as_explain_options_init(&o);
+	o.by = AS_GROUP_BUFFER;
+	struct as_explain *e;
+	CHECK(as_explain_trace(t, &o, &e) == AS_OK);
+	const struct as_explain_list *l = &e->spaces[0].temporaries;
+	CHECK_EQ_U64(l->count, 2);
+	CHECK_EQ_U64(l->bytes, 4050);
+	CHECK(l->ngroups == 2 && strcmp(l->groups[0].key, "b") == 0 &&
+	      strcmp(l->groups[1].key, "c") == 0);
+	CHECK_EQ_U64(e->spaces[0].never_freed.count, 1);
+	CHECK_STR(e->spaces[0].never_freed.groups[0].key, "d");
+	/* The peak: a and b live at t 1. */
+	CHECK_EQ_U64(e->spaces[0].peak_bytes, 4100);
+	CHECK_EQ_U64(e->spaces[0].peak_time, 1);
+	as_explain_destroy(e);
+	as_trace_destroy(t);
+}
+
+static void representative_frames_leave_out_the_allocator(void)
+{
+	struct as_trace *t = random_trace(7, 1, 200, 0);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	struct as_explain_options o;
+	as_explain_options_init(&o);
+	o.top = 0;
+	struct as_explain *e;
+	CHECK(as_explain_trace(t, &o, &e) == AS_OK);
+	bool seen = false;
+	const struct as_explain_space *x = &e->spaces[0];
+	for (uint32_t j = 0; j < x->live.ngroups; j++) {
+		const struct as_explain_group *g = &x->live.groups[j];
+		if (strcmp(g->key, stacks[1]) != 0)
+			continue;
+		seen = true;
+		/* malloc and operator new go; a user function whose
+		 * parameter is an allocator type stays. */
+		CHECK_EQ_U64(g->nframes, 2);
+		CHECK_STR(g->frames[0], "make(c10::Allocator*) a.cc:3");
+		CHECK_STR(g->frames[1], "main train.py:3");
+	}
+	CHECK(seen);
+	char buf[128];
+	as_explain_frame_text("??:0:at::native::f(at::Tensor const&, long) [clone]",
+			      buf, sizeof(buf));
+	CHECK_STR(buf, "at::native::f() [clone]");
+	as_explain_frame_text("/home/u/proj/model.py:12:forward", buf, sizeof(buf));
+	CHECK_STR(buf, "model.py:12:forward");
+	as_explain_frame_text("work /src/prog.c:20", buf, sizeof(buf));
+	CHECK_STR(buf, "work prog.c:20");
+	as_explain_destroy(e);
+	as_trace_destroy(t);
+}
+
+static void normalised_keys_merge_stacks_that_differ_in_addresses(void)
+{
+	struct as_builder *b = as_builder_create("n", "ops");
+	struct as_diag d;
+	for (int k = 0; k < 2; k++) {
+		char name[8];
+		snprintf(name, sizeof(name), "x%d", k);
+		int64_t i = as_builder_alloc(b, name, 10, 1, 0, &d);
+		CHECK(i >= 0 &&
+		      as_builder_frames(b, (uint32_t)i,
+					k ? "0x7f02 libc.so.6\nmain"
+					  : "0x7f01aa libc.so.6\nmain") == AS_OK);
+	}
+	struct as_trace *t;
+	CHECK(as_builder_finish(b, &t, &d) == AS_OK);
+	struct as_explain_options o;
+	as_explain_options_init(&o);
+	struct as_explain *e1, *e2;
+	CHECK(as_explain_trace(t, &o, &e1) == AS_OK);
+	o.normalize = true;
+	CHECK(as_explain_trace(t, &o, &e2) == AS_OK);
+	CHECK_EQ_U64(e1->spaces[0].live.total_groups, 2);
+	CHECK_EQ_U64(e2->spaces[0].live.total_groups, 1);
+	CHECK_STR(e2->spaces[0].live.groups[0].key, "0x? libc.so.6\nmain");
+	CHECK_EQ_U64(e2->spaces[0].live.groups[0].count, 2);
+	as_explain_destroy(e1);
+	as_explain_destroy(e2);
+	as_trace_destroy(t);
+}
+
+static void a_new_group_counts_as_growth_from_nothing(void)
+{
+	struct as_trace *a = ops("alloc x 100\nalloc y 50\n");
+	struct as_trace *bt = ops("alloc x 100\nalloc z 70\n");
+	CHECK(a && bt);
+	if (!a || !bt)
+		return;
+	struct as_explain_options o;
+	as_explain_options_init(&o);
+	o.by = AS_GROUP_BUFFER;
+	o.top = 0;
+	struct as_explain *ea, *eb;
+	CHECK(as_explain_trace(a, &o, &ea) == AS_OK);
+	CHECK(as_explain_trace(bt, &o, &eb) == AS_OK);
+	struct as_results *rb = as_results_create(), *rn = as_results_create();
+	CHECK(as_explain_results(ea, eb, rb, rn) == AS_OK);
+	CHECK_EQ_U64(rb->nrows, 3);
+	CHECK_EQ_U64(rn->nrows, 3);
+	struct as_comparison *c;
+	CHECK(as_compare(rb, rn, NULL, &c) == AS_OK);
+	CHECK_EQ_U64(c->count[AS_CH_SAME], 1);     /* x */
+	CHECK_EQ_U64(c->count[AS_CH_BETTER], 1);   /* y: gone */
+	CHECK_EQ_U64(c->count[AS_CH_REGRESSED], 1); /* z: new */
+	size_t order[3];
+	CHECK(as_explain_diff_order(c, order) == AS_OK);
+	CHECK_STR(c->rows[order[0]].new_->strategy, "z");
+	as_comparison_destroy(c);
+	as_results_destroy(rb);
+	as_results_destroy(rn);
+	as_explain_destroy(ea);
+	as_explain_destroy(eb);
+	as_trace_destroy(a);
+	as_trace_destroy(bt);
+}
+
+static void an_online_allocator_reports_its_fragmentation_at_its_peak(void)
+{
+	struct as_trace *t = random_trace(11, 1, 400, 0);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	struct as_plan *p;
+	struct as_diag d;
+	CHECK(as_strategy_run("bfc", t, NULL, &p, &d) == AS_OK);
+	struct as_explain *e;
+	CHECK(as_explain_plan(t, "bfc", p, NULL, &e, &d) == AS_OK);
+	const struct as_explain_space *x = &e->spaces[0];
+	CHECK(x->has_peak && x->frag.known);
+	CHECK_EQ_U64(x->peak_bytes, as_plan_peak(p, t, -1));
+	CHECK(x->frag.reserved >= x->frag.live);
+	CHECK(x->frag.largest_free <= x->frag.free_bytes);
+	CHECK_EQ_U64(x->frag.live, live_at(t, 0, x->peak_time));
+	CHECK_EQ_U64(x->live.bytes, x->live_bytes);
+	as_explain_destroy(e);
+	/* An offline planner has no walk: no figures, no error. */
+	struct as_plan *g;
+	CHECK(as_strategy_run("greedy-size", t, NULL, &g, &d) == AS_OK);
+	CHECK(as_explain_plan(t, "greedy-size", g, NULL, &e, &d) == AS_OK);
+	CHECK(!e->spaces[0].frag.known);
+	FILE *f = tmpfile();
+	struct as_explain_run run = {e, NULL, 0};
+	CHECK(f && as_explain_write_json(&run, 1, f) == AS_OK &&
+	      as_explain_write_text(&run, 1, f) == AS_OK &&
+	      as_explain_write_markdown(&run, 1, f) == AS_OK);
+	if (f)
+		fclose(f);
+	as_explain_destroy(e);
+	as_plan_destroy(g);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+int main(void)
+{
+	TEST_RUN(peak_groups_agree_with_brute_force_on_random_traces);
+	TEST_RUN(stages_take_lanes_and_the_innermost_holds_each_time);
+	TEST_RUN(stage_bytes_agree_with_a_scan);
+	TEST_RUN(temporaries_are_freed_before_the_next_allocation);
+	TEST_RUN(representative_frames_leave_out_the_allocator);
+	TEST_RUN(normalised_keys_merge_stacks_that_differ_in_addresses);
+	TEST_RUN(a_new_group_counts_as_growth_from_nothing);
+	TEST_RUN(an_online_allocator_reports_its_fragmentation_at_its_peak);
+	return tap_done();
+}
