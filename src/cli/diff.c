@@ -57,11 +57,7 @@ static const char diff_usage[] =
 
 static int diff_usage_error(const char *fmt, const char *arg)
 {
-	fputs("allocscope diff: ", stderr);
-	fprintf(stderr, fmt, cli_esc(arg));
-	fputs("\n", stderr);
-	fputs(diff_usage, stderr);
-	return EXIT_USAGE;
+	return cli_usage_error("allocscope diff", diff_usage, fmt, arg);
 }
 
 static bool parse_pct(const char *s, double *out)

@@ -46,11 +46,7 @@ static const char explain_usage[] =
 
 static int usage_error(const char *fmt, const char *arg)
 {
-	fputs("allocscope explain: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs("\n", stderr);
-	fputs(explain_usage, stderr);
-	return EXIT_USAGE;
+	return cli_usage_error("allocscope explain", explain_usage, fmt, arg);
 }
 
 static bool parse_count(const char *s, uint32_t max, uint32_t *out)

@@ -59,11 +59,7 @@ static const char usage_text[] =
 
 static int usage_error(const char *fmt, const char *arg)
 {
-	fputs("allocscope: ", stderr);
-	fprintf(stderr, fmt, cli_esc(arg));
-	fputs("\n", stderr);
-	fputs(usage_text, stderr);
-	return EXIT_USAGE;
+	return cli_usage_error("allocscope", usage_text, fmt, arg);
 }
 
 struct result {

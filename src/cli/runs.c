@@ -342,3 +342,13 @@ const char *cli_esc(const char *s)
 	as_escape(slot[i], n, s, AS_ESCAPE_TEXT);
 	return slot[i];
 }
+
+int cli_usage_error(const char *who, const char *usage, const char *fmt,
+		    const char *arg)
+{
+	fprintf(stderr, "%s: ", who);
+	fprintf(stderr, fmt, cli_esc(arg));
+	fputs("\n", stderr);
+	fputs(usage, stderr);
+	return 2;
+}

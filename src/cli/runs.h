@@ -43,6 +43,12 @@ int cli_check_input(const char *path, bool stdin_ok, struct as_diag *diag);
  * every path and name the CLI prints.
  */
 const char *cli_esc(const char *s);
+/*
+ * "WHO: " and fmt with arg (escaped) on stderr, then the usage text;
+ * returns 2, the exit status of a usage error.
+ */
+int cli_usage_error(const char *who, const char *usage, const char *fmt,
+		    const char *arg);
 
 /* True when `path` names a directory. */
 bool cli_is_dir(const char *path);
