@@ -58,6 +58,8 @@ struct as_pk {
 
 struct as_pickle;
 
+/* ---- pickle.c: the machine that reads the bytes into values ---- */
+
 /*
  * Read `len` bytes of pickle. On success *out is a new document; on
  * failure returns AS_EPARSE (or AS_ENOMEM) with diag->msg set and line 0,
@@ -69,6 +71,16 @@ int as_pickle_parse(const char *data, size_t len, struct as_pickle **out,
 void as_pickle_destroy(struct as_pickle *p);
 /* The object the pickle's STOP returned. */
 const struct as_pk *as_pickle_root(const struct as_pickle *p);
+
+/* ---- pickle_values.c: the values once made ---- */
+
+/*
+ * Give a big dict d the sorted index of its str keys that as_pk_get
+ * searches (small dicts are scanned; other values are left as they are).
+ * pickle.c calls it on every container after STOP; AS_ENOMEM leaves d as it
+ * was.
+ */
+int as_pk_index(struct as_pk *d);
 
 /* The value of str key `key` in dict `d` (the last one wins); NULL when d is
  * not a dict or has no such key. */
