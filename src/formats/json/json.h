@@ -1,8 +1,10 @@
 /*
  * What the JSON readers (trace.c, graph.c, numa.c, results.c) share: the
  * reading context, one locator of a value's line by its path in the text
- * (cJSON keeps no positions), one error helper and one integer reader.
- * Private to src/formats/json/, the only place cJSON is on the include path.
+ * (cJSON keeps no positions), one error helper and one integer reader
+ * (common.c); the window, the checks made before cJSON and the parse
+ * (parse.c). Private to src/formats/json/, the only place cJSON is on the
+ * include path.
  */
 #ifndef AS_JSON_H
 #define AS_JSON_H
@@ -72,7 +74,7 @@ struct as_jctx {
 	} walk;
 };
 
-/* ---- common.c ---- */
+/* ---- common.c: the context, lines, errors and values ---- */
 
 void as_json_push(struct as_jctx *c, const char *key, int index);
 
@@ -114,6 +116,8 @@ int as_json_get_string(const struct as_jctx *c, const cJSON *obj,
 /* Refuse a key of obj not in `allowed` (NULL-terminated), naming them. */
 int as_json_keys(const struct as_jctx *c, const cJSON *obj,
 		 const char *const *allowed);
+
+/* ---- parse.c: a text to a cJSON tree ---- */
 
 #define AS_JSON_MAX_NEST 256
 

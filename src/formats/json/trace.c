@@ -2,10 +2,11 @@
  * The JSON trace format (docs/trace-format.md): the root, pools, config and
  * the "events" and "buffers" forms, read in pieces through the format
  * layer's window (below: "Reading in pieces"). The "graph" form is read by
- * graph.c and the "numa" form by numa.c; common.c locates values, reports
- * errors and holds the window and the checks made before cJSON. The reader
- * in pieces serves other forms of document too (struct as_jform): the
- * PyTorch profiler's Chrome traces (profiler.c), chosen here by content.
+ * graph.c and the "numa" form by numa.c; common.c locates values and
+ * reports errors, parse.c holds the window and the checks made before
+ * cJSON. The reader in pieces serves other forms of document too (struct
+ * as_jform): the PyTorch profiler's Chrome traces (profiler.c), chosen here
+ * by content.
  */
 #include <limits.h>
 #include <stdlib.h>
