@@ -159,8 +159,9 @@ static void write_result(FILE *f, const struct as_trace *t, uint64_t lb,
 		for (uint32_t k = 0; k < x->plan->nrounds; k++) {
 			fputs(k ? ", {\"label\": " : "{\"label\": ", f);
 			as_json_string(f, x->plan->rounds[k].label);
-			fprintf(f, ", \"peak\": %llu}",
-				(unsigned long long)x->plan->rounds[k].peak);
+			fprintf(f, ", \"peak\": %llu, \"ms\": %.1f}",
+				(unsigned long long)x->plan->rounds[k].peak,
+				x->plan->rounds[k].ms);
 		}
 		fputs("]", f);
 	}

@@ -250,7 +250,8 @@ int as_plan_round(struct as_plan *p, const char *label, uint64_t peak)
 	p->rounds = n;
 	snprintf(n[p->nrounds].label, sizeof(n[p->nrounds].label), "%s",
 		 label);
-	n[p->nrounds++].peak = peak;
+	n[p->nrounds].peak = peak;
+	n[p->nrounds++].ms = as_now_ms(); /* the runner makes it relative */
 	return AS_OK;
 }
 

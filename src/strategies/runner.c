@@ -234,6 +234,10 @@ static int make(struct as_runner *r, const struct as_strategy_impl *s,
 	/* A plan made of parts counts their time, wherever they were made,
 	 * instead of what it spent getting them. */
 	double ms = as_now_ms() - t0 - run.waited_ms;
+	for (uint32_t k = 0; k < (*out)->nrounds; k++) {
+		double at = (*out)->rounds[k].ms - t0 - run.waited_ms;
+		(*out)->rounds[k].ms = at > 0 ? at : 0;
+	}
 	if (s->parts)
 		ms += run.parts_ms - run.made_ms;
 	(*out)->plan_ms += ms;

@@ -541,9 +541,16 @@ int64_t as_builder_add_timed(struct as_builder *b, const char *name,
 /* ---- Plans ---- */
 
 
+/*
+ * A step of a search that yielded a plan: its label, the peak of that
+ * plan, and when it was recorded (ms since the strategy began, time spent
+ * waiting for another thread's plan excluded), so a run's rounds are its
+ * quality-over-time curve.
+ */
 struct as_round {
 	char label[48];         /* e.g. the order metric of a tuning round */
 	uint64_t peak;
+	double ms;
 };
 
 /*

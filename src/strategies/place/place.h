@@ -221,10 +221,15 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
  * lowest, ties by `rank` (lower first, NULL: index), at that offset. It is
  * the exact search's first dive without pruning; it leaves the room under a
  * rectangle's skyline unused, which on packed traces costs less than
- * lowest-fit orders lose. O(pairs log n) time, O(pairs) memory. Returns the
- * peak, UINT64_MAX on overflow, or 0 with *err = AS_ENOMEM.
+ * lowest-fit orders lose. O((n + r) log n) time, r the times a rectangle's
+ * offset rose between its pushes (at most the overlapping pairs), O(n + S)
+ * memory. It stops when budget (may be NULL) is canceled or the clock
+ * passes `deadline` (INFINITY: never). Returns the peak, UINT64_MAX on
+ * overflow, or 0 with *err = AS_ENOMEM, AS_ECANCELED or AS_ELIMIT (the
+ * deadline).
  */
 uint64_t as_place_skyline(const struct as_problem *pb, const uint32_t *rank,
+			  const struct as_budget *budget, double deadline,
 			  uint64_t *off, int *err);
 
 /* Overlapping pairs of rectangles (what one as_place_order pass visits). */

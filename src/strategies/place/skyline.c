@@ -1,5 +1,15 @@
 /*
  * The skyline greedy of place.h (as_place_skyline).
+ *
+ * The skyline of a section is the highest top among the placed rectangles
+ * covering it; a rectangle's skyline offset is the highest skyline under
+ * its lifetime. Placing a rectangle raises the skyline under it to its top
+ * (which is above everything there), so the skyline only rises: a heap
+ * keyed by offsets computed earlier holds lower bounds. The minimum is
+ * re-read from the skyline when popped; when it has risen the rectangle
+ * goes back with its new offset, else no other rectangle can come before
+ * it and it is placed. That is the eager greedy's choice without a list of
+ * overlapping pairs.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +17,64 @@
 #include "strategies/place/place.h"
 #include "core/internal.h"
 
-/* ---- Skyline greedy ---- */
+/* ---- The skyline: range raise and range maximum over sections ---- */
+
+/*
+ * A segment tree over sections, bottom up, no push-down: leaf N + t is
+ * section t; tag[v] is the highest value raised over the whole range of
+ * node v, max[v] the highest value anywhere in it (tags below included).
+ * Raises only go up, so they commute, and a tag on an ancestor of a
+ * section in a range is a value inside the range.
+ */
+struct sky_tree {
+	uint64_t *tag, *max;
+	uint32_t N;
+};
+
+static void raise_range(struct sky_tree *st, uint32_t a, uint32_t b,
+			uint64_t x)
+{
+	uint32_t l = a + st->N, r = b + st->N;
+	for (; l < r; l >>= 1, r >>= 1) {
+		if (l & 1) {
+			st->tag[l] = x > st->tag[l] ? x : st->tag[l];
+			st->max[l] = x > st->max[l] ? x : st->max[l];
+			l++;
+		}
+		if (r & 1) {
+			r--;
+			st->tag[r] = x > st->tag[r] ? x : st->tag[r];
+			st->max[r] = x > st->max[r] ? x : st->max[r];
+		}
+	}
+	for (uint32_t v = (a + st->N) >> 1; v; v >>= 1)
+		st->max[v] = x > st->max[v] ? x : st->max[v];
+	for (uint32_t v = (b - 1 + st->N) >> 1; v; v >>= 1)
+		st->max[v] = x > st->max[v] ? x : st->max[v];
+}
+
+static uint64_t range_max(const struct sky_tree *st, uint32_t a, uint32_t b)
+{
+	uint64_t m = 0;
+	uint32_t l = a + st->N, r = b + st->N;
+	for (; l < r; l >>= 1, r >>= 1) {
+		if (l & 1) {
+			m = st->max[l] > m ? st->max[l] : m;
+			l++;
+		}
+		if (r & 1) {
+			r--;
+			m = st->max[r] > m ? st->max[r] : m;
+		}
+	}
+	for (uint32_t v = (a + st->N) >> 1; v; v >>= 1)
+		m = st->tag[v] > m ? st->tag[v] : m;
+	for (uint32_t v = (b - 1 + st->N) >> 1; v; v >>= 1)
+		m = st->tag[v] > m ? st->tag[v] : m;
+	return m;
+}
+
+/* ---- The heap of unplaced rectangles, by (offset bound, rank) ---- */
 
 struct sky_item {
 	uint64_t at;
@@ -21,7 +88,7 @@ static bool sky_less(const struct sky_item *a, const struct sky_item *b)
 
 static void sky_push(struct sky_item *h, size_t *n, struct sky_item x)
 {
-	size_t i = (*n)++; /* the caller made room */
+	size_t i = (*n)++; /* the heap holds each rectangle once */
 	while (i > 0 && sky_less(&x, &h[(i - 1) / 2])) {
 		h[i] = h[(i - 1) / 2];
 		i = (i - 1) / 2;
@@ -29,117 +96,78 @@ static void sky_push(struct sky_item *h, size_t *n, struct sky_item x)
 	h[i] = x;
 }
 
-static struct sky_item sky_pop(struct sky_item *h, size_t *n)
+/* Put x at the root (replacing it) and let it sink to its place. */
+static void sky_sink(struct sky_item *h, size_t n, struct sky_item x)
 {
-	struct sky_item top = h[0], x = h[--*n];
 	size_t i = 0;
 	for (;;) {
 		size_t c = 2 * i + 1;
-		if (c >= *n)
+		if (c >= n)
 			break;
-		if (c + 1 < *n && sky_less(&h[c + 1], &h[c]))
+		if (c + 1 < n && sky_less(&h[c + 1], &h[c]))
 			c++;
 		if (!sky_less(&h[c], &x))
 			break;
 		h[i] = h[c];
 		i = c;
 	}
-	if (*n)
-		h[i] = x;
-	return top;
+	h[i] = x;
 }
 
 uint64_t as_place_skyline(const struct as_problem *pb, const uint32_t *rank,
+			  const struct as_budget *budget, double deadline,
 			  uint64_t *off, int *err)
 {
-	uint32_t n = pb->n;
-	uint64_t pairs = as_problem_pairs(pb), peak = 0;
-	uint32_t *ord = calloc((size_t)n + 1, sizeof(uint32_t));
-	uint64_t *ovb = calloc((size_t)n + 1, sizeof(uint64_t));
-	uint64_t *fill = calloc((size_t)n + 1, sizeof(uint64_t));
-	uint64_t *x = calloc((size_t)n + 1, sizeof(uint64_t));
-	uint8_t *placed = calloc((size_t)n + 1, 1);
-	uint32_t *ov = NULL;
-	struct sky_item *h = NULL;
+	uint32_t n = pb->n, N = 1;
+	while (N < pb->nsections && N < (1u << 31))
+		N *= 2;
+	struct sky_tree st = {
+		.tag = calloc(2 * (size_t)N, sizeof(uint64_t)),
+		.max = calloc(2 * (size_t)N, sizeof(uint64_t)),
+		.N = N,
+	};
+	struct sky_item *h = malloc(((size_t)n + 1) * sizeof(*h));
 	size_t nh = 0;
+	uint64_t peak = 0, pops = 0;
 	*err = AS_ENOMEM;
-	if (pairs > SIZE_MAX / 16 || !ord || !ovb || !fill || !x || !placed)
+	if (!st.tag || !st.max || !h)
 		goto out;
-	ov = malloc((2 * pairs + 1) * sizeof(uint32_t));
-	size_t hcap = (size_t)n + 1024;
-	h = malloc(hcap * sizeof(*h));
-	if (!ov || !h)
-		goto out;
-	for (uint32_t i = 0; i < n; i++)
-		ord[i] = i;
-	if (as_sort_u32(ord, n, as_rect_by_t0, pb))
-		goto out;
-	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t p = 0; p < n; p++) {
-			uint32_t i = ord[p];
-			for (uint32_t q = p + 1;
-			     q < n && pb->r[ord[q]].t0 < pb->r[i].t1; q++) {
-				uint32_t j = ord[q];
-				if (pass == 0) {
-					ovb[i + 1]++;
-					ovb[j + 1]++;
-				} else {
-					ov[ovb[i] + fill[i]++] = j;
-					ov[ovb[j] + fill[j]++] = i;
-				}
-			}
-		}
-		if (pass == 0)
-			for (uint32_t i = 0; i < n; i++)
-				ovb[i + 1] += ovb[i];
-	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct sky_item it = {0, rank ? rank[i] : i, i};
 		sky_push(h, &nh, it);
 	}
 	while (nh) {
-		struct sky_item it = sky_pop(h, &nh);
-		uint32_t j = it.j;
-		uint64_t at;
-		if (placed[j] || it.at != x[j])
-			continue; /* placed, or a stale entry */
-		const struct as_rect *r = &pb->r[j];
-		if (!as_align_up(x[j], r->align_log2, &at) ||
+		if (++pops % 4096 == 0 && as_budget_past(budget, deadline)) {
+			*err = as_budget_canceled(budget) ? AS_ECANCELED
+							  : AS_ELIMIT;
+			goto out;
+		}
+		struct sky_item it = h[0];
+		const struct as_rect *r = &pb->r[it.j];
+		uint64_t x = range_max(&st, r->t0, r->t1), at;
+		if (x > it.at) {
+			it.at = x; /* the skyline rose under it since */
+			sky_sink(h, nh, it);
+			continue;
+		}
+		if (--nh)
+			sky_sink(h, nh, h[nh]);
+		if (!as_align_up(x, r->align_log2, &at) ||
 		    at > UINT64_MAX - r->size) {
 			*err = AS_OK;
 			peak = UINT64_MAX;
 			goto out;
 		}
-		placed[j] = 1;
-		off[j] = at;
+		off[it.j] = at;
 		uint64_t top = at + r->size;
 		if (top > peak)
 			peak = top;
-		for (uint64_t e = ovb[j]; e < ovb[j + 1]; e++) {
-			uint32_t k = ov[e];
-			if (placed[k] || x[k] >= top)
-				continue;
-			x[k] = top;
-			if (nh == hcap) {
-				struct sky_item *nh2 =
-					realloc(h, 2 * hcap * sizeof(*h));
-				if (!nh2)
-					goto out;
-				h = nh2;
-				hcap *= 2;
-			}
-			struct sky_item nx = {top, rank ? rank[k] : k, k};
-			sky_push(h, &nh, nx);
-		}
+		raise_range(&st, r->t0, r->t1, top);
 	}
 	*err = AS_OK;
 out:
-	free(ord);
-	free(ovb);
-	free(fill);
-	free(x);
-	free(placed);
-	free(ov);
+	free(st.tag);
+	free(st.max);
 	free(h);
 	return *err ? 0 : peak;
 }

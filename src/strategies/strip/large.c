@@ -1,7 +1,7 @@
 /*
  * Strategy strip, the large-trace path (strip.h): time sweeps, big first,
- * the window search, the peak repair and the order search, for traces
- * with many overlapping pairs.
+ * the window search and the peak repair, for traces with many overlapping
+ * pairs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -379,194 +379,6 @@ out:
 }
 
 /*
- * Order search, an anytime local search over placement orders (issue 39):
- * start from greedy-size's order (largest first, lowest fit), or from the
- * plan so far when that is lower; each trial takes a random position j in
- * the order's first quarter and re-sorts the order's suffix from j by size
- * times a random factor in [1, 1 + 3s) (s drawn per trial: from greedy-size's
- * suffix order to a scrambled one), then places that suffix again. An order
- * no worse than the current one is kept (moves along the plateau matter: on
- * compiler traces most orders tie), a worse one is dropped as soon as a top
- * passes the peak. The placer logs its puts (as_placer_undo) and holds a
- * prefix of the order: it pops down to j last put first, so its queries stay
- * fast, and after a dropped trial it puts the old suffix back only as far as
- * the next trial needs. Counts finds against `nodes` (0: the clock only), so
- * nodes= runs are deterministic. Writes off[] when it finds a lower peak;
- * returns how many times the peak went down, *tried the trials.
- */
-static bool by_key_desc(uint32_t a, uint32_t b, const void *cv)
-{
-	const double *key = cv;
-	return key[a] > key[b] || (key[a] == key[b] && a < b);
-}
-
-static double unit_rand(uint64_t *rng)
-{
-	return (double)(as_splitmix64(rng) >> 11) / 9007199254740992.0;
-}
-
-static uint32_t order_search(const struct as_problem *pb, uint64_t *off,
-			     uint64_t seed, double deadline,
-			     const struct as_budget *budget, uint64_t nodes,
-			     uint64_t *tried, int *err)
-{
-	uint32_t n = pb->n, wins = 0, lvl = 0; /* the placer holds ord[0, lvl) */
-	uint64_t rng = seed * 0x9e3779b97f4a7c15ULL + 39, work = 0;
-	struct as_placer *pl = as_placer_create(pb);
-	uint32_t *ord = malloc((size_t)n * sizeof(uint32_t));
-	uint32_t *old = malloc((size_t)n * sizeof(uint32_t));
-	uint64_t *cur = malloc((size_t)n * sizeof(uint64_t));
-	/* By position: the prefix's peak, then saved copies. */
-	uint64_t *top = malloc((size_t)n * sizeof(uint64_t));
-	uint64_t *otop = malloc((size_t)n * sizeof(uint64_t));
-	uint64_t *ooff = malloc((size_t)n * sizeof(uint64_t));
-	double *key = malloc((size_t)n * sizeof(double));
-	*err = AS_ENOMEM;
-	*tried = 0;
-	if (!pl || !ord || !old || !cur || !top || !otop || !ooff || !key ||
-	    as_order_greedy_size(pb, ord))
-		goto out;
-	*err = AS_OK;
-	as_placer_undo(pl);
-	/* Greedy-size's plan: its order, lowest fit. */
-	uint64_t peak = 0;
-	for (; lvl < n; lvl++) {
-		uint32_t i = ord[lvl];
-		if (lvl % 64 == 63 && as_budget_past(budget, deadline))
-			goto out;
-		if (!as_placer_find(pl, i, AS_FIT_LOWEST, &cur[i], NULL)) {
-			*err = as_strip_placer_error(pl);
-			goto out;
-		}
-		as_placer_put(pl, i, cur[i]);
-		uint64_t t = cur[i] + pb->r[i].size;
-		peak = t > peak ? t : peak;
-		top[lvl] = peak;
-	}
-	work = n;
-	uint64_t best = as_place_peak(pb, off);
-	if (best < peak) {
-		/*
-		 * The plan so far is lower (the window search's or the
-		 * repair's): search from it, in the same order (any valid
-		 * plan will do: a trial only keeps the order's prefix where
-		 * it is).
-		 */
-		for (; lvl > 0; lvl--)
-			as_placer_pop(pl, ord[lvl - 1]);
-		memcpy(cur, off, (size_t)n * sizeof(uint64_t));
-		for (peak = 0; lvl < n; lvl++) {
-			uint32_t i = ord[lvl];
-			if (lvl % 256 == 255 &&
-			    as_budget_past(budget, deadline))
-				goto out;
-			as_placer_put(pl, i, cur[i]);
-			uint64_t t = cur[i] + pb->r[i].size;
-			peak = t > peak ? t : peak;
-			top[lvl] = peak;
-		}
-	} else if (peak < best) {
-		memcpy(off, cur, (size_t)n * sizeof(uint64_t));
-		best = peak;
-		wins++;
-	}
-	while (best > pb->lower_bound && !as_budget_past(budget, deadline) &&
-	       (!nodes || work < nodes)) {
-		double sc = unit_rand(&rng);
-		/*
-		 * From the order's first quarter (its largest rectangles):
-		 * on v-r50-28k, 10 s, five seeds, +0.079% on average against
-		 * +0.093% from anywhere.
-		 */
-		uint32_t j = (uint32_t)(as_splitmix64(&rng) % (n / 4 + 1));
-		memcpy(old + j, ord + j, (size_t)(n - j) * sizeof(uint32_t));
-		for (uint32_t q = j; q < n; q++)
-			key[ord[q]] = (double)pb->r[ord[q]].size *
-				      (1.0 + 3.0 * sc * unit_rand(&rng));
-		if (as_sort_u32(old + j, n - j, by_key_desc, key)) {
-			*err = AS_ENOMEM;
-			goto out;
-		}
-		while (j < n && old[j] == ord[j])
-			j++;
-		(*tried)++;
-		work++; /* nodes= ends even a run of no-op trials */
-		if (j == n)
-			continue;
-		/* old[j, n) is the new suffix: swap it in, keep the old. */
-		for (uint32_t q = j; q < n; q++) {
-			uint32_t t = ord[q];
-			ord[q] = old[q];
-			old[q] = t;
-			ooff[q] = cur[t];
-		}
-		memcpy(otop + j, top + j, (size_t)(n - j) * sizeof(uint64_t));
-		/*
-		 * The placer holds the old order's prefix [0, lvl): pop down
-		 * to j, last put first, or put old[lvl, j) (the same as
-		 * ord[lvl, j)) back at their offsets.
-		 */
-		for (; lvl > j; lvl--)
-			as_placer_pop(pl, old[lvl - 1]);
-		for (; lvl < j; lvl++)
-			as_placer_put(pl, ord[lvl], cur[ord[lvl]]);
-		uint64_t high = j ? top[j - 1] : 0;
-		bool cut = false;
-		for (; lvl < n; lvl++) {
-			uint32_t i = ord[lvl];
-			uint64_t y;
-			if (lvl % 64 == 63 &&
-			    (as_budget_past(budget, deadline) ||
-			     (nodes && work >= nodes))) {
-				cut = true;
-				break;
-			}
-			work++;
-			if (!as_placer_find(pl, i, AS_FIT_LOWEST, &y, NULL)) {
-				*err = as_strip_placer_error(pl);
-				goto out;
-			}
-			if (y + pb->r[i].size > peak)
-				break; /* worse: stop here */
-			as_placer_put(pl, i, y);
-			cur[i] = y;
-			high = y + pb->r[i].size > high ? y + pb->r[i].size
-							: high;
-			top[lvl] = high;
-		}
-		if (lvl == n) {
-			peak = high;
-			if (peak < best) {
-				best = peak;
-				memcpy(off, cur, (size_t)n * sizeof(uint64_t));
-				wins++;
-			}
-			continue;
-		}
-		/* Drop it: pop the new suffix, keep the old order. */
-		for (; lvl > j; lvl--)
-			as_placer_pop(pl, ord[lvl - 1]);
-		for (uint32_t q = j; q < n; q++) {
-			ord[q] = old[q];
-			cur[ord[q]] = ooff[q];
-		}
-		memcpy(top + j, otop + j, (size_t)(n - j) * sizeof(uint64_t));
-		if (cut)
-			break;
-	}
-out:
-	as_placer_destroy(pl);
-	free(ord);
-	free(old);
-	free(cur);
-	free(top);
-	free(otop);
-	free(ooff);
-	free(key);
-	return wins;
-}
-
-/*
  * Whether a step estimated to take `cost` ms ends before the deadline (and
  * the run is not canceled).
  */
@@ -637,11 +449,13 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 		best = cfg->start_peak;
 		memcpy(off, cfg->start, n * sizeof(uint64_t));
 	}
-	/* The skyline greedy over everything, when its pair lists fit. */
+	/*
+	 * The skyline greedy over everything, when its cost (at most a step
+	 * per overlapping pair) fits.
+	 */
 	uint64_t pairs = as_problem_pairs(pb);
-	if (pairs <= AS_STRIP_PAIRS_TIER &&
-	    affordable(cfg->budget, deadline, per_pair * (double)pairs)) {
-		peak = as_strip_skyline_try(pb, tmp, &err);
+	if (affordable(cfg->budget, deadline, per_pair * (double)pairs)) {
+		peak = as_strip_skyline_try(pb, cfg->budget, tmp, &err);
 		if (err)
 			goto out;
 		if (peak == UINT64_MAX) {
@@ -822,30 +636,6 @@ done:
 		if (moves && (err = as_strip_note(cfg, p, "peak repair", peak)))
 			goto out;
 		if ((err = as_plan_stat_int(p, "repair_moves", moves)))
-			goto out;
-	}
-	/*
-	 * The rest of the time: the order search, when a sweep's time is
-	 * left. (per_pair x pairs overestimates a placer pass tenfold on
-	 * stacks of long-lived buffers; the search's first pass looks at the
-	 * clock and gives up when time is up.) Only when this path plans
-	 * alone: with at most AS_STRIP_PAIRS_MAX pairs the seed's method
-	 * runs next (strip.c) and gets the time this path leaves.
-	 */
-	if (n <= AS_STRIP_REPAIR_MAX && pairs > AS_STRIP_PAIRS_MAX &&
-	    as_place_peak(pb, off) > pb->lower_bound &&
-	    affordable(cfg->budget, deadline, unit)) {
-		uint64_t tried;
-		uint32_t wins = order_search(pb, off, cfg->seed, deadline,
-					     cfg->budget, cfg->nodes, &tried,
-					     &err);
-		if (err)
-			goto out;
-		if (wins && (err = as_strip_note(cfg, p, "order search",
-						 as_place_peak(pb, off))))
-			goto out;
-		if ((err = as_plan_stat_int(p, "order_moves", tried)) ||
-		    (err = as_plan_stat_int(p, "order_wins", wins)))
 			goto out;
 	}
 	err = AS_OK;

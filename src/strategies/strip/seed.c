@@ -1,7 +1,7 @@
 /*
  * Strategy strip, the seed's method (strip.h): order metrics, risk
- * classification and groups, the tuning rounds, then the exact or local
- * search on what they leave.
+ * classification and groups, the tuning rounds, then the skyline greedy or
+ * the exact search on what they leave.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -404,80 +404,6 @@ static int seed_method(struct space *sp, double stop)
 }
 
 /*
- * Rank for the skyline greedy: the most bytes live under a rectangle
- * (largest first), then its area (the exact search's favourite priority).
- */
-struct sky_key {
-	const struct as_problem *pb;
-	const uint64_t *total;
-};
-
-static bool sky_before(uint32_t a, uint32_t b, const void *cv)
-{
-	const struct sky_key *k = cv;
-	const struct as_rect *p = &k->pb->r[a], *q = &k->pb->r[b];
-	if (k->total[a] != k->total[b])
-		return k->total[a] > k->total[b];
-	double ap = (double)p->size *
-		    (double)(k->pb->times[p->t1] - k->pb->times[p->t0]);
-	double aq = (double)q->size *
-		    (double)(k->pb->times[q->t1] - k->pb->times[q->t0]);
-	if (ap != aq)
-		return ap > aq;
-	return a < b;
-}
-
-/* Skyline greedy as one more candidate; returns its peak. */
-uint64_t as_strip_skyline_try(const struct as_problem *pb, uint64_t *out,
-			    int *err)
-{
-	uint32_t n = pb->n, S = pb->nsections, lv = 1;
-	while ((1u << lv) <= S)
-		lv++;
-	uint64_t *load = calloc((size_t)S + 1, sizeof(uint64_t));
-	uint64_t *sp = calloc((size_t)lv * (S + 1), sizeof(uint64_t));
-	uint64_t *total = calloc(n, sizeof(uint64_t));
-	uint32_t *ids = calloc(n, sizeof(uint32_t));
-	uint32_t *rank = calloc(n, sizeof(uint32_t));
-	uint64_t peak = 0;
-	*err = AS_ENOMEM;
-	if (!load || !sp || !total || !ids || !rank)
-		goto out;
-	/* Most bytes under each rectangle: a sparse table of range maxima. */
-	as_problem_load(pb, load);
-	memcpy(sp, load, ((size_t)S + 1) * sizeof(uint64_t));
-	for (uint32_t l = 1; l < lv; l++)
-		for (uint32_t t = 0; t + (1u << l) <= S; t++) {
-			uint64_t a = sp[(size_t)(l - 1) * (S + 1) + t];
-			uint64_t b = sp[(size_t)(l - 1) * (S + 1) + t +
-					(1u << (l - 1))];
-			sp[(size_t)l * (S + 1) + t] = a > b ? a : b;
-		}
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t a = pb->r[i].t0, b = pb->r[i].t1, l = 0;
-		while ((2u << l) <= b - a)
-			l++;
-		uint64_t x = sp[(size_t)l * (S + 1) + a];
-		uint64_t y = sp[(size_t)l * (S + 1) + b - (1u << l)];
-		total[i] = x > y ? x : y;
-		ids[i] = i;
-	}
-	struct sky_key k = {pb, total};
-	if (as_sort_u32(ids, n, sky_before, &k))
-		goto out;
-	for (uint32_t r = 0; r < n; r++)
-		rank[ids[r]] = r;
-	peak = as_place_skyline(pb, rank, out, err);
-out:
-	free(load);
-	free(sp);
-	free(total);
-	free(ids);
-	free(rank);
-	return peak;
-}
-
-/*
  * Exact search: the threshold first (four fifths of the budget), then
  * bisect between it and the best height, each probe taking half of what is
  * left; a probe that fails or runs out sends the bisection higher.
@@ -526,70 +452,6 @@ static int exact_phase(struct space *sp, double deadline)
 	return as_plan_stat_int(sp->p, "search_nodes", st.nodes);
 }
 
-/*
- * Iterated local search over orders: move the rectangles that touch the
- * peak, plus a few random others, to the front of the best order, re-place,
- * keep the result when it is no worse.
- */
-static int local_phase(struct space *sp, double deadline)
-{
-	const struct as_problem *pb = sp->pb;
-	uint32_t n = pb->n;
-	uint64_t rng = sp->cfg->seed * 0x9e3779b97f4a7c15ULL + 1;
-	uint64_t cur_peak = sp->best_peak;
-	uint32_t tries = 0, better = 0;
-	/* Start from the order of the seed's best. */
-	memcpy(sp->off, sp->best, n * sizeof(uint64_t));
-	while (sp->best_peak > pb->lower_bound &&
-	       !as_budget_past(sp->cfg->budget, deadline) &&
-	       (!sp->cfg->nodes || (uint64_t)tries * n < sp->cfg->nodes)) {
-		tries++;
-		as_strip_classify(pb, sp->off, cur_peak - 1, sp->risk);
-		uint32_t m = 0, rest = 0;
-		for (uint32_t k = 0; k < n; k++) {
-			uint32_t i = sp->order[k];
-			bool pick = sp->risk[i] == AS_RISK_HIGH &&
-				    as_splitmix64(&rng) % 4 != 0;
-			pick = pick || as_splitmix64(&rng) % 64 == 0;
-			if (pick)
-				sp->next[m++] = i;
-			else
-				sp->tmp[rest++] = i;
-		}
-		/* Shuffle the picked ones a little: adjacent swaps. */
-		for (uint32_t k = 1; k < m; k++)
-			if (as_splitmix64(&rng) % 3 == 0) {
-				uint32_t t = sp->next[k];
-				sp->next[k] = sp->next[k - 1];
-				sp->next[k - 1] = t;
-			}
-		memcpy(sp->next + m, sp->tmp, rest * sizeof(uint32_t));
-		uint64_t peak = as_place_order(sp->pl, sp->next, n,
-					       AS_FIT_LOWEST, sp->off);
-		if (peak == UINT64_MAX)
-			return as_strip_placer_error(sp->pl);
-		if (peak <= cur_peak) {
-			memcpy(sp->order, sp->next, n * sizeof(uint32_t));
-			if (peak < sp->best_peak) {
-				better++;
-				keep_if_better(sp, sp->off, peak);
-				if (round_note(sp, "local search", peak))
-					return AS_ENOMEM;
-			}
-			cur_peak = peak;
-		} else {
-			/* Restore the placement of the kept order. */
-			cur_peak = as_place_order(sp->pl, sp->order, n,
-						  AS_FIT_LOWEST, sp->off);
-			if (cur_peak == UINT64_MAX)
-				return as_strip_placer_error(sp->pl);
-		}
-	}
-	if (as_plan_stat_int(sp->p, "local_tries", tries))
-		return AS_ENOMEM;
-	return as_plan_stat_int(sp->p, "local_improvements", better);
-}
-
 /* The seed's method and the search, on a problem of moderate overlap. */
 int as_strip_full(const struct as_problem *pb, uint64_t *off,
 		      struct as_strip_cfg *cfg, struct as_plan *p, double deadline)
@@ -624,7 +486,8 @@ int as_strip_full(const struct as_problem *pb, uint64_t *off,
 		      (cfg->search == SEARCH_AUTO && n <= cfg->exact_max));
 	/* The exact search dives this way itself; others get it here. */
 	if (!exact && sp.best_peak > pb->lower_bound) {
-		uint64_t peak = as_strip_skyline_try(pb, sp.off, &err);
+		uint64_t peak = as_strip_skyline_try(pb, cfg->budget, sp.off,
+						     &err);
 		if (err)
 			goto out;
 		if (peak == UINT64_MAX) {
@@ -635,14 +498,10 @@ int as_strip_full(const struct as_problem *pb, uint64_t *off,
 		if ((err = round_note(&sp, "skyline greedy", peak)))
 			goto out;
 	}
-	if (sp.best_peak > pb->lower_bound && cfg->search != SEARCH_NONE) {
-		if (exact)
-			err = exact_phase(&sp, deadline);
-		else
-			err = local_phase(&sp, deadline);
-		if (err)
-			goto out;
-	}
+	/* Without the exact search, the restarts (strip.c) get the time. */
+	if (exact && sp.best_peak > pb->lower_bound &&
+	    (err = exact_phase(&sp, deadline)))
+		goto out;
 	memcpy(off, sp.best, n * sizeof(uint64_t));
 	err = AS_OK;
 out:

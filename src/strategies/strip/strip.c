@@ -14,16 +14,18 @@
  *       turn until the group stays under the threshold, keeping its best),
  *       place tuned high, tuned medium, low and no-risk again; stop at the
  *       threshold, a repeated order (fixed point) or rounds= rounds.
- *    2. the exact branch and bound of place/exact.c, first at the threshold, then
- *       bisecting between it and the best height, until budget_ms=/nodes=.
- *  - More rectangles, still few pairs: the same with the skyline greedy
- *    and a local search over orders instead of the exact search, and the
- *    large-trace path below with half the time; the better plan wins.
- *  - Many overlapping pairs (strip_large): O(n log n) time sweeps, the
- *    skyline greedy when affordable, "big first" (the biggest rectangles
- *    by the method above, the rest swept around them), the window search
- *    (the exact search on a band around the peak with the rest held), a
- *    middle tier and a peak repair.
+ *    2. the exact branch and bound of place/exact.c, first at the threshold,
+ *       then bisecting between it and the best height, until budget_ms= or
+ *       nodes=; with search=local (or more than 6000 rectangles) the
+ *       skyline greedy instead, and the restarts.
+ *  - More rectangles (strip_large): O(n log n) time sweeps, the skyline
+ *    greedy when affordable, "big first" (the biggest rectangles by the
+ *    method above, the rest swept around them), the window search (the
+ *    exact search on a band around the peak with the rest held), a middle
+ *    tier and a peak repair; with few overlapping pairs only half the time.
+ *  - Whatever time a path leaves (unless search=none): the restarts
+ *    (restart.c), the skyline greedy again and again with its ties broken
+ *    by randomly scaled areas.
  *
  * Every step that yields a plan is recorded with as_plan_round (label,
  * peak). Everything is deterministic for a given seed= except where the
@@ -167,26 +169,29 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 		goto nomem;
 	if (!many && few_pairs) {
 		err = as_strip_full(pb, alt, cfg, p, deadline);
-	} else if (!few_pairs) {
-		err = as_strip_large(pb, alt, cfg, p, deadline);
 	} else {
-		/* Both, the large path with half the time; keep the better. */
-		uint64_t *alt2 = calloc(pb->n, sizeof(uint64_t));
-		if (!alt2)
-			goto nomem;
+		/*
+		 * Many rectangles: the large path; with few pairs it gets
+		 * half the time and the restarts the rest (the seed's method
+		 * gained nothing on top of them on tiled real traces).
+		 */
 		now = as_now_ms();
-		err = as_strip_large(pb, alt, cfg, p, now + (deadline - now) / 2);
-		if (err == AS_OK)
-			err = as_strip_full(pb, alt2, cfg, p, deadline);
-		if (err == AS_OK &&
-		    as_place_peak(pb, alt2) < as_place_peak(pb, alt))
-			memcpy(alt, alt2, pb->n * sizeof(uint64_t));
-		free(alt2);
+		err = as_strip_large(pb, alt, cfg, p,
+				     few_pairs ? now + (deadline - now) / 2
+					       : deadline);
 	}
 	/* Never behind the baselines: the search's plan only when lower. */
 	if (err == AS_OK &&
 	    (!start || as_place_peak(pb, alt) < cfg->start_peak))
 		memcpy(off, alt, pb->n * sizeof(uint64_t));
+	/*
+	 * Whatever time the path left goes to the restarts, from the best
+	 * plan so far.
+	 */
+	if (err == AS_OK && cfg->search != SEARCH_NONE &&
+	    as_place_peak(pb, off) > pb->lower_bound &&
+	    !as_budget_past(cfg->budget, deadline))
+		err = as_strip_restarts(pb, off, cfg, p, deadline);
 out:
 	cfg->start = NULL;
 	free(start);
@@ -212,7 +217,9 @@ static const struct as_option_desc options[] = {
 	 "(0-3600000)",
 	 ""},
 	{"seed", "1", "seed of the search's tie-breaks"},
-	{"search", "auto", "auto, exact, local or none", "local none"},
+	{"search", "auto",
+	 "auto, exact, local (restarts of the skyline greedy) or none",
+	 "local none"},
 	{"exact_max", "3000",
 	 "largest rectangle count for the exact search under auto (0-6000)",
 	 ""},
@@ -296,7 +303,8 @@ const struct as_strategy_impl as_strategy_strip = {
 	.info = {
 		.name = "strip",
 		.summary = "lifetime strip packing with peak suppression and "
-			   "an exact/local search under a time budget",
+			   "an exact search or randomized restarts under a time "
+			   "budget",
 		.online = false,
 		.options = options,
 	},

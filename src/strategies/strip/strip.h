@@ -63,8 +63,12 @@ int as_strip_note(const struct as_strip_cfg *cfg, struct as_plan *p,
  */
 int as_strip_placer_error(struct as_placer *pl);
 
-/* Skyline greedy as one more candidate; returns its peak. */
-uint64_t as_strip_skyline_try(const struct as_problem *pb, uint64_t *out,
+/*
+ * The skyline greedy, ranked by the most bytes live under a rectangle then
+ * its area: its peak, UINT64_MAX on overflow, 0 with *err on an error.
+ */
+uint64_t as_strip_skyline_try(const struct as_problem *pb,
+			      const struct as_budget *budget, uint64_t *out,
 			      int *err);
 
 /* The seed's method and the search, on a problem of moderate overlap. */
@@ -79,5 +83,16 @@ int as_strip_full(const struct as_problem *pb, uint64_t *off,
 int as_strip_large(const struct as_problem *pb, uint64_t *off,
 		   struct as_strip_cfg *cfg, struct as_plan *p,
 		   double deadline);
+
+/*
+ * The restarts, strip's anytime search: the skyline greedy again and again
+ * with its ties broken by randomly scaled areas, from off[] (the best plan
+ * so far), until the bound, the deadline, nodes= (n per restart) or a
+ * cancel. Writes off[] and records a round when a restart is lower; stats
+ * restarts and restart_wins. Returns 0 or a negative code.
+ */
+int as_strip_restarts(const struct as_problem *pb, uint64_t *off,
+		      struct as_strip_cfg *cfg, struct as_plan *p,
+		      double deadline);
 
 #endif

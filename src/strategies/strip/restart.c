@@ -1,0 +1,201 @@
+/*
+ * Strategy strip, the skyline greedy and its restarts (strip.h).
+ *
+ * The skyline greedy (place/skyline.c) drops the rectangle whose skyline
+ * offset is lowest, ties by a rank: here the most bytes live under the
+ * rectangle (largest first), then its area. The restarts are strip's
+ * anytime search: the same greedy again and again with the areas scaled
+ * by random factors, so the ties (many rectangles share the most loaded
+ * time) fall differently, the lowest plan kept.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strategies/strip/strip.h"
+#include "core/internal.h"
+#include "strategies/strategy.h"
+
+/* The rank's keys per rectangle: bytes live under it, its area. */
+struct keys {
+	uint64_t *total;
+	double *area;
+};
+
+static void keys_free(struct keys *k)
+{
+	free(k->total);
+	free(k->area);
+}
+
+/* Most bytes under each rectangle, from a sparse table of range maxima. */
+static int keys_make(const struct as_problem *pb, struct keys *k)
+{
+	uint32_t n = pb->n, S = pb->nsections, lv = 1;
+	while ((1u << lv) <= S)
+		lv++;
+	uint64_t *load = calloc((size_t)S + 1, sizeof(uint64_t));
+	uint64_t *sp = calloc((size_t)lv * (S + 1), sizeof(uint64_t));
+	k->total = calloc((size_t)n + 1, sizeof(uint64_t));
+	k->area = calloc((size_t)n + 1, sizeof(double));
+	int err = AS_ENOMEM;
+	if (!load || !sp || !k->total || !k->area)
+		goto out;
+	as_problem_load(pb, load);
+	memcpy(sp, load, ((size_t)S + 1) * sizeof(uint64_t));
+	for (uint32_t l = 1; l < lv; l++)
+		for (uint32_t t = 0; t + (1u << l) <= S; t++) {
+			uint64_t a = sp[(size_t)(l - 1) * (S + 1) + t];
+			uint64_t b = sp[(size_t)(l - 1) * (S + 1) + t +
+					(1u << (l - 1))];
+			sp[(size_t)l * (S + 1) + t] = a > b ? a : b;
+		}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct as_rect *r = &pb->r[i];
+		uint32_t l = 0;
+		while ((2u << l) <= r->t1 - r->t0)
+			l++;
+		uint64_t x = sp[(size_t)l * (S + 1) + r->t0];
+		uint64_t y = sp[(size_t)l * (S + 1) + r->t1 - (1u << l)];
+		k->total[i] = x > y ? x : y;
+		k->area[i] = (double)r->size *
+			     (double)(pb->times[r->t1] - pb->times[r->t0]);
+	}
+	err = AS_OK;
+out:
+	free(load);
+	free(sp);
+	if (err)
+		keys_free(k);
+	return err;
+}
+
+/* The rank: most bytes under it first, then the (scaled) area, then index. */
+struct rank_by {
+	const uint64_t *total;
+	const double *area;
+};
+
+static bool rank_before(uint32_t a, uint32_t b, const void *cv)
+{
+	const struct rank_by *k = cv;
+	if (k->total[a] != k->total[b])
+		return k->total[a] > k->total[b];
+	if (k->area[a] != k->area[b])
+		return k->area[a] > k->area[b];
+	return a < b;
+}
+
+/*
+ * The skyline greedy with areas `area` (ids[] and rank[]: n entries of
+ * scratch), until `deadline` (as_place_skyline).
+ */
+static uint64_t drop(const struct as_problem *pb, const uint64_t *total,
+		     const double *area, uint32_t *ids, uint32_t *rank,
+		     const struct as_budget *budget, double deadline,
+		     uint64_t *out, int *err)
+{
+	struct rank_by k = {total, area};
+	for (uint32_t i = 0; i < pb->n; i++)
+		ids[i] = i;
+	if (as_sort_u32(ids, pb->n, rank_before, &k)) {
+		*err = AS_ENOMEM;
+		return 0;
+	}
+	for (uint32_t r = 0; r < pb->n; r++)
+		rank[ids[r]] = r;
+	return as_place_skyline(pb, rank, budget, deadline, out, err);
+}
+
+uint64_t as_strip_skyline_try(const struct as_problem *pb,
+			      const struct as_budget *budget, uint64_t *out,
+			      int *err)
+{
+	struct keys k = {0};
+	uint32_t *ids = malloc(((size_t)pb->n + 1) * sizeof(uint32_t));
+	uint32_t *rank = malloc(((size_t)pb->n + 1) * sizeof(uint32_t));
+	uint64_t peak = 0;
+	*err = AS_ENOMEM;
+	if (ids && rank && keys_make(pb, &k) == AS_OK)
+		peak = drop(pb, k.total, k.area, ids, rank, budget, INFINITY,
+			    out, err);
+	keys_free(&k);
+	free(ids);
+	free(rank);
+	return peak;
+}
+
+static double unit_rand(uint64_t *rng)
+{
+	return (double)(as_splitmix64(rng) >> 11) / 9007199254740992.0;
+}
+
+/* A standard normal draw (Box-Muller). */
+static double normal_rand(uint64_t *rng)
+{
+	double u = unit_rand(rng), v = unit_rand(rng);
+	return sqrt(-2.0 * log(u > 0 ? u : 1e-300)) *
+	       cos(6.283185307179586 * v);
+}
+
+int as_strip_restarts(const struct as_problem *pb, uint64_t *off,
+		      struct as_strip_cfg *cfg, struct as_plan *p,
+		      double deadline)
+{
+	uint32_t n = pb->n;
+	uint64_t rng = cfg->seed * 0x9e3779b97f4a7c15ULL + 39, work = 0;
+	uint64_t best = as_place_peak(pb, off), tried = 0, wins = 0;
+	struct keys k = {0};
+	double *area = malloc(((size_t)n + 1) * sizeof(double));
+	uint32_t *ids = malloc(((size_t)n + 1) * sizeof(uint32_t));
+	uint32_t *rank = malloc(((size_t)n + 1) * sizeof(uint32_t));
+	uint64_t *tmp = malloc(((size_t)n + 1) * sizeof(uint64_t));
+	int err = AS_ENOMEM;
+	if (!area || !ids || !rank || !tmp || keys_make(pb, &k))
+		goto out;
+	err = AS_OK;
+	while (best > pb->lower_bound &&
+	       !as_budget_past(cfg->budget, deadline) &&
+	       (!cfg->nodes || work < cfg->nodes)) {
+		/*
+		 * Each restart scales the areas by exp(s g), g standard
+		 * normal, s drawn from [0, 0.3): larger spreads and noise on
+		 * the bytes under a rectangle did worse on tiled MiniMalloc
+		 * and compiler traces (docs/benchmarks.md).
+		 */
+		double s = 0.3 * unit_rand(&rng);
+		for (uint32_t i = 0; i < n; i++)
+			area[i] = k.area[i] * exp(s * normal_rand(&rng));
+		uint64_t peak = drop(pb, k.total, area, ids, rank, cfg->budget,
+				     deadline, tmp, &err);
+		if (err == AS_ELIMIT) {
+			err = AS_OK; /* the deadline: the best stands */
+			break;
+		}
+		if (err)
+			goto out;
+		if (peak == UINT64_MAX) {
+			err = AS_EUNSUPPORTED;
+			goto out;
+		}
+		tried++;
+		work += n;
+		if (peak < best) {
+			best = peak;
+			memcpy(off, tmp, (size_t)n * sizeof(uint64_t));
+			wins++;
+			if ((err = as_strip_note(cfg, p, "skyline restart",
+						 best)))
+				goto out;
+		}
+	}
+	if ((err = as_plan_stat_int(p, "restarts", tried)) == AS_OK)
+		err = as_plan_stat_int(p, "restart_wins", wins);
+out:
+	keys_free(&k);
+	free(area);
+	free(ids);
+	free(rank);
+	free(tmp);
+	return err;
+}
