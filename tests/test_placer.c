@@ -152,6 +152,73 @@ static void placer_matches_the_plain_greedy(void)
 }
 
 /*
+ * The skyline greedy keeps only lower bounds of the rectangles' skyline
+ * offsets and re-reads the popped one from a tree: it must drop the same
+ * rectangle at the same offset, step by step, as the plain greedy that
+ * looks at every unplaced rectangle against every placed one sharing time.
+ */
+static void the_skyline_greedy_drops_as_the_plain_one_does(void)
+{
+	for (uint64_t seed = 1; seed <= 6; seed++) {
+		rng_state = seed;
+		struct as_problem pb;
+		uint32_t n = 300 + 200 * (uint32_t)(seed % 3);
+		random_problem(&pb, n, 30 + 50 * (uint32_t)(seed % 4),
+			       seed > 3 ? 4 : 0);
+		uint32_t *rank = calloc(n, sizeof(uint32_t));
+		uint64_t *off = calloc(n, sizeof(uint64_t));
+		uint64_t *want = calloc(n, sizeof(uint64_t));
+		uint8_t *placed = calloc(n, 1);
+		CHECK(rank && off && want && placed);
+		if (!rank || !off || !want || !placed)
+			goto next;
+		for (uint32_t j = 0; j < n; j++)
+			rank[j] = (uint32_t)(rnd() % (n / 3 + 1)) * n + j;
+		int err;
+		uint64_t peak = as_place_skyline(&pb, rank, NULL, 1e300, off,
+						 &err);
+		uint64_t high = 0;
+		for (uint32_t step = 0; step < n; step++) {
+			uint32_t pick = UINT32_MAX;
+			uint64_t at = 0;
+			for (uint32_t i = 0; i < n; i++) {
+				if (placed[i])
+					continue;
+				uint64_t x = 0;
+				for (uint32_t j = 0; j < n; j++)
+					if (placed[j] &&
+					    pb.r[j].t0 < pb.r[i].t1 &&
+					    pb.r[i].t0 < pb.r[j].t1 &&
+					    want[j] + pb.r[j].size > x)
+						x = want[j] + pb.r[j].size;
+				if (pick == UINT32_MAX || x < at ||
+				    (x == at && rank[i] < rank[pick])) {
+					pick = i;
+					at = x;
+				}
+			}
+			want[pick] = align_up(at, pb.r[pick].align_log2);
+			placed[pick] = 1;
+			if (want[pick] + pb.r[pick].size > high)
+				high = want[pick] + pb.r[pick].size;
+		}
+		uint32_t same = 0;
+		for (uint32_t i = 0; i < n; i++)
+			same += off[i] == want[i];
+		CHECK_EQ_U64(err, AS_OK);
+		CHECK_EQ_U64(same, n);
+		CHECK_EQ_U64(peak, high);
+	next:
+		free(rank);
+		free(off);
+		free(want);
+		free(placed);
+		free(pb.r);
+		free(pb.times);
+	}
+}
+
+/*
  * A walk may record its puts on a thread of their own (a spare processor):
  * each find waits only for the queued puts sharing time with it. Every
  * offset must be the one a placer recording its puts itself gives, for both
@@ -959,6 +1026,7 @@ static void a_broken_index_makes_finds_fail_in_an_expensive_build(void)
 int main(void)
 {
 	TEST_RUN(placer_matches_the_plain_greedy);
+	TEST_RUN(the_skyline_greedy_drops_as_the_plain_one_does);
 	TEST_RUN(puts_on_a_thread_of_their_own_give_the_same_offsets);
 	TEST_RUN(best_fit_takes_the_lowest_of_the_tightest_gaps);
 	TEST_RUN(crowded_memory_is_walked_as_the_plain_greedy_does);

@@ -525,6 +525,81 @@ static void strip_large_mode_stays_within_half_a_percent(void)
 	as_trace_destroy(t);
 }
 
+static double stat_of(const struct as_plan *p, const char *key)
+{
+	for (uint32_t k = 0; k < p->nstats; k++)
+		if (strcmp(p->stats[k].key, key) == 0)
+			return p->stats[k].value;
+	return -1;
+}
+
+/*
+ * The restarts (nodes= counts n per restart) only ever lower the plan, in
+ * the same order for a seed: more of them end at or below fewer, each
+ * lower one is recorded as a round, and on a trace the skyline greedy
+ * leaves above the bound some of them go lower.
+ */
+static void strip_restarts_only_lower_the_plan_and_more_go_lower(void)
+{
+	/* Crowded lifetimes, sizes spread wide: no greedy reaches the bound. */
+	const uint32_t n = 1500;
+	size_t cap = (size_t)n * 48 + 32, used = 0;
+	char *csv = malloc(cap);
+	struct as_trace *t = NULL;
+	if (csv) {
+		rng_state = 5;
+		used += (size_t)snprintf(csv, cap, "id,lower,upper,size\n");
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t a = rnd() % 300;
+			used += (size_t)snprintf(
+				csv + used, cap - used, "%u,%llu,%llu,%llu\n",
+				i, (unsigned long long)a,
+				(unsigned long long)(a + 1 + rnd() % 80),
+				(unsigned long long)(100 + rnd() % 19901));
+		}
+		t = csv_trace(csv);
+		free(csv);
+	}
+	CHECK(t != NULL);
+	uint64_t prev = UINT64_MAX, first = 0;
+	double wins = 0;
+	static const uint32_t restarts[] = {1, 8, 40};
+	for (size_t k = 0; t && k < sizeof(restarts) / sizeof(*restarts);
+	     k++) {
+		char spec[128];
+		snprintf(spec, sizeof(spec),
+			 "strip:search=local,baselines=off,budget_ms=600000,"
+			 "nodes=%u",
+			 restarts[k] * n);
+		struct as_plan *p = run(spec, t);
+		CHECK(p != NULL);
+		if (!p)
+			break;
+		uint64_t peak = as_plan_peak(p, t, -1), before = UINT64_MAX;
+		for (uint32_t r = 0; r < p->nrounds; r++)
+			if (strcmp(p->rounds[r].label, "skyline restart") &&
+			    p->rounds[r].peak < before)
+				before = p->rounds[r].peak;
+		printf("#   %u restarts: %.0f ran, %.0f lower; peak %llu "
+		       "(before them %llu, bound %llu)\n",
+		       restarts[k], stat_of(p, "restarts"),
+		       stat_of(p, "restart_wins"), (unsigned long long)peak,
+		       (unsigned long long)before,
+		       (unsigned long long)as_trace_lower_bound(t));
+		CHECK(valid(t, p));
+		CHECK(peak <= before);
+		CHECK(peak <= prev);
+		CHECK_EQ_U64((uint64_t)stat_of(p, "restarts"), restarts[k]);
+		prev = peak;
+		first = k == 0 ? before : first;
+		wins = stat_of(p, "restart_wins");
+		as_plan_destroy(p);
+	}
+	CHECK(prev < first);
+	CHECK(wins >= 1);
+	as_trace_destroy(t);
+}
+
 /*
  * budget_ms is the whole run's: on a trace with many overlapping pairs the
  * steps after the first sweep start only when they fit. Without the
@@ -850,6 +925,7 @@ int main(void)
 	TEST_RUN(exact_search_splits_independent_parts);
 	TEST_RUN(strip_stops_tuning_at_a_fixed_point_or_the_threshold);
 	TEST_RUN(strip_is_deterministic_for_a_seed_and_effort);
+	TEST_RUN(strip_restarts_only_lower_the_plan_and_more_go_lower);
 	TEST_RUN(strip_rejects_unknown_and_out_of_range_options);
 	TEST_RUN(strip_places_zero_sizes_aliases_and_spaces);
 	TEST_RUN(strip_large_mode_stays_within_half_a_percent);

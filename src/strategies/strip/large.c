@@ -455,7 +455,12 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 	 */
 	uint64_t pairs = as_problem_pairs(pb);
 	if (affordable(cfg->budget, deadline, per_pair * (double)pairs)) {
-		peak = as_strip_skyline_try(pb, cfg->budget, tmp, &err);
+		peak = as_strip_skyline_try(pb, cfg->budget, deadline, tmp,
+					    &err);
+		if (err == AS_ELIMIT) {
+			err = AS_OK; /* out of time: the plan so far stands */
+			goto out;
+		}
 		if (err)
 			goto out;
 		if (peak == UINT64_MAX) {

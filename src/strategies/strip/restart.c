@@ -108,8 +108,8 @@ static uint64_t drop(const struct as_problem *pb, const uint64_t *total,
 }
 
 uint64_t as_strip_skyline_try(const struct as_problem *pb,
-			      const struct as_budget *budget, uint64_t *out,
-			      int *err)
+			      const struct as_budget *budget, double deadline,
+			      uint64_t *out, int *err)
 {
 	struct keys k = {0};
 	uint32_t *ids = malloc(((size_t)pb->n + 1) * sizeof(uint32_t));
@@ -117,7 +117,7 @@ uint64_t as_strip_skyline_try(const struct as_problem *pb,
 	uint64_t peak = 0;
 	*err = AS_ENOMEM;
 	if (ids && rank && keys_make(pb, &k) == AS_OK)
-		peak = drop(pb, k.total, k.area, ids, rank, budget, INFINITY,
+		peak = drop(pb, k.total, k.area, ids, rank, budget, deadline,
 			    out, err);
 	keys_free(&k);
 	free(ids);

@@ -486,8 +486,12 @@ int as_strip_full(const struct as_problem *pb, uint64_t *off,
 		      (cfg->search == SEARCH_AUTO && n <= cfg->exact_max));
 	/* The exact search dives this way itself; others get it here. */
 	if (!exact && sp.best_peak > pb->lower_bound) {
-		uint64_t peak = as_strip_skyline_try(pb, cfg->budget, sp.off,
-						     &err);
+		uint64_t peak = as_strip_skyline_try(pb, cfg->budget, deadline,
+						     sp.off, &err);
+		if (err == AS_ELIMIT) {
+			err = AS_OK; /* out of time: the seed's best stands */
+			goto done;
+		}
 		if (err)
 			goto out;
 		if (peak == UINT64_MAX) {
@@ -502,6 +506,7 @@ int as_strip_full(const struct as_problem *pb, uint64_t *off,
 	if (exact && sp.best_peak > pb->lower_bound &&
 	    (err = exact_phase(&sp, deadline)))
 		goto out;
+done:
 	memcpy(off, sp.best, n * sizeof(uint64_t));
 	err = AS_OK;
 out:

@@ -65,11 +65,12 @@ int as_strip_placer_error(struct as_placer *pl);
 
 /*
  * The skyline greedy, ranked by the most bytes live under a rectangle then
- * its area: its peak, UINT64_MAX on overflow, 0 with *err on an error.
+ * its area: its peak, UINT64_MAX on overflow, 0 with *err on an error or
+ * AS_ELIMIT when the clock passed `deadline` first.
  */
 uint64_t as_strip_skyline_try(const struct as_problem *pb,
-			      const struct as_budget *budget, uint64_t *out,
-			      int *err);
+			      const struct as_budget *budget, double deadline,
+			      uint64_t *out, int *err);
 
 /* The seed's method and the search, on a problem of moderate overlap. */
 int as_strip_full(const struct as_problem *pb, uint64_t *off,
