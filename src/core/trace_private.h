@@ -1,5 +1,6 @@
 /*
- * Private: the trace's storage and helpers shared by the parsers.
+ * Private: the trace's storage and helpers shared by the parsers, declared
+ * grouped by the file that defines them.
  */
 #ifndef AS_TRACE_PRIVATE_H
 #define AS_TRACE_PRIVATE_H
@@ -53,105 +54,8 @@ struct as_trace_private {
 	uint32_t ncuts;
 };
 
-char *as_arena_dup(struct as_arena *a, const char *s, size_t len);
-void as_arena_finish(struct as_arena *a);
-
-/* Give the builder's trace ownership of a malloc'ed block. */
-int as_builder_own(struct as_builder *b, void *block);
-/* The trace under construction (parsers set ops, shapes, metadata). */
-struct as_trace *as_builder_trace(struct as_builder *b);
-/* The index of address symbol `name`, added when new. */
-int64_t as_builder_symbol(struct as_builder *b, const char *name);
-/* Give buffer `idx` its stack frames (lines joined by '\n'); buffers with
- * the same text share one copy. */
-int as_builder_frames(struct as_builder *b, uint32_t idx, const char *frames);
-/*
- * The same with a string the trace already holds (from as_builder_intern),
- * shared and not copied: readers that intern stacks give many buffers one.
- */
-int as_builder_frames_interned(struct as_builder *b, uint32_t idx,
-			       const char *frames);
-/*
- * Readers of buffers with explicit lifetimes (as_builder_add_timed) that
- * also record clock readings and marks: set the time step those take.
- * Steps must not go back; the trace then ends no earlier than the last one.
- * AS_EINVAL after operations (as_builder_alloc/free) or going back.
- */
-int as_builder_set_time(struct as_builder *b, uint64_t step);
-/* The index of space `name`, or -1. Hashed: pools are looked up per buffer. */
-int as_builder_space_find(const struct as_builder *b, const char *name);
-/*
- * For buffers with explicit lifetimes: 1 with the indices of two buffers of
- * one name that are live at the same time, 0 when there are none, or
- * AS_ENOMEM. O(n log n).
- */
-int as_builder_live_twice(struct as_builder *b, uint32_t *first,
-			  uint32_t *second);
-/*
- * Build the trace's address map (once; AS_EINVAL after) from the real
- * address ranges a reader met (address and length set, any order, overlaps
- * allowed; `ranges` is reordered). Per space, ranges closer than `keep`
- * bytes merge; each hole longer than `keep` shrinks to `gap` bytes plus its
- * remainder modulo `gap`, so offsets keep the addresses' alignment up to
- * `gap`; the lowest address of a space keeps its remainder modulo `gap` as
- * its offset. `gap` a power of two, keep >= gap. Then as_builder_offset_of
- * turns the reader's addresses into recorded offsets. O(n log n).
- */
-int as_builder_addr_map(struct as_builder *b, struct as_addr_range *ranges,
-			size_t n, uint64_t keep, uint64_t gap);
-/* The recorded offset of real address `address` of `space`; false when no
- * range of the map holds it. */
-bool as_builder_offset_of(const struct as_builder *b, uint16_t space,
-			  uint64_t address, uint64_t *offset);
-/* Its inverse on a loaded trace: the real address of recorded offset
- * `offset` of `space`, a range's end included (an empty block may lie
- * there); false when no range holds it. */
-bool as_trace_block_address(const struct as_trace *t, uint16_t space,
-			    uint64_t offset, uint64_t *addr);
-/*
- * For readers that keep their own table of live blocks and make every name
- * unique by construction (formats/heap.c): as_builder_alloc without the
- * live-name table (the name is not checked against the live ones; NULL: the
- * buffer's name is made later by the namer, see as_builder_namer), and the
- * free of such a buffer by its index, which the caller knows to be live
- * (not checked beyond the index: AS_EPARSE when out of range). These
- * buffers end at a case boundary or the end like the others; the name
- * functions (as_builder_free, as_builder_lookup's live table) do not see
- * them.
- */
-int64_t as_builder_alloc_unique(struct as_builder *b, const char *name,
-				uint64_t size, uint64_t align, uint64_t line,
-				struct as_diag *diag);
-int as_builder_free_index(struct as_builder *b, uint32_t idx, uint64_t line,
-			  struct as_diag *diag);
-/*
- * After the last operation: live buffer idx of as_builder_alloc_unique is
- * never freed (ends with the trace), as the end would do; a reader that
- * knows its live buffers saves the end a pass over all of them.
- */
-int as_builder_leak_index(struct as_builder *b, uint32_t idx);
-/*
- * The function that names the buffers added without a name, from what the
- * trace holds (their names cost no memory until someone reads one): called
- * once, by the first as_trace_buffer_name, it sets the name of every buffer
- * whose name is NULL (strings in the trace's arena) and returns AS_OK or
- * AS_ENOMEM. Names it makes must be unique, as the builder's are.
- */
-void as_builder_namer(struct as_builder *b, int (*namer)(struct as_trace *t));
-/* Give every buffer its name now (as_trace_buffer_name's first call), for
- * code that reads buffers[i].name of many: AS_OK or AS_ENOMEM. */
-int as_trace_name_all(const struct as_trace *t);
-/*
- * Buffer idx's compile context and user metadata (either NULL: none;
- * copied once per distinct text). AS_ENOMEM.
- */
-int as_builder_context(struct as_builder *b, uint32_t idx, const char *context,
-		       const char *metadata);
-
-/* Find a buffer by name: the live one, else the most recent. */
-int64_t as_builder_lookup(struct as_builder *b, const char *name);
-
-/* The builder's state (trace.c; recorded.c keeps what inputs record). */
+/* The builder's state (trace.c, names.c and finish.c; recorded.c keeps
+ * what inputs record). */
 struct as_builder {
 	struct as_trace *t;
 	uint32_t cap_buffers, cap_events, cap_cases, cap_symbols,
@@ -192,7 +96,122 @@ struct as_builder {
 	uint64_t last_line;
 };
 
+/* ---- trace.c: the arena, the builder, buffers and their lifetimes ---- */
+char *as_arena_dup(struct as_arena *a, const char *s, size_t len);
+void as_arena_finish(struct as_arena *a);
+/* Grow *arr to hold `need` elements (doubling); false when it cannot. */
+bool as_builder_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+/* Give the builder's trace ownership of a malloc'ed block. */
+int as_builder_own(struct as_builder *b, void *block);
+/* The trace under construction (parsers set ops, shapes, metadata). */
+struct as_trace *as_builder_trace(struct as_builder *b);
+/*
+ * For readers that keep their own table of live blocks and make every name
+ * unique by construction (formats/heap.c): as_builder_alloc without the
+ * live-name table (the name is not checked against the live ones; NULL: the
+ * buffer's name is made later by the namer, see as_builder_namer), and the
+ * free of such a buffer by its index, which the caller knows to be live
+ * (not checked beyond the index: AS_EPARSE when out of range). These
+ * buffers end at a case boundary or the end like the others; the name
+ * functions (as_builder_free, as_builder_lookup's live table) do not see
+ * them.
+ */
+int64_t as_builder_alloc_unique(struct as_builder *b, const char *name,
+				uint64_t size, uint64_t align, uint64_t line,
+				struct as_diag *diag);
+int as_builder_free_index(struct as_builder *b, uint32_t idx, uint64_t line,
+			  struct as_diag *diag);
+/*
+ * After the last operation: live buffer idx of as_builder_alloc_unique is
+ * never freed (ends with the trace), as the end would do; a reader that
+ * knows its live buffers saves the end a pass over all of them.
+ */
+int as_builder_leak_index(struct as_builder *b, uint32_t idx);
+/* Find a buffer by name: the live one, else the most recent. */
+int64_t as_builder_lookup(struct as_builder *b, const char *name);
+/* End every live buffer at the current time: at a case boundary, and at
+ * the finish of a trace of operations. */
+void as_builder_end_live(struct as_builder *b);
+
+/* ---- names.c: spaces, symbols, stacks and buffer names ---- */
+/* The index of space `name`, or -1. Hashed: pools are looked up per buffer. */
+int as_builder_space_find(const struct as_builder *b, const char *name);
+/* The index of address symbol `name`, added when new. */
+int64_t as_builder_symbol(struct as_builder *b, const char *name);
+/* Give buffer `idx` its stack frames (lines joined by '\n'); buffers with
+ * the same text share one copy. */
+int as_builder_frames(struct as_builder *b, uint32_t idx, const char *frames);
+/*
+ * The same with a string the trace already holds (from as_builder_intern),
+ * shared and not copied: readers that intern stacks give many buffers one.
+ */
+int as_builder_frames_interned(struct as_builder *b, uint32_t idx,
+			       const char *frames);
+/* Stack numbers for every buffer so far, AS_NONE for those given no stack;
+ * AS_ENOMEM. */
+int as_builder_stacks_fill(struct as_builder *b);
+/*
+ * The function that names the buffers added without a name, from what the
+ * trace holds (their names cost no memory until someone reads one): called
+ * once, by the first as_trace_buffer_name, it sets the name of every buffer
+ * whose name is NULL (strings in the trace's arena) and returns AS_OK or
+ * AS_ENOMEM. Names it makes must be unique, as the builder's are.
+ */
+void as_builder_namer(struct as_builder *b, int (*namer)(struct as_trace *t));
+/* Give every buffer its name now (as_trace_buffer_name's first call), for
+ * code that reads buffers[i].name of many: AS_OK or AS_ENOMEM. */
+int as_trace_name_all(const struct as_trace *t);
+
+/* ---- finish.c: finishing a trace ---- */
+/*
+ * For buffers with explicit lifetimes: 1 with the indices of two buffers of
+ * one name that are live at the same time, 0 when there are none, or
+ * AS_ENOMEM. O(n log n).
+ */
+int as_builder_live_twice(struct as_builder *b, uint32_t *first,
+			  uint32_t *second);
+
+/* ---- recorded.c: what inputs record beyond buffers ---- */
+/*
+ * Readers of buffers with explicit lifetimes (as_builder_add_timed) that
+ * also record clock readings and marks: set the time step those take.
+ * Steps must not go back; the trace then ends no earlier than the last one.
+ * AS_EINVAL after operations (as_builder_alloc/free) or going back.
+ */
+int as_builder_set_time(struct as_builder *b, uint64_t step);
+/* Clock readings for steps up to `step`, repeating the last. */
+int as_builder_clock_fill(struct as_builder *b, uint64_t step);
+/*
+ * Build the trace's address map (once; AS_EINVAL after) from the real
+ * address ranges a reader met (address and length set, any order, overlaps
+ * allowed; `ranges` is reordered). Per space, ranges closer than `keep`
+ * bytes merge; each hole longer than `keep` shrinks to `gap` bytes plus its
+ * remainder modulo `gap`, so offsets keep the addresses' alignment up to
+ * `gap`; the lowest address of a space keeps its remainder modulo `gap` as
+ * its offset. `gap` a power of two, keep >= gap. Then as_builder_offset_of
+ * turns the reader's addresses into recorded offsets. O(n log n).
+ */
+int as_builder_addr_map(struct as_builder *b, struct as_addr_range *ranges,
+			size_t n, uint64_t keep, uint64_t gap);
+/* The recorded offset of real address `address` of `space`; false when no
+ * range of the map holds it. */
+bool as_builder_offset_of(const struct as_builder *b, uint16_t space,
+			  uint64_t address, uint64_t *offset);
+/* Its inverse on a loaded trace: the real address of recorded offset
+ * `offset` of `space`, a range's end included (an empty block may lie
+ * there); false when no range holds it. */
+bool as_trace_block_address(const struct as_trace *t, uint16_t space,
+			    uint64_t offset, uint64_t *addr);
+/* Default info for buffers [from, nbuffers). */
+void as_trace_info_fill(struct as_trace *t, uint32_t from);
+
 /* ---- stages.c ---- */
+/*
+ * Buffer idx's compile context and user metadata (either NULL: none;
+ * copied once per distinct text). AS_ENOMEM.
+ */
+int as_builder_context(struct as_builder *b, uint32_t idx, const char *context,
+		       const char *metadata);
 /* Sort the stages, cut them to the trace's end, check their spaces, give
  * them lanes and build the cuts (at the finish). */
 int as_builder_finish_stages(struct as_builder *b, struct as_diag *diag);
@@ -207,12 +226,5 @@ uint64_t as_builder_line_of(const struct as_builder *b, uint32_t idx);
 /* AS_EPARSE with the line of the allocation that takes the spaces' peaks,
  * summed, past 2^64-1 bytes (events derived); AS_ENOMEM. O(n). */
 int as_builder_check_live(const struct as_builder *b, struct as_diag *diag);
-
-/* Grow *arr to hold `need` elements (doubling); false when it cannot. */
-bool as_builder_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
-/* Clock readings for steps up to `step`, repeating the last (recorded.c). */
-int as_builder_clock_fill(struct as_builder *b, uint64_t step);
-/* Default info for buffers [from, nbuffers) (recorded.c). */
-void as_trace_info_fill(struct as_trace *t, uint32_t from);
 
 #endif

@@ -223,6 +223,12 @@ static inline uint64_t as_cuda_bkey(const struct segment *segs,
 	return g->key + (b->addr - g->addr);
 }
 
+/* Whether block b shares its segment with other blocks. */
+static inline bool as_cuda_is_split(const struct block *b)
+{
+	return b->prev != NIL || b->next != NIL;
+}
+
 static inline uint64_t as_cuda_round_up(uint64_t n, uint64_t a)
 {
 	return (n + a - 1) / a * a;
@@ -245,42 +251,6 @@ static inline void as_cuda_stat_sub(struct stat *s, uint64_t n)
 	s->cur = n > s->cur ? 0 : s->cur - n;
 }
 
-/* tree.c: the treaps (NIL: no node). */
-int as_cuda_t_insert(struct tpool *p, uint32_t *root, uint64_t k0,
-		     uint64_t k1, uint64_t k2, uint64_t size, uint32_t val);
-bool as_cuda_t_erase_at(struct tpool *p, uint32_t *link, uint64_t k0,
-			uint64_t k1, uint64_t k2);
-uint32_t as_cuda_t_lower_bound(const struct tpool *p, uint32_t t, uint64_t k0,
-			       uint64_t k1, uint64_t k2);
-uint32_t as_cuda_t_before(const struct tpool *p, uint32_t t, uint64_t k0,
-			  uint64_t k1, uint64_t k2);
-uint32_t as_cuda_t_next(const struct tpool *p, uint32_t root, uint32_t x);
-uint32_t as_cuda_t_first_fit(const struct tpool *p, uint32_t t,
-			     uint64_t need);
-bool as_cuda_t_meets(const struct tpool *p, uint32_t t, uint64_t lo,
-		     uint64_t hi);
-
-/* core.c: the allocator. */
-void as_cuda_emitf(struct cc *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-bool as_cuda_device_take(struct cc *s, uint64_t size, uint64_t bound,
-			 uint64_t *out);
-uint32_t as_cuda_block_new(struct cc *s);
-bool as_cuda_counts_inactive_split(const struct cc *s,
-				   const struct block *b);
-int as_cuda_pool_insert(struct cc *s, uint32_t i);
-uint32_t as_cuda_segment_new(struct cc *s);
-int as_cuda_key_add(struct cc *s, uint32_t gi);
-uint64_t as_cuda_round_size(const struct cc *s, uint64_t n);
-int as_cuda_release_cached(struct cc *s);
-int as_cuda_ensure_arrays(struct cc *s, const struct as_trace *t);
-void as_cuda_account_alloc(struct cc *s, uint32_t bi, uint32_t buf,
-			   uint64_t requested);
-uint64_t as_cuda_requested_of(const struct as_trace *t, uint32_t buf);
-int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
-		  uint64_t *offset, uint64_t *chunk);
-void as_cuda_free(void *state, const struct as_trace *t, uint32_t buf);
-
 /* Where buffer `buf` (of this state's space) keeps its per-buffer state. */
 static inline uint32_t as_cuda_slot(const struct cc *s, uint32_t buf)
 {
@@ -299,6 +269,54 @@ static inline uint32_t as_cuda_buf(const struct cc *s, uint32_t k)
 {
 	return s->sb ? s->sb->bufs[s->sb->first[s->space] + k] : k;
 }
+
+/* tree.c: the treaps (NIL: no node). */
+int as_cuda_t_insert(struct tpool *p, uint32_t *root, uint64_t k0,
+		     uint64_t k1, uint64_t k2, uint64_t size, uint32_t val);
+bool as_cuda_t_erase_at(struct tpool *p, uint32_t *link, uint64_t k0,
+			uint64_t k1, uint64_t k2);
+uint32_t as_cuda_t_lower_bound(const struct tpool *p, uint32_t t, uint64_t k0,
+			       uint64_t k1, uint64_t k2);
+uint32_t as_cuda_t_before(const struct tpool *p, uint32_t t, uint64_t k0,
+			  uint64_t k1, uint64_t k2);
+uint32_t as_cuda_t_next(const struct tpool *p, uint32_t root, uint32_t x);
+uint32_t as_cuda_t_first_fit(const struct tpool *p, uint32_t t,
+			     uint64_t need);
+bool as_cuda_t_meets(const struct tpool *p, uint32_t t, uint64_t lo,
+		     uint64_t hi);
+
+/* core.c: blocks and pools, a request served, a block freed. */
+void as_cuda_emitf(struct cc *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+uint32_t as_cuda_block_new(struct cc *s);
+void as_cuda_block_delete(struct cc *s, uint32_t i);
+bool as_cuda_counts_inactive_split(const struct cc *s,
+				   const struct block *b);
+int as_cuda_pool_insert(struct cc *s, uint32_t i);
+void as_cuda_pool_remove(struct cc *s, uint32_t i);
+uint64_t as_cuda_round_size(const struct cc *s, uint64_t n);
+uint64_t as_cuda_try_merge(struct cc *s, uint32_t dst, uint32_t src);
+int as_cuda_split_tail(struct cc *s, uint32_t bi, uint64_t size);
+int as_cuda_ensure_arrays(struct cc *s, const struct as_trace *t);
+void as_cuda_account_alloc(struct cc *s, uint32_t bi, uint32_t buf,
+			   uint64_t requested);
+uint64_t as_cuda_requested_of(const struct as_trace *t, uint32_t buf);
+int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
+		  uint64_t *offset, uint64_t *chunk);
+void as_cuda_free(void *state, const struct as_trace *t, uint32_t buf);
+
+/* segments.c: memory from the device and back to it. */
+bool as_cuda_device_take(struct cc *s, uint64_t size, uint64_t bound,
+			 uint64_t *out);
+uint32_t as_cuda_segment_new(struct cc *s);
+int as_cuda_key_add(struct cc *s, uint32_t gi);
+int as_cuda_release_cached(struct cc *s);
+bool as_cuda_release_available(struct cc *s, struct pool *p, uint64_t size,
+			       uint16_t stream);
+void as_cuda_garbage_collect(struct cc *s);
+uint32_t as_cuda_alloc_block(struct cc *s, struct pool *p, bool small,
+			     uint16_t stream, uint64_t size,
+			     uint64_t alloc_size, bool retry, int *err);
 
 /* settings.c: options, a recording's settings, create and destroy. */
 extern const struct as_option_desc as_cuda_options[];
