@@ -48,7 +48,7 @@ def runs(o):
         for v in o: yield from runs(v)
 lb = find(d, "lower_bound")
 s = next(runs(d))
-# (rounds below the bound are the big-first sub-problem's own plans)
+# (rounds below the bound are plans of the big-first sub-problem)
 pre = min(r["peak"] for r in s["rounds"]
           if r["label"] != "skyline restart" and r["peak"] >= lb)
 found = min(r["ms"] for r in s["rounds"] if r["peak"] == s["peak"])
