@@ -60,7 +60,9 @@ static const struct entry {
 	{&as_strategy_strip,
 	 "the baselines, then O(n log n) sweeps; steps whose cost grows with "
 	 "overlapping pairs run under a pair cap and only when their "
-	 "estimated time fits in budget_ms"},
+	 "estimated time fits in budget_ms; the rest of it goes to restarts "
+	 "of the skyline greedy, O((n + r) log n) each for r <= the "
+	 "overlapping pairs, cut at the deadline"},
 	{&as_strategy_bfc,
 	 "O(n log n): best fit in size-ordered treaps, one per bin"},
 	{&as_strategy_cuda_caching,
