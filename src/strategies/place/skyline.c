@@ -89,27 +89,33 @@ static bool sky_less(const struct sky_item *a, const struct sky_item *b)
 static void sky_push(struct sky_item *h, size_t *n, struct sky_item x)
 {
 	size_t i = (*n)++; /* the heap holds each rectangle once */
-	while (i > 0 && sky_less(&x, &h[(i - 1) / 2])) {
-		h[i] = h[(i - 1) / 2];
-		i = (i - 1) / 2;
+	while (i > 0 && sky_less(&x, &h[(i - 1) / 4])) {
+		h[i] = h[(i - 1) / 4];
+		i = (i - 1) / 4;
 	}
 	h[i] = x;
 }
 
-/* Put x at the root (replacing it) and let it sink to its place. */
+/*
+ * Put x at the root (replacing it) and let it sink to its place. The heap
+ * is 4-ary: half the depth of a binary one, for the sinks that are most of
+ * the greedy's time.
+ */
 static void sky_sink(struct sky_item *h, size_t n, struct sky_item x)
 {
 	size_t i = 0;
 	for (;;) {
-		size_t c = 2 * i + 1;
+		size_t c = 4 * i + 1, end = c + 4 < n ? c + 4 : n;
 		if (c >= n)
 			break;
-		if (c + 1 < n && sky_less(&h[c + 1], &h[c]))
-			c++;
-		if (!sky_less(&h[c], &x))
+		size_t m = c;
+		for (size_t k = c + 1; k < end; k++)
+			if (sky_less(&h[k], &h[m]))
+				m = k;
+		if (!sky_less(&h[m], &x))
 			break;
-		h[i] = h[c];
-		i = c;
+		h[i] = h[m];
+		i = m;
 	}
 	h[i] = x;
 }
