@@ -28,13 +28,12 @@
  */
 struct sky_tree {
 	uint64_t *tag, *max;
-	uint32_t N;
+	size_t N;
 };
 
-static void raise_range(struct sky_tree *st, uint32_t a, uint32_t b,
-			uint64_t x)
+static void raise_range(struct sky_tree *st, size_t a, size_t b, uint64_t x)
 {
-	uint32_t l = a + st->N, r = b + st->N;
+	size_t l = a + st->N, r = b + st->N;
 	for (; l < r; l >>= 1, r >>= 1) {
 		if (l & 1) {
 			st->tag[l] = x > st->tag[l] ? x : st->tag[l];
@@ -47,16 +46,16 @@ static void raise_range(struct sky_tree *st, uint32_t a, uint32_t b,
 			st->max[r] = x > st->max[r] ? x : st->max[r];
 		}
 	}
-	for (uint32_t v = (a + st->N) >> 1; v; v >>= 1)
+	for (size_t v = (a + st->N) >> 1; v; v >>= 1)
 		st->max[v] = x > st->max[v] ? x : st->max[v];
-	for (uint32_t v = (b - 1 + st->N) >> 1; v; v >>= 1)
+	for (size_t v = (b - 1 + st->N) >> 1; v; v >>= 1)
 		st->max[v] = x > st->max[v] ? x : st->max[v];
 }
 
-static uint64_t range_max(const struct sky_tree *st, uint32_t a, uint32_t b)
+static uint64_t range_max(const struct sky_tree *st, size_t a, size_t b)
 {
 	uint64_t m = 0;
-	uint32_t l = a + st->N, r = b + st->N;
+	size_t l = a + st->N, r = b + st->N;
 	for (; l < r; l >>= 1, r >>= 1) {
 		if (l & 1) {
 			m = st->max[l] > m ? st->max[l] : m;
@@ -67,9 +66,9 @@ static uint64_t range_max(const struct sky_tree *st, uint32_t a, uint32_t b)
 			m = st->max[r] > m ? st->max[r] : m;
 		}
 	}
-	for (uint32_t v = (a + st->N) >> 1; v; v >>= 1)
+	for (size_t v = (a + st->N) >> 1; v; v >>= 1)
 		m = st->tag[v] > m ? st->tag[v] : m;
-	for (uint32_t v = (b - 1 + st->N) >> 1; v; v >>= 1)
+	for (size_t v = (b - 1 + st->N) >> 1; v; v >>= 1)
 		m = st->tag[v] > m ? st->tag[v] : m;
 	return m;
 }
@@ -124,8 +123,9 @@ uint64_t as_place_skyline(const struct as_problem *pb, const uint32_t *rank,
 			  const struct as_budget *budget, double deadline,
 			  uint64_t *off, int *err)
 {
-	uint32_t n = pb->n, N = 1;
-	while (N < pb->nsections && N < (1u << 31))
+	uint32_t n = pb->n;
+	size_t N = 1;
+	while (N < pb->nsections)
 		N *= 2;
 	struct sky_tree st = {
 		.tag = calloc(2 * (size_t)N, sizeof(uint64_t)),

@@ -26,6 +26,8 @@ static void keys_free(struct keys *k)
 {
 	free(k->total);
 	free(k->area);
+	k->total = NULL;
+	k->area = NULL;
 }
 
 /* Most bytes under each rectangle, from a sparse table of range maxima. */
