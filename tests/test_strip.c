@@ -533,6 +533,29 @@ static double stat_of(const struct as_plan *p, const char *key)
 	return -1;
 }
 
+/* Crowded lifetimes, sizes spread wide: no greedy reaches the bound. */
+static struct as_trace *crowded_trace(uint32_t n)
+{
+	size_t cap = (size_t)n * 48 + 32, used = 0;
+	char *csv = malloc(cap);
+	struct as_trace *t = NULL;
+	if (!csv)
+		return NULL;
+	rng_state = 5;
+	used += (size_t)snprintf(csv, cap, "id,lower,upper,size\n");
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t a = rnd() % 300;
+		used += (size_t)snprintf(csv + used, cap - used,
+					 "%u,%llu,%llu,%llu\n", i,
+					 (unsigned long long)a,
+					 (unsigned long long)(a + 1 + rnd() % 80),
+					 (unsigned long long)(100 + rnd() % 19901));
+	}
+	t = csv_trace(csv);
+	free(csv);
+	return t;
+}
+
 /*
  * The restarts (nodes= counts n per restart) only ever lower the plan, in
  * the same order for a seed: more of them end at or below fewer, each
@@ -541,25 +564,8 @@ static double stat_of(const struct as_plan *p, const char *key)
  */
 static void strip_restarts_only_lower_the_plan_and_more_go_lower(void)
 {
-	/* Crowded lifetimes, sizes spread wide: no greedy reaches the bound. */
 	const uint32_t n = 1500;
-	size_t cap = (size_t)n * 48 + 32, used = 0;
-	char *csv = malloc(cap);
-	struct as_trace *t = NULL;
-	if (csv) {
-		rng_state = 5;
-		used += (size_t)snprintf(csv, cap, "id,lower,upper,size\n");
-		for (uint32_t i = 0; i < n; i++) {
-			uint64_t a = rnd() % 300;
-			used += (size_t)snprintf(
-				csv + used, cap - used, "%u,%llu,%llu,%llu\n",
-				i, (unsigned long long)a,
-				(unsigned long long)(a + 1 + rnd() % 80),
-				(unsigned long long)(100 + rnd() % 19901));
-		}
-		t = csv_trace(csv);
-		free(csv);
-	}
+	struct as_trace *t = crowded_trace(n);
 	CHECK(t != NULL);
 	uint64_t prev = UINT64_MAX, first = 0;
 	double wins = 0;
@@ -597,6 +603,41 @@ static void strip_restarts_only_lower_the_plan_and_more_go_lower(void)
 	}
 	CHECK(prev < first);
 	CHECK(wins >= 1);
+	as_trace_destroy(t);
+}
+
+/*
+ * Timed by the clock (no nodes=), the restarts borrow an idle processor
+ * for a second thread: both lower the one plan, which stays valid and no
+ * higher than the skyline greedy's.
+ */
+static void strip_restarts_run_on_an_idle_processor_too(void)
+{
+	struct as_trace *t = crowded_trace(1500);
+	struct as_runner *r = NULL;
+	struct as_run_options o = {.jobs = 2};
+	const char *spec = "strip:search=local,baselines=off,budget_ms=600";
+	struct as_plan *p = NULL;
+	struct as_diag d = {0};
+	CHECK(t && as_runner_create(t, &o, &r) == AS_OK);
+	if (t && r)
+		CHECK(as_runner_run_many(r, &spec, 1, NULL, &p, &d) == AS_OK);
+	CHECK(p != NULL);
+	if (p) {
+		uint64_t sky = UINT64_MAX;
+		for (uint32_t k = 0; k < p->nrounds; k++)
+			if (!strcmp(p->rounds[k].label, "skyline greedy"))
+				sky = p->rounds[k].peak;
+		printf("#   %.0f restarts on %.0f threads, %.0f lower\n",
+		       stat_of(p, "restarts"), stat_of(p, "restart_threads"),
+		       stat_of(p, "restart_wins"));
+		CHECK(valid(t, p));
+		CHECK(as_plan_peak(p, t, -1) <= sky);
+		CHECK(stat_of(p, "restart_threads") == 2);
+		CHECK(stat_of(p, "restarts") >= 2);
+	}
+	as_plan_destroy(p);
+	as_runner_destroy(r);
 	as_trace_destroy(t);
 }
 
@@ -926,6 +967,7 @@ int main(void)
 	TEST_RUN(strip_stops_tuning_at_a_fixed_point_or_the_threshold);
 	TEST_RUN(strip_is_deterministic_for_a_seed_and_effort);
 	TEST_RUN(strip_restarts_only_lower_the_plan_and_more_go_lower);
+	TEST_RUN(strip_restarts_run_on_an_idle_processor_too);
 	TEST_RUN(strip_rejects_unknown_and_out_of_range_options);
 	TEST_RUN(strip_places_zero_sizes_aliases_and_spaces);
 	TEST_RUN(strip_large_mode_stays_within_half_a_percent);

@@ -9,6 +9,7 @@
  * time) fall differently, the lowest plan kept.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,64 +141,128 @@ static double normal_rand(uint64_t *rng)
 	       cos(6.283185307179586 * v);
 }
 
-int as_strip_restarts(const struct as_problem *pb, uint64_t *off,
-		      struct as_strip_cfg *cfg, struct as_plan *p,
-		      double deadline)
+/*
+ * What the restart threads share: the best plan so far and the counts,
+ * under `lock`. A run of `nodes=` has one thread, so its plan is the same
+ * everywhere; a run timed by the clock borrows an idle processor for a
+ * second one.
+ */
+struct shared {
+	const struct as_problem *pb;
+	const struct keys *k;
+	struct as_strip_cfg *cfg;
+	struct as_plan *p;
+	uint64_t *off;
+	double deadline;
+	pthread_mutex_t lock;
+	uint64_t best, tried, wins;
+	int err; /* the first error a thread met */
+};
+
+struct worker {
+	struct shared *sh;
+	uint64_t rng;
+	pthread_t th;
+};
+
+/* Restarts until the bound, the deadline, nodes=, a cancel or an error. */
+static void *restart_loop(void *arg)
 {
+	struct worker *w = arg;
+	struct shared *sh = w->sh;
+	const struct as_problem *pb = sh->pb;
 	uint32_t n = pb->n;
-	uint64_t rng = cfg->seed * 0x9e3779b97f4a7c15ULL + 39, work = 0;
-	uint64_t best = as_place_peak(pb, off), tried = 0, wins = 0;
-	struct keys k = {0};
+	uint64_t work = 0;
 	double *area = malloc(((size_t)n + 1) * sizeof(double));
 	uint32_t *ids = malloc(((size_t)n + 1) * sizeof(uint32_t));
 	uint32_t *rank = malloc(((size_t)n + 1) * sizeof(uint32_t));
 	uint64_t *tmp = malloc(((size_t)n + 1) * sizeof(uint64_t));
-	int err = AS_ENOMEM;
-	if (!area || !ids || !rank || !tmp || keys_make(pb, &k))
-		goto out;
-	err = AS_OK;
-	while (best > pb->lower_bound &&
-	       !as_budget_past(cfg->budget, deadline) &&
-	       (!cfg->nodes || work < cfg->nodes)) {
+	int err = area && ids && rank && tmp ? AS_OK : AS_ENOMEM;
+	bool more = err == AS_OK;
+	while (more && !as_budget_past(sh->cfg->budget, sh->deadline) &&
+	       (!sh->cfg->nodes || work < sh->cfg->nodes)) {
 		/*
 		 * Each restart scales the areas by exp(s g), g standard
 		 * normal, s drawn from [0, 0.3): larger spreads and noise on
 		 * the bytes under a rectangle did worse on tiled MiniMalloc
 		 * and compiler traces (docs/benchmarks.md).
 		 */
-		double s = 0.3 * unit_rand(&rng);
+		double s = 0.3 * unit_rand(&w->rng);
 		for (uint32_t i = 0; i < n; i++)
-			area[i] = k.area[i] * exp(s * normal_rand(&rng));
-		uint64_t peak = drop(pb, k.total, area, ids, rank, cfg->budget,
-				     deadline, tmp, &err);
+			area[i] = sh->k->area[i] * exp(s * normal_rand(&w->rng));
+		uint64_t peak = drop(pb, sh->k->total, area, ids, rank,
+				     sh->cfg->budget, sh->deadline, tmp, &err);
 		if (err == AS_ELIMIT) {
 			err = AS_OK; /* the deadline: the best stands */
 			break;
 		}
-		if (err)
-			goto out;
-		if (peak == UINT64_MAX) {
+		if (!err && peak == UINT64_MAX)
 			err = AS_EUNSUPPORTED;
-			goto out;
-		}
-		tried++;
 		work += n;
-		if (peak < best) {
-			best = peak;
-			memcpy(off, tmp, (size_t)n * sizeof(uint64_t));
-			wins++;
-			if ((err = as_strip_note(cfg, p, "skyline restart",
-						 best)))
-				goto out;
+		pthread_mutex_lock(&sh->lock);
+		if (!err) {
+			sh->tried++;
+			if (peak < sh->best) {
+				sh->best = peak;
+				memcpy(sh->off, tmp, (size_t)n * sizeof(uint64_t));
+				sh->wins++;
+				err = as_strip_note(sh->cfg, sh->p,
+						    "skyline restart", peak);
+			}
 		}
+		if (err && !sh->err)
+			sh->err = err;
+		more = !sh->err && sh->best > pb->lower_bound;
+		pthread_mutex_unlock(&sh->lock);
 	}
-	if ((err = as_plan_stat_int(p, "restarts", tried)) == AS_OK)
-		err = as_plan_stat_int(p, "restart_wins", wins);
-out:
-	keys_free(&k);
+	if (err) {
+		pthread_mutex_lock(&sh->lock);
+		if (!sh->err)
+			sh->err = err;
+		pthread_mutex_unlock(&sh->lock);
+	}
 	free(area);
 	free(ids);
 	free(rank);
 	free(tmp);
+	return NULL;
+}
+
+int as_strip_restarts(const struct as_problem *pb, uint64_t *off,
+		      struct as_strip_cfg *cfg, struct as_plan *p,
+		      double deadline)
+{
+	struct keys k = {0};
+	struct shared sh = {
+		.pb = pb, .k = &k, .cfg = cfg, .p = p, .off = off,
+		.deadline = deadline, .best = as_place_peak(pb, off),
+	};
+	struct worker w[2] = {
+		{&sh, cfg->seed * 0x9e3779b97f4a7c15ULL + 39, 0},
+		{&sh, cfg->seed * 0x9e3779b97f4a7c15ULL + 40, 0},
+	};
+	if (keys_make(pb, &k))
+		return AS_ENOMEM;
+	if (pthread_mutex_init(&sh.lock, NULL)) {
+		keys_free(&k);
+		return AS_ENOMEM;
+	}
+	struct as_procs *spare = cfg->nodes ? NULL : cfg->spare;
+	bool second = as_procs_claim(spare);
+	if (second && pthread_create(&w[1].th, NULL, restart_loop, &w[1])) {
+		as_procs_release(spare);
+		second = false;
+	}
+	restart_loop(&w[0]);
+	if (second) {
+		pthread_join(w[1].th, NULL);
+		as_procs_release(spare);
+	}
+	pthread_mutex_destroy(&sh.lock);
+	keys_free(&k);
+	int err = sh.err;
+	if (!err && !(err = as_plan_stat_int(p, "restarts", sh.tried)) &&
+	    !(err = as_plan_stat_int(p, "restart_wins", sh.wins)))
+		err = as_plan_stat_int(p, "restart_threads", second ? 2 : 1);
 	return err;
 }

@@ -241,10 +241,11 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	/*
 	 * strip is timed by budget_ms, not held to the run's step limit: its
 	 * searches get a budget with the run's cancel flag alone (no steps
-	 * counted, no processors lent), so its plans stay what they were.
+	 * counted, no processors lent to its placers). Only the restarts
+	 * borrow an idle processor, for a second thread of them.
 	 */
 	struct as_budget stop = {.cancel = run->budget.cancel};
-	struct as_strip_cfg cfg = {.budget = &stop};
+	struct as_strip_cfg cfg = {.budget = &stop, .spare = run->budget.spare};
 	int err, with_baselines;
 	cfg.start_ms = as_now_ms();
 	cfg.multi = t->nspaces > 1;

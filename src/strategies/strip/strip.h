@@ -51,6 +51,8 @@ struct as_strip_cfg {
 	 * with AS_ECANCELED. Never NULL; it counts no steps.
 	 */
 	struct as_budget *budget;
+	/* Processors the restarts may borrow for a second thread; NULL: none. */
+	struct as_procs *spare;
 };
 
 /* Record a round, naming the space when the trace has several. */
@@ -89,8 +91,10 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
  * The restarts, strip's anytime search: the skyline greedy again and again
  * with its ties broken by randomly scaled areas, from off[] (the best plan
  * so far), until the bound, the deadline, nodes= (n per restart) or a
- * cancel. Writes off[] and records a round when a restart is lower; stats
- * restarts and restart_wins. Returns 0 or a negative code.
+ * cancel; on a second thread too when cfg->spare has an idle processor and
+ * nodes= is not set. Writes off[] and records a round when a restart is
+ * lower; stats restarts, restart_wins and restart_threads. Returns 0 or a
+ * negative code.
  */
 int as_strip_restarts(const struct as_problem *pb, uint64_t *off,
 		      struct as_strip_cfg *cfg, struct as_plan *p,
