@@ -31,46 +31,48 @@ static void keys_free(struct keys *k)
 	k->area = NULL;
 }
 
-/* Most bytes under each rectangle, from a sparse table of range maxima. */
+/*
+ * Most bytes under each rectangle, from a tree of range maxima over the
+ * sections' loads (bottom up: leaf N + t is section t), O(S) memory.
+ */
 static int keys_make(const struct as_problem *pb, struct keys *k)
 {
-	uint32_t n = pb->n, S = pb->nsections, lv = 1;
-	while ((1u << lv) <= S)
-		lv++;
-	uint64_t *load = calloc((size_t)S + 1, sizeof(uint64_t));
-	uint64_t *sp = calloc((size_t)lv * (S + 1), sizeof(uint64_t));
+	uint32_t n = pb->n, S = pb->nsections;
+	size_t N = 1;
+	while (N < S)
+		N *= 2;
+	uint64_t *tree = calloc(2 * N, sizeof(uint64_t));
 	k->total = calloc((size_t)n + 1, sizeof(uint64_t));
 	k->area = calloc((size_t)n + 1, sizeof(double));
-	int err = AS_ENOMEM;
-	if (!load || !sp || !k->total || !k->area)
-		goto out;
-	as_problem_load(pb, load);
-	memcpy(sp, load, ((size_t)S + 1) * sizeof(uint64_t));
-	for (uint32_t l = 1; l < lv; l++)
-		for (uint32_t t = 0; t + (1u << l) <= S; t++) {
-			uint64_t a = sp[(size_t)(l - 1) * (S + 1) + t];
-			uint64_t b = sp[(size_t)(l - 1) * (S + 1) + t +
-					(1u << (l - 1))];
-			sp[(size_t)l * (S + 1) + t] = a > b ? a : b;
-		}
+	if (!tree || !k->total || !k->area) {
+		free(tree);
+		keys_free(k);
+		return AS_ENOMEM;
+	}
+	as_problem_load(pb, tree + N);
+	for (size_t v = N - 1; v > 0; v--)
+		tree[v] = tree[2 * v] > tree[2 * v + 1] ? tree[2 * v]
+							 : tree[2 * v + 1];
 	for (uint32_t i = 0; i < n; i++) {
 		const struct as_rect *r = &pb->r[i];
-		uint32_t l = 0;
-		while ((2u << l) <= r->t1 - r->t0)
-			l++;
-		uint64_t x = sp[(size_t)l * (S + 1) + r->t0];
-		uint64_t y = sp[(size_t)l * (S + 1) + r->t1 - (1u << l)];
-		k->total[i] = x > y ? x : y;
+		uint64_t m = 0;
+		for (size_t l = r->t0 + N, h = r->t1 + N; l < h;
+		     l >>= 1, h >>= 1) {
+			if (l & 1) {
+				m = tree[l] > m ? tree[l] : m;
+				l++;
+			}
+			if (h & 1) {
+				h--;
+				m = tree[h] > m ? tree[h] : m;
+			}
+		}
+		k->total[i] = m;
 		k->area[i] = (double)r->size *
 			     (double)(pb->times[r->t1] - pb->times[r->t0]);
 	}
-	err = AS_OK;
-out:
-	free(load);
-	free(sp);
-	if (err)
-		keys_free(k);
-	return err;
+	free(tree);
+	return AS_OK;
 }
 
 /* The rank: most bytes under it first, then the (scaled) area, then index. */
