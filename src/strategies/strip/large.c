@@ -106,9 +106,13 @@ static uint64_t repair_peak(const struct as_problem *pb, uint64_t *off,
 		goto out;
 	*err = AS_OK;
 	for (uint32_t i = 0; i < n; i++) {
-		/* Up to AS_STRIP_REPAIR_MAX puts: look for a cancel. */
-		if (i % 256 == 255 && as_budget_canceled(budget)) {
-			*err = AS_ECANCELED;
+		/*
+		 * Up to AS_STRIP_REPAIR_MAX puts (seconds under a sanitizer):
+		 * look at the cancel flag and the clock.
+		 */
+		if (i % 256 == 255 && as_budget_past(budget, deadline)) {
+			if (as_budget_canceled(budget))
+				*err = AS_ECANCELED;
 			goto out;
 		}
 		as_placer_put(rp.pl, i, off[i]);
