@@ -24,6 +24,18 @@ esc=$(printf '\033')
 is_json() { grep -q '"strategy": "greedy-size", "peak": 2531328' "$1"; }
 # no_temp DIR: no temporary file left in DIR.
 no_temp() { [ -z "$(ls -A "$1" | grep '^\.as')" ]; }
+# $nodac CMD...: CMD without root's power to read and write past file
+# modes, so a mode refuses it as it would any other user; empty when not
+# root, "none" when setpriv cannot drop that power here.
+nodac=
+if [ "$(id -u)" -eq 0 ]; then
+	nodac="setpriv --bounding-set=-dac_override,-dac_read_search"
+	nodac="$nodac --inh-caps=-dac_override,-dac_read_search --"
+	: >"$tmp/probe" && chmod 000 "$tmp/probe"
+	$nodac cat "$tmp/probe" 2>/dev/null && nodac=none
+	[ "$nodac" = none ] || $nodac true 2>/dev/null || nodac=none
+	rm -f "$tmp/probe"
+fi
 
 # ---- Outputs ----
 
@@ -202,6 +214,26 @@ refused "check_plan_refuses_dev_zero_at_once" "/dev/zero: $dev" \
 refused "a_directory_as_plan_is_named_a_directory" \
 	"not a regular file but a directory" \
 	"$exe" check "$tmp/t.csv" --plan "$tmp/o"
+refused "diff_refuses_a_directory_as_base_naming_it" \
+	"o: not a regular file but a directory" \
+	"$exe" diff "$tmp/o" "$tmp/b.json"
+refused "diff_refuses_a_directory_as_new_naming_it" \
+	"o: not a regular file but a directory" \
+	"$exe" diff "$tmp/b.json" "$tmp/o"
+if [ "$nodac" != none ]; then
+	cp "$tmp/p.csv" "$tmp/locked.csv"
+	cp "$tmp/b.json" "$tmp/locked.json"
+	chmod 000 "$tmp/locked.csv" "$tmp/locked.json"
+	refused "check_plan_refuses_an_unreadable_file_saying_why" \
+		"locked.csv: cannot open: Permission denied" \
+		$nodac "$exe" check "$tmp/t.csv" --plan "$tmp/locked.csv"
+	refused "diff_refuses_an_unreadable_file_saying_why" \
+		"locked.json: cannot open: Permission denied" \
+		$nodac "$exe" diff "$tmp/b.json" "$tmp/locked.json"
+else
+	echo "ok $((n += 1)) - unreadable_plan # SKIP root, and setpriv cannot drop its override here"
+	echo "ok $((n += 1)) - unreadable_diff_input # SKIP root, and setpriv cannot drop its override here"
+fi
 
 "$exe" diff - "$tmp/b.json" <"$tmp/b.json" >/dev/null 2>&1
 ok "diff_still_reads_standard_input_as_-" $?
