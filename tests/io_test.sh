@@ -176,6 +176,43 @@ rc=$?
 [ $rc -eq 2 ] && grep -q "cannot write: Is a directory" "$tmp/err"
 ok "a_directory_as_output_is_refused_with_exit_2" $?
 
+# --png/--svg/diff --svg where no file can be made: the reason, exit 2,
+# and no output at all (the --json of the same run is not left either).
+"$exe" replay $tr $gs --png "$tmp/o/none/x.png" --svg "$tmp/o/none/x.svg" \
+	--json "$tmp/o/img.json" >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 2 ] &&
+	grep -q "o/none/x.png: cannot write: No such file or directory" "$tmp/err" &&
+	grep -q "o/none/x.svg: cannot write: No such file or directory" "$tmp/err" &&
+	[ ! -e "$tmp/o/none" ] && [ ! -e "$tmp/o/img.json" ] && no_temp "$tmp/o"
+st=$?
+[ $st -eq 0 ] || echo "#   rc=$rc: $(head -n 2 "$tmp/err")"
+ok "png_and_svg_into_a_missing_directory_exit_2_saying_why" $st
+
+if [ "$nodac" != none ]; then
+	mkdir "$tmp/o/ro"
+	chmod 555 "$tmp/o/ro"
+	$nodac "$exe" replay $tr $gs --png "$tmp/o/ro/x.png" \
+		--svg "$tmp/o/ro/x.svg" >/dev/null 2>"$tmp/err"
+	rc=$?
+	$nodac "$exe" diff -s greedy-size -s recorded \
+		tests/diff/recorded-worse.csv --svg "$tmp/o/ro" \
+		>/dev/null 2>>"$tmp/err"
+	rc2=$?
+	[ $rc -eq 2 ] && [ $rc2 -eq 2 ] &&
+		grep -q "o/ro/x.png: cannot write: Permission denied" "$tmp/err" &&
+		grep -q "o/ro/x.svg: cannot write: Permission denied" "$tmp/err" &&
+		grep -q "o/ro/$svgname: cannot write: Permission denied" \
+			"$tmp/err" &&
+		[ -z "$(ls -A "$tmp/o/ro")" ]
+	st=$?
+	[ $st -eq 0 ] || echo "#   rc=$rc rc2=$rc2: $(head -n 3 "$tmp/err")"
+	ok "png_and_svg_into_a_read_only_directory_exit_2_saying_why" $st
+	chmod 755 "$tmp/o/ro"
+else
+	echo "ok $((n += 1)) - png_and_svg_into_a_read_only_directory # SKIP root, and setpriv cannot drop its override here"
+fi
+
 # ---- Inputs that are not files ----
 
 printf 'id,lower,upper,size\nx,0,4,8\n' >"$tmp/t.csv"
