@@ -24,6 +24,18 @@ esc=$(printf '\033')
 is_json() { grep -q '"strategy": "greedy-size", "peak": 2531328' "$1"; }
 # no_temp DIR: no temporary file left in DIR.
 no_temp() { [ -z "$(ls -A "$1" | grep '^\.as')" ]; }
+# $nodac CMD...: CMD without root's power to read and write past file
+# modes, so a mode refuses it as it would any other user; empty when not
+# root, "none" when setpriv cannot drop that power here.
+nodac=
+if [ "$(id -u)" -eq 0 ]; then
+	nodac="setpriv --bounding-set=-dac_override,-dac_read_search"
+	nodac="$nodac --inh-caps=-dac_override,-dac_read_search --"
+	: >"$tmp/probe" && chmod 000 "$tmp/probe"
+	$nodac cat "$tmp/probe" 2>/dev/null && nodac=none
+	[ "$nodac" = none ] || $nodac true 2>/dev/null || nodac=none
+	rm -f "$tmp/probe"
+fi
 
 # ---- Outputs ----
 
@@ -164,6 +176,43 @@ rc=$?
 [ $rc -eq 2 ] && grep -q "cannot write: Is a directory" "$tmp/err"
 ok "a_directory_as_output_is_refused_with_exit_2" $?
 
+# --png/--svg/diff --svg where no file can be made: the reason, exit 2,
+# and no output at all (the --json of the same run is not left either).
+"$exe" replay $tr $gs --png "$tmp/o/none/x.png" --svg "$tmp/o/none/x.svg" \
+	--json "$tmp/o/img.json" >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 2 ] &&
+	grep -q "o/none/x.png: cannot write: No such file or directory" "$tmp/err" &&
+	grep -q "o/none/x.svg: cannot write: No such file or directory" "$tmp/err" &&
+	[ ! -e "$tmp/o/none" ] && [ ! -e "$tmp/o/img.json" ] && no_temp "$tmp/o"
+st=$?
+[ $st -eq 0 ] || echo "#   rc=$rc: $(head -n 2 "$tmp/err")"
+ok "png_and_svg_into_a_missing_directory_exit_2_saying_why" $st
+
+if [ "$nodac" != none ]; then
+	mkdir "$tmp/o/ro"
+	chmod 555 "$tmp/o/ro"
+	$nodac "$exe" replay $tr $gs --png "$tmp/o/ro/x.png" \
+		--svg "$tmp/o/ro/x.svg" >/dev/null 2>"$tmp/err"
+	rc=$?
+	$nodac "$exe" diff -s greedy-size -s recorded \
+		tests/diff/recorded-worse.csv --svg "$tmp/o/ro" \
+		>/dev/null 2>>"$tmp/err"
+	rc2=$?
+	[ $rc -eq 2 ] && [ $rc2 -eq 2 ] &&
+		grep -q "o/ro/x.png: cannot write: Permission denied" "$tmp/err" &&
+		grep -q "o/ro/x.svg: cannot write: Permission denied" "$tmp/err" &&
+		grep -q "o/ro/$svgname: cannot write: Permission denied" \
+			"$tmp/err" &&
+		[ -z "$(ls -A "$tmp/o/ro")" ]
+	st=$?
+	[ $st -eq 0 ] || echo "#   rc=$rc rc2=$rc2: $(head -n 3 "$tmp/err")"
+	ok "png_and_svg_into_a_read_only_directory_exit_2_saying_why" $st
+	chmod 755 "$tmp/o/ro"
+else
+	echo "ok $((n += 1)) - png_and_svg_into_a_read_only_directory # SKIP root, and setpriv cannot drop its override here"
+fi
+
 # ---- Inputs that are not files ----
 
 printf 'id,lower,upper,size\nx,0,4,8\n' >"$tmp/t.csv"
@@ -202,6 +251,26 @@ refused "check_plan_refuses_dev_zero_at_once" "/dev/zero: $dev" \
 refused "a_directory_as_plan_is_named_a_directory" \
 	"not a regular file but a directory" \
 	"$exe" check "$tmp/t.csv" --plan "$tmp/o"
+refused "diff_refuses_a_directory_as_base_naming_it" \
+	"o: not a regular file but a directory" \
+	"$exe" diff "$tmp/o" "$tmp/b.json"
+refused "diff_refuses_a_directory_as_new_naming_it" \
+	"o: not a regular file but a directory" \
+	"$exe" diff "$tmp/b.json" "$tmp/o"
+if [ "$nodac" != none ]; then
+	cp "$tmp/p.csv" "$tmp/locked.csv"
+	cp "$tmp/b.json" "$tmp/locked.json"
+	chmod 000 "$tmp/locked.csv" "$tmp/locked.json"
+	refused "check_plan_refuses_an_unreadable_file_saying_why" \
+		"locked.csv: cannot open: Permission denied" \
+		$nodac "$exe" check "$tmp/t.csv" --plan "$tmp/locked.csv"
+	refused "diff_refuses_an_unreadable_file_saying_why" \
+		"locked.json: cannot open: Permission denied" \
+		$nodac "$exe" diff "$tmp/b.json" "$tmp/locked.json"
+else
+	echo "ok $((n += 1)) - unreadable_plan # SKIP root, and setpriv cannot drop its override here"
+	echo "ok $((n += 1)) - unreadable_diff_input # SKIP root, and setpriv cannot drop its override here"
+fi
 
 "$exe" diff - "$tmp/b.json" <"$tmp/b.json" >/dev/null 2>&1
 ok "diff_still_reads_standard_input_as_-" $?

@@ -4,6 +4,8 @@
  * plans, the verdict behind the exit status, and the Markdown report.
  */
 #include <math.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "allocscope/compare.h"
 #include "tap.h"
@@ -639,6 +641,32 @@ static void a_missing_file_is_an_io_error(void)
 	as_results_destroy(r);
 }
 
+static void a_fifo_or_a_directory_is_refused_without_blocking(void)
+{
+	char dir[] = "/tmp/as_test_diff.XXXXXX", fifo[64];
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(fifo, sizeof(fifo), "%s/in.json", dir);
+	CHECK(mkfifo(fifo, 0600) == 0);
+	/* A FIFO without a writer: an open that blocks would hang here;
+	 * the alarm turns that into a failure instead. */
+	fflush(stdout); /* the results so far stay in the log */
+	alarm(10);
+	struct as_results *r = set();
+	struct as_diag d;
+	CHECK(as_results_load(r, fifo, &d) == AS_EIO);
+	CHECK_STR(d.file, fifo);
+	CHECK_STR(d.msg, "not a regular file but a FIFO");
+	CHECK(as_results_load(r, dir, &d) == AS_EIO);
+	CHECK_STR(d.msg, "not a regular file but a directory");
+	CHECK(as_results_load(r, "/dev/zero", &d) == AS_EIO);
+	CHECK_STR(d.msg, "not a regular file but a character device");
+	CHECK_EQ_U64(r->nrows, 0);
+	alarm(0);
+	as_results_destroy(r);
+	unlink(fifo);
+	rmdir(dir);
+}
+
 /* ---- Markdown ---- */
 
 static char *markdown(const struct as_comparison *c, bool all)
@@ -960,6 +988,7 @@ int main(void)
 	TEST_RUN(bad_result_files_name_the_problem_and_line);
 	TEST_RUN(truncated_and_corrupted_files_fail_cleanly);
 	TEST_RUN(a_missing_file_is_an_io_error);
+	TEST_RUN(a_fifo_or_a_directory_is_refused_without_blocking);
 	TEST_RUN(markdown_lists_regressions_first_and_counts_unchanged);
 	TEST_RUN(markdown_of_a_clean_comparison_says_so);
 	TEST_RUN(markdown_notes_invalid_plans_and_failed_allocations);

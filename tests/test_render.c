@@ -1334,6 +1334,7 @@ static void a_file_that_cannot_be_written_leaves_nothing_behind(void)
 	CHECK(as_render_file("/nonexistent-dir/x.png", AS_IMAGE_AUTO, &pn, 1,
 			     NULL, &d) != AS_OK);
 	CHECK_STR(d.file, "/nonexistent-dir/x.png");
+	CHECK_STR(d.msg, "cannot write: No such file or directory");
 	CHECK(as_render_file("/tmp/x.gif", AS_IMAGE_AUTO, &pn, 1, NULL, &d) ==
 	      AS_EINVAL);
 	struct stat st;
@@ -1608,6 +1609,7 @@ static void overlay_boxes_fill_fit_their_text_and_scale(void)
 	unlink(path);
 	CHECK(as_render_write_png_argb32("/nonexistent/dir/x.png", px, W, H,
 					 W * 4, &d) != AS_OK);
+	CHECK_STR(d.msg, "cannot write: No such file or directory");
 	free(px);
 }
 

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/internal.h"
 #include "core/trace_private.h"
@@ -387,17 +386,17 @@ int as_trace_load(const char *path, const char *format, struct as_trace **out,
 
 const char *as_trace_sniff(const char *path)
 {
-	struct stat st;
-	FILE *f = fopen(path, "rb");
-	if (!f)
+	/* Never blocks: the walk's check of the name comes before this open,
+	 * and a FIFO put there in between must not hang it. */
+	FILE *f;
+	struct as_diag diag;
+	if (as_open_input(path, &f, &diag) != AS_OK)
 		return NULL;
 	struct as_reader *r = NULL;
 	enum as_compression kind;
-	struct as_diag diag;
 	char *head = malloc(SNIFF_BYTES);
 	size_t len = 0, got = 1;
-	if (head && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
-	    as_reader_open(f, &r, &kind, &diag) == AS_OK)
+	if (head && as_reader_open(f, &r, &kind, &diag) == AS_OK)
 		while (got && len < SNIFF_BYTES &&
 		       as_reader_read(r, head + len, SNIFF_BYTES - len, &got,
 				      &diag) == AS_OK)

@@ -489,10 +489,10 @@ int as_render_write_png_argb32(const char *path, const uint32_t *pixels,
 	}
 	struct as_atomic *at = NULL;
 	FILE *f = NULL;
-	int err = as_atomic_open(path, &at, &f);
+	int err = as_r_output_open(path, &at, &f, diag);
 	if (err) {
 		cairo_surface_destroy(s);
-		return as_diag_set(diag, 0, err, "cannot create the file");
+		return err;
 	}
 	if (cairo_surface_write_to_png_stream(s, write_file, f) !=
 	    CAIRO_STATUS_SUCCESS) {
@@ -501,8 +501,5 @@ int as_render_write_png_argb32(const char *path, const uint32_t *pixels,
 		return as_diag_set(diag, 0, AS_EIO, "cannot write the PNG");
 	}
 	cairo_surface_destroy(s);
-	err = as_atomic_commit(at);
-	if (err)
-		return as_diag_set(diag, 0, err, "cannot write the file");
-	return AS_OK;
+	return as_r_output_commit(at, diag);
 }

@@ -4,6 +4,7 @@
  * stream, or to a file written whole or not at all. Backends only paint
  * what render_emit gives them; none of them calls back into layout.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,23 @@ int as_render_draw_argb32(struct as_render *r, uint32_t *pixels, int width,
 	int err = emit_cairo(r, c);
 	as_r_cairo_canvas_destroy(c);
 	return err;
+}
+
+int as_r_output_open(const char *path, struct as_atomic **at, FILE **f,
+		     struct as_diag *diag)
+{
+	int err = as_atomic_open(path, at, f);
+	return err ? as_diag_set(diag, 0, err, "cannot write: %s",
+				 strerror(errno))
+		   : AS_OK;
+}
+
+int as_r_output_commit(struct as_atomic *at, struct as_diag *diag)
+{
+	int err = as_atomic_commit(at);
+	return err ? as_diag_set(diag, 0, err, "write failed: %s",
+				 strerror(errno))
+		   : AS_OK;
 }
 
 static int png_write(struct as_render *r, FILE *f)
@@ -92,19 +110,16 @@ int as_render_write(struct as_render *r, const char *path,
 		return as_diag_set(diag, 0, AS_EINVAL,
 				   "cannot tell the image format: use a .png "
 				   "or .svg file name");
-	int err = as_atomic_open(path, &at, &f);
+	int err = as_r_output_open(path, &at, &f, diag);
 	if (err)
-		return as_diag_set(diag, 0, err, "cannot create the file");
+		return err;
 	err = as_render_write_stream(r, f, fmt);
 	if (err) {
 		as_atomic_abort(at);
 		return as_diag_set(diag, 0, err, "cannot draw the picture: %s",
 				   as_strerror(err));
 	}
-	err = as_atomic_commit(at);
-	if (err)
-		return as_diag_set(diag, 0, err, "cannot write the file");
-	return AS_OK;
+	return as_r_output_commit(at, diag);
 }
 
 int as_render_file(const char *path, enum as_image_format fmt,

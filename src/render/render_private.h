@@ -435,4 +435,16 @@ void as_r_emit_time_axis(struct as_render *r, struct canvas *c,
 /* Emit the whole picture to a canvas. */
 int as_r_render_emit(struct as_render *r, struct canvas *c);
 
+/* output.c */
+
+/*
+ * The image file at `path`, written whole or not at all (as_atomic_open,
+ * as_atomic_commit). On failure diag says why, in the CLI's words for its
+ * other outputs: "cannot write: Permission denied", "write failed: No
+ * space left on device".
+ */
+int as_r_output_open(const char *path, struct as_atomic **at, FILE **f,
+		     struct as_diag *diag);
+int as_r_output_commit(struct as_atomic *at, struct as_diag *diag);
+
 #endif

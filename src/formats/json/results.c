@@ -2,7 +2,6 @@
  * Results: reading what `replay --json` wrote (allocscope diff), with the
  * path locator, error helper and integer reader of common.c.
  */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,10 +232,14 @@ int as_results_load(struct as_results *r, const char *path,
 		diag = &local;
 	memset(diag, 0, sizeof(*diag));
 	snprintf(diag->file, sizeof(diag->file), "%s", path);
-	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-	if (!f)
-		return as_diag_set(diag, 0, AS_EIO, "cannot open: %s",
-				   strerror(errno));
+	/* "-" is standard input; a file never blocks (a FIFO) and is
+	 * refused unless regular (a directory, /dev/zero). */
+	FILE *f = stdin;
+	if (strcmp(path, "-") != 0) {
+		int oerr = as_open_input(path, &f, diag);
+		if (oerr)
+			return oerr;
+	}
 	size_t len = 0, cap = 1 << 16;
 	char *data = malloc(cap);
 	while (data) {
