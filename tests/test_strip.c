@@ -582,10 +582,14 @@ static void strip_restarts_only_lower_the_plan_and_more_go_lower(void)
 		if (!p)
 			break;
 		uint64_t peak = as_plan_peak(p, t, -1), before = UINT64_MAX;
-		for (uint32_t r = 0; r < p->nrounds; r++)
-			if (strcmp(p->rounds[r].label, "skyline restart") &&
-			    p->rounds[r].peak < before)
+		uint64_t lower = 0;
+		for (uint32_t r = 0; r < p->nrounds; r++) {
+			bool restart =
+				!strcmp(p->rounds[r].label, "skyline restart");
+			lower += restart;
+			if (!restart && p->rounds[r].peak < before)
 				before = p->rounds[r].peak;
+		}
 		printf("#   %u restarts: %.0f ran, %.0f lower; peak %llu "
 		       "(before them %llu, bound %llu)\n",
 		       restarts[k], stat_of(p, "restarts"),
@@ -596,6 +600,7 @@ static void strip_restarts_only_lower_the_plan_and_more_go_lower(void)
 		CHECK(peak <= before);
 		CHECK(peak <= prev);
 		CHECK_EQ_U64((uint64_t)stat_of(p, "restarts"), restarts[k]);
+		CHECK_EQ_U64((uint64_t)stat_of(p, "restart_wins"), lower);
 		prev = peak;
 		first = k == 0 ? before : first;
 		wins = stat_of(p, "restart_wins");
