@@ -189,6 +189,21 @@ st=$?
 [ $st -eq 0 ] || echo "#   rc=$rc: $(head -n 2 "$tmp/err")"
 ok "png_and_svg_into_a_missing_directory_exit_2_saying_why" $st
 
+# diff --markdown and explain --markdown/--json share replay's words.
+"$exe" replay $tr $gs --json "$tmp/o/base.json" >/dev/null 2>&1
+"$exe" diff "$tmp/o/base.json" "$tmp/o/base.json" \
+	--markdown "$tmp/o/none/d.md" >/dev/null 2>"$tmp/err"
+rc=$?
+"$exe" explain $tr --markdown "$tmp/o/none/e.md" >/dev/null 2>>"$tmp/err"
+rc=$((rc * 10 + $?))
+[ $rc -eq 22 ] &&
+	grep -q "o/none/d.md: cannot write: No such file or directory" "$tmp/err" &&
+	grep -q "o/none/e.md: cannot write: No such file or directory" "$tmp/err" &&
+	[ ! -e "$tmp/o/none" ]
+st=$?
+[ $st -eq 0 ] || echo "#   rc=$rc: $(head -n 2 "$tmp/err")"
+ok "diff_and_explain_reports_into_a_missing_directory_exit_2_saying_why" $st
+
 if [ "$nodac" != none ]; then
 	mkdir "$tmp/o/ro"
 	chmod 555 "$tmp/o/ro"

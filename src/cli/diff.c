@@ -350,30 +350,16 @@ static int print_comparison(const struct as_comparison *c, bool all)
 	return 0;
 }
 
-static int write_markdown(const char *path, const struct as_comparison *c,
-			  bool all)
+/* The markdown report of a comparison, for cli_write_out. */
+struct markdown {
+	const struct as_comparison *c;
+	bool all;
+};
+
+static int write_markdown(void *ctx, FILE *f)
 {
-	struct as_atomic *a;
-	FILE *f;
-	if (as_atomic_open(path, &a, &f) != AS_OK) {
-		fprintf(stderr, "%s: cannot write: %s\n", cli_esc(path),
-			strerror(errno));
-		return EXIT_USAGE;
-	}
-	int err = as_comparison_write_markdown(c, f, all);
-	if (err != AS_OK) {
-		int e = errno;
-		as_atomic_abort(a);
-		fprintf(stderr, "%s: write failed: %s\n", cli_esc(path),
-			err == AS_ENOMEM ? as_strerror(err) : strerror(e));
-		return EXIT_USAGE;
-	}
-	if (as_atomic_commit(a) != AS_OK) {
-		fprintf(stderr, "%s: write failed: %s\n", cli_esc(path),
-			strerror(errno));
-		return EXIT_USAGE;
-	}
-	return 0;
+	const struct markdown *m = ctx;
+	return as_comparison_write_markdown(m->c, f, m->all);
 }
 
 int cli_diff(int argc, char **argv)
@@ -508,7 +494,8 @@ int cli_diff(int argc, char **argv)
 	if (!status) {
 		status = print_comparison(c, all);
 		if (!status && markdown)
-			status = write_markdown(markdown, c, all);
+			status = cli_write_out(markdown, write_markdown,
+					       &(struct markdown){c, all});
 		if (!status && as_comparison_failed(c))
 			status = EXIT_REGRESSED;
 	}

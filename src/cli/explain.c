@@ -128,32 +128,6 @@ static int explain_one(const char *path, const char *fmt,
 	return status;
 }
 
-/* Something written to a stream: 0, or an error. */
-typedef int (*write_fn)(void *ctx, FILE *f);
-
-/* Write through fn to `path` ("-": stdout), whole or not at all. */
-static int write_out(const char *path, write_fn fn, void *ctx)
-{
-	struct as_atomic *a;
-	FILE *f;
-	if (as_atomic_open(path, &a, &f) != AS_OK) {
-		fprintf(stderr, "%s: cannot write: %s\n", path,
-			strerror(errno));
-		return EXIT_USAGE;
-	}
-	if (fn(ctx, f) != AS_OK) {
-		as_atomic_abort(a);
-		fprintf(stderr, "%s: write failed\n", path);
-		return EXIT_USAGE;
-	}
-	if (as_atomic_commit(a) != AS_OK) {
-		fprintf(stderr, "%s: write failed: %s\n", path,
-			strerror(errno));
-		return EXIT_USAGE;
-	}
-	return 0;
-}
-
 /* The explains of a command line, and which writer. */
 struct report {
 	const struct as_explain_run *runs;
@@ -267,11 +241,11 @@ int cli_explain(int argc, char **argv)
 		      js = {runs, npaths, as_explain_write_json},
 		      md = {runs, npaths, as_explain_write_markdown};
 	if (!status && !(json && strcmp(json, "-") == 0))
-		status = write_out("-", write_report, &text);
+		status = cli_write_out("-", write_report, &text);
 	if (!status && json)
-		status = write_out(json, write_report, &js);
+		status = cli_write_out(json, write_report, &js);
 	if (!status && markdown)
-		status = write_out(markdown, write_report, &md);
+		status = cli_write_out(markdown, write_report, &md);
 	for (size_t k = 0; l && k < n; k++)
 		loaded_free(&l[k]);
 	free(l);
@@ -439,7 +413,7 @@ int cli_diff_by(int argc, char **argv)
 		status = print_group_diff(c, la.e, lb.e, all);
 	struct group_diff gd = {c, la.e, lb.e, all};
 	if (!status && markdown)
-		status = write_out(markdown, write_group_diff, &gd);
+		status = cli_write_out(markdown, write_group_diff, &gd);
 	if (!status && as_comparison_failed(c))
 		status = EXIT_REGRESSED;
 	as_comparison_destroy(c);

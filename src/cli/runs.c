@@ -343,6 +343,32 @@ const char *cli_esc(const char *s)
 	return slot[i];
 }
 
+int cli_write_out(const char *path, cli_write_fn fn, void *ctx)
+{
+	struct as_atomic *a;
+	FILE *f;
+	if (as_atomic_open(path, &a, &f) != AS_OK) {
+		fprintf(stderr, "%s: cannot write: %s\n", cli_esc(path),
+			strerror(errno));
+		return 2;
+	}
+	errno = 0;
+	int err = fn(ctx, f);
+	if (err != AS_OK) {
+		int e = errno;
+		as_atomic_abort(a);
+		fprintf(stderr, "%s: write failed: %s\n", cli_esc(path),
+			err == AS_ENOMEM || !e ? as_strerror(err) : strerror(e));
+		return 2;
+	}
+	if (as_atomic_commit(a) != AS_OK) {
+		fprintf(stderr, "%s: write failed: %s\n", cli_esc(path),
+			strerror(errno));
+		return 2;
+	}
+	return 0;
+}
+
 int cli_usage_error(const char *who, const char *usage, const char *fmt,
 		    const char *arg)
 {

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "allocscope/allocscope.h"
 
@@ -49,6 +50,16 @@ const char *cli_esc(const char *s);
  */
 int cli_usage_error(const char *who, const char *usage, const char *fmt,
 		    const char *arg);
+
+/* Something written to a stream: AS_OK, or an error. */
+typedef int (*cli_write_fn)(void *ctx, FILE *f);
+
+/*
+ * Write through fn to `path` ("-": stdout), whole or not at all (an atomic
+ * replace); on failure say why on stderr ("PATH: cannot write: REASON",
+ * "PATH: write failed: REASON") and return 2, else 0.
+ */
+int cli_write_out(const char *path, cli_write_fn fn, void *ctx);
 
 /* True when `path` names a directory. */
 bool cli_is_dir(const char *path);
