@@ -159,8 +159,8 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 			goto out;
 	}
 	/*
-	 * Beyond the exact search's size the seed's method and the local
-	 * search do worse than big-first (measured on tiled real traces).
+	 * Beyond the exact search's size the seed's method does worse than
+	 * the large path and the restarts (measured on tiled real traces).
 	 */
 	bool many = pb->n > cfg->exact_max && cfg->search == SEARCH_AUTO;
 	bool few_pairs = as_problem_pairs(pb) <= AS_STRIP_PAIRS_MAX;
@@ -171,9 +171,8 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 		err = as_strip_full(pb, alt, cfg, p, deadline);
 	} else {
 		/*
-		 * Many rectangles: the large path; with few pairs it gets
-		 * half the time and the restarts the rest (the seed's method
-		 * gained nothing on top of them on tiled real traces).
+		 * Many rectangles or pairs: the large path; with few pairs
+		 * it gets half the time and the restarts the rest.
 		 */
 		now = as_now_ms();
 		err = as_strip_large(pb, alt, cfg, p,
