@@ -40,14 +40,7 @@ static void src_skip(struct src *c, uint64_t x)
 	}
 	uint32_t hi = lo + step - 1 < n ? lo + step - 1 : n;
 	/* Runs before lo end at or below x; v[hi] (if any) ends above. */
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (v[mid].hi <= x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	c->j = lo;
+	c->j = as_spans_above(v, lo, hi, x);
 }
 
 /* c->j is j: its copies of runs j - 1 and j follow. */

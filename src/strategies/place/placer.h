@@ -301,6 +301,22 @@ static inline uint64_t as_placer_tick(struct as_placer *pl)
 bool as_runs_grow(struct runs *ru, uint32_t need);
 /* The largest gap inside block b (b within the runs). */
 uint64_t as_runs_block_max(struct runs *ru, uint32_t b);
+/*
+ * The first of the runs v[lo, hi) whose end is above x (hi when none):
+ * runs are disjoint, so their ends ascend. Inline: finds skip runs with it.
+ */
+static inline uint32_t as_spans_above(const struct as_span *v, uint32_t lo,
+				      uint32_t hi, uint64_t x)
+{
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (v[mid].hi <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
 /* First run of ru with hi > x. */
 uint32_t as_runs_find(const struct runs *ru, uint64_t x);
 /* Record [lo, hi), disjoint from the runs; false: no memory. */

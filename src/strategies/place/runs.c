@@ -54,16 +54,7 @@ uint64_t as_runs_block_max(struct runs *ru, uint32_t b)
 /* First run of ru with hi > x. */
 uint32_t as_runs_find(const struct runs *ru, uint64_t x)
 {
-	const struct as_span *v = as_runs_cv(ru);
-	uint32_t lo = 0, hi = ru->n;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (v[mid].hi <= x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return as_spans_above(as_runs_cv(ru), 0, ru->n, x);
 }
 
 bool as_runs_insert(struct runs *ru, uint64_t lo, uint64_t hi)
