@@ -16,10 +16,6 @@ shared=${AS_SHARED_DIR:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$src/tests/tap.sh"
-skip() { # skip NAME REASON
-	n=$((n + 1))
-	echo "ok $n - $1 # SKIP $2"
-}
 
 if ! command -v python3 >/dev/null; then
 	echo "1..0 # SKIP python3 is not installed"

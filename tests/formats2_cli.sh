@@ -11,10 +11,6 @@ shim=${AS_MTRACE_SHIM:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$src/tests/tap.sh"
-skip() { # skip NAME REASON
-	n=$((n + 1))
-	echo "ok $n - $1 # SKIP $2"
-}
 
 # A field of the replay JSON (sed, not a python per field: this test runs
 # often on busy machines): json FILE buffers|lower_bound, or

@@ -127,7 +127,7 @@ if [ $stand_in -eq 0 ] && [ -e /dev/stdout ]; then
 		{ [ -L /dev/stdout ] || [ -c /dev/stdout ]; }
 	ok "json_at_dev_stdout_reaches_the_pipe_or_file_and_dev_stdout_stays" $?
 else
-	echo "ok $((n += 1)) - json_at_dev_stdout # SKIP the stand-in failed or no /dev/stdout"
+	skip json_at_dev_stdout "the stand-in failed or no /dev/stdout"
 fi
 
 # A character device: a node of our own (mknod needs root), then /dev/null.
@@ -147,7 +147,7 @@ if [ $stand_in -eq 0 ]; then
 	[ $rc -eq 0 ] && [ -c /dev/null ] && [ ! -s "$tmp/o/devnull.out" ]
 	ok "json_at_a_character_device_writes_it_and_dev_null_stays_a_device" $?
 else
-	echo "ok $((n += 1)) - json_at_dev_null # SKIP no device node of our own to try first"
+	skip json_at_dev_null "no device node of our own to try first"
 fi
 
 # 255 bytes: the most a name can have on most file systems.
@@ -225,7 +225,7 @@ if [ "$nodac" != none ]; then
 	ok "png_and_svg_into_a_read_only_directory_exit_2_saying_why" $st
 	chmod 755 "$tmp/o/ro"
 else
-	echo "ok $((n += 1)) - png_and_svg_into_a_read_only_directory # SKIP root, and setpriv cannot drop its override here"
+	skip png_and_svg_into_a_read_only_directory "root, and setpriv cannot drop its override here"
 fi
 
 # ---- Inputs that are not files ----
@@ -283,8 +283,8 @@ if [ "$nodac" != none ]; then
 		"locked.json: cannot open: Permission denied" \
 		$nodac "$exe" diff "$tmp/b.json" "$tmp/locked.json"
 else
-	echo "ok $((n += 1)) - unreadable_plan # SKIP root, and setpriv cannot drop its override here"
-	echo "ok $((n += 1)) - unreadable_diff_input # SKIP root, and setpriv cannot drop its override here"
+	skip unreadable_plan "root, and setpriv cannot drop its override here"
+	skip unreadable_diff_input "root, and setpriv cannot drop its override here"
 fi
 
 "$exe" diff - "$tmp/b.json" <"$tmp/b.json" >/dev/null 2>&1

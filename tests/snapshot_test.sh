@@ -14,10 +14,6 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$src/tests/tap.sh"
 
-skip() {
-	n=$((n + 1))
-	echo "ok $n - $1 # SKIP $2"
-}
 
 if ! command -v python3 >/dev/null; then
 	echo "1..0 # SKIP python3 is not installed"

@@ -1,5 +1,6 @@
 # The TAP helper the shell tests share (sourced): `ok NAME STATUS` prints
-# "ok N - NAME" or "not ok N - NAME" and counts failures in $failed.
+# "ok N - NAME" or "not ok N - NAME" and counts failures in $failed;
+# `skip NAME REASON` prints a skipped case.
 n=0
 failed=0
 
@@ -11,4 +12,9 @@ ok() { # ok NAME STATUS
 		echo "not ok $n - $1"
 		failed=$((failed + 1))
 	fi
+}
+
+skip() { # skip NAME REASON
+	n=$((n + 1))
+	echo "ok $n - $1 # SKIP $2"
 }
