@@ -210,11 +210,13 @@ int script_load(const char *path, struct script *s, struct as_diag *d)
 		return AS_EIO;
 	}
 	struct script out = {0};
-	size_t cap = 0;
-	char buf[2048];
+	size_t cap = 0, bufcap = 0;
+	char *buf = NULL;
 	uint64_t line = 0;
 	int err = AS_OK;
-	while (fgets(buf, sizeof(buf), f)) {
+	/* Whole lines, however long: a long line is never split into steps. */
+	errno = 0;
+	while (getline(&buf, &bufcap, f) >= 0) {
 		line++;
 		char *t = trimmed(buf);
 		if (!*t || *t == '#')
@@ -236,6 +238,11 @@ int script_load(const char *path, struct script *s, struct as_diag *d)
 			break;
 		out.n++;
 	}
+	if (!err && ferror(f))
+		err = fail(d, line + 1, errno == ENOMEM ? "out of memory%s"
+						       : "cannot read: %s",
+			   errno == ENOMEM ? "" : strerror(errno));
+	free(buf);
 	fclose(f);
 	if (err) {
 		script_finish(&out);
@@ -243,6 +250,48 @@ int script_load(const char *path, struct script *s, struct as_diag *d)
 	}
 	*s = out;
 	return AS_OK;
+}
+
+int script_check_outputs(const struct script *s, const char *trace,
+			 const char *script, const char *screenshot)
+{
+	const char **in = malloc((s->n + 2) * sizeof(*in));
+	if (!in) {
+		fputs("allocscope-view: out of memory\n", stderr);
+		return 2;
+	}
+	size_t nin = 0;
+	in[nin++] = trace;
+	if (script)
+		in[nin++] = script;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->steps[i].kind == S_DROP)
+			in[nin++] = s->steps[i].text;
+	int status = 0;
+	for (size_t i = 0; i <= s->n && !status; i++) {
+		const char *out = i < s->n ? s->steps[i].kind == S_SHOT
+						     ? s->steps[i].text
+						     : NULL
+					   : screenshot;
+		struct as_diag d = {0};
+		unsigned how = 0;
+		char msg[1024];
+		if (!out)
+			continue;
+		int err = as_output_check(out, in, nin, &how, &d);
+		if (err) {
+			fprintf(stderr, "%s\n", as_diag_text(&d, msg, sizeof(msg)));
+			status = 2;
+		} else if (how & AS_OUTPUT_IN_PLACE) {
+			d.err = 0;
+			snprintf(d.msg, sizeof(d.msg),
+				 "note: its directory takes no new file: "
+				 "written in place, not atomically");
+			fprintf(stderr, "%s\n", as_diag_text(&d, msg, sizeof(msg)));
+		}
+	}
+	free(in);
+	return status;
 }
 
 static void push_motion(int x, int y, Uint32 state)

@@ -73,6 +73,18 @@ static bool parse_pct(const char *s, double *out)
 
 /* ---- The visual diff ---- */
 
+/* The picture of trace `trace` in DIR: DIR/<its path with '/' as '_'>.svg. */
+static void svg_path(const char *dir, const char *trace, char *path,
+		     size_t len)
+{
+	char name[512];
+	snprintf(name, sizeof(name), "%s", trace);
+	for (char *q = name; *q; q++)
+		if (*q == '/' || *q == '\\')
+			*q = '_';
+	snprintf(path, len, "%s/%s.svg", dir, name);
+}
+
 /*
  * The picture of one trace: plan A above plan B, drawn by the renderer
  * (which marks each plan's peak and lists the buffers live at it), the
@@ -97,12 +109,8 @@ static int write_visual_diff(const char *dir, const struct as_trace *t,
 			strerror(errno));
 		return AS_EIO;
 	}
-	char path[1024], name[512], ta[320], tb[480];
-	snprintf(name, sizeof(name), "%s", t->path);
-	for (char *q = name; *q; q++)
-		if (*q == '/' || *q == '\\')
-			*q = '_';
-	snprintf(path, sizeof(path), "%s/%s.svg", dir, name);
+	char path[1024], ta[320], tb[480];
+	svg_path(dir, t->path, path, sizeof(path));
 	snprintf(ta, sizeof(ta), "base: %s", spec_a);
 	const char *peak_name = delta.peak_buffer == AS_NONE
 					? "none"
@@ -147,10 +155,28 @@ static int add_one(struct as_results *r, const struct as_trace *t,
 	return AS_OK;
 }
 
+/*
+ * Before any work: the Markdown report and every picture --svg DIR could
+ * write (one a trace) against the traces. 0 or 2 (said on stderr).
+ */
+static int check_outputs(const char *markdown, const char *svg_dir,
+			 char **paths, size_t npaths)
+{
+	const char *const *in = (const char *const *)paths;
+	int status = cli_check_outputs(&markdown, 1, in, npaths);
+	for (size_t i = 0; svg_dir && !status && i < npaths; i++) {
+		char path[1024];
+		const char *p = path;
+		svg_path(svg_dir, paths[i], path, sizeof(path));
+		status = cli_check_outputs(&p, 1, in, npaths);
+	}
+	return status;
+}
+
 static int run_specs(char **args, size_t nargs, const char *fmt,
 		     const char *const specs[2], unsigned jobs, bool progress,
-		     const char *svg_dir, struct as_results *a,
-		     struct as_results *b)
+		     const char *svg_dir, const char *markdown,
+		     struct as_results *a, struct as_results *b)
 {
 	const char *spec_a = specs[0], *spec_b = specs[1];
 	char **paths;
@@ -161,7 +187,11 @@ static int run_specs(char **args, size_t nargs, const char *fmt,
 	if (err != AS_OK)
 		return cli_report_diag(&d, err);
 	struct cli_progress pr;
-	int status = 0;
+	int status = check_outputs(markdown, svg_dir, paths, npaths);
+	if (status) {
+		cli_paths_free(paths, npaths);
+		return status;
+	}
 	cli_progress_start(&pr, npaths, progress);
 	for (size_t i = 0; i < npaths && !status; i++) {
 		struct as_trace *t;
@@ -474,8 +504,10 @@ int cli_diff(int argc, char **argv)
 	} else if (nspecs == 2) {
 		opts.by_trace_only = true;
 		status = run_specs(args, nargs, fmt, specs, jobs, progress, svg,
-				   base, new_);
-	} else {
+				   markdown, base, new_);
+	} else if ((status = cli_check_outputs(&markdown, 1,
+					       (const char *const *)args,
+					       2)) == 0) {
 		/* Both files are checked before either is read: a FIFO or
 		 * /dev/zero given as either costs nothing. */
 		int err = AS_OK;

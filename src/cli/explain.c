@@ -223,6 +223,10 @@ int cli_explain(int argc, char **argv)
 		status = usage_error("explain needs a TRACE%s", "");
 	if (!status && json && markdown && strcmp(json, markdown) == 0)
 		status = usage_error("two outputs go to '%s'", json);
+	const char *outs[] = {json, markdown};
+	if (!status)
+		status = cli_check_outputs(outs, 2, (const char *const *)paths,
+					   npaths);
 	struct loaded *l = calloc(npaths + 1, sizeof(*l));
 	struct as_explain_run *runs = calloc(npaths + 1, sizeof(*runs));
 	if (!status && (!l || !runs))
@@ -393,6 +397,8 @@ int cli_diff_by(int argc, char **argv)
 	}
 	if (!status && nargs != 2)
 		status = usage_error("diff --by needs BASE and NEW traces%s", "");
+	if (!status)
+		status = cli_check_outputs(&markdown, 1, args, 2);
 	if (status)
 		return status;
 	struct loaded la, lb;

@@ -378,3 +378,38 @@ int cli_usage_error(const char *who, const char *usage, const char *fmt,
 	fputs(usage, stderr);
 	return 2;
 }
+
+int cli_check_outputs(const char *const *outputs, size_t nout,
+		      const char *const *inputs, size_t nin)
+{
+	for (size_t i = 0; i < nout; i++) {
+		struct as_diag d = {0};
+		unsigned how = 0;
+		if (!outputs[i])
+			continue;
+		int err = as_output_check(outputs[i], inputs, nin, &how, &d);
+		if (err != AS_OK)
+			return cli_report_diag(&d, err);
+		if (how & AS_OUTPUT_IN_PLACE)
+			fprintf(stderr,
+				"%s: note: its directory takes no new file: "
+				"written in place, not atomically\n",
+				cli_esc(outputs[i]));
+	}
+	return 0;
+}
+
+/* Registered with atexit() by cli_close_std_at_exit. */
+static void close_std(void)
+{
+	int e = as_close_stream(stdout);
+	if (e)
+		fprintf(stderr, "allocscope: write error: %s\n", strerror(e));
+	if (as_close_stream(stderr) != 0 || e)
+		_exit(2);
+}
+
+void cli_close_std_at_exit(void)
+{
+	atexit(close_std);
+}

@@ -61,6 +61,23 @@ typedef int (*cli_write_fn)(void *ctx, FILE *f);
  */
 int cli_write_out(const char *path, cli_write_fn fn, void *ctx);
 
+/*
+ * Before any work: each of the nout outputs (NULL entries skipped) is
+ * checked against the nin inputs (as_output_check). An output that is an
+ * input, or whose name cannot be followed, is reported ("FILE: is an input
+ * of this run") and the result is 2; an output that will be written in
+ * place, not atomically, gets a note on stderr. 0 otherwise.
+ */
+int cli_check_outputs(const char *const *outputs, size_t nout,
+		      const char *const *inputs, size_t nin);
+
+/*
+ * At exit, standard output then standard error flushed and closed
+ * (as_close_stream); a failure is "allocscope: write error: REASON" on
+ * stderr where it can still be written, and exit status 2.
+ */
+void cli_close_std_at_exit(void);
+
 /* True when `path` names a directory. */
 bool cli_is_dir(const char *path);
 

@@ -1000,6 +1000,38 @@ void as_atomic_abort(struct as_atomic *a);   /* closes and removes; NULL ok */
 void as_atomic_remove_pending(void);
 
 /*
+ * An existing regular file whose directory takes no new file (its mode, an
+ * immutable flag) is written in place: the output is staged in an unlinked
+ * temporary file and copied over the file's bytes at commit, so a run that
+ * fails leaves the file as it was, but a copy that fails (a full disk)
+ * leaves it cut short. as_output_check tells this beforehand.
+ */
+#define AS_OUTPUT_IN_PLACE 1u
+
+/*
+ * Whether output `path` may be written by a run that reads `inputs`
+ * (ninputs paths; "-" is standard input, and as an output standard
+ * output): the names are followed through symbolic links (to /dev/stdout
+ * and /dev/fd/N too) and compared by device and inode, or, for names that
+ * do not exist yet, by their directory's real path and file name. AS_OK;
+ * AS_EINVAL when the output is one of the inputs (diag: "is an input of
+ * this run"); AS_EIO when the name cannot be followed (a link loop, a
+ * directory that cannot be searched: diag says why). *how (when not
+ * NULL) gets AS_OUTPUT_IN_PLACE when the write will not be atomic. diag's
+ * file is set to path. Call it before any work.
+ */
+int as_output_check(const char *path, const char *const *inputs,
+		    size_t ninputs, unsigned *how, struct as_diag *diag);
+
+/*
+ * Flush and close a standard stream at exit, as coreutils' close_stream:
+ * 0, or the errno of the failure when a write failed before or now (a
+ * full disk, a reader gone with SIGPIPE ignored, a descriptor closed with
+ * >&- when something was written to it).
+ */
+int as_close_stream(FILE *f);
+
+/*
  * How as_escape writes a name:
  * - AS_ESCAPE_TEXT, for a terminal: bytes a terminal acts on rather than
  *   shows (C0 and C1 controls, DEL, the bidi overrides and isolates) and
