@@ -60,17 +60,6 @@ static int diff_usage_error(const char *fmt, const char *arg)
 	return cli_usage_error("allocscope diff", diff_usage, fmt, arg);
 }
 
-static bool parse_pct(const char *s, double *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || *end || errno || !isfinite(v) || v < 0 || v > 1e9)
-		return false;
-	*out = v;
-	return true;
-}
-
 /* ---- The visual diff ---- */
 
 /* The picture of trace `trace` in DIR: DIR/<its path with '/' as '_'>.svg. */
@@ -421,17 +410,21 @@ int cli_diff(int argc, char **argv)
 					"peak_vs_lb, failed, plan_ms)",
 					argv[i]);
 		} else if (strcmp(a, "--max-regress") == 0 && more) {
-			if (!parse_pct(argv[++i], &opts.max_regress_pct))
-				status = diff_usage_error(
-					"--max-regress: '%s' is not a "
-					"percentage >= 0",
-					argv[i]);
+			const char *why = cli_parse_amount(
+				argv[++i], CLI_AMOUNT_MAX, &opts.max_regress_pct);
+			if (why)
+				status = cli_amount_error(
+					"allocscope diff", diff_usage,
+					"--max-regress", argv[i], why,
+					"percent");
 		} else if (strcmp(a, "--noise-ms") == 0 && more) {
-			if (!parse_pct(argv[++i], &opts.noise_ms))
-				status = diff_usage_error(
-					"--noise-ms: '%s' is not a number of "
-					"milliseconds >= 0",
-					argv[i]);
+			const char *why = cli_parse_amount(
+				argv[++i], CLI_AMOUNT_MAX, &opts.noise_ms);
+			if (why)
+				status = cli_amount_error(
+					"allocscope diff", diff_usage,
+					"--noise-ms", argv[i], why,
+					"milliseconds");
 		} else if (strcmp(a, "-s") == 0 && more) {
 			if (nspecs == 2)
 				status = diff_usage_error(

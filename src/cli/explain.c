@@ -372,15 +372,13 @@ int cli_diff_by(int argc, char **argv)
 		if (status)
 			break;
 		if (strcmp(a, "--max-regress") == 0 && i + 1 < argc) {
-			char *end;
-			errno = 0;
-			double v = strtod(argv[++i], &end);
-			if (end == argv[i] || *end || errno || !isfinite(v) ||
-			    v < 0 || v > 1e9)
-				status = usage_error("--max-regress: '%s' is not "
-						     "a percentage >= 0",
-						     argv[i]);
-			co.max_regress_pct = v;
+			const char *why = cli_parse_amount(
+				argv[++i], CLI_AMOUNT_MAX, &co.max_regress_pct);
+			if (why)
+				status = cli_amount_error(
+					"allocscope diff", explain_usage,
+					"--max-regress", argv[i], why,
+					"percent");
 		} else if (strcmp(a, "--all") == 0) {
 			all = true;
 		} else if (a[0] == '-' && a[1]) {

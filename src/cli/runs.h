@@ -87,6 +87,17 @@ bool cli_is_dir(const char *path);
  */
 #define CLI_JOBS_MAX 64
 bool cli_parse_jobs(const char *arg, unsigned *jobs);
+/*
+ * A number from 0 to max (--max-regress, --noise-ms): NULL and *v, or why
+ * it is not one ("is not a number", "is negative", "is too large"), for
+ * the caller's message, which gives the range.
+ */
+#define CLI_AMOUNT_MAX 1e9
+const char *cli_parse_amount(const char *arg, double max, double *v);
+/* The usage error for such an amount: "WHO: OPT: 'ARG' WHY (give 0 to
+ * 1000000000 UNIT)" and the usage text; returns 2. */
+int cli_amount_error(const char *who, const char *usage, const char *opt,
+		     const char *arg, const char *why, const char *unit);
 /* A decimal number below 2^64 (digits only); false when it is not. */
 bool cli_parse_u64(const char *arg, uint64_t *v);
 
