@@ -267,29 +267,36 @@ int script_check_outputs(const struct script *s, const char *trace,
 	for (size_t i = 0; i < s->n; i++)
 		if (s->steps[i].kind == S_DROP)
 			in[nin++] = s->steps[i].text;
+	const char **out = malloc((s->n + 1) * sizeof(*out));
+	unsigned *how = calloc(s->n + 1, sizeof(*how));
+	struct as_diag d = {0};
+	char msg[1024];
+	size_t nout = 0;
 	int status = 0;
-	for (size_t i = 0; i <= s->n && !status; i++) {
-		const char *out = i < s->n ? s->steps[i].kind == S_SHOT
-						     ? s->steps[i].text
-						     : NULL
-					   : screenshot;
-		struct as_diag d = {0};
-		unsigned how = 0;
-		char msg[1024];
-		if (!out)
-			continue;
-		int err = as_output_check(out, in, nin, &how, &d);
-		if (err) {
-			fprintf(stderr, "%s\n", as_diag_text(&d, msg, sizeof(msg)));
-			status = 2;
-		} else if (how & AS_OUTPUT_IN_PLACE) {
-			d.err = 0;
-			snprintf(d.msg, sizeof(d.msg),
-				 "note: its directory takes no new file: "
-				 "written in place, not atomically");
-			fprintf(stderr, "%s\n", as_diag_text(&d, msg, sizeof(msg)));
-		}
+	for (size_t i = 0; out && i < s->n; i++)
+		if (s->steps[i].kind == S_SHOT)
+			out[nout++] = s->steps[i].text;
+	if (out && screenshot)
+		out[nout++] = screenshot;
+	if (!out || !how) {
+		fputs("allocscope-view: out of memory\n", stderr);
+		status = 2;
+	} else if (as_output_check(out, nout, in, nin, how, &d)) {
+		fprintf(stderr, "%s\n", as_diag_text(&d, msg, sizeof(msg)));
+		status = 2;
 	}
+	for (size_t i = 0; !status && i < nout; i++) {
+		if (!(how[i] & AS_OUTPUT_IN_PLACE))
+			continue;
+		struct as_diag note = {.err = AS_OK};
+		snprintf(note.file, sizeof(note.file), "%s", out[i]);
+		snprintf(note.msg, sizeof(note.msg),
+			 "note: its directory takes no new file: written in "
+			 "place, not atomically");
+		fprintf(stderr, "%s\n", as_diag_text(&note, msg, sizeof(msg)));
+	}
+	free(out);
+	free(how);
 	free(in);
 	return status;
 }

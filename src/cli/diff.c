@@ -151,14 +151,24 @@ static int add_one(struct as_results *r, const struct as_trace *t,
 static int check_outputs(const char *markdown, const char *svg_dir,
 			 char **paths, size_t npaths)
 {
-	const char *const *in = (const char *const *)paths;
-	int status = cli_check_outputs(&markdown, 1, in, npaths);
-	for (size_t i = 0; svg_dir && !status && i < npaths; i++) {
-		char path[1024];
-		const char *p = path;
-		svg_path(svg_dir, paths[i], path, sizeof(path));
-		status = cli_check_outputs(&p, 1, in, npaths);
+	size_t n = 1 + (svg_dir ? npaths : 0);
+	char **outs = calloc(n, sizeof(*outs));
+	char *names = calloc(n, 1024);
+	if (!outs || !names) {
+		free(outs);
+		free(names);
+		fputs("allocscope diff: out of memory\n", stderr);
+		return EXIT_USAGE;
 	}
+	outs[0] = (char *)markdown;
+	for (size_t i = 1; i < n; i++) {
+		outs[i] = names + 1024 * i;
+		svg_path(svg_dir, paths[i - 1], outs[i], 1024);
+	}
+	int status = cli_check_outputs((const char *const *)outs, n,
+				       (const char *const *)paths, npaths);
+	free(outs);
+	free(names);
 	return status;
 }
 

@@ -400,21 +400,21 @@ int cli_usage_error(const char *who, const char *usage, const char *fmt,
 int cli_check_outputs(const char *const *outputs, size_t nout,
 		      const char *const *inputs, size_t nin)
 {
-	for (size_t i = 0; i < nout; i++) {
-		struct as_diag d = {0};
-		unsigned how = 0;
-		if (!outputs[i])
-			continue;
-		int err = as_output_check(outputs[i], inputs, nin, &how, &d);
-		if (err != AS_OK)
-			return cli_report_diag(&d, err);
-		if (how & AS_OUTPUT_IN_PLACE)
+	struct as_diag d = {0};
+	unsigned *how = calloc(nout + 1, sizeof(*how));
+	if (!how) {
+		fputs("allocscope: out of memory\n", stderr);
+		return 2;
+	}
+	int err = as_output_check(outputs, nout, inputs, nin, how, &d);
+	for (size_t i = 0; !err && i < nout; i++)
+		if (how[i] & AS_OUTPUT_IN_PLACE)
 			fprintf(stderr,
 				"%s: note: its directory takes no new file: "
 				"written in place, not atomically\n",
 				cli_esc(outputs[i]));
-	}
-	return 0;
+	free(how);
+	return err ? cli_report_diag(&d, err) : 0;
 }
 
 /* Registered with atexit() by cli_close_std_at_exit. */

@@ -516,13 +516,14 @@ static void where_free(struct where *w)
 	free(w->final);
 }
 
-/* Whether two places are one: the same file, or the same new name in the
- * same directory. */
+/* Whether two places are one: the same regular file (a terminal or a
+ * pipe both read and written is no file to clobber), or the same new name
+ * in the same directory. */
 static bool same_place(const struct where *a, const struct where *b)
 {
 	if (a->exists || b->exists)
-		return a->exists && b->exists && a->dev == b->dev &&
-		       a->ino == b->ino;
+		return a->exists && b->exists && a->regular && b->regular &&
+		       a->dev == b->dev && a->ino == b->ino;
 	if (a->dir_known != b->dir_known)
 		return false;
 	if (!a->dir_known)
@@ -545,33 +546,50 @@ static bool in_place(const char *final)
 	return r;
 }
 
-int as_output_check(const char *path, const char *const *inputs,
-		    size_t ninputs, unsigned *how, struct as_diag *diag)
+int as_output_check(const char *const *outputs, size_t noutputs,
+		    const char *const *inputs, size_t ninputs, unsigned *how,
+		    struct as_diag *diag)
 {
-	struct where out;
-	int err = AS_OK;
-	if (how)
-		*how = 0;
-	if (diag) {
-		snprintf(diag->file, sizeof(diag->file), "%s", path);
-		diag->line = 0;
+	/* Each input followed once; each output compared with them all in
+	 * memory (diff --svg DIR: one output a trace). */
+	struct where *in = calloc(ninputs + 1, sizeof(*in));
+	bool *found = calloc(ninputs + 1, sizeof(*found));
+	int err = in && found ? AS_OK : AS_ENOMEM;
+	for (size_t i = 0; !err && i < ninputs; i++)
+		found[i] = inputs[i] && locate(inputs[i], 0, &in[i]) == 0;
+	if (err)
+		as_diag_set(diag, 0, err, "out of memory");
+	for (size_t o = 0; !err && o < noutputs; o++) {
+		struct where out;
+		const char *path = outputs[o];
+		if (how)
+			how[o] = 0;
+		if (!path)
+			continue;
+		if (diag) {
+			snprintf(diag->file, sizeof(diag->file), "%s", path);
+			diag->line = 0;
+		}
+		if (locate(path, 1, &out) != 0) {
+			err = as_diag_set(diag, 0,
+					  errno == ENOMEM ? AS_ENOMEM : AS_EIO,
+					  "cannot write: %s", strerror(errno));
+			break;
+		}
+		/* An input that cannot be followed: its reader says why. */
+		for (size_t i = 0; i < ninputs && !err; i++)
+			if (found[i] && same_place(&out, &in[i]))
+				err = as_diag_set(diag, 0, AS_EINVAL,
+						  "is an input of this run");
+		if (!err && how && out.exists && out.regular && out.final &&
+		    in_place(out.final))
+			how[o] |= AS_OUTPUT_IN_PLACE;
+		where_free(&out);
 	}
-	if (locate(path, 1, &out) != 0)
-		return as_diag_set(diag, 0, errno == ENOMEM ? AS_ENOMEM : AS_EIO,
-				   "cannot write: %s", strerror(errno));
-	for (size_t i = 0; i < ninputs && err == AS_OK; i++) {
-		struct where in;
-		if (!inputs[i] || locate(inputs[i], 0, &in) != 0)
-			continue; /* its reader says what is wrong with it */
-		if (same_place(&out, &in))
-			err = as_diag_set(diag, 0, AS_EINVAL,
-					  "is an input of this run");
-		where_free(&in);
-	}
-	if (err == AS_OK && how && out.exists && out.regular && out.final &&
-	    in_place(out.final))
-		*how |= AS_OUTPUT_IN_PLACE;
-	where_free(&out);
+	for (size_t i = 0; in && i < ninputs; i++)
+		where_free(&in[i]);
+	free(in);
+	free(found);
 	return err;
 }
 

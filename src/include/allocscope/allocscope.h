@@ -1009,19 +1009,21 @@ void as_atomic_remove_pending(void);
 #define AS_OUTPUT_IN_PLACE 1u
 
 /*
- * Whether output `path` may be written by a run that reads `inputs`
- * (ninputs paths; "-" is standard input, and as an output standard
- * output): the names are followed through symbolic links (to /dev/stdout
- * and /dev/fd/N too) and compared by device and inode, or, for names that
- * do not exist yet, by their directory's real path and file name. AS_OK;
- * AS_EINVAL when the output is one of the inputs (diag: "is an input of
- * this run"); AS_EIO when the name cannot be followed (a link loop, a
- * directory that cannot be searched: diag says why). *how (when not
- * NULL) gets AS_OUTPUT_IN_PLACE when the write will not be atomic. diag's
- * file is set to path. Call it before any work.
+ * Whether the noutputs outputs (NULL entries skipped) may be written by a
+ * run that reads `inputs` (ninputs paths; "-" is standard input, and as an
+ * output standard output): the names are followed through symbolic links
+ * (to /dev/stdout and /dev/fd/N too) and regular files compared by device
+ * and inode, names that do not exist yet by their directory (device and
+ * inode) and file name. AS_OK; AS_EINVAL for the first output that is one
+ * of the inputs (diag: "is an input of this run"); AS_EIO when an output's
+ * name cannot be followed (a link loop, a directory that cannot be
+ * searched: diag says why). diag's file is that output's path. how (when
+ * not NULL, noutputs entries) gets AS_OUTPUT_IN_PLACE for each output that
+ * will not be written atomically. Call it before any work.
  */
-int as_output_check(const char *path, const char *const *inputs,
-		    size_t ninputs, unsigned *how, struct as_diag *diag);
+int as_output_check(const char *const *outputs, size_t noutputs,
+		    const char *const *inputs, size_t ninputs, unsigned *how,
+		    struct as_diag *diag);
 
 /*
  * Flush and close a standard stream at exit, as coreutils' close_stream:
