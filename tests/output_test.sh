@@ -113,6 +113,12 @@ ln -s ../gone.json s2/gone.json.svg
 refused "diff_svg_dir_picture_at_a_dangling_link_to_an_input_is_refused" \
 	s2/gone.json.svg "$exe" diff -s bfc -s greedy-size gone.json --svg s2
 
+# Standard input is an input: the file it is, when it is one.
+refused "json_at_the_file_standard_input_reads_is_refused" t.json \
+	sh -c '"$0" replay - -s greedy-size --json t.json <t.json' "$exe"
+refused "json_at_the_file_dev_stdin_reads_is_refused" t.json \
+	sh -c '"$0" replay /dev/stdin -s greedy-size --json t.json <t.json' "$exe"
+
 # Standard output given as an output is checked when it is a file.
 "$exe" replay t.json -s greedy-size --json /dev/stdout >>t.json 2>err
 rc=$?
