@@ -223,6 +223,10 @@ int cli_explain(int argc, char **argv)
 		status = usage_error("explain needs a TRACE%s", "");
 	if (!status && json && markdown && strcmp(json, markdown) == 0)
 		status = usage_error("two outputs go to '%s'", json);
+	const char *outs[] = {json, markdown};
+	if (!status)
+		status = cli_check_outputs(outs, 2, (const char *const *)paths,
+					   npaths);
 	struct loaded *l = calloc(npaths + 1, sizeof(*l));
 	struct as_explain_run *runs = calloc(npaths + 1, sizeof(*runs));
 	if (!status && (!l || !runs))
@@ -368,15 +372,13 @@ int cli_diff_by(int argc, char **argv)
 		if (status)
 			break;
 		if (strcmp(a, "--max-regress") == 0 && i + 1 < argc) {
-			char *end;
-			errno = 0;
-			double v = strtod(argv[++i], &end);
-			if (end == argv[i] || *end || errno || !isfinite(v) ||
-			    v < 0 || v > 1e9)
-				status = usage_error("--max-regress: '%s' is not "
-						     "a percentage >= 0",
-						     argv[i]);
-			co.max_regress_pct = v;
+			const char *why = cli_parse_amount(
+				argv[++i], CLI_AMOUNT_MAX, &co.max_regress_pct);
+			if (why)
+				status = cli_amount_error(
+					"allocscope diff", explain_usage,
+					"--max-regress", argv[i], why,
+					"percent");
 		} else if (strcmp(a, "--all") == 0) {
 			all = true;
 		} else if (a[0] == '-' && a[1]) {
@@ -393,6 +395,8 @@ int cli_diff_by(int argc, char **argv)
 	}
 	if (!status && nargs != 2)
 		status = usage_error("diff --by needs BASE and NEW traces%s", "");
+	if (!status)
+		status = cli_check_outputs(&markdown, 1, args, 2);
 	if (status)
 		return status;
 	struct loaded la, lb;

@@ -556,6 +556,10 @@ static int cmd_replay(int argc, char **argv)
 	free(args);
 	if (err != AS_OK)
 		return cli_report_diag(&d, err);
+	if (cli_check_outputs(outs, 4, (const char *const *)paths, npaths)) {
+		cli_paths_free(paths, npaths);
+		return EXIT_USAGE;
+	}
 
 	o.fmt = fmt;
 	o.specs = specs;
@@ -802,6 +806,7 @@ static void catch_signals(void)
 int main(int argc, char **argv)
 {
 	catch_signals();
+	cli_close_std_at_exit();
 	if (argc < 2)
 		return usage_error("missing command%s", "");
 	const char *cmd = argv[1];

@@ -1000,6 +1000,40 @@ void as_atomic_abort(struct as_atomic *a);   /* closes and removes; NULL ok */
 void as_atomic_remove_pending(void);
 
 /*
+ * An existing regular file whose directory takes no new file (its mode, an
+ * immutable flag) is written in place: the output is staged in an unlinked
+ * temporary file and copied over the file's bytes at commit, so a run that
+ * fails leaves the file as it was, but a copy that fails (a full disk)
+ * leaves it cut short. as_output_check tells this beforehand.
+ */
+#define AS_OUTPUT_IN_PLACE 1u
+
+/*
+ * Whether the noutputs outputs (NULL entries skipped) may be written by a
+ * run that reads `inputs` (ninputs paths; "-" is standard input, and as an
+ * output standard output): the names are followed through symbolic links
+ * (to /dev/stdout and /dev/fd/N too) and regular files compared by device
+ * and inode, names that do not exist yet by their directory (device and
+ * inode) and file name. AS_OK; AS_EINVAL for the first output that is one
+ * of the inputs (diag: "is an input of this run"); AS_EIO when an output's
+ * name cannot be followed (a link loop, a directory that cannot be
+ * searched: diag says why). diag's file is that output's path. how (when
+ * not NULL, noutputs entries) gets AS_OUTPUT_IN_PLACE for each output that
+ * will not be written atomically. Call it before any work.
+ */
+int as_output_check(const char *const *outputs, size_t noutputs,
+		    const char *const *inputs, size_t ninputs, unsigned *how,
+		    struct as_diag *diag);
+
+/*
+ * Flush and close a standard stream at exit, as coreutils' close_stream:
+ * 0, or the errno of the failure when a write failed before or now (a
+ * full disk, a reader gone with SIGPIPE ignored, a descriptor closed with
+ * >&- when something was written to it).
+ */
+int as_close_stream(FILE *f);
+
+/*
  * How as_escape writes a name:
  * - AS_ESCAPE_TEXT, for a terminal: bytes a terminal acts on rather than
  *   shows (C0 and C1 controls, DEL, the bidi overrides and isolates) and
