@@ -74,6 +74,38 @@ static void loaded_free(struct loaded *l)
 	as_trace_destroy(l->t);
 }
 
+/*
+ * A heaptrack or mtrace recording explained in one pass, its blocks never
+ * kept: 0, an exit status, or -1 when the file or the options need the
+ * whole trace (l untouched).
+ */
+static int explain_streamed(const char *path, const char *fmt,
+			    const struct as_explain_options *o,
+			    struct loaded *l)
+{
+	struct as_live_sink sink;
+	struct as_explain_stream *s = NULL;
+	struct as_diag d = {0};
+	int err = as_explain_stream_create(o, &s, &sink);
+	if (err == AS_OK)
+		err = as_trace_load_live(path, fmt, &sink, &l->t, &d);
+	if (err == AS_OK)
+		err = as_explain_stream_finish(s, l->t, &l->e);
+	as_explain_stream_destroy(s);
+	if (err == AS_EUNSUPPORTED) {
+		as_trace_destroy(l->t);
+		l->t = NULL;
+		return -1;
+	}
+	if (err && d.msg[0])
+		return cli_report_diag(&d, err);
+	if (err) {
+		fprintf(stderr, "%s: explain: %s\n", path, as_strerror(err));
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 /* Load `path` and explain it (and the specs' plans); prints its errors. */
 static int explain_one(const char *path, const char *fmt,
 		       const struct as_explain_options *o,
@@ -82,6 +114,11 @@ static int explain_one(const char *path, const char *fmt,
 {
 	struct as_diag d = {0};
 	memset(l, 0, sizeof(*l));
+	if (!nspecs && !getenv("ALLOCSCOPE_EXPLAIN_WHOLE")) {
+		int st = explain_streamed(path, fmt, o, l);
+		if (st >= 0)
+			return st;
+	}
 	int err = as_trace_load(path, fmt, &l->t, &d);
 	if (err != AS_OK)
 		return cli_report_diag(&d, err);

@@ -148,6 +148,26 @@ int as_explain_plan(const struct as_trace *t, const char *spec,
 void as_explain_destroy(struct as_explain *e);
 
 /*
+ * as_explain_trace in one pass, for heaptrack and mtrace recordings: make
+ * a stream and its sink, load with as_trace_load_live(..., sink, &t), then
+ * finish with that trace. The explain is the one as_explain_trace gives on
+ * the fully loaded file, at a cost that follows the blocks live at once
+ * rather than the recording's length. Groupings by stack and frame only
+ * (AS_EUNSUPPORTED otherwise, and from finish for a trace of several
+ * spaces); the trace must outlive the explain, and holds one buffer per
+ * group representative, not the recording's blocks.
+ */
+struct as_explain_stream;
+int as_explain_stream_create(const struct as_explain_options *o,
+			     struct as_explain_stream **out,
+			     struct as_live_sink *sink);
+int as_explain_stream_finish(struct as_explain_stream *s,
+			     const struct as_trace *t,
+			     struct as_explain **out);
+/* NULL is a no-op. */
+void as_explain_stream_destroy(struct as_explain_stream *s);
+
+/*
  * One trace explained: its own peak and, optionally, plans'. A report is
  * one or several (ranks of a distributed job: the writers then end with a
  * table of every file's peak, reserved peak and top group, and the
