@@ -75,30 +75,30 @@ static void loaded_free(struct loaded *l)
 }
 
 /*
- * A heaptrack or mtrace recording explained in one pass, its blocks never
- * kept: 0, an exit status, or -1 when the file or the options need the
- * whole trace (l untouched).
+ * Load `path` into l->t and explain it: a heaptrack or mtrace recording in
+ * one pass, its blocks never kept; any other file whole. Prints its errors.
  */
-static int explain_streamed(const char *path, const char *fmt,
-			    const struct as_explain_options *o,
-			    struct loaded *l)
+static int load_explained(const char *path, const char *fmt,
+			  const struct as_explain_options *o, struct loaded *l)
 {
 	struct as_live_sink sink;
 	struct as_explain_stream *s = NULL;
 	struct as_diag d = {0};
 	int err = as_explain_stream_create(o, &s, &sink);
-	if (err == AS_OK)
+	if (err == AS_OK) {
 		err = as_trace_load_live(path, fmt, &sink, &l->t, &d);
-	if (err == AS_OK)
-		err = as_explain_stream_finish(s, l->t, &l->e);
-	as_explain_stream_destroy(s);
-	if (err == AS_EUNSUPPORTED) {
-		as_trace_destroy(l->t);
-		l->t = NULL;
-		return -1;
+		if (err == AS_OK)
+			err = as_explain_stream_finish(s, l->t, &l->e);
+		as_explain_stream_destroy(s);
+		if (err != AS_EUNSUPPORTED && err && d.msg[0])
+			return cli_report_diag(&d, err);
+	} else if (err == AS_EUNSUPPORTED) {
+		int lerr = as_trace_load(path, fmt, &l->t, &d);
+		if (lerr)
+			return cli_report_diag(&d, lerr);
 	}
-	if (err && d.msg[0])
-		return cli_report_diag(&d, err);
+	if (err == AS_EUNSUPPORTED) /* the whole trace is loaded */
+		err = as_explain_trace(l->t, o, &l->e);
 	if (err) {
 		fprintf(stderr, "%s: explain: %s\n", path, as_strerror(err));
 		return EXIT_USAGE;
@@ -114,11 +114,10 @@ static int explain_one(const char *path, const char *fmt,
 {
 	struct as_diag d = {0};
 	memset(l, 0, sizeof(*l));
-	if (!nspecs && !getenv("ALLOCSCOPE_EXPLAIN_WHOLE")) {
-		int st = explain_streamed(path, fmt, o, l);
-		if (st >= 0)
-			return st;
-	}
+	/* Plans need the whole trace (and so does a comparison of both
+	 * paths: ALLOCSCOPE_EXPLAIN_WHOLE, for tests and benchmarks). */
+	if (!nspecs && !getenv("ALLOCSCOPE_EXPLAIN_WHOLE"))
+		return load_explained(path, fmt, o, l);
 	int err = as_trace_load(path, fmt, &l->t, &d);
 	if (err != AS_OK)
 		return cli_report_diag(&d, err);

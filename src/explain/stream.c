@@ -369,10 +369,12 @@ int as_explain_stream_finish(struct as_explain_stream *s,
 			     const struct as_trace *t,
 			     struct as_explain **out)
 {
-	if (!s || !t || !out || !s->ended)
+	if (!s || !t || !out)
 		return AS_EINVAL;
-	if (t->nspaces != 1) /* (heaptrack and mtrace have one) */
+	if (!s->ended) /* not a malloc recording: t is whole */
 		return AS_EUNSUPPORTED;
+	if (t->nspaces != 1) /* (heaptrack and mtrace have one) */
+		return AS_EINVAL;
 	struct as_explain *e;
 	int err = as_x_new(t, &s->o, t->nspaces, &e);
 	if (err)

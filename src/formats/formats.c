@@ -100,11 +100,9 @@ static int start(const char *name, const struct as_format_impl *fmt,
 		 const struct as_live_sink *sink, struct as_builder **b,
 		 struct as_diag *diag)
 {
-	/* A sink takes the blocks of malloc recordings only. */
-	if (sink && fmt != &as_format_heaptrack && fmt != &as_format_mtrace)
-		return AS_EUNSUPPORTED;
 	*b = as_builder_create(name, fmt->name);
-	if (*b)
+	/* A sink takes the blocks of malloc recordings; others load whole. */
+	if (*b && (fmt == &as_format_heaptrack || fmt == &as_format_mtrace))
 		(*b)->sink = sink;
 	return *b ? AS_OK : as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
 }

@@ -393,9 +393,9 @@ struct as_live_sink {
 };
 
 /*
- * as_trace_load for a sink: AS_EUNSUPPORTED (nothing read past the first
- * bytes, no message) when the file is not a heaptrack or mtrace
- * recording.
+ * as_trace_load with a sink for a heaptrack or mtrace recording's blocks;
+ * any other file loads whole, as as_trace_load loads it, and the sink is
+ * never called (so an input is read once whatever it holds).
  */
 int as_trace_load_live(const char *path, const char *format,
 		       const struct as_live_sink *sink, struct as_trace **out,

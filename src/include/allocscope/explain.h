@@ -151,11 +151,12 @@ void as_explain_destroy(struct as_explain *e);
  * as_explain_trace in one pass, for heaptrack and mtrace recordings: make
  * a stream and its sink, load with as_trace_load_live(..., sink, &t), then
  * finish with that trace. The explain is the one as_explain_trace gives on
- * the fully loaded file, at a cost that follows the blocks live at once
- * rather than the recording's length. Groupings by stack and frame only
- * (AS_EUNSUPPORTED otherwise, and from finish for a trace of several
- * spaces); the trace must outlive the explain, and holds one buffer per
- * group representative, not the recording's blocks.
+ * the whole trace, at a cost that follows the blocks live at once rather
+ * than the recording's length; the trace holds one buffer per group's
+ * representative, not the recording's blocks, and must outlive the
+ * explain. Create: AS_EUNSUPPORTED for groupings other than by stack and
+ * frame. Finish: AS_EUNSUPPORTED when the file was of another format, so
+ * t is the whole trace (as_explain_trace explains it).
  */
 struct as_explain_stream;
 int as_explain_stream_create(const struct as_explain_options *o,
