@@ -5,13 +5,15 @@
  *
  * As the recording goes: the bytes live (blocks of positive size), the
  * running maximum and its step (the earliest: only a strictly larger sum
- * moves it), and per live block its start step, size, stack and rank
- * among the allocations. What was live at the maximum is the blocks still
- * live that started at or before it, plus the blocks freed since that had:
- * those go to a list that a new maximum empties, so a new maximum costs
- * O(1) and each free at most one entry. Temporaries (freed before any
- * other allocation of positive size started) are summed per stack when
- * freed; never freed is what is live at the end.
+ * moves it), and per live block its size, stack and rank among the
+ * allocations (ranks follow the starts). What was live at the maximum is
+ * the blocks still live that started at or before it, plus the blocks
+ * freed since that had: those are summed per stack under the number of
+ * the maximum they belong to, so a new maximum costs O(1) (a stack's
+ * stale sums are dropped when it next frees such a block) and a free
+ * O(1). Temporaries (freed before any other allocation of positive size
+ * started) are summed per stack when freed; never freed is what is live
+ * at the end.
  *
  * After the last line each list's sums per stack become one buffer each in
  * the trace handed back (size 0, the stack's frames), made in the order of
@@ -20,9 +22,8 @@
  * and picks the same representative. The result is what as_explain_trace
  * gives on the whole trace; the tests compare both.
  *
- * Memory: 24 bytes per live block, 16 per block freed since the maximum
- * that was live then, and the stacks' sums: it follows the live set, not
- * the recording's length.
+ * Memory: 16 bytes per live block and the stacks' sums: it follows the
+ * live set, not the recording's length.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,20 +39,20 @@ struct sums {
 
 enum { LIVE, TEMPORARY, NEVER_FREED, NLISTS };
 
+/* A live block. Ranks follow the starts, so they stand for them. */
 struct rec {
-	uint64_t start, size;
+	uint64_t size;
 	uint32_t slot;          /* its stack, AS_NONE while free */
 	uint32_t index;         /* its rank; the next free record when free */
-};
-
-struct freed {
-	uint64_t size;
-	uint32_t slot, index;
 };
 
 struct stack_slot {
 	const char *stack;      /* NULL: no frames */
 	struct sums tmp;
+	/* Its blocks freed since the maximum that were live at it: the sums
+	 * hold for maximum number `epoch` only (older ones are stale). */
+	struct sums freed;
+	uint64_t epoch;
 };
 
 /* One list's stacks in the trace: buffer `buffer` stands for slot `slot`. */
@@ -69,10 +70,11 @@ struct as_explain_stream {
 	uint32_t map_mask;
 	const char *last_stack; /* a one-entry cache before the map */
 	uint32_t last_slot;
-	struct freed *fr;       /* freed since the maximum, live at it */
-	uint32_t nfr, cap_fr;
-	uint64_t now, nevents, live, best, peak, last_start, us, peak_us;
+	uint64_t now, nevents, live, best, peak, us, peak_us;
+	uint64_t epoch;         /* maxima so far */
 	uint32_t nbuffers;
+	uint32_t peak_index;    /* the rank of the block that made the peak */
+	uint32_t last_index;    /* the latest block of positive size */
 	bool has_peak, has_clock;
 	/* After the end: each list's sums per slot and its buffers. */
 	struct sums *agg[NLISTS];
@@ -86,15 +88,26 @@ static bool grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 	return as_builder_grow(arr, cap, need, elem);
 }
 
-static void sums_add(struct sums *s, uint64_t size, uint32_t index)
+/* Sums y into x: the representative is the first block (lowest rank) of
+ * the largest size, whatever the order the blocks come in. */
+static void sums_merge(struct sums *x, const struct sums *y)
 {
-	s->bytes = size > UINT64_MAX - s->bytes ? UINT64_MAX : s->bytes + size;
-	s->count++;
-	if (s->rep == AS_NONE || size > s->largest ||
-	    (size == s->largest && index < s->rep)) {
-		s->largest = size;
-		s->rep = index;
+	if (y->rep == AS_NONE)
+		return;
+	x->bytes = y->bytes > UINT64_MAX - x->bytes ? UINT64_MAX
+						    : x->bytes + y->bytes;
+	x->count += y->count;
+	if (x->rep == AS_NONE || y->largest > x->largest ||
+	    (y->largest == x->largest && y->rep < x->rep)) {
+		x->largest = y->largest;
+		x->rep = y->rep;
 	}
+}
+
+static void sums_add(struct sums *x, uint64_t size, uint32_t index)
+{
+	struct sums one = {size, 1, size, index};
+	sums_merge(x, &one);
 }
 
 static uint32_t map_slot(const struct as_explain_stream *s, const char *p)
@@ -139,7 +152,8 @@ static uint32_t slot_of(struct as_explain_stream *s, const char *stack)
 			return AS_NONE;
 		k = s->nslots;
 		s->slots[k] = (struct stack_slot){.stack = stack,
-						  .tmp = {.rep = AS_NONE}};
+						  .tmp = {.rep = AS_NONE},
+						  .freed = {.rep = AS_NONE}};
 		s->map[i] = ++s->nslots;
 		if (s->nslots * 2 > s->map_mask + 1 && map_grow(s))
 			return AS_NONE;
@@ -180,17 +194,19 @@ static int on_alloc(void *ctx, uint64_t size, uint64_t align,
 		s->free_head = s->recs[r].index;
 	}
 	uint64_t start = s->now++;
-	s->recs[r] = (struct rec){start, size, slot, s->nbuffers++};
+	uint32_t index = s->nbuffers++;
+	s->recs[r] = (struct rec){size, slot, index};
 	s->nevents++;
 	if (size > 0) {
 		s->live += size;
-		s->last_start = start;
-		if (s->live > s->best) {
+		s->last_index = index;
+		if (s->live > s->best) { /* a new maximum: no block freed since */
 			s->best = s->live;
 			s->peak = start;
+			s->peak_index = index;
 			s->peak_us = s->us;
 			s->has_peak = true;
-			s->nfr = 0;
+			s->epoch++;
 		}
 	}
 	*id = r;
@@ -207,16 +223,18 @@ static int on_free(void *ctx, uint32_t id, uint64_t line,
 	struct rec *r = &s->recs[id];
 	s->now++;
 	s->nevents++;
+	struct stack_slot *k = &s->slots[r->slot];
 	if (r->size > 0) {
 		s->live -= r->size;
-		if (s->last_start == r->start) /* nothing started since */
-			sums_add(&s->slots[r->slot].tmp, r->size, r->index);
+		if (s->last_index == r->index) /* nothing started since */
+			sums_add(&k->tmp, r->size, r->index);
 	}
-	if (s->has_peak && r->start <= s->peak) {
-		if (!grow((void **)&s->fr, &s->cap_fr, s->nfr + 1,
-			  sizeof(*s->fr)))
-			return AS_ENOMEM;
-		s->fr[s->nfr++] = (struct freed){r->size, r->slot, r->index};
+	if (s->has_peak && r->index <= s->peak_index) { /* live at it */
+		if (k->epoch != s->epoch) {
+			k->freed = (struct sums){.rep = AS_NONE};
+			k->epoch = s->epoch;
+		}
+		sums_add(&k->freed, r->size, r->index);
 	}
 	r->slot = AS_NONE;
 	r->index = s->free_head;
@@ -291,12 +309,12 @@ static int on_end(void *ctx, struct as_builder *b, struct as_diag *diag)
 		if (x->slot == AS_NONE)
 			continue;
 		sums_add(&s->agg[NEVER_FREED][x->slot], x->size, x->index);
-		if (s->has_peak && x->start <= s->peak)
+		if (s->has_peak && x->index <= s->peak_index)
 			sums_add(&s->agg[LIVE][x->slot], x->size, x->index);
 	}
-	for (uint32_t k = 0; s->has_peak && k < s->nfr; k++)
-		sums_add(&s->agg[LIVE][s->fr[k].slot], s->fr[k].size,
-			 s->fr[k].index);
+	for (uint32_t k = 0; s->has_peak && k < s->nslots; k++)
+		if (s->slots[k].epoch == s->epoch)
+			sums_merge(&s->agg[LIVE][k], &s->slots[k].freed);
 	int err = AS_OK;
 	for (int l = 0; l < NLISTS && !err; l++)
 		err = make_buffers(s, b, l, diag);
@@ -344,7 +362,6 @@ void as_explain_stream_destroy(struct as_explain_stream *s)
 	free(s->recs);
 	free(s->slots);
 	free(s->map);
-	free(s->fr);
 	free(s);
 }
 

@@ -20,7 +20,9 @@
  * writers write to the FILE the caller gives them.
  *
  * Cost: O(n log n) time and O(n) memory in the buffers, whatever the
- * grouping; a plan's fragmentation replays the online allocator once.
+ * grouping; a plan's fragmentation replays the online allocator once. A
+ * heaptrack or mtrace recording explained in one pass as it loads
+ * (as_explain_stream_create) costs memory in the blocks live at once.
  */
 #ifndef ALLOCSCOPE_EXPLAIN_H
 #define ALLOCSCOPE_EXPLAIN_H
