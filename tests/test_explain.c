@@ -4,7 +4,9 @@
  * scans, temporaries, frames without the allocator's, address-blind keys,
  * a plan's fragmentation, and two explains as result rows.
  */
+#include <dirent.h>
 #include <stdarg.h>
+#include <unistd.h>
 
 #include "allocscope/allocscope.h"
 #include "allocscope/compare.h"
@@ -481,30 +483,19 @@ static char *written(const struct as_explain *e, int how)
 	return buf;
 }
 
-/*
- * The recording `text` saved as NAME (its extension names the format),
- * explained from the whole trace and in one pass with options o: the
- * writers' outputs must be the same bytes. Returns how many differed.
- */
 /* What the whole trace's explain held: how much the comparison covered. */
 struct covered {
 	int loaded, peaks, temporaries, never_freed, clocked;
 };
 
-static int streamed_differs(const char *text, const char *name,
-			    const struct as_explain_options *o,
-			    struct covered *cov)
+/*
+ * The recording at `path` explained from the whole trace and in one pass
+ * with options o: the writers' outputs must be the same bytes, or both
+ * refuse it with the same words. Returns how many differed.
+ */
+static int file_differs(const char *path, const struct as_explain_options *o,
+			struct covered *cov)
 {
-	char path[256];
-	snprintf(path, sizeof(path), "%s/%s",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", name);
-	FILE *f = fopen(path, "w");
-	if (!f || fputs(text, f) < 0) {
-		if (f)
-			fclose(f);
-		return 1;
-	}
-	fclose(f);
 	struct as_trace *whole = NULL, *skel = NULL;
 	struct as_explain *a = NULL, *b = NULL;
 	struct as_explain_stream *st = NULL;
@@ -524,7 +515,7 @@ static int streamed_differs(const char *text, const char *name,
 			   strcmp(d1.msg, d2.msg) != 0)) {
 		printf("# %s: whole %d (%" PRIu64 ": %s), one pass %d (%" PRIu64
 		       ": %s)\n",
-		       name, e1, d1.line, d1.msg, e2, d2.line, d2.msg);
+		       path, e1, d1.line, d1.msg, e2, d2.line, d2.msg);
 		bad = 1;
 	}
 	if (!e1 && cov) {
@@ -543,7 +534,7 @@ static int streamed_differs(const char *text, const char *name,
 				k++;
 			printf("# %s: writer %d differs at byte %zu:\n# whole "
 			       "'%.80s'\n# one pass '%.80s'\n",
-			       name, how, k, x ? x + k : "(null)",
+			       path, how, k, x ? x + k : "(null)",
 			       y ? y + k : "(null)");
 			bad++;
 		}
@@ -554,13 +545,11 @@ static int streamed_differs(const char *text, const char *name,
 	as_explain_destroy(b);
 	as_trace_destroy(whole);
 	as_trace_destroy(skel);
-	remove(path);
 	return bad;
 }
 
-/* The option sets the one-pass path serves. */
-static int streamed_differs_any(const char *text, const char *name,
-				struct covered *cov)
+/* file_differs under each option set the one-pass path serves. */
+static int file_differs_any(const char *path, struct covered *cov)
 {
 	int bad = 0;
 	for (int k = 0; k < 12; k++) {
@@ -570,9 +559,62 @@ static int streamed_differs_any(const char *text, const char *name,
 		o.top = (uint32_t[]){10, 0, 2}[(k >> 1) % 3];
 		o.frames = k >= 6 ? 1 : 5;
 		o.normalize = k % 4 == 3;
-		bad += streamed_differs(text, name, &o, cov);
+		bad += file_differs(path, &o, cov);
 	}
 	return bad;
+}
+
+/* The same for the recording `text`, saved under a name ending in EXT
+ * (which names its format). */
+static int streamed_differs_any(const char *text, const char *ext,
+				struct covered *cov)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/one-pass-%ld%s",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(),
+		 ext);
+	FILE *f = fopen(path, "w");
+	if (!f || fputs(text, f) < 0) {
+		if (f)
+			fclose(f);
+		return 1;
+	}
+	fclose(f);
+	int bad = file_differs_any(path, cov);
+	remove(path);
+	return bad;
+}
+
+/* Every malloc recording the sources hold: the refused ones (tests/bad),
+ * the fuzzers' seeds and regressions. */
+static void one_pass_agrees_on_the_bundled_malloc_recordings(void)
+{
+	const char *src = getenv("AS_SOURCE_DIR");
+	static const char *const dirs[] = {"tests/bad", "tests/fuzz/seeds",
+					   "tests/fuzz/regress"};
+	int files = 0;
+	for (size_t k = 0; src && k < sizeof(dirs) / sizeof(dirs[0]); k++) {
+		char dir[512];
+		snprintf(dir, sizeof(dir), "%s/%s", src, dirs[k]);
+		DIR *d = opendir(dir);
+		CHECK(d != NULL);
+		for (struct dirent *de; d && (de = readdir(d));) {
+			const char *n = de->d_name;
+			if ((!strstr(n, "mtrace") && !strstr(n, "heaptrack")) ||
+			    strstr(n, ".expected"))
+				continue;
+			char path[1024];
+			snprintf(path, sizeof(path), "%s/%s", dir, n);
+			int bad = file_differs_any(path, NULL);
+			if (bad)
+				printf("# %s: %d differ\n", n, bad);
+			CHECK(bad == 0);
+			files++;
+		}
+		if (d)
+			closedir(d);
+	}
+	CHECK(files >= 20);
 }
 
 /*
@@ -678,7 +720,7 @@ static void one_pass_gives_the_whole_traces_explain_on_heaptrack_files(void)
 	for (uint64_t seed = 1; seed <= 12; seed++) {
 		struct text t = {0};
 		random_heaptrack(seed * 7919, seed < 4 ? 30 : 600, &t);
-		int bad = t.s ? streamed_differs_any(t.s, "one-pass.heaptrack",
+		int bad = t.s ? streamed_differs_any(t.s, ".heaptrack",
 						     &cov)
 			      : 1;
 		if (bad)
@@ -700,7 +742,7 @@ static void one_pass_gives_the_whole_traces_explain_on_mtrace_files(void)
 	for (uint64_t seed = 1; seed <= 12; seed++) {
 		struct text t = {0};
 		random_mtrace(seed * 104729, seed < 4 ? 25 : 700, seed & 1, &t);
-		int bad = t.s ? streamed_differs_any(t.s, "one-pass.mtrace", &cov)
+		int bad = t.s ? streamed_differs_any(t.s, ".mtrace", &cov)
 			      : 1;
 		if (bad)
 			printf("# seed %" PRIu64 ": %d outputs differ\n", seed,
@@ -720,8 +762,8 @@ static void one_pass_gives_the_whole_traces_explain_on_raw_heaptrack_files(void)
 	for (uint64_t seed = 1; seed <= 8; seed++) {
 		struct text t = {0};
 		random_raw_heaptrack(seed * 31337, 400, &t);
-		int bad = t.s ? streamed_differs_any(t.s,
-						     "one-pass-raw.heaptrack", &cov)
+		int bad = t.s ? streamed_differs_any(t.s, ".heaptrack",
+						     &cov)
 			      : 1;
 		if (bad)
 			printf("# seed %" PRIu64 ": %d outputs differ\n", seed,
@@ -740,17 +782,17 @@ static void one_pass_agrees_on_recordings_without_a_peak_or_blocks(void)
 	/* Only blocks of 0 bytes: no peak; nothing at all but a header. */
 	CHECK(streamed_differs_any("= Start\n+ 0x1000 0\n+ 0x2000 0\n"
 				   "- 0x1000\n= End\n",
-				   "zero.mtrace", NULL) == 0);
+				   ".mtrace", NULL) == 0);
 	CHECK(streamed_differs_any("= Start\n- 0x1000\n= End\n",
-				   "none.mtrace", NULL) == 0);
+				   ".mtrace", NULL) == 0);
 	/* Two equal maxima: the earlier is the peak; a refused file is
 	 * refused with the same words. */
 	CHECK(streamed_differs_any("= Start\n+ 0x1000 0x10\n- 0x1000\n"
 				   "+ 0x2000 0x10\n= End\n",
-				   "tie.mtrace", NULL) == 0);
+				   ".mtrace", NULL) == 0);
 	CHECK(streamed_differs_any("= Start\n+ 0x1000 0x8000000000000000\n"
 				   "+ 0x2000 0x8000000000000000\n",
-				   "over.mtrace", NULL) == 0);
+				   ".mtrace", NULL) == 0);
 }
 
 static void one_pass_is_left_to_what_needs_the_whole_trace(void)
@@ -765,8 +807,8 @@ static void one_pass_is_left_to_what_needs_the_whole_trace(void)
 	o.by = AS_GROUP_STACK;
 	CHECK(as_explain_stream_create(&o, &st, &sink) == AS_OK);
 	char path[256];
-	snprintf(path, sizeof(path), "%s/one-pass.ops",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	snprintf(path, sizeof(path), "%s/one-pass-%ld.ops",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
 	FILE *f = fopen(path, "w");
 	CHECK(f != NULL);
 	if (f) {
@@ -800,6 +842,11 @@ int main(void)
 	TEST_RUN(one_pass_gives_the_whole_traces_explain_on_mtrace_files);
 	TEST_RUN(one_pass_gives_the_whole_traces_explain_on_raw_heaptrack_files);
 	TEST_RUN(one_pass_agrees_on_recordings_without_a_peak_or_blocks);
+	if (getenv("AS_SOURCE_DIR"))
+		TEST_RUN(one_pass_agrees_on_the_bundled_malloc_recordings);
+	else
+		TEST_SKIP(one_pass_agrees_on_the_bundled_malloc_recordings,
+			  "AS_SOURCE_DIR is not set (meson test sets it)");
 	TEST_RUN(one_pass_is_left_to_what_needs_the_whole_trace);
 	return tap_done();
 }
