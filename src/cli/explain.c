@@ -74,6 +74,38 @@ static void loaded_free(struct loaded *l)
 	as_trace_destroy(l->t);
 }
 
+/*
+ * Load `path` into l->t and explain it: a heaptrack or mtrace recording in
+ * one pass, its blocks never kept; any other file whole. Prints its errors.
+ */
+static int load_explained(const char *path, const char *fmt,
+			  const struct as_explain_options *o, struct loaded *l)
+{
+	struct as_live_sink sink;
+	struct as_explain_stream *s = NULL;
+	struct as_diag d = {0};
+	int err = as_explain_stream_create(o, &s, &sink);
+	if (err == AS_OK) {
+		err = as_trace_load_live(path, fmt, &sink, &l->t, &d);
+		if (err == AS_OK)
+			err = as_explain_stream_finish(s, l->t, &l->e);
+		as_explain_stream_destroy(s);
+		if (err != AS_EUNSUPPORTED && err && d.msg[0])
+			return cli_report_diag(&d, err);
+	} else if (err == AS_EUNSUPPORTED) {
+		int lerr = as_trace_load(path, fmt, &l->t, &d);
+		if (lerr)
+			return cli_report_diag(&d, lerr);
+	}
+	if (err == AS_EUNSUPPORTED) /* the whole trace is loaded */
+		err = as_explain_trace(l->t, o, &l->e);
+	if (err) {
+		fprintf(stderr, "%s: explain: %s\n", path, as_strerror(err));
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 /* Load `path` and explain it (and the specs' plans); prints its errors. */
 static int explain_one(const char *path, const char *fmt,
 		       const struct as_explain_options *o,
@@ -82,6 +114,10 @@ static int explain_one(const char *path, const char *fmt,
 {
 	struct as_diag d = {0};
 	memset(l, 0, sizeof(*l));
+	/* Plans need the whole trace (and so does a comparison of both
+	 * paths: ALLOCSCOPE_EXPLAIN_WHOLE, for tests and benchmarks). */
+	if (!nspecs && !getenv("ALLOCSCOPE_EXPLAIN_WHOLE"))
+		return load_explained(path, fmt, o, l);
 	int err = as_trace_load(path, fmt, &l->t, &d);
 	if (err != AS_OK)
 		return cli_report_diag(&d, err);

@@ -97,9 +97,13 @@ static const struct as_format_impl *detect(const char *name,
 }
 
 static int start(const char *name, const struct as_format_impl *fmt,
-		 struct as_builder **b, struct as_diag *diag)
+		 const struct as_live_sink *sink, struct as_builder **b,
+		 struct as_diag *diag)
 {
 	*b = as_builder_create(name, fmt->name);
+	/* A sink takes the blocks of malloc recordings; others load whole. */
+	if (*b && (fmt == &as_format_heaptrack || fmt == &as_format_mtrace))
+		(*b)->sink = sink;
 	return *b ? AS_OK : as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
 }
 
@@ -126,6 +130,8 @@ static int finish(struct as_builder *b, const struct as_format_impl *fmt,
 {
 	if (fmt->end)
 		err = fmt->end(b, st, err, diag);
+	if (err == AS_OK && b->sink && b->sink->end)
+		err = b->sink->end(b->sink->ctx, b, diag);
 	/* One rule for every line format: nothing but blanks is no trace. */
 	if (err == AS_OK && fmt->lines && !st->content)
 		err = as_diag_set(diag, 1, AS_EPARSE, "empty file");
@@ -184,7 +190,7 @@ int as_trace_parse(const char *name, const char *data, size_t len,
 	data += bom, len -= bom;
 	if (!fmt)
 		fmt = detect(name, data, len);
-	int err = start(name, fmt, &b, diag);
+	int err = start(name, fmt, NULL, &b, diag);
 	if (err)
 		return err;
 	if (fmt->stream) {
@@ -256,6 +262,7 @@ size_t as_source_limit(const struct as_source *s)
 static int load_stream(struct as_reader **r, FILE *f, const char *path,
 		       const char *detect_name, bool compressed,
 		       const struct as_format_impl *fmt,
+		       const struct as_live_sink *sink,
 		       struct as_trace **out, struct as_diag *diag)
 {
 	size_t cap = WINDOW, have = 0, bom = 0;
@@ -302,7 +309,7 @@ static int load_stream(struct as_reader **r, FILE *f, const char *path,
 				fmt = detect(detect_name, buf, have);
 			if (fmt->whole && !eof)
 				continue; /* read it whole */
-			if ((err = start(path, fmt, &b, diag)))
+			if ((err = start(path, fmt, sink, &b, diag)))
 				break;
 			if (fmt->stream) { /* it reads the rest itself */
 				struct as_source src = {
@@ -342,8 +349,9 @@ static bool ends_with(const char *path, const char *ext)
 	return n > e && strcmp(path + n - e, ext) == 0;
 }
 
-int as_trace_load(const char *path, const char *format, struct as_trace **out,
-		  struct as_diag *diag)
+static int load(const char *path, const char *format,
+		const struct as_live_sink *sink, struct as_trace **out,
+		struct as_diag *diag)
 {
 	struct as_diag local;
 	if (!diag)
@@ -377,11 +385,26 @@ int as_trace_load(const char *path, const char *format, struct as_trace **out,
 	}
 	if (!err)
 		err = load_stream(&r, f, path, name, kind != AS_PLAIN,
-				  by_name(format), out, diag);
+				  by_name(format), sink, out, diag);
 	free(name);
 	as_reader_close(r);
 	fclose(f);
 	return err;
+}
+
+int as_trace_load(const char *path, const char *format, struct as_trace **out,
+		  struct as_diag *diag)
+{
+	return load(path, format, NULL, out, diag);
+}
+
+int as_trace_load_live(const char *path, const char *format,
+		       const struct as_live_sink *sink, struct as_trace **out,
+		       struct as_diag *diag)
+{
+	if (!sink || !sink->alloc || !sink->free)
+		return AS_EINVAL;
+	return load(path, format, sink, out, diag);
 }
 
 const char *as_trace_sniff(const char *path)

@@ -368,6 +368,39 @@ const char *as_trace_sniff(const char *path);
 int as_trace_load(const char *path, const char *format, struct as_trace **out,
 		  struct as_diag *diag);
 
+/*
+ * One pass over a malloc recording (heaptrack, mtrace) without keeping its
+ * blocks: each block goes to `sink` as it is allocated and freed, in the
+ * recording's order, one time step per event as a loaded trace counts them.
+ * `stack` is NULL or a string the returned trace holds; *id names the block
+ * until its free (the sink's numbers, reusable after a free). `clock` gives
+ * each clock reading (microseconds) before the events it dates; `end` runs
+ * after the last line with the builder of the trace handed back, which
+ * holds the recording's strings, spaces and counts but no blocks (the sink
+ * may add buffers). explain's streaming path uses it
+ * (as_explain_stream_create).
+ */
+struct as_builder;
+struct as_live_sink {
+	void *ctx;
+	int (*alloc)(void *ctx, uint64_t size, uint64_t align,
+		     const char *stack, uint64_t line, uint32_t *id,
+		     struct as_diag *diag);
+	int (*free)(void *ctx, uint32_t id, uint64_t line,
+		    struct as_diag *diag);
+	void (*clock)(void *ctx, uint64_t us);
+	int (*end)(void *ctx, struct as_builder *b, struct as_diag *diag);
+};
+
+/*
+ * as_trace_load with a sink for a heaptrack or mtrace recording's blocks;
+ * any other file loads whole, as as_trace_load loads it, and the sink is
+ * never called (so an input is read once whatever it holds).
+ */
+int as_trace_load_live(const char *path, const char *format,
+		       const struct as_live_sink *sink, struct as_trace **out,
+		       struct as_diag *diag);
+
 /* Parse a trace from memory; `name` is used in diagnostics. */
 int as_trace_parse(const char *name, const char *data, size_t len,
 		   const char *format, struct as_trace **out,
