@@ -102,7 +102,7 @@ static uint32_t divisions(const struct cc *s, uint64_t size)
 		idx = 0;
 	if (idx > NDIV - 1)
 		idx = NDIV - 1;
-	return s->div[idx];
+	return s->set.div[idx];
 }
 
 static uint64_t next_division(uint64_t size, uint32_t d)
@@ -132,7 +132,7 @@ static uint64_t allocation_size(const struct cc *s, uint64_t size)
 	if (size <= SMALL_SIZE)
 		return SMALL_BUFFER;
 	if (size < MIN_LARGE_ALLOC)
-		return s->large_seg;
+		return s->set.large_seg;
 	return as_cuda_round_up(size, ROUND_LARGE);
 }
 
@@ -155,7 +155,7 @@ static uint32_t find_free_block(const struct cc *s, const struct pool *p,
 	if (it == NIL || s->tp.n[it].k0 != stream)
 		return NIL;
 	uint32_t bi = s->tp.n[it].val;
-	if (s->s[s->b[bi].seg].expandable && !s->expandable) {
+	if (s->s[s->b[bi].seg].expandable && !s->set.expandable) {
 		/* expandable segments turned off: only other blocks serve */
 		while (it != NIL && s->tp.n[it].k0 == stream &&
 		       s->s[s->b[s->tp.n[it].val].seg].expandable)
@@ -164,7 +164,7 @@ static uint32_t find_free_block(const struct cc *s, const struct pool *p,
 			return NIL;
 		bi = s->tp.n[it].val;
 	}
-	if (s->s[s->b[bi].seg].expandable && s->expandable) {
+	if (s->s[s->b[bi].seg].expandable && s->set.expandable) {
 		/* best fit by the size a block can grow to */
 		uint32_t nx = as_cuda_t_next(&s->tp, p->blocks, it);
 		while (s->s[s->b[bi].seg].expandable && nx != NIL &&
@@ -177,9 +177,9 @@ static uint32_t find_free_block(const struct cc *s, const struct pool *p,
 		}
 	}
 	uint64_t bsize = s->b[bi].size;
-	if (size < s->max_split && bsize >= s->max_split)
+	if (size < s->set.max_split && bsize >= s->set.max_split)
 		return NIL;
-	if (size >= s->max_split && bsize >= size + s->max_non_split)
+	if (size >= s->set.max_split && bsize >= size + s->set.max_non_split)
 		return NIL;
 	return bi;
 }
@@ -187,7 +187,7 @@ static uint32_t find_free_block(const struct cc *s, const struct pool *p,
 static uint32_t get_free_block(struct cc *s, struct pool *p, uint64_t size,
 			       uint16_t stream)
 {
-	if (s->fraction > 0.0 && s->gc_threshold > 0.0)
+	if (s->set.fraction > 0.0 && s->set.gc_threshold > 0.0)
 		p->calls++;
 	uint32_t bi = find_free_block(s, p, size, stream);
 	if (bi != NIL)
@@ -199,9 +199,9 @@ static bool should_split(const struct cc *s, const struct block *b,
 			 uint64_t size)
 {
 	uint64_t remaining = b->size - size;
-	if (b->small || s->expandable)
+	if (b->small || s->set.expandable)
 		return remaining >= MIN_BLOCK;
-	return size < s->max_split && remaining > SMALL_SIZE;
+	return size < s->set.max_split && remaining > SMALL_SIZE;
 }
 
 /* Merge free neighbour `src` into `dst`; returns its size (0: no merge). */
@@ -297,7 +297,7 @@ void as_cuda_account_alloc(struct cc *s, uint32_t bi, uint32_t buf,
 	as_cuda_stat_add(&s->allocation, 1);
 	as_cuda_stat_add(&s->allocated_bytes, b->size);
 	as_cuda_stat_add(&s->requested_bytes, requested);
-	if (b->size >= s->max_split)
+	if (b->size >= s->set.max_split)
 		as_cuda_stat_add(&s->oversize_allocations, 1);
 	const struct segment *g = &s->s[b->seg];
 	s->seg_size[k] = g->expandable ? g->mapped : g->size;
@@ -332,7 +332,9 @@ static int replay_marks(struct cc *s, const struct as_trace *t, uint64_t now)
 {
 	int err = AS_OK;
 	s->now = now;
-	while (err == AS_OK && s->next_mark < t->nmarks &&
+	/* a what-if runs out of memory on its own: recorded OOMs are the
+	 * recorded run's */
+	while (err == AS_OK && !s->whatif && s->next_mark < t->nmarks &&
 	       t->marks[s->next_mark].time <= now) {
 		const struct as_mark *m = &t->marks[s->next_mark++];
 		if (m->kind != AS_MARK_OOM || m->space != s->space)
@@ -351,12 +353,20 @@ static int replay_marks(struct cc *s, const struct as_trace *t, uint64_t now)
 						   AS_LIMIT_OOM};
 		}
 	}
-	/* the program emptied the cache (torch.cuda.empty_cache()) */
+	/* the program emptied the cache (torch.cuda.empty_cache()); the
+	 * first call that gives inherited bytes back starts the reserved
+	 * peak a setting can change */
 	while (err == AS_OK && s->next_release < s->nrelease &&
 	       s->release_at[s->next_release] <= now) {
 		s->next_release++;
 		s->recorded_releases++;
+		uint64_t held = s->inherited_cur;
 		err = as_cuda_release_cached(s);
+		if (!s->released && s->inherited_cur < held) {
+			s->released = true;
+			s->released_at = now;
+			s->after_peak = s->reserved_bytes.cur;
+		}
 	}
 	while (s->next_maybe < s->nmaybe && s->maybe_at[s->next_maybe] < now)
 		s->next_maybe++;
@@ -413,9 +423,12 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 		bool told = s->cap.from == AS_LIMIT_OOM ||
 			    s->cap.from == AS_LIMIT_RETRY;
 		if (served ||
-		    (told && !s->expandable && s->max_split == NO_LIMIT &&
+		    (told && !s->set.expandable && s->set.max_split == NO_LIMIT &&
 		     s->reserved_bytes.cur + alloc_size <= s->capacity)) {
-			s->recorded_releases++;
+			if (served)
+				s->recorded_releases++;
+			else
+				s->in.retries++;
 			if ((err = as_cuda_release_cached(s)))
 				return err;
 		}
@@ -424,7 +437,7 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 	uint32_t bi = get_free_block(s, p, size, stream);
 	bool made = bi == NIL;
 	if (bi == NIL) {
-		if (s->fraction > 0.0 && s->gc_threshold > 0.0)
+		if (s->set.fraction > 0.0 && s->set.gc_threshold > 0.0)
 			as_cuda_garbage_collect(s);
 		bi = as_cuda_alloc_block(s, p, small, stream, size, alloc_size,
 					 false, &err);
@@ -433,6 +446,7 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 			bi = as_cuda_alloc_block(s, p, small, stream, size,
 						 alloc_size, false, &err);
 		if (bi == NIL && !err) {
+			s->in.model_releases++;
 			err = as_cuda_release_cached(s);
 			if (!err)
 				bi = as_cuda_alloc_block(s, p, small, stream,
@@ -486,7 +500,7 @@ void as_cuda_free(void *state, const struct as_trace *t, uint32_t buf)
 	as_cuda_stat_sub(&s->allocation, 1);
 	as_cuda_stat_sub(&s->allocated_bytes, b->size);
 	as_cuda_stat_sub(&s->requested_bytes, as_cuda_requested_of(t, buf));
-	if (b->size >= s->max_split)
+	if (b->size >= s->set.max_split)
 		as_cuda_stat_sub(&s->oversize_allocations, 1);
 	as_cuda_try_merge(s, bi, s->b[bi].prev);
 	as_cuda_try_merge(s, bi, s->b[bi].next);

@@ -69,6 +69,8 @@
 #define IN_EXPANDABLE 4u   /* placed in an expandable segment */
 #define IN_SMALL_POOL 8u   /* placed in a small-pool block */
 #define MADE_SEGMENT 16u   /* its allocation reserved a segment (pages) */
+/* The run's note on what it read from a recording starts with this. */
+#define AS_CUDA_NOTE_INPUTS "inputs: "
 /* Per-device stat keys (literals: plan stats keep the pointer). */
 #define MAX_DEV_KEYS 8
 
@@ -130,6 +132,7 @@ struct block {
 struct segment {
 	uint64_t addr, size, mapped, page;
 	uint64_t hiwater;       /* expandable: highest mapped end - addr */
+	uint64_t inherited;     /* bytes of the state at the start held */
 	/* Where the device put it, for ordering: PyTorch breaks ties between
 	 * free blocks of one size by address, and the device (cudaMalloc),
 	 * not the allocator, chooses addresses. The recorded address (a trace
@@ -151,12 +154,48 @@ struct stat {
 	uint64_t cur, peak;
 };
 
-struct cc {
-	/* options */
-	uint64_t max_split, max_non_split, capacity, large_seg;
+/* The allocator's settings: PYTORCH_CUDA_ALLOC_CONF and the fraction. */
+struct cc_settings {
+	uint64_t max_split, max_non_split, large_seg;
 	uint32_t div[NDIV];
 	double gc_threshold, fraction;
-	bool expandable, opt_capacity;
+	bool expandable;
+};
+
+/*
+ * What a run read from the recording after its first event, and what it
+ * decided itself (stats and the run's note, start.c).
+ */
+struct cc_inputs {
+	uint64_t empty_cache;   /* the program's empty_cache() calls known */
+	uint64_t left;          /* releases before a cudaMalloc a what-if
+				 * leaves to the model (retry or program) */
+	uint64_t seg_keys;      /* recorded cudaMalloc addresses as keys */
+	uint64_t retries;       /* recorded releases before a retry */
+	uint64_t model_keys;    /* segments keyed by the model's address */
+	uint64_t model_releases;/* the model's own releases before an OOM */
+	uint64_t segments, blocks; /* the state at the first event */
+};
+
+struct cc {
+	/* options */
+	struct cc_settings set;
+	uint64_t capacity;
+	bool opt_capacity;
+	/* A what-if: settings or a device other than the recording's. After
+	 * the first event it reads only what the program did (requests,
+	 * frees, streams, its empty_cache() calls) and the device's size;
+	 * `differs` names what differs, for the note. */
+	bool whatif;
+	char differs[160];
+	struct cc_inputs in;
+	/* Reserved bytes of the state at the start (inherited) still held,
+	 * the peak of those the model reserved itself (made), and from the
+	 * first of the program's empty_cache() calls that gave inherited
+	 * bytes back: its step and the reserved peak from then on. */
+	uint64_t inherited_start, inherited_cur, made_peak;
+	uint64_t released_at, after_peak;
+	bool released;
 	/* where the capacity comes from and the step that told it (a
 	 * recorded OOM or retry), for the note */
 	struct as_limit cap;
@@ -306,6 +345,8 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 void as_cuda_free(void *state, const struct as_trace *t, uint32_t buf);
 
 /* segments.c: memory from the device and back to it. */
+void as_cuda_reserve(struct cc *s, uint64_t n);
+void as_cuda_unreserve(struct cc *s, struct segment *g, uint64_t n);
 bool as_cuda_device_take(struct cc *s, uint64_t size, uint64_t bound,
 			 uint64_t *out);
 uint32_t as_cuda_segment_new(struct cc *s);
@@ -321,7 +362,12 @@ uint32_t as_cuda_alloc_block(struct cc *s, struct pool *p, bool small,
 /* settings.c: options, a recording's settings, create and destroy. */
 extern const struct as_option_desc as_cuda_options[];
 bool as_cuda_parse_divisions(const char *v, uint32_t *div);
-void as_cuda_apply_settings(struct cc *s, const char *m);
+void as_cuda_settings_default(struct cc_settings *x);
+void as_cuda_apply_settings(struct cc_settings *x, const struct as_opts *o,
+			    const char *m);
+size_t as_cuda_settings_differ(const struct cc_settings *a,
+			       const struct cc_settings *b, char *out,
+			       size_t len);
 int as_cuda_create(const struct as_opts *o, const struct as_run *run,
 		   void **state, struct as_diag *diag);
 void as_cuda_destroy(void *state);
@@ -331,6 +377,7 @@ int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
 		  uint32_t case_index, struct as_diag *diag);
 void as_cuda_agreement(struct cc *s, struct as_plan *p);
 void as_cuda_capacity_note(struct cc *s, struct as_plan *p);
+void as_cuda_inputs_note(struct cc *s, struct as_plan *p);
 
 /* inspect.c: walk, query, stats, check. */
 bool as_cuda_walk(void *state, uint16_t space, as_block_fn visit, void *ctx);

@@ -150,6 +150,77 @@ static const char *const dev_reserved_keys[MAX_DEV_KEYS] = {
 	"reserved_bytes.peak.space6", "reserved_bytes.peak.space7",
 };
 
+/* Per device figures `tune` reads (keys are literals: plan stats keep
+ * the pointer). */
+#define DEV_KEYS(k)                                                        \
+	{                                                                  \
+		k ".space0", k ".space1", k ".space2", k ".space3",        \
+			k ".space4", k ".space5", k ".space6", k ".space7" \
+	}
+static const char *const dev_made_keys[MAX_DEV_KEYS] =
+	DEV_KEYS("reserved_made");
+static const char *const dev_inherited_keys[MAX_DEV_KEYS] =
+	DEV_KEYS("reserved_inherited");
+static const char *const dev_after_keys[MAX_DEV_KEYS] =
+	DEV_KEYS("reserved_peak_after_release");
+static const char *const dev_released_keys[MAX_DEV_KEYS] =
+	DEV_KEYS("inherited_released_at");
+static const char *const dev_frag_keys[MAX_DEV_KEYS] =
+	DEV_KEYS("fragmentation_at_peak");
+static const char *const dev_ooms_keys[MAX_DEV_KEYS] =
+	DEV_KEYS("num_ooms");
+
+/*
+ * Inherited and made: the bytes reserved at the first event (taken as
+ * recorded), the peak of what the model reserved itself, and where the
+ * program's empty_cache() gave inherited bytes back, the reserved peak
+ * from then on (the reserved peak otherwise); summed over devices and
+ * per device.
+ */
+static void inherited_stats(struct cc *s, struct as_plan *p, uint64_t frag)
+{
+	uint64_t after = s->released ? s->after_peak : s->reserved_bytes.peak;
+	as_cuda_stat_sum(s, p, "reserved_inherited", s->inherited_start);
+	as_cuda_stat_sum(s, p, "reserved_made", s->made_peak);
+	as_cuda_stat_sum(s, p, "reserved_peak_after_release", after);
+	as_cuda_stat_sum(s, p, "inherited_released", s->released);
+	if (s->space >= MAX_DEV_KEYS)
+		return;
+	as_plan_stat_int(p, dev_made_keys[s->space], s->made_peak);
+	as_plan_stat_int(p, dev_inherited_keys[s->space], s->inherited_start);
+	as_plan_stat_int(p, dev_frag_keys[s->space], frag);
+	as_plan_stat_int(p, dev_ooms_keys[s->space], s->num_ooms);
+	if (s->released) {
+		as_plan_stat_int(p, dev_after_keys[s->space], s->after_peak);
+		as_plan_stat_int(p, dev_released_keys[s->space],
+				 s->released_at);
+	}
+}
+
+/* Which recorded inputs the run read after the first event (counts) and
+ * what it decided itself; only on a recording. */
+static void input_stats(struct cc *s, struct as_plan *p)
+{
+	const struct as_trace *t = s->t;
+	if (!t || (!t->nsegments && !t->nmarks))
+		return;
+	as_plan_stat_int(p, "whatif", s->whatif);
+	as_cuda_stat_sum(s, p, "inherited_segments", s->in.segments);
+	as_cuda_stat_sum(s, p, "inherited_blocks", s->in.blocks);
+	as_cuda_stat_sum(s, p, "recorded_retry_releases_replayed",
+			 s->in.retries);
+	as_cuda_stat_sum(s, p, "recorded_segment_addresses_used",
+			 s->in.seg_keys);
+	as_cuda_stat_sum(s, p, "recorded_device_size_used",
+			 s->cap.from == AS_LIMIT_OOM ||
+				 s->cap.from == AS_LIMIT_RETRY);
+	as_cuda_stat_sum(s, p, "recorded_releases_left_to_model", s->in.left);
+	as_cuda_stat_sum(s, p, "model_segment_addresses", s->in.model_keys);
+	as_cuda_stat_sum(s, p, "model_releases", s->in.model_releases);
+	if (s->is_first_case)
+		as_cuda_inputs_note(s, p);
+}
+
 /*
  * Plan offsets of blocks in expandable ranges: the ranges (virtual, far
  * apart) are laid out one after the other above the cudaMalloc segments,
@@ -195,11 +266,10 @@ void as_cuda_stats(void *state, struct as_plan *p)
 	as_cuda_stat_sum(s, p, "reserved_bytes.current", s->reserved_bytes.cur);
 	as_cuda_stat_sum(s, p, "reserved_bytes.peak", s->reserved_bytes.peak);
 	/* reserved minus allocated at the reserved peak */
-	as_cuda_stat_sum(s, p, "fragmentation_at_peak",
-			 s->reserved_bytes.peak -
-				 (s->seen_peak == s->reserved_bytes.peak
-					  ? s->alloc_at_peak
-					  : 0));
+	uint64_t frag = s->reserved_bytes.peak -
+			(s->seen_peak == s->reserved_bytes.peak ? s->alloc_at_peak
+								: 0);
+	as_cuda_stat_sum(s, p, "fragmentation_at_peak", frag);
 	as_cuda_stat_sum(s, p, "requested_bytes.peak", s->requested_bytes.peak);
 	as_cuda_stat_sum(s, p, "allocation.peak", s->allocation.peak);
 	as_cuda_stat_sum(s, p, "segment.current", s->segment.cur);
@@ -222,6 +292,8 @@ void as_cuda_stats(void *state, struct as_plan *p)
 	as_cuda_stat_sum(s, p, "recorded_ooms_replayed", s->recorded_ooms);
 	as_cuda_stat_sum(s, p, "recorded_empty_cache_replayed",
 			 s->recorded_releases);
+	inherited_stats(s, p, frag);
+	input_stats(s, p);
 	if (s->is_first_case)
 		as_cuda_capacity_note(s, p);
 	if (s->space < MAX_DEV_KEYS)

@@ -175,7 +175,7 @@ static int seed_blocks(struct cc *s, const struct as_trace *t, uint32_t gi,
 			uint64_t gap = next > bb->recorded + size
 					       ? next - bb->recorded - size
 					       : 0;
-			if (gap && (s->s[gi].small || s->expandable ||
+			if (gap && (s->s[gi].small || s->set.expandable ||
 						    s->s[gi].expandable
 					    ? gap < MIN_BLOCK
 					    : gap <= SMALL_SIZE))
@@ -189,6 +189,7 @@ static int seed_blocks(struct cc *s, const struct as_trace *t, uint32_t gi,
 			struct block *b = &s->b[prev];
 			b->stream = bb->stream;
 			s->initial[as_cuda_slot(s, buf)] = SEEDED;
+			s->in.blocks++;
 			as_cuda_account_alloc(s, prev, buf,
 					      as_cuda_requested_of(t, buf));
 			at = bb->recorded + size;
@@ -210,6 +211,10 @@ static int seed_blocks(struct cc *s, const struct as_trace *t, uint32_t gi,
 					   s->s[gi].addr;
 		}
 	s->s[gi].mapped = mapped;
+	/* taken as recorded: inherited, not made by the model */
+	s->s[gi].inherited = mapped;
+	s->inherited_cur += mapped;
+	s->inherited_start += mapped;
 	as_cuda_stat_add(&s->reserved_bytes, mapped);
 	/* pool the free blocks now that the neighbours are known */
 	for (uint32_t x = s->s[gi].first; !err && x != NIL; x = s->b[x].next)
@@ -231,7 +236,7 @@ static bool range_is_small(const struct cc *s, const struct as_trace *t,
 	if (!r->expandable)
 		return r->end - r->base == SMALL_BUFFER;
 	for (uint32_t p = 0; p < r->n; p++)
-		if (r->pieces[p]->size % s->large_seg)
+		if (r->pieces[p]->size % s->set.large_seg)
 			return true;
 	return false;
 }
@@ -282,7 +287,7 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 				r.end = pv[j]->addr + pv[j]->size;
 		r.n = j - i;
 		r.small = range_is_small(s, t, &r, bufs, nb, k);
-		uint64_t page = r.small ? SMALL_BUFFER : s->large_seg;
+		uint64_t page = r.small ? SMALL_BUFFER : s->set.large_seg;
 		uint64_t size = r.end - r.base;
 		if (r.expandable) {
 			uint64_t va = s->capacity ? s->capacity + s->capacity / 8
@@ -315,10 +320,11 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 					    .expandable = r.expandable,
 					    .live = 1, .initial = 1,
 					    .page = page, .first = NIL,
-					    .key = r.base};
+					    .key = s->whatif ? addr : r.base};
+		s->in.segments++;
 		if (!r.expandable) {
 			as_cuda_stat_add(&s->segment, 1);
-			if (size >= s->max_split)
+			if (size >= s->set.max_split)
 				as_cuda_stat_add(&s->oversize_segments, 1);
 		}
 		err = as_cuda_key_add(s, gi);
@@ -380,14 +386,29 @@ static int recorded_capacity(struct cc *s, const struct as_trace *t,
 	for (uint32_t k = 0; !err && k < n; k++) {
 		if (r[k].oom)
 			continue;
+		/*
+		 * A what-if reads no sizes: a release with nothing reserved
+		 * at its step is the program's empty_cache(); one before a
+		 * cudaMalloc (a retry, or the program's) is left to the
+		 * model, which retries when its own device is full.
+		 */
+		if (s->whatif) {
+			if (r[k].started)
+				s->in.left++;
+			else
+				err = add_step(&s->release_at, &s->nrelease,
+					       &cap, r[k].time);
+			continue;
+		}
 		if (r[k].started && r[k].before + r[k].started > peak)
 			err = add_step(&s->maybe_at, &s->nmaybe, &mcap,
 				       r[k].time);
-		else if (!r[k].started || s->gc_threshold <= 0.0)
+		else if (!r[k].started || s->set.gc_threshold <= 0.0)
 			err = add_step(&s->release_at, &s->nrelease, &cap,
 				       r[k].time);
 	}
 	free(r);
+	s->in.empty_cache = s->nrelease;
 	if (err || s->capacity || s->opt_capacity)
 		return err;
 	if ((err = as_trace_device_limit(t, space, &s->cap)))
@@ -402,6 +423,11 @@ static void set_key_base(struct cc *s, const struct as_trace *t,
 			 uint16_t space)
 {
 	uint64_t top = 0;
+	/* a what-if orders every segment by the model's own address */
+	if (s->whatif) {
+		s->key_base = 0;
+		return;
+	}
 	for (uint32_t i = 0; i < t->nsegments; i++) {
 		const struct as_segment *g = &t->segments[i];
 		if (g->space == space && g->addr + g->size > top)
@@ -414,6 +440,50 @@ static void set_key_base(struct cc *s, const struct as_trace *t,
 	/* model addresses stay below 2^61: keys do not wrap */
 	if (s->key_base > (1ull << 62))
 		s->key_base = 1ull << 62;
+}
+
+/*
+ * Whether this run is a what-if: settings other than the recording's (its
+ * allocator_settings, else PyTorch's defaults), or a capacity option other
+ * than the device size the recording tells. Only a trace that recorded
+ * something beyond requests and frees (segments, OOMs) has a difference
+ * to make.
+ */
+static int decide_whatif(struct cc *s, const struct as_trace *t,
+			 uint16_t space, const struct cc_settings *rec)
+{
+	size_t n = as_cuda_settings_differ(&s->set, rec, s->differs,
+					   sizeof(s->differs));
+	if (!n && s->opt_capacity) {
+		struct as_limit l;
+		int err = as_trace_device_limit(t, space, &l);
+		if (err)
+			return err;
+		if (l.bytes != s->capacity) {
+			snprintf(s->differs, sizeof(s->differs), "capacity");
+			n = 1;
+		}
+	}
+	s->whatif = n > 0;
+	return AS_OK;
+}
+
+/* oversize_segments and oversize_allocations under this run's split
+ * limit (the start was seeded under the recording's). */
+static void recount_oversize(struct cc *s)
+{
+	uint64_t segs = 0, allocs = 0;
+	for (uint32_t i = 0; i < s->ns; i++) {
+		const struct segment *g = &s->s[i];
+		if (!g->live || g->expandable)
+			continue;
+		segs += g->size >= s->set.max_split;
+		for (uint32_t x = g->first; x != NIL; x = s->b[x].next)
+			allocs += s->b[x].allocated &&
+				  s->b[x].size >= s->set.max_split;
+	}
+	s->oversize_segments = (struct stat){segs, segs};
+	s->oversize_allocations = (struct stat){allocs, allocs};
 }
 
 int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
@@ -434,20 +504,32 @@ int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
 						   AS_LIMIT_SPACE};
 		}
 	}
-	if (t->metadata)
-		as_cuda_apply_settings(s, t->metadata);
+	struct cc_settings rec;
+	as_cuda_settings_default(&rec);
+	if (t->metadata) {
+		as_cuda_apply_settings(&s->set, &s->opts, t->metadata);
+		as_cuda_apply_settings(&rec, NULL, t->metadata);
+	}
 	int err = as_cuda_ensure_arrays(s, t);
+	if (!err)
+		err = decide_whatif(s, t, space, &rec);
 	if (!err && case_index == 0 && t->nsegments)
 		err = recorded_capacity(s, t, space);
-	if (!err && case_index == 0)
+	if (!err && case_index == 0) {
+		/* the state at the start is the recording's: its blocks took
+		 * their sizes under the recorded settings */
+		struct cc_settings mine = s->set;
+		s->set = rec;
 		err = seed_state(s, t, space);
+		s->set = mine;
+		recount_oversize(s);
+	}
 	/* the reserved peak may be the state at the start */
 	s->seen_peak = s->reserved_bytes.peak;
 	s->alloc_at_peak = s->allocated_bytes.cur;
 	if (!err && t->nsegments) {
 		set_key_base(s, t, space);
-		s->rec_taken = calloc(t->nsegments, 1);
-		if (!s->rec_taken)
+		if (!s->whatif && !(s->rec_taken = calloc(t->nsegments, 1)))
 			err = AS_ENOMEM;
 	}
 	return err;
@@ -475,6 +557,51 @@ void as_cuda_capacity_note(struct cc *s, struct as_plan *p)
 	as_cuda_stat_sum(s, p, "capacity", s->capacity);
 	if (s->space < MAX_DEV_KEYS)
 		as_plan_stat_int(p, dev_capacity_keys[s->space], s->capacity);
+}
+
+/*
+ * A note (AS_CUDA_NOTE_INPUTS) per device: reproduce or what-if, what the run
+ * took from the recording after its first event and what it decided.
+ */
+void as_cuda_inputs_note(struct cc *s, struct as_plan *p)
+{
+	char line[768], hb[32];
+	const char *dev = as_trace_space_name(s->t, s->space);
+	bool size = s->cap.from == AS_LIMIT_OOM ||
+		    s->cap.from == AS_LIMIT_RETRY;
+	int n = snprintf(line, sizeof(line),
+			 AS_CUDA_NOTE_INPUTS "%s: %s%s%s; the state at the first "
+			 "event as recorded (%" PRIu64 " segments, %s, %" PRIu64
+			 " blocks); read after it: %" PRIu64
+			 " empty_cache() calls of the program",
+			 dev, s->whatif ? "what-if (" : "reproduce",
+			 s->whatif ? s->differs : "",
+			 s->whatif ? " not the recording's)" : "",
+			 s->in.segments,
+			 as_human_bytes(s->inherited_start, hb, sizeof(hb)),
+			 s->in.blocks, s->in.empty_cache);
+	if (n > 0 && (size_t)n < sizeof(line) && !s->whatif)
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+			      ", %" PRIu64 " OOMs, %" PRIu64
+			      " releases before a retried cudaMalloc, %" PRIu64
+			      " cudaMalloc addresses",
+			      s->recorded_ooms, s->in.retries, s->in.seg_keys);
+	if (n > 0 && (size_t)n < sizeof(line))
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+			      "%s; decided by the model: %" PRIu64
+			      " segment addresses, %" PRIu64
+			      " releases before an OOM, %" PRIu64
+			      " OOMs, %" PRIu64 " garbage collections",
+			      size ? ", the device size" : "",
+			      s->in.model_keys, s->in.model_releases,
+			      s->num_ooms, s->gc_runs);
+	if (n > 0 && (size_t)n < sizeof(line) && s->in.left)
+		snprintf(line + n, sizeof(line) - (size_t)n,
+			 "; %" PRIu64 " recorded releases before a cudaMalloc "
+			 "left to the model (a retry or the program's: not "
+			 "told apart without the recording's sizes)",
+			 s->in.left);
+	as_plan_note(p, line);
 }
 
 /* ---- agreement with the recording ---- */
