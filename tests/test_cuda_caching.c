@@ -809,6 +809,181 @@ static void a_cache_emptied_by_the_program_is_emptied_in_the_replay(void)
 	as_trace_destroy(t);
 }
 
+/*
+ * What differs between the two recordings of what_if_trace: where the
+ * device put the segments made during the trace (and so every later
+ * block's recorded address), their sizes, and the OOM's entry.
+ */
+struct recorded_side {
+	uint64_t a_seg, a_size, f_seg, f_size, g_seg, oom_free, oom_size;
+};
+
+/* h takes the lower of f's and g's segments, as PyTorch would. */
+static uint64_t h_at(const struct recorded_side *r)
+{
+	return r->f_seg < r->g_seg ? r->f_seg : r->g_seg;
+}
+
+/*
+ * A recording that starts with a 20 MiB segment holding w (inherited),
+ * then: a (30 MiB) in a new segment, b and d in the inherited one, a freed
+ * and its segment given back by the program's empty_cache() at step 4
+ * (nothing reserved at that step), an OOM entry at step 5, f and g (40 MiB
+ * each) in new segments, both freed, then h (40 MiB) in one of the two
+ * equal cached blocks.
+ */
+static struct as_trace *what_if_trace(const struct recorded_side *r)
+{
+	struct as_builder *b = as_builder_create("whatif.pickle", "pickle");
+	struct as_trace *t = NULL;
+	struct as_diag d = {0};
+	struct as_mark m = {.time = 5, .size = r->oom_size,
+			    .device_free = r->oom_free, .kind = AS_MARK_OOM};
+	bool ok = b && rec_seg(b, 0, 20 * MiB, 0, 14) &&
+		  rec_buf(b, "w", 4 * MiB, 0, 14, 0) &&
+		  rec_seg(b, r->a_seg, r->a_size, 1, 4) &&
+		  rec_buf(b, "a", 30 * MiB, 1, 3, r->a_seg) &&
+		  rec_buf(b, "b", 8 * MiB, 2, 9, 4 * MiB) &&
+		  rec_buf(b, "d", 2 * MiB, 4, 13, 12 * MiB) &&
+		  as_builder_mark(b, &m) == AS_OK &&
+		  rec_seg(b, r->f_seg, r->f_size, 6, 14) &&
+		  rec_buf(b, "f", 40 * MiB, 6, 11, r->f_seg) &&
+		  rec_seg(b, r->g_seg, 40 * MiB, 7, 14) &&
+		  rec_buf(b, "g", 40 * MiB, 7, 10, r->g_seg) &&
+		  rec_buf(b, "h", 40 * MiB, 12, 13, h_at(r)) &&
+		  as_builder_finish(b, &t, &d) == AS_OK;
+	if (!ok) {
+		printf("#   what_if_trace: %s\n", d.msg);
+		as_builder_destroy(b);
+		return NULL;
+	}
+	return t;
+}
+
+/* Whether two plans of traces with the same buffers place them alike and
+ * report the same model figures. */
+static bool same_plan(const struct as_trace *t, const struct as_plan *x,
+		      const struct as_plan *y)
+{
+	static const char *const keys[] = {
+		"reserved_bytes.peak", "reserved_made", "reserved_inherited",
+		"num_ooms", "num_alloc_retries", "model_segment_addresses",
+		"fragmentation_at_peak", "recorded_empty_cache_replayed",
+	};
+	bool same = true;
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		if (x->offset[i] != y->offset[i] ||
+		    x->chunk[i] != y->chunk[i] ||
+		    x->segment_size[i] != y->segment_size[i] ||
+		    x->segment_offset[i] != y->segment_offset[i]) {
+			printf("#   %s: %" PRIu64 " vs %" PRIu64 "\n",
+			       t->buffers[i].name, x->offset[i], y->offset[i]);
+			same = false;
+		}
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		if (stat_of(x, keys[k]) != stat_of(y, keys[k])) {
+			printf("#   %s: %.0f vs %.0f\n", keys[k],
+			       stat_of(x, keys[k]), stat_of(y, keys[k]));
+			same = false;
+		}
+	return same;
+}
+
+static void a_what_if_plan_ignores_recorded_addresses_sizes_and_ooms(void)
+{
+	const struct recorded_side one = {100 * MiB, 30 * MiB, 100 * MiB,
+					  40 * MiB, 200 * MiB, 10 * MiB,
+					  60 * MiB};
+	const struct recorded_side two = {300 * MiB, 32 * MiB, 500 * MiB,
+					  42 * MiB, 40 * MiB, 90 * MiB,
+					  70 * MiB};
+	struct as_trace *t1 = what_if_trace(&one), *t2 = what_if_trace(&two);
+	CHECK(t1 && t2);
+	static const char *const specs[] = {
+		"cuda-caching:max_split_size_mb=20,capacity=64M",
+		"cuda-caching:expandable_segments=1,capacity=64M",
+		"cuda-caching:roundup_power2_divisions=4,capacity=1G",
+		"cuda-caching:capacity=64M",
+	};
+	for (size_t k = 0; t1 && t2 && k < sizeof(specs) / sizeof(specs[0]);
+	     k++) {
+		struct as_plan *p1 = run(t1, specs[k]), *p2 = run(t2, specs[k]);
+		CHECK(p1 && p2);
+		if (p1 && p2) {
+			printf("#   %s\n", specs[k]);
+			CHECK(same_plan(t1, p1, p2));
+			CHECK_EQ_U64(stat_of(p1, "whatif"), 1);
+			/* decided by the model alone */
+			CHECK_EQ_U64(stat_of(p1, "recorded_ooms_replayed"), 0);
+			CHECK_EQ_U64(stat_of(p1, "recorded_segment_addresses_used"),
+				     0);
+			CHECK_EQ_U64(stat_of(p1, "recorded_empty_cache_replayed"),
+				     1);
+			CHECK_EQ_U64(stat_of(p1, "inherited_segments"), 1);
+			CHECK_EQ_U64(stat_of(p1, "inherited_blocks"), 1);
+			CHECK_EQ_U64(stat_of(p1, "reserved_inherited"),
+				     20 * MiB);
+		}
+		/* at 64 MiB, w's segment, f's and g's do not fit: the model
+		 * runs out of memory itself, where the recording did not;
+		 * at 1 GiB h takes the lower of two equal cached blocks by
+		 * the model's addresses, not the recording's */
+		if (p1 && k < 2) {
+			struct as_trace *t = t1;
+			struct as_plan *p = p1;
+			CHECK_EQ_U64(stat_of(p, "num_ooms"), 1);
+			CHECK_EQ_U64(OFF("g"), AS_NO_OFFSET);
+		}
+		if (p1 && k == 2) {
+			struct as_trace *t = t1;
+			struct as_plan *p = p1;
+			CHECK_EQ_U64(OFF("h"), OFF("f"));
+		}
+		as_plan_destroy(p1);
+		as_plan_destroy(p2);
+	}
+	as_trace_destroy(t1);
+	as_trace_destroy(t2);
+}
+
+static void a_reproduce_run_disagrees_only_where_the_recording_changed(void)
+{
+	/* the recording's own settings, two recordings: every block agrees
+	 * in the first; in the second a's segment is 2 MiB larger than any
+	 * allocator would make it, and only a disagrees */
+	const struct recorded_side one = {100 * MiB, 30 * MiB, 100 * MiB,
+					  40 * MiB, 200 * MiB, 10 * MiB,
+					  60 * MiB};
+	struct recorded_side two = one;
+	two.a_size = 32 * MiB;
+	struct as_trace *t1 = what_if_trace(&one), *t = what_if_trace(&two);
+	struct as_plan *p1 = run(t1, "cuda-caching");
+	struct as_plan *p = run(t, "cuda-caching");
+	CHECK(p1 && p);
+	if (p1 && p) {
+		CHECK_EQ_U64(stat_of(p1, "whatif"), 0);
+		CHECK_EQ_U64(stat_of(p1, "blocks_compared"), 6);
+		CHECK_EQ_U64(stat_of(p1, "blocks_same_place"), 6);
+		CHECK_EQ_U64(stat_of(p1, "recorded_ooms_replayed"), 1);
+		CHECK_EQ_U64(stat_of(p, "blocks_compared"), 6);
+		CHECK_EQ_U64(stat_of(p, "blocks_same_place"), 5);
+		CHECK(p->divergence != NULL);
+		if (p->divergence) {
+			CHECK_EQ_U64(p->divergence->buffer, buf_named(t, "a"));
+			CHECK_EQ_U64(p->divergence->kind,
+				     AS_DIV_SEGMENT_SIZE);
+		}
+		/* the rest of the plan is the first recording's */
+		for (uint32_t i = 0; i < t->nbuffers; i++)
+			if (i != buf_named(t, "a"))
+				CHECK_EQ_U64(p->offset[i], p1->offset[i]);
+	}
+	as_plan_destroy(p1);
+	as_plan_destroy(p);
+	as_trace_destroy(t1);
+	as_trace_destroy(t);
+}
+
 /* ---- agreement with real snapshots ---- */
 
 /*
@@ -927,6 +1102,8 @@ int main(void)
 	TEST_RUN(equal_free_blocks_are_ordered_by_the_recorded_addresses);
 	TEST_RUN(the_divergence_names_the_first_block_chosen_otherwise);
 	TEST_RUN(a_cache_emptied_by_the_program_is_emptied_in_the_replay);
+	TEST_RUN(a_what_if_plan_ignores_recorded_addresses_sizes_and_ooms);
+	TEST_RUN(a_reproduce_run_disagrees_only_where_the_recording_changed);
 	snapshots_are_reproduced_block_for_block();
 	return tap_done();
 }
