@@ -19,6 +19,7 @@
 #include "divergence.h"
 #include "explain.h"
 #include "runs.h"
+#include "tune.h"
 
 #define EXIT_INVALID 1
 #define EXIT_USAGE 2
@@ -39,6 +40,7 @@ static const char usage_text[] =
 	"       allocscope diff --by stack BASE_TRACE NEW_TRACE [options]\n"
 	"       allocscope explain TRACE... [-s SPEC]... [--by stack|frame|...]\n"
 	"                          [--top N] [--json FILE|-] [--markdown FILE]\n"
+	"       allocscope tune SNAPSHOT... [--set KEY=V1,V2]... [--capacity SIZE]\n"
 	"       allocscope view TRACE [viewer options]  (runs allocscope-view)\n"
 	"       allocscope --help | --version\n"
 	"\n"
@@ -839,6 +841,8 @@ int main(int argc, char **argv)
 		return cli_diff(argc - 2, argv + 2);
 	if (strcmp(cmd, "explain") == 0)
 		return cli_explain(argc - 2, argv + 2);
+	if (strcmp(cmd, "tune") == 0)
+		return cli_tune(argc - 2, argv + 2);
 	if (strcmp(cmd, "view") == 0)
 		return cmd_view(argv + 1);
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

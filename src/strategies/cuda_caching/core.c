@@ -322,6 +322,51 @@ uint64_t as_cuda_requested_of(const struct as_trace *t, uint32_t buf)
 }
 
 /*
+ * Whether a request of `req` bytes (stream 0: an OOM entry names none)
+ * would be served now, without serving it: a cached block, or memory from
+ * the device once every cached segment (whole free pages of expandable
+ * ranges) went back. What a what-if says of a request the recording ran
+ * out of memory on; its state stays as it is.
+ */
+static bool request_fits(const struct cc *s, uint64_t req)
+{
+	uint64_t size = as_cuda_round_size(s, req);
+	bool small = size <= SMALL_SIZE;
+	if (find_free_block(s, &s->pools[small ? 0 : 1], size, 0) != NIL)
+		return true;
+	uint64_t need = s->set.expandable
+				? as_cuda_round_up(size, small ? SMALL_BUFFER
+							      : s->set.large_seg)
+				: allocation_size(s, size);
+	uint64_t limit = s->capacity ? s->capacity : NO_LIMIT;
+	if (s->set.fraction > 0.0 && s->capacity &&
+	    (uint64_t)(s->set.fraction * (double)s->capacity) < limit)
+		limit = (uint64_t)(s->set.fraction * (double)s->capacity);
+	if (limit == NO_LIMIT)
+		return true;
+	uint64_t back = 0;
+	for (int k = 0; k < 2; k++)
+		for (uint32_t it = as_cuda_t_lower_bound(
+			     &s->tp, s->pools[k].blocks, 0, 0, 0);
+		     it != NIL;
+		     it = as_cuda_t_next(&s->tp, s->pools[k].blocks, it)) {
+			const struct block *b = &s->b[s->tp.n[it].val];
+			const struct segment *g = &s->s[b->seg];
+			if (g->expandable) {
+				uint64_t lo = as_cuda_round_up(b->addr - g->addr,
+							       g->page);
+				uint64_t hi = (b->addr + b->size - g->addr) /
+					      g->page * g->page;
+				back += hi > lo ? hi - lo : 0;
+			} else if (!as_cuda_is_split(b)) {
+				back += b->size;
+			}
+		}
+	uint64_t held = s->reserved_bytes.cur - back;
+	return need <= limit && held <= limit - need;
+}
+
+/*
  * The recording ran out of memory before time `now`: the real allocator
  * released every cached segment before it gave up (release_cached_blocks),
  * and so does the model; only the mark's time is read. The same for the
@@ -332,13 +377,20 @@ static int replay_marks(struct cc *s, const struct as_trace *t, uint64_t now)
 {
 	int err = AS_OK;
 	s->now = now;
-	/* a what-if runs out of memory on its own: recorded OOMs are the
-	 * recorded run's */
-	while (err == AS_OK && !s->whatif && s->next_mark < t->nmarks &&
+	while (err == AS_OK && s->next_mark < t->nmarks &&
 	       t->marks[s->next_mark].time <= now) {
 		const struct as_mark *m = &t->marks[s->next_mark++];
 		if (m->kind != AS_MARK_OOM || m->space != s->space)
 			continue;
+		/* the request it failed is the program's; a what-if asks
+		 * its own state whether it would fit, and releases nothing
+		 * for it (the recorded run's releases are the recording's) */
+		s->in.oom_requests++;
+		if (s->whatif) {
+			s->oom_failing += !request_fits(s, m->size);
+			continue;
+		}
+		s->oom_failing++;
 		s->recorded_ooms++;
 		err = as_cuda_release_cached(s);
 		/*

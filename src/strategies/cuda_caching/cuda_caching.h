@@ -175,6 +175,7 @@ struct cc_inputs {
 	uint64_t model_keys;    /* segments keyed by the model's address */
 	uint64_t model_releases;/* the model's own releases before an OOM */
 	uint64_t segments, blocks; /* the state at the first event */
+	uint64_t oom_requests;  /* requests the recording ran out of memory on */
 };
 
 struct cc {
@@ -187,6 +188,7 @@ struct cc {
 	 * frees, streams, its empty_cache() calls) and the device's size;
 	 * `differs` names what differs, for the note. */
 	bool whatif;
+	uint32_t ndiffer;       /* settings other than the recording's */
 	char differs[160];
 	struct cc_inputs in;
 	/* Reserved bytes of the state at the start (inherited) still held,
@@ -196,6 +198,9 @@ struct cc {
 	uint64_t inherited_start, inherited_cur, made_peak;
 	uint64_t released_at, after_peak;
 	bool released;
+	/* recorded OOM requests that fail: all of them when reproducing,
+	 * those the what-if's state cannot serve either */
+	uint64_t oom_failing;
 	/* where the capacity comes from and the step that told it (a
 	 * recorded OOM or retry), for the note */
 	struct as_limit cap;

@@ -169,6 +169,10 @@ static const char *const dev_frag_keys[MAX_DEV_KEYS] =
 	DEV_KEYS("fragmentation_at_peak");
 static const char *const dev_ooms_keys[MAX_DEV_KEYS] =
 	DEV_KEYS("num_ooms");
+static const char *const dev_failing_keys[MAX_DEV_KEYS] =
+	DEV_KEYS("oom_requests_failing");
+static const char *const dev_over_keys[MAX_DEV_KEYS] =
+	DEV_KEYS("inherited_over_capacity");
 
 /*
  * Inherited and made: the bytes reserved at the first event (taken as
@@ -180,6 +184,15 @@ static const char *const dev_ooms_keys[MAX_DEV_KEYS] =
 static void inherited_stats(struct cc *s, struct as_plan *p, uint64_t frag)
 {
 	uint64_t after = s->released ? s->after_peak : s->reserved_bytes.peak;
+	/* the state at the start does not fit the device: no request
+	 * reserves anything until the program gives enough of it back */
+	uint64_t over = s->capacity && s->inherited_start > s->capacity
+				? s->inherited_start - s->capacity
+				: 0;
+	if (over)
+		as_cuda_stat_sum(s, p, "inherited_over_capacity", over);
+	/* how many allocator settings differ from the recording's (tune) */
+	as_plan_stat_int(p, "settings_differ", s->ndiffer);
 	as_cuda_stat_sum(s, p, "reserved_inherited", s->inherited_start);
 	as_cuda_stat_sum(s, p, "reserved_made", s->made_peak);
 	as_cuda_stat_sum(s, p, "reserved_peak_after_release", after);
@@ -190,6 +203,11 @@ static void inherited_stats(struct cc *s, struct as_plan *p, uint64_t frag)
 	as_plan_stat_int(p, dev_inherited_keys[s->space], s->inherited_start);
 	as_plan_stat_int(p, dev_frag_keys[s->space], frag);
 	as_plan_stat_int(p, dev_ooms_keys[s->space], s->num_ooms);
+	if (s->in.oom_requests)
+		as_plan_stat_int(p, dev_failing_keys[s->space],
+				 s->oom_failing);
+	if (over)
+		as_plan_stat_int(p, dev_over_keys[s->space], over);
 	if (s->released) {
 		as_plan_stat_int(p, dev_after_keys[s->space], s->after_peak);
 		as_plan_stat_int(p, dev_released_keys[s->space],
@@ -217,6 +235,8 @@ static void input_stats(struct cc *s, struct as_plan *p)
 	as_cuda_stat_sum(s, p, "recorded_releases_left_to_model", s->in.left);
 	as_cuda_stat_sum(s, p, "model_segment_addresses", s->in.model_keys);
 	as_cuda_stat_sum(s, p, "model_releases", s->in.model_releases);
+	as_cuda_stat_sum(s, p, "recorded_oom_requests", s->in.oom_requests);
+	as_cuda_stat_sum(s, p, "oom_requests_failing", s->oom_failing);
 	if (s->is_first_case)
 		as_cuda_inputs_note(s, p);
 }
@@ -448,7 +468,9 @@ uint64_t as_cuda_check(void *state, char *msg, size_t len)
 	if (nseg != s->segment.cur)
 		as_problem(&p, "segment=%" PRIu64 " but %" PRIu64 " are live",
 			s->segment.cur, nseg);
-	if (s->capacity && s->reserved_bytes.cur > s->capacity)
+	/* more only while memory from before the recording is held */
+	if (s->capacity && s->reserved_bytes.cur > s->capacity &&
+	    s->reserved_bytes.cur > s->inherited_cur)
 		as_problem(&p, "reserved_bytes=%" PRIu64 " exceeds capacity %" PRIu64,
 			s->reserved_bytes.cur, s->capacity);
 	return p.n;

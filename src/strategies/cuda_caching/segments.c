@@ -525,6 +525,7 @@ static uint32_t find_expandable(struct cc *s, struct pool *p, bool small,
 		return NIL; /* virtual addresses run out */
 	uint64_t addr = s->va_next;
 	s->va_next += va;
+	s->in.model_keys++;
 	uint32_t bi = open_segment(s,
 				   (struct segment){.addr = addr, .size = va,
 						    .page = page,

@@ -454,6 +454,7 @@ static int decide_whatif(struct cc *s, const struct as_trace *t,
 {
 	size_t n = as_cuda_settings_differ(&s->set, rec, s->differs,
 					   sizeof(s->differs));
+	s->ndiffer = (uint32_t)n;
 	if (!n && s->opt_capacity) {
 		struct as_limit l;
 		int err = as_trace_device_limit(t, space, &l);
