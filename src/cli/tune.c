@@ -6,7 +6,8 @@
  * SPEC --json` gives. docs/strategies-cuda-caching.md says what a what-if
  * assumes.
  *
- * Exit status: 0, or 2 on a usage or input error.
+ * Exit status: 0; 1 when a plan is invalid (the tables are still
+ * written); 2 on a usage or input error.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "runs.h"
 #include "tune.h"
 
+#define EXIT_INVALID 1
 #define EXIT_USAGE 2
 #define MAX_KEYS 8
 #define MAX_VALUES 8
@@ -235,7 +237,9 @@ static void grid_row(const struct axis *ax, size_t nax, size_t idx,
 /* ---- running ---- */
 
 struct runs {
+	const struct as_trace *t;
 	struct as_plan **plans;
+	bool *invalid;     /* per plan: the validator refused it */
 	size_t n;
 	pthread_mutex_t lock;
 	struct cli_progress *progress;
@@ -249,6 +253,9 @@ static void run_done(void *ctx, size_t i, int err, struct as_plan *plan,
 	(void)err;
 	(void)diag;
 	r->plans[i] = plan;
+	struct as_report rep;
+	if (plan && (as_validate(r->t, plan, &rep) != AS_OK || !rep.valid))
+		r->invalid[i] = true;
 	if (plan)
 		as_plan_drop_buffers(plan); /* the stats are what tune reads */
 	pthread_mutex_lock(&r->lock);
@@ -473,12 +480,15 @@ static int tune_one(const char *path, struct tune_opts *o, struct tuned *out)
 	/* run_many's own: NULL for the plans done took */
 	struct as_plan **left = calloc(n, sizeof(*left));
 	struct as_diag *diags = calloc(n, sizeof(*diags));
-	struct runs rs = {plans, n, PTHREAD_MUTEX_INITIALIZER, &o->progress,
-			  path};
+	bool *invalid = calloc(n, sizeof(*invalid));
+	struct runs rs = {t,	   plans, invalid, n, PTHREAD_MUTEX_INITIALIZER,
+			  &o->progress, path};
 	struct as_many_hooks mh = {.done = run_done, .ctx = &rs};
 	struct as_run_options ro = {.jobs = o->jobs};
 	struct as_runner *runner = NULL;
-	int status = grid && specs && plans && left && diags ? 0 : EXIT_USAGE;
+	int status = grid && specs && plans && left && diags && invalid
+			     ? 0
+			     : EXIT_USAGE;
 	if (status)
 		fputs("allocscope: out of memory\n", stderr);
 	if (!status) {
@@ -503,12 +513,20 @@ static int tune_one(const char *path, struct tune_opts *o, struct tuned *out)
 			cli_progress_end(&o->progress);
 			status = cli_report_diag(&diags[i], diags[i].err);
 		}
+	for (size_t i = 0; !status && i < n; i++)
+		if (invalid[i]) {
+			cli_progress_end(&o->progress);
+			fprintf(stderr, "%s: %s: invalid plan (allocscope replay "
+					"-s SPEC says where)\n",
+				cli_esc(path), cli_esc(specs[i]));
+			status = EXIT_INVALID;
+		}
 	/* A grid row with the recording's settings is the recorded row:
 	 * it names the recorded setting and goes. */
 	bool *same = calloc(n, sizeof(*same));
-	if (!status && !same)
+	if (status != EXIT_USAGE && !same)
 		status = EXIT_USAGE;
-	for (size_t i = 1; !status && i < n; i++) {
+	for (size_t i = 1; status != EXIT_USAGE && i < n; i++) {
 		double differ = 1;
 		stat_of(plans[i], "settings_differ", &differ);
 		if (differ == 0) {
@@ -517,8 +535,8 @@ static int tune_one(const char *path, struct tune_opts *o, struct tuned *out)
 				 "%s", grid[i].setting);
 		}
 	}
-	for (unsigned s = 0; !status && s < t->nspaces && s < MAX_SPACES;
-	     s++) {
+	for (unsigned s = 0;
+	     status != EXIT_USAGE && s < t->nspaces && s < MAX_SPACES; s++) {
 		struct figures rec = figures_of(plans[0], s);
 		uint32_t nb = 0;
 		for (uint32_t i = 0; i < t->nbuffers; i++)
@@ -545,6 +563,7 @@ static int tune_one(const char *path, struct tune_opts *o, struct tuned *out)
 	for (size_t i = 0; plans && i < n; i++)
 		as_plan_destroy(plans[i]);
 	free(same);
+	free(invalid);
 	free(left);
 	free(grid);
 	free(specs);
@@ -843,9 +862,16 @@ int cli_tune(int argc, char **argv)
 		status = EXIT_USAGE;
 	size_t n = 0;
 	cli_progress_start(&o.progress, nfiles * (o.ngrid + 2), progress);
-	for (; !status && n < nfiles; n++)
-		if ((status = tune_one(files[n], &o, &tr[n])))
+	int invalid = 0;
+	for (; !status && n < nfiles; n++) {
+		status = tune_one(files[n], &o, &tr[n]);
+		if (status == EXIT_INVALID) {
+			invalid = status;
+			status = 0;
+		} else if (status) {
 			n++; /* free it too */
+		}
+	}
 	cli_progress_end(&o.progress);
 	struct report text = {tr, n, false}, js = {tr, n, false},
 		      md = {tr, n, true};
@@ -855,6 +881,8 @@ int cli_tune(int argc, char **argv)
 		status = cli_write_out(json, write_json, &js);
 	if (!status && markdown)
 		status = cli_write_out(markdown, write_text, &md);
+	if (!status)
+		status = invalid;
 	for (size_t k = 0; tr && k < n; k++)
 		for (size_t s = 0; s < tr[k].nsp; s++)
 			free(tr[k].sp[s].rows);

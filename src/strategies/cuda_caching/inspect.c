@@ -260,7 +260,10 @@ static int lay_out_ranges(struct cc *s, struct as_plan *p)
 	}
 	for (uint32_t k = 0; k < as_cuda_nslots(s); k++) {
 		uint32_t g = s->seg_of[k], i = as_cuda_buf(s, k);
+		/* the block's own flag: a cudaMalloc segment's slot may hold
+		 * an expandable range later */
 		if (g != NIL && s->s[g].expandable &&
+		    (s->initial[k] & IN_EXPANDABLE) &&
 		    p->offset[i] != AS_NO_OFFSET)
 			p->offset[i] = base[g] + s->seg_off[k];
 	}
