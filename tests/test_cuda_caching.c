@@ -984,6 +984,54 @@ static void a_reproduce_run_disagrees_only_where_the_recording_changed(void)
 	as_trace_destroy(t);
 }
 
+static void inherited_memory_given_back_starts_the_peak_a_setting_changes(void)
+{
+	/* I (40 MiB, free) and K (20 MiB, holding w) are from before the
+	 * recording; the program's empty_cache() gives I back at step 3
+	 * (nothing reserved then); d takes a new 30 MiB segment */
+	struct as_builder *b = as_builder_create("inherit.pickle", "pickle");
+	struct as_trace *t = NULL;
+	struct as_diag d = {0};
+	bool ok = b && rec_seg(b, 0, 40 * MiB, 0, 3) &&
+		  rec_seg(b, 100 * MiB, 20 * MiB, 0, 10) &&
+		  rec_buf(b, "w", 4 * MiB, 0, 10, 100 * MiB) &&
+		  rec_buf(b, "c", 4 * MiB, 1, 3, 104 * MiB) &&
+		  rec_seg(b, 200 * MiB, 30 * MiB, 4, 10) &&
+		  rec_buf(b, "d", 30 * MiB, 4, 9, 200 * MiB) &&
+		  as_builder_finish(b, &t, &d) == AS_OK;
+	CHECK(ok);
+	if (!ok) {
+		printf("#   %s\n", d.msg);
+		as_builder_destroy(b);
+		return;
+	}
+	struct as_plan *p = run(t, "cuda-caching");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_U64(stat_of(p, "blocks_reproduced"), 1);
+		CHECK_EQ_U64(stat_of(p, "reserved_bytes.peak"), 60 * MiB);
+		CHECK_EQ_U64(stat_of(p, "reserved_inherited"), 60 * MiB);
+		CHECK_EQ_U64(stat_of(p, "reserved_made"), 30 * MiB);
+		CHECK_EQ_U64(stat_of(p, "inherited_released_at.space0"), 3);
+		CHECK_EQ_U64(stat_of(p, "reserved_peak_after_release"),
+			     50 * MiB);
+	}
+	as_plan_destroy(p);
+	/* expandable segments map d in 20 MiB pages: 40 MiB made, the peak
+	 * after the release 60 MiB, the reserved peak the same */
+	p = run(t, "cuda-caching:expandable_segments=1");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_U64(stat_of(p, "whatif"), 1);
+		CHECK_EQ_U64(stat_of(p, "reserved_bytes.peak"), 60 * MiB);
+		CHECK_EQ_U64(stat_of(p, "reserved_made"), 40 * MiB);
+		CHECK_EQ_U64(stat_of(p, "reserved_peak_after_release"),
+			     60 * MiB);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
 /* ---- agreement with real snapshots ---- */
 
 /*
@@ -1104,6 +1152,7 @@ int main(void)
 	TEST_RUN(a_cache_emptied_by_the_program_is_emptied_in_the_replay);
 	TEST_RUN(a_what_if_plan_ignores_recorded_addresses_sizes_and_ooms);
 	TEST_RUN(a_reproduce_run_disagrees_only_where_the_recording_changed);
+	TEST_RUN(inherited_memory_given_back_starts_the_peak_a_setting_changes);
 	snapshots_are_reproduced_block_for_block();
 	return tap_done();
 }
