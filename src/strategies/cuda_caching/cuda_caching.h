@@ -33,6 +33,14 @@
  * put in the same place (stats blocks_reproduced, segments_reproduced,
  * notes with the first disagreements, the plan's divergence).
  *
+ * That is a reproduce run. With settings (or a capacity option) other than
+ * the recording's, a run is a what-if: after the first event it reads only
+ * the program's requests, frees, streams and empty_cache() calls (releases
+ * with nothing reserved at their step) and the device's size; the model
+ * decides OOM releases, retries, garbage collection and every segment's
+ * order key (its own address). The state at the start is seeded under the
+ * recording's settings in both.
+ *
  * Ownership: the online driver creates one state per case and space, and
  * releases it with destroy (NULL accepted). Text goes only to emit.
  *
