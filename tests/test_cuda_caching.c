@@ -384,6 +384,50 @@ static void oom_releases_cached_segments_and_retries_then_fails(void)
 	as_trace_destroy(t);
 }
 
+/* The note of plan p that starts with `prefix` and holds `text`. */
+static bool has_note(const struct as_plan *p, const char *prefix,
+		     const char *text)
+{
+	for (uint32_t k = 0; k < p->nnotes; k++)
+		if (strncmp(p->notes[k], prefix, strlen(prefix)) == 0 &&
+		    strstr(p->notes[k], text))
+			return true;
+	printf("#   no note %s...%s\n", prefix, text);
+	return false;
+}
+
+static void an_oom_says_whether_fragmentation_or_live_memory_failed_it(void)
+{
+	/* two 20 MiB segments, each cut by two 8 MiB blocks; one of each
+	 * freed: 16 MiB live on a 40 MiB device, 24 MiB cached in 8 and 4 MiB
+	 * blocks, but no 16 MiB piece (z:
+	 * fragmentation); then 16 + 30 MiB live would not fit (w) */
+	struct as_trace *t = parse_ops("alloc x1 8388608 512\n"
+				       "alloc x2 8388608 512\n"
+				       "alloc y1 8388608 512\n"
+				       "alloc y2 8388608 512\n"
+				       "free x1\n"
+				       "free y1\n"
+				       "alloc z 16777216 512\n"
+				       "alloc w 31457280 512\n");
+	struct as_plan *p = run(t, "cuda-caching:capacity=40M");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_U64(OFF("z"), AS_NO_OFFSET);
+		CHECK_EQ_U64(OFF("w"), AS_NO_OFFSET);
+		CHECK_EQ_U64(stat_of(p, "oom_fragmentation"), 1);
+		CHECK_EQ_U64(stat_of(p, "oom_live_memory"), 1);
+		CHECK(has_note(p, "oom: ", "out of memory on 16777216 B"));
+		CHECK(has_note(p, "oom: ", "largest free block 8.00 MiB: "
+					   "fragmentation"));
+		CHECK(has_note(p, "oom: ", "1-10 MiB 24.0 MiB"));
+		CHECK(has_note(p, "oom: ", "out of memory on 31457280 B"));
+		CHECK(has_note(p, "oom: ", "live memory (the live bytes"));
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
 static void expandable_segments_grow_one_range_by_pages(void)
 {
 	struct as_trace *t = parse_ops("alloc a 5242880 512\n"   /* 5 MiB */
@@ -1138,6 +1182,7 @@ int main(void)
 	TEST_RUN(oversize_blocks_serve_only_close_oversize_requests);
 	TEST_RUN(a_free_block_merges_with_prev_then_next);
 	TEST_RUN(oom_releases_cached_segments_and_retries_then_fails);
+	TEST_RUN(an_oom_says_whether_fragmentation_or_live_memory_failed_it);
 	TEST_RUN(expandable_segments_grow_one_range_by_pages);
 	TEST_RUN(a_recorded_oom_releases_the_cache_and_tells_the_device_size);
 	TEST_RUN(free_blocks_are_reused_only_by_their_own_stream);

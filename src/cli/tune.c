@@ -81,6 +81,8 @@ struct row {
 
 struct space_rows {
 	char name[64];
+	char oom[2][900];  /* the recorded run's first OOMs here, explained */
+	size_t noom;
 	struct row *rows;
 	size_t n;
 	size_t best;       /* index into rows (sorted), or SIZE_MAX */
@@ -258,6 +260,7 @@ static void run_done(void *ctx, size_t i, int err, struct as_plan *plan,
 		r->invalid[i] = true;
 	if (plan)
 		as_plan_drop_buffers(plan); /* the stats are what tune reads */
+
 	pthread_mutex_lock(&r->lock);
 	cli_progress_step(r->progress, r->path);
 	pthread_mutex_unlock(&r->lock);
@@ -345,7 +348,8 @@ static void advise(struct space_rows *sp)
 			avoid += sp->rows[i].f.ooms == 0;
 	}
 	size_t len = strlen(sp->advice);
-	if (!rec || rec->f.ooms == 0 || len >= sizeof(sp->advice))
+	if (!rec || rec->f.ooms == 0 || len >= sizeof(sp->advice) ||
+	    strstr(sp->advice, "runs out of memory"))
 		return;
 	if (avoid)
 		snprintf(sp->advice + len, sizeof(sp->advice) - len,
@@ -558,6 +562,16 @@ static int tune_one(const char *path, struct tune_opts *o, struct tuned *out)
 		}
 		qsort(sp->rows, sp->n, sizeof(*sp->rows), row_cmp);
 		advise(sp);
+		/* what the recorded run held at its first OOMs here */
+		char pre[96];
+		snprintf(pre, sizeof(pre), "oom: %s: ", sp->name);
+		for (uint32_t k = 0; plans[0] && k < plans[0]->nnotes &&
+				     sp->noom < 2;
+		     k++)
+			if (strncmp(plans[0]->notes[k], pre, strlen(pre)) == 0)
+				snprintf(sp->oom[sp->noom++],
+					 sizeof(sp->oom[0]), "%s",
+					 plans[0]->notes[k]);
 	}
 	cli_progress_step(&o->progress, path);
 	for (size_t i = 0; plans && i < n; i++)
@@ -678,6 +692,12 @@ static int write_text(void *ctx, FILE *f)
 			as_escape(esc, sizeof(esc), sp->advice,
 				  md ? AS_ESCAPE_MARKDOWN : AS_ESCAPE_TEXT);
 			fprintf(f, md ? "\n%s\n" : "%s\n", esc);
+			for (size_t q = 0; q < sp->noom; q++) {
+				as_escape(esc, sizeof(esc), sp->oom[q],
+					  md ? AS_ESCAPE_MARKDOWN
+					     : AS_ESCAPE_TEXT);
+				fprintf(f, md ? "\n%s\n" : "%s\n", esc);
+			}
 		}
 		if (!tr->nsp)
 			continue;
@@ -759,6 +779,13 @@ static int write_json(void *ctx, FILE *f)
 				fputs("null", f);
 			fputs(", \"advice\": ", f);
 			as_json_string(f, sp->advice);
+			fputs(", \"recorded_ooms\": [", f);
+			for (size_t q = 0; q < sp->noom; q++) {
+				if (q)
+					fputs(", ", f);
+				as_json_string(f, sp->oom[q]);
+			}
+			fputc(']', f);
 			fputc('}', f);
 		}
 		fputs("]}", f);

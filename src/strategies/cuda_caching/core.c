@@ -328,16 +328,23 @@ uint64_t as_cuda_requested_of(const struct as_trace *t, uint32_t buf)
  * ranges) went back. What a what-if says of a request the recording ran
  * out of memory on; its state stays as it is.
  */
+/* What a request of `size` rounded bytes asks of the device when no
+ * cached block serves it: a segment, or the pages that cover it. */
+static uint64_t device_need(const struct cc *s, uint64_t size)
+{
+	if (!s->set.expandable)
+		return allocation_size(s, size);
+	return as_cuda_round_up(size, size <= SMALL_SIZE ? SMALL_BUFFER
+							 : s->set.large_seg);
+}
+
 static bool request_fits(const struct cc *s, uint64_t req)
 {
 	uint64_t size = as_cuda_round_size(s, req);
 	bool small = size <= SMALL_SIZE;
 	if (find_free_block(s, &s->pools[small ? 0 : 1], size, 0) != NIL)
 		return true;
-	uint64_t need = s->set.expandable
-				? as_cuda_round_up(size, small ? SMALL_BUFFER
-							      : s->set.large_seg)
-				: allocation_size(s, size);
+	uint64_t need = device_need(s, size);
 	uint64_t limit = s->capacity ? s->capacity : NO_LIMIT;
 	if (s->set.fraction > 0.0 && s->capacity &&
 	    (uint64_t)(s->set.fraction * (double)s->capacity) < limit)
@@ -386,12 +393,19 @@ static int replay_marks(struct cc *s, const struct as_trace *t, uint64_t now)
 		 * its own state whether it would fit, and releases nothing
 		 * for it (the recorded run's releases are the recording's) */
 		s->in.oom_requests++;
+		uint64_t size = as_cuda_round_size(s, m->size ? m->size : 1);
 		if (s->whatif) {
-			s->oom_failing += !request_fits(s, m->size);
+			if (!request_fits(s, m->size)) {
+				s->oom_failing++;
+				as_cuda_oom_record(s, m->time, m->size, size,
+						   device_need(s, size), true);
+			}
 			continue;
 		}
 		s->oom_failing++;
 		s->recorded_ooms++;
+		as_cuda_oom_record(s, m->time, m->size, size,
+				   device_need(s, size), true);
 		err = as_cuda_release_cached(s);
 		/*
 		 * A trace without the recording's segments (start.c reads the
@@ -510,6 +524,8 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 		return err;
 	if (bi == NIL) {
 		s->num_ooms++;
+		as_cuda_oom_record(s, s->now, req, size,
+				   device_need(s, size), false);
 		/* Names are made on first read: only when told. */
 		const char *name = s->emit ? as_trace_buffer_name(t, buf) : NULL;
 		as_cuda_emitf(s,

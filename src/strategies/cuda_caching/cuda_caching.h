@@ -79,6 +79,8 @@
 #define MADE_SEGMENT 16u   /* its allocation reserved a segment (pages) */
 /* The run's note on what it read from a recording starts with this. */
 #define AS_CUDA_NOTE_INPUTS "inputs: "
+/* A note on an out of memory (oom.c) starts with this. */
+#define AS_CUDA_NOTE_OOM "oom: "
 /* Per-device stat keys (literals: plan stats keep the pointer). */
 #define MAX_DEV_KEYS 8
 
@@ -186,6 +188,16 @@ struct cc_inputs {
 	uint64_t oom_requests;  /* requests the recording ran out of memory on */
 };
 
+/* What the allocator held when a request ran out of memory (oom.c). */
+#define OOM_CLASSES 5
+#define MAX_OOM_NOTES 4
+struct cc_oom {
+	uint64_t time, request, size, alloc_size;
+	uint64_t live, reserved, capacity, largest;
+	uint64_t cached[OOM_CLASSES]; /* free cached bytes by block size */
+	bool recorded, fragmentation;
+};
+
 struct cc {
 	/* options */
 	struct cc_settings set;
@@ -209,6 +221,9 @@ struct cc {
 	/* recorded OOM requests that fail: all of them when reproducing,
 	 * those the what-if's state cannot serve either */
 	uint64_t oom_failing;
+	struct cc_oom oom[MAX_OOM_NOTES];
+	uint32_t noom;
+	uint64_t oom_fragmentation, oom_live;
 	/* where the capacity comes from and the step that told it (a
 	 * recorded OOM or retry), for the note */
 	struct as_limit cap;
@@ -391,6 +406,11 @@ int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
 void as_cuda_agreement(struct cc *s, struct as_plan *p);
 void as_cuda_capacity_note(struct cc *s, struct as_plan *p);
 void as_cuda_inputs_note(struct cc *s, struct as_plan *p);
+
+/* oom.c: what the allocator held at an out of memory. */
+void as_cuda_oom_record(struct cc *s, uint64_t time, uint64_t request,
+			uint64_t size, uint64_t alloc_size, bool recorded);
+void as_cuda_oom_notes(struct cc *s, struct as_plan *p);
 
 /* inspect.c: walk, query, stats, check. */
 bool as_cuda_walk(void *state, uint16_t space, as_block_fn visit, void *ctx);

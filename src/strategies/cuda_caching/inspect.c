@@ -135,12 +135,14 @@ void as_cuda_query(void *state, enum as_query q)
 void as_cuda_stat_sum(struct cc *s, struct as_plan *p, const char *key,
 		      uint64_t v)
 {
-	uint64_t prev = 0;
-	if (s->space > 0)
-		for (uint32_t i = 0; i < p->nstats; i++)
-			if (strcmp(p->stats[i].key, key) == 0)
-				prev = (uint64_t)p->stats[i].value;
-	as_plan_stat_int(p, key, prev + v);
+	/* one scan: thousands of spaces each add to every key */
+	for (uint32_t i = 0; s->space > 0 && i < p->nstats; i++)
+		if (p->stats[i].key == key || strcmp(p->stats[i].key, key) == 0) {
+			p->stats[i].value = (double)((uint64_t)p->stats[i].value +
+						     v);
+			return;
+		}
+	as_plan_stat_int(p, key, v);
 }
 
 static const char *const dev_reserved_keys[MAX_DEV_KEYS] = {
@@ -317,6 +319,8 @@ void as_cuda_stats(void *state, struct as_plan *p)
 			 s->recorded_releases);
 	inherited_stats(s, p, frag);
 	input_stats(s, p);
+	if (s->is_first_case && s->t)
+		as_cuda_oom_notes(s, p);
 	if (s->is_first_case)
 		as_cuda_capacity_note(s, p);
 	if (s->space < MAX_DEV_KEYS)
