@@ -27,6 +27,25 @@ static uint64_t real_gap(const struct as_trace *t, uint16_t space,
 	return next - end;
 }
 
+/*
+ * Whether a recorded expandable piece at `addr` belongs to the range that
+ * starts at `base` and whose pieces end at `end` so far: less than a device
+ * apart from them, and (with a device size) inside the virtual range
+ * PyTorch reserves, 1.125 times the device from its base; a range of the
+ * other pool or stream starts beyond.
+ */
+static bool same_range(const struct cc *s, const struct as_trace *t,
+		       uint64_t base, uint64_t end, uint64_t addr)
+{
+	uint64_t apart = s->capacity ? s->capacity : 4ull << 30;
+	if (addr > end && real_gap(t, s->space, end, addr) >= apart)
+		return false;
+	if (!s->capacity || addr <= base)
+		return true;
+	return real_gap(t, s->space, base + 1, addr) + 1 <
+	       s->capacity + s->capacity / 8;
+}
+
 /* Recorded segments of `space` live at time 0, by address. */
 static bool initial_seg_less(uint32_t a, uint32_t b, const void *ctx)
 {
@@ -268,9 +287,8 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 		err = as_sort_u32(bufs, nb, recorded_less, t);
 	for (uint32_t i = 0; !err && i < n; i++)
 		pv[i] = &t->segments[v[i]];
-	/* ranges of an expandable segment: pieces of one stream less than
-	 * a device apart (PyTorch reserves more than the device per range) */
-	uint64_t apart = s->capacity ? s->capacity : 4ull << 30;
+	/* ranges of an expandable segment: pieces of one stream in one
+	 * virtual range (same_range) */
 	uint32_t k = 0;
 	for (uint32_t i = 0, j; !err && i < n; i = j) {
 		struct seed_range r = {.pieces = pv + i, .base = pv[i]->addr,
@@ -281,7 +299,7 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 		for (j = i + 1; r.expandable && j < n &&
 				(pv[j]->flags & AS_SEG_EXPANDABLE) &&
 				pv[j]->stream == r.stream &&
-				real_gap(t, space, r.end, pv[j]->addr) < apart;
+				same_range(s, t, r.base, r.end, pv[j]->addr);
 		     j++)
 			if (pv[j]->addr + pv[j]->size > r.end)
 				r.end = pv[j]->addr + pv[j]->size;
@@ -692,7 +710,7 @@ static const char *why(const struct cc *s, const struct as_trace *t,
  */
 static void diverge(const struct cc *s, struct as_divergence *d, uint32_t i,
 		    const struct as_segment *rg, uint64_t raddr, uint64_t roff,
-		    uint64_t rsize, bool rexp)
+		    uint64_t rsize, bool rexp, bool rnew)
 {
 	const struct as_trace *t = s->t;
 	const struct as_buffer *b = &t->buffers[i];
@@ -717,7 +735,7 @@ static void diverge(const struct cc *s, struct as_divergence *d, uint32_t i,
 			       : as_cuda_round_size(s, as_cuda_requested_of(
 							       t, i)) <=
 					 SMALL_SIZE,
-		.new_segment = rg->start == b->start,
+		.new_segment = rnew,
 		.expandable = rexp,
 	};
 	if (!m.segment_size)
@@ -779,16 +797,14 @@ void as_cuda_agreement(struct cc *s, struct as_plan *p)
 	uint64_t (*runs)[3] = malloc(((size_t)t->nsegments + 1) *
 				     sizeof(*runs));
 	uint32_t nruns = 0;
-	/* pieces less than a device apart are one range, as seeding has it
-	 * (a hole in the middle may never be mapped while recording) */
-	uint64_t apart = s->capacity ? s->capacity : 4ull << 30;
+	/* pieces of one range as seeding has them (same_range: a hole in
+	 * the middle may never be mapped while recording) */
 	for (uint32_t k = 0; runs && k < t->nsegments; k++) {
 		const struct as_segment *g = &t->segments[by[k]];
 		if (g->space != s->space || !(g->flags & AS_SEG_EXPANDABLE))
 			continue;
-		if (nruns && (g->addr <= runs[nruns - 1][1] ||
-			      real_gap(t, s->space, runs[nruns - 1][1],
-				       g->addr) < apart)) {
+		if (nruns && same_range(s, t, runs[nruns - 1][0],
+					runs[nruns - 1][1], g->addr)) {
 			if (g->addr + g->size > runs[nruns - 1][1])
 				runs[nruns - 1][1] = g->addr + g->size;
 			if (g->start == 0 && g->addr < runs[nruns - 1][2])
@@ -847,10 +863,22 @@ void as_cuda_agreement(struct cc *s, struct as_plan *p)
 		bool so = ss && s->seg_off[k] == roff;
 		seg_same += ss;
 		same += so;
+		/* memory reserved for it: its segment, or (expandable) a page
+		 * mapped at its step under its last byte */
+		bool rnew = rg->start == b->start;
+		if (rexp && !rnew) {
+			uint64_t n = as_cuda_round_size(
+				s, as_cuda_requested_of(t, i));
+			uint32_t g2 = recorded_segment(t, by, t->nsegments,
+						       s->space,
+						       b->recorded + n - 1,
+						       b->start);
+			rnew = g2 != NIL && t->segments[g2].start == b->start;
+		}
 		if (div)
 			diverge(s, div, i, rg,
 				rexp ? b->recorded - roff : rg->addr, roff,
-				rsize, rexp);
+				rsize, rexp, rnew);
 		if (!so && notes < 8) {
 			char line[512];
 			snprintf(line, sizeof(line),
