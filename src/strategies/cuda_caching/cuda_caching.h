@@ -186,6 +186,8 @@ struct cc_inputs {
 	uint64_t model_releases;/* the model's own releases before an OOM */
 	uint64_t segments, blocks; /* the state at the first event */
 	uint64_t oom_requests;  /* requests the recording ran out of memory on */
+	uint64_t tails;         /* block tails at the start the trace's first
+				 * allocation into a free range revealed */
 };
 
 /* What the allocator held when a request ran out of memory (oom.c). */

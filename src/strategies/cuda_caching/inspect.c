@@ -227,6 +227,7 @@ static void input_stats(struct cc *s, struct as_plan *p)
 	as_plan_stat_int(p, "whatif", s->whatif);
 	as_cuda_stat_sum(s, p, "inherited_segments", s->in.segments);
 	as_cuda_stat_sum(s, p, "inherited_blocks", s->in.blocks);
+	as_cuda_stat_sum(s, p, "inherited_tails_from_trace", s->in.tails);
 	as_cuda_stat_sum(s, p, "recorded_retry_releases_replayed",
 			 s->in.retries);
 	as_cuda_stat_sum(s, p, "recorded_segment_addresses_used",

@@ -67,6 +67,16 @@ static bool initial_buffer(const struct as_trace *t, uint32_t i,
 	       b->recorded != AS_NO_OFFSET && b->alias_of == AS_NONE;
 }
 
+/* A buffer the trace allocates (after time step 0) at a recorded address
+ * of `space`. */
+static bool later_buffer(const struct as_trace *t, uint32_t i,
+			 uint16_t space)
+{
+	const struct as_buffer *b = &t->buffers[i];
+	return b->start > 0 && b->space == space &&
+	       b->recorded != AS_NO_OFFSET && b->alias_of == AS_NONE;
+}
+
 /* The recorded segment (index) holding addr at time `at`, or NIL. */
 static uint32_t recorded_segment(const struct as_trace *t,
 				 const uint32_t *by_addr, uint32_t n,
@@ -140,10 +150,39 @@ static bool recorded_less(uint32_t a, uint32_t b, const void *ctx)
 struct seed_range {
 	const struct as_segment *const *pieces;
 	uint32_t n;
+	/* the trace's own allocations of the space, by recorded address */
+	const uint32_t *later;
+	uint32_t nlater;
 	uint64_t base, end;     /* recorded addresses */
 	bool expandable, small;
 	uint16_t stream;
 };
+
+/*
+ * Where the trace's first allocation into the recorded free range [lo, hi)
+ * landed before time `before`, or hi. The allocator takes the low end of a
+ * free block: a free block began there at the first event.
+ */
+static uint64_t first_landing(const struct as_trace *t,
+			      const struct seed_range *r, uint64_t lo,
+			      uint64_t hi, uint64_t before)
+{
+	uint32_t a = 0, b = r->nlater;
+	while (a < b) {
+		uint32_t mid = a + (b - a) / 2;
+		if (t->buffers[r->later[mid]].recorded < lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	uint64_t first = before, at = hi;
+	for (; a < r->nlater && t->buffers[r->later[a]].recorded < hi; a++)
+		if (t->buffers[r->later[a]].start < first) {
+			first = t->buffers[r->later[a]].start;
+			at = t->buffers[r->later[a]].recorded;
+		}
+	return at;
+}
 
 /*
  * Fill model segment gi (at model address `at`) with the recorded range's
@@ -194,11 +233,23 @@ static int seed_blocks(struct cc *s, const struct as_trace *t, uint32_t gi,
 			uint64_t gap = next > bb->recorded + size
 					       ? next - bb->recorded - size
 					       : 0;
-			if (gap && (s->s[gi].small || s->set.expandable ||
-						    s->s[gi].expandable
-					    ? gap < MIN_BLOCK
-					    : gap <= SMALL_SIZE))
+			bool large = !s->s[gi].small && !s->set.expandable &&
+				     !s->s[gi].expandable;
+			if (gap && (!large ? gap < MIN_BLOCK
+					   : gap <= SMALL_SIZE)) {
 				size += gap;
+			} else if (gap && large) {
+				/* no large-pool block is 1 MiB or less: a
+				 * free block the trace first takes within
+				 * 1 MiB after this one leaves it the rest */
+				uint64_t lo = bb->recorded + size;
+				uint64_t x = first_landing(t, r, lo, next,
+							   bb->end);
+				if (x > lo && x - lo <= SMALL_SIZE) {
+					size += x - lo;
+					s->in.tails++;
+				}
+			}
 			if (!err)
 				err = seed_block(s, gi, &prev,
 						 bb->recorded - r->base + model,
@@ -268,30 +319,41 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 		     t->segments[i].start == 0;
 	if (!n)
 		return AS_OK;
-	for (uint32_t i = 0; i < t->nbuffers; i++)
+	uint32_t nl = 0;
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
 		np += initial_buffer(t, i, space);
+		nl += later_buffer(t, i, space);
+	}
 	uint32_t *v = malloc((size_t)n * sizeof(*v));
 	const struct as_segment **pv = malloc((size_t)n * sizeof(*pv));
 	uint32_t *bufs = malloc(((size_t)np + 1) * sizeof(*bufs));
-	int err = v && pv && bufs ? AS_OK : AS_ENOMEM;
+	uint32_t *later = malloc(((size_t)nl + 1) * sizeof(*later));
+	int err = v && pv && bufs && later ? AS_OK : AS_ENOMEM;
 	n = 0;
 	for (uint32_t i = 0; !err && i < t->nsegments; i++)
 		if (t->segments[i].space == space && t->segments[i].start == 0)
 			v[n++] = i;
-	for (uint32_t i = 0; !err && i < t->nbuffers; i++)
+	nl = 0;
+	for (uint32_t i = 0; !err && i < t->nbuffers; i++) {
 		if (initial_buffer(t, i, space))
 			bufs[nb++] = i;
+		if (later_buffer(t, i, space))
+			later[nl++] = i;
+	}
 	if (!err)
 		err = as_sort_u32(v, n, initial_seg_less, t);
 	if (!err)
 		err = as_sort_u32(bufs, nb, recorded_less, t);
+	if (!err)
+		err = as_sort_u32(later, nl, recorded_less, t);
 	for (uint32_t i = 0; !err && i < n; i++)
 		pv[i] = &t->segments[v[i]];
 	/* ranges of an expandable segment: pieces of one stream in one
 	 * virtual range (same_range) */
 	uint32_t k = 0;
 	for (uint32_t i = 0, j; !err && i < n; i = j) {
-		struct seed_range r = {.pieces = pv + i, .base = pv[i]->addr,
+		struct seed_range r = {.pieces = pv + i, .later = later,
+				       .nlater = nl, .base = pv[i]->addr,
 				       .stream = pv[i]->stream,
 				       .expandable = (pv[i]->flags &
 						      AS_SEG_EXPANDABLE) != 0};
@@ -352,6 +414,7 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 	free(v);
 	free(pv);
 	free(bufs);
+	free(later);
 	return err;
 }
 
@@ -599,6 +662,11 @@ void as_cuda_inputs_note(struct cc *s, struct as_plan *p)
 			 s->in.segments,
 			 as_human_bytes(s->inherited_start, hb, sizeof(hb)),
 			 s->in.blocks, s->in.empty_cache);
+	if (n > 0 && (size_t)n < sizeof(line) && s->in.tails)
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+			      ", the tails of %" PRIu64 " blocks of the start "
+			      "(where the trace first allocated after each)",
+			      s->in.tails);
 	if (n > 0 && (size_t)n < sizeof(line) && !s->whatif)
 		n += snprintf(line + n, sizeof(line) - (size_t)n,
 			      ", %" PRIu64 " OOMs, %" PRIu64
