@@ -407,7 +407,6 @@ int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
 		  uint32_t case_index, struct as_diag *diag);
 void as_cuda_agreement(struct cc *s, struct as_plan *p);
 void as_cuda_capacity_note(struct cc *s, struct as_plan *p);
-void as_cuda_inputs_note(struct cc *s, struct as_plan *p);
 
 /* oom.c: what the allocator held at an out of memory. */
 void as_cuda_oom_record(struct cc *s, uint64_t time, uint64_t request,

@@ -1,8 +1,8 @@
 /*
  * cuda-caching: looking at the state. walk (blocks in address order),
  * query (dump, stats), the plan's statistics as torch.cuda.memory_stats()
- * names them, and check (every invariant, reported as a count and a first
- * message).
+ * names them (and the note on what a run read from a recording), and check
+ * (every invariant, reported as a count and a first message).
  */
 #include "strategies/cuda_caching/cuda_caching.h"
 
@@ -217,6 +217,56 @@ static void inherited_stats(struct cc *s, struct as_plan *p, uint64_t frag)
 	}
 }
 
+/*
+ * A note (AS_CUDA_NOTE_INPUTS) per device: reproduce or what-if, what the run
+ * took from the recording after its first event and what it decided.
+ */
+static void inputs_note(struct cc *s, struct as_plan *p)
+{
+	char line[768], hb[32];
+	const char *dev = as_trace_space_name(s->t, s->space);
+	bool size = s->cap.from == AS_LIMIT_OOM ||
+		    s->cap.from == AS_LIMIT_RETRY;
+	int n = snprintf(line, sizeof(line),
+			 AS_CUDA_NOTE_INPUTS "%s: %s%s%s; the state at the first "
+			 "event as recorded (%" PRIu64 " segments, %s, %" PRIu64
+			 " blocks); read after it: %" PRIu64
+			 " empty_cache() calls of the program",
+			 dev, s->whatif ? "what-if (" : "reproduce",
+			 s->whatif ? s->differs : "",
+			 s->whatif ? " not the recording's)" : "",
+			 s->in.segments,
+			 as_human_bytes(s->inherited_start, hb, sizeof(hb)),
+			 s->in.blocks, s->in.empty_cache);
+	if (n > 0 && (size_t)n < sizeof(line) && s->in.tails)
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+			      ", the tails of %" PRIu64 " blocks of the start "
+			      "(where the trace first allocated after each)",
+			      s->in.tails);
+	if (n > 0 && (size_t)n < sizeof(line) && !s->whatif)
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+			      ", %" PRIu64 " OOMs, %" PRIu64
+			      " releases before a retried cudaMalloc, %" PRIu64
+			      " cudaMalloc addresses",
+			      s->recorded_ooms, s->in.retries, s->in.seg_keys);
+	if (n > 0 && (size_t)n < sizeof(line))
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+			      "%s; decided by the model: %" PRIu64
+			      " segment addresses, %" PRIu64
+			      " releases before an OOM, %" PRIu64
+			      " OOMs, %" PRIu64 " garbage collections",
+			      size ? ", the device size" : "",
+			      s->in.model_keys, s->in.model_releases,
+			      s->num_ooms, s->gc_runs);
+	if (n > 0 && (size_t)n < sizeof(line) && s->in.left)
+		snprintf(line + n, sizeof(line) - (size_t)n,
+			 "; %" PRIu64 " recorded releases before a cudaMalloc "
+			 "left to the model (a retry or the program's: not "
+			 "told apart without the recording's sizes)",
+			 s->in.left);
+	as_plan_note(p, line);
+}
+
 /* Which recorded inputs the run read after the first event (counts) and
  * what it decided itself; only on a recording. */
 static void input_stats(struct cc *s, struct as_plan *p)
@@ -241,7 +291,7 @@ static void input_stats(struct cc *s, struct as_plan *p)
 	as_cuda_stat_sum(s, p, "recorded_oom_requests", s->in.oom_requests);
 	as_cuda_stat_sum(s, p, "oom_requests_failing", s->oom_failing);
 	if (s->is_first_case)
-		as_cuda_inputs_note(s, p);
+		inputs_note(s, p);
 }
 
 /*
