@@ -15,6 +15,7 @@
 #include "allocscope/allocscope.h"
 #include "allocscope/compare.h"
 #include "allocscope/render.h"
+#include "certificate.h"
 #include "diff.h"
 #include "divergence.h"
 #include "explain.h"
@@ -32,6 +33,7 @@ static const char usage_text[] =
 	"                         [--size WxH] [--color-by buffer|size|pool|lifetime|prefix|frame]\n"
 	"                         [--time clock|events]\n"
 	"       allocscope check TRACE [-f FMT] [--plan PLAN.csv | -s SPEC]\n"
+	"       allocscope check --certificate REPLAY.json [TRACE]\n"
 	"       allocscope strategies\n"
 	"       allocscope diff BASE.json NEW.json [--metric M] [--max-regress PCT]\n"
 	"                       [--markdown FILE] [--svg DIR] [--all]\n"
@@ -612,7 +614,7 @@ static int cmd_replay(int argc, char **argv)
 static int cmd_check(int argc, char **argv)
 {
 	const char *trace_path = NULL, *plan_path = NULL, *spec = NULL;
-	const char *fmt = NULL;
+	const char *fmt = NULL, *cert_path = NULL;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
@@ -624,6 +626,8 @@ static int cmd_check(int argc, char **argv)
 			plan_path = argv[++i];
 		} else if (strcmp(a, "-s") == 0 && more) {
 			spec = argv[++i];
+		} else if (strcmp(a, "--certificate") == 0 && more) {
+			cert_path = argv[++i];
 		} else if (a[0] == '-' && a[1]) {
 			return usage_error("unknown or incomplete option '%s'",
 					   a);
@@ -633,6 +637,12 @@ static int cmd_check(int argc, char **argv)
 			return usage_error("unexpected argument '%s'", a);
 		}
 	}
+	if (cert_path && (spec || plan_path))
+		return usage_error("check takes --certificate alone, or with "
+				   "its TRACE%s", "");
+	if (cert_path)
+		return cli_check_certificate(cert_path, trace_path, fmt,
+					     60000);
 	if (!trace_path)
 		return usage_error("check needs a TRACE%s", "");
 	if (spec && plan_path)

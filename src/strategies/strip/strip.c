@@ -116,6 +116,29 @@ out:
 	return err;
 }
 
+/*
+ * The certificate of a space: the window bo found, or the whole space when
+ * the exact search refuted more on it (cfg->proven), else the load alone.
+ */
+static int certify(const struct as_problem *pb,
+		   const struct as_strip_bound_out *bo,
+		   const struct as_strip_cfg *cfg, struct as_plan *p)
+{
+	struct as_certificate c = {0};
+	uint64_t bound = bo->bound, nodes = bo->proof_nodes;
+	uint32_t wa = bo->wa, wb = bo->wb;
+	if (cfg->proven > bound) {
+		bound = cfg->proven;
+		nodes = cfg->proven_nodes;
+		wa = 0;
+		wb = pb->nsections;
+	}
+	if (as_strip_certificate(pb, wa, wb, bound, nodes, &c) != AS_OK)
+		return AS_ENOMEM;
+	c.space = pb->n ? cfg->trace->buffers[pb->r[0].buf].space : 0;
+	return as_plan_certify(p, &c);
+}
+
 static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 		      struct as_plan *p, struct as_diag *diag)
 {
@@ -136,11 +159,21 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 								 ? cfg->left
 								 : pb->n));
 	cfg->left = cfg->left > pb->n ? cfg->left - pb->n : 0;
+	/*
+	 * The certified bound's share (bound=): before the search when there
+	 * is an incumbent (a bound at its peak ends the space), else after.
+	 */
+	double bound_ms = (deadline - now) * (double)cfg->bound_pct / 100;
+	uint64_t bound_nodes = cfg->nodes ? cfg->nodes / 4 + 1 : 0;
+	struct as_strip_bound_out bo = {.bound = pb->lower_bound};
+	/* pb with the certified bound: where every search may stop. */
+	struct as_problem pbc = *pb;
 	int err = AS_OK;
 	uint64_t *alt = NULL, *start = NULL;
 	cfg->nspace++;
 	cfg->start = NULL;
 	cfg->start_peak = UINT64_MAX;
+	cfg->proven = cfg->proven_nodes = 0;
 	if (cfg->inc) {
 		start = malloc(pb->n * sizeof(uint64_t));
 		if (!start)
@@ -153,11 +186,23 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 					 cfg->start_peak)))
 			goto out;
 		memcpy(off, start, pb->n * sizeof(uint64_t));
+		if (cfg->bound_pct && cfg->start_peak > pb->lower_bound &&
+		    !as_budget_past(cfg->budget, deadline)) {
+			err = as_strip_bound(pb, start, cfg, now + bound_ms,
+					     bound_nodes, &bo);
+			cfg->bound_spent += bo.nodes;
+			if (err)
+				goto out;
+			pbc.lower_bound = bo.bound;
+			bound_ms = 0;
+		}
 		/* At the bound, or no time left: the baselines' plan stands. */
-		if (cfg->start_peak <= pb->lower_bound ||
+		if (cfg->start_peak <= pbc.lower_bound ||
 		    as_budget_past(cfg->budget, deadline))
 			goto out;
 	}
+	/* Without an incumbent the bound comes after, in its share. */
+	double search_end = deadline - bound_ms;
 	/*
 	 * Beyond the exact search's size the seed's method does worse than
 	 * the large path and the restarts (measured on tiled real traces).
@@ -168,16 +213,16 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 	if (!alt)
 		goto nomem;
 	if (!many && few_pairs) {
-		err = as_strip_full(pb, alt, cfg, p, deadline);
+		err = as_strip_full(&pbc, alt, cfg, p, search_end);
 	} else {
 		/*
 		 * Many rectangles or pairs: the large path; with few pairs
 		 * it gets half the time and the restarts the rest.
 		 */
 		now = as_now_ms();
-		err = as_strip_large(pb, alt, cfg, p,
-				     few_pairs ? now + (deadline - now) / 2
-					       : deadline);
+		err = as_strip_large(&pbc, alt, cfg, p,
+				     few_pairs ? now + (search_end - now) / 2
+					       : search_end);
 	}
 	/* Never behind the baselines: the search's plan only when lower. */
 	if (err == AS_OK &&
@@ -188,10 +233,18 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 	 * plan so far.
 	 */
 	if (err == AS_OK && cfg->search != SEARCH_NONE &&
-	    as_place_peak(pb, off) > pb->lower_bound &&
-	    !as_budget_past(cfg->budget, deadline))
-		err = as_strip_restarts(pb, off, cfg, p, deadline);
+	    as_place_peak(pb, off) > pbc.lower_bound &&
+	    !as_budget_past(cfg->budget, search_end))
+		err = as_strip_restarts(&pbc, off, cfg, p, search_end);
+	if (err == AS_OK && bound_ms > 0 &&
+	    as_place_peak(pb, off) > pbc.lower_bound &&
+	    !as_budget_past(cfg->budget, deadline)) {
+		err = as_strip_bound(pb, off, cfg, deadline, bound_nodes, &bo);
+		cfg->bound_spent += bo.nodes;
+	}
 out:
+	if (err == AS_OK)
+		err = certify(pb, &bo, cfg, p);
 	cfg->start = NULL;
 	free(start);
 	free(alt);
@@ -231,6 +284,10 @@ static const struct as_option_desc options[] = {
 	 "cut short); off: without them"},
 	{"nodes", "0",
 	 "search effort cap, machine independent (0: the budget only)"},
+	{"bound", "20",
+	 "percent of the time for the certified lower bound (0-90; 0: the "
+	 "load alone)",
+	 ""},
 	{NULL, NULL, NULL},
 };
 
@@ -244,7 +301,8 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	 * borrow an idle processor, for a second thread of them.
 	 */
 	struct as_budget stop = {.cancel = run->budget.cancel};
-	struct as_strip_cfg cfg = {.budget = &stop, .spare = run->budget.spare};
+	struct as_strip_cfg cfg = {.budget = &stop, .spare = run->budget.spare,
+				   .trace = t};
 	int err, with_baselines;
 	cfg.start_ms = as_now_ms();
 	cfg.multi = t->nspaces > 1;
@@ -262,6 +320,8 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	    (err = as_opts_u64(o, "nodes", 0, 0, UINT64_MAX, &cfg.nodes,
 			       diag)) ||
 	    (err = as_opts_u64(o, "big", 256, 2, 65536, &cfg.big, diag)) ||
+	    (err = as_opts_u64(o, "bound", 20, 0, 90, &cfg.bound_pct,
+			       diag)) ||
 	    (err = as_opts_choice(o, "baselines",
 				  (const char *const[]){"off", "on", NULL}, 1,
 				  &with_baselines, diag)))
@@ -292,6 +352,8 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	cfg.start_ms += run->waited_ms;
 	cfg.search_from = as_now_ms();
 	err = as_plan_spaces(t, p, plan_space, &cfg, diag);
+	if (err == AS_OK && cfg.bound_pct)
+		err = as_plan_stat_int(p, "bound_nodes", cfg.bound_spent);
 	free(inc);
 	/* Canceled, the searches stopped early and their plan is no answer. */
 	if (as_budget_canceled(&stop))
