@@ -68,6 +68,13 @@ static const char *const baselines[] = {"greedy-size", "greedy-breadth",
  */
 static const double cost[] = {1, 2, 4};
 #define GREEDY_SIZE_US 25.0
+/*
+ * What the baselines may take whatever the budget: small traces (up to
+ * about 8000 buffers by greedy-size's guess) keep their incumbents even at
+ * budget_ms=0, and a run takes at most max(budget_ms, this) plus the first
+ * plan of a search without incumbents.
+ */
+#define BASELINES_MIN_MS 200.0
 
 /*
  * Whether baseline k may start at `now` with `left` ms to its deadline,
@@ -387,10 +394,16 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 		if (!inc)
 			return as_diag_set(diag, 0, AS_ENOMEM,
 					   "out of memory");
-		/* The baselines get half the budget, the search the rest. */
+		/*
+		 * The baselines get half the budget (at least
+		 * BASELINES_MIN_MS), the search the rest.
+		 */
+		double half = (double)cfg.budget_ms / 2;
 		err = incumbents(t, run,
-				 cfg.start_ms + (double)cfg.budget_ms / 2, p,
-				 inc, diag);
+				 cfg.start_ms + (half > BASELINES_MIN_MS
+							 ? half
+							 : BASELINES_MIN_MS),
+				 p, inc, diag);
 		if (err != AS_OK && err != NO_INCUMBENTS) {
 			free(inc);
 			return err;
