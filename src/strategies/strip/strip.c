@@ -213,14 +213,13 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 								 : pb->n));
 	cfg->left = cfg->left > pb->n ? cfg->left - pb->n : 0;
 	/*
-	 * The certified bound's share (bound=): before the search when there
-	 * is an incumbent (a bound at its peak ends the space), else after.
+	 * The certified bound's share (bound=), after the search: a search
+	 * that reaches the load needs no bound, and the bound's windows
+	 * bisect below the best plan.
 	 */
 	double bound_ms = (deadline - now) * (double)cfg->bound_pct / 100;
 	uint64_t bound_nodes = cfg->nodes ? cfg->nodes / 4 + 1 : 0;
 	struct as_strip_bound_out bo = {.bound = pb->lower_bound};
-	/* pb with the certified bound: where every search may stop. */
-	struct as_problem pbc = *pb;
 	int err = AS_OK;
 	uint64_t *alt = NULL, *start = NULL;
 	cfg->nspace++;
@@ -239,22 +238,11 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 					 cfg->start_peak)))
 			goto out;
 		memcpy(off, start, pb->n * sizeof(uint64_t));
-		if (cfg->bound_pct && cfg->start_peak > pb->lower_bound &&
-		    !as_budget_past(cfg->budget, deadline)) {
-			err = as_strip_bound(pb, start, cfg, now + bound_ms,
-					     bound_nodes, &bo);
-			cfg->bound_spent += bo.nodes;
-			if (err)
-				goto out;
-			pbc.lower_bound = bo.bound;
-			bound_ms = 0;
-		}
 		/* At the bound, or no time left: the baselines' plan stands. */
-		if (cfg->start_peak <= pbc.lower_bound ||
+		if (cfg->start_peak <= pb->lower_bound ||
 		    as_budget_past(cfg->budget, deadline))
 			goto out;
 	}
-	/* Without an incumbent the bound comes after, in its share. */
 	double search_end = deadline - bound_ms;
 	/*
 	 * Beyond the exact search's size the seed's method does worse than
@@ -266,14 +254,14 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 	if (!alt)
 		goto nomem;
 	if (!many && few_pairs) {
-		err = as_strip_full(&pbc, alt, cfg, p, search_end);
+		err = as_strip_full(pb, alt, cfg, p, search_end);
 	} else {
 		/*
 		 * Many rectangles or pairs: the large path; with few pairs
 		 * it gets half the time and the restarts the rest.
 		 */
 		now = as_now_ms();
-		err = as_strip_large(&pbc, alt, cfg, p,
+		err = as_strip_large(pb, alt, cfg, p,
 				     few_pairs ? now + (search_end - now) / 2
 					       : search_end);
 	}
@@ -286,11 +274,12 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 	 * plan so far.
 	 */
 	if (err == AS_OK && cfg->search != SEARCH_NONE &&
-	    as_place_peak(pb, off) > pbc.lower_bound &&
+	    as_place_peak(pb, off) > pb->lower_bound &&
 	    !as_budget_past(cfg->budget, search_end))
-		err = as_strip_restarts(&pbc, off, cfg, p, search_end);
+		err = as_strip_restarts(pb, off, cfg, p, search_end);
 	if (err == AS_OK && bound_ms > 0 &&
-	    as_place_peak(pb, off) > pbc.lower_bound &&
+	    as_place_peak(pb, off) > pb->lower_bound &&
+	    as_place_peak(pb, off) > cfg->proven &&
 	    !as_budget_past(cfg->budget, deadline)) {
 		err = as_strip_bound(pb, off, cfg, deadline, bound_nodes, &bo);
 		cfg->bound_spent += bo.nodes;
