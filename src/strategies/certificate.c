@@ -69,11 +69,18 @@ int as_certificate_verify(const struct as_certificate *c, double limit_ms,
 		*nodes = 0;
 	if (c->bound == 0)
 		return 1;
+	/* Offsets and tops of the search stay below 2^64. */
+	if (c->bound > (uint64_t)1 << 63)
+		return AS_EINVAL;
 	for (uint32_t k = 0; k < n; k++)
 		if (c->buffers[k].size == 0 ||
 		    c->buffers[k].start >= c->buffers[k].end ||
-		    c->buffers[k].align_log2 > 63)
+		    c->buffers[k].align_log2 > 62)
 			return AS_EINVAL;
+	/* A buffer as large as the bound is a proof by itself. */
+	for (uint32_t k = 0; k < n; k++)
+		if (c->buffers[k].size >= c->bound)
+			return 1;
 	if (n == 0)
 		return 0; /* nothing to place: peak 0 < bound */
 	/* The exact search keeps n^2/2 candidates: strip never writes more. */

@@ -729,8 +729,11 @@ int as_certificate_fits(const struct as_trace *t,
  * Re-solve c's sub-problem from its buffers alone with the exact search:
  * 1 when no placement of peak bound - 1 exists (the bound holds), 0 when
  * one does (it does not), AS_ELIMIT when neither was settled within
- * limit_ms milliseconds or max_nodes search nodes (0: no limit), AS_EINVAL for a sub-problem that is no problem (an empty
- * lifetime, a zero size), AS_ENOMEM. *nodes (may be NULL) gets the effort.
+ * limit_ms milliseconds or max_nodes search nodes (0: no limit),
+ * AS_EINVAL for a sub-problem that is no problem (an empty lifetime, a
+ * zero size, more than 6000 buffers) or out of the search's range (a
+ * bound past 2^63, an alignment past 2^62), AS_ENOMEM. *nodes (may be
+ * NULL) gets the effort.
  */
 int as_certificate_verify(const struct as_certificate *c, double limit_ms,
 			  uint64_t max_nodes, uint64_t *nodes);
