@@ -196,7 +196,10 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 				       r[i].spec, r[i].plan->notes[k]);
 				header = true;
 			}
-	/* Certified bounds: how far above the optimum a plan is at most. */
+	/*
+	 * Certified bounds of plans above the load: how far above the
+	 * optimum they are at most.
+	 */
 	header = false;
 	for (size_t i = 0; i < n; i++)
 		for (uint16_t k = 0; k < r[i].plan->ncerts; k++) {
@@ -205,6 +208,9 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 						c->space < r[i].plan->nspaces
 						? r[i].space_peak[c->space]
 						: r[i].peak;
+			/* At the load, "vs LB" says it all already. */
+			if (peak <= c->load)
+				continue;
 			char gap[48] = "optimal";
 			if (peak > c->bound)
 				snprintf(gap, sizeof(gap),
