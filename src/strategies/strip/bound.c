@@ -10,8 +10,8 @@
  *
  * The search: around a few centres (the section of most load, the sections
  * under the incumbent's highest rectangles), windows grow a section at a
- * time, on the side of more load, to 12, 24, 48, 96, 160 and 256
- * rectangles. Each window goes to the exact search of place/exact.c:
+ * time, on the side of more load, to 12, 24, 48, 96, 160, 256, 640 and
+ * 1024 rectangles. Each window goes to the exact search of place/exact.c:
  * first "no placement of peak below h" for h the next height above the
  * bound proven so far (heights of the window are multiples of its grain,
  * the gcd of its sizes and alignments), then a bisection between the
@@ -29,7 +29,8 @@
 
 #define CENTERS 4
 
-static const uint32_t targets[] = {12, 24, 48, 96, 160, AS_STRIP_CERT_MAX};
+static const uint32_t targets[] = {12, 24, 48, 96, 160, 256, 640,
+				     AS_STRIP_CERT_MAX};
 
 struct bsearch {
 	const struct as_problem *pb;

@@ -30,7 +30,7 @@ enum { SEARCH_AUTO, SEARCH_EXACT, SEARCH_LOCAL, SEARCH_NONE };
 #define AS_STRIP_REPAIR_MAX 300000
 #define AS_STRIP_WINDOW_MAX 3000
 /* Rectangles of the largest window the bound search tries (bound.c). */
-#define AS_STRIP_CERT_MAX 256
+#define AS_STRIP_CERT_MAX 1024
 struct as_strip_cfg {
 	int metric, search;
 	uint64_t rounds, budget_ms, seed, exact_max, nodes, big;
