@@ -327,12 +327,12 @@ static void check_plan(void *ctx, size_t i, int err, struct as_plan *plan,
 	r->check_err = as_validate(c->t, plan, &r->report);
 	r->peak = as_plan_peak(plan, c->t, -1);
 	r->failed = as_plan_failed(plan, c->t);
-	if (c->json) {
+	if (c->json)
 		r->moment_rc = plan_moment(c->t, plan, &r->moment);
-		if (plan->nspaces > 1 &&
-		    (r->space_peak = malloc(plan->nspaces * sizeof(uint64_t))))
-			as_plan_peaks(plan, c->t, r->space_peak);
-	}
+	/* Each space's peak: the JSON's, and the table's certified bounds. */
+	if ((c->json || plan->ncerts) && plan->nspaces > 1 &&
+	    (r->space_peak = malloc(plan->nspaces * sizeof(uint64_t))))
+		as_plan_peaks(plan, c->t, r->space_peak);
 	/* Of a valid plan the table and the JSON need only that: its offsets
 	 * go now, not after the last run (10^7 buffers: 8-32 bytes each a
 	 * plan). */

@@ -275,6 +275,7 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 	 */
 	if (err == AS_OK && cfg->search != SEARCH_NONE &&
 	    as_place_peak(pb, off) > pb->lower_bound &&
+	    as_place_peak(pb, off) > cfg->proven && /* else optimal */
 	    !as_budget_past(cfg->budget, search_end))
 		err = as_strip_restarts(pb, off, cfg, p, search_end);
 	if (err == AS_OK && bound_ms > 0 &&
