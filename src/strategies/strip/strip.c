@@ -50,8 +50,10 @@ static const char *const search_names[] = {"auto", "exact", "local", "none",
  * address space the lowest of their peaks goes to inc[] (per trace buffer).
  * They are strip's incumbents, computed first: whatever the search finds
  * later only replaces them when lower, so strip is never behind them.
- * Their time counts against budget_ms but they are never cut short; when
- * they take more than half of it the search still gets half (plan_space).
+ * Those strip makes itself get half of budget_ms (at least
+ * BASELINES_MIN_MS): one whose guessed cost does not fit is skipped, one
+ * that runs past it is called off (fits(), as_run_reuse_until); plans the
+ * runner keeps are taken whole.
  * Under a step limit (the default set's, as_run_options.step_limit) a
  * baseline that stops at it is no incumbent: strip is then never behind
  * the ones that finished. Returns 0, NO_INCUMBENTS, or a negative code
@@ -307,8 +309,8 @@ static const struct as_option_desc options[] = {
 	 "length-size, size-overlap, overlap-size"},
 	{"rounds", "8", "seed tuning rounds (0-1000)", ""},
 	{"budget_ms", "3000",
-	 "time for the whole run, per trace: the baselines (never cut "
-	 "short), then the search in what is left, at least half "
+	 "time for the whole run, per trace: the baselines (at most half, "
+	 "skipped or cut short beyond), the search, the certified bound "
 	 "(0-3600000)",
 	 ""},
 	{"seed", "1", "seed of the search's tie-breaks"},
@@ -323,8 +325,8 @@ static const struct as_option_desc options[] = {
 	 "(2-65536)"},
 	{"baselines", "on",
 	 "on: start from the best of greedy-size, bestfit and greedy-breadth "
-	 "(never behind them; their time counts in the budget but is never "
-	 "cut short); off: without them"},
+	 "(never behind those that fit in half the budget); off: without "
+	 "them"},
 	{"nodes", "0",
 	 "search effort cap, machine independent (0: the budget only)"},
 	{"bound", "20",
