@@ -1,11 +1,44 @@
 /*
- * allocscope check --certificate FILE [TRACE]: strip's certified bounds
- * (struct as_certificate) re-verified from their sub-problems.
+ * strip's certified bounds (struct as_certificate) in the CLI: replay's
+ * table lines, and allocscope check --certificate FILE [TRACE], which
+ * re-verifies them from their sub-problems.
  */
 #include <stdio.h>
 
 #include "certificate.h"
 #include "runs.h"
+
+bool cli_print_certificates(const struct as_trace *t, const char *spec,
+			    const struct as_plan *p,
+			    const uint64_t *space_peak, uint64_t peak,
+			    bool header)
+{
+	bool any = false;
+	for (uint16_t k = 0; k < p->ncerts; k++) {
+		const struct as_certificate *c = &p->certs[k];
+		uint64_t at = space_peak && c->space < p->nspaces
+				      ? space_peak[c->space]
+				      : peak;
+		/* At the load, "vs LB" says it all already. */
+		if (at <= c->load)
+			continue;
+		char gap[48] = "optimal";
+		if (at > c->bound)
+			snprintf(gap, sizeof(gap), "<= %.2f%% above optimal",
+				 ((double)at - (double)c->bound) * 100.0 /
+					 (double)c->bound);
+		printf("%s%-28s certified bound %llu%s%s: %s\n",
+		       header || any ? "" : "\n", cli_esc(spec),
+		       (unsigned long long)c->bound,
+		       t->nspaces > 1 ? " in " : "",
+		       t->nspaces > 1
+			       ? cli_esc(as_plan_space_name(p, t, c->space))
+			       : "",
+		       gap);
+		any = true;
+	}
+	return any;
+}
 
 int cli_check_certificate(const char *cert_path, const char *trace_path,
 			  const char *fmt, double limit_ms)

@@ -196,36 +196,12 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 				       r[i].spec, r[i].plan->notes[k]);
 				header = true;
 			}
-	/*
-	 * Certified bounds of plans above the load: how far above the
-	 * optimum they are at most.
-	 */
+	/* Certified bounds: how far above the optimum a plan is at most. */
 	header = false;
 	for (size_t i = 0; i < n; i++)
-		for (uint16_t k = 0; k < r[i].plan->ncerts; k++) {
-			const struct as_certificate *c = &r[i].plan->certs[k];
-			uint64_t peak = r[i].space_peak &&
-						c->space < r[i].plan->nspaces
-						? r[i].space_peak[c->space]
-						: r[i].peak;
-			/* At the load, "vs LB" says it all already. */
-			if (peak <= c->load)
-				continue;
-			char gap[48] = "optimal";
-			if (peak > c->bound)
-				snprintf(gap, sizeof(gap),
-					 "<= %.2f%% above optimal",
-					 gap_pct(peak, c->bound));
-			printf("%s%-28s certified bound %llu%s%s: %s\n",
-			       header ? "" : "\n", cli_esc(r[i].spec),
-			       (unsigned long long)c->bound,
-			       t->nspaces > 1 ? " in " : "",
-			       t->nspaces > 1 ? cli_esc(as_plan_space_name(
-							r[i].plan, t, c->space))
-					      : "",
-			       gap);
-			header = true;
-		}
+		header |= cli_print_certificates(t, r[i].spec, r[i].plan,
+						  r[i].space_peak, r[i].peak,
+						  header);
 }
 
 /* Dump lines quote buffer names: escaped. Runs with emit go one at a
