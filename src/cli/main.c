@@ -15,6 +15,7 @@
 #include "allocscope/allocscope.h"
 #include "allocscope/compare.h"
 #include "allocscope/render.h"
+#include "certificate.h"
 #include "diff.h"
 #include "divergence.h"
 #include "explain.h"
@@ -33,6 +34,7 @@ static const char usage_text[] =
 	"                         [--size WxH] [--color-by buffer|size|pool|lifetime|prefix|frame]\n"
 	"                         [--time clock|events]\n"
 	"       allocscope check TRACE [-f FMT] [--plan PLAN.csv | -s SPEC]\n"
+	"       allocscope check --certificate REPLAY.json [TRACE]\n"
 	"       allocscope strategies\n"
 	"       allocscope diff BASE.json NEW.json [--metric M] [--max-regress PCT]\n"
 	"                       [--markdown FILE] [--svg DIR] [--all]\n"
@@ -220,6 +222,12 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 				       r[i].spec, r[i].plan->notes[k]);
 				header = true;
 			}
+	/* Certified bounds: how far above the optimum a plan is at most. */
+	header = false;
+	for (size_t i = 0; i < n; i++)
+		header |= cli_print_certificates(t, r[i].spec, r[i].plan,
+						  r[i].space_peak, r[i].peak,
+						  header);
 }
 
 /* Dump lines quote buffer names: escaped. Runs with emit go one at a
@@ -321,12 +329,12 @@ static void check_plan(void *ctx, size_t i, int err, struct as_plan *plan,
 	r->check_err = as_validate(c->t, plan, &r->report);
 	r->peak = as_plan_peak(plan, c->t, -1);
 	r->failed = as_plan_failed(plan, c->t);
-	if (c->json) {
+	if (c->json)
 		r->moment_rc = plan_moment(c->t, plan, &r->moment);
-		if (plan->nspaces > 1 &&
-		    (r->space_peak = malloc(plan->nspaces * sizeof(uint64_t))))
-			as_plan_peaks(plan, c->t, r->space_peak);
-	}
+	/* Each space's peak: the JSON's, and the table's certified bounds. */
+	if ((c->json || plan->ncerts) && plan->nspaces > 1 &&
+	    (r->space_peak = malloc(plan->nspaces * sizeof(uint64_t))))
+		as_plan_peaks(plan, c->t, r->space_peak);
 	/* Of a valid plan the table and the JSON need only that: its offsets
 	 * go now, not after the last run (10^7 buffers: 8-32 bytes each a
 	 * plan). */
@@ -642,7 +650,7 @@ static int cmd_replay(int argc, char **argv)
 static int cmd_check(int argc, char **argv)
 {
 	const char *trace_path = NULL, *plan_path = NULL, *spec = NULL;
-	const char *fmt = NULL;
+	const char *fmt = NULL, *cert_path = NULL;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
@@ -654,6 +662,8 @@ static int cmd_check(int argc, char **argv)
 			plan_path = argv[++i];
 		} else if (strcmp(a, "-s") == 0 && more) {
 			spec = argv[++i];
+		} else if (strcmp(a, "--certificate") == 0 && more) {
+			cert_path = argv[++i];
 		} else if (a[0] == '-' && a[1]) {
 			return usage_error("unknown or incomplete option '%s'",
 					   a);
@@ -663,6 +673,12 @@ static int cmd_check(int argc, char **argv)
 			return usage_error("unexpected argument '%s'", a);
 		}
 	}
+	if (cert_path && (spec || plan_path))
+		return usage_error("check takes --certificate alone, or with "
+				   "its TRACE%s", "");
+	if (cert_path)
+		return cli_check_certificate(cert_path, trace_path, fmt,
+					     60000);
 	if (!trace_path)
 		return usage_error("check needs a TRACE%s", "");
 	if (spec && plan_path)

@@ -638,6 +638,31 @@ struct as_divergence {
 /* "segment size", "block chosen", ...: what differs, in words. */
 const char *as_div_kind_name(enum as_div_kind k);
 
+/*
+ * A certified lower bound of one address space (strategy strip): no plan of
+ * the space's buffers peaks below `bound`. The proof is a sub-problem: some
+ * of the space's buffers (`buffers`, each with a lifetime inside its own:
+ * a relaxation, since any plan of the space places them apart) that a
+ * completed exact search showed has no placement of peak bound - 1 or
+ * lower. Without buffers the bound is the load (the most bytes live at
+ * once), which needs no search.
+ */
+struct as_cert_buffer {
+	uint32_t id;            /* the trace buffer's index */
+	uint8_t align_log2;
+	uint64_t size;
+	uint64_t start, end;    /* [start, end) within the buffer's lifetime */
+};
+
+struct as_certificate {
+	uint16_t space;
+	uint64_t load;          /* the space's most bytes live at once */
+	uint64_t bound;         /* certified: every plan peaks at least here */
+	uint64_t nodes;         /* search nodes the proof took */
+	uint32_t nbuffers;
+	struct as_cert_buffer *buffers; /* owned; NULL when nbuffers is 0 */
+};
+
 struct as_plan {
 	uint32_t nbuffers;
 	uint64_t *offset;
@@ -666,6 +691,10 @@ struct as_plan {
 	/* Where the model leaves the recording it replays; NULL: the
 	 * strategy compared itself with none (owned by the plan). */
 	struct as_divergence *divergence;
+	/* Certified lower bounds, one per space planned (owned); NULL: the
+	 * strategy proves none. */
+	struct as_certificate *certs;
+	uint16_t ncerts;
 };
 
 struct as_plan *as_plan_create(const struct as_trace *t);
@@ -706,6 +735,41 @@ const char *as_trace_space_name(const struct as_trace *t, uint16_t space);
 int as_plan_stat(struct as_plan *p, const char *key, double value);
 int as_plan_stat_int(struct as_plan *p, const char *key, uint64_t value);
 int as_plan_round(struct as_plan *p, const char *label, uint64_t peak);
+/*
+ * Add certificate c to p's: p takes c->buffers over (also when it fails:
+ * they are freed then). Returns 0 or AS_ENOMEM.
+ */
+int as_plan_certify(struct as_plan *p, struct as_certificate *c);
+/* Free an array of n certificates and their buffers (NULL: nothing). */
+void as_certificates_free(struct as_certificate *c, uint32_t n);
+/*
+ * Read every certificate of a file `replay --json` wrote (each result's
+ * "certificates") into *out (n of them, caller frees with
+ * as_certificates_free); only the ones with a sub-problem. Returns 0 or a
+ * negative code with diag filled (FILE:LINE: what is wrong).
+ */
+int as_certificates_load(const char *path, struct as_certificate **out,
+			 uint32_t *n, struct as_diag *diag);
+/*
+ * Whether certificate c describes a relaxation of trace t: every buffer
+ * exists in c's space with the same size, an alignment at least c's and a
+ * lifetime holding c's. Returns 0, or AS_EINVAL with diag saying which
+ * buffer differs and how.
+ */
+int as_certificate_fits(const struct as_trace *t,
+			const struct as_certificate *c, struct as_diag *diag);
+/*
+ * Re-solve c's sub-problem from its buffers alone with the exact search:
+ * 1 when no placement of peak bound - 1 exists (the bound holds), 0 when
+ * one does (it does not), AS_ELIMIT when neither was settled within
+ * limit_ms milliseconds or max_nodes search nodes (0: no limit),
+ * AS_EINVAL for a sub-problem that is no problem (an empty lifetime, a
+ * zero size, more than 6000 buffers) or out of the search's range (a
+ * bound past 2^63, an alignment past 2^62), AS_ENOMEM. *nodes (may be
+ * NULL) gets the effort.
+ */
+int as_certificate_verify(const struct as_certificate *c, double limit_ms,
+			  uint64_t max_nodes, uint64_t *nodes);
 
 static inline uint16_t as_plan_space_of(const struct as_plan *p,
 					const struct as_trace *t, uint32_t i)
