@@ -183,10 +183,14 @@ static int walk(const char *dir, bool all_files, struct list *out,
 			 * regular file only: nothing else is opened). */
 			free(p);
 		} else if (is && !S_ISREG(st.st_mode)) {
-			/* Refused by its stat alone: nothing is opened. */
+			/* Refused by its stat alone: nothing is opened (a
+			 * FIFO, which a name given alone may be, would hold
+			 * the walk until a writer came). */
 			struct as_diag why;
 			cli_check_input(p, false, &why);
-			skipped(p, why.msg);
+			skipped(p, S_ISFIFO(st.st_mode)
+					   ? "not a regular file but a FIFO"
+					   : why.msg);
 			free(p);
 		} else {
 			/* A regular file, or one that vanished or a dangling
@@ -313,6 +317,11 @@ int cli_check_input(const char *path, bool stdin_ok, struct as_diag *diag)
 	memset(diag, 0, sizeof(*diag));
 	snprintf(diag->file, sizeof(diag->file), "%s", path);
 	if (stdin_ok && strcmp(path, "-") == 0)
+		return AS_OK;
+	/* A FIFO is a stream: opening it here would wait for its writer,
+	 * and closing it would cut the writer off. Its reader opens it. */
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISFIFO(st.st_mode))
 		return AS_OK;
 	int err = as_open_input(path, &f, diag);
 	if (err == AS_OK)

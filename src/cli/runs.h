@@ -32,7 +32,8 @@ int cli_report_diag(const struct as_diag *d, int err);
 
 /*
  * Whether `path` can be read as an input file (as_open_input: a regular
- * file, the check never blocks), for readers the CLI hands a path to; "-"
+ * file, or a FIFO, which passes unopened: the check never blocks), for
+ * readers the CLI hands a path to; "-"
  * passes when `stdin_ok` (a reader that takes it as standard input). AS_OK,
  * or an error described in diag (with the path as its file).
  */

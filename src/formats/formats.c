@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/internal.h"
 #include "core/trace_private.h"
@@ -103,6 +104,64 @@ static int start(const char *name, const struct as_format_impl *fmt,
 	return *b ? AS_OK : as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
 }
 
+/*
+ * Past a run of blanks (space, tab, CR, LF) at p: eight newlines at a time
+ * where it can (a newline bomb goes at memory speed).
+ */
+static const char *skip_blanks(const char *p, const char *end)
+{
+	static const char nl8[8] = "\n\n\n\n\n\n\n\n";
+	while (p < end) {
+		if (end - p >= 8 && memcmp(p, nl8, 8) == 0)
+			p += 8;
+		else if (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+			p++;
+		else
+			break;
+	}
+	return p;
+}
+
+/* Past a run of newlines at p, eight at a time. */
+static const char *skip_newlines(const char *p, const char *end)
+{
+	static const char nl8[8] = "\n\n\n\n\n\n\n\n";
+	while (end - p >= 8 && memcmp(p, nl8, 8) == 0)
+		p += 8;
+	while (p < end && *p == '\n')
+		p++;
+	return p;
+}
+
+/* Runs of at least this many newlines are counted, not handed to the
+ * format line by line (every line format skips a blank line). */
+#define NL_RUN 16
+
+/*
+ * The first run of NL_RUN newlines in [p, end), or NULL: one byte in
+ * NL_RUN looked at where there is none (a byte that is no newline is in
+ * no run, so the next run ends NL_RUN bytes or more after it).
+ */
+static const char *find_run(const char *p, const char *end)
+{
+	size_t n = (size_t)(end - p), q = NL_RUN - 1;
+	while (q < n) {
+		if (p[q] != '\n') {
+			q += NL_RUN;
+			continue;
+		}
+		size_t s = q, e = q + 1;
+		while (s > 0 && p[s - 1] == '\n')
+			s--;
+		while (e < n && e - s < NL_RUN && p[e] == '\n')
+			e++;
+		if (e - s >= NL_RUN)
+			return p + s;
+		q = e + NL_RUN;
+	}
+	return NULL;
+}
+
 static int feed(struct as_builder *b, const struct as_format_impl *fmt,
 		struct as_line_state *st, const char *data, size_t len,
 		struct as_diag *diag)
@@ -115,9 +174,21 @@ static int feed(struct as_builder *b, const struct as_format_impl *fmt,
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "NUL byte in a text file");
 	}
-	for (size_t i = 0; !st->content && i < len; i++)
-		st->content = !strchr(" \t\r\n", data[i]);
-	return fmt->lines(b, st, data, len, diag);
+	const char *p = data, *end = data + len;
+	if (!st->content)
+		st->content = skip_blanks(data, end) < end;
+	while (p < end) {
+		/* Up to and with the newline that starts a long run: whole
+		 * lines; the run's other newlines are blank lines, counted. */
+		const char *r = find_run(p, end);
+		const char *stop = r ? r + 1 : end;
+		int err = fmt->lines(b, st, p, (size_t)(stop - p), diag);
+		if (err || !r)
+			return err;
+		p = skip_newlines(stop, end);
+		st->line += (uint64_t)(p - stop);
+	}
+	return AS_OK;
 }
 
 static int finish(struct as_builder *b, const struct as_format_impl *fmt,
@@ -155,16 +226,21 @@ static int unknown_format(const char *format, struct as_diag *diag)
 
 /*
  * A pulled format's input: `head`, the bytes already read (all of them for
- * text in memory), then the rest of the reader. A rewind reopens the reader
- * and skips what head holds (and the BOM before it).
+ * text in memory), then the rest of the reader. The reader copies every
+ * raw byte it reads into `spool`; the first rewind copies the rest, and
+ * from then on each pass reads the spool (decompressed again), skipping
+ * what head holds (and the BOM before it). So the input itself is read
+ * once, and every pass sees the same bytes, whatever happens to the file.
  */
 struct as_source {
 	const char *head;
 	size_t head_len, pos;
 	struct as_reader **r; /* NULL: head is all */
-	FILE *f;
-	size_t skip; /* bytes of the file before head (a BOM) */
-	bool compressed;
+	FILE *spool;
+	bool spooled;  /* *r reads the spool */
+	size_t skip;   /* bytes of the file before head (a BOM) */
+	bool bounded;  /* compressed, or not a regular file */
+	uint64_t max;  /* the input's most bytes */
 };
 
 int as_trace_parse(const char *name, const char *data, size_t len,
@@ -226,13 +302,19 @@ int as_source_rewind(struct as_source *s, struct as_diag *diag)
 	s->pos = 0;
 	if (!s->r)
 		return AS_OK;
+	int err = s->spooled ? AS_OK : as_reader_spool_rest(*s->r, diag);
+	if (err)
+		return err;
+	if (fflush(s->spool) != 0 || fseek(s->spool, 0, SEEK_SET) != 0)
+		return as_diag_set(diag, 0, AS_EIO,
+				   "cannot keep a copy of the input "
+				   "(temporary file): %s",
+				   strerror(errno));
 	enum as_compression kind;
 	as_reader_close(*s->r);
 	*s->r = NULL;
-	if (fseek(s->f, 0, SEEK_SET) != 0)
-		return as_diag_set(diag, 0, AS_EIO, "cannot read again: %s",
-				   strerror(errno));
-	int err = as_reader_open(s->f, s->r, &kind, diag);
+	s->spooled = true;
+	err = as_reader_open(s->spool, s->max, false, s->r, &kind, diag);
 	char scratch[4096];
 	for (size_t left = s->skip + s->head_len; !err && left > 0;) {
 		size_t got;
@@ -241,8 +323,8 @@ int as_source_rewind(struct as_source *s, struct as_diag *diag)
 							    : sizeof(scratch),
 				     &got, diag);
 		if (!err && got == 0)
-			err = as_diag_set(diag, 0, AS_EIO, "the file shrank "
-							   "while being read");
+			err = as_diag_set(diag, 0, AS_EIO, "the copy of the "
+							   "input is short");
 		left -= err ? 0 : got;
 	}
 	return err;
@@ -250,24 +332,33 @@ int as_source_rewind(struct as_source *s, struct as_diag *diag)
 
 size_t as_source_limit(const struct as_source *s)
 {
-	return s->compressed ? MAX_WHOLE_COMPRESSED : SIZE_MAX;
+	return s->bounded ? MAX_WHOLE_COMPRESSED : SIZE_MAX;
 }
 
-static int load_stream(struct as_reader **r, FILE *f, const char *path,
-		       const char *detect_name, bool compressed,
+/* What load_stream reads. */
+struct input {
+	struct as_reader **r;
+	const char *path, *detect_name;
+	bool bounded;     /* compressed, or not a regular file */
+	uint64_t max;     /* the most bytes it may hold */
+};
+
+static int load_stream(const struct input *in,
 		       const struct as_format_impl *fmt,
 		       struct as_trace **out, struct as_diag *diag)
 {
+	struct as_reader **r = in->r;
 	size_t cap = WINDOW, have = 0, bom = 0;
 	char *buf = malloc(cap);
 	struct as_builder *b = NULL;
 	struct as_line_state st = {0};
+	FILE *spool = NULL;
 	int err = buf ? AS_OK : AS_ENOMEM;
 	bool eof = false;
 	while (err == AS_OK && !eof) {
 		if (have == cap) { /* a line (or a whole file) past the window */
 			bool whole = !b; /* line formats start at once */
-			if (whole ? compressed && cap >= MAX_WHOLE_COMPRESSED
+			if (whole ? in->bounded && cap >= MAX_WHOLE_COMPRESSED
 				  : cap >= MAX_LINE) {
 				err = as_diag_set(diag, st.line + 1, AS_EPARSE,
 						  whole ? "decompressed input "
@@ -299,16 +390,32 @@ static int load_stream(struct as_reader **r, FILE *f, const char *path,
 		}
 		if (!b) {
 			if (!fmt)
-				fmt = detect(detect_name, buf, have);
+				fmt = detect(in->detect_name, buf, have);
+			/* Only a pulled format reads its input again. */
+			if (fmt->stream && !eof) {
+				if (as_spool_open(&spool) != AS_OK) {
+					err = as_diag_set(
+						diag, 0, AS_EIO,
+						"cannot make a temporary "
+						"file for the input: %s",
+						strerror(errno));
+					break;
+				}
+				if ((err = as_reader_spool(*r, spool, diag)))
+					break;
+			} else {
+				as_reader_forget(*r);
+			}
 			if (fmt->whole && !eof)
 				continue; /* read it whole */
-			if ((err = start(path, fmt, &b, diag)))
+			if ((err = start(in->path, fmt, &b, diag)))
 				break;
 			if (fmt->stream) { /* it reads the rest itself */
 				struct as_source src = {
 					.head = buf, .head_len = have,
-					.r = eof ? NULL : r, .f = f,
-					.skip = bom, .compressed = compressed};
+					.r = eof ? NULL : r, .spool = spool,
+					.skip = bom, .bounded = in->bounded,
+					.max = in->max};
 				err = fmt->stream(b, &src, diag);
 				break;
 			}
@@ -327,6 +434,8 @@ static int load_stream(struct as_reader **r, FILE *f, const char *path,
 		have -= used;
 	}
 	free(buf);
+	if (spool)
+		fclose(spool);
 	if (!b) {
 		if (err == AS_ENOMEM)
 			as_diag_set(diag, 0, err, "out of memory");
@@ -342,23 +451,60 @@ static bool ends_with(const char *path, const char *ext)
 	return n > e && strcmp(path + n - e, ext) == 0;
 }
 
+int as_parse_max_input(const char *text, uint64_t *out)
+{
+	static const char units[] = "KMGTPE";
+	if (!text)
+		return AS_EINVAL;
+	if (strcmp(text, "none") == 0) {
+		*out = UINT64_MAX;
+		return AS_OK;
+	}
+	size_t n = strlen(text);
+	unsigned shift = 0;
+	const char *u = n ? strchr(units, text[n - 1]) : NULL;
+	if (u && *u) {
+		shift = 10 * (unsigned)(u - units + 1);
+		n--;
+	}
+	uint64_t v;
+	if (!as_parse_u64(text, n, &v) || v == 0 || v > UINT64_MAX >> shift)
+		return AS_EINVAL;
+	*out = v << shift;
+	return AS_OK;
+}
+
 int as_trace_load(const char *path, const char *format, struct as_trace **out,
 		  struct as_diag *diag)
 {
+	struct as_load_options o = {.format = format};
+	return as_trace_load_opts(path, &o, out, diag);
+}
+
+int as_trace_load_opts(const char *path, const struct as_load_options *o,
+		       struct as_trace **out, struct as_diag *diag)
+{
+	static const struct as_load_options defaults = {0};
 	struct as_diag local;
 	if (!diag)
 		diag = &local;
+	if (!o)
+		o = &defaults;
 	diag_start(diag, path);
-	if (!as_format_known(format))
-		return unknown_format(format, diag);
-	/* Never blocks (a FIFO), refuses what is not a regular file. */
+	if (!as_format_known(o->format))
+		return unknown_format(o->format, diag);
+	uint64_t max = o->max_input_bytes ? o->max_input_bytes
+					  : AS_MAX_INPUT_DEFAULT;
+	/* A file, a FIFO or a pipe, or standard input ("-"). */
 	FILE *f;
 	int oerr = as_open_input(path, &f, diag);
 	if (oerr)
 		return oerr;
+	struct stat st;
+	bool regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
 	struct as_reader *r = NULL;
 	enum as_compression kind = AS_PLAIN;
-	int err = as_reader_open(f, &r, &kind, diag);
+	int err = as_reader_open(f, max, true, &r, &kind, diag);
 	/* Detection sees the name without its compression extension. */
 	char *name = strdup(path);
 	if (!err && !name)
@@ -375,9 +521,11 @@ int as_trace_load(const char *path, const char *format, struct as_trace **out,
 					  k == AS_GZIP ? "gzip" : "zstd");
 		name[strlen(name) - strlen(ext)] = 0;
 	}
+	struct input in = {.r = &r, .path = path, .detect_name = name,
+			   .bounded = kind != AS_PLAIN || !regular,
+			   .max = max};
 	if (!err)
-		err = load_stream(&r, f, path, name, kind != AS_PLAIN,
-				  by_name(format), out, diag);
+		err = load_stream(&in, by_name(o->format), out, diag);
 	free(name);
 	as_reader_close(r);
 	fclose(f);
@@ -390,13 +538,14 @@ const char *as_trace_sniff(const char *path)
 	 * and a FIFO put there in between must not hang it. */
 	FILE *f;
 	struct as_diag diag;
-	if (as_open_input(path, &f, &diag) != AS_OK)
+	if (as_open_regular(path, &f, &diag) != AS_OK)
 		return NULL;
 	struct as_reader *r = NULL;
 	enum as_compression kind;
 	char *head = malloc(SNIFF_BYTES);
 	size_t len = 0, got = 1;
-	if (head && as_reader_open(f, &r, &kind, &diag) == AS_OK)
+	if (head && as_reader_open(f, SNIFF_BYTES, false, &r, &kind,
+				   &diag) == AS_OK)
 		while (got && len < SNIFF_BYTES &&
 		       as_reader_read(r, head + len, SNIFF_BYTES - len, &got,
 				      &diag) == AS_OK)
