@@ -261,8 +261,8 @@ fed() {
 }
 fed "replay_reads_a_fifo_as_a_stream" "$tmp/in.ops" traces/server-churn.ops \
 	"$exe" replay --no-progress "$tmp/in.ops" $gs
-fed "check_reads_a_fifo_as_a_stream" "$tmp/in.ops" traces/server-churn.ops \
-	"$exe" check "$tmp/in.ops" -s greedy-size
+fed "check_reads_a_fifo_as_a_stream" "$tmp/in.ops" traces/cnn-recorded.csv \
+	"$exe" check -f csv "$tmp/in.ops"
 fed "check_reads_a_plan_from_a_fifo" "$tmp/in.csv" "$tmp/p.csv" \
 	"$exe" check "$tmp/t.csv" --plan "$tmp/in.csv"
 fed "diff_reads_new_from_a_fifo" "$tmp/in.json" "$tmp/b.json" \
