@@ -147,7 +147,8 @@ static int add_one(struct as_results *r, const struct as_trace *t,
 	return AS_OK;
 }
 
-static int run_specs(char **args, size_t nargs, const char *fmt,
+static int run_specs(char **args, size_t nargs,
+		     const struct as_load_options *lo,
 		     const char *const specs[2], unsigned jobs, bool progress,
 		     const char *svg_dir, struct as_results *a,
 		     struct as_results *b)
@@ -156,8 +157,8 @@ static int run_specs(char **args, size_t nargs, const char *fmt,
 	char **paths;
 	size_t npaths;
 	struct as_diag d;
-	int err = cli_expand_traces(args, nargs, fmt != NULL, &paths, &npaths,
-				    &d);
+	int err = cli_expand_traces(args, nargs, lo->format != NULL, &paths,
+				    &npaths, &d);
 	if (err != AS_OK)
 		return cli_report_diag(&d, err);
 	struct cli_progress pr;
@@ -166,7 +167,7 @@ static int run_specs(char **args, size_t nargs, const char *fmt,
 	for (size_t i = 0; i < npaths && !status; i++) {
 		struct as_trace *t;
 		struct as_plan *pa = NULL, *pb = NULL;
-		if ((err = as_trace_load(paths[i], fmt, &t, &d)) != AS_OK) {
+		if ((err = as_trace_load_opts(paths[i], lo, &t, &d)) != AS_OK) {
 			cli_progress_end(&pr);
 			status = cli_report_diag(&d, err);
 			break;
@@ -373,13 +374,13 @@ int cli_diff(int argc, char **argv)
 	size_t nspecs = 0, nargs = 0;
 	bool all = false, progress = true;
 	unsigned jobs = 0; /* the default (as_run_options.jobs) */
-	const char *fmt = NULL;
+	struct as_load_options lo;
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
 	if (!args) {
 		fputs("allocscope diff: out of memory\n", stderr);
 		return EXIT_USAGE;
 	}
-	int status = 0;
+	int status = cli_load_init(&lo);
 	for (int i = 0; i < argc && !status; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
@@ -409,9 +410,11 @@ int cli_diff(int argc, char **argv)
 			else
 				specs[nspecs++] = argv[++i];
 		} else if (strcmp(a, "-f") == 0 && more) {
-			if (!as_format_known(fmt = argv[++i]))
+			if (!as_format_known(lo.format = argv[++i]))
 				status = diff_usage_error(
 					"unknown format '%s'", argv[i]);
+		} else if (strcmp(a, "--max-input-bytes") == 0 && more) {
+			status = cli_max_input(argv[++i], &lo);
 		} else if (strcmp(a, "--markdown") == 0 && more) {
 			markdown = argv[++i];
 		} else if (strcmp(a, "--svg") == 0 && more) {
@@ -452,7 +455,7 @@ int cli_diff(int argc, char **argv)
 		status = diff_usage_error("diff needs BASE.json and NEW.json "
 					  "(got %s)",
 					  nargs < 2 ? "fewer" : "more");
-	else if (!status && nspecs == 0 && fmt != NULL)
+	else if (!status && nspecs == 0 && lo.format != NULL)
 		status = diff_usage_error("-f applies to traces (with -s)%s",
 					  "");
 	if (!status && svg && nspecs == 0)
@@ -473,7 +476,7 @@ int cli_diff(int argc, char **argv)
 		status = EXIT_USAGE;
 	} else if (nspecs == 2) {
 		opts.by_trace_only = true;
-		status = run_specs(args, nargs, fmt, specs, jobs, progress, svg,
+		status = run_specs(args, nargs, &lo, specs, jobs, progress, svg,
 				   base, new_);
 	} else {
 		/* Both files are checked before either is read: a FIFO or

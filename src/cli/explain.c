@@ -75,14 +75,14 @@ static void loaded_free(struct loaded *l)
 }
 
 /* Load `path` and explain it (and the specs' plans); prints its errors. */
-static int explain_one(const char *path, const char *fmt,
+static int explain_one(const char *path, const struct as_load_options *lo,
 		       const struct as_explain_options *o,
 		       const char *const *specs, size_t nspecs, unsigned jobs,
 		       struct loaded *l)
 {
 	struct as_diag d = {0};
 	memset(l, 0, sizeof(*l));
-	int err = as_trace_load(path, fmt, &l->t, &d);
+	int err = as_trace_load_opts(path, lo, &l->t, &d);
 	if (err != AS_OK)
 		return cli_report_diag(&d, err);
 	err = as_explain_trace(l->t, o, &l->e);
@@ -144,7 +144,8 @@ static int write_report(void *ctx, FILE *f)
 /* Options both commands read; 1: taken (with its value), 0: not ours, or
  * an exit status through *status. */
 static int common_option(int argc, char **argv, int *i,
-			 struct as_explain_options *o, const char **fmt,
+			 struct as_explain_options *o,
+			 struct as_load_options *lo,
 			 const char **markdown, int *status)
 {
 	const char *a = argv[*i];
@@ -156,8 +157,10 @@ static int common_option(int argc, char **argv, int *i,
 					      "or buffer, not '%s'",
 					      argv[*i]);
 	} else if (strcmp(a, "-f") == 0 && more) {
-		if (!as_format_known(*fmt = argv[++*i]))
+		if (!as_format_known(lo->format = argv[++*i]))
 			*status = usage_error("unknown format '%s'", argv[*i]);
+	} else if (strcmp(a, "--max-input-bytes") == 0 && more) {
+		*status = cli_max_input(argv[++*i], lo);
 	} else if (strcmp(a, "--frames") == 0 && more) {
 		if (!parse_count(argv[++*i], 64, &o->frames))
 			*status = usage_error("--frames wants 0 to 64, not '%s'",
@@ -174,18 +177,18 @@ int cli_explain(int argc, char **argv)
 {
 	struct as_explain_options o;
 	as_explain_options_init(&o);
-	const char *specs[MAX_SPECS], *fmt = NULL, *json = NULL,
-				      *markdown = NULL;
+	const char *specs[MAX_SPECS], *json = NULL, *markdown = NULL;
+	struct as_load_options lo;
 	size_t nspecs = 0, npaths = 0;
 	unsigned jobs = 0;
 	char **paths = calloc((size_t)argc + 1, sizeof(*paths));
 	if (!paths)
 		return EXIT_USAGE;
-	int status = 0;
+	int status = cli_load_init(&lo);
 	for (int i = 0; i < argc && !status; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
-		if (common_option(argc, argv, &i, &o, &fmt, &markdown, &status))
+		if (common_option(argc, argv, &i, &o, &lo, &markdown, &status))
 			continue;
 		if (status)
 			break;
@@ -229,7 +232,7 @@ int cli_explain(int argc, char **argv)
 		status = EXIT_USAGE;
 	size_t n = 0;
 	for (; !status && n < npaths; n++) {
-		status = explain_one(paths[n], fmt, &o, specs, nspecs, jobs,
+		status = explain_one(paths[n], &lo, &o, specs, nspecs, jobs,
 				     &l[n]);
 		runs[n] = (struct as_explain_run){
 			l[n].e, (const struct as_explain *const *)l[n].plans,
@@ -357,13 +360,14 @@ int cli_diff_by(int argc, char **argv)
 	o.normalize = true;
 	struct as_compare_options co;
 	as_compare_defaults(&co);
-	const char *fmt = NULL, *markdown = NULL, *args[2];
+	const char *markdown = NULL, *args[2];
+	struct as_load_options lo;
 	size_t nargs = 0;
 	bool all = false;
-	int status = 0;
+	int status = cli_load_init(&lo);
 	for (int i = 0; i < argc && !status; i++) {
 		const char *a = argv[i];
-		if (common_option(argc, argv, &i, &o, &fmt, &markdown, &status))
+		if (common_option(argc, argv, &i, &o, &lo, &markdown, &status))
 			continue;
 		if (status)
 			break;
@@ -400,9 +404,9 @@ int cli_diff_by(int argc, char **argv)
 	struct as_results *base = as_results_create(),
 			  *new_ = as_results_create();
 	struct as_comparison *c = NULL;
-	status = explain_one(args[0], fmt, &o, NULL, 0, 0, &la);
+	status = explain_one(args[0], &lo, &o, NULL, 0, 0, &la);
 	if (!status)
-		status = explain_one(args[1], fmt, &o, NULL, 0, 0, &lb);
+		status = explain_one(args[1], &lo, &o, NULL, 0, 0, &lb);
 	if (!status && (!base || !new_ ||
 			as_explain_results(la.e, lb.e, base, new_) ||
 			as_compare(base, new_, &co, &c))) {

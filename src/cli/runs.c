@@ -329,6 +329,30 @@ int cli_check_input(const char *path, bool stdin_ok, struct as_diag *diag)
 	return err;
 }
 
+int cli_load_init(struct as_load_options *lo)
+{
+	*lo = (struct as_load_options){0};
+	const char *e = getenv("ALLOCSCOPE_MAX_INPUT");
+	if (!e || as_parse_max_input(e, &lo->max_input_bytes) == AS_OK)
+		return 0;
+	fprintf(stderr, "allocscope: ALLOCSCOPE_MAX_INPUT wants a byte count "
+			"(64G: K, M, G, T, P, E are powers of 1024) or none, "
+			"not '%s'\n",
+		cli_esc(e));
+	return 2;
+}
+
+int cli_max_input(const char *value, struct as_load_options *lo)
+{
+	if (as_parse_max_input(value, &lo->max_input_bytes) == AS_OK)
+		return 0;
+	fprintf(stderr, "allocscope: --max-input-bytes wants a byte count "
+			"(64G: K, M, G, T, P, E are powers of 1024) or none, "
+			"not '%s'\n",
+		cli_esc(value));
+	return 2;
+}
+
 /*
  * Four slots, each grown to the longest name it held, so one printf can
  * quote up to four names. They live until the program ends (reachable:

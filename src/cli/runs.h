@@ -40,6 +40,16 @@ int cli_report_diag(const struct as_diag *d, int err);
 int cli_check_input(const char *path, bool stdin_ok, struct as_diag *diag);
 
 /*
+ * How every command reads a trace: `lo` zeroed, then the input limit
+ * ALLOCSCOPE_MAX_INPUT sets (when set). 0, or exit status 2 after saying
+ * what is wrong with it.
+ */
+int cli_load_init(struct as_load_options *lo);
+
+/* `--max-input-bytes VALUE` into lo: 0, or exit status 2 after a message. */
+int cli_max_input(const char *value, struct as_load_options *lo);
+
+/*
  * `s` escaped for a terminal (as_escape, AS_ESCAPE_TEXT), in one of four
  * slots reused in turn: valid until the fourth call after this one. For
  * every path and name the CLI prints.

@@ -314,12 +314,13 @@ int as_reader_read(struct as_reader *r, char *buf, size_t cap, size_t *got,
 	if (!err && r->out_total > r->max_out) {
 		char h[32];
 		return as_diag_set(diag, 0, AS_EPARSE,
-				   "more than %s of input%s: refused (the "
-				   "limit; --max-input-bytes N or none, or "
-				   "ALLOCSCOPE_MAX_INPUT, raises it)",
+				   "more than %llu bytes (%s) of input%s: "
+				   "refused; --max-input-bytes N|none or "
+				   "ALLOCSCOPE_MAX_INPUT raises the limit",
+				   (unsigned long long)r->max_out,
 				   as_human_bytes(r->max_out, h, sizeof(h)),
 				   r->kind == AS_PLAIN ? ""
-						       : " (decompressed)");
+						       : " after decompression");
 	}
 	return err;
 }
