@@ -136,6 +136,11 @@ static const char *skip_newlines(const char *p, const char *end)
 /* Runs of at least this many newlines are counted, not handed to the
  * format line by line (every line format skips a blank line). */
 #define NL_RUN 16
+/*
+ * More blank lines in a row than this are no recording (a newline bomb):
+ * refused before a decoder's window (128 MiB for zstd --long=27) fills.
+ */
+#define MAX_NL_RUN (1u << 24)
 
 /*
  * The first run of NL_RUN newlines in [p, end), or NULL: one byte in
@@ -179,14 +184,25 @@ static int feed(struct as_builder *b, const struct as_format_impl *fmt,
 		st->content = skip_blanks(data, end) < end;
 	while (p < end) {
 		/* Up to and with the newline that starts a long run: whole
-		 * lines; the run's other newlines are blank lines, counted. */
+		 * lines; the run's other newlines are blank lines, counted.
+		 * A run goes on from the last piece when this one starts
+		 * with it. */
 		const char *r = find_run(p, end);
+		if (r != p)
+			st->nl_run = 0;
 		const char *stop = r ? r + 1 : end;
 		int err = fmt->lines(b, st, p, (size_t)(stop - p), diag);
 		if (err || !r)
 			return err;
 		p = skip_newlines(stop, end);
 		st->line += (uint64_t)(p - stop);
+		st->nl_run += (uint64_t)(p - r);
+		if (st->nl_run > MAX_NL_RUN)
+			return as_diag_set(diag, st->line, AS_EPARSE,
+					   "more than %u blank lines in a row: "
+					   "refused (no recording has them; a "
+					   "newline bomb?)",
+					   MAX_NL_RUN);
 	}
 	return AS_OK;
 }

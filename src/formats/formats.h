@@ -21,6 +21,7 @@ struct as_line_state {
 	int pos[8];             /* CSV: column of each field, -1 when absent */
 	void *priv;
 	bool content;           /* a byte other than a blank was fed */
+	uint64_t nl_run;        /* newlines in the run of them being fed */
 };
 
 /*
