@@ -294,6 +294,9 @@ int as_trace_parse(const char *name, const char *data, size_t len,
 /* Bounds against hostile (compressed) input: one line, a whole-file format. */
 #define MAX_LINE (64u << 20)
 #define MAX_WHOLE_COMPRESSED (1u << 30)
+/* One JSON value held at once from such input: its text, cJSON's copy and
+ * a root member's kept text stay under 1 GiB together. */
+#define MAX_VALUE_STREAMED (256u << 20)
 
 int as_source_read(struct as_source *s, char *buf, size_t cap, size_t *got,
 		   struct as_diag *diag)
@@ -348,7 +351,7 @@ int as_source_rewind(struct as_source *s, struct as_diag *diag)
 
 size_t as_source_limit(const struct as_source *s)
 {
-	return s->bounded ? MAX_WHOLE_COMPRESSED : SIZE_MAX;
+	return s->bounded ? MAX_VALUE_STREAMED : SIZE_MAX;
 }
 
 /* What load_stream reads. */
