@@ -193,6 +193,29 @@ rc=$?
 [ $rc -eq 2 ] && grep -q "^allocscope: ALLOCSCOPE_MAX_INPUT wants a byte count .*not 'lots'" "$tmp/err"
 ok "a_bad_ALLOCSCOPE_MAX_INPUT_is_a_usage_error" $?
 
+viewer=${AS_VIEWER:-}
+if [ -n "$viewer" ] && [ -x "$viewer" ]; then
+	ALLOCSCOPE_MAX_INPUT=1K SDL_VIDEODRIVER=dummy timeout 60 "$viewer" \
+		traces/small-cnn.json --screenshot "$tmp/v1.png" >/dev/null 2>"$tmp/err"
+	rc1=$?
+	grep -q "$lim: refused" "$tmp/err"
+	g1=$?
+	SDL_VIDEODRIVER=dummy timeout 60 "$viewer" traces/small-cnn.json \
+		--max-input-bytes 1K --screenshot "$tmp/v2.png" >/dev/null 2>"$tmp/err"
+	rc2=$?
+	ALLOCSCOPE_MAX_INPUT=1K SDL_VIDEODRIVER=dummy timeout 60 "$viewer" \
+		traces/small-cnn.json --max-input-bytes none \
+		--screenshot "$tmp/v3.png" >/dev/null 2>&1
+	rc3=$?
+	[ $rc1 -eq 2 ] && [ $g1 -eq 0 ] && [ $rc2 -eq 2 ] && [ $rc3 -eq 0 ] &&
+		[ ! -e "$tmp/v1.png" ] && [ -s "$tmp/v3.png" ]
+	st=$?
+	[ $st -eq 0 ] || echo "#   viewer: rc $rc1 $rc2 $rc3"
+	ok "the_viewer_takes_ALLOCSCOPE_MAX_INPUT_and_max_input_bytes" $st
+else
+	skip the_viewer_takes_ALLOCSCOPE_MAX_INPUT_and_max_input_bytes "no viewer built"
+fi
+
 # ---- Real recordings that compress hundreds of times ----
 
 preload="$shim"
