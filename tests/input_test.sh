@@ -54,6 +54,20 @@ st=$?
 [ "$got" = "$want_big" ] && [ $st -eq 0 ]
 ok "a_json_larger_than_the_window_reads_from_a_pipe_leaving_no_file" $?
 
+# The root's other members after the array: a third pass, from the copy.
+awk 'BEGIN {
+	printf "{\"events\": ["
+	for (i = 0; i < 20000; i++) {
+		printf "%s{\"op\": \"alloc\", \"name\": \"b%d\", \"size\": %d}", i ? ", " : "", i, 64 + i % 100
+		if (i >= 8) printf ", {\"op\": \"free\", \"name\": \"b%d\"}", i - 8
+	}
+	printf "], \"format\": \"allocscope-trace\", \"version\": 1}\n"
+}' >"$tmp/late.json"
+want=$(summary "$exe" explain "$tmp/late.json")
+got=$(cat "$tmp/late.json" | summary "$exe" explain -)
+[ -n "$want" ] && [ "$got" = "$want" ] && [ "$want" = "$want_big" ]
+ok "a_json_read_in_three_passes_reads_from_a_pipe" $?
+
 got=$(gzip -c "$tmp/big.json" | summary "$exe" explain -)
 [ "$got" = "$want_big" ]
 ok "gzip_json_on_standard_input_is_sniffed_and_read" $?

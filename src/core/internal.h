@@ -29,7 +29,7 @@
 int as_diag_set(struct as_diag *d, uint64_t line, int err, const char *fmt,
 		...) __attribute__((format(printf, 4, 5)));
 
-/* ---- util.c ---- */
+/* ---- input.c ---- */
 
 /*
  * A regular file opened for reading, never blocking: anything else (a
@@ -44,6 +44,8 @@ int as_open_regular(const char *path, FILE **out, struct as_diag *diag);
  * AS_EIO / AS_ENOMEM with errno set.
  */
 int as_spool_open(FILE **out);
+
+/* ---- util.c ---- */
 
 /* Parse a whole decimal uint64 (no sign, no junk, no overflow). */
 bool as_parse_u64(const char *s, size_t len, uint64_t *out);

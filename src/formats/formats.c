@@ -104,24 +104,6 @@ static int start(const char *name, const struct as_format_impl *fmt,
 	return *b ? AS_OK : as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
 }
 
-/*
- * Past a run of blanks (space, tab, CR, LF) at p: eight newlines at a time
- * where it can (a newline bomb goes at memory speed).
- */
-static const char *skip_blanks(const char *p, const char *end)
-{
-	static const char nl8[8] = "\n\n\n\n\n\n\n\n";
-	while (p < end) {
-		if (end - p >= 8 && memcmp(p, nl8, 8) == 0)
-			p += 8;
-		else if (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
-			p++;
-		else
-			break;
-	}
-	return p;
-}
-
 /* Past a run of newlines at p, eight at a time. */
 static const char *skip_newlines(const char *p, const char *end)
 {
@@ -131,6 +113,17 @@ static const char *skip_newlines(const char *p, const char *end)
 	while (p < end && *p == '\n')
 		p++;
 	return p;
+}
+
+/* Past a run of blanks (space, tab, CR, LF) at p, newlines at their pace. */
+static const char *skip_blanks(const char *p, const char *end)
+{
+	for (;;) {
+		p = skip_newlines(p, end);
+		if (p == end || !(*p == ' ' || *p == '\t' || *p == '\r'))
+			return p;
+		p++;
+	}
 }
 
 /* Runs of at least this many newlines are counted, not handed to the
