@@ -51,6 +51,8 @@ static const char diff_usage[] =
 	"                      (default: one per processor, one at a time\n"
 	"                      above 4,000,000 buffers)\n"
 	"  --no-progress       no progress bar on stderr\n"
+	"  --max-input-bytes N|none  with -s: the most bytes a trace may hold\n"
+	"                      decompressed (default 64G; ALLOCSCOPE_MAX_INPUT)\n"
 	"\n"
 	"exit status: 0 no regression, 1 regression or invalid plan, 2 bad "
 	"input\n";
