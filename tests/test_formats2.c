@@ -592,6 +592,63 @@ static void compressed_files_read_as_the_plain_one(void)
 	rmdir(dir);
 }
 
+static void the_input_limit_counts_decompressed_bytes_exactly(void)
+{
+	char dir[] = "/tmp/as_formats2_XXXXXX";
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	unsigned char buf[4096];
+	char plain[256], zst[256];
+	snprintf(plain, sizeof(plain), "%s/t.mtrace", dir);
+	snprintf(zst, sizeof(zst), "%s/t.mtrace.zst", dir);
+	uint64_t n = strlen(plain_mtrace);
+	size_t zs = zstd_two_frames(plain_mtrace, buf, sizeof(buf));
+	CHECK(zs > 0 && write_file(zst, buf, zs));
+	CHECK(write_file(plain, plain_mtrace, n));
+	const char *paths[2] = {plain, zst};
+	for (int i = 0; i < 2; i++) {
+		struct as_diag d;
+		struct as_trace *t = NULL;
+		struct as_load_options o = {.max_input_bytes = n};
+		CHECK(as_trace_load_opts(paths[i], &o, &t, &d) == AS_OK);
+		as_trace_destroy(t);
+		t = NULL;
+		o.max_input_bytes = UINT64_MAX;
+		CHECK(as_trace_load_opts(paths[i], &o, &t, &d) == AS_OK);
+		as_trace_destroy(t);
+		t = NULL;
+		o.max_input_bytes = n - 1;
+		CHECK(as_trace_load_opts(paths[i], &o, &t, &d) == AS_EPARSE);
+		CHECK(t == NULL);
+		CHECK(strstr(d.msg, "--max-input-bytes") != NULL);
+		CHECK((strstr(d.msg, "after decompression") != NULL) == (i == 1));
+		CHECK_STR(d.file, paths[i]);
+	}
+	unlink(plain);
+	unlink(zst);
+	rmdir(dir);
+}
+
+static void max_input_texts_take_units_and_none(void)
+{
+	uint64_t v = 0;
+	CHECK(as_parse_max_input("64G", &v) == AS_OK);
+	CHECK_EQ_U64(v, (uint64_t)64 << 30);
+	CHECK(as_parse_max_input("1", &v) == AS_OK);
+	CHECK_EQ_U64(v, 1);
+	CHECK(as_parse_max_input("15E", &v) == AS_OK);
+	CHECK_EQ_U64(v, (uint64_t)15 << 60);
+	CHECK(as_parse_max_input("none", &v) == AS_OK);
+	CHECK_EQ_U64(v, UINT64_MAX);
+	static const char *const bad[] = {"", "0", "0K", "G", "1X", "-1",
+					  "1.5G", "16E", "17179869184G",
+					  "18446744073709551616", NULL};
+	for (int i = 0; bad[i]; i++)
+		CHECK(as_parse_max_input(bad[i], &v) == AS_EINVAL);
+}
+
 int main(void)
 {
 	TEST_RUN(mtrace_realloc_frees_the_old_block_and_links_the_new_one);
@@ -611,5 +668,7 @@ int main(void)
 	TEST_RUN(heaptrack_timestamps_are_milliseconds);
 	TEST_RUN(heaptrack_raw_blocks_are_named_and_placed_by_address);
 	TEST_RUN(compressed_files_read_as_the_plain_one);
+	TEST_RUN(the_input_limit_counts_decompressed_bytes_exactly);
+	TEST_RUN(max_input_texts_take_units_and_none);
 	return tap_done();
 }
