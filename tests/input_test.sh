@@ -291,8 +291,22 @@ EOF
 		[ "$kb" -lt 100000 ] &&
 		awk -v s="$secs" 'BEGIN { exit !(s < 10) }'
 	ok "a_newline_bomb_is_refused_within_10_s_and_100_mb" $?
+	yes $'\r' | head -c 256M | gzip -1 -c >"$tmp/crlf.gz"
+	/usr/bin/time -f "%e %M" -o "$tmp/time" env -u MALLOC_PERTURB_ \
+		"$exe" explain "$tmp/crlf.gz" >/dev/null 2>"$tmp/err"
+	rc=$?
+	read -r secs kb <<EOF
+$(tail -1 "$tmp/time")
+EOF
+	echo "# 256 MiB of CRLFs: $secs s, $kb KB"
+	[ $rc -eq 2 ] &&
+		grep -q "crlf.gz:[0-9]*: more than 16777216 blank lines in a row: refused" "$tmp/err" &&
+		[ "$kb" -lt 100000 ] &&
+		awk -v s="$secs" 'BEGIN { exit !(s < 10) }'
+	ok "a_crlf_bomb_is_refused_within_10_s_and_100_mb" $?
 else
 	skip a_newline_bomb_is_refused_within_10_s_and_100_mb "no zstd or /usr/bin/time"
+	skip a_crlf_bomb_is_refused_within_10_s_and_100_mb "no zstd or /usr/bin/time"
 fi
 { printf 'alloc a 64\n'; head -c 8M /dev/zero | tr '\0' '\n'; printf 'bogus\n'; } |
 	"$exe" explain -f ops - >/dev/null 2>"$tmp/err"

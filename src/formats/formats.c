@@ -104,30 +104,47 @@ static int start(const char *name, const struct as_format_impl *fmt,
 	return *b ? AS_OK : as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
 }
 
-/* Past a run of newlines at p, eight at a time. */
-static const char *skip_newlines(const char *p, const char *end)
+/*
+ * Past the whole blank lines at p ("\n" or "\r\n" each, eight newlines or
+ * four CRLFs at a time); *n gets how many.
+ */
+static const char *skip_blank_lines(const char *p, const char *end,
+				    uint64_t *n)
 {
 	static const char nl8[8] = "\n\n\n\n\n\n\n\n";
-	while (end - p >= 8 && memcmp(p, nl8, 8) == 0)
-		p += 8;
-	while (p < end && *p == '\n')
-		p++;
+	static const char crlf4[8] = "\r\n\r\n\r\n\r\n";
+	uint64_t k = 0;
+	for (;;) {
+		if (end - p >= 8 && memcmp(p, nl8, 8) == 0)
+			p += 8, k += 8;
+		else if (end - p >= 8 && memcmp(p, crlf4, 8) == 0)
+			p += 8, k += 4;
+		else if (p < end && *p == '\n')
+			p++, k++;
+		else if (end - p >= 2 && p[0] == '\r' && p[1] == '\n')
+			p += 2, k++;
+		else
+			break;
+	}
+	*n = k;
 	return p;
 }
 
-/* Past a run of blanks (space, tab, CR, LF) at p, newlines at their pace. */
+/* Past a run of blanks (space, tab, CR, LF) at p, blank lines at their
+ * pace. */
 static const char *skip_blanks(const char *p, const char *end)
 {
 	for (;;) {
-		p = skip_newlines(p, end);
+		uint64_t n;
+		p = skip_blank_lines(p, end, &n);
 		if (p == end || !(*p == ' ' || *p == '\t' || *p == '\r'))
 			return p;
 		p++;
 	}
 }
 
-/* Runs of at least this many newlines are counted, not handed to the
- * format line by line (every line format skips a blank line). */
+/* Runs of at least this many blank lines ("\n" or "\r\n") are counted, not
+ * handed to the format line by line (every line format skips them). */
 #define NL_RUN 16
 /*
  * More blank lines in a row than this are no recording (a newline bomb):
@@ -135,27 +152,45 @@ static const char *skip_blanks(const char *p, const char *end)
  */
 #define MAX_NL_RUN (1u << 24)
 
-/*
- * The first run of NL_RUN newlines in [p, end), or NULL: one byte in
- * NL_RUN looked at where there is none (a byte that is no newline is in
- * no run, so the next run ends NL_RUN bytes or more after it).
- */
-static const char *find_run(const char *p, const char *end)
+static bool cr_or_lf(char c)
 {
-	size_t n = (size_t)(end - p), q = NL_RUN - 1;
-	while (q < n) {
-		if (p[q] != '\n') {
+	return c == '\r' || c == '\n';
+}
+
+/*
+ * The first run of NL_RUN blank lines or more in [p, end), p at a line's
+ * start: where it starts (a line's start), *stop where it ends and *n its
+ * lines; NULL when there is none. One byte in NL_RUN is looked at where
+ * there is none: a byte other than CR or LF is in no run, and a run's
+ * lines take NL_RUN bytes at least.
+ */
+static const char *find_run(const char *p, const char *end,
+			    const char **stop, uint64_t *n)
+{
+	size_t len = (size_t)(end - p), q = NL_RUN - 1;
+	while (q < len) {
+		if (!cr_or_lf(p[q])) {
 			q += NL_RUN;
 			continue;
 		}
-		size_t s = q, e = q + 1;
-		while (s > 0 && p[s - 1] == '\n')
+		/* The CR/LF bytes around q; a run starts after the first LF
+		 * of them unless they start the piece (a line's start). */
+		size_t s = q, a;
+		while (s > 0 && cr_or_lf(p[s - 1]))
 			s--;
-		while (e < n && e - s < NL_RUN && p[e] == '\n')
-			e++;
-		if (e - s >= NL_RUN)
-			return p + s;
-		q = e + NL_RUN;
+		for (a = s; s > 0 && a < len && p[a] != '\n'; a++)
+			if (!cr_or_lf(p[a]))
+				break;
+		if (s > 0 && (a == len || p[a] != '\n')) {
+			q = a + NL_RUN;
+			continue;
+		}
+		a += s > 0; /* past that LF */
+		*stop = skip_blank_lines(p + a, end, n);
+		if (*n >= NL_RUN)
+			return p + a;
+		size_t next = (size_t)(*stop - p) + NL_RUN - 1;
+		q = next > q ? next : q + 1;
 	}
 	return NULL;
 }
@@ -176,26 +211,29 @@ static int feed(struct as_builder *b, const struct as_format_impl *fmt,
 	if (!st->content)
 		st->content = skip_blanks(data, end) < end;
 	while (p < end) {
-		/* Up to and with the newline that starts a long run: whole
-		 * lines; the run's other newlines are blank lines, counted.
-		 * A run goes on from the last piece when this one starts
-		 * with it. */
-		const char *r = find_run(p, end);
+		/* The whole lines before a long run of blank lines go to the
+		 * format; the run's lines are counted. A run goes on from the
+		 * last piece when this one starts with it. */
+		const char *stop;
+		uint64_t n = 0;
+		const char *r = find_run(p, end, &stop, &n);
 		if (r != p)
 			st->nl_run = 0;
-		const char *stop = r ? r + 1 : end;
-		int err = fmt->lines(b, st, p, (size_t)(stop - p), diag);
+		const char *upto = r ? r : end;
+		int err = upto > p ? fmt->lines(b, st, p, (size_t)(upto - p),
+						diag)
+				   : AS_OK;
 		if (err || !r)
 			return err;
-		p = skip_newlines(stop, end);
-		st->line += (uint64_t)(p - stop);
-		st->nl_run += (uint64_t)(p - r);
+		st->line += n;
+		st->nl_run += n;
 		if (st->nl_run > MAX_NL_RUN)
 			return as_diag_set(diag, st->line, AS_EPARSE,
 					   "more than %u blank lines in a row: "
 					   "refused (no recording has them; a "
 					   "newline bomb?)",
 					   MAX_NL_RUN);
+		p = stop;
 	}
 	return AS_OK;
 }
