@@ -318,6 +318,23 @@ ok "lines_after_a_run_of_newlines_keep_their_numbers" $?
 	grep -q "1 buffers" "$tmp/out"
 ok "a_run_of_eight_million_blank_lines_is_read" $?
 
+# Blanks inside a JSON array are let go of as they are read.
+if [ -x /usr/bin/time ]; then
+	{ printf '{"format": "allocscope-trace", "version": 1, "events": ['
+	  yes ' ' | head -c 300M
+	  printf '{"op": "alloc", "name": "a", "size": 16}]}\n'; } |
+		gzip -1 -c >"$tmp/blanks.json.gz"
+	/usr/bin/time -f "%e %M" -o "$tmp/time" env -u MALLOC_PERTURB_ \
+		"$exe" explain "$tmp/blanks.json.gz" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	kb=$(tail -1 "$tmp/time" | cut -d' ' -f2)
+	echo "# 300 MB of blanks in a JSON array: $(tail -1 "$tmp/time")"
+	[ $rc -eq 0 ] && grep -q "1 buffers" "$tmp/out" && [ "$kb" -lt 100000 ]
+	ok "blanks_in_a_json_array_are_not_held" $?
+else
+	skip blanks_in_a_json_array_are_not_held "no /usr/bin/time"
+fi
+
 # ---- heaptrack's command lines that held newlines ----
 
 ht=tests/inputs/heaptrack.python3-multiline.zst
