@@ -299,8 +299,21 @@ static bool time_plans(const struct viewer *v, bool *seen, Uint64 start)
 	return v->doc.nready == v->doc.ns;
 }
 
+/* At exit: standard output and error flushed and closed, a failure said
+ * and exit status 2 (as_close_stream; the CLI does the same). */
+static void close_std(void)
+{
+	int e = as_close_stream(stdout);
+	if (e)
+		fprintf(stderr, "allocscope-view: write error: %s\n",
+			strerror(e));
+	if (as_close_stream(stderr) != 0 || e)
+		_Exit(EXIT_USAGE);
+}
+
 int main(int argc, char **argv)
 {
+	atexit(close_std);
 	Uint64 start = SDL_GetPerformanceCounter();
 	struct viewer v = {0};
 	bool time_startup = false;
@@ -388,6 +401,10 @@ int main(int argc, char **argv)
 	struct script sc = {0};
 	if (script_path && script_load(script_path, &sc, &d)) {
 		fprintf(stderr, "%s\n", as_diag_text(&d, msg, sizeof(msg)));
+		return EXIT_USAGE;
+	}
+	if (script_check_outputs(&sc, trace, script_path, screenshot)) {
+		script_finish(&sc);
 		return EXIT_USAGE;
 	}
 	Uint64 t_load = 0;

@@ -77,6 +77,39 @@ static void loaded_free(struct loaded *l)
 	as_trace_destroy(l->t);
 }
 
+/*
+ * Load `path` into l->t and explain it: a heaptrack or mtrace recording in
+ * one pass, its blocks never kept; any other file whole. Prints its errors.
+ */
+static int load_explained(const char *path,
+			  const struct as_load_options *lo,
+			  const struct as_explain_options *o, struct loaded *l)
+{
+	struct as_live_sink sink;
+	struct as_explain_stream *s = NULL;
+	struct as_diag d = {0};
+	int err = as_explain_stream_create(o, &s, &sink);
+	if (err == AS_OK) {
+		err = as_trace_load_live(path, lo, &sink, &l->t, &d);
+		if (err == AS_OK)
+			err = as_explain_stream_finish(s, l->t, &l->e);
+		as_explain_stream_destroy(s);
+		if (err != AS_EUNSUPPORTED && err && d.msg[0])
+			return cli_report_diag(&d, err);
+	} else if (err == AS_EUNSUPPORTED) {
+		int lerr = as_trace_load_opts(path, lo, &l->t, &d);
+		if (lerr)
+			return cli_report_diag(&d, lerr);
+	}
+	if (err == AS_EUNSUPPORTED) /* the whole trace is loaded */
+		err = as_explain_trace(l->t, o, &l->e);
+	if (err) {
+		fprintf(stderr, "%s: explain: %s\n", path, as_strerror(err));
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 /* Load `path` and explain it (and the specs' plans); prints its errors. */
 static int explain_one(const char *path, const struct as_load_options *lo,
 		       const struct as_explain_options *o,
@@ -85,6 +118,10 @@ static int explain_one(const char *path, const struct as_load_options *lo,
 {
 	struct as_diag d = {0};
 	memset(l, 0, sizeof(*l));
+	/* Plans need the whole trace (and so does a comparison of both
+	 * paths: ALLOCSCOPE_EXPLAIN_WHOLE, for tests and benchmarks). */
+	if (!nspecs && !getenv("ALLOCSCOPE_EXPLAIN_WHOLE"))
+		return load_explained(path, lo, o, l);
 	int err = as_trace_load_opts(path, lo, &l->t, &d);
 	if (err != AS_OK)
 		return cli_report_diag(&d, err);
@@ -229,6 +266,10 @@ int cli_explain(int argc, char **argv)
 		status = usage_error("explain needs a TRACE%s", "");
 	if (!status && json && markdown && strcmp(json, markdown) == 0)
 		status = usage_error("two outputs go to '%s'", json);
+	const char *outs[] = {json, markdown};
+	if (!status)
+		status = cli_check_outputs(outs, 2, (const char *const *)paths,
+					   npaths);
 	struct loaded *l = calloc(npaths + 1, sizeof(*l));
 	struct as_explain_run *runs = calloc(npaths + 1, sizeof(*runs));
 	if (!status && (!l || !runs))
@@ -375,15 +416,13 @@ int cli_diff_by(int argc, char **argv)
 		if (status)
 			break;
 		if (strcmp(a, "--max-regress") == 0 && i + 1 < argc) {
-			char *end;
-			errno = 0;
-			double v = strtod(argv[++i], &end);
-			if (end == argv[i] || *end || errno || !isfinite(v) ||
-			    v < 0 || v > 1e9)
-				status = usage_error("--max-regress: '%s' is not "
-						     "a percentage >= 0",
-						     argv[i]);
-			co.max_regress_pct = v;
+			const char *why = cli_parse_amount(
+				argv[++i], CLI_AMOUNT_MAX, &co.max_regress_pct);
+			if (why)
+				status = cli_amount_error(
+					"allocscope diff", explain_usage,
+					"--max-regress", argv[i], why,
+					"percent");
 		} else if (strcmp(a, "--all") == 0) {
 			all = true;
 		} else if (a[0] == '-' && a[1]) {
@@ -400,6 +439,8 @@ int cli_diff_by(int argc, char **argv)
 	}
 	if (!status && nargs != 2)
 		status = usage_error("diff --by needs BASE and NEW traces%s", "");
+	if (!status)
+		status = cli_check_outputs(&markdown, 1, args, 2);
 	if (status)
 		return status;
 	struct loaded la, lb;

@@ -19,6 +19,7 @@
 #include "divergence.h"
 #include "explain.h"
 #include "runs.h"
+#include "tune.h"
 
 #define EXIT_INVALID 1
 #define EXIT_USAGE 2
@@ -39,6 +40,7 @@ static const char usage_text[] =
 	"       allocscope diff --by stack BASE_TRACE NEW_TRACE [options]\n"
 	"       allocscope explain TRACE... [-s SPEC]... [--by stack|frame|...]\n"
 	"                          [--top N] [--json FILE|-] [--markdown FILE]\n"
+	"       allocscope tune SNAPSHOT... [--set KEY=V1,V2]... [--capacity SIZE]\n"
 	"       allocscope view TRACE [viewer options]  (runs allocscope-view)\n"
 	"       allocscope --help | --version\n"
 	"\n"
@@ -164,10 +166,23 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 	bool header = false;
 	for (size_t i = 0; i < n; i++) {
 		const struct as_plan *p = r[i].plan;
-		double res = -1, frag = 0, ooms = 0;
+		double res = -1, frag = 0, ooms = 0, made = 0, inh = 0,
+		       after = -1;
 		for (uint32_t k = 0; k < p->nstats; k++) {
 			if (strcmp(p->stats[k].key, "reserved_bytes.peak") == 0)
 				res = p->stats[k].value;
+			else if (strcmp(p->stats[k].key, "reserved_made") == 0)
+				made = p->stats[k].value;
+			else if (strcmp(p->stats[k].key,
+					"reserved_inherited") == 0)
+				inh = p->stats[k].value;
+			else if (strcmp(p->stats[k].key,
+					"reserved_peak_after_release") == 0)
+				after = p->stats[k].value;
+			else if (strcmp(p->stats[k].key,
+					"inherited_released") == 0 &&
+				 p->stats[k].value == 0)
+				after = -2;
 			else if (strcmp(p->stats[k].key,
 					"fragmentation_at_peak") == 0)
 				frag = p->stats[k].value;
@@ -177,14 +192,25 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 		if (res < 0)
 			continue;
 		if (!header)
-			printf("\n%-28s %14s %10s %14s %10s %6s\n", "strategy",
-			       "reserved peak", "", "fragmentation", "", "ooms");
+			printf("\n%-28s %14s %10s %14s %10s %6s %10s %10s "
+			       "%13s\n",
+			       "strategy", "reserved peak", "",
+			       "fragmentation", "", "ooms", "made",
+			       "inherited", "after release");
 		header = true;
-		char hf[32];
-		printf("%-28s %14.0f %10s %14.0f %10s %6.0f\n",
+		/* made: the peak of what the model reserved itself;
+		 * inherited: reserved at the first event; after release: the
+		 * reserved peak from the program's empty_cache() that gave
+		 * inherited memory back */
+		char hf[32], hm[32], hi[32], ha[32] = "-";
+		if (after >= 0)
+			as_human_bytes((uint64_t)after, ha, sizeof(ha));
+		printf("%-28s %14.0f %10s %14.0f %10s %6.0f %10s %10s %13s\n",
 		       cli_esc(r[i].spec), res,
 		       as_human_bytes((uint64_t)res, hb, sizeof(hb)), frag,
-		       as_human_bytes((uint64_t)frag, hf, sizeof(hf)), ooms);
+		       as_human_bytes((uint64_t)frag, hf, sizeof(hf)), ooms,
+		       as_human_bytes((uint64_t)made, hm, sizeof(hm)),
+		       as_human_bytes((uint64_t)inh, hi, sizeof(hi)), ha);
 	}
 	/* The memory limits runs used, and where they came from. */
 	const size_t np = strlen(AS_NOTE_CAPACITY);
@@ -565,6 +591,10 @@ static int cmd_replay(int argc, char **argv)
 	free(args);
 	if (err != AS_OK)
 		return cli_report_diag(&d, err);
+	if (cli_check_outputs(outs, 4, (const char *const *)paths, npaths)) {
+		cli_paths_free(paths, npaths);
+		return EXIT_USAGE;
+	}
 
 	o.specs = specs;
 	o.nspecs = nspecs;
@@ -815,6 +845,7 @@ static void catch_signals(void)
 int main(int argc, char **argv)
 {
 	catch_signals();
+	cli_close_std_at_exit();
 	if (argc < 2)
 		return usage_error("missing command%s", "");
 	const char *cmd = argv[1];
@@ -828,6 +859,8 @@ int main(int argc, char **argv)
 		return cli_diff(argc - 2, argv + 2);
 	if (strcmp(cmd, "explain") == 0)
 		return cli_explain(argc - 2, argv + 2);
+	if (strcmp(cmd, "tune") == 0)
+		return cli_tune(argc - 2, argv + 2);
 	if (strcmp(cmd, "view") == 0)
 		return cmd_view(argv + 1);
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

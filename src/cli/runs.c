@@ -1,5 +1,6 @@
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,23 @@ bool cli_parse_u64(const char *arg, uint64_t *v)
 		return false;
 	*v = x;
 	return true;
+}
+
+const char *cli_parse_amount(const char *arg, double max, double *v)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(arg, &end);
+	if (end == arg || *end || isnan(x))
+		return "is not a number";
+	if (x < 0)
+		return "is negative";
+	if (errno == ERANGE && fabs(x) < 1)
+		x = 0; /* too small to tell from 0 */
+	else if (errno || x > max)
+		return "is too large";
+	*v = x;
+	return NULL;
 }
 
 bool cli_parse_jobs(const char *arg, unsigned *jobs)
@@ -410,4 +428,48 @@ int cli_usage_error(const char *who, const char *usage, const char *fmt,
 	fputs("\n", stderr);
 	fputs(usage, stderr);
 	return 2;
+}
+
+int cli_check_outputs(const char *const *outputs, size_t nout,
+		      const char *const *inputs, size_t nin)
+{
+	struct as_diag d = {0};
+	unsigned *how = calloc(nout + 1, sizeof(*how));
+	if (!how) {
+		fputs("allocscope: out of memory\n", stderr);
+		return 2;
+	}
+	int err = as_output_check(outputs, nout, inputs, nin, how, &d);
+	for (size_t i = 0; !err && i < nout; i++)
+		if (how[i] & AS_OUTPUT_IN_PLACE)
+			fprintf(stderr,
+				"%s: note: its directory takes no new file: "
+				"written in place, not atomically\n",
+				cli_esc(outputs[i]));
+	free(how);
+	return err ? cli_report_diag(&d, err) : 0;
+}
+
+/* Registered with atexit() by cli_close_std_at_exit. */
+static void close_std(void)
+{
+	int e = as_close_stream(stdout);
+	if (e)
+		fprintf(stderr, "allocscope: write error: %s\n", strerror(e));
+	if (as_close_stream(stderr) != 0 || e)
+		_exit(2);
+}
+
+void cli_close_std_at_exit(void)
+{
+	atexit(close_std);
+}
+
+int cli_amount_error(const char *who, const char *usage, const char *opt,
+		     const char *arg, const char *why, const char *unit)
+{
+	char fmt[256];
+	snprintf(fmt, sizeof(fmt), "%s: '%%s' %s (give 0 to %.0f %s)", opt,
+		 why, CLI_AMOUNT_MAX, unit);
+	return cli_usage_error(who, usage, fmt, arg);
 }

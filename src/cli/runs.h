@@ -72,6 +72,23 @@ typedef int (*cli_write_fn)(void *ctx, FILE *f);
  */
 int cli_write_out(const char *path, cli_write_fn fn, void *ctx);
 
+/*
+ * Before any work: each of the nout outputs (NULL entries skipped) is
+ * checked against the nin inputs (as_output_check). An output that is an
+ * input, or whose name cannot be followed, is reported ("FILE: is an input
+ * of this run") and the result is 2; an output that will be written in
+ * place, not atomically, gets a note on stderr. 0 otherwise.
+ */
+int cli_check_outputs(const char *const *outputs, size_t nout,
+		      const char *const *inputs, size_t nin);
+
+/*
+ * At exit, standard output then standard error flushed and closed
+ * (as_close_stream); a failure is "allocscope: write error: REASON" on
+ * stderr where it can still be written, and exit status 2.
+ */
+void cli_close_std_at_exit(void);
+
 /* True when `path` names a directory. */
 bool cli_is_dir(const char *path);
 
@@ -81,6 +98,17 @@ bool cli_is_dir(const char *path);
  */
 #define CLI_JOBS_MAX 64
 bool cli_parse_jobs(const char *arg, unsigned *jobs);
+/*
+ * A number from 0 to max (--max-regress, --noise-ms): NULL and *v, or why
+ * it is not one ("is not a number", "is negative", "is too large"), for
+ * the caller's message, which gives the range.
+ */
+#define CLI_AMOUNT_MAX 1e9
+const char *cli_parse_amount(const char *arg, double max, double *v);
+/* The usage error for such an amount: "WHO: OPT: 'ARG' WHY (give 0 to
+ * 1000000000 UNIT)" and the usage text; returns 2. */
+int cli_amount_error(const char *who, const char *usage, const char *opt,
+		     const char *arg, const char *why, const char *unit);
 /* A decimal number below 2^64 (digits only); false when it is not. */
 bool cli_parse_u64(const char *arg, uint64_t *v);
 

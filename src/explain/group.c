@@ -269,6 +269,13 @@ static uint32_t stack_group(struct grouper *g, uint32_t i)
 
 int as_x_grouper_add(struct grouper *g, uint32_t i)
 {
+	uint64_t sz = g->t->buffers[i].size;
+	return as_x_grouper_add_n(g, i, sz, 1, sz);
+}
+
+int as_x_grouper_add_n(struct grouper *g, uint32_t i, uint64_t bytes,
+		       uint64_t count, uint64_t largest)
+{
 	uint32_t gid;
 	if (g->o.by == AS_GROUP_STACK || g->o.by == AS_GROUP_FRAME) {
 		gid = stack_group(g, i);
@@ -280,11 +287,10 @@ int as_x_grouper_add(struct grouper *g, uint32_t i)
 	if (gid == AS_NONE)
 		return AS_ENOMEM;
 	struct acc *a = &g->g[gid];
-	uint64_t sz = g->t->buffers[i].size;
-	a->bytes = sz > UINT64_MAX - a->bytes ? UINT64_MAX : a->bytes + sz;
-	a->count++;
-	if (a->buffer == AS_NONE || sz > a->largest) {
-		a->largest = sz;
+	a->bytes = bytes > UINT64_MAX - a->bytes ? UINT64_MAX : a->bytes + bytes;
+	a->count += count;
+	if (a->buffer == AS_NONE || largest > a->largest) {
+		a->largest = largest;
 		a->buffer = i;
 	}
 	return AS_OK;

@@ -98,9 +98,13 @@ static const struct as_format_impl *detect(const char *name,
 }
 
 static int start(const char *name, const struct as_format_impl *fmt,
-		 struct as_builder **b, struct as_diag *diag)
+		 const struct as_live_sink *sink, struct as_builder **b,
+		 struct as_diag *diag)
 {
 	*b = as_builder_create(name, fmt->name);
+	/* A sink takes the blocks of malloc recordings; others load whole. */
+	if (*b && (fmt == &as_format_heaptrack || fmt == &as_format_mtrace))
+		(*b)->sink = sink;
 	return *b ? AS_OK : as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
 }
 
@@ -244,6 +248,8 @@ static int finish(struct as_builder *b, const struct as_format_impl *fmt,
 {
 	if (fmt->end)
 		err = fmt->end(b, st, err, diag);
+	if (err == AS_OK && b->sink && b->sink->end)
+		err = b->sink->end(b->sink->ctx, b, diag);
 	/* One rule for every line format: nothing but blanks is no trace. */
 	if (err == AS_OK && fmt->lines && !st->content)
 		err = as_diag_set(diag, 1, AS_EPARSE, "empty file");
@@ -307,7 +313,7 @@ int as_trace_parse(const char *name, const char *data, size_t len,
 	data += bom, len -= bom;
 	if (!fmt)
 		fmt = detect(name, data, len);
-	int err = start(name, fmt, &b, diag);
+	int err = start(name, fmt, NULL, &b, diag);
 	if (err)
 		return err;
 	if (fmt->stream) {
@@ -391,6 +397,7 @@ struct input {
 	const char *path, *detect_name;
 	bool bounded;     /* compressed, or not a regular file */
 	uint64_t max;     /* the most bytes it may hold */
+	const struct as_live_sink *sink; /* as_trace_load_live's, or NULL */
 };
 
 static int load_stream(const struct input *in,
@@ -458,7 +465,7 @@ static int load_stream(const struct input *in,
 			}
 			if (fmt->whole && !eof)
 				continue; /* read it whole */
-			if ((err = start(in->path, fmt, &b, diag)))
+			if ((err = start(in->path, fmt, in->sink, &b, diag)))
 				break;
 			if (fmt->stream) { /* it reads the rest itself */
 				struct as_source src = {
@@ -524,15 +531,9 @@ int as_parse_max_input(const char *text, uint64_t *out)
 	return AS_OK;
 }
 
-int as_trace_load(const char *path, const char *format, struct as_trace **out,
-		  struct as_diag *diag)
-{
-	struct as_load_options o = {.format = format};
-	return as_trace_load_opts(path, &o, out, diag);
-}
-
-int as_trace_load_opts(const char *path, const struct as_load_options *o,
-		       struct as_trace **out, struct as_diag *diag)
+static int load(const char *path, const struct as_load_options *o,
+		const struct as_live_sink *sink, struct as_trace **out,
+		struct as_diag *diag)
 {
 	static const struct as_load_options defaults = {0};
 	struct as_diag local;
@@ -573,13 +574,35 @@ int as_trace_load_opts(const char *path, const struct as_load_options *o,
 	}
 	struct input in = {.r = &r, .path = path, .detect_name = name,
 			   .bounded = kind != AS_PLAIN || !regular,
-			   .max = max};
+			   .max = max, .sink = sink};
 	if (!err)
 		err = load_stream(&in, by_name(o->format), out, diag);
 	free(name);
 	as_reader_close(r);
 	fclose(f);
 	return err;
+}
+
+int as_trace_load(const char *path, const char *format, struct as_trace **out,
+		  struct as_diag *diag)
+{
+	struct as_load_options o = {.format = format};
+	return load(path, &o, NULL, out, diag);
+}
+
+int as_trace_load_opts(const char *path, const struct as_load_options *o,
+		       struct as_trace **out, struct as_diag *diag)
+{
+	return load(path, o, NULL, out, diag);
+}
+
+int as_trace_load_live(const char *path, const struct as_load_options *o,
+		       const struct as_live_sink *sink, struct as_trace **out,
+		       struct as_diag *diag)
+{
+	if (!sink || !sink->alloc || !sink->free)
+		return AS_EINVAL;
+	return load(path, o, sink, out, diag);
 }
 
 const char *as_trace_sniff(const char *path)

@@ -642,16 +642,34 @@ static int alloc_interpreted(struct as_builder *b, struct heaptrack *h,
 	if (in->count == UINT32_MAX)
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "too many blocks of one allocation");
-	char name[48];
-	snprintf(name, sizeof(name), "a%x#%u", ai, ++in->count);
-	int64_t idx = as_builder_alloc(b, name, in->size, 16, line, diag);
-	if (idx < 0)
-		return (int)idx;
+	const struct as_live_sink *sink = b->sink;
+	int64_t idx;
+	if (sink) { /* a one-pass reader: the block goes to the sink */
+		const char *st = stack_of(b, h, in->trace);
+		if (in->trace && !st)
+			return AS_ENOMEM;
+		uint32_t id;
+		int err = sink->alloc(sink->ctx, in->size, 16,
+				      st == dropped_stack ? NULL : st, line,
+				      &id, diag);
+		if (err)
+			return err;
+		in->count++;
+		idx = id;
+	} else {
+		char name[48];
+		snprintf(name, sizeof(name), "a%x#%u", ai, ++in->count);
+		idx = as_builder_alloc(b, name, in->size, 16, line, diag);
+		if (idx < 0)
+			return (int)idx;
+	}
 	if (!grow((void **)&h->next, &h->cap_next, (uint32_t)idx + 1,
 		  sizeof(*h->next)))
 		return AS_ENOMEM;
 	h->next[idx] = in->live;
 	in->live = (uint32_t)idx;
+	if (sink)
+		return AS_OK;
 	const char *st = stack_of(b, h, in->trace);
 	if (in->trace && !st)
 		return AS_ENOMEM;
@@ -669,6 +687,8 @@ static int free_interpreted(struct as_builder *b, struct heaptrack *h,
 					1);
 	uint32_t idx = in->live;
 	in->live = h->next[idx];
+	if (b->sink)
+		return b->sink->free(b->sink->ctx, idx, line, diag);
 	return as_builder_free(b, as_builder_buffer(b, idx)->name, line,
 			       diag);
 }
@@ -739,7 +759,11 @@ static int parse_line(struct as_builder *b, void *state, const char *s,
 			return as_diag_set(diag, line, AS_EPARSE,
 					   "timestamp %llx ms overflows",
 					   (unsigned long long)v);
-		return as_builder_clock(b, v * 1000, line, diag);
+		if ((err = as_builder_clock(b, v * 1000, line, diag)))
+			return err;
+		if (b->sink && b->sink->clock)
+			b->sink->clock(b->sink->ctx, v * 1000);
+		return AS_OK;
 	case 'i':
 		if ((err = set_mode(h, INTERPRETED, line, diag)))
 			return err;

@@ -401,6 +401,40 @@ int as_trace_load_opts(const char *path, const struct as_load_options *o,
  */
 int as_parse_max_input(const char *text, uint64_t *out);
 
+/*
+ * One pass over a malloc recording (heaptrack, mtrace) without keeping its
+ * blocks: each block goes to `sink` as it is allocated and freed, in the
+ * recording's order, one time step per event as a loaded trace counts them.
+ * `stack` is NULL or a string the returned trace holds; *id names the block
+ * until its free (the sink's numbers, reusable after a free). `clock` gives
+ * each clock reading (microseconds) before the events it dates; `end` runs
+ * after the last line with the builder of the trace handed back, which
+ * holds the recording's strings, spaces and counts but no blocks (the sink
+ * may add buffers). explain's streaming path uses it
+ * (as_explain_stream_create).
+ */
+struct as_builder;
+struct as_live_sink {
+	void *ctx;
+	int (*alloc)(void *ctx, uint64_t size, uint64_t align,
+		     const char *stack, uint64_t line, uint32_t *id,
+		     struct as_diag *diag);
+	int (*free)(void *ctx, uint32_t id, uint64_t line,
+		    struct as_diag *diag);
+	void (*clock)(void *ctx, uint64_t us);
+	int (*end)(void *ctx, struct as_builder *b, struct as_diag *diag);
+};
+
+/*
+ * as_trace_load_opts (options `o`, NULL: the defaults) with a sink for a
+ * heaptrack or mtrace recording's blocks; any other file loads whole, as
+ * as_trace_load_opts loads it, and the sink is never called (so an input
+ * is read once whatever it holds).
+ */
+int as_trace_load_live(const char *path, const struct as_load_options *o,
+		       const struct as_live_sink *sink, struct as_trace **out,
+		       struct as_diag *diag);
+
 /* Parse a trace from memory; `name` is used in diagnostics. */
 int as_trace_parse(const char *name, const char *data, size_t len,
 		   const char *format, struct as_trace **out,
@@ -1032,6 +1066,40 @@ void as_atomic_abort(struct as_atomic *a);   /* closes and removes; NULL ok */
 /* Remove every temporary file open now: async-signal-safe, for the handler
  * of a terminating signal (the final files are left untouched). */
 void as_atomic_remove_pending(void);
+
+/*
+ * An existing regular file whose directory takes no new file (its mode, an
+ * immutable flag) is written in place: the output is staged in an unlinked
+ * temporary file and copied over the file's bytes at commit, so a run that
+ * fails leaves the file as it was, but a copy that fails (a full disk)
+ * leaves it cut short. as_output_check tells this beforehand.
+ */
+#define AS_OUTPUT_IN_PLACE 1u
+
+/*
+ * Whether the noutputs outputs (NULL entries skipped) may be written by a
+ * run that reads `inputs` (ninputs paths; "-" is standard input, and as an
+ * output standard output): the names are followed through symbolic links
+ * (to /dev/stdout and /dev/fd/N too) and regular files compared by device
+ * and inode, names that do not exist yet by their directory (device and
+ * inode) and file name. AS_OK; AS_EINVAL for the first output that is one
+ * of the inputs (diag: "is an input of this run"); AS_EIO when an output's
+ * name cannot be followed (a link loop, a directory that cannot be
+ * searched: diag says why). diag's file is that output's path. how (when
+ * not NULL, noutputs entries) gets AS_OUTPUT_IN_PLACE for each output that
+ * will not be written atomically. Call it before any work.
+ */
+int as_output_check(const char *const *outputs, size_t noutputs,
+		    const char *const *inputs, size_t ninputs, unsigned *how,
+		    struct as_diag *diag);
+
+/*
+ * Flush and close a standard stream at exit, as coreutils' close_stream:
+ * 0, or the errno of the failure when a write failed before or now (a
+ * full disk, a reader gone with SIGPIPE ignored, a descriptor closed with
+ * >&- when something was written to it).
+ */
+int as_close_stream(FILE *f);
 
 /*
  * How as_escape writes a name:
