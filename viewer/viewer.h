@@ -77,6 +77,7 @@ struct doc_opts {
 	bool hold;
 	bool limit_set;
 	uint64_t step_limit;
+	uint64_t max_input; /* as_load_options.max_input_bytes */
 };
 
 /*

@@ -41,7 +41,8 @@ bool cli_print_certificates(const struct as_trace *t, const char *spec,
 }
 
 int cli_check_certificate(const char *cert_path, const char *trace_path,
-			  const char *fmt, double limit_ms)
+			  const struct as_load_options *lo,
+			  double limit_ms)
 {
 	struct as_diag d;
 	struct as_certificate *c = NULL;
@@ -50,7 +51,7 @@ int cli_check_certificate(const char *cert_path, const char *trace_path,
 	int err = as_certificates_load(cert_path, &c, &n, &d);
 	if (err != AS_OK)
 		return cli_report_diag(&d, err);
-	if (trace_path && (err = as_trace_load(trace_path, fmt, &t, &d))) {
+	if (trace_path && (err = as_trace_load_opts(trace_path, lo, &t, &d))) {
 		as_certificates_free(c, n);
 		return cli_report_diag(&d, err);
 	}

@@ -23,13 +23,14 @@ bool cli_print_certificates(const struct as_trace *t, const char *spec,
 
 /*
  * Re-solve every certificate of cert_path (a `replay --json` file) from its
- * sub-problem alone; with trace_path (may be NULL; read as format fmt, may
- * be NULL), first check that each sub-problem is a relaxation of that
+ * sub-problem alone; with trace_path (may be NULL; read with the load
+ * options lo), first check that each sub-problem is a relaxation of that
  * trace. Prints a line per certificate. Returns the exit status: 0 every
  * bound holds, 1 one does not (or was not re-proved within limit_ms), 2 bad
  * input.
  */
 int cli_check_certificate(const char *cert_path, const char *trace_path,
-			  const char *fmt, double limit_ms);
+			  const struct as_load_options *lo,
+			  double limit_ms);
 
 #endif

@@ -51,6 +51,8 @@ static const char diff_usage[] =
 	"                      (default: one per processor, one at a time\n"
 	"                      above 4,000,000 buffers)\n"
 	"  --no-progress       no progress bar on stderr\n"
+	"  --max-input-bytes N|none  with -s: the most bytes a trace may hold\n"
+	"                      decompressed (default 64G; ALLOCSCOPE_MAX_INPUT)\n"
 	"\n"
 	"exit status: 0 no regression, 1 regression or invalid plan, 2 bad "
 	"input\n";
@@ -172,7 +174,8 @@ static int check_outputs(const char *markdown, const char *svg_dir,
 	return status;
 }
 
-static int run_specs(char **args, size_t nargs, const char *fmt,
+static int run_specs(char **args, size_t nargs,
+		     const struct as_load_options *lo,
 		     const char *const specs[2], unsigned jobs, bool progress,
 		     const char *svg_dir, const char *markdown,
 		     struct as_results *a, struct as_results *b)
@@ -181,8 +184,8 @@ static int run_specs(char **args, size_t nargs, const char *fmt,
 	char **paths;
 	size_t npaths;
 	struct as_diag d;
-	int err = cli_expand_traces(args, nargs, fmt != NULL, &paths, &npaths,
-				    &d);
+	int err = cli_expand_traces(args, nargs, lo->format != NULL, &paths,
+				    &npaths, &d);
 	if (err != AS_OK)
 		return cli_report_diag(&d, err);
 	struct cli_progress pr;
@@ -195,7 +198,7 @@ static int run_specs(char **args, size_t nargs, const char *fmt,
 	for (size_t i = 0; i < npaths && !status; i++) {
 		struct as_trace *t;
 		struct as_plan *pa = NULL, *pb = NULL;
-		if ((err = as_trace_load(paths[i], fmt, &t, &d)) != AS_OK) {
+		if ((err = as_trace_load_opts(paths[i], lo, &t, &d)) != AS_OK) {
 			cli_progress_end(&pr);
 			status = cli_report_diag(&d, err);
 			break;
@@ -402,13 +405,13 @@ int cli_diff(int argc, char **argv)
 	size_t nspecs = 0, nargs = 0;
 	bool all = false, progress = true;
 	unsigned jobs = 0; /* the default (as_run_options.jobs) */
-	const char *fmt = NULL;
+	struct as_load_options lo;
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
 	if (!args) {
 		fputs("allocscope diff: out of memory\n", stderr);
 		return EXIT_USAGE;
 	}
-	int status = 0;
+	int status = cli_load_init(&lo);
 	for (int i = 0; i < argc && !status; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
@@ -442,9 +445,11 @@ int cli_diff(int argc, char **argv)
 			else
 				specs[nspecs++] = argv[++i];
 		} else if (strcmp(a, "-f") == 0 && more) {
-			if (!as_format_known(fmt = argv[++i]))
+			if (!as_format_known(lo.format = argv[++i]))
 				status = diff_usage_error(
 					"unknown format '%s'", argv[i]);
+		} else if (strcmp(a, "--max-input-bytes") == 0 && more) {
+			status = cli_max_input(argv[++i], &lo);
 		} else if (strcmp(a, "--markdown") == 0 && more) {
 			markdown = argv[++i];
 		} else if (strcmp(a, "--svg") == 0 && more) {
@@ -485,7 +490,7 @@ int cli_diff(int argc, char **argv)
 		status = diff_usage_error("diff needs BASE.json and NEW.json "
 					  "(got %s)",
 					  nargs < 2 ? "fewer" : "more");
-	else if (!status && nspecs == 0 && fmt != NULL)
+	else if (!status && nspecs == 0 && lo.format != NULL)
 		status = diff_usage_error("-f applies to traces (with -s)%s",
 					  "");
 	if (!status && svg && nspecs == 0)
@@ -506,7 +511,7 @@ int cli_diff(int argc, char **argv)
 		status = EXIT_USAGE;
 	} else if (nspecs == 2) {
 		opts.by_trace_only = true;
-		status = run_specs(args, nargs, fmt, specs, jobs, progress, svg,
+		status = run_specs(args, nargs, &lo, specs, jobs, progress, svg,
 				   markdown, base, new_);
 	} else if ((status = cli_check_outputs(&markdown, 1,
 					       (const char *const *)args,

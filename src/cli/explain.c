@@ -39,6 +39,9 @@ static const char explain_usage[] =
 	"peak. Several traces (ranks) end with a table and their imbalance.\n"
 	"--top N: groups per list (default 10; 0: all). --frames N: frames per\n"
 	"group (default 5). --json - writes JSON instead of the text.\n"
+	"--max-input-bytes N|none: the most bytes a trace may hold\n"
+	"decompressed (default 64G; also ALLOCSCOPE_MAX_INPUT). A TRACE of -\n"
+	"is standard input.\n"
 	"\n"
 	"diff --by: the groups of two recordings of one program at their peaks,\n"
 	"matched by text (hex addresses ignored), largest change first; exit 1\n"
@@ -78,7 +81,8 @@ static void loaded_free(struct loaded *l)
  * Load `path` into l->t and explain it: a heaptrack or mtrace recording in
  * one pass, its blocks never kept; any other file whole. Prints its errors.
  */
-static int load_explained(const char *path, const char *fmt,
+static int load_explained(const char *path,
+			  const struct as_load_options *lo,
 			  const struct as_explain_options *o, struct loaded *l)
 {
 	struct as_live_sink sink;
@@ -86,14 +90,14 @@ static int load_explained(const char *path, const char *fmt,
 	struct as_diag d = {0};
 	int err = as_explain_stream_create(o, &s, &sink);
 	if (err == AS_OK) {
-		err = as_trace_load_live(path, fmt, &sink, &l->t, &d);
+		err = as_trace_load_live(path, lo, &sink, &l->t, &d);
 		if (err == AS_OK)
 			err = as_explain_stream_finish(s, l->t, &l->e);
 		as_explain_stream_destroy(s);
 		if (err != AS_EUNSUPPORTED && err && d.msg[0])
 			return cli_report_diag(&d, err);
 	} else if (err == AS_EUNSUPPORTED) {
-		int lerr = as_trace_load(path, fmt, &l->t, &d);
+		int lerr = as_trace_load_opts(path, lo, &l->t, &d);
 		if (lerr)
 			return cli_report_diag(&d, lerr);
 	}
@@ -107,7 +111,7 @@ static int load_explained(const char *path, const char *fmt,
 }
 
 /* Load `path` and explain it (and the specs' plans); prints its errors. */
-static int explain_one(const char *path, const char *fmt,
+static int explain_one(const char *path, const struct as_load_options *lo,
 		       const struct as_explain_options *o,
 		       const char *const *specs, size_t nspecs, unsigned jobs,
 		       struct loaded *l)
@@ -117,8 +121,8 @@ static int explain_one(const char *path, const char *fmt,
 	/* Plans need the whole trace (and so does a comparison of both
 	 * paths: ALLOCSCOPE_EXPLAIN_WHOLE, for tests and benchmarks). */
 	if (!nspecs && !getenv("ALLOCSCOPE_EXPLAIN_WHOLE"))
-		return load_explained(path, fmt, o, l);
-	int err = as_trace_load(path, fmt, &l->t, &d);
+		return load_explained(path, lo, o, l);
+	int err = as_trace_load_opts(path, lo, &l->t, &d);
 	if (err != AS_OK)
 		return cli_report_diag(&d, err);
 	err = as_explain_trace(l->t, o, &l->e);
@@ -180,7 +184,8 @@ static int write_report(void *ctx, FILE *f)
 /* Options both commands read; 1: taken (with its value), 0: not ours, or
  * an exit status through *status. */
 static int common_option(int argc, char **argv, int *i,
-			 struct as_explain_options *o, const char **fmt,
+			 struct as_explain_options *o,
+			 struct as_load_options *lo,
 			 const char **markdown, int *status)
 {
 	const char *a = argv[*i];
@@ -192,8 +197,10 @@ static int common_option(int argc, char **argv, int *i,
 					      "or buffer, not '%s'",
 					      argv[*i]);
 	} else if (strcmp(a, "-f") == 0 && more) {
-		if (!as_format_known(*fmt = argv[++*i]))
+		if (!as_format_known(lo->format = argv[++*i]))
 			*status = usage_error("unknown format '%s'", argv[*i]);
+	} else if (strcmp(a, "--max-input-bytes") == 0 && more) {
+		*status = cli_max_input(argv[++*i], lo);
 	} else if (strcmp(a, "--frames") == 0 && more) {
 		if (!parse_count(argv[++*i], 64, &o->frames))
 			*status = usage_error("--frames wants 0 to 64, not '%s'",
@@ -210,18 +217,18 @@ int cli_explain(int argc, char **argv)
 {
 	struct as_explain_options o;
 	as_explain_options_init(&o);
-	const char *specs[MAX_SPECS], *fmt = NULL, *json = NULL,
-				      *markdown = NULL;
+	const char *specs[MAX_SPECS], *json = NULL, *markdown = NULL;
+	struct as_load_options lo;
 	size_t nspecs = 0, npaths = 0;
 	unsigned jobs = 0;
 	char **paths = calloc((size_t)argc + 1, sizeof(*paths));
 	if (!paths)
 		return EXIT_USAGE;
-	int status = 0;
+	int status = cli_load_init(&lo);
 	for (int i = 0; i < argc && !status; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
-		if (common_option(argc, argv, &i, &o, &fmt, &markdown, &status))
+		if (common_option(argc, argv, &i, &o, &lo, &markdown, &status))
 			continue;
 		if (status)
 			break;
@@ -269,7 +276,7 @@ int cli_explain(int argc, char **argv)
 		status = EXIT_USAGE;
 	size_t n = 0;
 	for (; !status && n < npaths; n++) {
-		status = explain_one(paths[n], fmt, &o, specs, nspecs, jobs,
+		status = explain_one(paths[n], &lo, &o, specs, nspecs, jobs,
 				     &l[n]);
 		runs[n] = (struct as_explain_run){
 			l[n].e, (const struct as_explain *const *)l[n].plans,
@@ -397,13 +404,14 @@ int cli_diff_by(int argc, char **argv)
 	o.normalize = true;
 	struct as_compare_options co;
 	as_compare_defaults(&co);
-	const char *fmt = NULL, *markdown = NULL, *args[2];
+	const char *markdown = NULL, *args[2];
+	struct as_load_options lo;
 	size_t nargs = 0;
 	bool all = false;
-	int status = 0;
+	int status = cli_load_init(&lo);
 	for (int i = 0; i < argc && !status; i++) {
 		const char *a = argv[i];
-		if (common_option(argc, argv, &i, &o, &fmt, &markdown, &status))
+		if (common_option(argc, argv, &i, &o, &lo, &markdown, &status))
 			continue;
 		if (status)
 			break;
@@ -440,9 +448,9 @@ int cli_diff_by(int argc, char **argv)
 	struct as_results *base = as_results_create(),
 			  *new_ = as_results_create();
 	struct as_comparison *c = NULL;
-	status = explain_one(args[0], fmt, &o, NULL, 0, 0, &la);
+	status = explain_one(args[0], &lo, &o, NULL, 0, 0, &la);
 	if (!status)
-		status = explain_one(args[1], fmt, &o, NULL, 0, 0, &lb);
+		status = explain_one(args[1], &lo, &o, NULL, 0, 0, &lb);
 	if (!status && (!base || !new_ ||
 			as_explain_results(la.e, lb.e, base, new_) ||
 			as_compare(base, new_, &co, &c))) {

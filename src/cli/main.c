@@ -48,7 +48,10 @@ static const char usage_text[] =
 	"\n"
 	"FMT is ops, json, csv, pickle (a PyTorch memory snapshot), mtrace or\n"
 	"heaptrack (default: by extension, then content; .gz and .zst files are\n"
-	"decompressed first).\n"
+	"decompressed first). A TRACE of - is standard input.\n"
+	"--max-input-bytes N|none (every command that reads traces; also\n"
+	"ALLOCSCOPE_MAX_INPUT): the most bytes a trace may hold decompressed\n"
+	"(default 64G).\n"
 	"SPEC is NAME[:key=value[,key=value]...]; without -s the default set\n"
 	"runs: every strategy that applies to the trace, the exact baselines\n"
 	"only up to a size (see `allocscope strategies`).\n"
@@ -263,7 +266,7 @@ static int write_images(const char *const *paths, size_t npaths,
 
 /* The options of one replay run, the same for every trace. */
 struct replay_opts {
-	const char *fmt;
+	const struct as_load_options *load;
 	const char **specs;
 	size_t nspecs;          /* 0: every strategy that applies */
 	const char *plan_out;
@@ -353,7 +356,7 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	struct as_run_options ro = o->run;
 	struct as_runner *runner = NULL;
 	struct left_out out = {.n = 0};
-	int lerr = as_trace_load(trace_path, o->fmt, &t, &d);
+	int lerr = as_trace_load_opts(trace_path, o->load, &t, &d);
 	if (lerr != AS_OK) {
 		cli_progress_end(&o->progress);
 		return cli_report_diag(&d, lerr);
@@ -481,11 +484,15 @@ static int cmd_replay(int argc, char **argv)
 	const char *specs[MAX_SPECS];
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
 	size_t nspecs = 0, nargs = 0;
-	const char *fmt = NULL;
+	struct as_load_options lo;
 	bool dump = false, progress = true;
-	struct replay_opts o = {.first = true};
+	struct replay_opts o = {.first = true, .load = &lo};
 	if (!args) {
 		fputs("allocscope: out of memory\n", stderr);
+		return EXIT_USAGE;
+	}
+	if (cli_load_init(&lo)) {
+		free(args);
 		return EXIT_USAGE;
 	}
 	as_render_opts_init(&o.ropts);
@@ -495,9 +502,11 @@ static int cmd_replay(int argc, char **argv)
 		bool more = i + 1 < argc;
 		int bad = 0;
 		if (strcmp(a, "-f") == 0 && more) {
-			if (!as_format_known(fmt = argv[++i]))
+			if (!as_format_known(lo.format = argv[++i]))
 				bad = usage_error("unknown format '%s'",
 						  argv[i]);
+		} else if (strcmp(a, "--max-input-bytes") == 0 && more) {
+			bad = cli_max_input(argv[++i], &lo);
 		} else if (strcmp(a, "-s") == 0 && more) {
 			if (nspecs == MAX_SPECS)
 				bad = usage_error("too many -s (%s)", "64");
@@ -585,7 +594,7 @@ static int cmd_replay(int argc, char **argv)
 	char **paths = NULL;
 	size_t npaths = 0;
 	struct as_diag d;
-	int err = cli_expand_traces(args, nargs, fmt != NULL, &paths,
+	int err = cli_expand_traces(args, nargs, lo.format != NULL, &paths,
 				    &npaths, &d);
 	free(args);
 	if (err != AS_OK)
@@ -595,7 +604,6 @@ static int cmd_replay(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 
-	o.fmt = fmt;
 	o.specs = specs;
 	o.nspecs = nspecs;
 	o.run = (struct as_run_options){
@@ -650,14 +658,20 @@ static int cmd_replay(int argc, char **argv)
 static int cmd_check(int argc, char **argv)
 {
 	const char *trace_path = NULL, *plan_path = NULL, *spec = NULL;
-	const char *fmt = NULL, *cert_path = NULL;
+	const char *cert_path = NULL;
+	struct as_load_options lo;
+	if (cli_load_init(&lo))
+		return EXIT_USAGE;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
 		if (strcmp(a, "-f") == 0 && more) {
-			if (!as_format_known(fmt = argv[++i]))
+			if (!as_format_known(lo.format = argv[++i]))
 				return usage_error("unknown format '%s'",
 						   argv[i]);
+		} else if (strcmp(a, "--max-input-bytes") == 0 && more) {
+			if (cli_max_input(argv[++i], &lo))
+				return EXIT_USAGE;
 		} else if (strcmp(a, "--plan") == 0 && more) {
 			plan_path = argv[++i];
 		} else if (strcmp(a, "-s") == 0 && more) {
@@ -677,7 +691,7 @@ static int cmd_check(int argc, char **argv)
 		return usage_error("check takes --certificate alone, or with "
 				   "its TRACE%s", "");
 	if (cert_path)
-		return cli_check_certificate(cert_path, trace_path, fmt,
+		return cli_check_certificate(cert_path, trace_path, &lo,
 					     60000);
 	if (!trace_path)
 		return usage_error("check needs a TRACE%s", "");
@@ -690,7 +704,7 @@ static int cmd_check(int argc, char **argv)
 	int err = plan_path ? cli_check_input(plan_path, false, &d) : AS_OK;
 	if (err != AS_OK)
 		return cli_report_diag(&d, err);
-	if ((err = as_trace_load(trace_path, fmt, &t, &d)) != AS_OK)
+	if ((err = as_trace_load_opts(trace_path, &lo, &t, &d)) != AS_OK)
 		return cli_report_diag(&d, err);
 	int status = 0;
 	if (spec) {

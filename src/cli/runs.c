@@ -201,10 +201,14 @@ static int walk(const char *dir, bool all_files, struct list *out,
 			 * regular file only: nothing else is opened). */
 			free(p);
 		} else if (is && !S_ISREG(st.st_mode)) {
-			/* Refused by its stat alone: nothing is opened. */
+			/* Refused by its stat alone: nothing is opened (a
+			 * FIFO, which a name given alone may be, would hold
+			 * the walk until a writer came). */
 			struct as_diag why;
 			cli_check_input(p, false, &why);
-			skipped(p, why.msg);
+			skipped(p, S_ISFIFO(st.st_mode)
+					   ? "not a regular file but a FIFO"
+					   : why.msg);
 			free(p);
 		} else {
 			/* A regular file, or one that vanished or a dangling
@@ -332,10 +336,39 @@ int cli_check_input(const char *path, bool stdin_ok, struct as_diag *diag)
 	snprintf(diag->file, sizeof(diag->file), "%s", path);
 	if (stdin_ok && strcmp(path, "-") == 0)
 		return AS_OK;
+	/* A FIFO is a stream: opening it here would wait for its writer,
+	 * and closing it would cut the writer off. Its reader opens it. */
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISFIFO(st.st_mode))
+		return AS_OK;
 	int err = as_open_input(path, &f, diag);
 	if (err == AS_OK)
 		fclose(f);
 	return err;
+}
+
+int cli_load_init(struct as_load_options *lo)
+{
+	*lo = (struct as_load_options){0};
+	const char *e = getenv("ALLOCSCOPE_MAX_INPUT");
+	if (!e || as_parse_max_input(e, &lo->max_input_bytes) == AS_OK)
+		return 0;
+	fprintf(stderr, "allocscope: ALLOCSCOPE_MAX_INPUT wants a byte count "
+			"(64G: K, M, G, T, P, E are powers of 1024) or none, "
+			"not '%s'\n",
+		cli_esc(e));
+	return 2;
+}
+
+int cli_max_input(const char *value, struct as_load_options *lo)
+{
+	if (as_parse_max_input(value, &lo->max_input_bytes) == AS_OK)
+		return 0;
+	fprintf(stderr, "allocscope: --max-input-bytes wants a byte count "
+			"(64G: K, M, G, T, P, E are powers of 1024) or none, "
+			"not '%s'\n",
+		cli_esc(value));
+	return 2;
 }
 
 /*

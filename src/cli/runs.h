@@ -32,11 +32,22 @@ int cli_report_diag(const struct as_diag *d, int err);
 
 /*
  * Whether `path` can be read as an input file (as_open_input: a regular
- * file, the check never blocks), for readers the CLI hands a path to; "-"
+ * file, or a FIFO, which passes unopened: the check never blocks), for
+ * readers the CLI hands a path to; "-"
  * passes when `stdin_ok` (a reader that takes it as standard input). AS_OK,
  * or an error described in diag (with the path as its file).
  */
 int cli_check_input(const char *path, bool stdin_ok, struct as_diag *diag);
+
+/*
+ * How every command reads a trace: `lo` zeroed, then the input limit
+ * ALLOCSCOPE_MAX_INPUT sets (when set). 0, or exit status 2 after saying
+ * what is wrong with it.
+ */
+int cli_load_init(struct as_load_options *lo);
+
+/* `--max-input-bytes VALUE` into lo: 0, or exit status 2 after a message. */
+int cli_max_input(const char *value, struct as_load_options *lo);
 
 /*
  * `s` escaped for a terminal (as_escape, AS_ESCAPE_TEXT), in one of four

@@ -26,7 +26,8 @@
 #define MAX_SPACES 8 /* the devices the model's stats name one by one */
 
 static const char tune_usage[] =
-	"usage: allocscope tune SNAPSHOT... [-f FMT] [--set KEY=V1,V2,...]...\n"
+	"usage: allocscope tune SNAPSHOT... [-f FMT] [--max-input-bytes N|none]\n"
+	"                       [--set KEY=V1,V2,...]...\n"
 	"                       [--capacity SIZE] [--json FILE|-]\n"
 	"                       [--markdown FILE] [-j N] [--no-progress]\n"
 	"\n"
@@ -458,7 +459,8 @@ static void advise_rows(struct space_rows *sp)
 }
 
 struct tune_opts {
-	const char *fmt, *capacity;
+	struct as_load_options lo;
+	const char *capacity;
 	struct axis ax[MAX_KEYS];
 	size_t nax, ngrid;
 	unsigned jobs;
@@ -472,7 +474,7 @@ static int tune_one(const char *path, struct tune_opts *o, struct tuned *out)
 	struct as_trace *t = NULL;
 	memset(out, 0, sizeof(*out));
 	out->path = path;
-	int err = as_trace_load(path, o->fmt, &t, &d);
+	int err = as_trace_load_opts(path, &o->lo, &t, &d);
 	if (err != AS_OK) {
 		cli_progress_end(&o->progress);
 		return cli_report_diag(&d, err);
@@ -807,6 +809,8 @@ int cli_tune(int argc, char **argv)
 {
 	struct tune_opts o;
 	memset(&o, 0, sizeof(o));
+	if (cli_load_init(&o.lo))
+		return EXIT_USAGE;
 	const char *json = NULL, *markdown = NULL;
 	bool progress = true;
 	char **paths = calloc((size_t)argc + 1, sizeof(*paths));
@@ -818,9 +822,11 @@ int cli_tune(int argc, char **argv)
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
 		if (strcmp(a, "-f") == 0 && more) {
-			if (!as_format_known(o.fmt = argv[++i]))
+			if (!as_format_known(o.lo.format = argv[++i]))
 				status = usage_error("unknown format '%s'",
 						     argv[i]);
+		} else if (strcmp(a, "--max-input-bytes") == 0 && more) {
+			status = cli_max_input(argv[++i], &o.lo);
 		} else if (strcmp(a, "--set") == 0 && more) {
 			if (nset == MAX_KEYS)
 				status = usage_error("too many --set (%s)",
@@ -881,7 +887,7 @@ int cli_tune(int argc, char **argv)
 	char **files = NULL;
 	size_t nfiles = 0;
 	struct as_diag d;
-	if (!status && cli_expand_traces(paths, npaths, o.fmt != NULL, &files,
+	if (!status && cli_expand_traces(paths, npaths, o.lo.format != NULL, &files,
 					 &nfiles, &d) != AS_OK)
 		status = cli_report_diag(&d, AS_EINVAL);
 	struct tuned *tr = status ? NULL : calloc(nfiles + 1, sizeof(*tr));

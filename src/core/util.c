@@ -15,56 +15,6 @@
 #include "allocscope/allocscope.h"
 #include "core/internal.h"
 
-/* ---- Inputs ---- */
-
-/* What a file that is not a regular one is, for messages. */
-static const char *file_kind(mode_t m)
-{
-	return S_ISDIR(m)    ? "a directory"
-	       : S_ISFIFO(m) ? "a FIFO"
-	       : S_ISCHR(m)  ? "a character device"
-	       : S_ISBLK(m)  ? "a block device"
-	       : S_ISSOCK(m) ? "a socket"
-			     : "not a file";
-}
-
-int as_open_input(const char *path, FILE **out, struct as_diag *diag)
-{
-	struct stat st;
-	/* stat first: a device is not even opened (an open can have effects:
-	 * a tape rewinds); then the open cannot block (a FIFO without a
-	 * writer), and fstat checks what was opened, not what the name was. */
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-		return as_diag_set(diag, 0, AS_EIO,
-				   "not a regular file but %s",
-				   file_kind(st.st_mode));
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0)
-		return as_diag_set(diag, 0, AS_EIO, "cannot open: %s",
-				   strerror(errno));
-	int err = AS_OK;
-	int flags = fcntl(fd, F_GETFL);
-	if (fstat(fd, &st) != 0)
-		err = as_diag_set(diag, 0, AS_EIO, "cannot open: %s",
-				  strerror(errno));
-	else if (!S_ISREG(st.st_mode))
-		err = as_diag_set(diag, 0, AS_EIO,
-				  "not a regular file but %s",
-				  file_kind(st.st_mode));
-	else if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
-		err = as_diag_set(diag, 0, AS_EIO, "cannot open: %s",
-				  strerror(errno));
-	FILE *f = err ? NULL : fdopen(fd, "rb");
-	if (!err && !f)
-		err = as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
-	if (err) {
-		close(fd);
-		return err;
-	}
-	*out = f;
-	return AS_OK;
-}
-
 /* ---- Escaping names for a terminal and for Markdown ---- */
 
 /*

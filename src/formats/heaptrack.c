@@ -121,6 +121,9 @@ struct heaptrack {
 	uint64_t stack_text;    /* bytes of the stacks built */
 	uint32_t mod_version;   /* raw: "m" lines so far */
 	uint64_t dropped;       /* stacks not built past the bound */
+	bool in_cmdline;        /* the last line but blanks was X or its
+				 * continuation */
+	uint64_t cmdline_more;  /* lines that continued an X line */
 	const char *exe;        /* raw: the "x" line's file name */
 };
 
@@ -694,9 +697,24 @@ static int parse_line(struct as_builder *b, void *state, const char *s,
 		      size_t len, uint64_t line, struct as_diag *diag)
 {
 	struct heaptrack *h = state;
-	if (len == 0 || s[0] == '#')
+	if (len == 0)
 		return AS_OK;
-	if (len > 1 && s[1] != ' ')
+	/*
+	 * A command line that held newlines (python3 -c with a program of
+	 * several lines) goes on over the lines after X. heaptrack_print
+	 * takes each line by its first byte, warns of those it does not
+	 * know and goes on: here, the lines after X that are no record
+	 * (a letter and a space) are the command line's, counted.
+	 */
+	bool record = len == 1 || s[1] == ' ';
+	if (!record && h->in_cmdline) {
+		h->cmdline_more++;
+		return AS_OK;
+	}
+	h->in_cmdline = s[0] == 'X';
+	if (s[0] == '#')
+		return AS_OK;
+	if (!record)
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "unknown heaptrack line '%.*s'",
 				   (int)(len > 40 ? 40 : len), s);
@@ -875,6 +893,10 @@ static int ht_end(struct as_builder *b, struct as_line_state *st, int err,
 		err = as_builder_count(b, "stacks dropped past the text bound "
 					  "(docs/trace-format.md)",
 				       h->dropped);
+	if (!err && h && h->cmdline_more)
+		err = as_builder_count(b, "lines of a command line (X) that "
+					  "held newlines",
+				       h->cmdline_more);
 	if (!err && h && h->mode == RAW)
 		err = as_heap_finish(b, h->heap, "blocks live at the end");
 	if (!err && h && h->mode != RAW) {

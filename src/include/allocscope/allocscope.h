@@ -362,11 +362,44 @@ const char *as_format_names(size_t i);
 const char *as_trace_sniff(const char *path);
 
 /*
- * Load a trace from `path`. On success *out is a new trace the caller
+ * Load a trace from `path`: as_trace_load_opts with `format` and every
+ * other option at its default. On success *out is a new trace the caller
  * destroys; on failure returns a negative code and fills `diag`.
  */
 int as_trace_load(const char *path, const char *format, struct as_trace **out,
 		  struct as_diag *diag);
+
+/* The default limit on an input's bytes (after decompression): 64 GiB. */
+#define AS_MAX_INPUT_DEFAULT ((uint64_t)64 << 30)
+
+/*
+ * How a trace is read; zeroed, every field is its default.
+ * - format: as as_format_known takes it (NULL: detect);
+ * - max_input_bytes: the most bytes the input may hold after
+ *   decompression (plain input too); past it the load fails naming the
+ *   limit. 0 means AS_MAX_INPUT_DEFAULT, UINT64_MAX no limit.
+ */
+struct as_load_options {
+	const char *format;
+	uint64_t max_input_bytes;
+};
+
+/*
+ * Load a trace from `path` with options `o` (NULL: the defaults). "-" is
+ * standard input; a FIFO or a pipe (/dev/stdin, a shell's <(...)) is read
+ * as a stream, in any format: what a reader reads twice is copied once
+ * to an unlinked temporary file in $TMPDIR (else /tmp). Otherwise as
+ * as_trace_load.
+ */
+int as_trace_load_opts(const char *path, const struct as_load_options *o,
+		       struct as_trace **out, struct as_diag *diag);
+
+/*
+ * A limit on input bytes as text into *out: a count with an optional
+ * binary unit (K, M, G, T, P, E: 64G is 64 GiB), or "none" (UINT64_MAX).
+ * AS_OK, or AS_EINVAL (also for 0 and past 2^64 - 1).
+ */
+int as_parse_max_input(const char *text, uint64_t *out);
 
 /*
  * One pass over a malloc recording (heaptrack, mtrace) without keeping its
@@ -393,11 +426,12 @@ struct as_live_sink {
 };
 
 /*
- * as_trace_load with a sink for a heaptrack or mtrace recording's blocks;
- * any other file loads whole, as as_trace_load loads it, and the sink is
- * never called (so an input is read once whatever it holds).
+ * as_trace_load_opts (options `o`, NULL: the defaults) with a sink for a
+ * heaptrack or mtrace recording's blocks; any other file loads whole, as
+ * as_trace_load_opts loads it, and the sink is never called (so an input
+ * is read once whatever it holds).
  */
-int as_trace_load_live(const char *path, const char *format,
+int as_trace_load_live(const char *path, const struct as_load_options *o,
 		       const struct as_live_sink *sink, struct as_trace **out,
 		       struct as_diag *diag);
 
@@ -1062,12 +1096,13 @@ int as_strategy_walk_at(const char *spec, const struct as_trace *t,
 /* ---- Output helpers ---- */
 
 /*
- * An input file, opened for reading without blocking on it and refused
- * unless it is a regular file: a FIFO, a device, a socket or a directory
- * fails at once, before a byte is read ("not a regular file but a FIFO").
- * On success *f is the open file (reads block again as usual); the caller
- * closes it. Otherwise diag (when not NULL) gets the reason; its file name
- * is the caller's to set.
+ * An input file, opened for reading: a regular file (the open never
+ * blocks), a FIFO or a pipe (the open waits for a writer, as any reader's
+ * does), or "-", standard input (a duplicate of descriptor 0, whatever it
+ * is but a directory). A device, a socket or a directory fails at once,
+ * before a byte is read ("not a regular file but a directory").
+ * On success *f is the open file; the caller closes it. Otherwise diag
+ * (when not NULL) gets the reason; its file name is the caller's to set.
  */
 int as_open_input(const char *path, FILE **f, struct as_diag *diag);
 
