@@ -494,7 +494,7 @@ static void walk_matches(const char *name, const struct as_trace *t,
 	struct as_diag d = {0};
 	s.n = 0;
 	s.overflow = false;
-	if (as_strategy_walk_at(name, t, T, collect_block, &s, &d) != AS_OK) {
+	if (as_strategy_walk_at(name, t, NULL, T, collect_block, &s, &d) != AS_OK) {
 		printf("#   %s walk at %llu: %s\n", name,
 		       (unsigned long long)T, d.msg);
 		tap_cur_failed = 1;
@@ -576,7 +576,7 @@ static void offline_planners_have_no_state_to_walk(void)
 	CHECK(t != NULL);
 	if (!t)
 		return;
-	CHECK(as_strategy_walk_at("greedy-size", t, 5, collect_block, &s,
+	CHECK(as_strategy_walk_at("greedy-size", t, NULL, 5, collect_block, &s,
 				  &d) == AS_EUNSUPPORTED);
 	CHECK(strstr(d.msg, "no allocator state") != NULL);
 	as_trace_destroy(t);

@@ -40,6 +40,12 @@ struct as_explain_options {
 	 * between two runs of one program (diff --by does this).
 	 */
 	bool normalize;
+	/*
+	 * Stops an online allocator's replay to its peak (as_explain_plan's
+	 * fragmentation) with AS_ECANCELED when set from another thread;
+	 * NULL: nothing stops it (struct as_run_options.cancel).
+	 */
+	atomic_bool *cancel;
 };
 
 /* Defaults: by stack, top 10, 5 frames. */
