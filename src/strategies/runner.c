@@ -5,6 +5,9 @@
  * flag. Each run gets a struct as_run (strategy.h) with its budget and a
  * way back to the kept plans (as_run_reuse); nothing is looked up.
  *
+ * Walks (as_strategy_walk_at, as_strategy_blocks_at) are runs too: a run
+ * of a runner, so its cancel flag stops them.
+ *
  * Control flow of as_runner_run_many: threads take the specs in turn
  * (many_worker), each run_spec finds the strategy (registry.c), takes a kept
  * plan or makes it (as_strategy_plan), times it and keeps it.
