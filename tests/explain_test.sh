@@ -88,7 +88,7 @@ ok "the text names every annotation stage and the stages at the peak" $s
 python3 - "$tmp/e.json" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["format"] == "allocscope-explain" and d["version"] == 1, d.keys()
+assert d["format"] == "allocscope-explain" and d["version"] == 2, d.keys()
 assert d["by"] == "stack"
 t = d["traces"][0]
 assert t["trace"].endswith("gen_annotated.pickle")
