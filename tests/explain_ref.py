@@ -627,6 +627,12 @@ def gen(out_dir):
               {"name": "_PyEval_EvalFrameDefault", "filename": "??", "line": 0},
               {"name": "main", "filename": "train.py", "line": 3}]
              for k in range(8)]
+    # Frames the categories read: an optimizer's, a constructor's.
+    sites[4].insert(2, {"name": "_single_tensor_adamw", "line": 300,
+                        "filename": "/venv/lib/python3.11/site-packages/"
+                                    "torch/optim/adamw.py"})
+    sites[5].insert(3, {"name": "__init__", "filename": "model.py",
+                        "line": 5})
     traces, segs, anns = [], [], []
     clock = [1_700_000_000_000_000]
     for dev in range(2):
