@@ -493,12 +493,19 @@ def category(b, ctx, rules):
     return "unknown"
 
 
+LOADED = {}   # path -> (spaces, ctx): each file is read and replayed once
+
+
 def figures(path, by="stack", rules=()):
-    data = read_bytes(path)
-    if data[:1] == b"\x80":
-        spaces, ctx = snapshot_spaces(PlainOnly(io.BytesIO(data)).load())
-    else:
-        spaces, ctx = heaptrack_spaces(data)
+    if path not in LOADED:
+        data = read_bytes(path)
+        if data[:1] == b"\x80":
+            LOADED.clear()
+            LOADED[path] = snapshot_spaces(PlainOnly(io.BytesIO(data)).load())
+        else:
+            LOADED.clear()
+            LOADED[path] = heaptrack_spaces(data)
+    spaces, ctx = LOADED[path]
     out = []
     for name, (peak, live) in spaces:
         groups, user = {}, {}
