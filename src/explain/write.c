@@ -687,7 +687,25 @@ static void md_group_cell(FILE *f, const struct as_explain *e,
 		fputs("**", f);
 		any = true;
 	}
-	for (uint32_t k = 0; k < g->nframes && k < 3; k++) {
+	for (uint32_t k = 0; k < g->nevidence && k < 3; k++) {
+		char a[32];
+		fprintf(f, "<br>%s ", hb(g->evidence[k].bytes, a, sizeof(a)));
+		as_x_md_text(f, g->evidence[k].rule);
+		if (g->evidence[k].example) {
+			as_x_short_frame(g->evidence[k].example, fr, sizeof(fr));
+			fputs(": ", f);
+			as_x_md_text(f, fr);
+		}
+	}
+	if (g->nabove) {
+		as_x_short_frame(g->above[g->nabove - 1], fr, sizeof(fr));
+		fputs("<br>above: ", f);
+		as_x_md_text(f, fr);
+	}
+	for (uint32_t k = 0; k < g->nframes && k < 3 && !g->nevidence; k++) {
+		if ((e->opts.by == AS_GROUP_FRAME || e->opts.by == AS_GROUP_LINE) &&
+		    k == 0 && strcmp(g->frames[0], g->key) == 0)
+			continue;
 		as_x_short_frame(g->frames[k], fr, sizeof(fr));
 		if (any)
 			fputs("<br>", f);
@@ -776,8 +794,16 @@ static void md_space(FILE *f, const struct as_explain *e,
 			hb(x->frag.largest_free, d, sizeof(d)));
 	}
 	fputs("\n\n", f);
-	fprintf(f, "Live at the peak by %s:\n\n", as_group_by_name(e->opts.by));
-	md_list(f, e, &x->live, e->spec ? x->live_bytes : x->peak_bytes, false);
+	if (e->nothing_to_group) {
+		fprintf(f, "By %s: nothing to group by: ", as_group_by_name(e->opts.by));
+		as_x_md_text(f, e->nothing_to_group);
+		fputs(".\n\n", f);
+	} else {
+		fprintf(f, "Live at the peak by %s:\n\n",
+			as_group_by_name(e->opts.by));
+		md_list(f, e, &x->live, e->spec ? x->live_bytes : x->peak_bytes,
+			false);
+	}
 	if (e->spec)
 		return;
 	if (x->nstages) {
