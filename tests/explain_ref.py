@@ -470,7 +470,8 @@ def category(b, ctx, rules):
     seqs = ctx["alloc_seqs"]
     start, end = b.entry["_seq"], b.entry["_end"]
     k = bisect.bisect_right(seqs, start)
-    if b.size > 0 and (k == len(seqs) or seqs[k] >= end):
+    if b.size > 0 and end != float("inf") and \
+            (k == len(seqs) or seqs[k] >= end):
         return "temporaries"
     t = b.entry.get("time_us", 0)
     stage_cls = {"optimizer": ("optimizer.step", "optimizer_step",

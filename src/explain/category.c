@@ -10,7 +10,8 @@
  *      live from step 0), or with a frame of a constructor (`__init__`),
  *      `reset_parameters`, torch.nn.init, `load_state_dict`, or Module's
  *      `to`/`cuda`/`_apply`/`to_empty`;
- *   3. temporaries: freed before the program's next allocation;
+ *   3. temporaries: freed (not live at the end) before the program's
+ *      next allocation;
  *   4. optimizer: allocated in an annotation stage named like
  *      "Optimizer.step#..." or with a frame in torch/optim/;
  *   5. gradients: in a stage whose name has "backward", or with a frame
@@ -392,7 +393,7 @@ void as_x_cat_of(struct as_x_categorizer *c, uint32_t i,
 		return;
 	}
 	if (c->order && b->size > 0 && b->end > b->start &&
-	    as_x_temporary(c->order, b)) {
+	    !(b->flags & AS_BUF_NEVER_FREED) && as_x_temporary(c->order, b)) {
 		v->cat = AS_X_CAT_TEMPORARIES;
 		v->why = AS_X_WHY_TEMPORARY;
 		return;
