@@ -43,6 +43,7 @@ blocks freed before the trace, frames, compile contexts) and
 gen.heaptrack (an interpreted heaptrack file with inlined frames, an
 unsymbolised frame and shared stacks), deterministic.
 """
+import functools
 import gzip
 import io
 import json
@@ -427,6 +428,7 @@ def frame_kind(f, python_stack):
     return "user"
 
 
+@functools.lru_cache(maxsize=None)
 def user_frame(stack, snapshot):
     """The first user frame of a stack, else its first frame that is not
     the allocator's, else its first; and whether it is a user frame. In a
