@@ -1,8 +1,9 @@
 /*
  * Private: what the files of explain/ share: explain.c (the peak, the live
- * set, temporaries, stages, fragmentation), group.c (grouping buffers and
- * their representative frames), write.c (text, JSON, Markdown) and diff.c
- * (two explains as result rows).
+ * set, temporaries, stages, fragmentation), frames.c (which frames are the
+ * user's), category.c (parameters, activations, ...), group.c (grouping
+ * buffers and their representative frames), write.c (text, JSON,
+ * Markdown) and diff.c (two explains as result rows).
  */
 #ifndef AS_EXPLAIN_PRIVATE_H
 #define AS_EXPLAIN_PRIVATE_H
@@ -54,7 +55,6 @@ bool as_x_python_stack(const char *text);
 /* The kind of frame [s, s + n); fr may be NULL (the built-in rules). */
 enum as_x_kind as_x_frame_kind(const struct as_x_frames *fr, const char *s,
 			       size_t n, bool python_stack);
-const char *as_x_kind_name(enum as_x_kind k);
 /* The file and function of a frame (file empty when it names none). */
 void as_x_frame_parts(const char *s, size_t n, struct as_x_span *file,
 		      struct as_x_span *func);
@@ -68,6 +68,12 @@ bool as_x_user_frame(const struct as_x_frames *fr, const char *text,
 		     uint32_t *index);
 /* Frame k of a stack text; false past the last. */
 bool as_x_frame_at(const char *text, uint32_t k, const char **at, size_t *len);
+/*
+ * Up to `max` frames of a stack text (each a pointer into `text` and a
+ * length), the allocator's left out unless all are; returns how many.
+ */
+uint32_t as_x_user_frames(const char *text, uint32_t max, const char **at,
+			  size_t *len);
 
 /* ---- category.c ---- */
 
@@ -142,12 +148,6 @@ int as_x_grouper_add(struct grouper *g, uint32_t buffer);
 /* The list (by bytes, or by largest buffer first when `by_largest`). */
 int as_x_grouper_list(struct grouper *g, struct as_explain *e, bool by_largest,
 		      struct as_explain_list *out);
-/*
- * Up to `max` frames of a stack text, the allocator's left out (each a
- * pointer into `text` and a length); returns how many.
- */
-uint32_t as_x_user_frames(const char *text, uint32_t max, const char **at,
-			  size_t *len);
 /*
  * Why grouping by o->by finds nothing to group on t (one line), or NULL:
  * no stacks, no stages, no contexts, names without structure.

@@ -210,13 +210,6 @@ enum as_x_kind as_x_frame_kind(const struct as_x_frames *fr, const char *s,
 	return AS_X_USER;
 }
 
-const char *as_x_kind_name(enum as_x_kind k)
-{
-	static const char *const names[] = {"user", "generated", "library",
-					    "allocator"};
-	return (size_t)k < COUNT(names) ? names[k] : "?";
-}
-
 int as_x_frames_init(struct as_x_frames *fr, const char *user_code,
 		     const char *skip_frames)
 {
