@@ -368,9 +368,10 @@ void as_strmap_finish(struct as_strmap *m)
 /* ---- Keyed hashing ---- */
 
 /*
- * The run's hash key: random, drawn at the first hash (getrandom(2), else
- * /dev/urandom, else the clock and an address), the same for every table
- * and thread of the run; 0 until then. Fuzz builds use a fixed key so a
+ * The process's hash key: random, drawn at the first hash (getrandom(2),
+ * else /dev/urandom, else the clock and an address), the same for every
+ * table and thread; 0 until then. Process-wide, like the temporary files
+ * a signal handler removes (output.c): a key, not run state. Fuzz builds use a fixed key so a
  * finding replays the same way.
  */
 static _Atomic uint64_t hash_key;
