@@ -77,6 +77,19 @@ EOF
 	else
 		agrees "$f"
 		ok "explain agrees with the reference on a heaptrack recording of Python" $?
+		# explain reads heaptrack files in one pass; the whole trace
+		# (ALLOCSCOPE_EXPLAIN_WHOLE, for this comparison) says the same.
+		s=0
+		for opts in "" "--by frame --top 0" "--top 3 --frames 2"; do
+			# shellcheck disable=SC2086
+			"$exe" explain "$f" $opts --json "$tmp/one.json" >"$tmp/one.txt" &&
+				ALLOCSCOPE_EXPLAIN_WHOLE=1 "$exe" explain "$f" $opts \
+					--json "$tmp/whole.json" >"$tmp/whole.txt" &&
+				cmp -s "$tmp/one.txt" "$tmp/whole.txt" &&
+				cmp -s "$tmp/one.json" "$tmp/whole.json" ||
+				{ echo "#   explain $opts: one pass and whole trace differ"; s=1; }
+		done
+		ok "explain in one pass says what the whole trace says on a heaptrack recording of Python" $s
 	fi
 fi
 

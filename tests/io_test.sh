@@ -245,19 +245,31 @@ refused() {
 	[ $st -eq 0 ] || echo "#   rc=$rc: $(head -n 2 "$tmp/err")"
 	ok "$name" $st
 }
-fifo="not a regular file but a FIFO"
-refused "replay_refuses_a_fifo_at_once" "in.ops: $fifo" \
-	"$exe" replay --no-progress "$tmp/in.ops"
-refused "check_refuses_a_fifo_at_once" "in.ops: $fifo" \
-	"$exe" check "$tmp/in.ops"
-refused "check_plan_refuses_a_fifo_at_once" "in.csv: $fifo" \
+# fed NAME FIFO FILE CMD...: CMD, given FIFO while FILE is written into
+# it, reads it as a stream and exits 0 within 10 seconds.
+fed() {
+	name=$1 fifo=$2 file=$3
+	shift 3
+	timeout 10 sh -c 'cat "$1" >"$2"' sh "$file" "$fifo" &
+	timeout 10 "$@" >/dev/null 2>"$tmp/err"
+	rc=$?
+	wait
+	[ $rc -eq 0 ]
+	st=$?
+	[ $st -eq 0 ] || echo "#   rc=$rc: $(head -n 2 "$tmp/err")"
+	ok "$name" $st
+}
+fed "replay_reads_a_fifo_as_a_stream" "$tmp/in.ops" traces/server-churn.ops \
+	"$exe" replay --no-progress "$tmp/in.ops" $gs
+fed "check_reads_a_fifo_as_a_stream" "$tmp/in.ops" traces/cnn-recorded.csv \
+	"$exe" check -f csv "$tmp/in.ops"
+fed "check_reads_a_plan_from_a_fifo" "$tmp/in.csv" "$tmp/p.csv" \
 	"$exe" check "$tmp/t.csv" --plan "$tmp/in.csv"
-refused "diff_refuses_a_fifo_as_new_at_once" "in.json: $fifo" \
+fed "diff_reads_new_from_a_fifo" "$tmp/in.json" "$tmp/b.json" \
 	"$exe" diff "$tmp/b.json" "$tmp/in.json"
-refused "diff_refuses_a_fifo_as_base_at_once" "in.json: $fifo" \
+fed "diff_reads_base_from_a_fifo" "$tmp/in.json" "$tmp/b.json" \
 	"$exe" diff "$tmp/in.json" "$tmp/b.json"
-refused "diff_with_strategies_refuses_a_fifo_trace_at_once" "in.ops: $fifo" \
-	"$exe" diff -s greedy-size -s bestfit "$tmp/in.ops"
+fifo="not a regular file but a FIFO"
 dev="not a regular file but a character device"
 refused "diff_refuses_dev_zero_at_once" "/dev/zero: $dev" \
 	"$exe" diff "$tmp/b.json" /dev/zero

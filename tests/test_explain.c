@@ -4,6 +4,10 @@
  * scans, temporaries, frames without the allocator's, address-blind keys,
  * a plan's fragmentation, and two explains as result rows.
  */
+#include <dirent.h>
+#include <stdarg.h>
+#include <unistd.h>
+
 #include "allocscope/allocscope.h"
 #include "allocscope/compare.h"
 #include "allocscope/explain.h"
@@ -429,7 +433,6 @@ static void an_online_allocator_reports_its_fragmentation_at_its_peak(void)
 	as_trace_destroy(t);
 }
 
-
 /* A snapshot-like trace: buffers i of sizes[i] with stacks[i], live to
  * the end (each allocated at step i + 1), stages optional. */
 static struct as_trace *framed_trace(const char *format,
@@ -610,6 +613,403 @@ static void groupings_with_nothing_to_group_by_say_why(void)
 	as_trace_destroy(t);
 }
 
+/* ---- One pass over malloc recordings against the whole trace ---- */
+
+/* A growing text (the generators' output, the writers'). */
+struct text {
+	char *s;
+	size_t n, cap;
+};
+
+static void put_text(struct text *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void put_text(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (t->n + (size_t)n + 1 > t->cap) {
+		size_t cap = (t->n + (size_t)n + 1) * 2;
+		char *p = realloc(t->s, cap);
+		if (!p)
+			return;
+		t->s = p;
+		t->cap = cap;
+	}
+	va_start(ap, fmt);
+	vsnprintf(t->s + t->n, t->cap - t->n, fmt, ap);
+	va_end(ap);
+	t->n += (size_t)n;
+}
+
+/* What a writer gives for e: text, JSON (0, 1) or Markdown (2). */
+static char *written(const struct as_explain *e, int how)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	struct as_explain_run run = {e, NULL, 0};
+	int err = how == 0   ? as_explain_write_text(&run, 1, f)
+		  : how == 1 ? as_explain_write_json(&run, 1, f)
+			     : as_explain_write_markdown(&run, 1, f);
+	fclose(f);
+	if (err) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* What the whole trace's explain held: how much the comparison covered. */
+struct covered {
+	int loaded, peaks, temporaries, never_freed, clocked;
+};
+
+/*
+ * The recording at `path` explained from the whole trace and in one pass
+ * with options o: the writers' outputs must be the same bytes, or both
+ * refuse it with the same words. Returns how many differed.
+ */
+static int file_differs(const char *path, const struct as_explain_options *o,
+			struct covered *cov)
+{
+	struct as_trace *whole = NULL, *skel = NULL;
+	struct as_explain *a = NULL, *b = NULL;
+	struct as_explain_stream *st = NULL;
+	struct as_live_sink sink;
+	struct as_diag d1 = {0}, d2 = {0};
+	int e1 = as_trace_load(path, NULL, &whole, &d1);
+	if (!e1)
+		e1 = as_explain_trace(whole, o, &a);
+	int e2 = as_explain_stream_create(o, &st, &sink);
+	if (!e2)
+		e2 = as_trace_load_live(path, NULL, &sink, &skel, &d2);
+	if (!e2)
+		e2 = as_explain_stream_finish(st, skel, &b);
+	as_explain_stream_destroy(st);
+	int bad = 0;
+	if ((e1 || e2) && (e1 != e2 || d1.line != d2.line ||
+			   strcmp(d1.msg, d2.msg) != 0)) {
+		printf("# %s: whole %d (%" PRIu64 ": %s), one pass %d (%" PRIu64
+		       ": %s)\n",
+		       path, e1, d1.line, d1.msg, e2, d2.line, d2.msg);
+		bad = 1;
+	}
+	if (!e1 && cov) {
+		const struct as_explain_space *x = &a->spaces[0];
+		cov->loaded++;
+		cov->peaks += x->has_peak && x->live.ngroups > 1;
+		cov->temporaries += x->temporaries.ngroups > 1;
+		cov->never_freed += x->never_freed.count > 0;
+		cov->clocked += whole->clock != NULL;
+	}
+	for (int how = 0; how < 3 && !e1 && !e2; how++) {
+		char *x = written(a, how), *y = written(b, how);
+		if (!x || !y || strcmp(x, y) != 0) {
+			size_t k = 0;
+			while (x && y && x[k] && x[k] == y[k])
+				k++;
+			printf("# %s: writer %d differs at byte %zu:\n# whole "
+			       "'%.80s'\n# one pass '%.80s'\n",
+			       path, how, k, x ? x + k : "(null)",
+			       y ? y + k : "(null)");
+			bad++;
+		}
+		free(x);
+		free(y);
+	}
+	as_explain_destroy(a);
+	as_explain_destroy(b);
+	as_trace_destroy(whole);
+	as_trace_destroy(skel);
+	return bad;
+}
+
+/* file_differs under each option set the one-pass path serves. */
+static int file_differs_any(const char *path, struct covered *cov)
+{
+	int bad = 0;
+	for (int k = 0; k < 12; k++) {
+		struct as_explain_options o;
+		as_explain_options_init(&o);
+		o.by = k & 1 ? AS_GROUP_FRAME : AS_GROUP_STACK;
+		o.top = (uint32_t[]){10, 0, 2}[(k >> 1) % 3];
+		o.frames = k >= 6 ? 1 : 5;
+		o.normalize = k % 4 == 3;
+		bad += file_differs(path, &o, cov);
+	}
+	return bad;
+}
+
+/* The same for the recording `text`, saved under a name ending in EXT
+ * (which names its format). */
+static int streamed_differs_any(const char *text, const char *ext,
+				struct covered *cov)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/one-pass-%ld%s",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(),
+		 ext);
+	FILE *f = fopen(path, "w");
+	if (!f || fputs(text, f) < 0) {
+		if (f)
+			fclose(f);
+		return 1;
+	}
+	fclose(f);
+	int bad = file_differs_any(path, cov);
+	remove(path);
+	return bad;
+}
+
+/* Every malloc recording the sources hold: the refused ones (tests/bad),
+ * the fuzzers' seeds and regressions. */
+static void one_pass_agrees_on_the_bundled_malloc_recordings(void)
+{
+	const char *src = getenv("AS_SOURCE_DIR");
+	static const char *const dirs[] = {"tests/bad", "tests/fuzz/seeds",
+					   "tests/fuzz/regress"};
+	int files = 0;
+	for (size_t k = 0; src && k < sizeof(dirs) / sizeof(dirs[0]); k++) {
+		char dir[512];
+		snprintf(dir, sizeof(dir), "%s/%s", src, dirs[k]);
+		DIR *d = opendir(dir);
+		CHECK(d != NULL);
+		for (struct dirent *de; d && (de = readdir(d));) {
+			const char *n = de->d_name;
+			if ((!strstr(n, "mtrace") && !strstr(n, "heaptrack")) ||
+			    strstr(n, ".expected"))
+				continue;
+			char path[1024];
+			snprintf(path, sizeof(path), "%s/%s", dir, n);
+			int bad = file_differs_any(path, NULL);
+			if (bad)
+				printf("# %s: %d differ\n", n, bad);
+			CHECK(bad == 0);
+			files++;
+		}
+		if (d)
+			closedir(d);
+	}
+	CHECK(files >= 20);
+}
+
+/*
+ * A random heaptrack file (interpreted: what `heaptrack -o` writes):
+ * allocation infos sharing trace nodes, sizes with ties and zeros, frees
+ * of infos with nothing live, clock readings, blocks left live.
+ */
+static void random_heaptrack(uint64_t seed, int ops, struct text *t)
+{
+	put_text(t, "v 10400 3\nX prog --flag\n");
+	static const char *const strs[] = {
+		"/usr/bin/prog", "malloc", "main", "layer_one", "layer_two",
+		"model.c", "/lib/libc.so.6"};
+	for (size_t k = 0; k < sizeof(strs) / sizeof(strs[0]); k++)
+		put_text(t, "s %zx %s\n", strlen(strs[k]), strs[k]);
+	/* ips 1..5: malloc (libc), main, layer_one, layer_two, unnamed */
+	put_text(t, "i 7f0000001000 7 2\ni 401000 1 3 6 a\n"
+		    "i 401100 1 4 6 14\ni 401200 1 5 6 1e\ni 401300 1\n");
+	/* nodes 1..6 */
+	put_text(t, "t 2 0\nt 3 1\nt 4 1\nt 1 2\nt 1 3\nt 5 3\n");
+	uint64_t sizes[] = {0x10, 0x10, 0, 0x400, 0x10, 0x2000, 0x7, 0x400};
+	int ninfo = 16;
+	for (int k = 0; k < ninfo; k++)
+		put_text(t, "a %" PRIx64 " %d\n",
+			 sizes[test_rand(&seed) % 8],
+			 (int)(test_rand(&seed) % 7));
+	int live[16] = {0};
+	uint64_t ms = 0;
+	for (int k = 0; k < ops; k++) {
+		uint64_t r = test_rand(&seed) % 100;
+		int i = (int)(test_rand(&seed) % (uint64_t)ninfo);
+		if (r < 4) {
+			ms += test_rand(&seed) % 3;
+			put_text(t, "c %" PRIx64 "\n", ms);
+		} else if (r < 50 || !live[i]) {
+			put_text(t, "+ %x\n", i);
+			live[i]++;
+		} else {
+			put_text(t, "- %x\n", i);
+			live[i]--;
+		}
+		if (r == 99)
+			put_text(t, "- %x\n", (i + 1) % ninfo); /* maybe none */
+		if (r == 99 && live[(i + 1) % ninfo])
+			live[(i + 1) % ninfo]--;
+	}
+}
+
+/* A random glibc mtrace: a few addresses reused (allocations over live
+ * ones, frees of unknown ones), reallocs, callers and none, zero sizes. */
+static void random_mtrace(uint64_t seed, int ops, bool end, struct text *t)
+{
+	static const char *const callers[] = {
+		"@ ./prog:(alloc_a+0x10)[0x401010] ",
+		"@ ./prog:(alloc_b+0x20)[0x401120] ",
+		"@ /lib/libc.so.6:[0x7f0000001234] ", ""};
+	put_text(t, "= Start\n");
+	for (int k = 0; k < ops; k++) {
+		uint64_t r = test_rand(&seed) % 100;
+		uint64_t addr = 0x1000 + 0x40 * (test_rand(&seed) % 24);
+		const char *c = callers[test_rand(&seed) % 4];
+		uint64_t size = (uint64_t[]){0x20, 0x20, 0, 0x100, 0x3,
+					     0x1000}[test_rand(&seed) % 6];
+		if (r < 45)
+			put_text(t, "%s+ %#" PRIx64 " %#" PRIx64 "\n", c, addr,
+				 size);
+		else if (r < 85)
+			put_text(t, "%s- %#" PRIx64 "\n", c, addr);
+		else if (r < 95)
+			put_text(t, "%s< %#" PRIx64 "\n%s> %#" PRIx64
+				    " %#" PRIx64 "\n",
+				 c, addr, c,
+				 0x1000 + 0x40 * (test_rand(&seed) % 24), size);
+		else
+			put_text(t, "%s- (nil)\n", c);
+	}
+	if (end)
+		put_text(t, "= End\n");
+}
+
+/* A random raw heaptrack file (`heaptrack -r`: addresses, module map). */
+static void random_raw_heaptrack(uint64_t seed, int ops, struct text *t)
+{
+	put_text(t, "v 10400 3\nx d /usr/bin/prog\n"
+		    "m 1 x 400000 0 2000\nm e /lib/libc.so.6 7f0000000000 0 "
+		    "10000\nt 7f0000001000 0\nt 401010 1\nt 401200 1\n"
+		    "t 500000 2\n");
+	for (int k = 0; k < ops; k++) {
+		uint64_t addr = 0x2000 + 0x40 * (test_rand(&seed) % 20);
+		if (test_rand(&seed) % 100 < 52)
+			put_text(t, "+ %" PRIx64 " %d %" PRIx64 "\n",
+				 (uint64_t[]){0x10, 0, 0x80, 0x80,
+					      0x800}[test_rand(&seed) % 5],
+				 (int)(test_rand(&seed) % 5), addr);
+		else
+			put_text(t, "- %" PRIx64 "\n", addr);
+	}
+}
+
+static void one_pass_gives_the_whole_traces_explain_on_heaptrack_files(void)
+{
+	struct covered cov = {0};
+	for (uint64_t seed = 1; seed <= 12; seed++) {
+		struct text t = {0};
+		random_heaptrack(seed * 7919, seed < 4 ? 30 : 600, &t);
+		int bad = t.s ? streamed_differs_any(t.s, ".heaptrack",
+						     &cov)
+			      : 1;
+		if (bad)
+			printf("# seed %" PRIu64 ": %d outputs differ\n", seed,
+			       bad);
+		CHECK(bad == 0);
+		free(t.s);
+	}
+	/* Every file loaded, with groups at the peak, temporaries and
+	 * blocks never freed to compare. */
+	CHECK_EQ_U64(cov.loaded, 12 * 12);
+	CHECK(cov.peaks > 0 && cov.temporaries > 0 && cov.never_freed > 0);
+	CHECK(cov.clocked > 0);
+}
+
+static void one_pass_gives_the_whole_traces_explain_on_mtrace_files(void)
+{
+	struct covered cov = {0};
+	for (uint64_t seed = 1; seed <= 12; seed++) {
+		struct text t = {0};
+		random_mtrace(seed * 104729, seed < 4 ? 25 : 700, seed & 1, &t);
+		int bad = t.s ? streamed_differs_any(t.s, ".mtrace", &cov)
+			      : 1;
+		if (bad)
+			printf("# seed %" PRIu64 ": %d outputs differ\n", seed,
+			       bad);
+		CHECK(bad == 0);
+		free(t.s);
+	}
+	/* Every file loaded, with groups at the peak, temporaries and
+	 * blocks never freed to compare. */
+	CHECK_EQ_U64(cov.loaded, 12 * 12);
+	CHECK(cov.peaks > 0 && cov.temporaries > 0 && cov.never_freed > 0);
+}
+
+static void one_pass_gives_the_whole_traces_explain_on_raw_heaptrack_files(void)
+{
+	struct covered cov = {0};
+	for (uint64_t seed = 1; seed <= 8; seed++) {
+		struct text t = {0};
+		random_raw_heaptrack(seed * 31337, 400, &t);
+		int bad = t.s ? streamed_differs_any(t.s, ".heaptrack",
+						     &cov)
+			      : 1;
+		if (bad)
+			printf("# seed %" PRIu64 ": %d outputs differ\n", seed,
+			       bad);
+		CHECK(bad == 0);
+		free(t.s);
+	}
+	/* Every file loaded, with groups at the peak, temporaries and
+	 * blocks never freed to compare. */
+	CHECK_EQ_U64(cov.loaded, 8 * 12);
+	CHECK(cov.peaks > 0 && cov.temporaries > 0 && cov.never_freed > 0);
+}
+
+static void one_pass_agrees_on_recordings_without_a_peak_or_blocks(void)
+{
+	/* Only blocks of 0 bytes: no peak; nothing at all but a header. */
+	CHECK(streamed_differs_any("= Start\n+ 0x1000 0\n+ 0x2000 0\n"
+				   "- 0x1000\n= End\n",
+				   ".mtrace", NULL) == 0);
+	CHECK(streamed_differs_any("= Start\n- 0x1000\n= End\n",
+				   ".mtrace", NULL) == 0);
+	/* Two equal maxima: the earlier is the peak; a refused file is
+	 * refused with the same words. */
+	CHECK(streamed_differs_any("= Start\n+ 0x1000 0x10\n- 0x1000\n"
+				   "+ 0x2000 0x10\n= End\n",
+				   ".mtrace", NULL) == 0);
+	CHECK(streamed_differs_any("= Start\n+ 0x1000 0x8000000000000000\n"
+				   "+ 0x2000 0x8000000000000000\n",
+				   ".mtrace", NULL) == 0);
+}
+
+static void one_pass_is_left_to_what_needs_the_whole_trace(void)
+{
+	struct as_explain_options o;
+	as_explain_options_init(&o);
+	o.by = AS_GROUP_PREFIX;
+	struct as_explain_stream *st = NULL;
+	struct as_live_sink sink;
+	CHECK(as_explain_stream_create(&o, &st, &sink) == AS_EUNSUPPORTED);
+	CHECK(st == NULL);
+	o.by = AS_GROUP_STACK;
+	CHECK(as_explain_stream_create(&o, &st, &sink) == AS_OK);
+	char path[256];
+	snprintf(path, sizeof(path), "%s/one-pass-%ld.ops",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs("alloc a 10\nfree a\n", f);
+		fclose(f);
+	}
+	/* Another format loads whole, and finish says so. */
+	struct as_trace *t = NULL;
+	struct as_explain *e = NULL;
+	struct as_diag d = {0};
+	CHECK(as_trace_load_live(path, NULL, &sink, &t, &d) == AS_OK);
+	CHECK(t != NULL && t->nbuffers == 1 && t->buffers[0].size == 10);
+	CHECK(t && as_explain_stream_finish(st, t, &e) == AS_EUNSUPPORTED);
+	CHECK(e == NULL);
+	as_trace_destroy(t);
+	as_explain_stream_destroy(st);
+	remove(path);
+}
+
 int main(void)
 {
 	TEST_RUN(peak_groups_agree_with_brute_force_on_random_traces);
@@ -623,5 +1023,15 @@ int main(void)
 	TEST_RUN(by_frame_merges_generated_kernels_under_the_model_line);
 	TEST_RUN(categories_follow_the_documented_rules_and_sum_to_the_peak);
 	TEST_RUN(groupings_with_nothing_to_group_by_say_why);
+	TEST_RUN(one_pass_gives_the_whole_traces_explain_on_heaptrack_files);
+	TEST_RUN(one_pass_gives_the_whole_traces_explain_on_mtrace_files);
+	TEST_RUN(one_pass_gives_the_whole_traces_explain_on_raw_heaptrack_files);
+	TEST_RUN(one_pass_agrees_on_recordings_without_a_peak_or_blocks);
+	if (getenv("AS_SOURCE_DIR"))
+		TEST_RUN(one_pass_agrees_on_the_bundled_malloc_recordings);
+	else
+		TEST_SKIP(one_pass_agrees_on_the_bundled_malloc_recordings,
+			  "AS_SOURCE_DIR is not set (meson test sets it)");
+	TEST_RUN(one_pass_is_left_to_what_needs_the_whole_trace);
 	return tap_done();
 }

@@ -592,6 +592,130 @@ static void compressed_files_read_as_the_plain_one(void)
 	rmdir(dir);
 }
 
+static void the_input_limit_counts_decompressed_bytes_exactly(void)
+{
+	char dir[] = "/tmp/as_formats2_XXXXXX";
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	unsigned char buf[4096];
+	char plain[256], zst[256];
+	snprintf(plain, sizeof(plain), "%s/t.mtrace", dir);
+	snprintf(zst, sizeof(zst), "%s/t.mtrace.zst", dir);
+	uint64_t n = strlen(plain_mtrace);
+	size_t zs = zstd_two_frames(plain_mtrace, buf, sizeof(buf));
+	CHECK(zs > 0 && write_file(zst, buf, zs));
+	CHECK(write_file(plain, plain_mtrace, n));
+	const char *paths[2] = {plain, zst};
+	for (int i = 0; i < 2; i++) {
+		struct as_diag d;
+		struct as_trace *t = NULL;
+		struct as_load_options o = {.max_input_bytes = n};
+		CHECK(as_trace_load_opts(paths[i], &o, &t, &d) == AS_OK);
+		as_trace_destroy(t);
+		t = NULL;
+		o.max_input_bytes = UINT64_MAX;
+		CHECK(as_trace_load_opts(paths[i], &o, &t, &d) == AS_OK);
+		as_trace_destroy(t);
+		t = NULL;
+		o.max_input_bytes = n - 1;
+		CHECK(as_trace_load_opts(paths[i], &o, &t, &d) == AS_EPARSE);
+		CHECK(t == NULL);
+		CHECK(strstr(d.msg, "--max-input-bytes") != NULL);
+		CHECK((strstr(d.msg, "after decompression") != NULL) == (i == 1));
+		CHECK_STR(d.file, paths[i]);
+	}
+	unlink(plain);
+	unlink(zst);
+	rmdir(dir);
+}
+
+/*
+ * Random text: allocations, comments, lines of spaces, lone CRs and runs of
+ * blank lines ("\n", "\r\n", up to 40,000 in a row) over several of the
+ * loader's 256 KiB windows, then one bad line. Its number must be the one
+ * counting every line gives, read whole or from a file.
+ */
+static void blank_line_runs_keep_line_numbers_across_windows(void)
+{
+	char dir[] = "/tmp/as_formats2_XXXXXX";
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	char path[256];
+	snprintf(path, sizeof(path), "%s/runs.ops", dir);
+	size_t cap = 4u << 20;
+	char *text = malloc(cap);
+	CHECK(text != NULL);
+	for (uint64_t seed = 1; text && seed <= 12; seed++) {
+		uint64_t r = seed * 7919;
+		printf("# seed %" PRIu64 "\n", r);
+		size_t len = 0;
+		uint64_t lines = 0;
+		while (len < (1u << 20) + (seed << 16)) {
+			uint64_t x = splitmix64(&r);
+			unsigned kind = (unsigned)(x % 6);
+			size_t n = kind < 2 ? (size_t)((x >> 8) % 40000) : 1;
+			for (size_t i = 0; i < n && len + 64 < cap; i++) {
+				const char *u = kind == 0   ? "\n"
+						: kind == 1 ? "\r\n"
+						: kind == 2 ? "alloc a 8\nfree a\n"
+						: kind == 3 ? "# note\n"
+						: kind == 4 ? "  \t\n"
+							    : "\n\n\r\n";
+				size_t ul = strlen(u);
+				memcpy(text + len, u, ul);
+				len += ul;
+				for (size_t k = 0; k < ul; k++)
+					lines += u[k] == '\n';
+			}
+		}
+		memcpy(text + len, "bogus\n", 6);
+		len += 6;
+		struct as_diag d;
+		struct as_trace *t = NULL;
+		CHECK(as_trace_parse("runs.ops", text, len, "ops", &t, &d) ==
+		      AS_EPARSE);
+		CHECK_EQ_U64(d.line, lines + 1);
+		CHECK(strstr(d.msg, "'bogus'") != NULL);
+		CHECK(write_file(path, text, len));
+		CHECK(as_trace_load(path, "ops", &t, &d) == AS_EPARSE);
+		CHECK_EQ_U64(d.line, lines + 1);
+		CHECK(strstr(d.msg, "'bogus'") != NULL);
+	}
+	free(text);
+	/* A lone CR is a line's text, not a blank line: it ends a run. */
+	static const char cr[] = "alloc a 8\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n"
+				 "\n\n\n\n\n\r\r\n\n\n";
+	struct as_diag d;
+	struct as_trace *t = NULL;
+	CHECK(as_trace_parse("cr.ops", cr, strlen(cr), "ops", &t, &d) ==
+	      AS_EPARSE);
+	CHECK_EQ_U64(d.line, 21);
+	unlink(path);
+	rmdir(dir);
+}
+
+static void max_input_texts_take_units_and_none(void)
+{
+	uint64_t v = 0;
+	CHECK(as_parse_max_input("64G", &v) == AS_OK);
+	CHECK_EQ_U64(v, (uint64_t)64 << 30);
+	CHECK(as_parse_max_input("1", &v) == AS_OK);
+	CHECK_EQ_U64(v, 1);
+	CHECK(as_parse_max_input("15E", &v) == AS_OK);
+	CHECK_EQ_U64(v, (uint64_t)15 << 60);
+	CHECK(as_parse_max_input("none", &v) == AS_OK);
+	CHECK_EQ_U64(v, UINT64_MAX);
+	static const char *const bad[] = {"", "0", "0K", "G", "1X", "-1",
+					  "1.5G", "16E", "17179869184G",
+					  "18446744073709551616", NULL};
+	for (int i = 0; bad[i]; i++)
+		CHECK(as_parse_max_input(bad[i], &v) == AS_EINVAL);
+}
+
 int main(void)
 {
 	TEST_RUN(mtrace_realloc_frees_the_old_block_and_links_the_new_one);
@@ -611,5 +735,8 @@ int main(void)
 	TEST_RUN(heaptrack_timestamps_are_milliseconds);
 	TEST_RUN(heaptrack_raw_blocks_are_named_and_placed_by_address);
 	TEST_RUN(compressed_files_read_as_the_plain_one);
+	TEST_RUN(the_input_limit_counts_decompressed_bytes_exactly);
+	TEST_RUN(max_input_texts_take_units_and_none);
+	TEST_RUN(blank_line_runs_keep_line_numbers_across_windows);
 	return tap_done();
 }

@@ -249,5 +249,93 @@ out=$(run "$two" --bench-frames 3 2>&1); rc=$?
 [ $rc -eq 0 ] && echo "$out" | grep -q "^pan (1% of the view, whole pixels): 3 frames, min .* ms, median .* ms, p95 .* ms, max .* ms"
 ok "--bench-frames prints frame times" $?
 
+# ---- Outputs never touch inputs; every write is checked (issue 44) ----
+
+mkdir "$tmp/in"
+cp "$two" "$tmp/in/t.csv"
+cp "$tmp/in/t.csv" "$tmp/in/t.bak"
+ln -s t.csv "$tmp/in/link.png"
+ln -s gone.csv "$tmp/in/dangling.png"
+# clobber NAME WANT ARGS...: exit 2 saying "WANT: is an input of this run",
+# the trace as it was and no screenshot or temporary file left.
+clobber() {
+	local name=$1 want=$2
+	shift 2
+	local out rc
+	out=$(run "$@" 2>&1)
+	rc=$?
+	[ $rc -eq 2 ] && echo "$out" | grep -qF "$want: is an input of this run" &&
+		cmp -s "$tmp/in/t.csv" "$tmp/in/t.bak" &&
+		[ -z "$(ls -A "$tmp/in" | grep -e '^\.as' -e 'X.png')" ]
+	local st=$?
+	[ $st -eq 0 ] || echo "#   rc=$rc: $out"
+	ok "$name" $st
+}
+clobber "a screenshot naming the trace is refused" "$tmp/in/t.csv" \
+	"$tmp/in/t.csv" -s recorded --screenshot "$tmp/in/t.csv"
+clobber "a screenshot at a link to the trace is refused" "$tmp/in/link.png" \
+	"$tmp/in/t.csv" -s recorded --screenshot "$tmp/in/link.png"
+clobber "a screenshot at a dangling link to the trace's path is refused" \
+	"$tmp/in/dangling.png" "$tmp/in/gone.csv" -s recorded \
+	--screenshot "$tmp/in/dangling.png"
+script "wait 1" "screenshot $tmp/in/t.csv"
+clobber "a script's screenshot step naming the trace is refused" \
+	"$tmp/in/t.csv" "$tmp/in/t.csv" -s recorded --script "$tmp/script"
+script "wait 1" "screenshot $tmp/in/link.png"
+clobber "a script's screenshot step at a link to the trace is refused" \
+	"$tmp/in/link.png" "$tmp/in/t.csv" -s recorded --script "$tmp/script"
+script "wait 1" "screenshot $tmp/script"
+cp "$tmp/script" "$tmp/script.bak"
+clobber "a script's screenshot step naming the script is refused" \
+	"$tmp/script" "$tmp/in/t.csv" -s recorded --script "$tmp/script"
+cmp -s "$tmp/script" "$tmp/script.bak"
+ok "the script refused stays as it was" $?
+cp "$two" "$tmp/in/other.csv"
+script "drop $tmp/in/other.csv" "wait 1" "screenshot $tmp/in/other.csv"
+clobber "a screenshot step naming a dropped file is refused" \
+	"$tmp/in/other.csv" "$tmp/in/t.csv" -s recorded --script "$tmp/script"
+
+# A line longer than any buffer is one step: `type` with the rest of the
+# line as text, never a screenshot step cut from its tail.
+{
+	printf 'type '
+	head -c 2042 /dev/zero | tr '\0' a
+	printf ' screenshot %s\n' "$tmp/in/X.png"
+} >"$tmp/script"
+run "$two" -s recorded --script "$tmp/script" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 0 ] && [ ! -e "$tmp/in/X.png" ]
+ok "a script line of 2,070 bytes is one step: no screenshot from its tail" $?
+
+run "$two" -s recorded --screenshot /dev/full 2>"$tmp/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "/dev/full: write failed: No space left on device" "$tmp/err"
+ok "a screenshot into /dev/full says no space left on device" $?
+
+# stdout WHAT ARGS...: the viewer's output into /dev/full and into a
+# closed descriptor: exit 2 saying why.
+stdout_fails() {
+	local what=$1
+	shift
+	run "$@" >/dev/full 2>"$tmp/err"
+	local rc1=$?
+	grep -q "allocscope-view: write error: No space left on device" "$tmp/err"
+	local g1=$?
+	run "$@" >&- 2>"$tmp/err"
+	local rc2=$?
+	grep -q "allocscope-view: write error: Bad file descriptor" "$tmp/err"
+	local g2=$?
+	[ $rc1 -eq 2 ] && [ $g1 -eq 0 ] && [ $rc2 -eq 2 ] && [ $g2 -eq 0 ]
+	local st=$?
+	[ $st -eq 0 ] || echo "#   rc=$rc1/$rc2: $(cat "$tmp/err")"
+	ok "$what into /dev/full or a closed stdout exits 2 saying why" $st
+}
+stdout_fails "--help" --help
+stdout_fails "--version" --version
+stdout_fails "--bench-frames" "$two" --bench-frames 1
+run "$two" -s recorded --screenshot "$tmp/quiet.png" >&- 2>"$tmp/err"
+[ $? -eq 0 ] && [ ! -s "$tmp/err" ]
+ok "a run that prints nothing is fine with stdout closed" $?
+
 echo "1..$n"
 [ $failed -eq 0 ]

@@ -21,8 +21,10 @@ static const char usage_text[] =
 	"                       [--script FILE] [--screenshot FILE]\n"
 	"                       [--frames N] [--bench-frames N]\n"
 	"                       [--compare] [--save-dir DIR] [--time-startup]\n"
-	"                       [--step-limit N]\n"
+	"                       [--step-limit N] [--max-input-bytes N|none]\n"
 	"\n"
+	"--max-input-bytes: the most bytes TRACE may hold decompressed\n"
+	"(default 64G, or ALLOCSCOPE_MAX_INPUT).\n"
 	"SPEC is NAME[:key=value[,key=value]...]; without -s the default set\n"
 	"is shown (as allocscope replay runs it), its exact baselines left\n"
 	"out past their step limit (--step-limit N sets it, 0: none; with -s\n"
@@ -297,8 +299,21 @@ static bool time_plans(const struct viewer *v, bool *seen, Uint64 start)
 	return v->doc.nready == v->doc.ns;
 }
 
+/* At exit: standard output and error flushed and closed, a failure said
+ * and exit status 2 (as_close_stream; the CLI does the same). */
+static void close_std(void)
+{
+	int e = as_close_stream(stdout);
+	if (e)
+		fprintf(stderr, "allocscope-view: write error: %s\n",
+			strerror(e));
+	if (as_close_stream(stderr) != 0 || e)
+		_Exit(EXIT_USAGE);
+}
+
 int main(int argc, char **argv)
 {
+	atexit(close_std);
 	Uint64 start = SDL_GetPerformanceCounter();
 	struct viewer v = {0};
 	bool time_startup = false;
@@ -306,6 +321,10 @@ int main(int argc, char **argv)
 	uint64_t frames = 0, bench_frames = 0;
 	int w = 1280, h = 800 + STATUS_H;
 	enum as_color_by color_by = AS_COLOR_BUFFER;
+	const char *env_max = getenv("ALLOCSCOPE_MAX_INPUT");
+	if (env_max && as_parse_max_input(env_max, &v.load.max_input))
+		return usage_error("ALLOCSCOPE_MAX_INPUT wants a byte count "
+				   "(64G) or none, not '%s'", env_max);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
@@ -355,6 +374,11 @@ int main(int argc, char **argv)
 						   "of steps (0: none), not "
 						   "'%s'", argv[i]);
 			v.load.limit_set = true;
+		} else if (strcmp(a, "--max-input-bytes") == 0 && more) {
+			if (as_parse_max_input(argv[++i], &v.load.max_input))
+				return usage_error("--max-input-bytes wants a "
+						   "byte count (64G) or none, "
+						   "not '%s'", argv[i]);
 		} else if (a[0] == '-' && a[1]) {
 			return usage_error("unknown or incomplete option '%s'",
 					   a);
@@ -377,6 +401,10 @@ int main(int argc, char **argv)
 	struct script sc = {0};
 	if (script_path && script_load(script_path, &sc, &d)) {
 		fprintf(stderr, "%s\n", as_diag_text(&d, msg, sizeof(msg)));
+		return EXIT_USAGE;
+	}
+	if (script_check_outputs(&sc, trace, script_path, screenshot)) {
+		script_finish(&sc);
 		return EXIT_USAGE;
 	}
 	Uint64 t_load = 0;

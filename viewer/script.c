@@ -210,11 +210,13 @@ int script_load(const char *path, struct script *s, struct as_diag *d)
 		return AS_EIO;
 	}
 	struct script out = {0};
-	size_t cap = 0;
-	char buf[2048];
+	size_t cap = 0, bufcap = 0;
+	char *buf = NULL;
 	uint64_t line = 0;
 	int err = AS_OK;
-	while (fgets(buf, sizeof(buf), f)) {
+	/* Whole lines, however long: a long line is never split into steps. */
+	errno = 0;
+	while (getline(&buf, &bufcap, f) >= 0) {
 		line++;
 		char *t = trimmed(buf);
 		if (!*t || *t == '#')
@@ -236,6 +238,11 @@ int script_load(const char *path, struct script *s, struct as_diag *d)
 			break;
 		out.n++;
 	}
+	if (!err && ferror(f))
+		err = fail(d, line + 1, errno == ENOMEM ? "out of memory%s"
+						       : "cannot read: %s",
+			   errno == ENOMEM ? "" : strerror(errno));
+	free(buf);
 	fclose(f);
 	if (err) {
 		script_finish(&out);
@@ -243,6 +250,55 @@ int script_load(const char *path, struct script *s, struct as_diag *d)
 	}
 	*s = out;
 	return AS_OK;
+}
+
+int script_check_outputs(const struct script *s, const char *trace,
+			 const char *script, const char *screenshot)
+{
+	const char **in = malloc((s->n + 2) * sizeof(*in));
+	if (!in) {
+		fputs("allocscope-view: out of memory\n", stderr);
+		return 2;
+	}
+	size_t nin = 0;
+	in[nin++] = trace;
+	if (script)
+		in[nin++] = script;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->steps[i].kind == S_DROP)
+			in[nin++] = s->steps[i].text;
+	const char **out = malloc((s->n + 1) * sizeof(*out));
+	unsigned *how = calloc(s->n + 1, sizeof(*how));
+	struct as_diag d = {0};
+	char msg[1024];
+	size_t nout = 0;
+	int status = 0;
+	for (size_t i = 0; out && i < s->n; i++)
+		if (s->steps[i].kind == S_SHOT)
+			out[nout++] = s->steps[i].text;
+	if (out && screenshot)
+		out[nout++] = screenshot;
+	if (!out || !how) {
+		fputs("allocscope-view: out of memory\n", stderr);
+		status = 2;
+	} else if (as_output_check(out, nout, in, nin, how, &d)) {
+		fprintf(stderr, "%s\n", as_diag_text(&d, msg, sizeof(msg)));
+		status = 2;
+	}
+	for (size_t i = 0; !status && i < nout; i++) {
+		if (!(how[i] & AS_OUTPUT_IN_PLACE))
+			continue;
+		struct as_diag note = {.err = AS_OK};
+		snprintf(note.file, sizeof(note.file), "%s", out[i]);
+		snprintf(note.msg, sizeof(note.msg),
+			 "note: its directory takes no new file: written in "
+			 "place, not atomically");
+		fprintf(stderr, "%s\n", as_diag_text(&note, msg, sizeof(msg)));
+	}
+	free(out);
+	free(how);
+	free(in);
+	return status;
 }
 
 static void push_motion(int x, int y, Uint32 state)

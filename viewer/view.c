@@ -547,7 +547,9 @@ static void save(struct viewer *v)
 	}
 	struct as_diag d = {0};
 	char buf[1024];
-	if (as_render_write(v->r, png, AS_IMAGE_PNG, &d) ||
+	const char *in = v->doc.path, *out[] = {png, svg};
+	if (as_output_check(out, 2, &in, 1, NULL, &d) ||
+	    as_render_write(v->r, png, AS_IMAGE_PNG, &d) ||
 	    as_render_write(v->r, svg, AS_IMAGE_SVG, &d))
 		view_message(v, C_RED_LIGHT, "%s",
 			     as_diag_text(&d, buf, sizeof(buf)));

@@ -77,6 +77,7 @@ struct doc_opts {
 	bool hold;
 	bool limit_set;
 	uint64_t step_limit;
+	uint64_t max_input; /* as_load_options.max_input_bytes */
 };
 
 /*
@@ -228,6 +229,14 @@ struct script {
 /* Parse `path`; on error prints nothing, fills diag (FILE:LINE). */
 int script_load(const char *path, struct script *s, struct as_diag *diag);
 void script_finish(struct script *s);
+/*
+ * Before any work: --screenshot (NULL: none) and every screenshot step
+ * checked against the inputs (the trace, the script, each dropped file),
+ * as_output_check. 0, or 2 with the reason printed ("FILE: is an input of
+ * this run"); a write that will not be atomic gets a note on stderr.
+ */
+int script_check_outputs(const struct script *s, const char *trace,
+			 const char *script, const char *screenshot);
 /* Play every step; `frame` draws and presents one frame, `shot` saves a
  * screenshot. Returns 0, or 2 when a step failed (message printed). */
 int script_play(const struct script *s, struct viewer *v,

@@ -51,6 +51,8 @@ static const char diff_usage[] =
 	"                      (default: one per processor, one at a time\n"
 	"                      above 4,000,000 buffers)\n"
 	"  --no-progress       no progress bar on stderr\n"
+	"  --max-input-bytes N|none  with -s: the most bytes a trace may hold\n"
+	"                      decompressed (default 64G; ALLOCSCOPE_MAX_INPUT)\n"
 	"\n"
 	"exit status: 0 no regression, 1 regression or invalid plan, 2 bad "
 	"input\n";
@@ -60,18 +62,19 @@ static int diff_usage_error(const char *fmt, const char *arg)
 	return cli_usage_error("allocscope diff", diff_usage, fmt, arg);
 }
 
-static bool parse_pct(const char *s, double *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || *end || errno || !isfinite(v) || v < 0 || v > 1e9)
-		return false;
-	*out = v;
-	return true;
-}
-
 /* ---- The visual diff ---- */
+
+/* The picture of trace `trace` in DIR: DIR/<its path with '/' as '_'>.svg. */
+static void svg_path(const char *dir, const char *trace, char *path,
+		     size_t len)
+{
+	char name[512];
+	snprintf(name, sizeof(name), "%s", trace);
+	for (char *q = name; *q; q++)
+		if (*q == '/' || *q == '\\')
+			*q = '_';
+	snprintf(path, len, "%s/%s.svg", dir, name);
+}
 
 /*
  * The picture of one trace: plan A above plan B, drawn by the renderer
@@ -97,12 +100,8 @@ static int write_visual_diff(const char *dir, const struct as_trace *t,
 			strerror(errno));
 		return AS_EIO;
 	}
-	char path[1024], name[512], ta[320], tb[480];
-	snprintf(name, sizeof(name), "%s", t->path);
-	for (char *q = name; *q; q++)
-		if (*q == '/' || *q == '\\')
-			*q = '_';
-	snprintf(path, sizeof(path), "%s/%s.svg", dir, name);
+	char path[1024], ta[320], tb[480];
+	svg_path(dir, t->path, path, sizeof(path));
 	snprintf(ta, sizeof(ta), "base: %s", spec_a);
 	const char *peak_name = delta.peak_buffer == AS_NONE
 					? "none"
@@ -147,26 +146,59 @@ static int add_one(struct as_results *r, const struct as_trace *t,
 	return AS_OK;
 }
 
-static int run_specs(char **args, size_t nargs, const char *fmt,
+/*
+ * Before any work: the Markdown report and every picture --svg DIR could
+ * write (one a trace) against the traces. 0 or 2 (said on stderr).
+ */
+static int check_outputs(const char *markdown, const char *svg_dir,
+			 char **paths, size_t npaths)
+{
+	size_t n = 1 + (svg_dir ? npaths : 0);
+	char **outs = calloc(n, sizeof(*outs));
+	char *names = calloc(n, 1024);
+	if (!outs || !names) {
+		free(outs);
+		free(names);
+		fputs("allocscope diff: out of memory\n", stderr);
+		return EXIT_USAGE;
+	}
+	outs[0] = (char *)markdown;
+	for (size_t i = 1; i < n; i++) {
+		outs[i] = names + 1024 * i;
+		svg_path(svg_dir, paths[i - 1], outs[i], 1024);
+	}
+	int status = cli_check_outputs((const char *const *)outs, n,
+				       (const char *const *)paths, npaths);
+	free(outs);
+	free(names);
+	return status;
+}
+
+static int run_specs(char **args, size_t nargs,
+		     const struct as_load_options *lo,
 		     const char *const specs[2], unsigned jobs, bool progress,
-		     const char *svg_dir, struct as_results *a,
-		     struct as_results *b)
+		     const char *svg_dir, const char *markdown,
+		     struct as_results *a, struct as_results *b)
 {
 	const char *spec_a = specs[0], *spec_b = specs[1];
 	char **paths;
 	size_t npaths;
 	struct as_diag d;
-	int err = cli_expand_traces(args, nargs, fmt != NULL, &paths, &npaths,
-				    &d);
+	int err = cli_expand_traces(args, nargs, lo->format != NULL, &paths,
+				    &npaths, &d);
 	if (err != AS_OK)
 		return cli_report_diag(&d, err);
 	struct cli_progress pr;
-	int status = 0;
+	int status = check_outputs(markdown, svg_dir, paths, npaths);
+	if (status) {
+		cli_paths_free(paths, npaths);
+		return status;
+	}
 	cli_progress_start(&pr, npaths, progress);
 	for (size_t i = 0; i < npaths && !status; i++) {
 		struct as_trace *t;
 		struct as_plan *pa = NULL, *pb = NULL;
-		if ((err = as_trace_load(paths[i], fmt, &t, &d)) != AS_OK) {
+		if ((err = as_trace_load_opts(paths[i], lo, &t, &d)) != AS_OK) {
 			cli_progress_end(&pr);
 			status = cli_report_diag(&d, err);
 			break;
@@ -373,13 +405,13 @@ int cli_diff(int argc, char **argv)
 	size_t nspecs = 0, nargs = 0;
 	bool all = false, progress = true;
 	unsigned jobs = 0; /* the default (as_run_options.jobs) */
-	const char *fmt = NULL;
+	struct as_load_options lo;
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
 	if (!args) {
 		fputs("allocscope diff: out of memory\n", stderr);
 		return EXIT_USAGE;
 	}
-	int status = 0;
+	int status = cli_load_init(&lo);
 	for (int i = 0; i < argc && !status; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
@@ -391,17 +423,21 @@ int cli_diff(int argc, char **argv)
 					"peak_vs_lb, failed, plan_ms)",
 					argv[i]);
 		} else if (strcmp(a, "--max-regress") == 0 && more) {
-			if (!parse_pct(argv[++i], &opts.max_regress_pct))
-				status = diff_usage_error(
-					"--max-regress: '%s' is not a "
-					"percentage >= 0",
-					argv[i]);
+			const char *why = cli_parse_amount(
+				argv[++i], CLI_AMOUNT_MAX, &opts.max_regress_pct);
+			if (why)
+				status = cli_amount_error(
+					"allocscope diff", diff_usage,
+					"--max-regress", argv[i], why,
+					"percent");
 		} else if (strcmp(a, "--noise-ms") == 0 && more) {
-			if (!parse_pct(argv[++i], &opts.noise_ms))
-				status = diff_usage_error(
-					"--noise-ms: '%s' is not a number of "
-					"milliseconds >= 0",
-					argv[i]);
+			const char *why = cli_parse_amount(
+				argv[++i], CLI_AMOUNT_MAX, &opts.noise_ms);
+			if (why)
+				status = cli_amount_error(
+					"allocscope diff", diff_usage,
+					"--noise-ms", argv[i], why,
+					"milliseconds");
 		} else if (strcmp(a, "-s") == 0 && more) {
 			if (nspecs == 2)
 				status = diff_usage_error(
@@ -409,9 +445,11 @@ int cli_diff(int argc, char **argv)
 			else
 				specs[nspecs++] = argv[++i];
 		} else if (strcmp(a, "-f") == 0 && more) {
-			if (!as_format_known(fmt = argv[++i]))
+			if (!as_format_known(lo.format = argv[++i]))
 				status = diff_usage_error(
 					"unknown format '%s'", argv[i]);
+		} else if (strcmp(a, "--max-input-bytes") == 0 && more) {
+			status = cli_max_input(argv[++i], &lo);
 		} else if (strcmp(a, "--markdown") == 0 && more) {
 			markdown = argv[++i];
 		} else if (strcmp(a, "--svg") == 0 && more) {
@@ -452,7 +490,7 @@ int cli_diff(int argc, char **argv)
 		status = diff_usage_error("diff needs BASE.json and NEW.json "
 					  "(got %s)",
 					  nargs < 2 ? "fewer" : "more");
-	else if (!status && nspecs == 0 && fmt != NULL)
+	else if (!status && nspecs == 0 && lo.format != NULL)
 		status = diff_usage_error("-f applies to traces (with -s)%s",
 					  "");
 	if (!status && svg && nspecs == 0)
@@ -473,9 +511,11 @@ int cli_diff(int argc, char **argv)
 		status = EXIT_USAGE;
 	} else if (nspecs == 2) {
 		opts.by_trace_only = true;
-		status = run_specs(args, nargs, fmt, specs, jobs, progress, svg,
-				   base, new_);
-	} else {
+		status = run_specs(args, nargs, &lo, specs, jobs, progress, svg,
+				   markdown, base, new_);
+	} else if ((status = cli_check_outputs(&markdown, 1,
+					       (const char *const *)args,
+					       2)) == 0) {
 		/* Both files are checked before either is read: a FIFO or
 		 * /dev/zero given as either costs nothing. */
 		int err = AS_OK;

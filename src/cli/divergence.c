@@ -46,6 +46,16 @@ static double pct(uint64_t a, uint64_t n)
 	return n ? 100.0 * (double)a / (double)n : 0.0;
 }
 
+/* The model's notes on what it read from the recording ("inputs: ") and
+ * on what it held at each out of memory ("oom: "), escaped. */
+static void print_model_notes(const struct as_plan *p)
+{
+	for (uint32_t k = 0; k < p->nnotes; k++)
+		if (strncmp(p->notes[k], "inputs: ", 8) == 0 ||
+		    strncmp(p->notes[k], "oom: ", 5) == 0)
+			printf("%s\n", cli_esc(p->notes[k]));
+}
+
 int cli_divergence_report(const struct as_trace *t, const char *spec,
 			  const struct as_plan *p)
 {
@@ -72,6 +82,7 @@ int cli_divergence_report(const struct as_trace *t, const char *spec,
 	if (d->kind == AS_DIV_NONE || d->buffer >= t->nbuffers) {
 		printf("no divergence: every allocation is where the recording "
 		       "put it\n");
+		print_model_notes(p);
 		return 0;
 	}
 	const struct as_buffer *b = &t->buffers[d->buffer];
@@ -90,5 +101,6 @@ int cli_divergence_report(const struct as_trace *t, const char *spec,
 		printf("  allocated at %.*s\n", (int)n, frames);
 	}
 	printf("  likely cause: %s\n", d->cause);
+	print_model_notes(p);
 	return 1;
 }

@@ -33,6 +33,7 @@ static const char explain_usage[] =
 	"                          [--user-code REGEX] [--skip-frames REGEX]\n"
 	"                          [--rule NAME=REGEX]... [--top N] [--frames N]\n"
 	"                          [--json FILE|-] [--markdown FILE] [-j N]\n"
+	"                          [--max-input-bytes N|none]\n"
 	"       allocscope diff --by stack|frame|category|line FILE|... BASE_TRACE\n"
 	"                       NEW_TRACE [-f FMT] [--max-regress PCT]\n"
 	"                       [--markdown FILE] [--all]\n"
@@ -49,6 +50,9 @@ static const char explain_usage[] =
 	"frames are, --skip-frames REGEX which are not. --by category: parameters,\n"
 	"activations, gradients, optimizer, temporaries, unknown, after the\n"
 	"--rule NAME=REGEX given (first match wins). docs/explain.md.\n"
+	"--max-input-bytes N|none: the most bytes a trace may hold\n"
+	"decompressed (default 64G; also ALLOCSCOPE_MAX_INPUT). A TRACE of -\n"
+	"is standard input.\n"
 	"\n"
 	"diff --by: the groups of two recordings of one program at their peaks,\n"
 	"matched by text (hex addresses ignored), largest change first; exit 1\n"
@@ -84,15 +88,52 @@ static void loaded_free(struct loaded *l)
 	as_trace_destroy(l->t);
 }
 
+/*
+ * Load `path` into l->t and explain it: a heaptrack or mtrace recording in
+ * one pass, its blocks never kept; any other file whole. Prints its errors.
+ */
+static int load_explained(const char *path,
+			  const struct as_load_options *lo,
+			  const struct as_explain_options *o, struct loaded *l)
+{
+	struct as_live_sink sink;
+	struct as_explain_stream *s = NULL;
+	struct as_diag d = {0};
+	int err = as_explain_stream_create(o, &s, &sink);
+	if (err == AS_OK) {
+		err = as_trace_load_live(path, lo, &sink, &l->t, &d);
+		if (err == AS_OK)
+			err = as_explain_stream_finish(s, l->t, &l->e);
+		as_explain_stream_destroy(s);
+		if (err != AS_EUNSUPPORTED && err && d.msg[0])
+			return cli_report_diag(&d, err);
+	} else if (err == AS_EUNSUPPORTED) {
+		int lerr = as_trace_load_opts(path, lo, &l->t, &d);
+		if (lerr)
+			return cli_report_diag(&d, lerr);
+	}
+	if (err == AS_EUNSUPPORTED) /* the whole trace is loaded */
+		err = as_explain_trace(l->t, o, &l->e);
+	if (err) {
+		fprintf(stderr, "%s: explain: %s\n", path, as_strerror(err));
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 /* Load `path` and explain it (and the specs' plans); prints its errors. */
-static int explain_one(const char *path, const char *fmt,
+static int explain_one(const char *path, const struct as_load_options *lo,
 		       const struct as_explain_options *o,
 		       const char *const *specs, size_t nspecs, unsigned jobs,
 		       struct loaded *l)
 {
 	struct as_diag d = {0};
 	memset(l, 0, sizeof(*l));
-	int err = as_trace_load(path, fmt, &l->t, &d);
+	/* Plans need the whole trace (and so does a comparison of both
+	 * paths: ALLOCSCOPE_EXPLAIN_WHOLE, for tests and benchmarks). */
+	if (!nspecs && !getenv("ALLOCSCOPE_EXPLAIN_WHOLE"))
+		return load_explained(path, lo, o, l);
+	int err = as_trace_load_opts(path, lo, &l->t, &d);
 	if (err != AS_OK)
 		return cli_report_diag(&d, err);
 	err = as_explain_trace(l->t, o, &l->e);
@@ -171,9 +212,9 @@ static bool regex_ok(const char *opt, const char *re, int *status)
 /* Options both commands read; 1: taken (with its value), 0: not ours, or
  * an exit status through *status. rules[MAX_RULES] holds --rule's. */
 static int common_option(int argc, char **argv, int *i,
-			 struct as_explain_options *o, const char **fmt,
-			 const char **markdown, struct as_explain_rule *rules,
-			 int *status)
+			 struct as_explain_options *o,
+			 struct as_load_options *lo, const char **markdown,
+			 struct as_explain_rule *rules, int *status)
 {
 	const char *a = argv[*i];
 	bool more = *i + 1 < argc;
@@ -209,8 +250,10 @@ static int common_option(int argc, char **argv, int *i,
 			o->rules = rules;
 		}
 	} else if (strcmp(a, "-f") == 0 && more) {
-		if (!as_format_known(*fmt = argv[++*i]))
+		if (!as_format_known(lo->format = argv[++*i]))
 			*status = usage_error("unknown format '%s'", argv[*i]);
+	} else if (strcmp(a, "--max-input-bytes") == 0 && more) {
+		*status = cli_max_input(argv[++*i], lo);
 	} else if (strcmp(a, "--frames") == 0 && more) {
 		if (!parse_count(argv[++*i], 64, &o->frames))
 			*status = usage_error("--frames wants 0 to 64, not '%s'",
@@ -227,19 +270,19 @@ int cli_explain(int argc, char **argv)
 {
 	struct as_explain_options o;
 	as_explain_options_init(&o);
-	const char *specs[MAX_SPECS], *fmt = NULL, *json = NULL,
-				      *markdown = NULL;
+	const char *specs[MAX_SPECS], *json = NULL, *markdown = NULL;
+	struct as_load_options lo;
 	struct as_explain_rule rules[MAX_RULES];
 	size_t nspecs = 0, npaths = 0;
 	unsigned jobs = 0;
 	char **paths = calloc((size_t)argc + 1, sizeof(*paths));
 	if (!paths)
 		return EXIT_USAGE;
-	int status = 0;
+	int status = cli_load_init(&lo);
 	for (int i = 0; i < argc && !status; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
-		if (common_option(argc, argv, &i, &o, &fmt, &markdown, rules,
+		if (common_option(argc, argv, &i, &o, &lo, &markdown, rules,
 				  &status))
 			continue;
 		if (status)
@@ -278,13 +321,17 @@ int cli_explain(int argc, char **argv)
 		status = usage_error("explain needs a TRACE%s", "");
 	if (!status && json && markdown && strcmp(json, markdown) == 0)
 		status = usage_error("two outputs go to '%s'", json);
+	const char *outs[] = {json, markdown};
+	if (!status)
+		status = cli_check_outputs(outs, 2, (const char *const *)paths,
+					   npaths);
 	struct loaded *l = calloc(npaths + 1, sizeof(*l));
 	struct as_explain_run *runs = calloc(npaths + 1, sizeof(*runs));
 	if (!status && (!l || !runs))
 		status = EXIT_USAGE;
 	size_t n = 0;
 	for (; !status && n < npaths; n++) {
-		status = explain_one(paths[n], fmt, &o, specs, nspecs, jobs,
+		status = explain_one(paths[n], &lo, &o, specs, nspecs, jobs,
 				     &l[n]);
 		runs[n] = (struct as_explain_run){
 			l[n].e, (const struct as_explain *const *)l[n].plans,
@@ -413,27 +460,26 @@ int cli_diff_by(int argc, char **argv)
 	struct as_compare_options co;
 	as_compare_defaults(&co);
 	struct as_explain_rule rules[MAX_RULES];
-	const char *fmt = NULL, *markdown = NULL, *args[2];
+	const char *markdown = NULL, *args[2];
+	struct as_load_options lo;
 	size_t nargs = 0;
 	bool all = false;
-	int status = 0;
+	int status = cli_load_init(&lo);
 	for (int i = 0; i < argc && !status; i++) {
 		const char *a = argv[i];
-		if (common_option(argc, argv, &i, &o, &fmt, &markdown, rules,
+		if (common_option(argc, argv, &i, &o, &lo, &markdown, rules,
 				  &status))
 			continue;
 		if (status)
 			break;
 		if (strcmp(a, "--max-regress") == 0 && i + 1 < argc) {
-			char *end;
-			errno = 0;
-			double v = strtod(argv[++i], &end);
-			if (end == argv[i] || *end || errno || !isfinite(v) ||
-			    v < 0 || v > 1e9)
-				status = usage_error("--max-regress: '%s' is not "
-						     "a percentage >= 0",
-						     argv[i]);
-			co.max_regress_pct = v;
+			const char *why = cli_parse_amount(
+				argv[++i], CLI_AMOUNT_MAX, &co.max_regress_pct);
+			if (why)
+				status = cli_amount_error(
+					"allocscope diff", explain_usage,
+					"--max-regress", argv[i], why,
+					"percent");
 		} else if (strcmp(a, "--all") == 0) {
 			all = true;
 		} else if (a[0] == '-' && a[1]) {
@@ -450,6 +496,8 @@ int cli_diff_by(int argc, char **argv)
 	}
 	if (!status && nargs != 2)
 		status = usage_error("diff --by needs BASE and NEW traces%s", "");
+	if (!status)
+		status = cli_check_outputs(&markdown, 1, args, 2);
 	if (status)
 		return status;
 	struct loaded la, lb;
@@ -457,9 +505,9 @@ int cli_diff_by(int argc, char **argv)
 	struct as_results *base = as_results_create(),
 			  *new_ = as_results_create();
 	struct as_comparison *c = NULL;
-	status = explain_one(args[0], fmt, &o, NULL, 0, 0, &la);
+	status = explain_one(args[0], &lo, &o, NULL, 0, 0, &la);
 	if (!status)
-		status = explain_one(args[1], fmt, &o, NULL, 0, 0, &lb);
+		status = explain_one(args[1], &lo, &o, NULL, 0, 0, &lb);
 	if (!status && (!base || !new_ ||
 			as_explain_results(la.e, lb.e, base, new_) ||
 			as_compare(base, new_, &co, &c))) {

@@ -15,10 +15,12 @@
 #include "allocscope/allocscope.h"
 #include "allocscope/compare.h"
 #include "allocscope/render.h"
+#include "certificate.h"
 #include "diff.h"
 #include "divergence.h"
 #include "explain.h"
 #include "runs.h"
+#include "tune.h"
 
 #define EXIT_INVALID 1
 #define EXIT_USAGE 2
@@ -32,6 +34,7 @@ static const char usage_text[] =
 	"                         [--size WxH] [--color-by buffer|size|pool|lifetime|prefix|frame]\n"
 	"                         [--time clock|events]\n"
 	"       allocscope check TRACE [-f FMT] [--plan PLAN.csv | -s SPEC]\n"
+	"       allocscope check --certificate REPLAY.json [TRACE]\n"
 	"       allocscope strategies\n"
 	"       allocscope diff BASE.json NEW.json [--metric M] [--max-regress PCT]\n"
 	"                       [--markdown FILE] [--svg DIR] [--all]\n"
@@ -39,12 +42,16 @@ static const char usage_text[] =
 	"       allocscope diff --by stack BASE_TRACE NEW_TRACE [options]\n"
 	"       allocscope explain TRACE... [-s SPEC]... [--by stack|frame|...]\n"
 	"                          [--top N] [--json FILE|-] [--markdown FILE]\n"
+	"       allocscope tune SNAPSHOT... [--set KEY=V1,V2]... [--capacity SIZE]\n"
 	"       allocscope view TRACE [viewer options]  (runs allocscope-view)\n"
 	"       allocscope --help | --version\n"
 	"\n"
 	"FMT is ops, json, csv, pickle (a PyTorch memory snapshot), mtrace or\n"
 	"heaptrack (default: by extension, then content; .gz and .zst files are\n"
-	"decompressed first).\n"
+	"decompressed first). A TRACE of - is standard input.\n"
+	"--max-input-bytes N|none (every command that reads traces; also\n"
+	"ALLOCSCOPE_MAX_INPUT): the most bytes a trace may hold decompressed\n"
+	"(default 64G).\n"
 	"SPEC is NAME[:key=value[,key=value]...]; without -s the default set\n"
 	"runs: every strategy that applies to the trace, the exact baselines\n"
 	"only up to a size (see `allocscope strategies`).\n"
@@ -161,10 +168,23 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 	bool header = false;
 	for (size_t i = 0; i < n; i++) {
 		const struct as_plan *p = r[i].plan;
-		double res = -1, frag = 0, ooms = 0;
+		double res = -1, frag = 0, ooms = 0, made = 0, inh = 0,
+		       after = -1;
 		for (uint32_t k = 0; k < p->nstats; k++) {
 			if (strcmp(p->stats[k].key, "reserved_bytes.peak") == 0)
 				res = p->stats[k].value;
+			else if (strcmp(p->stats[k].key, "reserved_made") == 0)
+				made = p->stats[k].value;
+			else if (strcmp(p->stats[k].key,
+					"reserved_inherited") == 0)
+				inh = p->stats[k].value;
+			else if (strcmp(p->stats[k].key,
+					"reserved_peak_after_release") == 0)
+				after = p->stats[k].value;
+			else if (strcmp(p->stats[k].key,
+					"inherited_released") == 0 &&
+				 p->stats[k].value == 0)
+				after = -2;
 			else if (strcmp(p->stats[k].key,
 					"fragmentation_at_peak") == 0)
 				frag = p->stats[k].value;
@@ -174,14 +194,25 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 		if (res < 0)
 			continue;
 		if (!header)
-			printf("\n%-28s %14s %10s %14s %10s %6s\n", "strategy",
-			       "reserved peak", "", "fragmentation", "", "ooms");
+			printf("\n%-28s %14s %10s %14s %10s %6s %10s %10s "
+			       "%13s\n",
+			       "strategy", "reserved peak", "",
+			       "fragmentation", "", "ooms", "made",
+			       "inherited", "after release");
 		header = true;
-		char hf[32];
-		printf("%-28s %14.0f %10s %14.0f %10s %6.0f\n",
+		/* made: the peak of what the model reserved itself;
+		 * inherited: reserved at the first event; after release: the
+		 * reserved peak from the program's empty_cache() that gave
+		 * inherited memory back */
+		char hf[32], hm[32], hi[32], ha[32] = "-";
+		if (after >= 0)
+			as_human_bytes((uint64_t)after, ha, sizeof(ha));
+		printf("%-28s %14.0f %10s %14.0f %10s %6.0f %10s %10s %13s\n",
 		       cli_esc(r[i].spec), res,
 		       as_human_bytes((uint64_t)res, hb, sizeof(hb)), frag,
-		       as_human_bytes((uint64_t)frag, hf, sizeof(hf)), ooms);
+		       as_human_bytes((uint64_t)frag, hf, sizeof(hf)), ooms,
+		       as_human_bytes((uint64_t)made, hm, sizeof(hm)),
+		       as_human_bytes((uint64_t)inh, hi, sizeof(hi)), ha);
 	}
 	if (header)
 		printf("(reserved: whole segments, as PyTorch's allocator takes "
@@ -198,6 +229,12 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 				       r[i].spec, r[i].plan->notes[k]);
 				header = true;
 			}
+	/* Certified bounds: how far above the optimum a plan is at most. */
+	header = false;
+	for (size_t i = 0; i < n; i++)
+		header |= cli_print_certificates(t, r[i].spec, r[i].plan,
+						  r[i].space_peak, r[i].peak,
+						  header);
 }
 
 /* Dump lines quote buffer names: escaped. Runs with emit go one at a
@@ -233,7 +270,7 @@ static int write_images(const char *const *paths, size_t npaths,
 
 /* The options of one replay run, the same for every trace. */
 struct replay_opts {
-	const char *fmt;
+	const struct as_load_options *load;
 	const char **specs;
 	size_t nspecs;          /* 0: every strategy that applies */
 	const char *plan_out;
@@ -299,12 +336,12 @@ static void check_plan(void *ctx, size_t i, int err, struct as_plan *plan,
 	r->check_err = as_validate(c->t, plan, &r->report);
 	r->peak = as_plan_peak(plan, c->t, -1);
 	r->failed = as_plan_failed(plan, c->t);
-	if (c->json) {
+	if (c->json)
 		r->moment_rc = plan_moment(c->t, plan, &r->moment);
-		if (plan->nspaces > 1 &&
-		    (r->space_peak = malloc(plan->nspaces * sizeof(uint64_t))))
-			as_plan_peaks(plan, c->t, r->space_peak);
-	}
+	/* Each space's peak: the JSON's, and the table's certified bounds. */
+	if ((c->json || plan->ncerts) && plan->nspaces > 1 &&
+	    (r->space_peak = malloc(plan->nspaces * sizeof(uint64_t))))
+		as_plan_peaks(plan, c->t, r->space_peak);
 	/* Of a valid plan the table and the JSON need only that: its offsets
 	 * go now, not after the last run (10^7 buffers: 8-32 bytes each a
 	 * plan). */
@@ -323,7 +360,7 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	struct as_run_options ro = o->run;
 	struct as_runner *runner = NULL;
 	struct left_out out = {.n = 0};
-	int lerr = as_trace_load(trace_path, o->fmt, &t, &d);
+	int lerr = as_trace_load_opts(trace_path, o->load, &t, &d);
 	if (lerr != AS_OK) {
 		cli_progress_end(&o->progress);
 		return cli_report_diag(&d, lerr);
@@ -451,11 +488,15 @@ static int cmd_replay(int argc, char **argv)
 	const char *specs[MAX_SPECS];
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
 	size_t nspecs = 0, nargs = 0;
-	const char *fmt = NULL;
+	struct as_load_options lo;
 	bool dump = false, progress = true;
-	struct replay_opts o = {.first = true};
+	struct replay_opts o = {.first = true, .load = &lo};
 	if (!args) {
 		fputs("allocscope: out of memory\n", stderr);
+		return EXIT_USAGE;
+	}
+	if (cli_load_init(&lo)) {
+		free(args);
 		return EXIT_USAGE;
 	}
 	as_render_opts_init(&o.ropts);
@@ -465,9 +506,11 @@ static int cmd_replay(int argc, char **argv)
 		bool more = i + 1 < argc;
 		int bad = 0;
 		if (strcmp(a, "-f") == 0 && more) {
-			if (!as_format_known(fmt = argv[++i]))
+			if (!as_format_known(lo.format = argv[++i]))
 				bad = usage_error("unknown format '%s'",
 						  argv[i]);
+		} else if (strcmp(a, "--max-input-bytes") == 0 && more) {
+			bad = cli_max_input(argv[++i], &lo);
 		} else if (strcmp(a, "-s") == 0 && more) {
 			if (nspecs == MAX_SPECS)
 				bad = usage_error("too many -s (%s)", "64");
@@ -555,13 +598,16 @@ static int cmd_replay(int argc, char **argv)
 	char **paths = NULL;
 	size_t npaths = 0;
 	struct as_diag d;
-	int err = cli_expand_traces(args, nargs, fmt != NULL, &paths,
+	int err = cli_expand_traces(args, nargs, lo.format != NULL, &paths,
 				    &npaths, &d);
 	free(args);
 	if (err != AS_OK)
 		return cli_report_diag(&d, err);
+	if (cli_check_outputs(outs, 4, (const char *const *)paths, npaths)) {
+		cli_paths_free(paths, npaths);
+		return EXIT_USAGE;
+	}
 
-	o.fmt = fmt;
 	o.specs = specs;
 	o.nspecs = nspecs;
 	o.run = (struct as_run_options){
@@ -616,18 +662,26 @@ static int cmd_replay(int argc, char **argv)
 static int cmd_check(int argc, char **argv)
 {
 	const char *trace_path = NULL, *plan_path = NULL, *spec = NULL;
-	const char *fmt = NULL;
+	const char *cert_path = NULL;
+	struct as_load_options lo;
+	if (cli_load_init(&lo))
+		return EXIT_USAGE;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
 		if (strcmp(a, "-f") == 0 && more) {
-			if (!as_format_known(fmt = argv[++i]))
+			if (!as_format_known(lo.format = argv[++i]))
 				return usage_error("unknown format '%s'",
 						   argv[i]);
+		} else if (strcmp(a, "--max-input-bytes") == 0 && more) {
+			if (cli_max_input(argv[++i], &lo))
+				return EXIT_USAGE;
 		} else if (strcmp(a, "--plan") == 0 && more) {
 			plan_path = argv[++i];
 		} else if (strcmp(a, "-s") == 0 && more) {
 			spec = argv[++i];
+		} else if (strcmp(a, "--certificate") == 0 && more) {
+			cert_path = argv[++i];
 		} else if (a[0] == '-' && a[1]) {
 			return usage_error("unknown or incomplete option '%s'",
 					   a);
@@ -637,6 +691,12 @@ static int cmd_check(int argc, char **argv)
 			return usage_error("unexpected argument '%s'", a);
 		}
 	}
+	if (cert_path && (spec || plan_path))
+		return usage_error("check takes --certificate alone, or with "
+				   "its TRACE%s", "");
+	if (cert_path)
+		return cli_check_certificate(cert_path, trace_path, &lo,
+					     60000);
 	if (!trace_path)
 		return usage_error("check needs a TRACE%s", "");
 	if (spec && plan_path)
@@ -648,7 +708,7 @@ static int cmd_check(int argc, char **argv)
 	int err = plan_path ? cli_check_input(plan_path, false, &d) : AS_OK;
 	if (err != AS_OK)
 		return cli_report_diag(&d, err);
-	if ((err = as_trace_load(trace_path, fmt, &t, &d)) != AS_OK)
+	if ((err = as_trace_load_opts(trace_path, &lo, &t, &d)) != AS_OK)
 		return cli_report_diag(&d, err);
 	int status = 0;
 	if (spec) {
@@ -806,6 +866,7 @@ static void catch_signals(void)
 int main(int argc, char **argv)
 {
 	catch_signals();
+	cli_close_std_at_exit();
 	if (argc < 2)
 		return usage_error("missing command%s", "");
 	const char *cmd = argv[1];
@@ -819,6 +880,8 @@ int main(int argc, char **argv)
 		return cli_diff(argc - 2, argv + 2);
 	if (strcmp(cmd, "explain") == 0)
 		return cli_explain(argc - 2, argv + 2);
+	if (strcmp(cmd, "tune") == 0)
+		return cli_tune(argc - 2, argv + 2);
 	if (strcmp(cmd, "view") == 0)
 		return cmd_view(argv + 1);
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

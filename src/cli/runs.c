@@ -1,5 +1,6 @@
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,23 @@ bool cli_parse_u64(const char *arg, uint64_t *v)
 		return false;
 	*v = x;
 	return true;
+}
+
+const char *cli_parse_amount(const char *arg, double max, double *v)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(arg, &end);
+	if (end == arg || *end || isnan(x))
+		return "is not a number";
+	if (x < 0)
+		return "is negative";
+	if (errno == ERANGE && fabs(x) < 1)
+		x = 0; /* too small to tell from 0 */
+	else if (errno || x > max)
+		return "is too large";
+	*v = x;
+	return NULL;
 }
 
 bool cli_parse_jobs(const char *arg, unsigned *jobs)
@@ -183,10 +201,14 @@ static int walk(const char *dir, bool all_files, struct list *out,
 			 * regular file only: nothing else is opened). */
 			free(p);
 		} else if (is && !S_ISREG(st.st_mode)) {
-			/* Refused by its stat alone: nothing is opened. */
+			/* Refused by its stat alone: nothing is opened (a
+			 * FIFO, which a name given alone may be, would hold
+			 * the walk until a writer came). */
 			struct as_diag why;
 			cli_check_input(p, false, &why);
-			skipped(p, why.msg);
+			skipped(p, S_ISFIFO(st.st_mode)
+					   ? "not a regular file but a FIFO"
+					   : why.msg);
 			free(p);
 		} else {
 			/* A regular file, or one that vanished or a dangling
@@ -314,10 +336,39 @@ int cli_check_input(const char *path, bool stdin_ok, struct as_diag *diag)
 	snprintf(diag->file, sizeof(diag->file), "%s", path);
 	if (stdin_ok && strcmp(path, "-") == 0)
 		return AS_OK;
+	/* A FIFO is a stream: opening it here would wait for its writer,
+	 * and closing it would cut the writer off. Its reader opens it. */
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISFIFO(st.st_mode))
+		return AS_OK;
 	int err = as_open_input(path, &f, diag);
 	if (err == AS_OK)
 		fclose(f);
 	return err;
+}
+
+int cli_load_init(struct as_load_options *lo)
+{
+	*lo = (struct as_load_options){0};
+	const char *e = getenv("ALLOCSCOPE_MAX_INPUT");
+	if (!e || as_parse_max_input(e, &lo->max_input_bytes) == AS_OK)
+		return 0;
+	fprintf(stderr, "allocscope: ALLOCSCOPE_MAX_INPUT wants a byte count "
+			"(64G: K, M, G, T, P, E are powers of 1024) or none, "
+			"not '%s'\n",
+		cli_esc(e));
+	return 2;
+}
+
+int cli_max_input(const char *value, struct as_load_options *lo)
+{
+	if (as_parse_max_input(value, &lo->max_input_bytes) == AS_OK)
+		return 0;
+	fprintf(stderr, "allocscope: --max-input-bytes wants a byte count "
+			"(64G: K, M, G, T, P, E are powers of 1024) or none, "
+			"not '%s'\n",
+		cli_esc(value));
+	return 2;
 }
 
 /*
@@ -377,4 +428,48 @@ int cli_usage_error(const char *who, const char *usage, const char *fmt,
 	fputs("\n", stderr);
 	fputs(usage, stderr);
 	return 2;
+}
+
+int cli_check_outputs(const char *const *outputs, size_t nout,
+		      const char *const *inputs, size_t nin)
+{
+	struct as_diag d = {0};
+	unsigned *how = calloc(nout + 1, sizeof(*how));
+	if (!how) {
+		fputs("allocscope: out of memory\n", stderr);
+		return 2;
+	}
+	int err = as_output_check(outputs, nout, inputs, nin, how, &d);
+	for (size_t i = 0; !err && i < nout; i++)
+		if (how[i] & AS_OUTPUT_IN_PLACE)
+			fprintf(stderr,
+				"%s: note: its directory takes no new file: "
+				"written in place, not atomically\n",
+				cli_esc(outputs[i]));
+	free(how);
+	return err ? cli_report_diag(&d, err) : 0;
+}
+
+/* Registered with atexit() by cli_close_std_at_exit. */
+static void close_std(void)
+{
+	int e = as_close_stream(stdout);
+	if (e)
+		fprintf(stderr, "allocscope: write error: %s\n", strerror(e));
+	if (as_close_stream(stderr) != 0 || e)
+		_exit(2);
+}
+
+void cli_close_std_at_exit(void)
+{
+	atexit(close_std);
+}
+
+int cli_amount_error(const char *who, const char *usage, const char *opt,
+		     const char *arg, const char *why, const char *unit)
+{
+	char fmt[256];
+	snprintf(fmt, sizeof(fmt), "%s: '%%s' %s (give 0 to %.0f %s)", opt,
+		 why, CLI_AMOUNT_MAX, unit);
+	return cli_usage_error(who, usage, fmt, arg);
 }

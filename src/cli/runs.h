@@ -32,11 +32,22 @@ int cli_report_diag(const struct as_diag *d, int err);
 
 /*
  * Whether `path` can be read as an input file (as_open_input: a regular
- * file, the check never blocks), for readers the CLI hands a path to; "-"
+ * file, or a FIFO, which passes unopened: the check never blocks), for
+ * readers the CLI hands a path to; "-"
  * passes when `stdin_ok` (a reader that takes it as standard input). AS_OK,
  * or an error described in diag (with the path as its file).
  */
 int cli_check_input(const char *path, bool stdin_ok, struct as_diag *diag);
+
+/*
+ * How every command reads a trace: `lo` zeroed, then the input limit
+ * ALLOCSCOPE_MAX_INPUT sets (when set). 0, or exit status 2 after saying
+ * what is wrong with it.
+ */
+int cli_load_init(struct as_load_options *lo);
+
+/* `--max-input-bytes VALUE` into lo: 0, or exit status 2 after a message. */
+int cli_max_input(const char *value, struct as_load_options *lo);
 
 /*
  * `s` escaped for a terminal (as_escape, AS_ESCAPE_TEXT), in one of four
@@ -61,6 +72,23 @@ typedef int (*cli_write_fn)(void *ctx, FILE *f);
  */
 int cli_write_out(const char *path, cli_write_fn fn, void *ctx);
 
+/*
+ * Before any work: each of the nout outputs (NULL entries skipped) is
+ * checked against the nin inputs (as_output_check). An output that is an
+ * input, or whose name cannot be followed, is reported ("FILE: is an input
+ * of this run") and the result is 2; an output that will be written in
+ * place, not atomically, gets a note on stderr. 0 otherwise.
+ */
+int cli_check_outputs(const char *const *outputs, size_t nout,
+		      const char *const *inputs, size_t nin);
+
+/*
+ * At exit, standard output then standard error flushed and closed
+ * (as_close_stream); a failure is "allocscope: write error: REASON" on
+ * stderr where it can still be written, and exit status 2.
+ */
+void cli_close_std_at_exit(void);
+
 /* True when `path` names a directory. */
 bool cli_is_dir(const char *path);
 
@@ -70,6 +98,17 @@ bool cli_is_dir(const char *path);
  */
 #define CLI_JOBS_MAX 64
 bool cli_parse_jobs(const char *arg, unsigned *jobs);
+/*
+ * A number from 0 to max (--max-regress, --noise-ms): NULL and *v, or why
+ * it is not one ("is not a number", "is negative", "is too large"), for
+ * the caller's message, which gives the range.
+ */
+#define CLI_AMOUNT_MAX 1e9
+const char *cli_parse_amount(const char *arg, double max, double *v);
+/* The usage error for such an amount: "WHO: OPT: 'ARG' WHY (give 0 to
+ * 1000000000 UNIT)" and the usage text; returns 2. */
+int cli_amount_error(const char *who, const char *usage, const char *opt,
+		     const char *arg, const char *why, const char *unit);
 /* A decimal number below 2^64 (digits only); false when it is not. */
 bool cli_parse_u64(const char *arg, uint64_t *v);
 

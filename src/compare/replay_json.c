@@ -116,6 +116,57 @@ static void write_moment(FILE *f, const char *key, const uint64_t *time)
 		fprintf(f, ", \"%s\": null", key);
 }
 
+/*
+ * A certifying planner's bounds, per space: the load, the certified bound,
+ * the plan's peak there and its gap to the bound, and the sub-problem that
+ * proves the bound (null when the bound is the load).
+ */
+static void write_certificates(FILE *f, const struct as_trace *t,
+			       const struct as_replay_result *x)
+{
+	const struct as_plan *p = x->plan;
+	if (p->ncerts == 1 && t->nspaces <= 1)
+		fprintf(f, ", \"certified_bound\": %llu",
+			(unsigned long long)p->certs[0].bound);
+	fputs(",\n   \"certificates\": [", f);
+	for (uint16_t k = 0; k < p->ncerts; k++) {
+		const struct as_certificate *c = &p->certs[k];
+		/* The offsets may be gone (as_plan_drop_buffers). */
+		uint64_t peak = x->space_peak && c->space < p->nspaces
+					? x->space_peak[c->space]
+					: x->peak;
+		fputs(k ? ",\n    {\"space\": " : "{\"space\": ", f);
+		as_json_string(f, as_plan_space_name(p, t, c->space));
+		fprintf(f,
+			", \"space_index\": %u, \"lower_bound\": %llu, "
+			"\"certified_bound\": %llu, \"peak\": %llu, "
+			"\"peak_vs_certified\": %.6f, \"certificate\": ",
+			(unsigned)c->space, (unsigned long long)c->load,
+			(unsigned long long)c->bound, (unsigned long long)peak,
+			c->bound ? (double)peak / (double)c->bound : 0.0);
+		if (!c->nbuffers) {
+			fputs("null}", f);
+			continue;
+		}
+		fprintf(f, "{\"height\": %llu, \"nodes\": %llu, \"buffers\": [",
+			(unsigned long long)c->bound,
+			(unsigned long long)c->nodes);
+		for (uint32_t i = 0; i < c->nbuffers; i++) {
+			const struct as_cert_buffer *b = &c->buffers[i];
+			fprintf(f,
+				"%s{\"id\": %u, \"size\": %llu, \"start\": "
+				"%llu, \"end\": %llu, \"align\": %llu}",
+				i ? ",\n      " : "\n      ", b->id,
+				(unsigned long long)b->size,
+				(unsigned long long)b->start,
+				(unsigned long long)b->end,
+				(unsigned long long)1 << b->align_log2);
+		}
+		fputs("]}}", f);
+	}
+	fputs("]", f);
+}
+
 /* One element of "results". */
 static void write_result(FILE *f, const struct as_trace *t, uint64_t lb,
 			 const struct as_replay_result *x)
@@ -154,6 +205,8 @@ static void write_result(FILE *f, const struct as_trace *t, uint64_t lb,
 	}
 	if (x->plan->nspaces > 1)
 		write_spaces(f, t, x->plan, x->space_peak);
+	if (x->plan->ncerts)
+		write_certificates(f, t, x);
 	if (x->plan->nrounds) {
 		fputs(",\n   \"rounds\": [", f);
 		for (uint32_t k = 0; k < x->plan->nrounds; k++) {

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "allocscope/allocscope.h"
 
@@ -27,6 +28,22 @@
 /* printf into diag->msg and set its line (file is kept); returns err. */
 int as_diag_set(struct as_diag *d, uint64_t line, int err, const char *fmt,
 		...) __attribute__((format(printf, 4, 5)));
+
+/* ---- input.c ---- */
+
+/*
+ * A regular file opened for reading, never blocking: anything else (a
+ * FIFO too) is refused as as_open_input refuses a device. For directory
+ * walks, where a FIFO must not hang the run.
+ */
+int as_open_regular(const char *path, FILE **out, struct as_diag *diag);
+
+/*
+ * A new temporary file in $TMPDIR (else /tmp), already unlinked: read and
+ * written, gone when closed or when the process ends in any way. AS_OK, or
+ * AS_EIO / AS_ENOMEM with errno set.
+ */
+int as_spool_open(FILE **out);
 
 /* ---- util.c ---- */
 

@@ -50,7 +50,33 @@ void as_plan_destroy(struct as_plan *p)
 		free(p->notes[i]);
 	free(p->notes);
 	free(p->divergence);
+	as_certificates_free(p->certs, p->ncerts);
 	free(p);
+}
+
+void as_certificates_free(struct as_certificate *c, uint32_t n)
+{
+	for (uint32_t i = 0; c && i < n; i++)
+		free(c[i].buffers);
+	free(c);
+}
+
+int as_plan_certify(struct as_plan *p, struct as_certificate *c)
+{
+	struct as_certificate *grown =
+		p->ncerts < UINT16_MAX
+			? realloc(p->certs, ((size_t)p->ncerts + 1) *
+						    sizeof(*grown))
+			: NULL;
+	if (!grown) {
+		free(c->buffers);
+		c->buffers = NULL;
+		return AS_ENOMEM;
+	}
+	p->certs = grown;
+	p->certs[p->ncerts++] = *c;
+	c->buffers = NULL;
+	return AS_OK;
 }
 
 const char *as_div_kind_name(enum as_div_kind k)
@@ -124,6 +150,12 @@ struct as_plan *as_plan_copy(const struct as_plan *p)
 		if ((ok = (c->notes[i] = malloc(len)) != NULL))
 			memcpy(c->notes[i], p->notes[i], len);
 	}
+	ok = ok && dup_array(&c->certs, p->certs, p->ncerts, sizeof(*p->certs));
+	/* ncerts counts the copies made: a half-made copy frees those. */
+	for (uint32_t i = 0; ok && i < p->ncerts; i++, c->ncerts++)
+		ok = dup_array(&c->certs[i].buffers, p->certs[i].buffers,
+			       p->certs[i].nbuffers,
+			       sizeof(*p->certs[i].buffers));
 	if (!ok) {
 		as_plan_destroy(c);
 		return NULL;

@@ -260,9 +260,11 @@ static int64_t new_buffer(struct as_builder *b, const char *name,
 		return err;
 	if (size > UINT64_MAX - align)
 		return as_diag_set(diag, line, AS_EPARSE,
-				   "size %llu overflows 64 bits with its "
-				   "alignment",
-				   (unsigned long long)size);
+				   "size %llu is too large (at most %llu with "
+				   "alignment %llu)",
+				   (unsigned long long)size,
+				   (unsigned long long)(UINT64_MAX - align),
+				   (unsigned long long)align);
 	if (t->nbuffers == AS_MAX_BUFFERS)
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "too many buffers (at most %u)",

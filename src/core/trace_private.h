@@ -94,6 +94,8 @@ struct as_builder {
 	uint8_t *lines;
 	size_t nlines, cap_lines;
 	uint64_t last_line;
+	/* as_trace_load_live: blocks go here, not into the trace. */
+	const struct as_live_sink *sink;
 };
 
 /* ---- trace.c: the arena, the builder, buffers and their lifetimes ---- */

@@ -100,9 +100,33 @@ static int hand_out(struct as_explain *e, int err, struct as_explain **out)
 	return AS_OK;
 }
 
-static int new_explain(const struct as_trace *t,
-		       const struct as_explain_options *o, uint16_t nspaces,
-		       struct as_explain **out)
+uint32_t as_x_nbuffers(const struct as_explain *e)
+{
+	return e->priv->streamed ? e->priv->nbuffers : e->trace->nbuffers;
+}
+
+uint64_t as_x_nevents(const struct as_explain *e)
+{
+	return e->priv->streamed ? e->priv->nevents
+				 : as_trace_alloc_free_events(e->trace);
+}
+
+bool as_x_clock(const struct as_explain *e, uint64_t time, uint64_t *us)
+{
+	const struct as_trace *t = e->trace;
+	if (e->priv->streamed) { /* only the peak's reading is kept */
+		*us = e->priv->peak_us;
+		return e->priv->has_clock && e->has_peak &&
+		       time == e->peak_time;
+	}
+	if (!t->clock || time > t->end_time)
+		return false;
+	*us = t->clock[time];
+	return true;
+}
+
+int as_x_new(const struct as_trace *t, const struct as_explain_options *o,
+	     uint16_t nspaces, struct as_explain **out)
 {
 	struct as_explain *e = calloc(1, sizeof(*e));
 	if (!e)
@@ -318,7 +342,7 @@ int as_explain_trace(const struct as_trace *t,
 	if (!t || !out)
 		return AS_EINVAL;
 	struct as_explain *e;
-	int err = new_explain(t, o, t->nspaces, &e);
+	int err = as_x_new(t, o, t->nspaces, &e);
 	if (err)
 		return err;
 	struct as_order ord;
@@ -424,7 +448,7 @@ int as_explain_plan(const struct as_trace *t, const char *spec,
 		return AS_EINVAL;
 	uint16_t nspaces = p->nspaces ? p->nspaces : t->nspaces;
 	struct as_explain *e;
-	int err = new_explain(t, o, nspaces, &e);
+	int err = as_x_new(t, o, nspaces, &e);
 	if (err)
 		return err;
 	struct as_order ord;

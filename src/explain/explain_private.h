@@ -19,9 +19,26 @@
 struct as_explain_private {
 	struct as_arena arena;
 	bool looked;            /* nothing_to_group is set */
+	/*
+	 * Made in one pass (stream.c): the trace holds no blocks, so its
+	 * counts and the clock at the peak are kept here.
+	 */
+	bool streamed, has_clock;
+	uint32_t nbuffers;
+	uint64_t nevents, peak_us;
 };
 
 /* ---- explain.c ---- */
+
+/* The explain's trace's buffers and alloc/free events (the recording's
+ * when streamed). */
+uint32_t as_x_nbuffers(const struct as_explain *e);
+uint64_t as_x_nevents(const struct as_explain *e);
+/* The clock at `time` into *us; false when the trace has none there. */
+bool as_x_clock(const struct as_explain *e, uint64_t time, uint64_t *us);
+/* A new explain of t with options o (NULL: defaults) and nspaces spaces. */
+int as_x_new(const struct as_trace *t, const struct as_explain_options *o,
+	     uint16_t nspaces, struct as_explain **out);
 
 /* The largest and the mean of the runs' trace peaks. */
 void as_x_ranks(const struct as_explain_run *runs, size_t n, uint64_t *max,
@@ -145,6 +162,13 @@ int as_x_grouper_create(const struct as_trace *t,
 			const struct as_order *order, struct grouper **out);
 void as_x_grouper_destroy(struct grouper *g);
 int as_x_grouper_add(struct grouper *g, uint32_t buffer);
+/*
+ * Buffer i standing for `count` buffers of `bytes` in all, the largest
+ * `largest` (explain's one-pass path adds a stack's sums at once); added
+ * in increasing i, as as_x_grouper_add's buffers are.
+ */
+int as_x_grouper_add_n(struct grouper *g, uint32_t i, uint64_t bytes,
+		       uint64_t count, uint64_t largest);
 /* The list (by bytes, or by largest buffer first when `by_largest`). */
 int as_x_grouper_list(struct grouper *g, struct as_explain *e, bool by_largest,
 		      struct as_explain_list *out);

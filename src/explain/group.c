@@ -348,6 +348,13 @@ static void add_bytes(uint64_t *to, uint64_t n)
 
 int as_x_grouper_add(struct grouper *g, uint32_t i)
 {
+	uint64_t sz = g->t->buffers[i].size;
+	return as_x_grouper_add_n(g, i, sz, 1, sz);
+}
+
+int as_x_grouper_add_n(struct grouper *g, uint32_t i, uint64_t bytes,
+		       uint64_t count, uint64_t largest)
+{
 	uint32_t gid;
 	struct as_x_verdict v = {0};
 	if (g->o.by == AS_GROUP_STACK || g->o.by == AS_GROUP_FRAME ||
@@ -363,20 +370,19 @@ int as_x_grouper_add(struct grouper *g, uint32_t i)
 	if (gid == AS_NONE)
 		return AS_ENOMEM;
 	struct acc *a = &g->g[gid];
-	uint64_t sz = g->t->buffers[i].size;
-	add_bytes(&a->bytes, sz);
-	a->count++;
-	if (a->buffer == AS_NONE || sz > a->largest) {
-		a->largest = sz;
+	add_bytes(&a->bytes, bytes);
+	a->count += count;
+	if (a->buffer == AS_NONE || largest > a->largest) {
+		a->largest = largest;
 		a->buffer = i;
 	}
 	if (a->ev) {
 		struct evacc *e = &a->ev[v.why];
-		add_bytes(&e->bytes, sz);
-		e->count++;
-		if (!e->any || sz > e->largest) {
+		add_bytes(&e->bytes, bytes);
+		e->count += count;
+		if (!e->any || largest > e->largest) {
 			e->any = true;
-			e->largest = sz;
+			e->largest = largest;
 			e->at = v.at;
 			e->len = v.len;
 		}

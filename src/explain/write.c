@@ -63,12 +63,13 @@ static double share(uint64_t part, uint64_t whole)
 }
 
 /* "t 4567 (12.345 s)" or "t 4567". */
-static void fmt_time(const struct as_trace *t, uint64_t time, char *buf,
+static void fmt_time(const struct as_explain *e, uint64_t time, char *buf,
 		     size_t len)
 {
-	if (t->clock && time <= t->end_time)
+	uint64_t us;
+	if (as_x_clock(e, time, &us))
 		snprintf(buf, len, "t %" PRIu64 " (%.3f s)", time,
-			 (double)t->clock[time] / 1e6);
+			 (double)us / 1e6);
 	else
 		snprintf(buf, len, "t %" PRIu64, time);
 }
@@ -241,7 +242,7 @@ static void text_space(FILE *f, const struct as_explain *e,
 		fprintf(f, "%s: nothing live\n", name);
 		return;
 	}
-	fmt_time(t, x->peak_time, tm, sizeof(tm));
+	fmt_time(e, x->peak_time, tm, sizeof(tm));
 	if (e->spec)
 		fprintf(f, "%s: peak %s (%" PRIu64 " bytes) at %s; live then "
 			   "%s in %" PRIu64 " buffers\n",
@@ -358,10 +359,10 @@ int as_explain_write_text(const struct as_explain_run *runs, size_t n,
 		if (r)
 			fputc('\n', f);
 		fprintf(f, "trace %s (%s): %u buffers, %" PRIu64 " events",
-			tx(t->path, path, sizeof(path)), t->format, t->nbuffers,
-			as_trace_alloc_free_events(t));
+			tx(t->path, path, sizeof(path)), t->format, as_x_nbuffers(e),
+			as_x_nevents(e));
 		if (e->has_peak) {
-			fmt_time(t, e->peak_time, tm, sizeof(tm));
+			fmt_time(e, e->peak_time, tm, sizeof(tm));
 			fprintf(f, "; peak %s (%" PRIu64 " bytes) at %s",
 				hb(e->peak_bytes, a, sizeof(a)), e->peak_bytes,
 				tm);
@@ -426,11 +427,12 @@ static void json_u64_or_null(FILE *f, bool has, uint64_t v)
 		fputs("null", f);
 }
 
-static void json_clock(FILE *f, const struct as_trace *t, const char *key,
+static void json_clock(FILE *f, const struct as_explain *e, const char *key,
 		       bool has, uint64_t time)
 {
-	if (t->clock && has && time <= t->end_time)
-		fprintf(f, ", \"%s\": %" PRIu64, key, t->clock[time]);
+	uint64_t us;
+	if (has && as_x_clock(e, time, &us))
+		fprintf(f, ", \"%s\": %" PRIu64, key, us);
 }
 
 /* ", "NAME": [TEXTS]" */
@@ -504,7 +506,7 @@ static void json_space(FILE *f, const struct as_explain *e,
 	fprintf(f, ", \"%s\": %" PRIu64 ", \"peak_time\": ",
 		e->spec ? "peak" : "peak_bytes", x->peak_bytes);
 	json_u64_or_null(f, x->has_peak, x->peak_time);
-	json_clock(f, t, "peak_us", x->has_peak, x->peak_time);
+	json_clock(f, e, "peak_us", x->has_peak, x->peak_time);
 	fprintf(f, ", \"live_bytes\": %" PRIu64 ", \"live_count\": %" PRIu64,
 		x->live_bytes, x->live_count);
 	if (!e->spec)
@@ -545,8 +547,8 @@ static void json_space(FILE *f, const struct as_explain *e,
 		as_json_string(f, st->name);
 		fprintf(f, ", \"start\": %" PRIu64 ", \"end\": %" PRIu64, st->start,
 			st->end);
-		json_clock(f, t, "start_us", true, st->start);
-		json_clock(f, t, "end_us", true, st->end);
+		json_clock(f, e, "start_us", true, st->start);
+		json_clock(f, e, "end_us", true, st->end);
 		fprintf(f, ", \"lane\": %u, \"no_start\": %s, \"no_end\": %s"
 			   ", \"at_start\": %" PRIu64 ", \"at_end\": %" PRIu64
 			   ", \"peak\": %" PRIu64 ", \"peak_time\": %" PRIu64 "}",
@@ -580,10 +582,10 @@ int as_explain_write_json(const struct as_explain_run *runs, size_t n,
 		as_json_string(f, t->format);
 		fprintf(f, ", \"buffers\": %u, \"events\": %" PRIu64
 			   ", \"peak_bytes\": %" PRIu64 ", \"peak_time\": ",
-			t->nbuffers, as_trace_alloc_free_events(t),
+			as_x_nbuffers(e), as_x_nevents(e),
 			e->peak_bytes);
 		json_u64_or_null(f, e->has_peak, e->peak_time);
-		json_clock(f, t, "peak_us", e->has_peak, e->peak_time);
+		json_clock(f, e, "peak_us", e->has_peak, e->peak_time);
 		fprintf(f, ", \"reserved_peak\": %" PRIu64 ", \"nothing_to_group\": ",
 			reserved_total(e));
 		if (e->nothing_to_group)
@@ -765,7 +767,7 @@ static void md_space(FILE *f, const struct as_explain *e,
 		fputs("Nothing live.\n\n", f);
 		return;
 	}
-	fmt_time(t, x->peak_time, tm, sizeof(tm));
+	fmt_time(e, x->peak_time, tm, sizeof(tm));
 	fprintf(f, "Peak **%s** (%" PRIu64 " bytes) at %s", hb(x->peak_bytes, a, sizeof(a)),
 		x->peak_bytes, tm);
 	if (e->spec)
@@ -852,7 +854,7 @@ int as_explain_write_markdown(const struct as_explain_run *runs, size_t n,
 		fputs("### allocscope explain: ", f);
 		as_x_md_text(f, t->path);
 		fprintf(f, "\n\n%u buffers, %" PRIu64 " events; peak %s.\n\n",
-			t->nbuffers, as_trace_alloc_free_events(t),
+			as_x_nbuffers(e), as_x_nevents(e),
 			hb(e->peak_bytes, a, sizeof(a)));
 		for (uint16_t s = 0; s < e->nspaces; s++)
 			if (shown_space(e, s))

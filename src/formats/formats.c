@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/internal.h"
 #include "core/trace_private.h"
@@ -97,10 +98,105 @@ static const struct as_format_impl *detect(const char *name,
 }
 
 static int start(const char *name, const struct as_format_impl *fmt,
-		 struct as_builder **b, struct as_diag *diag)
+		 const struct as_live_sink *sink, struct as_builder **b,
+		 struct as_diag *diag)
 {
 	*b = as_builder_create(name, fmt->name);
+	/* A sink takes the blocks of malloc recordings; others load whole. */
+	if (*b && (fmt == &as_format_heaptrack || fmt == &as_format_mtrace))
+		(*b)->sink = sink;
 	return *b ? AS_OK : as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
+}
+
+/*
+ * Past the whole blank lines at p ("\n" or "\r\n" each, eight newlines or
+ * four CRLFs at a time); *n gets how many.
+ */
+static const char *skip_blank_lines(const char *p, const char *end,
+				    uint64_t *n)
+{
+	static const char nl8[8] = "\n\n\n\n\n\n\n\n";
+	static const char crlf4[8] = "\r\n\r\n\r\n\r\n";
+	uint64_t k = 0;
+	for (;;) {
+		if (end - p >= 8 && memcmp(p, nl8, 8) == 0)
+			p += 8, k += 8;
+		else if (end - p >= 8 && memcmp(p, crlf4, 8) == 0)
+			p += 8, k += 4;
+		else if (p < end && *p == '\n')
+			p++, k++;
+		else if (end - p >= 2 && p[0] == '\r' && p[1] == '\n')
+			p += 2, k++;
+		else
+			break;
+	}
+	*n = k;
+	return p;
+}
+
+/* Past a run of blanks (space, tab, CR, LF) at p, blank lines at their
+ * pace. */
+static const char *skip_blanks(const char *p, const char *end)
+{
+	for (;;) {
+		uint64_t n;
+		p = skip_blank_lines(p, end, &n);
+		if (p == end || !(*p == ' ' || *p == '\t' || *p == '\r'))
+			return p;
+		p++;
+	}
+}
+
+/* Runs of at least this many blank lines ("\n" or "\r\n") are counted, not
+ * handed to the format line by line (every line format skips them). */
+#define NL_RUN 16
+/*
+ * More blank lines in a row than this are no recording (a newline bomb):
+ * refused before a decoder's window (128 MiB for zstd --long=27) fills.
+ */
+#define MAX_NL_RUN (1u << 24)
+
+static bool cr_or_lf(char c)
+{
+	return c == '\r' || c == '\n';
+}
+
+/*
+ * The first run of NL_RUN blank lines or more in [p, end), p at a line's
+ * start: where it starts (a line's start), *stop where it ends and *n its
+ * lines; NULL when there is none. One byte in NL_RUN is looked at where
+ * there is none: a byte other than CR or LF is in no run, and a run's
+ * lines take NL_RUN bytes at least.
+ */
+static const char *find_run(const char *p, const char *end,
+			    const char **stop, uint64_t *n)
+{
+	size_t len = (size_t)(end - p), q = NL_RUN - 1;
+	while (q < len) {
+		if (!cr_or_lf(p[q])) {
+			q += NL_RUN;
+			continue;
+		}
+		/* The CR/LF bytes around q; a run starts after the first LF
+		 * of them unless they start the piece (a line's start). */
+		size_t s = q, a;
+		while (s > 0 && cr_or_lf(p[s - 1]))
+			s--;
+		for (a = s; s > 0 && a < len && p[a] != '\n'; a++)
+			if (!cr_or_lf(p[a]))
+				break;
+		if (s > 0 && (a == len || p[a] != '\n')) {
+			q = a + NL_RUN;
+			continue;
+		}
+		a += s > 0; /* past that LF */
+		*stop = skip_blank_lines(p + a, end, n);
+		if (*n >= NL_RUN)
+			return p + a;
+		size_t next = (size_t)(*stop - p) + NL_RUN - 1;
+		q = next > q ? next : q + 1;
+	}
+	return NULL;
 }
 
 static int feed(struct as_builder *b, const struct as_format_impl *fmt,
@@ -115,9 +211,35 @@ static int feed(struct as_builder *b, const struct as_format_impl *fmt,
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "NUL byte in a text file");
 	}
-	for (size_t i = 0; !st->content && i < len; i++)
-		st->content = !strchr(" \t\r\n", data[i]);
-	return fmt->lines(b, st, data, len, diag);
+	const char *p = data, *end = data + len;
+	if (!st->content)
+		st->content = skip_blanks(data, end) < end;
+	while (p < end) {
+		/* The whole lines before a long run of blank lines go to the
+		 * format; the run's lines are counted. A run goes on from the
+		 * last piece when this one starts with it. */
+		const char *stop;
+		uint64_t n = 0;
+		const char *r = find_run(p, end, &stop, &n);
+		if (r != p)
+			st->nl_run = 0;
+		const char *upto = r ? r : end;
+		int err = upto > p ? fmt->lines(b, st, p, (size_t)(upto - p),
+						diag)
+				   : AS_OK;
+		if (err || !r)
+			return err;
+		st->line += n;
+		st->nl_run += n;
+		if (st->nl_run > MAX_NL_RUN)
+			return as_diag_set(diag, st->line, AS_EPARSE,
+					   "more than %u blank lines in a row: "
+					   "refused (no recording has them; a "
+					   "newline bomb?)",
+					   MAX_NL_RUN);
+		p = stop;
+	}
+	return AS_OK;
 }
 
 static int finish(struct as_builder *b, const struct as_format_impl *fmt,
@@ -126,6 +248,8 @@ static int finish(struct as_builder *b, const struct as_format_impl *fmt,
 {
 	if (fmt->end)
 		err = fmt->end(b, st, err, diag);
+	if (err == AS_OK && b->sink && b->sink->end)
+		err = b->sink->end(b->sink->ctx, b, diag);
 	/* One rule for every line format: nothing but blanks is no trace. */
 	if (err == AS_OK && fmt->lines && !st->content)
 		err = as_diag_set(diag, 1, AS_EPARSE, "empty file");
@@ -155,16 +279,21 @@ static int unknown_format(const char *format, struct as_diag *diag)
 
 /*
  * A pulled format's input: `head`, the bytes already read (all of them for
- * text in memory), then the rest of the reader. A rewind reopens the reader
- * and skips what head holds (and the BOM before it).
+ * text in memory), then the rest of the reader. The reader copies every
+ * raw byte it reads into `spool`; the first rewind copies the rest, and
+ * from then on each pass reads the spool (decompressed again), skipping
+ * what head holds (and the BOM before it). So the input itself is read
+ * once, and every pass sees the same bytes, whatever happens to the file.
  */
 struct as_source {
 	const char *head;
 	size_t head_len, pos;
 	struct as_reader **r; /* NULL: head is all */
-	FILE *f;
-	size_t skip; /* bytes of the file before head (a BOM) */
-	bool compressed;
+	FILE *spool;
+	bool spooled;  /* *r reads the spool */
+	size_t skip;   /* bytes of the file before head (a BOM) */
+	bool bounded;  /* compressed, or not a regular file */
+	uint64_t max;  /* the input's most bytes */
 };
 
 int as_trace_parse(const char *name, const char *data, size_t len,
@@ -184,7 +313,7 @@ int as_trace_parse(const char *name, const char *data, size_t len,
 	data += bom, len -= bom;
 	if (!fmt)
 		fmt = detect(name, data, len);
-	int err = start(name, fmt, &b, diag);
+	int err = start(name, fmt, NULL, &b, diag);
 	if (err)
 		return err;
 	if (fmt->stream) {
@@ -202,6 +331,9 @@ int as_trace_parse(const char *name, const char *data, size_t len,
 /* Bounds against hostile (compressed) input: one line, a whole-file format. */
 #define MAX_LINE (64u << 20)
 #define MAX_WHOLE_COMPRESSED (1u << 30)
+/* One JSON value held at once from such input: its text, cJSON's copy and
+ * a root member's kept text stay under 1 GiB together. */
+#define MAX_VALUE_STREAMED (256u << 20)
 
 int as_source_read(struct as_source *s, char *buf, size_t cap, size_t *got,
 		   struct as_diag *diag)
@@ -226,13 +358,19 @@ int as_source_rewind(struct as_source *s, struct as_diag *diag)
 	s->pos = 0;
 	if (!s->r)
 		return AS_OK;
+	int err = s->spooled ? AS_OK : as_reader_spool_rest(*s->r, diag);
+	if (err)
+		return err;
+	if (fflush(s->spool) != 0 || fseek(s->spool, 0, SEEK_SET) != 0)
+		return as_diag_set(diag, 0, AS_EIO,
+				   "cannot keep a copy of the input "
+				   "(temporary file): %s",
+				   strerror(errno));
 	enum as_compression kind;
 	as_reader_close(*s->r);
 	*s->r = NULL;
-	if (fseek(s->f, 0, SEEK_SET) != 0)
-		return as_diag_set(diag, 0, AS_EIO, "cannot read again: %s",
-				   strerror(errno));
-	int err = as_reader_open(s->f, s->r, &kind, diag);
+	s->spooled = true;
+	err = as_reader_open(s->spool, s->max, false, s->r, &kind, diag);
 	char scratch[4096];
 	for (size_t left = s->skip + s->head_len; !err && left > 0;) {
 		size_t got;
@@ -241,8 +379,8 @@ int as_source_rewind(struct as_source *s, struct as_diag *diag)
 							    : sizeof(scratch),
 				     &got, diag);
 		if (!err && got == 0)
-			err = as_diag_set(diag, 0, AS_EIO, "the file shrank "
-							   "while being read");
+			err = as_diag_set(diag, 0, AS_EIO, "the copy of the "
+							   "input is short");
 		left -= err ? 0 : got;
 	}
 	return err;
@@ -250,24 +388,34 @@ int as_source_rewind(struct as_source *s, struct as_diag *diag)
 
 size_t as_source_limit(const struct as_source *s)
 {
-	return s->compressed ? MAX_WHOLE_COMPRESSED : SIZE_MAX;
+	return s->bounded ? MAX_VALUE_STREAMED : SIZE_MAX;
 }
 
-static int load_stream(struct as_reader **r, FILE *f, const char *path,
-		       const char *detect_name, bool compressed,
+/* What load_stream reads. */
+struct input {
+	struct as_reader **r;
+	const char *path, *detect_name;
+	bool bounded;     /* compressed, or not a regular file */
+	uint64_t max;     /* the most bytes it may hold */
+	const struct as_live_sink *sink; /* as_trace_load_live's, or NULL */
+};
+
+static int load_stream(const struct input *in,
 		       const struct as_format_impl *fmt,
 		       struct as_trace **out, struct as_diag *diag)
 {
+	struct as_reader **r = in->r;
 	size_t cap = WINDOW, have = 0, bom = 0;
 	char *buf = malloc(cap);
 	struct as_builder *b = NULL;
 	struct as_line_state st = {0};
+	FILE *spool = NULL;
 	int err = buf ? AS_OK : AS_ENOMEM;
 	bool eof = false;
 	while (err == AS_OK && !eof) {
 		if (have == cap) { /* a line (or a whole file) past the window */
 			bool whole = !b; /* line formats start at once */
-			if (whole ? compressed && cap >= MAX_WHOLE_COMPRESSED
+			if (whole ? in->bounded && cap >= MAX_WHOLE_COMPRESSED
 				  : cap >= MAX_LINE) {
 				err = as_diag_set(diag, st.line + 1, AS_EPARSE,
 						  whole ? "decompressed input "
@@ -299,16 +447,32 @@ static int load_stream(struct as_reader **r, FILE *f, const char *path,
 		}
 		if (!b) {
 			if (!fmt)
-				fmt = detect(detect_name, buf, have);
+				fmt = detect(in->detect_name, buf, have);
+			/* Only a pulled format reads its input again. */
+			if (fmt->stream && !eof) {
+				if (as_spool_open(&spool) != AS_OK) {
+					err = as_diag_set(
+						diag, 0, AS_EIO,
+						"cannot make a temporary "
+						"file for the input: %s",
+						strerror(errno));
+					break;
+				}
+				if ((err = as_reader_spool(*r, spool, diag)))
+					break;
+			} else {
+				as_reader_forget(*r);
+			}
 			if (fmt->whole && !eof)
 				continue; /* read it whole */
-			if ((err = start(path, fmt, &b, diag)))
+			if ((err = start(in->path, fmt, in->sink, &b, diag)))
 				break;
 			if (fmt->stream) { /* it reads the rest itself */
 				struct as_source src = {
 					.head = buf, .head_len = have,
-					.r = eof ? NULL : r, .f = f,
-					.skip = bom, .compressed = compressed};
+					.r = eof ? NULL : r, .spool = spool,
+					.skip = bom, .bounded = in->bounded,
+					.max = in->max};
 				err = fmt->stream(b, &src, diag);
 				break;
 			}
@@ -327,6 +491,8 @@ static int load_stream(struct as_reader **r, FILE *f, const char *path,
 		have -= used;
 	}
 	free(buf);
+	if (spool)
+		fclose(spool);
 	if (!b) {
 		if (err == AS_ENOMEM)
 			as_diag_set(diag, 0, err, "out of memory");
@@ -342,23 +508,54 @@ static bool ends_with(const char *path, const char *ext)
 	return n > e && strcmp(path + n - e, ext) == 0;
 }
 
-int as_trace_load(const char *path, const char *format, struct as_trace **out,
-		  struct as_diag *diag)
+int as_parse_max_input(const char *text, uint64_t *out)
 {
+	static const char units[] = "KMGTPE";
+	if (!text)
+		return AS_EINVAL;
+	if (strcmp(text, "none") == 0) {
+		*out = UINT64_MAX;
+		return AS_OK;
+	}
+	size_t n = strlen(text);
+	unsigned shift = 0;
+	const char *u = n ? strchr(units, text[n - 1]) : NULL;
+	if (u && *u) {
+		shift = 10 * (unsigned)(u - units + 1);
+		n--;
+	}
+	uint64_t v;
+	if (!as_parse_u64(text, n, &v) || v == 0 || v > UINT64_MAX >> shift)
+		return AS_EINVAL;
+	*out = v << shift;
+	return AS_OK;
+}
+
+static int load(const char *path, const struct as_load_options *o,
+		const struct as_live_sink *sink, struct as_trace **out,
+		struct as_diag *diag)
+{
+	static const struct as_load_options defaults = {0};
 	struct as_diag local;
 	if (!diag)
 		diag = &local;
+	if (!o)
+		o = &defaults;
 	diag_start(diag, path);
-	if (!as_format_known(format))
-		return unknown_format(format, diag);
-	/* Never blocks (a FIFO), refuses what is not a regular file. */
+	if (!as_format_known(o->format))
+		return unknown_format(o->format, diag);
+	uint64_t max = o->max_input_bytes ? o->max_input_bytes
+					  : AS_MAX_INPUT_DEFAULT;
+	/* A file, a FIFO or a pipe, or standard input ("-"). */
 	FILE *f;
 	int oerr = as_open_input(path, &f, diag);
 	if (oerr)
 		return oerr;
+	struct stat st;
+	bool regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
 	struct as_reader *r = NULL;
 	enum as_compression kind = AS_PLAIN;
-	int err = as_reader_open(f, &r, &kind, diag);
+	int err = as_reader_open(f, max, true, &r, &kind, diag);
 	/* Detection sees the name without its compression extension. */
 	char *name = strdup(path);
 	if (!err && !name)
@@ -375,13 +572,37 @@ int as_trace_load(const char *path, const char *format, struct as_trace **out,
 					  k == AS_GZIP ? "gzip" : "zstd");
 		name[strlen(name) - strlen(ext)] = 0;
 	}
+	struct input in = {.r = &r, .path = path, .detect_name = name,
+			   .bounded = kind != AS_PLAIN || !regular,
+			   .max = max, .sink = sink};
 	if (!err)
-		err = load_stream(&r, f, path, name, kind != AS_PLAIN,
-				  by_name(format), out, diag);
+		err = load_stream(&in, by_name(o->format), out, diag);
 	free(name);
 	as_reader_close(r);
 	fclose(f);
 	return err;
+}
+
+int as_trace_load(const char *path, const char *format, struct as_trace **out,
+		  struct as_diag *diag)
+{
+	struct as_load_options o = {.format = format};
+	return load(path, &o, NULL, out, diag);
+}
+
+int as_trace_load_opts(const char *path, const struct as_load_options *o,
+		       struct as_trace **out, struct as_diag *diag)
+{
+	return load(path, o, NULL, out, diag);
+}
+
+int as_trace_load_live(const char *path, const struct as_load_options *o,
+		       const struct as_live_sink *sink, struct as_trace **out,
+		       struct as_diag *diag)
+{
+	if (!sink || !sink->alloc || !sink->free)
+		return AS_EINVAL;
+	return load(path, o, sink, out, diag);
 }
 
 const char *as_trace_sniff(const char *path)
@@ -390,13 +611,14 @@ const char *as_trace_sniff(const char *path)
 	 * and a FIFO put there in between must not hang it. */
 	FILE *f;
 	struct as_diag diag;
-	if (as_open_input(path, &f, &diag) != AS_OK)
+	if (as_open_regular(path, &f, &diag) != AS_OK)
 		return NULL;
 	struct as_reader *r = NULL;
 	enum as_compression kind;
 	char *head = malloc(SNIFF_BYTES);
 	size_t len = 0, got = 1;
-	if (head && as_reader_open(f, &r, &kind, &diag) == AS_OK)
+	if (head && as_reader_open(f, SNIFF_BYTES, false, &r, &kind,
+				   &diag) == AS_OK)
 		while (got && len < SNIFF_BYTES &&
 		       as_reader_read(r, head + len, SNIFF_BYTES - len, &got,
 				      &diag) == AS_OK)

@@ -21,6 +21,7 @@ struct as_line_state {
 	int pos[8];             /* CSV: column of each field, -1 when absent */
 	void *priv;
 	bool content;           /* a byte other than a blank was fed */
+	uint64_t nl_run;        /* newlines in the run of them being fed */
 };
 
 /*
@@ -37,9 +38,9 @@ int as_source_read(struct as_source *s, char *buf, size_t cap, size_t *got,
 int as_source_rewind(struct as_source *s, struct as_diag *diag);
 
 /*
- * The most bytes a reader may hold at once: bounded for compressed input
- * (a decompression bomb), SIZE_MAX for text the caller already holds or a
- * plain file.
+ * The most bytes a reader may hold at once: 256 MiB for compressed input
+ * or a pipe (a decompression bomb, a stream that never ends), SIZE_MAX
+ * for text the caller already holds or a plain file.
  */
 size_t as_source_limit(const struct as_source *s);
 

@@ -103,7 +103,7 @@ void as_heap_prefetch_live(struct as_builder *b, struct as_heap *h,
 {
 #if defined(__GNUC__) || defined(__clang__)
 	const struct addr_entry *e = addr_find(h, addr);
-	if (e && e->live != AS_NONE)
+	if (e && e->live != AS_NONE && !b->sink)
 		__builtin_prefetch(as_builder_buffer(b, e->live), 1);
 #else
 	(void)b;
@@ -253,6 +253,8 @@ static int free_entry(struct as_builder *b, struct addr_entry *e,
 {
 	*idx = e->live;
 	e->live = AS_NONE;
+	if (b->sink)
+		return b->sink->free(b->sink->ctx, *idx, line, diag);
 	return as_builder_free_index(b, *idx, line, diag);
 }
 
@@ -304,6 +306,14 @@ int as_heap_alloc(struct as_builder *b, struct as_heap *h, uint64_t addr,
 	uint64_t align = addr & (~addr + 1);
 	if (align > 16)
 		align = 16;
+	if (b->sink) { /* a one-pass reader: the block goes to the sink */
+		uint32_t id;
+		if ((err = b->sink->alloc(b->sink->ctx, size, align, frames,
+					  line, &id, diag)))
+			return err;
+		e->live = id;
+		return AS_OK;
+	}
 	/*
 	 * Unnamed: heap_names makes "0xADDR#N" from the address and the
 	 * block's rank among those at it when a name is first read, so a
@@ -444,15 +454,19 @@ static int heap_names(struct as_trace *t)
 int as_heap_finish(struct as_builder *b, struct as_heap *h,
 		   const char *live_key)
 {
-	as_builder_namer(b, heap_names);
+	if (!b->sink)
+		as_builder_namer(b, heap_names);
 	uint64_t live = 0;
 	int err = AS_OK;
 	for (size_t i = 0; !err && h->addrs && i <= h->addr_mask; i++)
 		if (h->addrs[i].addr && h->addrs[i].live != AS_NONE) {
-			err = as_builder_leak_index(b, h->addrs[i].live);
+			if (!b->sink)
+				err = as_builder_leak_index(b,
+							    h->addrs[i].live);
 			live++;
 		}
 	if (!err && live)
 		err = as_builder_count(b, live_key, live);
-	return err ? err : shrink_gaps(b, h);
+	/* A sink's trace holds no blocks: no offsets to make. */
+	return err || b->sink ? err : shrink_gaps(b, h);
 }

@@ -21,7 +21,9 @@ void as_heap_destroy(struct as_heap *h);
  * read (as_trace_buffer_name; names take no memory before). `frames` is NULL or a
  * string the trace holds (as_heap_intern). `realloc_of` is the buffer a
  * realloc replaced, or AS_NONE. An allocation at an address still live frees
- * the old block first (its free was not traced) and counts it.
+ * the old block first (its free was not traced) and counts it. Loaded with
+ * a sink (as_trace_load_live), blocks go to the sink instead of the trace,
+ * numbered by it, and the end makes no names or offsets.
  */
 int as_heap_alloc(struct as_builder *b, struct as_heap *h, uint64_t addr,
 		  uint64_t size, const char *frames, uint32_t realloc_of,

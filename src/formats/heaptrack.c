@@ -121,6 +121,9 @@ struct heaptrack {
 	uint64_t stack_text;    /* bytes of the stacks built */
 	uint32_t mod_version;   /* raw: "m" lines so far */
 	uint64_t dropped;       /* stacks not built past the bound */
+	bool in_cmdline;        /* the last line but blanks was X or its
+				 * continuation */
+	uint64_t cmdline_more;  /* lines that continued an X line */
 	const char *exe;        /* raw: the "x" line's file name */
 };
 
@@ -648,16 +651,34 @@ static int alloc_interpreted(struct as_builder *b, struct heaptrack *h,
 	if (in->count == UINT32_MAX)
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "too many blocks of one allocation");
-	char name[48];
-	snprintf(name, sizeof(name), "a%x#%u", ai, ++in->count);
-	int64_t idx = as_builder_alloc(b, name, in->size, 16, line, diag);
-	if (idx < 0)
-		return (int)idx;
+	const struct as_live_sink *sink = b->sink;
+	int64_t idx;
+	if (sink) { /* a one-pass reader: the block goes to the sink */
+		const char *st = stack_of(b, h, in->trace);
+		if (in->trace && !st)
+			return AS_ENOMEM;
+		uint32_t id;
+		int err = sink->alloc(sink->ctx, in->size, 16,
+				      st == dropped_stack ? NULL : st, line,
+				      &id, diag);
+		if (err)
+			return err;
+		in->count++;
+		idx = id;
+	} else {
+		char name[48];
+		snprintf(name, sizeof(name), "a%x#%u", ai, ++in->count);
+		idx = as_builder_alloc(b, name, in->size, 16, line, diag);
+		if (idx < 0)
+			return (int)idx;
+	}
 	if (!grow((void **)&h->next, &h->cap_next, (uint32_t)idx + 1,
 		  sizeof(*h->next)))
 		return AS_ENOMEM;
 	h->next[idx] = in->live;
 	in->live = (uint32_t)idx;
+	if (sink)
+		return AS_OK;
 	const char *st = stack_of(b, h, in->trace);
 	if (in->trace && !st)
 		return AS_ENOMEM;
@@ -675,6 +696,8 @@ static int free_interpreted(struct as_builder *b, struct heaptrack *h,
 					1);
 	uint32_t idx = in->live;
 	in->live = h->next[idx];
+	if (b->sink)
+		return b->sink->free(b->sink->ctx, idx, line, diag);
 	return as_builder_free(b, as_builder_buffer(b, idx)->name, line,
 			       diag);
 }
@@ -683,9 +706,24 @@ static int parse_line(struct as_builder *b, void *state, const char *s,
 		      size_t len, uint64_t line, struct as_diag *diag)
 {
 	struct heaptrack *h = state;
-	if (len == 0 || s[0] == '#')
+	if (len == 0)
 		return AS_OK;
-	if (len > 1 && s[1] != ' ')
+	/*
+	 * A command line that held newlines (python3 -c with a program of
+	 * several lines) goes on over the lines after X. heaptrack_print
+	 * takes each line by its first byte, warns of those it does not
+	 * know and goes on: here, the lines after X that are no record
+	 * (a letter and a space) are the command line's, counted.
+	 */
+	bool record = len == 1 || s[1] == ' ';
+	if (!record && h->in_cmdline) {
+		h->cmdline_more++;
+		return AS_OK;
+	}
+	h->in_cmdline = s[0] == 'X';
+	if (s[0] == '#')
+		return AS_OK;
+	if (!record)
 		return as_diag_set(diag, line, AS_EPARSE,
 				   "unknown heaptrack line '%.*s'",
 				   (int)(len > 40 ? 40 : len), s);
@@ -730,7 +768,11 @@ static int parse_line(struct as_builder *b, void *state, const char *s,
 			return as_diag_set(diag, line, AS_EPARSE,
 					   "timestamp %llx ms overflows",
 					   (unsigned long long)v);
-		return as_builder_clock(b, v * 1000, line, diag);
+		if ((err = as_builder_clock(b, v * 1000, line, diag)))
+			return err;
+		if (b->sink && b->sink->clock)
+			b->sink->clock(b->sink->ctx, v * 1000);
+		return AS_OK;
 	case 'i':
 		if ((err = set_mode(h, INTERPRETED, line, diag)))
 			return err;
@@ -860,6 +902,10 @@ static int ht_end(struct as_builder *b, struct as_line_state *st, int err,
 		err = as_builder_count(b, "stacks dropped past the text bound "
 					  "(docs/trace-format.md)",
 				       h->dropped);
+	if (!err && h && h->cmdline_more)
+		err = as_builder_count(b, "lines of a command line (X) that "
+					  "held newlines",
+				       h->cmdline_more);
 	if (!err && h && h->mode == RAW)
 		err = as_heap_finish(b, h->heap, "blocks live at the end");
 	if (!err && h && h->mode != RAW) {

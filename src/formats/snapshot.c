@@ -157,13 +157,20 @@ int as_snap_get_u64(struct ctx *c, const struct as_pk *d, const char *key,
 				   "snapshot '%s' at byte %llu does not fit "
 				   "in 64 bits",
 				   key, (unsigned long long)v->pos);
-	if (!as_pk_u64(v, out))
+	if (!as_pk_u64(v, out)) {
+		/* What the key holds, for the message. */
+		const char *what = strcmp(key, "time_us") == 0 ? "time"
+				   : strcmp(key, "device") == 0 ? "device number"
+								: "size or address";
+		bool neg = (v->type == AS_PK_INT && v->neg) ||
+			   (v->type == AS_PK_FLOAT && v->v.f < 0);
 		return as_diag_set(c->diag, 0, AS_EPARSE,
-				   "snapshot '%s' at byte %llu is %s, not a "
-				   "size or address",
-				   key, (unsigned long long)v->pos,
-				   v->type == AS_PK_INT ? "negative"
-							: "not an integer");
+				   neg ? "snapshot '%s' at byte %llu is a "
+					 "negative %s"
+				       : "snapshot '%s' at byte %llu is not an "
+					 "integer, so not a %s",
+				   key, (unsigned long long)v->pos, what);
+	}
 	return 1;
 }
 

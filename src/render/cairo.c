@@ -4,6 +4,7 @@
  * cairo only to encode the density raster) this is the only place cairo
  * appears.
  */
+#include <errno.h>
 #include <cairo.h>
 #include <math.h>
 #include <stdio.h>
@@ -206,11 +207,37 @@ int as_r_cairo_canvas_finish(struct canvas *c)
 	return st == CAIRO_STATUS_NO_MEMORY ? AS_ENOMEM : AS_EIO;
 }
 
+/* A PNG's destination: the stream, and the errno of its first failed
+ * write (cairo keeps only "write error"). */
+struct png_sink {
+	FILE *f;
+	int err;
+};
+
 static cairo_status_t write_file(void *closure, const unsigned char *data,
 				 unsigned int len)
 {
-	return fwrite(data, 1, len, closure) == len ? CAIRO_STATUS_SUCCESS
-						    : CAIRO_STATUS_WRITE_ERROR;
+	struct png_sink *k = closure;
+	if (fwrite(data, 1, len, k->f) == len)
+		return CAIRO_STATUS_SUCCESS;
+	if (!k->err)
+		k->err = errno ? errno : EIO;
+	return CAIRO_STATUS_WRITE_ERROR;
+}
+
+/* Surface s as PNG into f: AS_OK, or AS_EIO with errno the failed write's
+ * (AS_ENOMEM: out of memory). */
+static int write_png(cairo_surface_t *s, FILE *f)
+{
+	struct png_sink k = {f, 0};
+	errno = 0;
+	cairo_status_t st = cairo_surface_write_to_png_stream(s, write_file, &k);
+	if (st == CAIRO_STATUS_SUCCESS)
+		return AS_OK;
+	if (st == CAIRO_STATUS_NO_MEMORY)
+		return AS_ENOMEM;
+	errno = k.err ? k.err : EIO;
+	return AS_EIO;
 }
 
 int as_r_cairo_canvas_write_png(struct canvas *c, FILE *f)
@@ -218,10 +245,7 @@ int as_r_cairo_canvas_write_png(struct canvas *c, FILE *f)
 	struct cairo_canvas *cc = (struct cairo_canvas *)(void *)c;
 	if (!cc->own)
 		return AS_EINVAL;
-	return cairo_surface_write_to_png_stream(cc->own, write_file, f) ==
-			       CAIRO_STATUS_SUCCESS
-		       ? AS_OK
-		       : AS_EIO;
+	return write_png(cc->own, f);
 }
 
 void as_r_cairo_canvas_destroy(struct canvas *c)
@@ -494,11 +518,16 @@ int as_render_write_png_argb32(const char *path, const uint32_t *pixels,
 		cairo_surface_destroy(s);
 		return err;
 	}
-	if (cairo_surface_write_to_png_stream(s, write_file, f) !=
-	    CAIRO_STATUS_SUCCESS) {
+	if ((err = write_png(s, f)) != AS_OK) {
+		int e = errno;
 		cairo_surface_destroy(s);
 		as_atomic_abort(at);
-		return as_diag_set(diag, 0, AS_EIO, "cannot write the PNG");
+		return err == AS_EIO ? as_diag_set(diag, 0, err,
+						   "write failed: %s",
+						   strerror(e))
+				     : as_diag_set(diag, 0, err,
+						   "cannot write the PNG: %s",
+						   as_strerror(err));
 	}
 	cairo_surface_destroy(s);
 	return as_r_output_commit(at, diag);

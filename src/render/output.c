@@ -113,9 +113,16 @@ int as_render_write(struct as_render *r, const char *path,
 	int err = as_r_output_open(path, &at, &f, diag);
 	if (err)
 		return err;
+	errno = 0;
 	err = as_render_write_stream(r, f, fmt);
 	if (err) {
+		/* A write that failed says why (a full disk), not "I/O". */
+		int e = errno;
+		bool wrote = err == AS_EIO && (ferror(f) || e);
 		as_atomic_abort(at);
+		if (wrote)
+			return as_diag_set(diag, 0, err, "write failed: %s",
+					   strerror(e ? e : EIO));
 		return as_diag_set(diag, 0, err, "cannot draw the picture: %s",
 				   as_strerror(err));
 	}

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/internal.h"
@@ -177,11 +178,88 @@ static uint64_t parts_sharing(const struct as_strategy_impl *s,
 	return part ? n : 1;
 }
 
-/* What a run inherits: the flag that calls it off, processors to borrow. */
+/*
+ * What a run inherits: the flag that calls it off, processors to borrow,
+ * and a deadline on the monotonic clock (0: none; only for runs without an
+ * off flag) when the run is called off.
+ */
 struct inherit {
 	const atomic_bool *off;
 	struct as_procs *spare;
+	double deadline;
 };
+
+/*
+ * A thread that sets `fired` at a deadline, for a run whose walks look
+ * only at flags (struct as_budget.off), never at the clock.
+ */
+struct timer {
+	pthread_t th;
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	bool done, started;
+	double deadline;
+	atomic_bool fired;
+};
+
+static void *timer_main(void *arg)
+{
+	struct timer *tm = arg;
+	pthread_mutex_lock(&tm->m);
+	while (!tm->done) {
+		double left = tm->deadline - as_now_ms();
+		if (left <= 0) {
+			atomic_store(&tm->fired, true);
+			break;
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		double ns = (double)ts.tv_nsec + left * 1e6;
+		ts.tv_sec += (time_t)(ns / 1e9);
+		ts.tv_nsec = (long)(ns - (double)(time_t)(ns / 1e9) * 1e9);
+		pthread_cond_timedwait(&tm->c, &tm->m, &ts);
+	}
+	pthread_mutex_unlock(&tm->m);
+	return NULL;
+}
+
+/* Start tm; false when no thread could be had (then nothing fires). */
+static bool timer_start(struct timer *tm, double deadline)
+{
+	pthread_condattr_t ca;
+	memset(tm, 0, sizeof(*tm));
+	tm->deadline = deadline;
+	if (pthread_condattr_init(&ca) != 0)
+		return false;
+	bool ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+		  pthread_cond_init(&tm->c, &ca) == 0;
+	pthread_condattr_destroy(&ca);
+	if (!ok)
+		return false;
+	if (pthread_mutex_init(&tm->m, NULL) != 0) {
+		pthread_cond_destroy(&tm->c);
+		return false;
+	}
+	tm->started = pthread_create(&tm->th, NULL, timer_main, tm) == 0;
+	if (!tm->started) {
+		pthread_mutex_destroy(&tm->m);
+		pthread_cond_destroy(&tm->c);
+	}
+	return tm->started;
+}
+
+static void timer_stop(struct timer *tm)
+{
+	if (!tm->started)
+		return;
+	pthread_mutex_lock(&tm->m);
+	tm->done = true;
+	pthread_cond_signal(&tm->c);
+	pthread_mutex_unlock(&tm->m);
+	pthread_join(tm->th, NULL);
+	pthread_mutex_destroy(&tm->m);
+	pthread_cond_destroy(&tm->c);
+}
 
 static int stopped(struct as_diag *diag, const char *name, uint64_t limit)
 {
@@ -197,10 +275,13 @@ static int canceled(struct as_diag *diag, const char *name)
 	return as_diag_set(diag, 0, AS_ECANCELED, "%s: canceled", name);
 }
 
-/* Make the plan of s under a fresh as_run and time it. */
+/*
+ * Make the plan of s under a fresh as_run and time it. *cut: the run was
+ * called off at in->deadline (AS_ELIMIT).
+ */
 static int make(struct as_runner *r, const struct as_strategy_impl *s,
 		const char *spec, const char *spec_opts,
-		const struct inherit *in, struct as_plan **out,
+		const struct inherit *in, struct as_plan **out, bool *cut,
 		struct as_diag *diag)
 {
 	uint64_t limit = r->o.step_limit / parts_sharing(s, spec);
@@ -218,10 +299,22 @@ static int make(struct as_runner *r, const struct as_strategy_impl *s,
 		},
 	};
 	double t0 = as_now_ms();
+	struct timer tm;
+	bool timed = in->deadline > 0 && !in->off &&
+		     timer_start(&tm, in->deadline);
+	if (timed)
+		run.budget.off = &tm.fired;
 	int err = as_strategy_plan(s, r->t, spec_opts, &r->o, &run, out,
 				   diag);
+	if (timed)
+		timer_stop(&tm);
+	*cut = timed && atomic_load(&tm.fired) && err == AS_ELIMIT;
 	if (err == AS_ELIMIT && as_budget_canceled(&run.budget))
 		err = AS_ECANCELED;
+	if (*cut && err == AS_ELIMIT)
+		return as_diag_set(diag, 0, AS_ELIMIT,
+				   "%s: cut short at its deadline",
+				   s->info.name);
 	if (err == AS_ELIMIT)
 		return stopped(diag, s->info.name, limit ? limit : 1);
 	if (err == AS_ECANCELED)
@@ -260,8 +353,9 @@ static int run_spec(struct as_runner *r, const char *spec,
 		return err;
 	if (atomic_load(&r->cancel))
 		return canceled(diag, s->info.name);
+	bool cut = false;
 	if (!s->memo)
-		return make(r, s, spec, spec_opts, in, out, diag);
+		return make(r, s, spec, spec_opts, in, out, &cut, diag);
 	/* Waiting for another thread's plan, this processor is idle. */
 	double t0 = as_now_ms();
 	if (in->spare)
@@ -280,8 +374,10 @@ static int run_spec(struct as_runner *r, const char *spec,
 					   "%s: out of memory", s->info.name);
 		return AS_OK;
 	}
-	err = make(r, s, spec, spec_opts, in, out, diag);
-	keep(r, spec, err ? NULL : *out, err);
+	err = make(r, s, spec, spec_opts, in, out, &cut, diag);
+	/* A run cut at its caller's deadline is not kept as stopped: a later
+	 * run without one makes it again. */
+	keep(r, spec, err ? NULL : *out, cut ? AS_OK : err);
 	return err;
 }
 
@@ -289,14 +385,31 @@ int as_runner_run(struct as_runner *r, const char *spec, struct as_plan **out,
 		  struct as_diag *diag)
 {
 	double waited;
-	struct inherit none = {NULL, NULL};
+	struct inherit none = {NULL, NULL, 0};
 	return run_spec(r, spec, &none, out, &waited, diag);
+}
+
+bool as_run_kept(struct as_run *run, const char *spec)
+{
+	struct as_runner *r = run->runner;
+	pthread_mutex_lock(&r->lock);
+	struct kept *k = kept_find(r, spec);
+	bool yes = k && (k->plan || !k->stopped);
+	pthread_mutex_unlock(&r->lock);
+	return yes;
 }
 
 int as_run_reuse(struct as_run *run, const char *spec, struct as_plan **out,
 		 struct as_diag *diag)
 {
-	struct inherit in = {run->budget.off, run->budget.spare};
+	return as_run_reuse_until(run, spec, 0, out, diag);
+}
+
+int as_run_reuse_until(struct as_run *run, const char *spec,
+		       double deadline, struct as_plan **out,
+		       struct as_diag *diag)
+{
+	struct inherit in = {run->budget.off, run->budget.spare, deadline};
 	double t0 = as_now_ms(), waited;
 	int err = run_spec(run->runner, spec, &in, out, &waited, diag);
 	run->waited_ms += waited;
@@ -388,7 +501,7 @@ static void *many_worker(void *arg)
 		}
 		/* A part the caller also named itself is never called off:
 		 * its plan is asked for, not only its spec's. */
-		struct inherit in = {NULL, &r->procs};
+		struct inherit in = {NULL, &r->procs, 0};
 		if (!mine && !named_by_caller(m, m->specs[i]))
 			in.off = &m->off[m->owner[i]];
 		double waited;

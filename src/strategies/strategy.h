@@ -55,6 +55,18 @@ struct as_run {
  */
 int as_run_reuse(struct as_run *run, const char *spec, struct as_plan **out,
 		 struct as_diag *diag);
+/*
+ * The same, but a plan this run makes itself is called off when the
+ * monotonic clock (as_now_ms) passes `deadline` (0: never): AS_ELIMIT,
+ * and nothing is kept, so a later run makes it whole. A plan another
+ * thread makes or made is waited for or copied as with as_run_reuse.
+ */
+int as_run_reuse_until(struct as_run *run, const char *spec,
+		       double deadline, struct as_plan **out,
+		       struct as_diag *diag);
+/* Whether the runner keeps spec's plan or another run is making it (a
+ * reuse then costs this run no work of its own). */
+bool as_run_kept(struct as_run *run, const char *spec);
 
 struct as_online_impl {
 	/* Start a case with its options (config line + spec); run gives the

@@ -1,7 +1,7 @@
 /*
  * Compressed input (gzip, zstd): the reader that unpacks a trace file as it
  * streams, fed from memory. Any bytes are unpacked or refused, never a
- * crash, and never more than the reader's own bound.
+ * crash, and never more than the limit it is given.
  */
 #include <stdio.h>
 
@@ -18,7 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct as_reader *r = NULL;
 	enum as_compression kind;
 	struct as_diag d;
-	if (as_reader_open(f, &r, &kind, &d) == AS_OK) {
+	if (as_reader_open(f, (uint64_t)64 << 20, false, &r, &kind, &d) ==
+	    AS_OK) {
 		static char buf[1 << 16];
 		size_t got = 0, total = 0;
 		while (as_reader_read(r, buf, sizeof(buf), &got, &d) == AS_OK &&

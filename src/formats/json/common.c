@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -450,5 +451,46 @@ int as_json_keys(const struct as_jctx *c, const cJSON *obj,
 						   "%s)",
 				    it->string, list);
 	}
+	return AS_OK;
+}
+
+int as_json_read_file(const char *path, char **out, size_t *n,
+		      struct as_diag *diag)
+{
+	/* "-" is standard input; a file never blocks (a FIFO) and is
+	 * refused unless regular (a directory, /dev/zero). */
+	FILE *f = stdin;
+	if (strcmp(path, "-") != 0) {
+		int oerr = as_open_input(path, &f, diag);
+		if (oerr)
+			return oerr;
+	}
+	size_t len = 0, cap = 1 << 16;
+	char *data = malloc(cap);
+	while (data) {
+		len += fread(data + len, 1, cap - len - 1, f);
+		if (len < cap - 1)
+			break;
+		char *grown = realloc(data, cap * 2);
+		if (!grown) {
+			free(data);
+			data = NULL;
+			break;
+		}
+		data = grown;
+		cap *= 2;
+	}
+	bool bad = ferror(f);
+	if (f != stdin)
+		fclose(f);
+	if (!data)
+		return as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
+	if (bad) {
+		free(data);
+		return as_diag_set(diag, 0, AS_EIO, "read error");
+	}
+	data[len] = 0;
+	*out = data;
+	*n = len;
 	return AS_OK;
 }

@@ -114,6 +114,13 @@ int as_json_get_string(const struct as_jctx *c, const cJSON *obj,
 		       const char *field, bool required, const char **out);
 
 /* Refuse a key of obj not in `allowed` (NULL-terminated), naming them. */
+/*
+ * A whole file ("-": standard input, else a regular file, never blocking)
+ * into *out (NUL-terminated, caller frees) and *n bytes; 0 or a negative
+ * code with diag filled.
+ */
+int as_json_read_file(const char *path, char **out, size_t *n,
+		      struct as_diag *diag);
 int as_json_keys(const struct as_jctx *c, const cJSON *obj,
 		 const char *const *allowed);
 

@@ -232,39 +232,11 @@ int as_results_load(struct as_results *r, const char *path,
 		diag = &local;
 	memset(diag, 0, sizeof(*diag));
 	snprintf(diag->file, sizeof(diag->file), "%s", path);
-	/* "-" is standard input; a file never blocks (a FIFO) and is
-	 * refused unless regular (a directory, /dev/zero). */
-	FILE *f = stdin;
-	if (strcmp(path, "-") != 0) {
-		int oerr = as_open_input(path, &f, diag);
-		if (oerr)
-			return oerr;
-	}
-	size_t len = 0, cap = 1 << 16;
-	char *data = malloc(cap);
-	while (data) {
-		len += fread(data + len, 1, cap - len - 1, f);
-		if (len < cap - 1)
-			break;
-		char *grown = realloc(data, cap * 2);
-		if (!grown) {
-			free(data);
-			data = NULL;
-			break;
-		}
-		data = grown;
-		cap *= 2;
-	}
-	bool bad = ferror(f);
-	if (f != stdin)
-		fclose(f);
-	if (!data)
-		return as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
-	if (bad) {
-		free(data);
-		return as_diag_set(diag, 0, AS_EIO, "read error");
-	}
-	data[len] = 0;
+	char *data;
+	size_t len;
+	int rerr = as_json_read_file(path, &data, &len, diag);
+	if (rerr)
+		return rerr;
 	int err = as_results_parse(r, path, data, len, diag);
 	free(data);
 	return err;

@@ -640,6 +640,7 @@ static int read_list(struct reader *r, bool read)
 	struct as_jwin *w = &r->w;
 	int ch, err;
 	w->pos++; /* [ */
+	w->mark = SIZE_MAX; /* what came before goes: blanks need not stay */
 	if ((err = next(r, &ch)))
 		return err;
 	if (ch == ']') {
@@ -684,6 +685,7 @@ static int read_list(struct reader *r, bool read)
 		cJSON_Delete(v);
 		if (err)
 			return err;
+		w->mark = SIZE_MAX; /* read: the window may let it go */
 		w->pos++;
 		if (ch == ']')
 			return AS_OK;
@@ -741,6 +743,7 @@ static int member(struct reader *r, char *key, int ch, uint32_t ord)
 	if (!err) {
 		memcpy(mb->text, r->w.buf + r->w.mark, len);
 		mb->len = len;
+		r->w.mark = SIZE_MAX; /* copied: the window may let it go */
 		if (!cJSON_AddItemToObject(r->root, key, v))
 			err = AS_ENOMEM;
 		else
@@ -787,6 +790,7 @@ static int read_root(struct reader *r)
 			return err;
 		char *key = strdup(v->valuestring);
 		cJSON_Delete(v);
+		w->mark = SIZE_MAX;
 		if (!key)
 			return AS_ENOMEM;
 		if ((err = next(r, &ch))) {

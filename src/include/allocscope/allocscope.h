@@ -365,11 +365,78 @@ const char *as_format_names(size_t i);
 const char *as_trace_sniff(const char *path);
 
 /*
- * Load a trace from `path`. On success *out is a new trace the caller
+ * Load a trace from `path`: as_trace_load_opts with `format` and every
+ * other option at its default. On success *out is a new trace the caller
  * destroys; on failure returns a negative code and fills `diag`.
  */
 int as_trace_load(const char *path, const char *format, struct as_trace **out,
 		  struct as_diag *diag);
+
+/* The default limit on an input's bytes (after decompression): 64 GiB. */
+#define AS_MAX_INPUT_DEFAULT ((uint64_t)64 << 30)
+
+/*
+ * How a trace is read; zeroed, every field is its default.
+ * - format: as as_format_known takes it (NULL: detect);
+ * - max_input_bytes: the most bytes the input may hold after
+ *   decompression (plain input too); past it the load fails naming the
+ *   limit. 0 means AS_MAX_INPUT_DEFAULT, UINT64_MAX no limit.
+ */
+struct as_load_options {
+	const char *format;
+	uint64_t max_input_bytes;
+};
+
+/*
+ * Load a trace from `path` with options `o` (NULL: the defaults). "-" is
+ * standard input; a FIFO or a pipe (/dev/stdin, a shell's <(...)) is read
+ * as a stream, in any format: what a reader reads twice is copied once
+ * to an unlinked temporary file in $TMPDIR (else /tmp). Otherwise as
+ * as_trace_load.
+ */
+int as_trace_load_opts(const char *path, const struct as_load_options *o,
+		       struct as_trace **out, struct as_diag *diag);
+
+/*
+ * A limit on input bytes as text into *out: a count with an optional
+ * binary unit (K, M, G, T, P, E: 64G is 64 GiB), or "none" (UINT64_MAX).
+ * AS_OK, or AS_EINVAL (also for 0 and past 2^64 - 1).
+ */
+int as_parse_max_input(const char *text, uint64_t *out);
+
+/*
+ * One pass over a malloc recording (heaptrack, mtrace) without keeping its
+ * blocks: each block goes to `sink` as it is allocated and freed, in the
+ * recording's order, one time step per event as a loaded trace counts them.
+ * `stack` is NULL or a string the returned trace holds; *id names the block
+ * until its free (the sink's numbers, reusable after a free). `clock` gives
+ * each clock reading (microseconds) before the events it dates; `end` runs
+ * after the last line with the builder of the trace handed back, which
+ * holds the recording's strings, spaces and counts but no blocks (the sink
+ * may add buffers). explain's streaming path uses it
+ * (as_explain_stream_create).
+ */
+struct as_builder;
+struct as_live_sink {
+	void *ctx;
+	int (*alloc)(void *ctx, uint64_t size, uint64_t align,
+		     const char *stack, uint64_t line, uint32_t *id,
+		     struct as_diag *diag);
+	int (*free)(void *ctx, uint32_t id, uint64_t line,
+		    struct as_diag *diag);
+	void (*clock)(void *ctx, uint64_t us);
+	int (*end)(void *ctx, struct as_builder *b, struct as_diag *diag);
+};
+
+/*
+ * as_trace_load_opts (options `o`, NULL: the defaults) with a sink for a
+ * heaptrack or mtrace recording's blocks; any other file loads whole, as
+ * as_trace_load_opts loads it, and the sink is never called (so an input
+ * is read once whatever it holds).
+ */
+int as_trace_load_live(const char *path, const struct as_load_options *o,
+		       const struct as_live_sink *sink, struct as_trace **out,
+		       struct as_diag *diag);
 
 /* Parse a trace from memory; `name` is used in diagnostics. */
 int as_trace_parse(const char *name, const char *data, size_t len,
@@ -608,6 +675,31 @@ struct as_divergence {
 /* "segment size", "block chosen", ...: what differs, in words. */
 const char *as_div_kind_name(enum as_div_kind k);
 
+/*
+ * A certified lower bound of one address space (strategy strip): no plan of
+ * the space's buffers peaks below `bound`. The proof is a sub-problem: some
+ * of the space's buffers (`buffers`, each with a lifetime inside its own:
+ * a relaxation, since any plan of the space places them apart) that a
+ * completed exact search showed has no placement of peak bound - 1 or
+ * lower. Without buffers the bound is the load (the most bytes live at
+ * once), which needs no search.
+ */
+struct as_cert_buffer {
+	uint32_t id;            /* the trace buffer's index */
+	uint8_t align_log2;
+	uint64_t size;
+	uint64_t start, end;    /* [start, end) within the buffer's lifetime */
+};
+
+struct as_certificate {
+	uint16_t space;
+	uint64_t load;          /* the space's most bytes live at once */
+	uint64_t bound;         /* certified: every plan peaks at least here */
+	uint64_t nodes;         /* search nodes the proof took */
+	uint32_t nbuffers;
+	struct as_cert_buffer *buffers; /* owned; NULL when nbuffers is 0 */
+};
+
 struct as_plan {
 	uint32_t nbuffers;
 	uint64_t *offset;
@@ -636,6 +728,10 @@ struct as_plan {
 	/* Where the model leaves the recording it replays; NULL: the
 	 * strategy compared itself with none (owned by the plan). */
 	struct as_divergence *divergence;
+	/* Certified lower bounds, one per space planned (owned); NULL: the
+	 * strategy proves none. */
+	struct as_certificate *certs;
+	uint16_t ncerts;
 };
 
 struct as_plan *as_plan_create(const struct as_trace *t);
@@ -676,6 +772,41 @@ const char *as_trace_space_name(const struct as_trace *t, uint16_t space);
 int as_plan_stat(struct as_plan *p, const char *key, double value);
 int as_plan_stat_int(struct as_plan *p, const char *key, uint64_t value);
 int as_plan_round(struct as_plan *p, const char *label, uint64_t peak);
+/*
+ * Add certificate c to p's: p takes c->buffers over (also when it fails:
+ * they are freed then). Returns 0 or AS_ENOMEM.
+ */
+int as_plan_certify(struct as_plan *p, struct as_certificate *c);
+/* Free an array of n certificates and their buffers (NULL: nothing). */
+void as_certificates_free(struct as_certificate *c, uint32_t n);
+/*
+ * Read every certificate of a file `replay --json` wrote (each result's
+ * "certificates") into *out (n of them, caller frees with
+ * as_certificates_free); only the ones with a sub-problem. Returns 0 or a
+ * negative code with diag filled (FILE:LINE: what is wrong).
+ */
+int as_certificates_load(const char *path, struct as_certificate **out,
+			 uint32_t *n, struct as_diag *diag);
+/*
+ * Whether certificate c describes a relaxation of trace t: every buffer
+ * exists in c's space with the same size, an alignment at least c's and a
+ * lifetime holding c's. Returns 0, or AS_EINVAL with diag saying which
+ * buffer differs and how.
+ */
+int as_certificate_fits(const struct as_trace *t,
+			const struct as_certificate *c, struct as_diag *diag);
+/*
+ * Re-solve c's sub-problem from its buffers alone with the exact search:
+ * 1 when no placement of peak bound - 1 exists (the bound holds), 0 when
+ * one does (it does not), AS_ELIMIT when neither was settled within
+ * limit_ms milliseconds or max_nodes search nodes (0: no limit),
+ * AS_EINVAL for a sub-problem that is no problem (an empty lifetime, a
+ * zero size, more than 6000 buffers) or out of the search's range (a
+ * bound past 2^63, an alignment past 2^62), AS_ENOMEM. *nodes (may be
+ * NULL) gets the effort.
+ */
+int as_certificate_verify(const struct as_certificate *c, double limit_ms,
+			  uint64_t max_nodes, uint64_t *nodes);
 
 static inline uint16_t as_plan_space_of(const struct as_plan *p,
 					const struct as_trace *t, uint32_t i)
@@ -968,12 +1099,13 @@ int as_strategy_walk_at(const char *spec, const struct as_trace *t,
 /* ---- Output helpers ---- */
 
 /*
- * An input file, opened for reading without blocking on it and refused
- * unless it is a regular file: a FIFO, a device, a socket or a directory
- * fails at once, before a byte is read ("not a regular file but a FIFO").
- * On success *f is the open file (reads block again as usual); the caller
- * closes it. Otherwise diag (when not NULL) gets the reason; its file name
- * is the caller's to set.
+ * An input file, opened for reading: a regular file (the open never
+ * blocks), a FIFO or a pipe (the open waits for a writer, as any reader's
+ * does), or "-", standard input (a duplicate of descriptor 0, whatever it
+ * is but a directory). A device, a socket or a directory fails at once,
+ * before a byte is read ("not a regular file but a directory").
+ * On success *f is the open file; the caller closes it. Otherwise diag
+ * (when not NULL) gets the reason; its file name is the caller's to set.
  */
 int as_open_input(const char *path, FILE **f, struct as_diag *diag);
 
@@ -1001,6 +1133,40 @@ void as_atomic_abort(struct as_atomic *a);   /* closes and removes; NULL ok */
 /* Remove every temporary file open now: async-signal-safe, for the handler
  * of a terminating signal (the final files are left untouched). */
 void as_atomic_remove_pending(void);
+
+/*
+ * An existing regular file whose directory takes no new file (its mode, an
+ * immutable flag) is written in place: the output is staged in an unlinked
+ * temporary file and copied over the file's bytes at commit, so a run that
+ * fails leaves the file as it was, but a copy that fails (a full disk)
+ * leaves it cut short. as_output_check tells this beforehand.
+ */
+#define AS_OUTPUT_IN_PLACE 1u
+
+/*
+ * Whether the noutputs outputs (NULL entries skipped) may be written by a
+ * run that reads `inputs` (ninputs paths; "-" is standard input, and as an
+ * output standard output): the names are followed through symbolic links
+ * (to /dev/stdout and /dev/fd/N too) and regular files compared by device
+ * and inode, names that do not exist yet by their directory (device and
+ * inode) and file name. AS_OK; AS_EINVAL for the first output that is one
+ * of the inputs (diag: "is an input of this run"); AS_EIO when an output's
+ * name cannot be followed (a link loop, a directory that cannot be
+ * searched: diag says why). diag's file is that output's path. how (when
+ * not NULL, noutputs entries) gets AS_OUTPUT_IN_PLACE for each output that
+ * will not be written atomically. Call it before any work.
+ */
+int as_output_check(const char *const *outputs, size_t noutputs,
+		    const char *const *inputs, size_t ninputs, unsigned *how,
+		    struct as_diag *diag);
+
+/*
+ * Flush and close a standard stream at exit, as coreutils' close_stream:
+ * 0, or the errno of the failure when a write failed before or now (a
+ * full disk, a reader gone with SIGPIPE ignored, a descriptor closed with
+ * >&- when something was written to it).
+ */
+int as_close_stream(FILE *f);
 
 /*
  * How as_escape writes a name:

@@ -20,7 +20,9 @@
  * writers write to the FILE the caller gives them.
  *
  * Cost: O(n log n) time and O(n) memory in the buffers, whatever the
- * grouping; a plan's fragmentation replays the online allocator once.
+ * grouping; a plan's fragmentation replays the online allocator once. A
+ * heaptrack or mtrace recording explained in one pass as it loads
+ * (as_explain_stream_create) costs memory in the blocks live at once.
  */
 #ifndef ALLOCSCOPE_EXPLAIN_H
 #define ALLOCSCOPE_EXPLAIN_H
@@ -187,6 +189,27 @@ int as_explain_plan(const struct as_trace *t, const char *spec,
 		    struct as_explain **out, struct as_diag *diag);
 
 void as_explain_destroy(struct as_explain *e);
+
+/*
+ * as_explain_trace in one pass, for heaptrack and mtrace recordings: make
+ * a stream and its sink, load with as_trace_load_live(..., sink, &t), then
+ * finish with that trace. The explain is the one as_explain_trace gives on
+ * the whole trace, at a cost that follows the blocks live at once rather
+ * than the recording's length; the trace holds one buffer per group's
+ * representative, not the recording's blocks, and must outlive the
+ * explain. Create: AS_EUNSUPPORTED for groupings other than by stack and
+ * frame. Finish: AS_EUNSUPPORTED when the file was of another format, so
+ * t is the whole trace (as_explain_trace explains it).
+ */
+struct as_explain_stream;
+int as_explain_stream_create(const struct as_explain_options *o,
+			     struct as_explain_stream **out,
+			     struct as_live_sink *sink);
+int as_explain_stream_finish(struct as_explain_stream *s,
+			     const struct as_trace *t,
+			     struct as_explain **out);
+/* NULL is a no-op. */
+void as_explain_stream_destroy(struct as_explain_stream *s);
 
 /*
  * One trace explained: its own peak and, optionally, plans'. A report is

@@ -102,7 +102,7 @@ static uint32_t divisions(const struct cc *s, uint64_t size)
 		idx = 0;
 	if (idx > NDIV - 1)
 		idx = NDIV - 1;
-	return s->div[idx];
+	return s->set.div[idx];
 }
 
 static uint64_t next_division(uint64_t size, uint32_t d)
@@ -132,7 +132,7 @@ static uint64_t allocation_size(const struct cc *s, uint64_t size)
 	if (size <= SMALL_SIZE)
 		return SMALL_BUFFER;
 	if (size < MIN_LARGE_ALLOC)
-		return s->large_seg;
+		return s->set.large_seg;
 	return as_cuda_round_up(size, ROUND_LARGE);
 }
 
@@ -155,7 +155,7 @@ static uint32_t find_free_block(const struct cc *s, const struct pool *p,
 	if (it == NIL || s->tp.n[it].k0 != stream)
 		return NIL;
 	uint32_t bi = s->tp.n[it].val;
-	if (s->s[s->b[bi].seg].expandable && !s->expandable) {
+	if (s->s[s->b[bi].seg].expandable && !s->set.expandable) {
 		/* expandable segments turned off: only other blocks serve */
 		while (it != NIL && s->tp.n[it].k0 == stream &&
 		       s->s[s->b[s->tp.n[it].val].seg].expandable)
@@ -164,7 +164,7 @@ static uint32_t find_free_block(const struct cc *s, const struct pool *p,
 			return NIL;
 		bi = s->tp.n[it].val;
 	}
-	if (s->s[s->b[bi].seg].expandable && s->expandable) {
+	if (s->s[s->b[bi].seg].expandable && s->set.expandable) {
 		/* best fit by the size a block can grow to */
 		uint32_t nx = as_cuda_t_next(&s->tp, p->blocks, it);
 		while (s->s[s->b[bi].seg].expandable && nx != NIL &&
@@ -177,9 +177,9 @@ static uint32_t find_free_block(const struct cc *s, const struct pool *p,
 		}
 	}
 	uint64_t bsize = s->b[bi].size;
-	if (size < s->max_split && bsize >= s->max_split)
+	if (size < s->set.max_split && bsize >= s->set.max_split)
 		return NIL;
-	if (size >= s->max_split && bsize >= size + s->max_non_split)
+	if (size >= s->set.max_split && bsize >= size + s->set.max_non_split)
 		return NIL;
 	return bi;
 }
@@ -187,7 +187,7 @@ static uint32_t find_free_block(const struct cc *s, const struct pool *p,
 static uint32_t get_free_block(struct cc *s, struct pool *p, uint64_t size,
 			       uint16_t stream)
 {
-	if (s->fraction > 0.0 && s->gc_threshold > 0.0)
+	if (s->set.fraction > 0.0 && s->set.gc_threshold > 0.0)
 		p->calls++;
 	uint32_t bi = find_free_block(s, p, size, stream);
 	if (bi != NIL)
@@ -199,9 +199,9 @@ static bool should_split(const struct cc *s, const struct block *b,
 			 uint64_t size)
 {
 	uint64_t remaining = b->size - size;
-	if (b->small || s->expandable)
+	if (b->small || s->set.expandable)
 		return remaining >= MIN_BLOCK;
-	return size < s->max_split && remaining > SMALL_SIZE;
+	return size < s->set.max_split && remaining > SMALL_SIZE;
 }
 
 /* Merge free neighbour `src` into `dst`; returns its size (0: no merge). */
@@ -297,7 +297,7 @@ void as_cuda_account_alloc(struct cc *s, uint32_t bi, uint32_t buf,
 	as_cuda_stat_add(&s->allocation, 1);
 	as_cuda_stat_add(&s->allocated_bytes, b->size);
 	as_cuda_stat_add(&s->requested_bytes, requested);
-	if (b->size >= s->max_split)
+	if (b->size >= s->set.max_split)
 		as_cuda_stat_add(&s->oversize_allocations, 1);
 	const struct segment *g = &s->s[b->seg];
 	s->seg_size[k] = g->expandable ? g->mapped : g->size;
@@ -322,6 +322,58 @@ uint64_t as_cuda_requested_of(const struct as_trace *t, uint32_t buf)
 }
 
 /*
+ * Whether a request of `req` bytes (stream 0: an OOM entry names none)
+ * would be served now, without serving it: a cached block, or memory from
+ * the device once every cached segment (whole free pages of expandable
+ * ranges) went back. What a what-if says of a request the recording ran
+ * out of memory on; its state stays as it is.
+ */
+/* What a request of `size` rounded bytes asks of the device when no
+ * cached block serves it: a segment, or the pages that cover it. */
+static uint64_t device_need(const struct cc *s, uint64_t size)
+{
+	if (!s->set.expandable)
+		return allocation_size(s, size);
+	return as_cuda_round_up(size, size <= SMALL_SIZE ? SMALL_BUFFER
+							 : s->set.large_seg);
+}
+
+static bool request_fits(const struct cc *s, uint64_t req)
+{
+	uint64_t size = as_cuda_round_size(s, req);
+	bool small = size <= SMALL_SIZE;
+	if (find_free_block(s, &s->pools[small ? 0 : 1], size, 0) != NIL)
+		return true;
+	uint64_t need = device_need(s, size);
+	uint64_t limit = s->capacity ? s->capacity : NO_LIMIT;
+	if (s->set.fraction > 0.0 && s->capacity &&
+	    (uint64_t)(s->set.fraction * (double)s->capacity) < limit)
+		limit = (uint64_t)(s->set.fraction * (double)s->capacity);
+	if (limit == NO_LIMIT)
+		return true;
+	uint64_t back = 0;
+	for (int k = 0; k < 2; k++)
+		for (uint32_t it = as_cuda_t_lower_bound(
+			     &s->tp, s->pools[k].blocks, 0, 0, 0);
+		     it != NIL;
+		     it = as_cuda_t_next(&s->tp, s->pools[k].blocks, it)) {
+			const struct block *b = &s->b[s->tp.n[it].val];
+			const struct segment *g = &s->s[b->seg];
+			if (g->expandable) {
+				uint64_t lo = as_cuda_round_up(b->addr - g->addr,
+							       g->page);
+				uint64_t hi = (b->addr + b->size - g->addr) /
+					      g->page * g->page;
+				back += hi > lo ? hi - lo : 0;
+			} else if (!as_cuda_is_split(b)) {
+				back += b->size;
+			}
+		}
+	uint64_t held = s->reserved_bytes.cur - back;
+	return need <= limit && held <= limit - need;
+}
+
+/*
  * The recording ran out of memory before time `now`: the real allocator
  * released every cached segment before it gave up (release_cached_blocks),
  * and so does the model; only the mark's time is read. The same for the
@@ -337,7 +389,23 @@ static int replay_marks(struct cc *s, const struct as_trace *t, uint64_t now)
 		const struct as_mark *m = &t->marks[s->next_mark++];
 		if (m->kind != AS_MARK_OOM || m->space != s->space)
 			continue;
+		/* the request it failed is the program's; a what-if asks
+		 * its own state whether it would fit, and releases nothing
+		 * for it (the recorded run's releases are the recording's) */
+		s->in.oom_requests++;
+		uint64_t size = as_cuda_round_size(s, m->size ? m->size : 1);
+		if (s->whatif) {
+			if (!request_fits(s, m->size)) {
+				s->oom_failing++;
+				as_cuda_oom_record(s, m->time, m->size, size,
+						   device_need(s, size), true);
+			}
+			continue;
+		}
+		s->oom_failing++;
 		s->recorded_ooms++;
+		as_cuda_oom_record(s, m->time, m->size, size,
+				   device_need(s, size), true);
 		err = as_cuda_release_cached(s);
 		/*
 		 * A trace without the recording's segments (start.c reads the
@@ -351,12 +419,20 @@ static int replay_marks(struct cc *s, const struct as_trace *t, uint64_t now)
 						   AS_LIMIT_OOM};
 		}
 	}
-	/* the program emptied the cache (torch.cuda.empty_cache()) */
+	/* the program emptied the cache (torch.cuda.empty_cache()); the
+	 * first call that gives inherited bytes back starts the reserved
+	 * peak a setting can change */
 	while (err == AS_OK && s->next_release < s->nrelease &&
 	       s->release_at[s->next_release] <= now) {
 		s->next_release++;
 		s->recorded_releases++;
+		uint64_t held = s->inherited_cur;
 		err = as_cuda_release_cached(s);
+		if (!s->released && s->inherited_cur < held) {
+			s->released = true;
+			s->released_at = now;
+			s->after_peak = s->reserved_bytes.cur;
+		}
 	}
 	while (s->next_maybe < s->nmaybe && s->maybe_at[s->next_maybe] < now)
 		s->next_maybe++;
@@ -413,9 +489,12 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 		bool told = s->cap.from == AS_LIMIT_OOM ||
 			    s->cap.from == AS_LIMIT_RETRY;
 		if (served ||
-		    (told && !s->expandable && s->max_split == NO_LIMIT &&
+		    (told && !s->set.expandable && s->set.max_split == NO_LIMIT &&
 		     s->reserved_bytes.cur + alloc_size <= s->capacity)) {
-			s->recorded_releases++;
+			if (served)
+				s->recorded_releases++;
+			else
+				s->in.retries++;
 			if ((err = as_cuda_release_cached(s)))
 				return err;
 		}
@@ -424,7 +503,7 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 	uint32_t bi = get_free_block(s, p, size, stream);
 	bool made = bi == NIL;
 	if (bi == NIL) {
-		if (s->fraction > 0.0 && s->gc_threshold > 0.0)
+		if (s->set.fraction > 0.0 && s->set.gc_threshold > 0.0)
 			as_cuda_garbage_collect(s);
 		bi = as_cuda_alloc_block(s, p, small, stream, size, alloc_size,
 					 false, &err);
@@ -433,6 +512,7 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 			bi = as_cuda_alloc_block(s, p, small, stream, size,
 						 alloc_size, false, &err);
 		if (bi == NIL && !err) {
+			s->in.model_releases++;
 			err = as_cuda_release_cached(s);
 			if (!err)
 				bi = as_cuda_alloc_block(s, p, small, stream,
@@ -444,6 +524,8 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 		return err;
 	if (bi == NIL) {
 		s->num_ooms++;
+		as_cuda_oom_record(s, s->now, req, size,
+				   device_need(s, size), false);
 		/* Names are made on first read: only when told. */
 		const char *name = s->emit ? as_trace_buffer_name(t, buf) : NULL;
 		as_cuda_emitf(s,
@@ -486,7 +568,7 @@ void as_cuda_free(void *state, const struct as_trace *t, uint32_t buf)
 	as_cuda_stat_sub(&s->allocation, 1);
 	as_cuda_stat_sub(&s->allocated_bytes, b->size);
 	as_cuda_stat_sub(&s->requested_bytes, as_cuda_requested_of(t, buf));
-	if (b->size >= s->max_split)
+	if (b->size >= s->set.max_split)
 		as_cuda_stat_sub(&s->oversize_allocations, 1);
 	as_cuda_try_merge(s, bi, s->b[bi].prev);
 	as_cuda_try_merge(s, bi, s->b[bi].next);

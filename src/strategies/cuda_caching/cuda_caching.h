@@ -33,6 +33,14 @@
  * put in the same place (stats blocks_reproduced, segments_reproduced,
  * notes with the first disagreements, the plan's divergence).
  *
+ * That is a reproduce run. With settings (or a capacity option) other than
+ * the recording's, a run is a what-if: after the first event it reads only
+ * the program's requests, frees, streams and empty_cache() calls (releases
+ * with nothing reserved at their step) and the device's size; the model
+ * decides OOM releases, retries, garbage collection and every segment's
+ * order key (its own address). The state at the start is seeded under the
+ * recording's settings in both.
+ *
  * Ownership: the online driver creates one state per case and space, and
  * releases it with destroy (NULL accepted). Text goes only to emit.
  *
@@ -69,6 +77,10 @@
 #define IN_EXPANDABLE 4u   /* placed in an expandable segment */
 #define IN_SMALL_POOL 8u   /* placed in a small-pool block */
 #define MADE_SEGMENT 16u   /* its allocation reserved a segment (pages) */
+/* The run's note on what it read from a recording starts with this. */
+#define AS_CUDA_NOTE_INPUTS "inputs: "
+/* A note on an out of memory (oom.c) starts with this. */
+#define AS_CUDA_NOTE_OOM "oom: "
 /* Per-device stat keys (literals: plan stats keep the pointer). */
 #define MAX_DEV_KEYS 8
 
@@ -130,6 +142,7 @@ struct block {
 struct segment {
 	uint64_t addr, size, mapped, page;
 	uint64_t hiwater;       /* expandable: highest mapped end - addr */
+	uint64_t inherited;     /* bytes of the state at the start held */
 	/* Where the device put it, for ordering: PyTorch breaks ties between
 	 * free blocks of one size by address, and the device (cudaMalloc),
 	 * not the allocator, chooses addresses. The recorded address (a trace
@@ -151,12 +164,68 @@ struct stat {
 	uint64_t cur, peak;
 };
 
-struct cc {
-	/* options */
-	uint64_t max_split, max_non_split, capacity, large_seg;
+/* The allocator's settings: PYTORCH_CUDA_ALLOC_CONF and the fraction. */
+struct cc_settings {
+	uint64_t max_split, max_non_split, large_seg;
 	uint32_t div[NDIV];
 	double gc_threshold, fraction;
-	bool expandable, opt_capacity;
+	bool expandable;
+};
+
+/*
+ * What a run read from the recording after its first event, and what it
+ * decided itself (stats and the run's note, start.c).
+ */
+struct cc_inputs {
+	uint64_t empty_cache;   /* the program's empty_cache() calls known */
+	uint64_t left;          /* releases before a cudaMalloc a what-if
+				 * leaves to the model (retry or program) */
+	uint64_t seg_keys;      /* recorded cudaMalloc addresses as keys */
+	uint64_t retries;       /* recorded releases before a retry */
+	uint64_t model_keys;    /* segments keyed by the model's address */
+	uint64_t model_releases;/* the model's own releases before an OOM */
+	uint64_t segments, blocks; /* the state at the first event */
+	uint64_t oom_requests;  /* requests the recording ran out of memory on */
+	uint64_t tails;         /* block tails at the start the trace's first
+				 * allocation into a free range revealed */
+};
+
+/* What the allocator held when a request ran out of memory (oom.c). */
+#define OOM_CLASSES 5
+#define MAX_OOM_NOTES 4
+struct cc_oom {
+	uint64_t time, request, size, alloc_size;
+	uint64_t live, reserved, capacity, largest;
+	uint64_t cached[OOM_CLASSES]; /* free cached bytes by block size */
+	bool recorded, fragmentation;
+};
+
+struct cc {
+	/* options */
+	struct cc_settings set;
+	uint64_t capacity;
+	bool opt_capacity;
+	/* A what-if: settings or a device other than the recording's. After
+	 * the first event it reads only what the program did (requests,
+	 * frees, streams, its empty_cache() calls) and the device's size;
+	 * `differs` names what differs, for the note. */
+	bool whatif;
+	uint32_t ndiffer;       /* settings other than the recording's */
+	char differs[160];
+	struct cc_inputs in;
+	/* Reserved bytes of the state at the start (inherited) still held,
+	 * the peak of those the model reserved itself (made), and from the
+	 * first of the program's empty_cache() calls that gave inherited
+	 * bytes back: its step and the reserved peak from then on. */
+	uint64_t inherited_start, inherited_cur, made_peak;
+	uint64_t released_at, after_peak;
+	bool released;
+	/* recorded OOM requests that fail: all of them when reproducing,
+	 * those the what-if's state cannot serve either */
+	uint64_t oom_failing;
+	struct cc_oom oom[MAX_OOM_NOTES];
+	uint32_t noom;
+	uint64_t oom_fragmentation, oom_live;
 	/* where the capacity comes from and the step that told it (a
 	 * recorded OOM or retry), for the note */
 	struct as_limit cap;
@@ -306,6 +375,8 @@ int as_cuda_alloc(void *state, const struct as_trace *t, uint32_t buf,
 void as_cuda_free(void *state, const struct as_trace *t, uint32_t buf);
 
 /* segments.c: memory from the device and back to it. */
+void as_cuda_reserve(struct cc *s, uint64_t n);
+void as_cuda_unreserve(struct cc *s, struct segment *g, uint64_t n);
 bool as_cuda_device_take(struct cc *s, uint64_t size, uint64_t bound,
 			 uint64_t *out);
 uint32_t as_cuda_segment_new(struct cc *s);
@@ -321,7 +392,12 @@ uint32_t as_cuda_alloc_block(struct cc *s, struct pool *p, bool small,
 /* settings.c: options, a recording's settings, create and destroy. */
 extern const struct as_option_desc as_cuda_options[];
 bool as_cuda_parse_divisions(const char *v, uint32_t *div);
-void as_cuda_apply_settings(struct cc *s, const char *m);
+void as_cuda_settings_default(struct cc_settings *x);
+void as_cuda_apply_settings(struct cc_settings *x, const struct as_opts *o,
+			    const char *m);
+size_t as_cuda_settings_differ(const struct cc_settings *a,
+			       const struct cc_settings *b, char *out,
+			       size_t len);
 int as_cuda_create(const struct as_opts *o, const struct as_run *run,
 		   void **state, struct as_diag *diag);
 void as_cuda_destroy(void *state);
@@ -331,6 +407,11 @@ int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
 		  uint32_t case_index, struct as_diag *diag);
 void as_cuda_agreement(struct cc *s, struct as_plan *p);
 void as_cuda_capacity_note(struct cc *s, struct as_plan *p);
+
+/* oom.c: what the allocator held at an out of memory. */
+void as_cuda_oom_record(struct cc *s, uint64_t time, uint64_t request,
+			uint64_t size, uint64_t alloc_size, bool recorded);
+void as_cuda_oom_notes(struct cc *s, struct as_plan *p);
 
 /* inspect.c: walk, query, stats, check. */
 bool as_cuda_walk(void *state, uint16_t space, as_block_fn visit, void *ctx);

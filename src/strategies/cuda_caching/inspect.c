@@ -1,8 +1,8 @@
 /*
  * cuda-caching: looking at the state. walk (blocks in address order),
  * query (dump, stats), the plan's statistics as torch.cuda.memory_stats()
- * names them, and check (every invariant, reported as a count and a first
- * message).
+ * names them (and the note on what a run read from a recording), and check
+ * (every invariant, reported as a count and a first message).
  */
 #include "strategies/cuda_caching/cuda_caching.h"
 
@@ -135,12 +135,14 @@ void as_cuda_query(void *state, enum as_query q)
 void as_cuda_stat_sum(struct cc *s, struct as_plan *p, const char *key,
 		      uint64_t v)
 {
-	uint64_t prev = 0;
-	if (s->space > 0)
-		for (uint32_t i = 0; i < p->nstats; i++)
-			if (strcmp(p->stats[i].key, key) == 0)
-				prev = (uint64_t)p->stats[i].value;
-	as_plan_stat_int(p, key, prev + v);
+	/* one scan: thousands of spaces each add to every key */
+	for (uint32_t i = 0; s->space > 0 && i < p->nstats; i++)
+		if (p->stats[i].key == key || strcmp(p->stats[i].key, key) == 0) {
+			p->stats[i].value = (double)((uint64_t)p->stats[i].value +
+						     v);
+			return;
+		}
+	as_plan_stat_int(p, key, v);
 }
 
 static const char *const dev_reserved_keys[MAX_DEV_KEYS] = {
@@ -149,6 +151,148 @@ static const char *const dev_reserved_keys[MAX_DEV_KEYS] = {
 	"reserved_bytes.peak.space4", "reserved_bytes.peak.space5",
 	"reserved_bytes.peak.space6", "reserved_bytes.peak.space7",
 };
+
+/* Per device figures `tune` reads (keys are literals: plan stats keep
+ * the pointer). */
+#define DEV_KEYS(k)                                                        \
+	{                                                                  \
+		k ".space0", k ".space1", k ".space2", k ".space3",        \
+			k ".space4", k ".space5", k ".space6", k ".space7" \
+	}
+static const char *const dev_made_keys[MAX_DEV_KEYS] =
+	DEV_KEYS("reserved_made");
+static const char *const dev_inherited_keys[MAX_DEV_KEYS] =
+	DEV_KEYS("reserved_inherited");
+static const char *const dev_after_keys[MAX_DEV_KEYS] =
+	DEV_KEYS("reserved_peak_after_release");
+static const char *const dev_released_keys[MAX_DEV_KEYS] =
+	DEV_KEYS("inherited_released_at");
+static const char *const dev_frag_keys[MAX_DEV_KEYS] =
+	DEV_KEYS("fragmentation_at_peak");
+static const char *const dev_ooms_keys[MAX_DEV_KEYS] =
+	DEV_KEYS("num_ooms");
+static const char *const dev_failing_keys[MAX_DEV_KEYS] =
+	DEV_KEYS("oom_requests_failing");
+static const char *const dev_over_keys[MAX_DEV_KEYS] =
+	DEV_KEYS("inherited_over_capacity");
+
+/*
+ * Inherited and made: the bytes reserved at the first event (taken as
+ * recorded), the peak of what the model reserved itself, and where the
+ * program's empty_cache() gave inherited bytes back, the reserved peak
+ * from then on (the reserved peak otherwise); summed over devices and
+ * per device.
+ */
+static void inherited_stats(struct cc *s, struct as_plan *p, uint64_t frag)
+{
+	uint64_t after = s->released ? s->after_peak : s->reserved_bytes.peak;
+	/* the state at the start does not fit the device: no request
+	 * reserves anything until the program gives enough of it back */
+	uint64_t over = s->capacity && s->inherited_start > s->capacity
+				? s->inherited_start - s->capacity
+				: 0;
+	if (over)
+		as_cuda_stat_sum(s, p, "inherited_over_capacity", over);
+	/* how many allocator settings differ from the recording's (tune) */
+	as_plan_stat_int(p, "settings_differ", s->ndiffer);
+	as_cuda_stat_sum(s, p, "reserved_inherited", s->inherited_start);
+	as_cuda_stat_sum(s, p, "reserved_made", s->made_peak);
+	as_cuda_stat_sum(s, p, "reserved_peak_after_release", after);
+	as_cuda_stat_sum(s, p, "inherited_released", s->released);
+	if (s->space >= MAX_DEV_KEYS)
+		return;
+	as_plan_stat_int(p, dev_made_keys[s->space], s->made_peak);
+	as_plan_stat_int(p, dev_inherited_keys[s->space], s->inherited_start);
+	as_plan_stat_int(p, dev_frag_keys[s->space], frag);
+	as_plan_stat_int(p, dev_ooms_keys[s->space], s->num_ooms);
+	if (s->in.oom_requests)
+		as_plan_stat_int(p, dev_failing_keys[s->space],
+				 s->oom_failing);
+	if (over)
+		as_plan_stat_int(p, dev_over_keys[s->space], over);
+	if (s->released) {
+		as_plan_stat_int(p, dev_after_keys[s->space], s->after_peak);
+		as_plan_stat_int(p, dev_released_keys[s->space],
+				 s->released_at);
+	}
+}
+
+/*
+ * A note (AS_CUDA_NOTE_INPUTS) per device: reproduce or what-if, what the run
+ * took from the recording after its first event and what it decided.
+ */
+static void inputs_note(struct cc *s, struct as_plan *p)
+{
+	char line[768], hb[32];
+	const char *dev = as_trace_space_name(s->t, s->space);
+	bool size = s->cap.from == AS_LIMIT_OOM ||
+		    s->cap.from == AS_LIMIT_RETRY;
+	int n = snprintf(line, sizeof(line),
+			 AS_CUDA_NOTE_INPUTS "%s: %s%s%s; the state at the first "
+			 "event as recorded (%" PRIu64 " segments, %s, %" PRIu64
+			 " blocks); read after it: %" PRIu64
+			 " empty_cache() calls of the program",
+			 dev, s->whatif ? "what-if (" : "reproduce",
+			 s->whatif ? s->differs : "",
+			 s->whatif ? " not the recording's)" : "",
+			 s->in.segments,
+			 as_human_bytes(s->inherited_start, hb, sizeof(hb)),
+			 s->in.blocks, s->in.empty_cache);
+	if (n > 0 && (size_t)n < sizeof(line) && s->in.tails)
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+			      ", the tails of %" PRIu64 " blocks of the start "
+			      "(where the trace first allocated after each)",
+			      s->in.tails);
+	if (n > 0 && (size_t)n < sizeof(line) && !s->whatif)
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+			      ", %" PRIu64 " OOMs, %" PRIu64
+			      " releases before a retried cudaMalloc, %" PRIu64
+			      " cudaMalloc addresses",
+			      s->recorded_ooms, s->in.retries, s->in.seg_keys);
+	if (n > 0 && (size_t)n < sizeof(line))
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+			      "%s; decided by the model: %" PRIu64
+			      " segment addresses, %" PRIu64
+			      " releases before an OOM, %" PRIu64
+			      " OOMs, %" PRIu64 " garbage collections",
+			      size ? ", the device size" : "",
+			      s->in.model_keys, s->in.model_releases,
+			      s->num_ooms, s->gc_runs);
+	if (n > 0 && (size_t)n < sizeof(line) && s->in.left)
+		snprintf(line + n, sizeof(line) - (size_t)n,
+			 "; %" PRIu64 " recorded releases before a cudaMalloc "
+			 "left to the model (a retry or the program's: not "
+			 "told apart without the recording's sizes)",
+			 s->in.left);
+	as_plan_note(p, line);
+}
+
+/* Which recorded inputs the run read after the first event (counts) and
+ * what it decided itself; only on a recording. */
+static void input_stats(struct cc *s, struct as_plan *p)
+{
+	const struct as_trace *t = s->t;
+	if (!t || (!t->nsegments && !t->nmarks))
+		return;
+	as_plan_stat_int(p, "whatif", s->whatif);
+	as_cuda_stat_sum(s, p, "inherited_segments", s->in.segments);
+	as_cuda_stat_sum(s, p, "inherited_blocks", s->in.blocks);
+	as_cuda_stat_sum(s, p, "inherited_tails_from_trace", s->in.tails);
+	as_cuda_stat_sum(s, p, "recorded_retry_releases_replayed",
+			 s->in.retries);
+	as_cuda_stat_sum(s, p, "recorded_segment_addresses_used",
+			 s->in.seg_keys);
+	as_cuda_stat_sum(s, p, "recorded_device_size_used",
+			 s->cap.from == AS_LIMIT_OOM ||
+				 s->cap.from == AS_LIMIT_RETRY);
+	as_cuda_stat_sum(s, p, "recorded_releases_left_to_model", s->in.left);
+	as_cuda_stat_sum(s, p, "model_segment_addresses", s->in.model_keys);
+	as_cuda_stat_sum(s, p, "model_releases", s->in.model_releases);
+	as_cuda_stat_sum(s, p, "recorded_oom_requests", s->in.oom_requests);
+	as_cuda_stat_sum(s, p, "oom_requests_failing", s->oom_failing);
+	if (s->is_first_case)
+		inputs_note(s, p);
+}
 
 /*
  * Plan offsets of blocks in expandable ranges: the ranges (virtual, far
@@ -169,7 +313,10 @@ static int lay_out_ranges(struct cc *s, struct as_plan *p)
 	}
 	for (uint32_t k = 0; k < as_cuda_nslots(s); k++) {
 		uint32_t g = s->seg_of[k], i = as_cuda_buf(s, k);
+		/* the block's own flag: a cudaMalloc segment's slot may hold
+		 * an expandable range later */
 		if (g != NIL && s->s[g].expandable &&
+		    (s->initial[k] & IN_EXPANDABLE) &&
 		    p->offset[i] != AS_NO_OFFSET)
 			p->offset[i] = base[g] + s->seg_off[k];
 	}
@@ -195,11 +342,10 @@ void as_cuda_stats(void *state, struct as_plan *p)
 	as_cuda_stat_sum(s, p, "reserved_bytes.current", s->reserved_bytes.cur);
 	as_cuda_stat_sum(s, p, "reserved_bytes.peak", s->reserved_bytes.peak);
 	/* reserved minus allocated at the reserved peak */
-	as_cuda_stat_sum(s, p, "fragmentation_at_peak",
-			 s->reserved_bytes.peak -
-				 (s->seen_peak == s->reserved_bytes.peak
-					  ? s->alloc_at_peak
-					  : 0));
+	uint64_t frag = s->reserved_bytes.peak -
+			(s->seen_peak == s->reserved_bytes.peak ? s->alloc_at_peak
+								: 0);
+	as_cuda_stat_sum(s, p, "fragmentation_at_peak", frag);
 	as_cuda_stat_sum(s, p, "requested_bytes.peak", s->requested_bytes.peak);
 	as_cuda_stat_sum(s, p, "allocation.peak", s->allocation.peak);
 	as_cuda_stat_sum(s, p, "segment.current", s->segment.cur);
@@ -222,6 +368,10 @@ void as_cuda_stats(void *state, struct as_plan *p)
 	as_cuda_stat_sum(s, p, "recorded_ooms_replayed", s->recorded_ooms);
 	as_cuda_stat_sum(s, p, "recorded_empty_cache_replayed",
 			 s->recorded_releases);
+	inherited_stats(s, p, frag);
+	input_stats(s, p);
+	if (s->is_first_case && s->t)
+		as_cuda_oom_notes(s, p);
 	if (s->is_first_case)
 		as_cuda_capacity_note(s, p);
 	if (s->space < MAX_DEV_KEYS)
@@ -376,7 +526,9 @@ uint64_t as_cuda_check(void *state, char *msg, size_t len)
 	if (nseg != s->segment.cur)
 		as_problem(&p, "segment=%" PRIu64 " but %" PRIu64 " are live",
 			s->segment.cur, nseg);
-	if (s->capacity && s->reserved_bytes.cur > s->capacity)
+	/* more only while memory from before the recording is held */
+	if (s->capacity && s->reserved_bytes.cur > s->capacity &&
+	    s->reserved_bytes.cur > s->inherited_cur)
 		as_problem(&p, "reserved_bytes=%" PRIu64 " exceeds capacity %" PRIu64,
 			s->reserved_bytes.cur, s->capacity);
 	return p.n;

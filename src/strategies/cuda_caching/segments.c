@@ -88,9 +88,35 @@ static void key_del(struct cc *s, uint32_t gi)
 /* The limit set_per_process_memory_fraction gives, or NO_LIMIT. */
 static uint64_t allowed_max(const struct cc *s)
 {
-	if (s->fraction <= 0.0 || s->capacity == 0)
+	if (s->set.fraction <= 0.0 || s->capacity == 0)
 		return NO_LIMIT;
-	return (uint64_t)(s->fraction * (double)s->capacity);
+	return (uint64_t)(s->set.fraction * (double)s->capacity);
+}
+
+/* ---- reserved bytes: inherited and made ---- */
+
+/*
+ * n bytes reserved by the model itself: the reserved stat, the peak of
+ * what the model made (reserved minus the inherited bytes still held),
+ * and the reserved peak after the inherited bytes were given back.
+ */
+void as_cuda_reserve(struct cc *s, uint64_t n)
+{
+	as_cuda_stat_add(&s->reserved_bytes, n);
+	uint64_t made = s->reserved_bytes.cur - s->inherited_cur;
+	if (made > s->made_peak)
+		s->made_peak = made;
+	if (s->released && s->reserved_bytes.cur > s->after_peak)
+		s->after_peak = s->reserved_bytes.cur;
+}
+
+/* n bytes of segment g given back; the inherited ones go first. */
+void as_cuda_unreserve(struct cc *s, struct segment *g, uint64_t n)
+{
+	as_cuda_stat_sub(&s->reserved_bytes, n);
+	uint64_t inh = n < g->inherited ? n : g->inherited;
+	g->inherited -= inh;
+	s->inherited_cur -= inh > s->inherited_cur ? s->inherited_cur : inh;
 }
 
 /* ---- giving memory back ---- */
@@ -103,9 +129,9 @@ static void release_segment(struct cc *s, uint32_t bi)
 	as_cuda_emitf(s, "segment_free addr=0x%" PRIx64 " size=%" PRIu64,
 		      g->addr, g->size);
 	gap_add(s, g->addr, as_cuda_round_up(g->size, ROUND_LARGE));
-	as_cuda_stat_sub(&s->reserved_bytes, g->size);
+	as_cuda_unreserve(s, g, g->size);
 	as_cuda_stat_sub(&s->segment, 1);
-	if (g->size >= s->max_split)
+	if (g->size >= s->set.max_split)
 		as_cuda_stat_sub(&s->oversize_segments, 1);
 	s->num_device_free++;
 	key_del(s, b->seg);
@@ -160,7 +186,7 @@ static int unmap_block(struct cc *s, uint32_t bi)
 	b->size = hi - lo;
 	b->mapped = 0;
 	g->mapped -= hi - lo;
-	as_cuda_stat_sub(&s->reserved_bytes, hi - lo);
+	as_cuda_unreserve(s, g, hi - lo);
 	s->num_device_free++;
 	as_cuda_emitf(s, "segment_unmap addr=0x%" PRIx64 " size=%" PRIu64, lo,
 		      hi - lo);
@@ -232,9 +258,9 @@ int as_cuda_release_cached(struct cc *s)
 bool as_cuda_release_available(struct cc *s, struct pool *p, uint64_t size,
 			       uint16_t stream)
 {
-	if (s->max_split == NO_LIMIT)
+	if (s->set.max_split == NO_LIMIT)
 		return false;
-	uint64_t key = size < s->max_split ? s->max_split : size;
+	uint64_t key = size < s->set.max_split ? s->set.max_split : size;
 	uint32_t it = as_cuda_t_lower_bound(&s->tp, p->blocks, stream, key, 0);
 	if (it != NIL && s->tp.n[it].k0 == stream &&
 	    !s->s[s->b[s->tp.n[it].val].seg].expandable) {
@@ -243,13 +269,14 @@ bool as_cuda_release_available(struct cc *s, struct pool *p, uint64_t size,
 			return false;
 		as_cuda_pool_remove(s, bi);
 		release_segment(s, bi);
+		s->in.model_releases++;
 		return true;
 	}
 	/* several oversize blocks, the largest first */
 	uint64_t released = 0;
 	it = as_cuda_t_before(&s->tp, p->blocks, stream, key, 0);
 	while (it != NIL && released < key && s->tp.n[it].k0 == stream &&
-	       s->tp.n[it].k1 >= s->max_split) {
+	       s->tp.n[it].k1 >= s->set.max_split) {
 		uint32_t bi = s->tp.n[it].val;
 		uint64_t k1 = s->tp.n[it].k1, k2 = s->tp.n[it].k2;
 		if (!s->s[s->b[bi].seg].expandable &&
@@ -260,6 +287,7 @@ bool as_cuda_release_available(struct cc *s, struct pool *p, uint64_t size,
 		}
 		it = as_cuda_t_before(&s->tp, p->blocks, stream, k1, k2);
 	}
+	s->in.model_releases += released > 0;
 	return released >= key;
 }
 
@@ -269,7 +297,7 @@ void as_cuda_garbage_collect(struct cc *s)
 	uint64_t amax = allowed_max(s);
 	if (amax == NO_LIMIT)
 		return;
-	uint64_t threshold = (uint64_t)(s->gc_threshold * (double)amax);
+	uint64_t threshold = (uint64_t)(s->set.gc_threshold * (double)amax);
 	if (s->reserved_bytes.cur <= threshold)
 		return;
 	uint64_t target = s->reserved_bytes.cur - threshold, reclaimed = 0;
@@ -337,6 +365,7 @@ static uint64_t segment_key(struct cc *s, uint64_t addr, uint64_t size,
 			    uint16_t stream)
 {
 	const struct as_trace *t = s->t;
+	/* a what-if has no rec_taken: its own addresses order */
 	if (t && s->rec_taken) {
 		uint32_t lo = 0, hi = t->nsegments;
 		while (lo < hi) {
@@ -355,9 +384,11 @@ static uint64_t segment_key(struct cc *s, uint64_t addr, uint64_t size,
 			    key_taken(s, g->addr, size))
 				continue;
 			s->rec_taken[k] = 1;
+			s->in.seg_keys++;
 			return g->addr;
 		}
 	}
+	s->in.model_keys++;
 	return addr + s->key_base;
 }
 
@@ -416,8 +447,8 @@ static uint32_t new_segment(struct cc *s, uint64_t alloc_size, bool small,
 	if (bi == NIL)
 		return NIL;
 	as_cuda_stat_add(&s->segment, 1);
-	as_cuda_stat_add(&s->reserved_bytes, alloc_size);
-	if (alloc_size >= s->max_split)
+	as_cuda_reserve(s, alloc_size);
+	if (alloc_size >= s->set.max_split)
 		as_cuda_stat_add(&s->oversize_segments, 1);
 	s->num_device_alloc++;
 	if (addr + alloc_size > s->dev_top)
@@ -451,7 +482,7 @@ static int map_block(struct cc *s, uint32_t bi, uint64_t size, bool *ok)
 	g->mapped += n;
 	if (b->addr + n - g->addr > g->hiwater)
 		g->hiwater = b->addr + n - g->addr;
-	as_cuda_stat_add(&s->reserved_bytes, n);
+	as_cuda_reserve(s, n);
 	s->num_device_alloc++;
 	as_cuda_emitf(s, "segment_map addr=0x%" PRIx64 " size=%" PRIu64,
 		      b->addr, n);
@@ -485,7 +516,7 @@ static uint32_t find_expandable(struct cc *s, struct pool *p, bool small,
 		if (bytes >= size)
 			return c;
 	}
-	uint64_t page = small ? SMALL_BUFFER : s->large_seg;
+	uint64_t page = small ? SMALL_BUFFER : s->set.large_seg;
 	uint64_t va = s->capacity ? s->capacity + s->capacity / 8 : DEFAULT_VA;
 	va = as_cuda_round_up(va, page);
 	if (va < as_cuda_round_up(size, page))
@@ -494,6 +525,7 @@ static uint32_t find_expandable(struct cc *s, struct pool *p, bool small,
 		return NIL; /* virtual addresses run out */
 	uint64_t addr = s->va_next;
 	s->va_next += va;
+	s->in.model_keys++;
 	uint32_t bi = open_segment(s,
 				   (struct segment){.addr = addr, .size = va,
 						    .page = page,
@@ -546,7 +578,7 @@ uint32_t as_cuda_alloc_block(struct cc *s, struct pool *p, bool small,
 	uint64_t amax = allowed_max(s);
 	if (amax != NO_LIMIT && s->reserved_bytes.cur + alloc_size > amax)
 		return NIL;
-	if (s->expandable)
+	if (s->set.expandable)
 		return alloc_expandable(s, p, small, stream, size, err);
 	return new_segment(s, alloc_size, small, stream, err);
 }

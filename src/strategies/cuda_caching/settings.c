@@ -73,10 +73,11 @@ bool as_cuda_parse_divisions(const char *v, uint32_t *div)
 	return true;
 }
 
-static bool given(const struct cc *s, const char *key)
+/* Whether option `key` was given (o NULL: none was). */
+static bool given(const struct as_opts *o, const char *key)
 {
-	for (uint32_t i = 0; i < s->opts.n; i++)
-		if (strcmp(s->opts.kv[i].key, key) == 0)
+	for (uint32_t i = 0; o && i < o->n; i++)
+		if (strcmp(o->kv[i].key, key) == 0)
 			return true;
 	return false;
 }
@@ -123,7 +124,8 @@ static bool meta_number(const char *m, const char *key, double *out)
  * the structured keys do not carry (max_non_split_rounding_mb,
  * large_segment_size_mb), and all of them for writers without those keys.
  */
-static void apply_conf_string(struct cc *s, const char *m)
+static void apply_conf_string(struct cc_settings *st,
+			      const struct as_opts *o, const char *m)
 {
 	const char *v = meta_value(m, "PYTORCH_CUDA_ALLOC_CONF");
 	if (!v || *v != '"')
@@ -154,57 +156,58 @@ static void apply_conf_string(struct cc *s, const char *m)
 		uint64_t x;
 		bool num = as_parse_u64(val, strlen(val), &x);
 		if (strcmp(key, "max_split_size_mb") == 0 && num && x >= 20 &&
-		    x < (MAX_BYTES >> 20) && !given(s, key))
-			s->max_split = x << 20;
+		    x < (MAX_BYTES >> 20) && !given(o, key))
+			st->max_split = x << 20;
 		else if (strcmp(key, "max_non_split_rounding_mb") == 0 && num &&
-			 x < (MAX_BYTES >> 20) && !given(s, key))
-			s->max_non_split = x << 20;
+			 x < (MAX_BYTES >> 20) && !given(o, key))
+			st->max_non_split = x << 20;
 		else if (strcmp(key, "large_segment_size_mb") == 0 && num &&
 			 x >= 2 && x % 2 == 0 && x < (1ull << 20) &&
-			 !given(s, key))
-			s->large_seg = x << 20;
+			 !given(o, key))
+			st->large_seg = x << 20;
 		else if (strcmp(key, "expandable_segments") == 0 &&
-			 !given(s, key))
-			s->expandable = strcmp(val, "True") == 0 ||
+			 !given(o, key))
+			st->expandable = strcmp(val, "True") == 0 ||
 					strcmp(val, "true") == 0 ||
 					strcmp(val, "1") == 0;
 		else if (strcmp(key, "roundup_power2_divisions") == 0 &&
-			 !given(s, key)) {
+			 !given(o, key)) {
 			uint32_t div[NDIV] = {0};
 			if (as_cuda_parse_divisions(val, div))
-				memcpy(s->div, div, sizeof(div));
+				memcpy(st->div, div, sizeof(div));
 		} else if (strcmp(key, "garbage_collection_threshold") == 0 &&
-			   !given(s, key)) {
+			   !given(o, key)) {
 			char *e;
 			double d = strtod(val, &e);
 			if (e != val && d > 0.0 && d < 1.0)
-				s->gc_threshold = d;
+				st->gc_threshold = d;
 		}
 	}
 }
 
-void as_cuda_apply_settings(struct cc *s, const char *m)
+void as_cuda_apply_settings(struct cc_settings *st, const struct as_opts *o,
+			    const char *m)
 {
 	double x;
 	const char *v;
-	apply_conf_string(s, m);
-	if (!given(s, "max_split_size_mb") &&
+	apply_conf_string(st, o, m);
+	if (!given(o, "max_split_size_mb") &&
 	    meta_number(m, "max_split_size", &x) && x >= (double)LARGE_BUFFER &&
 	    x < (double)MAX_BYTES)
-		s->max_split = (uint64_t)x;
-	if (!given(s, "garbage_collection_threshold") &&
+		st->max_split = (uint64_t)x;
+	if (!given(o, "garbage_collection_threshold") &&
 	    meta_number(m, "garbage_collection_threshold", &x) && x > 0.0 &&
 	    x < 1.0)
-		s->gc_threshold = x;
-	if (!given(s, "expandable_segments") &&
+		st->gc_threshold = x;
+	if (!given(o, "expandable_segments") &&
 	    (v = meta_value(m, "expandable_segments")))
-		s->expandable = strncmp(v, "true", 4) == 0 ||
+		st->expandable = strncmp(v, "true", 4) == 0 ||
 				strncmp(v, "True", 4) == 0 || *v == '1';
-	if (!given(s, "max_non_split_rounding_mb") &&
+	if (!given(o, "max_non_split_rounding_mb") &&
 	    meta_number(m, "max_non_split_rounding_size", &x) && x > 0.0 &&
 	    x < (double)MAX_BYTES)
-		s->max_non_split = (uint64_t)x;
-	if (!given(s, "roundup_power2_divisions") &&
+		st->max_non_split = (uint64_t)x;
+	if (!given(o, "roundup_power2_divisions") &&
 	    (v = meta_value(m, "roundup_power2_divisions")) && *v == '{') {
 		/* {"1": 0, "2": 0, ...}: interval start in MiB -> divisions */
 		const char *end = strchr(v, '}');
@@ -223,10 +226,50 @@ void as_cuda_apply_settings(struct cc *s, const char *m)
 			if (mb && !(mb & (mb - 1)) &&
 			    as_cuda_floor_log2(mb) < NDIV && d <= 1024 &&
 			    !(d & (d - 1)))
-				s->div[as_cuda_floor_log2(mb)] = (uint32_t)d;
+				st->div[as_cuda_floor_log2(mb)] = (uint32_t)d;
 			p = e2;
 		}
 	}
+}
+
+/* PyTorch's defaults: no split limit, no rounding divisions, 20 MiB. */
+void as_cuda_settings_default(struct cc_settings *x)
+{
+	*x = (struct cc_settings){.max_split = NO_LIMIT,
+				  .max_non_split = LARGE_BUFFER,
+				  .large_seg = LARGE_BUFFER};
+}
+
+/*
+ * The names of the settings in which a and b differ, comma separated, into
+ * out (len bytes); returns how many differ.
+ */
+size_t as_cuda_settings_differ(const struct cc_settings *a,
+			       const struct cc_settings *b, char *out,
+			       size_t len)
+{
+	const char *names[7];
+	size_t n = 0, at = 0;
+	if (a->max_split != b->max_split)
+		names[n++] = "max_split_size_mb";
+	if (a->max_non_split != b->max_non_split)
+		names[n++] = "max_non_split_rounding_mb";
+	if (a->large_seg != b->large_seg)
+		names[n++] = "large_segment_size_mb";
+	if (memcmp(a->div, b->div, sizeof(a->div)) != 0)
+		names[n++] = "roundup_power2_divisions";
+	if (a->gc_threshold != b->gc_threshold)
+		names[n++] = "garbage_collection_threshold";
+	if (a->fraction != b->fraction)
+		names[n++] = "fraction";
+	if (a->expandable != b->expandable)
+		names[n++] = "expandable_segments";
+	if (len)
+		out[0] = 0;
+	for (size_t i = 0; i < n && at < len; i++)
+		at += (size_t)snprintf(out + at, len - at, "%s%s",
+				       i ? ", " : "", names[i]);
+	return n;
 }
 
 void as_cuda_destroy(void *state)
@@ -270,8 +313,8 @@ int as_cuda_create(const struct as_opts *o, const struct as_run *run,
 	    (err = as_opts_u64(o, "capacity", 0, 0, MAX_BYTES, &s->capacity,
 			       diag)) ||
 	    (err = as_opts_double(o, "garbage_collection_threshold", 0.0, 0.0,
-				  0.999999, &s->gc_threshold, diag)) ||
-	    (err = as_opts_double(o, "fraction", 0.0, 0.0, 1.0, &s->fraction,
+				  0.999999, &s->set.gc_threshold, diag)) ||
+	    (err = as_opts_double(o, "fraction", 0.0, 0.0, 1.0, &s->set.fraction,
 				  diag))) {
 		free(s);
 		return err;
@@ -291,7 +334,7 @@ int as_cuda_create(const struct as_opts *o, const struct as_run *run,
 				   (unsigned long long)lseg);
 	}
 	const char *dv = as_opts_get(o, "roundup_power2_divisions");
-	if (dv && !as_cuda_parse_divisions(dv, s->div)) {
+	if (dv && !as_cuda_parse_divisions(dv, s->set.div)) {
 		free(s);
 		return as_diag_set(diag, 0, AS_EINVAL,
 				   "cuda-caching: option roundup_power2_divisions"
@@ -300,10 +343,10 @@ int as_cuda_create(const struct as_opts *o, const struct as_run *run,
 				   dv);
 	}
 	s->opts = *o;
-	s->max_split = msplit ? msplit << 20 : NO_LIMIT;
-	s->max_non_split = nonsplit << 20;
-	s->large_seg = lseg << 20;
-	s->expandable = exp % 2 == 1;
+	s->set.max_split = msplit ? msplit << 20 : NO_LIMIT;
+	s->set.max_non_split = nonsplit << 20;
+	s->set.large_seg = lseg << 20;
+	s->set.expandable = exp % 2 == 1;
 	/* capacity=0 given: unlimited, whatever the trace says */
 	s->opt_capacity = as_opts_get(o, "capacity") != NULL;
 	s->emit = run->emit;

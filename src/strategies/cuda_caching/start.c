@@ -27,6 +27,25 @@ static uint64_t real_gap(const struct as_trace *t, uint16_t space,
 	return next - end;
 }
 
+/*
+ * Whether a recorded expandable piece at `addr` belongs to the range that
+ * starts at `base` and whose pieces end at `end` so far: less than a device
+ * apart from them, and (with a device size) inside the virtual range
+ * PyTorch reserves, 1.125 times the device from its base; a range of the
+ * other pool or stream starts beyond.
+ */
+static bool same_range(const struct cc *s, const struct as_trace *t,
+		       uint64_t base, uint64_t end, uint64_t addr)
+{
+	uint64_t apart = s->capacity ? s->capacity : 4ull << 30;
+	if (addr > end && real_gap(t, s->space, end, addr) >= apart)
+		return false;
+	if (!s->capacity || addr <= base)
+		return true;
+	return real_gap(t, s->space, base + 1, addr) + 1 <
+	       s->capacity + s->capacity / 8;
+}
+
 /* Recorded segments of `space` live at time 0, by address. */
 static bool initial_seg_less(uint32_t a, uint32_t b, const void *ctx)
 {
@@ -45,6 +64,16 @@ static bool initial_buffer(const struct as_trace *t, uint32_t i,
 {
 	const struct as_buffer *b = &t->buffers[i];
 	return b->start == 0 && b->space == space &&
+	       b->recorded != AS_NO_OFFSET && b->alias_of == AS_NONE;
+}
+
+/* A buffer the trace allocates (after time step 0) at a recorded address
+ * of `space`. */
+static bool later_buffer(const struct as_trace *t, uint32_t i,
+			 uint16_t space)
+{
+	const struct as_buffer *b = &t->buffers[i];
+	return b->start > 0 && b->space == space &&
 	       b->recorded != AS_NO_OFFSET && b->alias_of == AS_NONE;
 }
 
@@ -121,10 +150,39 @@ static bool recorded_less(uint32_t a, uint32_t b, const void *ctx)
 struct seed_range {
 	const struct as_segment *const *pieces;
 	uint32_t n;
+	/* the trace's own allocations of the space, by recorded address */
+	const uint32_t *later;
+	uint32_t nlater;
 	uint64_t base, end;     /* recorded addresses */
 	bool expandable, small;
 	uint16_t stream;
 };
+
+/*
+ * Where the trace's first allocation into the recorded free range [lo, hi)
+ * landed before time `before`, or hi. The allocator takes the low end of a
+ * free block: a free block began there at the first event.
+ */
+static uint64_t first_landing(const struct as_trace *t,
+			      const struct seed_range *r, uint64_t lo,
+			      uint64_t hi, uint64_t before)
+{
+	uint32_t a = 0, b = r->nlater;
+	while (a < b) {
+		uint32_t mid = a + (b - a) / 2;
+		if (t->buffers[r->later[mid]].recorded < lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	uint64_t first = before, at = hi;
+	for (; a < r->nlater && t->buffers[r->later[a]].recorded < hi; a++)
+		if (t->buffers[r->later[a]].start < first) {
+			first = t->buffers[r->later[a]].start;
+			at = t->buffers[r->later[a]].recorded;
+		}
+	return at;
+}
 
 /*
  * Fill model segment gi (at model address `at`) with the recorded range's
@@ -175,11 +233,23 @@ static int seed_blocks(struct cc *s, const struct as_trace *t, uint32_t gi,
 			uint64_t gap = next > bb->recorded + size
 					       ? next - bb->recorded - size
 					       : 0;
-			if (gap && (s->s[gi].small || s->expandable ||
-						    s->s[gi].expandable
-					    ? gap < MIN_BLOCK
-					    : gap <= SMALL_SIZE))
+			bool large = !s->s[gi].small && !s->set.expandable &&
+				     !s->s[gi].expandable;
+			if (gap && (!large ? gap < MIN_BLOCK
+					   : gap <= SMALL_SIZE)) {
 				size += gap;
+			} else if (gap && large) {
+				/* no large-pool block is 1 MiB or less: a
+				 * free block the trace first takes within
+				 * 1 MiB after this one leaves it the rest */
+				uint64_t lo = bb->recorded + size;
+				uint64_t x = first_landing(t, r, lo, next,
+							   bb->end);
+				if (x > lo && x - lo <= SMALL_SIZE) {
+					size += x - lo;
+					s->in.tails++;
+				}
+			}
 			if (!err)
 				err = seed_block(s, gi, &prev,
 						 bb->recorded - r->base + model,
@@ -189,6 +259,7 @@ static int seed_blocks(struct cc *s, const struct as_trace *t, uint32_t gi,
 			struct block *b = &s->b[prev];
 			b->stream = bb->stream;
 			s->initial[as_cuda_slot(s, buf)] = SEEDED;
+			s->in.blocks++;
 			as_cuda_account_alloc(s, prev, buf,
 					      as_cuda_requested_of(t, buf));
 			at = bb->recorded + size;
@@ -210,6 +281,10 @@ static int seed_blocks(struct cc *s, const struct as_trace *t, uint32_t gi,
 					   s->s[gi].addr;
 		}
 	s->s[gi].mapped = mapped;
+	/* taken as recorded: inherited, not made by the model */
+	s->s[gi].inherited = mapped;
+	s->inherited_cur += mapped;
+	s->inherited_start += mapped;
 	as_cuda_stat_add(&s->reserved_bytes, mapped);
 	/* pool the free blocks now that the neighbours are known */
 	for (uint32_t x = s->s[gi].first; !err && x != NIL; x = s->b[x].next)
@@ -231,7 +306,7 @@ static bool range_is_small(const struct cc *s, const struct as_trace *t,
 	if (!r->expandable)
 		return r->end - r->base == SMALL_BUFFER;
 	for (uint32_t p = 0; p < r->n; p++)
-		if (r->pieces[p]->size % s->large_seg)
+		if (r->pieces[p]->size % s->set.large_seg)
 			return true;
 	return false;
 }
@@ -244,31 +319,41 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 		     t->segments[i].start == 0;
 	if (!n)
 		return AS_OK;
-	for (uint32_t i = 0; i < t->nbuffers; i++)
+	uint32_t nl = 0;
+	for (uint32_t i = 0; i < t->nbuffers; i++) {
 		np += initial_buffer(t, i, space);
+		nl += later_buffer(t, i, space);
+	}
 	uint32_t *v = malloc((size_t)n * sizeof(*v));
 	const struct as_segment **pv = malloc((size_t)n * sizeof(*pv));
 	uint32_t *bufs = malloc(((size_t)np + 1) * sizeof(*bufs));
-	int err = v && pv && bufs ? AS_OK : AS_ENOMEM;
+	uint32_t *later = malloc(((size_t)nl + 1) * sizeof(*later));
+	int err = v && pv && bufs && later ? AS_OK : AS_ENOMEM;
 	n = 0;
 	for (uint32_t i = 0; !err && i < t->nsegments; i++)
 		if (t->segments[i].space == space && t->segments[i].start == 0)
 			v[n++] = i;
-	for (uint32_t i = 0; !err && i < t->nbuffers; i++)
+	nl = 0;
+	for (uint32_t i = 0; !err && i < t->nbuffers; i++) {
 		if (initial_buffer(t, i, space))
 			bufs[nb++] = i;
+		if (later_buffer(t, i, space))
+			later[nl++] = i;
+	}
 	if (!err)
 		err = as_sort_u32(v, n, initial_seg_less, t);
 	if (!err)
 		err = as_sort_u32(bufs, nb, recorded_less, t);
+	if (!err)
+		err = as_sort_u32(later, nl, recorded_less, t);
 	for (uint32_t i = 0; !err && i < n; i++)
 		pv[i] = &t->segments[v[i]];
-	/* ranges of an expandable segment: pieces of one stream less than
-	 * a device apart (PyTorch reserves more than the device per range) */
-	uint64_t apart = s->capacity ? s->capacity : 4ull << 30;
+	/* ranges of an expandable segment: pieces of one stream in one
+	 * virtual range (same_range) */
 	uint32_t k = 0;
 	for (uint32_t i = 0, j; !err && i < n; i = j) {
-		struct seed_range r = {.pieces = pv + i, .base = pv[i]->addr,
+		struct seed_range r = {.pieces = pv + i, .later = later,
+				       .nlater = nl, .base = pv[i]->addr,
 				       .stream = pv[i]->stream,
 				       .expandable = (pv[i]->flags &
 						      AS_SEG_EXPANDABLE) != 0};
@@ -276,13 +361,13 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 		for (j = i + 1; r.expandable && j < n &&
 				(pv[j]->flags & AS_SEG_EXPANDABLE) &&
 				pv[j]->stream == r.stream &&
-				real_gap(t, space, r.end, pv[j]->addr) < apart;
+				same_range(s, t, r.base, r.end, pv[j]->addr);
 		     j++)
 			if (pv[j]->addr + pv[j]->size > r.end)
 				r.end = pv[j]->addr + pv[j]->size;
 		r.n = j - i;
 		r.small = range_is_small(s, t, &r, bufs, nb, k);
-		uint64_t page = r.small ? SMALL_BUFFER : s->large_seg;
+		uint64_t page = r.small ? SMALL_BUFFER : s->set.large_seg;
 		uint64_t size = r.end - r.base;
 		if (r.expandable) {
 			uint64_t va = s->capacity ? s->capacity + s->capacity / 8
@@ -315,10 +400,11 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 					    .expandable = r.expandable,
 					    .live = 1, .initial = 1,
 					    .page = page, .first = NIL,
-					    .key = r.base};
+					    .key = s->whatif ? addr : r.base};
+		s->in.segments++;
 		if (!r.expandable) {
 			as_cuda_stat_add(&s->segment, 1);
-			if (size >= s->max_split)
+			if (size >= s->set.max_split)
 				as_cuda_stat_add(&s->oversize_segments, 1);
 		}
 		err = as_cuda_key_add(s, gi);
@@ -328,6 +414,7 @@ static int seed_state(struct cc *s, const struct as_trace *t, uint16_t space)
 	free(v);
 	free(pv);
 	free(bufs);
+	free(later);
 	return err;
 }
 
@@ -380,14 +467,29 @@ static int recorded_capacity(struct cc *s, const struct as_trace *t,
 	for (uint32_t k = 0; !err && k < n; k++) {
 		if (r[k].oom)
 			continue;
+		/*
+		 * A what-if reads no sizes: a release with nothing reserved
+		 * at its step is the program's empty_cache(); one before a
+		 * cudaMalloc (a retry, or the program's) is left to the
+		 * model, which retries when its own device is full.
+		 */
+		if (s->whatif) {
+			if (r[k].started)
+				s->in.left++;
+			else
+				err = add_step(&s->release_at, &s->nrelease,
+					       &cap, r[k].time);
+			continue;
+		}
 		if (r[k].started && r[k].before + r[k].started > peak)
 			err = add_step(&s->maybe_at, &s->nmaybe, &mcap,
 				       r[k].time);
-		else if (!r[k].started || s->gc_threshold <= 0.0)
+		else if (!r[k].started || s->set.gc_threshold <= 0.0)
 			err = add_step(&s->release_at, &s->nrelease, &cap,
 				       r[k].time);
 	}
 	free(r);
+	s->in.empty_cache = s->nrelease;
 	if (err || s->capacity || s->opt_capacity)
 		return err;
 	if ((err = as_trace_device_limit(t, space, &s->cap)))
@@ -402,6 +504,11 @@ static void set_key_base(struct cc *s, const struct as_trace *t,
 			 uint16_t space)
 {
 	uint64_t top = 0;
+	/* a what-if orders every segment by the model's own address */
+	if (s->whatif) {
+		s->key_base = 0;
+		return;
+	}
 	for (uint32_t i = 0; i < t->nsegments; i++) {
 		const struct as_segment *g = &t->segments[i];
 		if (g->space == space && g->addr + g->size > top)
@@ -414,6 +521,51 @@ static void set_key_base(struct cc *s, const struct as_trace *t,
 	/* model addresses stay below 2^61: keys do not wrap */
 	if (s->key_base > (1ull << 62))
 		s->key_base = 1ull << 62;
+}
+
+/*
+ * Whether this run is a what-if: settings other than the recording's (its
+ * allocator_settings, else PyTorch's defaults), or a capacity option other
+ * than the device size the recording tells. Only a trace that recorded
+ * something beyond requests and frees (segments, OOMs) has a difference
+ * to make.
+ */
+static int decide_whatif(struct cc *s, const struct as_trace *t,
+			 uint16_t space, const struct cc_settings *rec)
+{
+	size_t n = as_cuda_settings_differ(&s->set, rec, s->differs,
+					   sizeof(s->differs));
+	s->ndiffer = (uint32_t)n;
+	if (!n && s->opt_capacity) {
+		struct as_limit l;
+		int err = as_trace_device_limit(t, space, &l);
+		if (err)
+			return err;
+		if (l.bytes != s->capacity) {
+			snprintf(s->differs, sizeof(s->differs), "capacity");
+			n = 1;
+		}
+	}
+	s->whatif = n > 0;
+	return AS_OK;
+}
+
+/* oversize_segments and oversize_allocations under this run's split
+ * limit (the start was seeded under the recording's). */
+static void recount_oversize(struct cc *s)
+{
+	uint64_t segs = 0, allocs = 0;
+	for (uint32_t i = 0; i < s->ns; i++) {
+		const struct segment *g = &s->s[i];
+		if (!g->live || g->expandable)
+			continue;
+		segs += g->size >= s->set.max_split;
+		for (uint32_t x = g->first; x != NIL; x = s->b[x].next)
+			allocs += s->b[x].allocated &&
+				  s->b[x].size >= s->set.max_split;
+	}
+	s->oversize_segments = (struct stat){segs, segs};
+	s->oversize_allocations = (struct stat){allocs, allocs};
 }
 
 int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
@@ -434,20 +586,32 @@ int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
 						   AS_LIMIT_SPACE};
 		}
 	}
-	if (t->metadata)
-		as_cuda_apply_settings(s, t->metadata);
+	struct cc_settings rec;
+	as_cuda_settings_default(&rec);
+	if (t->metadata) {
+		as_cuda_apply_settings(&s->set, &s->opts, t->metadata);
+		as_cuda_apply_settings(&rec, NULL, t->metadata);
+	}
 	int err = as_cuda_ensure_arrays(s, t);
+	if (!err)
+		err = decide_whatif(s, t, space, &rec);
 	if (!err && case_index == 0 && t->nsegments)
 		err = recorded_capacity(s, t, space);
-	if (!err && case_index == 0)
+	if (!err && case_index == 0) {
+		/* the state at the start is the recording's: its blocks took
+		 * their sizes under the recorded settings */
+		struct cc_settings mine = s->set;
+		s->set = rec;
 		err = seed_state(s, t, space);
+		s->set = mine;
+		recount_oversize(s);
+	}
 	/* the reserved peak may be the state at the start */
 	s->seen_peak = s->reserved_bytes.peak;
 	s->alloc_at_peak = s->allocated_bytes.cur;
 	if (!err && t->nsegments) {
 		set_key_base(s, t, space);
-		s->rec_taken = calloc(t->nsegments, 1);
-		if (!s->rec_taken)
+		if (!s->whatif && !(s->rec_taken = calloc(t->nsegments, 1)))
 			err = AS_ENOMEM;
 	}
 	return err;
@@ -564,7 +728,7 @@ static const char *why(const struct cc *s, const struct as_trace *t,
  */
 static void diverge(const struct cc *s, struct as_divergence *d, uint32_t i,
 		    const struct as_segment *rg, uint64_t raddr, uint64_t roff,
-		    uint64_t rsize, bool rexp)
+		    uint64_t rsize, bool rexp, bool rnew)
 {
 	const struct as_trace *t = s->t;
 	const struct as_buffer *b = &t->buffers[i];
@@ -589,7 +753,7 @@ static void diverge(const struct cc *s, struct as_divergence *d, uint32_t i,
 			       : as_cuda_round_size(s, as_cuda_requested_of(
 							       t, i)) <=
 					 SMALL_SIZE,
-		.new_segment = rg->start == b->start,
+		.new_segment = rnew,
 		.expandable = rexp,
 	};
 	if (!m.segment_size)
@@ -651,16 +815,14 @@ void as_cuda_agreement(struct cc *s, struct as_plan *p)
 	uint64_t (*runs)[3] = malloc(((size_t)t->nsegments + 1) *
 				     sizeof(*runs));
 	uint32_t nruns = 0;
-	/* pieces less than a device apart are one range, as seeding has it
-	 * (a hole in the middle may never be mapped while recording) */
-	uint64_t apart = s->capacity ? s->capacity : 4ull << 30;
+	/* pieces of one range as seeding has them (same_range: a hole in
+	 * the middle may never be mapped while recording) */
 	for (uint32_t k = 0; runs && k < t->nsegments; k++) {
 		const struct as_segment *g = &t->segments[by[k]];
 		if (g->space != s->space || !(g->flags & AS_SEG_EXPANDABLE))
 			continue;
-		if (nruns && (g->addr <= runs[nruns - 1][1] ||
-			      real_gap(t, s->space, runs[nruns - 1][1],
-				       g->addr) < apart)) {
+		if (nruns && same_range(s, t, runs[nruns - 1][0],
+					runs[nruns - 1][1], g->addr)) {
 			if (g->addr + g->size > runs[nruns - 1][1])
 				runs[nruns - 1][1] = g->addr + g->size;
 			if (g->start == 0 && g->addr < runs[nruns - 1][2])
@@ -719,10 +881,22 @@ void as_cuda_agreement(struct cc *s, struct as_plan *p)
 		bool so = ss && s->seg_off[k] == roff;
 		seg_same += ss;
 		same += so;
+		/* memory reserved for it: its segment, or (expandable) a page
+		 * mapped at its step under its last byte */
+		bool rnew = rg->start == b->start;
+		if (rexp && !rnew) {
+			uint64_t n = as_cuda_round_size(
+				s, as_cuda_requested_of(t, i));
+			uint32_t g2 = recorded_segment(t, by, t->nsegments,
+						       s->space,
+						       b->recorded + n - 1,
+						       b->start);
+			rnew = g2 != NIL && t->segments[g2].start == b->start;
+		}
 		if (div)
 			diverge(s, div, i, rg,
 				rexp ? b->recorded - roff : rg->addr, roff,
-				rsize, rexp);
+				rsize, rexp, rnew);
 		if (!so && notes < 8) {
 			char line[512];
 			snprintf(line, sizeof(line),

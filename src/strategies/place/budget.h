@@ -68,6 +68,9 @@ struct as_budget {
 	const atomic_bool *off;
 	/* Processors the walk may borrow; NULL: none. */
 	struct as_procs *spare;
+	/* When a sweep (as_place_sweep) gives up, AS_ELIMIT: a time on the
+	 * monotonic clock (as_now_ms), 0: never. Nothing else reads it. */
+	double deadline;
 };
 
 static inline bool as_budget_canceled(const struct as_budget *b)

@@ -401,6 +401,11 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 			*err = AS_ECANCELED;
 			goto out;
 		}
+		if (is % 4096 == 4095 && budget && budget->deadline > 0 &&
+		    as_now_ms() > budget->deadline) {
+			*err = AS_ELIMIT;
+			goto out;
+		}
 		/* Frees first: everything ending at or before this start. */
 		for (; ie < n && pb->r[en[ie]].t1 <= r->t0; ie++) {
 			uint32_t j = en[ie];

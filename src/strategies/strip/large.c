@@ -425,8 +425,18 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 		double t0 = as_now_ms();
 		if (f && !affordable(cfg->budget, deadline, unit))
 			break;
+		/* Only the first sweep, the first plan, may pass the
+		 * deadline. */
+		struct as_budget until = *cfg->budget;
+		until.deadline = f ? deadline : 0;
 		peak = as_place_sweep(pb, f ? AS_FIT_BEST : AS_FIT_LOWEST, NULL,
-				      NULL, cfg->budget, tmp, &err);
+				      NULL, &until, tmp, &err);
+		if (err == AS_ELIMIT) {
+			err = as_strip_note(cfg, p, "sweep best fit cut", 0);
+			if (err)
+				goto out;
+			break;
+		}
 		if (err)
 			goto out;
 		if (peak == UINT64_MAX) {
@@ -551,8 +561,15 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 	for (uint32_t i = 0; i < n; i++)
 		if (fixed[i])
 			as_placer_put(obst, i, tmp[i]);
-	peak = as_place_sweep(pb, AS_FIT_LOWEST, fixed, obst, cfg->budget, tmp,
+	struct as_budget until = *cfg->budget;
+	until.deadline = deadline;
+	peak = as_place_sweep(pb, AS_FIT_LOWEST, fixed, obst, &until, tmp,
 			      &err);
+	if (err == AS_ELIMIT) {
+		if ((err = as_strip_note(cfg, p, "big first, sweep cut", 0)))
+			goto out;
+		goto done;
+	}
 	if (err)
 		goto out;
 	if (peak == UINT64_MAX) {
@@ -613,8 +630,15 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 			as_placer_put(obst, i, tmp[i]);
 			fixed[i] = 1;
 		}
-		peak = as_place_sweep(pb, AS_FIT_LOWEST, fixed, obst,
-				      cfg->budget, tmp, &err);
+		peak = as_place_sweep(pb, AS_FIT_LOWEST, fixed, obst, &until,
+				      tmp, &err);
+		if (err == AS_ELIMIT) {
+			err = as_strip_note(cfg, p, "big, middle, sweep cut",
+					    0);
+			if (err)
+				goto out;
+			goto done;
+		}
 		if (err)
 			goto out;
 		if (peak == UINT64_MAX) {

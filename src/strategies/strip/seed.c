@@ -404,6 +404,18 @@ static int seed_method(struct space *sp, double stop)
 }
 
 /*
+ * The exact search on the whole space refuted every placement of peak cap
+ * or lower: a certified bound of cap + 1 (strip.c writes it down).
+ */
+static void proved(struct as_strip_cfg *cfg, uint64_t cap, uint64_t nodes)
+{
+	if (cap + 1 > cfg->proven) {
+		cfg->proven = cap + 1;
+		cfg->proven_nodes = nodes;
+	}
+}
+
+/*
  * Exact search: the threshold first (four fifths of the budget), then
  * bisect between it and the best height, each probe taking half of what is
  * left; a probe that fails or runs out sends the bisection higher.
@@ -425,6 +437,8 @@ static int exact_phase(struct space *sp, double deadline)
 		if (round_note(sp, "exact at bound", sp->best_peak))
 			return AS_ENOMEM;
 	} else {
+		if (r == AS_EXACT_NONE)
+			proved(sp->cfg, lo, st.nodes);
 		lo++;
 	}
 	while (lo < sp->best_peak &&
@@ -446,6 +460,8 @@ static int exact_phase(struct space *sp, double deadline)
 				return AS_ENOMEM;
 		} else {
 			/* Proven or not found in time: look higher. */
+			if (r == AS_EXACT_NONE)
+				proved(sp->cfg, cap, st.nodes);
 			lo = cap + 1;
 		}
 	}

@@ -50,8 +50,10 @@ static const char *const search_names[] = {"auto", "exact", "local", "none",
  * address space the lowest of their peaks goes to inc[] (per trace buffer).
  * They are strip's incumbents, computed first: whatever the search finds
  * later only replaces them when lower, so strip is never behind them.
- * Their time counts against budget_ms but they are never cut short; when
- * they take more than half of it the search still gets half (plan_space).
+ * Those strip makes itself get half of budget_ms (at least
+ * BASELINES_MIN_MS): one whose guessed cost does not fit is skipped, one
+ * that runs past it is called off (fits(), as_run_reuse_until); plans the
+ * runner keeps are taken whole.
  * Under a step limit (the default set's, as_run_options.step_limit) a
  * baseline that stops at it is no incumbent: strip is then never behind
  * the ones that finished. Returns 0, NO_INCUMBENTS, or a negative code
@@ -61,14 +63,49 @@ static const char *const search_names[] = {"auto", "exact", "local", "none",
 
 static const char *const baselines[] = {"greedy-size", "greedy-breadth",
 					"bestfit"};
+/*
+ * Their cost relative to greedy-size's (on a 1.3M-buffer compiler mtrace:
+ * 4.6 s, 9.2 s, 17.3 s), and greedy-size's own per buffer (25 us a buffer
+ * on place_gen.py random 1000000, 24 us on a 1.48M-buffer git mtrace).
+ */
+static const double cost[] = {1, 2, 4};
+#define GREEDY_SIZE_US 25.0
+/*
+ * What the baselines may take whatever the budget: small traces (up to
+ * about 8000 buffers by greedy-size's guess) keep their incumbents even at
+ * budget_ms=0, and a run takes at most max(budget_ms, this) plus the first
+ * plan of a search without incumbents.
+ */
+#define BASELINES_MIN_MS 200.0
+
+/*
+ * Whether baseline k may start at `now` with `left` ms to its deadline,
+ * greedy-size having taken gs_ms (0: not yet run); a round says why not.
+ */
+static int fits(const struct as_trace *t, size_t k, double gs_ms,
+		double left, struct as_plan *p, bool *go)
+{
+	double guess = gs_ms > 0 ? gs_ms * cost[k]
+				 : (double)t->nbuffers * GREEDY_SIZE_US / 1e3 *
+					   cost[k];
+	*go = guess <= left;
+	if (*go)
+		return AS_OK;
+	char label[48];
+	snprintf(label, sizeof(label), "%s skipped: ~%.0f ms > %.0f ms",
+		 baselines[k], guess, left > 0 ? left : 0);
+	return as_plan_round(p, label, 0);
+}
 
 static int incumbents(const struct as_trace *t, struct as_run *run,
-		      uint64_t *inc, struct as_diag *diag)
+		      double deadline, struct as_plan *p, uint64_t *inc,
+		      struct as_diag *diag)
 {
 	uint32_t ns = t->nspaces > 1 ? t->nspaces : 1;
 	uint64_t *best = malloc(ns * sizeof(uint64_t));
 	uint64_t *peak = malloc(ns * sizeof(uint64_t));
 	uint64_t *bound = malloc(ns * sizeof(uint64_t));
+	double gs_ms = 0;
 	int err = AS_OK;
 	if (!best || !peak || !bound ||
 	    as_trace_lower_bound_spaces(t, bound) != AS_OK) {
@@ -79,13 +116,31 @@ static int incumbents(const struct as_trace *t, struct as_run *run,
 		best[s] = UINT64_MAX;
 	for (size_t k = 0; k < sizeof(baselines) / sizeof(*baselines); k++) {
 		struct as_plan *bp = NULL;
-		err = as_run_reuse(run, baselines[k], &bp, diag);
+		/* A plan the runner keeps (or another run makes) is no work
+		 * of strip's: it is taken whole, and waiting is not counted. */
+		bool go = as_run_kept(run, baselines[k]);
+		double t0 = as_now_ms(), end = deadline + run->waited_ms;
+		if (!go && (err = fits(t, k, gs_ms, end - t0, p, &go)))
+			goto out;
+		if (!go)
+			break; /* the later ones cost more */
+		err = as_run_reuse_until(run, baselines[k], end, &bp, diag);
 		if (err == AS_ELIMIT) {
-			err = AS_OK;
+			char label[48];
+			snprintf(label, sizeof(label), "%s cut at %.0f ms",
+				 baselines[k], as_now_ms() - t0);
+			/* A step limit (the default set's) is no cut. */
+			err = as_now_ms() >= end
+				      ? as_plan_round(p, label, 0)
+				      : AS_OK;
+			if (err)
+				goto out;
 			continue;
 		}
 		if (err)
 			goto out;
+		if (k == 0)
+			gs_ms = bp->plan_ms > 0.01 ? bp->plan_ms : 0.01;
 		as_plan_space_peaks(t, bp, peak);
 		for (uint32_t i = 0; i < t->nbuffers; i++) {
 			uint32_t s = t->buffers[i].space < ns
@@ -116,6 +171,29 @@ out:
 	return err;
 }
 
+/*
+ * The certificate of a space: the window bo found, or the whole space when
+ * the exact search refuted more on it (cfg->proven), else the load alone.
+ */
+static int certify(const struct as_problem *pb,
+		   const struct as_strip_bound_out *bo,
+		   const struct as_strip_cfg *cfg, struct as_plan *p)
+{
+	struct as_certificate c = {0};
+	uint64_t bound = bo->bound, nodes = bo->proof_nodes;
+	uint32_t wa = bo->wa, wb = bo->wb;
+	if (cfg->proven > bound) {
+		bound = cfg->proven;
+		nodes = cfg->proven_nodes;
+		wa = 0;
+		wb = pb->nsections;
+	}
+	if (as_strip_certificate(pb, wa, wb, bound, nodes, &c) != AS_OK)
+		return AS_ENOMEM;
+	c.space = pb->n ? cfg->trace->buffers[pb->r[0].buf].space : 0;
+	return as_plan_certify(p, &c);
+}
+
 static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 		      struct as_plan *p, struct as_diag *diag)
 {
@@ -136,11 +214,20 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 								 ? cfg->left
 								 : pb->n));
 	cfg->left = cfg->left > pb->n ? cfg->left - pb->n : 0;
+	/*
+	 * The certified bound's share (bound=), after the search: a search
+	 * that reaches the load needs no bound, and the bound's windows
+	 * bisect below the best plan.
+	 */
+	double bound_ms = (deadline - now) * (double)cfg->bound_pct / 100;
+	uint64_t bound_nodes = cfg->nodes ? cfg->nodes / 4 + 1 : 0;
+	struct as_strip_bound_out bo = {.bound = pb->lower_bound};
 	int err = AS_OK;
 	uint64_t *alt = NULL, *start = NULL;
 	cfg->nspace++;
 	cfg->start = NULL;
 	cfg->start_peak = UINT64_MAX;
+	cfg->proven = cfg->proven_nodes = 0;
 	if (cfg->inc) {
 		start = malloc(pb->n * sizeof(uint64_t));
 		if (!start)
@@ -158,6 +245,7 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 		    as_budget_past(cfg->budget, deadline))
 			goto out;
 	}
+	double search_end = deadline - bound_ms;
 	/*
 	 * Beyond the exact search's size the seed's method does worse than
 	 * the large path and the restarts (measured on tiled real traces).
@@ -168,7 +256,7 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 	if (!alt)
 		goto nomem;
 	if (!many && few_pairs) {
-		err = as_strip_full(pb, alt, cfg, p, deadline);
+		err = as_strip_full(pb, alt, cfg, p, search_end);
 	} else {
 		/*
 		 * Many rectangles or pairs: the large path; with few pairs
@@ -176,8 +264,8 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 		 */
 		now = as_now_ms();
 		err = as_strip_large(pb, alt, cfg, p,
-				     few_pairs ? now + (deadline - now) / 2
-					       : deadline);
+				     few_pairs ? now + (search_end - now) / 2
+					       : search_end);
 	}
 	/* Never behind the baselines: the search's plan only when lower. */
 	if (err == AS_OK &&
@@ -189,9 +277,19 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 	 */
 	if (err == AS_OK && cfg->search != SEARCH_NONE &&
 	    as_place_peak(pb, off) > pb->lower_bound &&
-	    !as_budget_past(cfg->budget, deadline))
-		err = as_strip_restarts(pb, off, cfg, p, deadline);
+	    as_place_peak(pb, off) > cfg->proven && /* else optimal */
+	    !as_budget_past(cfg->budget, search_end))
+		err = as_strip_restarts(pb, off, cfg, p, search_end);
+	if (err == AS_OK && bound_ms > 0 &&
+	    as_place_peak(pb, off) > pb->lower_bound &&
+	    as_place_peak(pb, off) > cfg->proven &&
+	    !as_budget_past(cfg->budget, deadline)) {
+		err = as_strip_bound(pb, off, cfg, deadline, bound_nodes, &bo);
+		cfg->bound_spent += bo.nodes;
+	}
 out:
+	if (err == AS_OK)
+		err = certify(pb, &bo, cfg, p);
 	cfg->start = NULL;
 	free(start);
 	free(alt);
@@ -211,8 +309,8 @@ static const struct as_option_desc options[] = {
 	 "length-size, size-overlap, overlap-size"},
 	{"rounds", "8", "seed tuning rounds (0-1000)", ""},
 	{"budget_ms", "3000",
-	 "time for the whole run, per trace: the baselines (never cut "
-	 "short), then the search in what is left, at least half "
+	 "time for the whole run, per trace: the baselines (at most half, "
+	 "skipped or cut short beyond), the search, the certified bound "
 	 "(0-3600000)",
 	 ""},
 	{"seed", "1", "seed of the search's tie-breaks"},
@@ -227,10 +325,14 @@ static const struct as_option_desc options[] = {
 	 "(2-65536)"},
 	{"baselines", "on",
 	 "on: start from the best of greedy-size, bestfit and greedy-breadth "
-	 "(never behind them; their time counts in the budget but is never "
-	 "cut short); off: without them"},
+	 "(never behind those that fit in half the budget); off: without "
+	 "them"},
 	{"nodes", "0",
 	 "search effort cap, machine independent (0: the budget only)"},
+	{"bound", "20",
+	 "percent of the time for the certified lower bound (0-90; 0: the "
+	 "load alone)",
+	 ""},
 	{NULL, NULL, NULL},
 };
 
@@ -244,7 +346,8 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	 * borrow an idle processor, for a second thread of them.
 	 */
 	struct as_budget stop = {.cancel = run->budget.cancel};
-	struct as_strip_cfg cfg = {.budget = &stop, .spare = run->budget.spare};
+	struct as_strip_cfg cfg = {.budget = &stop, .spare = run->budget.spare,
+				   .trace = t};
 	int err, with_baselines;
 	cfg.start_ms = as_now_ms();
 	cfg.multi = t->nspaces > 1;
@@ -262,6 +365,8 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	    (err = as_opts_u64(o, "nodes", 0, 0, UINT64_MAX, &cfg.nodes,
 			       diag)) ||
 	    (err = as_opts_u64(o, "big", 256, 2, 65536, &cfg.big, diag)) ||
+	    (err = as_opts_u64(o, "bound", 20, 0, 90, &cfg.bound_pct,
+			       diag)) ||
 	    (err = as_opts_choice(o, "baselines",
 				  (const char *const[]){"off", "on", NULL}, 1,
 				  &with_baselines, diag)))
@@ -281,7 +386,16 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 		if (!inc)
 			return as_diag_set(diag, 0, AS_ENOMEM,
 					   "out of memory");
-		err = incumbents(t, run, inc, diag);
+		/*
+		 * The baselines get half the budget (at least
+		 * BASELINES_MIN_MS), the search the rest.
+		 */
+		double half = (double)cfg.budget_ms / 2;
+		err = incumbents(t, run,
+				 cfg.start_ms + (half > BASELINES_MIN_MS
+							 ? half
+							 : BASELINES_MIN_MS),
+				 p, inc, diag);
 		if (err != AS_OK && err != NO_INCUMBENTS) {
 			free(inc);
 			return err;
@@ -292,6 +406,8 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	cfg.start_ms += run->waited_ms;
 	cfg.search_from = as_now_ms();
 	err = as_plan_spaces(t, p, plan_space, &cfg, diag);
+	if (err == AS_OK && cfg.bound_pct)
+		err = as_plan_stat_int(p, "bound_nodes", cfg.bound_spent);
 	free(inc);
 	/* Canceled, the searches stopped early and their plan is no answer. */
 	if (as_budget_canceled(&stop))

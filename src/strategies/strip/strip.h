@@ -29,6 +29,8 @@ enum { SEARCH_AUTO, SEARCH_EXACT, SEARCH_LOCAL, SEARCH_NONE };
 #define AS_STRIP_EXACT_LIMIT 6000
 #define AS_STRIP_REPAIR_MAX 300000
 #define AS_STRIP_WINDOW_MAX 3000
+/* Rectangles of the largest window the bound search tries (bound.c). */
+#define AS_STRIP_CERT_MAX 1024
 struct as_strip_cfg {
 	int metric, search;
 	uint64_t rounds, budget_ms, seed, exact_max, nodes, big;
@@ -53,6 +55,16 @@ struct as_strip_cfg {
 	struct as_budget *budget;
 	/* Processors the restarts may borrow for a second thread; NULL: none. */
 	struct as_procs *spare;
+	/* Percent of a space's time for its certified bound (bound=). */
+	uint64_t bound_pct;
+	/*
+	 * The least height the exact search on a whole space proved (it
+	 * refuted every placement below it), 0: none; reset per space.
+	 */
+	uint64_t proven;
+	uint64_t proven_nodes;
+	uint64_t bound_spent;   /* the bound search's nodes, every space */
+	const struct as_trace *trace;
 };
 
 /* Record a round, naming the space when the trace has several. */
@@ -99,5 +111,32 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 int as_strip_restarts(const struct as_problem *pb, uint64_t *off,
 		      struct as_strip_cfg *cfg, struct as_plan *p,
 		      double deadline);
+
+/*
+ * The certified bound's search (bound.c): windows of pb around its most
+ * loaded section and the incumbent off's highest rectangles (off may be
+ * NULL), each solved exactly, until `deadline`, cap_nodes search nodes (0:
+ * none), a cancel, or the bound reaching off's peak. out->bound is at
+ * least pb->lower_bound; when higher, the window [wa, wb) of pb's sections
+ * proves it (no placement of its rectangles, cut to it, peaks below).
+ */
+struct as_strip_bound_out {
+	uint64_t bound, nodes, proof_nodes;
+	uint32_t wa, wb;
+};
+
+int as_strip_bound(const struct as_problem *pb, const uint64_t *off,
+		   const struct as_strip_cfg *cfg, double deadline,
+		   uint64_t cap_nodes, struct as_strip_bound_out *out);
+
+/*
+ * Certificate c (bound, load, buffers) of pb's window [wa, wb): its
+ * rectangles cut to it (wa >= wb: none, the bound needs no sub-problem;
+ * wa = 0, wb = nsections: the whole space). c->space is the caller's.
+ * Returns 0 or AS_ENOMEM.
+ */
+int as_strip_certificate(const struct as_problem *pb, uint32_t wa,
+			 uint32_t wb, uint64_t bound, uint64_t nodes,
+			 struct as_certificate *c);
 
 #endif

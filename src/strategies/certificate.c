@@ -1,0 +1,149 @@
+/*
+ * Certified lower bounds (allocscope.h, struct as_certificate): whether a
+ * certificate's sub-problem is a relaxation of a trace, and its re-solve
+ * from its buffers alone with the exact search of place/exact.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "strategies/place/place.h"
+#include "core/internal.h"
+
+/* The largest sub-problem strip certifies: a whole space of the exact
+ * search's size (strip.h, AS_STRIP_EXACT_LIMIT). */
+#define AS_CERT_MAX_BUFFERS 6000
+
+int as_certificate_fits(const struct as_trace *t,
+			const struct as_certificate *c, struct as_diag *diag)
+{
+	if (c->space >= (t->nspaces ? t->nspaces : 1))
+		return as_diag_set(diag, 0, AS_EINVAL,
+				   "certificate of space %u: the trace has %u",
+				   (unsigned)c->space, (unsigned)t->nspaces);
+	for (uint32_t k = 0; k < c->nbuffers; k++) {
+		const struct as_cert_buffer *cb = &c->buffers[k];
+		if (cb->id >= t->nbuffers)
+			return as_diag_set(diag, 0, AS_EINVAL,
+					   "certificate buffer %u: the trace "
+					   "has %u buffers",
+					   cb->id, t->nbuffers);
+		const struct as_buffer *b = &t->buffers[cb->id];
+		const char *why = NULL;
+		if (b->alias_of != AS_NONE)
+			why = "an alias (it takes no room of its own)";
+		else if (t->nspaces && b->space != c->space)
+			why = "in another space";
+		else if (b->size != cb->size)
+			why = "of another size";
+		else if (b->align_log2 < cb->align_log2)
+			why = "less aligned";
+		else if (cb->start < b->start || cb->end > b->end)
+			why = "live for less time";
+		if (why)
+			return as_diag_set(diag, 0, AS_EINVAL,
+					   "certificate buffer %u is %s in "
+					   "the trace",
+					   cb->id, why);
+	}
+	return AS_OK;
+}
+
+static uint32_t rank_of(const uint64_t *v, uint32_t n, uint64_t x)
+{
+	uint32_t lo = 0, hi = n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (v[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int as_certificate_verify(const struct as_certificate *c, double limit_ms,
+			  uint64_t max_nodes, uint64_t *nodes)
+{
+	uint32_t n = c->nbuffers;
+	if (nodes)
+		*nodes = 0;
+	if (c->bound == 0)
+		return 1;
+	/* Offsets and tops of the search stay below 2^64. */
+	if (c->bound > (uint64_t)1 << 63)
+		return AS_EINVAL;
+	for (uint32_t k = 0; k < n; k++)
+		if (c->buffers[k].size == 0 ||
+		    c->buffers[k].start >= c->buffers[k].end ||
+		    c->buffers[k].align_log2 > 62)
+			return AS_EINVAL;
+	/* A buffer as large as the bound is a proof by itself. */
+	for (uint32_t k = 0; k < n; k++)
+		if (c->buffers[k].size >= c->bound)
+			return 1;
+	if (n == 0)
+		return 0; /* nothing to place: peak 0 < bound */
+	/* The exact search keeps n^2/2 candidates: strip never writes more. */
+	if (n > AS_CERT_MAX_BUFFERS)
+		return AS_EINVAL;
+	struct as_problem pb = {0};
+	int ret = AS_ENOMEM;
+	pb.r = calloc(n, sizeof(*pb.r));
+	uint64_t *tv = malloc(2 * (size_t)n * sizeof(*tv));
+	uint64_t *off = calloc(n, sizeof(*off));
+	uint64_t *load = NULL;
+	if (!pb.r || !tv || !off)
+		goto out;
+	for (uint32_t k = 0; k < n; k++) {
+		tv[2 * k] = c->buffers[k].start;
+		tv[2 * k + 1] = c->buffers[k].end;
+	}
+	if (as_sort_u64_from(tv, 2 * (size_t)n, 0))
+		goto out;
+	uint32_t m = 0;
+	for (uint32_t j = 0; j < 2 * n; j++)
+		if (m == 0 || tv[m - 1] != tv[j])
+			tv[m++] = tv[j];
+	pb.times = tv;
+	pb.nsections = m - 1;
+	pb.n = n;
+	for (uint32_t k = 0; k < n; k++) {
+		pb.r[k].size = c->buffers[k].size;
+		pb.r[k].align_log2 = c->buffers[k].align_log2;
+		pb.r[k].buf = k;
+		pb.r[k].t0 = rank_of(tv, m, c->buffers[k].start);
+		pb.r[k].t1 = rank_of(tv, m, c->buffers[k].end);
+	}
+	load = malloc(((size_t)pb.nsections + 1) * sizeof(*load));
+	if (!load)
+		goto out;
+	/* Bytes past 2^64 in a section: no placement fits at all. */
+	for (uint32_t s = 0; s < pb.nsections; s++)
+		load[s] = 0;
+	for (uint32_t k = 0; k < n; k++)
+		for (uint32_t s = pb.r[k].t0; s < pb.r[k].t1; s++) {
+			if (load[s] > UINT64_MAX - pb.r[k].size) {
+				ret = 1;
+				goto out;
+			}
+			load[s] += pb.r[k].size;
+		}
+	for (uint32_t s = 0; s < pb.nsections; s++)
+		if (load[s] > pb.lower_bound)
+			pb.lower_bound = load[s];
+	struct as_exact_stats st = {0};
+	int r = as_exact_solve(&pb, c->bound - 1, as_now_ms() + limit_ms,
+			       NULL, max_nodes, 1, off, &st);
+	if (nodes)
+		*nodes = st.nodes;
+	ret = r == AS_EXACT_NONE    ? 1
+	      : r == AS_EXACT_FOUND ? 0
+	      : r == AS_EXACT_TIMEOUT ? AS_ELIMIT
+				      : r;
+out:
+	free(pb.r);
+	free(tv);
+	free(off);
+	free(load);
+	return ret;
+}
