@@ -336,6 +336,9 @@ enum as_group_by {
 	AS_GROUP_STACK,    /* the whole stack, "(no frames)" without */
 	AS_GROUP_CONTEXT,  /* compile context and user metadata,
 			    * "(no context)" without */
+	AS_GROUP_CATEGORY, /* explain only (as_trace_group: the name):
+			    * parameters, activations, ... */
+	AS_GROUP_LINE,     /* explain only: the line of one source file */
 };
 
 /*
