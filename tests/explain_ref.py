@@ -361,9 +361,21 @@ GENERATED = ["torchinductor_", "/.triton/", "/triton/cache/",
 LIBRARY = ["/site-packages/", "/dist-packages/", "/lib/python3",
            "/lib64/python3", "/Lib/", "<frozen ", "/torch/"]
 RUNTIME_PREFIXES = ["std::", "__gnu_cxx::", "__cxxabiv1::", "__libc",
-                    "__GI_", "_dl_", "_start", "start_thread", "clone",
-                    "__clone", "execute_native_thread_routine", "pthread_", "Py", "_Py", "at::", "c10::", "torch::",
+                    "__GI_", "_dl_", "pthread_", "at::", "c10::", "torch::",
                     "caffe2::", "pybind11::", "??", "0x"]
+RUNTIME_NAMES = ["_start", "start_thread", "clone", "clone3", "__clone",
+                 "execute_native_thread_routine"]
+
+
+def runtime_name(n):
+    """A name of the C runtime's, the C++ library's, CPython's or torch's:
+    a namespace or reserved prefix, a whole startup name, or CPython's API
+    (Py or _Py and a capital or an underscore)."""
+    import re
+    return any(n.startswith(p) for p in RUNTIME_PREFIXES) or \
+        n.split("(")[0] in RUNTIME_NAMES or re.match(r"_?Py[A-Z_]", n) is not None
+
+
 RUNTIME_FILES = ["libc.so", "libstdc++", "ld-linux", "libpthread",
                  "libpython", "libtorch", "libc10", "/usr/include/",
                  "/usr/lib/gcc/"]
@@ -421,8 +433,7 @@ def frame_kind(f, python_stack):
         return "library"
     name = strip_params(func)
     name = name.rpartition(" ")[2] or name
-    if any(func.startswith(p) or name.startswith(p)
-           for p in RUNTIME_PREFIXES) or not func or \
+    if runtime_name(func) or runtime_name(name) or not func or \
             any(x in file for x in RUNTIME_FILES):
         return "library"
     return "user"

@@ -115,7 +115,8 @@ static int load_explained(const char *path,
 	if (err == AS_EUNSUPPORTED) /* the whole trace is loaded */
 		err = as_explain_trace(l->t, o, &l->e);
 	if (err) {
-		fprintf(stderr, "%s: explain: %s\n", path, as_strerror(err));
+		fprintf(stderr, "%s: explain: %s\n", cli_esc(path),
+			as_strerror(err));
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -138,7 +139,8 @@ static int explain_one(const char *path, const struct as_load_options *lo,
 		return cli_report_diag(&d, err);
 	err = as_explain_trace(l->t, o, &l->e);
 	if (err) {
-		fprintf(stderr, "%s: explain: %s\n", path, as_strerror(err));
+		fprintf(stderr, "%s: explain: %s\n", cli_esc(path),
+			as_strerror(err));
 		return EXIT_USAGE;
 	}
 	if (!nspecs)
@@ -167,8 +169,9 @@ static int explain_one(const char *path, const struct as_load_options *lo,
 			err = as_explain_plan(l->t, specs[i], plans[i], o,
 					      &l->plans[l->nplans], &d);
 			if (err) {
-				fprintf(stderr, "%s: explain %s: %s\n", path,
-					specs[i], as_strerror(err));
+				fprintf(stderr, "%s: explain %s: %s\n",
+					cli_esc(path), cli_esc(specs[i]),
+					as_strerror(err));
 				status = EXIT_USAGE;
 			} else {
 				l->nplans++;

@@ -53,16 +53,42 @@ static const char *const library_files[] = {
 
 /* Native frames that are a runtime's, not a program's: the C and C++
  * runtimes, CPython, PyTorch's C++ namespaces, unsymbolised frames. */
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
 static const char *const runtime_prefixes[] = {
 	"std::", "__gnu_cxx::", "__cxxabiv1::", "__libc", "__GI_", "_dl_",
-	"_start", "start_thread", "clone", "__clone", "pthread_", "Py", "_Py",
+	"pthread_", "at::", "c10::", "torch::", "caffe2::", "pybind11::", "??",
+	"0x",
+};
+static const char *const runtime_names[] = {
+	"_start", "start_thread", "clone", "clone3", "__clone",
 	"execute_native_thread_routine",
-	"at::", "c10::", "torch::", "caffe2::", "pybind11::", "??", "0x",
 };
 static const char *const runtime_files[] = {
 	"libc.so", "libstdc++", "ld-linux", "libpthread", "libpython",
 	"libtorch", "libc10", "/usr/include/", "/usr/lib/gcc/",
 };
+
+/*
+ * A name of the C runtime's, the C++ library's, CPython's or torch's: a
+ * namespace or reserved prefix, a whole startup name, or CPython's API
+ * ("Py" or "_Py" and a capital or an underscore: not PyramidNet).
+ */
+static bool runtime_name(const char *n)
+{
+	for (size_t k = 0; k < COUNT(runtime_prefixes); k++)
+		if (strncmp(n, runtime_prefixes[k],
+			    strlen(runtime_prefixes[k])) == 0)
+			return true;
+	size_t id = strcspn(n, "("); /* the name without its "()" */
+	for (size_t k = 0; k < COUNT(runtime_names); k++)
+		if (strlen(runtime_names[k]) == id &&
+		    strncmp(n, runtime_names[k], id) == 0)
+			return true;
+	const char *py = n + (n[0] == '_');
+	return py[0] == 'P' && py[1] == 'y' &&
+	       ((py[2] >= 'A' && py[2] <= 'Z') || py[2] == '_');
+}
 
 static bool contains_any(const char *s, const char *const *list, size_t n)
 {
@@ -72,7 +98,6 @@ static bool contains_any(const char *s, const char *const *list, size_t n)
 	return false;
 }
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 bool as_x_is_machinery(const char *s, size_t n)
 {
@@ -199,13 +224,7 @@ enum as_x_kind as_x_frame_kind(const struct as_x_frames *fr, const char *s,
 	as_x_strip_params(func, strlen(func), name, sizeof(name));
 	const char *sp = strrchr(name, ' ');
 	const char *nm = sp && sp[1] ? sp + 1 : name;
-	for (size_t k = 0; k < COUNT(runtime_prefixes); k++)
-		if (strncmp(nm, runtime_prefixes[k],
-			    strlen(runtime_prefixes[k])) == 0 ||
-		    strncmp(func, runtime_prefixes[k],
-			    strlen(runtime_prefixes[k])) == 0)
-			return AS_X_LIBRARY;
-	if (!func[0] || contains_any(file, runtime_files, COUNT(runtime_files)))
+	if (runtime_name(nm) || runtime_name(func) || !func[0] || contains_any(file, runtime_files, COUNT(runtime_files)))
 		return AS_X_LIBRARY;
 	return AS_X_USER;
 }
