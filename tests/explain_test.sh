@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # allocscope explain and diff --by end to end (TAP). Generated inputs
 # (explain_ref.py --gen: an annotated two-device snapshot, a heaptrack file)
-# always; the real snapshots of ../shared (and fidelity/) when present; a
+# always; the real snapshots of ../shared (fidelity/, diverging/) when present; a
 # heaptrack recording of a Python program made here when heaptrack is
 # installed. Each is checked against explain_ref.py, an independent
 # reference (peak bytes, top 10 groups by whole stack). Then the stages in
@@ -23,9 +23,14 @@ if ! command -v python3 >/dev/null; then
 fi
 ref=$src/tests/explain_ref.py
 
-# agrees FILE: explain and the reference agree (their lines as comments).
+# agrees FILE [RULE]: explain and the reference agree by stack, frame and
+# (snapshots) category, with --rule RULE (their lines as comments).
 agrees() {
-	python3 "$ref" --check "$exe" "$1" >"$tmp/check" 2>&1
+	local f=$1
+	shift
+	local rules=()
+	[ $# -ge 1 ] && rules=(--rule "$1")
+	python3 "$ref" --check "$exe" "${rules[@]}" "$f" >"$tmp/check" 2>&1
 	local s=$?
 	grep -v '^1\.\.' "$tmp/check" |
 		sed 's/^\(not \)\{0,1\}ok [0-9]* - //; s/^#   //; s/^/#   /'
@@ -40,7 +45,7 @@ for f in "$tmp"/gen/*; do
 done
 
 if [ -n "$shared" ] && [ -d "$shared/snapshots" ]; then
-	for f in "$shared"/snapshots/*.pickle "$shared"/snapshots/fidelity/*.pickle; do
+	for f in "$shared"/snapshots/*.pickle "$shared"/snapshots/fidelity/*.pickle "$shared"/snapshots/diverging/*.pickle; do
 		[ -e "$f" ] || continue
 		agrees "$f"
 		ok "explain agrees with the reference on ${f#"$shared"/}" $?
@@ -101,7 +106,7 @@ ok "the text names every annotation stage and the stages at the peak" $s
 python3 - "$tmp/e.json" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["format"] == "allocscope-explain" and d["version"] == 1, d.keys()
+assert d["format"] == "allocscope-explain" and d["version"] == 2, d.keys()
 assert d["by"] == "stack"
 t = d["traces"][0]
 assert t["trace"].endswith("gen_annotated.pickle")
@@ -251,7 +256,78 @@ ok "diff --by stack of two snapshots names the grown call site on each device fi
 "$exe" diff --by stack "$ht" "$tmp/grown.heaptrack" --max-regress 100000 >/dev/null
 ok "diff --by stack passes when the growth is within --max-regress" $?
 
+# Your code's frames: on a torch.compile'd model, the kernels that share
+# a model line are one row (each kernel line its own row by stack).
+f=${shared:+$shared/snapshots/fidelity/cs336_2.7b_forward.pickle}
+if [ -n "$f" ] && [ -e "$f" ]; then
+	"$exe" explain "$f" --by frame --top 0 --json "$tmp/fr.json" >/dev/null &&
+		"$exe" explain "$f" --by stack --top 0 --json "$tmp/st.json" >/dev/null &&
+		python3 - "$tmp/fr.json" "$tmp/st.json" <<'EOF'
+import json, sys
+fr = json.load(open(sys.argv[1]))["traces"][0]["spaces"][0]
+st = json.load(open(sys.argv[2]))["traces"][0]["spaces"][0]
+row = next(g for g in fr["groups"] if g["key"].endswith("transformer.py:22:forward"))
+line = row["key"]
+# The stacks of a generated kernel line called from that model line.
+stacks = [g for g in st["groups"]
+          if "torchinductor_" in g["key"].split("\n")[0]
+          and g["key"].split("\n")[1:2] == [line]]
+kernels = {g["key"].split("\n")[0] for g in stacks}
+assert len(kernels) >= 10, len(kernels)
+assert row["bytes"] >= sum(g["bytes"] for g in stacks), row["bytes"]
+assert row["above"] and "torchinductor_" in row["above"][-1], row["above"]
+assert fr["groups_total"] * 10 < st["groups_total"], (fr["groups_total"], st["groups_total"])
+for g in fr["groups"][:10]:
+    assert "torchinductor_" not in g["key"] and "site-packages" not in g["key"], g["key"]
+print(f"#   {line}: {len(kernels)} kernel lines in one row; "
+      f"{fr['groups_total']} rows by frame, {st['groups_total']} by stack")
+EOF
+	ok "--by frame merges the generated kernels of cs336_2.7b_forward that share a model line into one row" $?
+else
+	skip "--by frame merges the generated kernels that share a model line" "../shared/snapshots/fidelity is absent"
+fi
+agrees "$snap" 'late=layer[67]'
+ok "--by category with --rule agrees with the reference's rules (first match wins)" $?
+"$exe" explain "$snap" --by category --top 0 >"$tmp/cat.txt" &&
+	grep -q 'allocated before the recording' "$tmp/cat.txt" &&
+	grep -q 'a torch.optim frame' "$tmp/cat.txt" &&
+	grep -q 'a constructor, init or .to() frame' "$tmp/cat.txt"
+ok "--by category shows each category's evidence" $?
+"$exe" explain "$snap" --by line model.py --json - | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["version"] == 2 and d["by"] == "line" and d["line_file"] == "model.py"
+for s in d["traces"][0]["spaces"]:
+    keys = [g["key"] for g in s["groups"]]
+    assert all(k.startswith("model.py:") or k.startswith("(no frame") for k in keys), keys
+    assert sum(g["bytes"] for g in s["groups"]) + s["other_bytes"] == s["peak_bytes"]
+'
+ok "--by line FILE groups the peak by the lines of that file, summing to the peak" $?
+"$exe" explain "$src/traces/cnn-recorded.csv" --by annotation >"$tmp/na.txt"
+[ "$(grep -c 'nothing to group by: this trace has no annotation stages' "$tmp/na.txt")" -eq 1 ] &&
+	! grep -q 'top frames' "$tmp/na.txt"
+ok "a grouping with nothing to group by says so in one line instead of one group" $?
+"$exe" explain "$snap" --by prefix | grep -q 'nothing to group by: its buffer names are addresses'
+ok "--by prefix on address names says it has nothing to group by" $?
+"$exe" explain "$snap" | grep -q '(no frames: allocated before the recording)'
+ok "blocks without frames are named for why (allocated before the recording)" $?
+"$exe" diff --by category "$snap" "$tmp/grown.pickle" --max-regress 5 >"$tmp/dc.txt"
+[ $? -eq 1 ] && grep -q '^REGRESSED' "$tmp/dc.txt"
+ok "diff --by category fails when a category grew (exit 1)" $?
+"$exe" diff --by line model.py "$snap" "$tmp/grown.pickle" --max-regress 5 >"$tmp/dl.txt"
+[ $? -eq 1 ] && grep -A1 -m1 '^REGRESSED' "$tmp/dl.txt" | grep -q 'layer3'
+ok "diff --by line names the grown line first (exit 1)" $?
+"$exe" diff --by frame "$snap" "$snap" >/dev/null
+ok "diff --by frame of a recording against itself passes" $?
+
 # Usage and input errors: exit status 2 with a message.
+"$exe" explain "$snap" --user-code '([' 2>"$tmp/err" >/dev/null
+[ $? -eq 2 ] && grep -q "not a regular expression" "$tmp/err"
+ok "explain --user-code with a bad regular expression is a usage error" $?
+"$exe" explain "$snap" --rule nothing 2>"$tmp/err" >/dev/null
+[ $? -eq 2 ] && grep -q "NAME=REGEX" "$tmp/err"
+ok "explain --rule without NAME=REGEX is a usage error" $?
+
 "$exe" explain 2>/dev/null
 [ $? -eq 2 ]
 ok "explain without a trace is a usage error" $?

@@ -257,8 +257,8 @@ says "svg_into_dev_full_says_no_space_left_on_device" \
 	"/dev/full: write failed: No space left on device" \
 	"$exe" replay t.json -s greedy-size --svg /dev/full
 says "an_unknown_unit_in_an_option_is_named" \
-	"option capacity=1E: unknown unit 'E' (K, M or G" \
-	"$exe" replay t.json -s bfc:capacity=1E
+	"option capacity=1Q: unknown unit 'Q' (K, M, G, T, P or E" \
+	"$exe" replay t.json -s bfc:capacity=1Q
 says "an_option_past_64_bits_says_so_with_the_maximum" \
 	"option capacity=17179869184G: too large for 64 bits (at most 18446744073709551615" \
 	"$exe" replay t.json -s bfc:capacity=17179869184G

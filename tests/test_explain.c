@@ -144,7 +144,9 @@ static void peak_groups_agree_with_brute_force_on_random_traces(void)
 				const struct as_explain_group *g = &x->live.groups[j];
 				size_t k = 0;
 				while (k < NSTACKS &&
-				       strcmp(stacks[k] ? stacks[k] : "(no frames)",
+				       strcmp(stacks[k] ? stacks[k]
+							: "(no frames: recorded "
+							  "without a stack)",
 					      g->key) != 0)
 					k++;
 				CHECK(k < NSTACKS);
@@ -428,6 +430,186 @@ static void an_online_allocator_reports_its_fragmentation_at_its_peak(void)
 	as_explain_destroy(e);
 	as_plan_destroy(g);
 	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+/* A snapshot-like trace: buffers i of sizes[i] with stacks[i], live to
+ * the end (each allocated at step i + 1), stages optional. */
+static struct as_trace *framed_trace(const char *format,
+				     const char *const *st, const uint64_t *sizes,
+				     const uint64_t *frees, int n,
+				     const struct as_stage *stages, int nstages)
+{
+	struct as_builder *b = as_builder_create("framed", format);
+	struct as_diag d;
+	char name[32];
+	for (int k = 0; k < n; k++) {
+		snprintf(name, sizeof(name), "b%d", k);
+		uint64_t end = frees && frees[k] ? frees[k] : 1000;
+		int64_t idx = as_builder_add_timed(b, name, sizes[k], 1,
+						   (uint64_t)k + 1, end, 0, &d);
+		if (idx < 0 || (st[k] && as_builder_frames(b, (uint32_t)idx, st[k])))
+			goto fail;
+	}
+	for (int k = 0; k < nstages; k++)
+		if (as_builder_stage(b, &stages[k]))
+			goto fail;
+	struct as_trace *t;
+	if (as_builder_finish(b, &t, &d) == AS_OK)
+		return t;
+fail:
+	as_builder_destroy(b);
+	return NULL;
+}
+
+static const struct as_explain_group *group_named(const struct as_explain *e,
+						  const char *key)
+{
+	const struct as_explain_list *l = &e->spaces[0].live;
+	for (uint32_t j = 0; j < l->ngroups; j++)
+		if (strcmp(l->groups[j].key, key) == 0)
+			return &l->groups[j];
+	return NULL;
+}
+
+static void by_frame_merges_generated_kernels_under_the_model_line(void)
+{
+	static const char *const st[] = {
+		"/tmp/torchinductor_u/ab/cabc.py:100:call\n"
+		"/home/u/model/transformer.py:22:forward\n"
+		"/venv/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py:5:_fn\n"
+		"CUDACachingAllocator.cpp:0:c10::cuda::CUDACachingAllocator::malloc()",
+		"/tmp/torchinductor_u/ab/cabc.py:200:call\n"
+		"/home/u/model/transformer.py:22:forward\n"
+		"CUDACachingAllocator.cpp:0:c10::cuda::CUDACachingAllocator::malloc()",
+		"/venv/lib/python3.11/site-packages/torch/functional.py:9:einsum\n"
+		"/usr/lib/python3.11/contextlib.py:3:inner\n"
+		"/home/u/model/transformer.py:30:forward",
+		"/tmp/torchinductor_u/cd/ccd.py:7:call\n"
+		"/venv/lib/python3.11/site-packages/torch/_inductor/utils.py:1:run",
+		NULL,
+	};
+	static const uint64_t sizes[] = {100, 200, 50, 7, 1000};
+	struct as_trace *t = framed_trace("pickle", st, sizes, NULL, 5, NULL, 0);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	struct as_explain_options o;
+	as_explain_options_init(&o);
+	o.by = AS_GROUP_FRAME;
+	struct as_explain *e;
+	CHECK(as_explain_trace(t, &o, &e) == AS_OK);
+	const struct as_explain_group *g =
+		group_named(e, "/home/u/model/transformer.py:22:forward");
+	CHECK(g && g->bytes == 300 && g->count == 2);
+	/* What it called: the generated kernel, kept apart. */
+	CHECK(g && g->nabove == 1 &&
+	      strcmp(g->above[0], "/tmp/torchinductor_u/ab/cabc.py:200:call") == 0);
+	CHECK(group_named(e, "/home/u/model/transformer.py:30:forward"));
+	/* No user frame: the first one not the allocator's. */
+	CHECK(group_named(e, "/tmp/torchinductor_u/cd/ccd.py:7:call"));
+	g = group_named(e, "(no frames: allocated before the recording)");
+	CHECK(g == NULL);
+	CHECK_EQ_U64(e->spaces[0].live.total_groups, 4);
+	as_explain_destroy(e);
+	/* --skip-frames and --user-code move the frame. */
+	o.skip_frames = "transformer\\.py:22";
+	CHECK(as_explain_trace(t, &o, &e) == AS_OK);
+	CHECK(group_named(e, "/tmp/torchinductor_u/ab/cabc.py:100:call"));
+	as_explain_destroy(e);
+	o.skip_frames = NULL;
+	o.user_code = "contextlib";
+	CHECK(as_explain_trace(t, &o, &e) == AS_OK);
+	CHECK(group_named(e, "/usr/lib/python3.11/contextlib.py:3:inner"));
+	as_explain_destroy(e);
+	o.user_code = "([";
+	CHECK(as_explain_trace(t, &o, &e) == AS_EINVAL);
+	as_trace_destroy(t);
+}
+
+static void categories_follow_the_documented_rules_and_sum_to_the_peak(void)
+{
+	static const char *const st[] = {
+		"/home/u/model.py:5:__init__",                /* parameters */
+		"/home/u/model.py:9:forward",                 /* activations */
+		"??:0:torch::autograd::Engine::thread_main()", /* gradients */
+		"/home/u/train.py:3:main",                    /* in a stage */
+		"/venv/lib/site-packages/torch/optim/adamw.py:1:_single",
+		"/home/u/lora.py:4:forward",                  /* --rule */
+		"/home/u/train.py:4:main",                    /* unknown */
+		"/home/u/train.py:3:main",                    /* temporary */
+	};
+	static const uint64_t sizes[] = {1, 2, 4, 8, 16, 32, 64, 128};
+	/* The last, freed before any other allocation: a temporary, live
+	 * at the peak (step 8, everything live). */
+	static const uint64_t frees[] = {0, 0, 0, 0, 0, 0, 0, 9};
+	struct as_stage stages[] = {
+		{.name = "Optimizer.step#AdamW.step", .start = 4, .end = 5},
+		{.name = "## backward ##", .start = 3, .end = 4},
+	};
+	struct as_trace *t = framed_trace("pickle", st, sizes, frees, 8, stages, 2);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	struct as_explain_options o;
+	as_explain_options_init(&o);
+	o.by = AS_GROUP_CATEGORY;
+	o.top = 0;
+	struct as_explain_rule rule = {"lora", "lora\\.py"};
+	o.rules = &rule;
+	o.nrules = 1;
+	struct as_explain *e;
+	CHECK(as_explain_trace(t, &o, &e) == AS_OK);
+	static const struct {
+		const char *key;
+		uint64_t bytes;
+	} want[] = {{"parameters", 1}, {"activations", 2}, {"gradients", 4},
+		    {"optimizer", 8 + 16}, {"lora", 32}, {"unknown", 64},
+		    {"temporaries", 128}};
+	uint64_t sum = 0;
+	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+		const struct as_explain_group *g = group_named(e, want[k].key);
+		CHECK(g != NULL);
+		if (g)
+			CHECK_EQ_U64(g->bytes, want[k].bytes);
+		if (g)
+			CHECK(g->nevidence >= 1 && g->evidence[0].rule);
+		sum += g ? g->bytes : 0;
+	}
+	CHECK_EQ_U64(sum, e->spaces[0].peak_bytes);
+	const struct as_explain_group *g = group_named(e, "optimizer");
+	CHECK(g && g->nevidence == 2);
+	as_explain_destroy(e);
+	as_trace_destroy(t);
+}
+
+static void groupings_with_nothing_to_group_by_say_why(void)
+{
+	static const char *const st[] = {NULL, NULL};
+	static const uint64_t sizes[] = {10, 20};
+	struct as_trace *t = framed_trace("csv", st, sizes, NULL, 2, NULL, 0);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	struct as_explain_options o;
+	as_explain_options_init(&o);
+	static const enum as_group_by none[] = {AS_GROUP_STACK, AS_GROUP_FRAME,
+						AS_GROUP_STAGE, AS_GROUP_CONTEXT};
+	for (size_t k = 0; k < sizeof(none) / sizeof(none[0]); k++) {
+		struct as_explain *e;
+		o.by = none[k];
+		CHECK(as_explain_trace(t, &o, &e) == AS_OK);
+		CHECK(e->nothing_to_group != NULL);
+		if (o.by == AS_GROUP_STACK)
+			CHECK_STR(e->spaces[0].live.groups[0].key,
+				  "(no frames: this format has no stacks)");
+		as_explain_destroy(e);
+	}
+	o.by = AS_GROUP_PREFIX; /* "b0", "b1": a stem, not an address? */
+	struct as_explain *e;
+	CHECK(as_explain_trace(t, &o, &e) == AS_OK);
+	CHECK(e->nothing_to_group != NULL); /* b0 reads as hex */
+	as_explain_destroy(e);
 	as_trace_destroy(t);
 }
 
@@ -838,6 +1020,9 @@ int main(void)
 	TEST_RUN(normalised_keys_merge_stacks_that_differ_in_addresses);
 	TEST_RUN(a_new_group_counts_as_growth_from_nothing);
 	TEST_RUN(an_online_allocator_reports_its_fragmentation_at_its_peak);
+	TEST_RUN(by_frame_merges_generated_kernels_under_the_model_line);
+	TEST_RUN(categories_follow_the_documented_rules_and_sum_to_the_peak);
+	TEST_RUN(groupings_with_nothing_to_group_by_say_why);
 	TEST_RUN(one_pass_gives_the_whole_traces_explain_on_heaptrack_files);
 	TEST_RUN(one_pass_gives_the_whole_traces_explain_on_mtrace_files);
 	TEST_RUN(one_pass_gives_the_whole_traces_explain_on_raw_heaptrack_files);

@@ -222,7 +222,8 @@ int doc_load(struct doc *d, const char *path, const char *const *specs,
 		return AS_ENOMEM;
 	}
 	SDL_AtomicAdd(&live_jobs, 1);
-	struct as_load_options lo = {.max_input_bytes = o ? o->max_input : 0};
+	struct as_load_options lo = {.max_input_bytes = o ? o->max_input : 0,
+				     .spool_dir = getenv("TMPDIR")};
 	int err = as_trace_load_opts(path, &lo, &j->t, diag);
 	if (err) {
 		job_free(j);

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,14 +24,19 @@
 #define EXIT_REGRESSED 1
 #define EXIT_USAGE 2
 #define MAX_SPECS 64
+#define MAX_RULES 64
 
 static const char explain_usage[] =
 	"usage: allocscope explain TRACE... [-f FMT] [-s SPEC]...\n"
-	"                          [--by stack|frame|annotation|context|prefix|size|buffer]\n"
-	"                          [--top N] [--frames N] [--json FILE|-]\n"
-	"                          [--markdown FILE] [-j N]\n"
-	"       allocscope diff --by stack|... BASE_TRACE NEW_TRACE [-f FMT]\n"
-	"                       [--max-regress PCT] [--markdown FILE] [--all]\n"
+	"                          [--by stack|frame|category|line FILE|annotation|\n"
+	"                                context|prefix|size|buffer]\n"
+	"                          [--user-code REGEX] [--skip-frames REGEX]\n"
+	"                          [--rule NAME=REGEX]... [--top N] [--frames N]\n"
+	"                          [--json FILE|-] [--markdown FILE] [-j N]\n"
+	"                          [--max-input-bytes N|none]\n"
+	"       allocscope diff --by stack|frame|category|line FILE|... BASE_TRACE\n"
+	"                       NEW_TRACE [-f FMT] [--max-regress PCT]\n"
+	"                       [--markdown FILE] [--all]\n"
 	"\n"
 	"explain: for each trace's peak (per space; with -s, each strategy's\n"
 	"peak too) what is live, grouped, largest first, with each group's top\n"
@@ -39,6 +45,11 @@ static const char explain_usage[] =
 	"peak. Several traces (ranks) end with a table and their imbalance.\n"
 	"--top N: groups per list (default 10; 0: all). --frames N: frames per\n"
 	"group (default 5). --json - writes JSON instead of the text.\n"
+	"--by frame groups by the first frame of the user's code (not generated,\n"
+	"not a library's, not the allocator's); --user-code REGEX says which\n"
+	"frames are, --skip-frames REGEX which are not. --by category: parameters,\n"
+	"activations, gradients, optimizer, temporaries, unknown, after the\n"
+	"--rule NAME=REGEX given (first match wins). docs/explain.md.\n"
 	"--max-input-bytes N|none: the most bytes a trace may hold\n"
 	"decompressed (default 64G; also ALLOCSCOPE_MAX_INPUT). A TRACE of -\n"
 	"is standard input.\n"
@@ -104,7 +115,8 @@ static int load_explained(const char *path,
 	if (err == AS_EUNSUPPORTED) /* the whole trace is loaded */
 		err = as_explain_trace(l->t, o, &l->e);
 	if (err) {
-		fprintf(stderr, "%s: explain: %s\n", path, as_strerror(err));
+		fprintf(stderr, "%s: explain: %s\n", cli_esc(path),
+			as_strerror(err));
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -127,7 +139,8 @@ static int explain_one(const char *path, const struct as_load_options *lo,
 		return cli_report_diag(&d, err);
 	err = as_explain_trace(l->t, o, &l->e);
 	if (err) {
-		fprintf(stderr, "%s: explain: %s\n", path, as_strerror(err));
+		fprintf(stderr, "%s: explain: %s\n", cli_esc(path),
+			as_strerror(err));
 		return EXIT_USAGE;
 	}
 	if (!nspecs)
@@ -156,8 +169,9 @@ static int explain_one(const char *path, const struct as_load_options *lo,
 			err = as_explain_plan(l->t, specs[i], plans[i], o,
 					      &l->plans[l->nplans], &d);
 			if (err) {
-				fprintf(stderr, "%s: explain %s: %s\n", path,
-					specs[i], as_strerror(err));
+				fprintf(stderr, "%s: explain %s: %s\n",
+					cli_esc(path), cli_esc(specs[i]),
+					as_strerror(err));
 				status = EXIT_USAGE;
 			} else {
 				l->nplans++;
@@ -181,21 +195,63 @@ static int write_report(void *ctx, FILE *f)
 	return r->fn(r->runs, r->n, f);
 }
 
+/* Whether REGEX compiles (POSIX extended); else a usage error. */
+static bool regex_ok(const char *opt, const char *re, int *status)
+{
+	regex_t r;
+	int rc = regcomp(&r, re, REG_EXTENDED | REG_NOSUB);
+	if (rc == 0) {
+		regfree(&r);
+		return true;
+	}
+	char why[160], msg[256];
+	regerror(rc, &r, why, sizeof(why));
+	snprintf(msg, sizeof(msg), "%s: '%%s' is not a regular expression (%s)",
+		 opt, why);
+	*status = cli_usage_error("allocscope explain", explain_usage, msg, re);
+	return false;
+}
+
 /* Options both commands read; 1: taken (with its value), 0: not ours, or
- * an exit status through *status. */
+ * an exit status through *status. rules[MAX_RULES] holds --rule's. */
 static int common_option(int argc, char **argv, int *i,
 			 struct as_explain_options *o,
-			 struct as_load_options *lo,
-			 const char **markdown, int *status)
+			 struct as_load_options *lo, const char **markdown,
+			 struct as_explain_rule *rules, int *status)
 {
 	const char *a = argv[*i];
 	bool more = *i + 1 < argc;
 	if (strcmp(a, "--by") == 0 && more) {
 		if (as_group_by_from_name(argv[++*i], &o->by) != AS_OK)
-			*status = usage_error("--by wants stack, frame, "
-					      "annotation, context, prefix, size "
-					      "or buffer, not '%s'",
+			*status = usage_error("--by wants stack, frame, category, "
+					      "line FILE, annotation, context, "
+					      "prefix, size or buffer, not '%s'",
 					      argv[*i]);
+		else if (o->by == AS_GROUP_LINE && *i + 1 >= argc)
+			*status = usage_error("--by line wants a source FILE%s",
+					      "");
+		else if (o->by == AS_GROUP_LINE)
+			o->line_file = argv[++*i];
+	} else if ((strcmp(a, "--user-code") == 0 ||
+		    strcmp(a, "--skip-frames") == 0) && more) {
+		if (regex_ok(a, argv[++*i], status)) {
+			if (a[2] == 'u')
+				o->user_code = argv[*i];
+			else
+				o->skip_frames = argv[*i];
+		}
+	} else if (strcmp(a, "--rule") == 0 && more) {
+		char *arg = argv[++*i], *eq = strchr(arg, '=');
+		if (!eq || eq == arg || !eq[1])
+			*status = usage_error("--rule wants NAME=REGEX, not '%s'",
+					      arg);
+		else if (o->nrules == MAX_RULES)
+			*status = usage_error("too many --rule (%s)", "64");
+		else if (regex_ok("--rule", eq + 1, status)) {
+			*eq = 0; /* argv is ours to cut */
+			rules[o->nrules++] = (struct as_explain_rule){arg, eq + 1};
+			o->rules = rules;
+		}
 	} else if (strcmp(a, "-f") == 0 && more) {
 		if (!as_format_known(lo->format = argv[++*i]))
 			*status = usage_error("unknown format '%s'", argv[*i]);
@@ -219,6 +275,7 @@ int cli_explain(int argc, char **argv)
 	as_explain_options_init(&o);
 	const char *specs[MAX_SPECS], *json = NULL, *markdown = NULL;
 	struct as_load_options lo;
+	struct as_explain_rule rules[MAX_RULES];
 	size_t nspecs = 0, npaths = 0;
 	unsigned jobs = 0;
 	char **paths = calloc((size_t)argc + 1, sizeof(*paths));
@@ -228,7 +285,8 @@ int cli_explain(int argc, char **argv)
 	for (int i = 0; i < argc && !status; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
-		if (common_option(argc, argv, &i, &o, &lo, &markdown, &status))
+		if (common_option(argc, argv, &i, &o, &lo, &markdown, rules,
+				  &status))
 			continue;
 		if (status)
 			break;
@@ -404,6 +462,7 @@ int cli_diff_by(int argc, char **argv)
 	o.normalize = true;
 	struct as_compare_options co;
 	as_compare_defaults(&co);
+	struct as_explain_rule rules[MAX_RULES];
 	const char *markdown = NULL, *args[2];
 	struct as_load_options lo;
 	size_t nargs = 0;
@@ -411,7 +470,8 @@ int cli_diff_by(int argc, char **argv)
 	int status = cli_load_init(&lo);
 	for (int i = 0; i < argc && !status; i++) {
 		const char *a = argv[i];
-		if (common_option(argc, argv, &i, &o, &lo, &markdown, &status))
+		if (common_option(argc, argv, &i, &o, &lo, &markdown, rules,
+				  &status))
 			continue;
 		if (status)
 			break;

@@ -214,6 +214,10 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 		       as_human_bytes((uint64_t)made, hm, sizeof(hm)),
 		       as_human_bytes((uint64_t)inh, hi, sizeof(hi)), ha);
 	}
+	if (header)
+		printf("(reserved: whole segments, as PyTorch's allocator takes "
+		       "them: 2 MiB for requests up to 1 MiB, 20 MiB under 10 "
+		       "MiB; on small tensors the peak is mostly segment size)\n");
 	/* The memory limits runs used, and where they came from. */
 	const size_t np = strlen(AS_NOTE_CAPACITY);
 	header = false;

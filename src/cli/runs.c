@@ -349,7 +349,7 @@ int cli_check_input(const char *path, bool stdin_ok, struct as_diag *diag)
 
 int cli_load_init(struct as_load_options *lo)
 {
-	*lo = (struct as_load_options){0};
+	*lo = (struct as_load_options){.spool_dir = getenv("TMPDIR")};
 	const char *e = getenv("ALLOCSCOPE_MAX_INPUT");
 	if (!e || as_parse_max_input(e, &lo->max_input_bytes) == AS_OK)
 		return 0;

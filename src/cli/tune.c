@@ -9,6 +9,8 @@
  * Exit status: 0; 1 when a plan is invalid (the tables are still
  * written); 2 on a usage or input error.
  */
+#include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,9 +74,11 @@ struct figures {
 	bool released, present;
 };
 
+/* Room for MAX_KEYS keys (47 bytes) with values (63), a fraction and a
+ * capacity (20 digits): a grid row is never cut. */
 struct row {
-	char setting[400]; /* PYTORCH_CUDA_ALLOC_CONF */
-	char spec[600];
+	char setting[1024]; /* PYTORCH_CUDA_ALLOC_CONF */
+	char spec[1100];
 	bool recorded;
 	size_t order;      /* settings not PyTorch's default, grid index */
 	struct figures f;
@@ -392,8 +396,12 @@ static void advise_rows(struct space_rows *sp)
 			return;
 		if (b->f.ooms < rec->f.ooms)
 			snprintf(sp->advice + n, sizeof(sp->advice) - (size_t)n,
-				 ": avoids the recorded setting's out of "
-				 "memory (%.0f OOMs to %.0f), reserved peak %s",
+				 b->f.ooms > 0 ? ": cuts the recorded setting's "
+						 "OOMs from %.0f to %.0f, "
+						 "reserved peak %s"
+					       : ": avoids the recorded setting's "
+						 "out of memory (%.0f OOMs to "
+						 "%.0f), reserved peak %s",
 				 rec->f.ooms, b->f.ooms,
 				 as_human_bytes((uint64_t)b->f.peak, h1,
 						sizeof(h1)));
@@ -460,7 +468,7 @@ static void advise_rows(struct space_rows *sp)
 
 struct tune_opts {
 	struct as_load_options lo;
-	const char *capacity;
+	char capacity[24]; /* --capacity in bytes, "" for the device's */
 	struct axis ax[MAX_KEYS];
 	size_t nax, ngrid;
 	unsigned jobs;
@@ -500,12 +508,12 @@ static int tune_one(const char *path, struct tune_opts *o, struct tuned *out)
 	if (!status) {
 		grid[0].recorded = true;
 		snprintf(grid[0].spec, sizeof(grid[0].spec), "cuda-caching%s%s",
-			 o->capacity ? ":capacity=" : "",
-			 o->capacity ? o->capacity : "");
+			 *o->capacity ? ":capacity=" : "", o->capacity);
 		snprintf(grid[0].setting, sizeof(grid[0].setting),
 			 "(the recording's settings)");
 		for (size_t i = 1; i < n; i++)
-			grid_row(o->ax, o->nax, i - 1, o->capacity, &grid[i]);
+			grid_row(o->ax, o->nax, i - 1,
+				 *o->capacity ? o->capacity : NULL, &grid[i]);
 		for (size_t i = 0; i < n; i++)
 			specs[i] = grid[i].spec;
 		if (as_runner_create(t, &ro, &runner) != AS_OK)
@@ -611,7 +619,7 @@ static int write_text(void *ctx, FILE *f)
 	bool md = r->markdown;
 	for (size_t k = 0; k < r->n; k++) {
 		const struct tuned *tr = &r->tr[k];
-		char esc[1200];
+		char esc[4 * sizeof(((struct row *)0)->setting)];
 		as_escape(esc, sizeof(esc), tr->path,
 			  md ? AS_ESCAPE_MARKDOWN : AS_ESCAPE_TEXT);
 		fprintf(f, md ? "%s## %s\n\n" : "%stune %s\n", k ? "\n" : "",
@@ -654,7 +662,7 @@ static int write_text(void *ctx, FILE *f)
 					"change");
 			for (size_t i = 0; i < sp->n; i++) {
 				const struct row *x = &sp->rows[i];
-				char set[480], ch[32] = "";
+				char set[sizeof(x->setting) + 8], ch[32] = "";
 				snprintf(set, sizeof(set), "%s%s%s",
 					 x->recorded ? "* " : "", x->setting,
 					 strstr(x->spec, "fraction=1") ? " (+)"
@@ -662,12 +670,15 @@ static int write_text(void *ctx, FILE *f)
 				as_escape(esc, sizeof(esc), set,
 					  md ? AS_ESCAPE_MARKDOWN_CODE
 					     : AS_ESCAPE_TEXT);
-				if (rec && changeable(&rec->f) > 0)
+				if (rec && changeable(&rec->f) > 0) {
+					double pct = 100.0 *
+						     (changeable(&x->f) -
+						      changeable(&rec->f)) /
+						     changeable(&rec->f);
+					/* no "-0.0%" beside "+0.0%" */
 					snprintf(ch, sizeof(ch), "%+.1f%%",
-						 100.0 *
-							 (changeable(&x->f) -
-							  changeable(&rec->f)) /
-							 changeable(&rec->f));
+						 fabs(pct) < 0.05 ? 0.0 : pct);
+				}
 				strcpy(ha, "-");
 				if (x->f.released)
 					as_human_bytes((uint64_t)x->f.after, ha,
@@ -796,15 +807,6 @@ static int write_json(void *ctx, FILE *f)
 	return ferror(f) ? AS_EIO : AS_OK;
 }
 
-/* A size for --capacity: digits and an optional unit, nothing a spec
- * would read as another option. */
-static bool size_ok(const char *v)
-{
-	size_t n = strspn(v, "0123456789");
-	return n > 0 && strlen(v) - n <= 3 &&
-	       strspn(v + n, "kKmMgGtTiB") == strlen(v + n);
-}
-
 int cli_tune(int argc, char **argv)
 {
 	struct tune_opts o;
@@ -834,10 +836,18 @@ int cli_tune(int argc, char **argv)
 			else if (parse_set(argv[++i], &set[nset], &status))
 				nset++;
 		} else if (strcmp(a, "--capacity") == 0 && more) {
-			if (!size_ok(o.capacity = argv[++i]))
-				status = usage_error("--capacity wants a size "
-						     "like 24G, not '%s'",
+			uint64_t cap;
+			/* the limit syntax: digits and K..E, "none" refused */
+			if (as_parse_max_input(argv[++i], &cap) != AS_OK ||
+			    cap == UINT64_MAX)
+				status = usage_error("--capacity wants a byte "
+						     "count like 24G (K, M, G, "
+						     "T: powers of 1024), not "
+						     "'%s'",
 						     argv[i]);
+			else
+				snprintf(o.capacity, sizeof(o.capacity),
+					 "%" PRIu64, cap);
 		} else if (strcmp(a, "--json") == 0 && more) {
 			json = argv[++i];
 		} else if (strcmp(a, "--markdown") == 0 && more) {

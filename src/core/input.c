@@ -104,9 +104,8 @@ int as_open_input(const char *path, FILE **out, struct as_diag *diag)
 	return AS_OK;
 }
 
-int as_spool_open(FILE **out)
+int as_spool_open(const char *dir, FILE **out)
 {
-	const char *dir = getenv("TMPDIR");
 	if (!dir || !*dir)
 		dir = "/tmp";
 	size_t n = strlen(dir);

@@ -39,16 +39,26 @@ int as_diag_set(struct as_diag *d, uint64_t line, int err, const char *fmt,
 int as_open_regular(const char *path, FILE **out, struct as_diag *diag);
 
 /*
- * A new temporary file in $TMPDIR (else /tmp), already unlinked: read and
+ * A new temporary file in dir (NULL or "": /tmp), already unlinked: read and
  * written, gone when closed or when the process ends in any way. AS_OK, or
  * AS_EIO / AS_ENOMEM with errno set.
  */
-int as_spool_open(FILE **out);
+int as_spool_open(const char *dir, FILE **out);
 
 /* ---- util.c ---- */
 
 /* Parse a whole decimal uint64 (no sign, no junk, no overflow). */
 bool as_parse_u64(const char *s, size_t len, uint64_t *out);
+
+/* Why a text is not a byte count of as_parse_size's. */
+enum as_size_why { AS_SIZE_OK, AS_SIZE_NOT_NUMBER, AS_SIZE_BAD_UNIT,
+		   AS_SIZE_TOO_LARGE };
+/*
+ * A byte count: decimal digits and an optional binary unit K, M, G, T, P
+ * or E (either case: 2^10 ... 2^60), the one syntax every size option and
+ * limit takes. *out is written only on AS_SIZE_OK.
+ */
+enum as_size_why as_parse_size(const char *s, uint64_t *out);
 
 /* Whether index a sorts before index b. */
 typedef bool (*as_less_fn)(uint32_t a, uint32_t b, const void *ctx);

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,36 +40,39 @@ struct as_atomic {
 
 /*
  * Temporary files open now, for as_atomic_remove_pending() in a signal
- * handler: the one piece of global state in the library, because a
- * handler has no other way to find them. A slot is filled (with every
- * signal blocked) as soon as the file exists and emptied after it is
+ * handler, which has no other way to find them: one of the library's two
+ * process-wide pieces of state (the other is the hash key, util.c), and
+ * neither is a run's. A slot is claimed with a compare-and-swap, since two
+ * runner threads may make files at once, and filled (with every signal
+ * blocked) as soon as the file exists; it is emptied after the file is
  * renamed or removed, before its path is freed, so the handler only ever
  * unlinks a live path (or a renamed one, harmlessly). Past
  * AS_ATOMIC_SLOTS files at once, the extra ones are not covered.
  */
 #define AS_ATOMIC_SLOTS 64
-static char *volatile pending[AS_ATOMIC_SLOTS];
+static _Atomic(char *) pending[AS_ATOMIC_SLOTS];
 
 static void track(char *tmp)
 {
-	for (int i = 0; i < AS_ATOMIC_SLOTS; i++)
-		if (!pending[i]) {
-			pending[i] = tmp;
+	for (int i = 0; i < AS_ATOMIC_SLOTS; i++) {
+		char *none = NULL;
+		if (atomic_compare_exchange_strong(&pending[i], &none, tmp))
 			return;
-		}
+	}
 }
 
 static void untrack(const char *tmp)
 {
-	for (int i = 0; tmp && i < AS_ATOMIC_SLOTS; i++)
-		if (pending[i] == tmp)
-			pending[i] = NULL;
+	for (int i = 0; tmp && i < AS_ATOMIC_SLOTS; i++) {
+		char *mine = (char *)tmp;
+		atomic_compare_exchange_strong(&pending[i], &mine, NULL);
+	}
 }
 
 void as_atomic_remove_pending(void)
 {
 	for (int i = 0; i < AS_ATOMIC_SLOTS; i++) {
-		char *tmp = pending[i];
+		char *tmp = atomic_load(&pending[i]);
 		if (tmp)
 			unlink(tmp);
 	}

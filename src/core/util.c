@@ -267,6 +267,31 @@ bool as_parse_u64(const char *s, size_t len, uint64_t *out)
 	return true;
 }
 
+enum as_size_why as_parse_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "KMGTPE";
+	size_t len = strlen(s), digits = strspn(s, "0123456789");
+	unsigned shift = 0;
+	if (digits == 0)
+		return AS_SIZE_NOT_NUMBER;
+	if (digits + 1 == len) {
+		char c = s[digits];
+		const char *u = strchr(units, c >= 'a' && c <= 'z' ? c - 32 : c);
+		if (!u || !*u)
+			return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+				       ? AS_SIZE_BAD_UNIT
+				       : AS_SIZE_NOT_NUMBER;
+		shift = 10 * (unsigned)(u - units + 1);
+	} else if (digits != len) {
+		return AS_SIZE_NOT_NUMBER;
+	}
+	uint64_t v;
+	if (!as_parse_u64(s, digits, &v) || v > UINT64_MAX >> shift)
+		return AS_SIZE_TOO_LARGE;
+	*out = v << shift;
+	return AS_SIZE_OK;
+}
+
 const char *as_next_line(const char **p, const char *end, size_t *len)
 {
 	if (*p >= end)
@@ -368,9 +393,10 @@ void as_strmap_finish(struct as_strmap *m)
 /* ---- Keyed hashing ---- */
 
 /*
- * The run's hash key: random, drawn at the first hash (getrandom(2), else
- * /dev/urandom, else the clock and an address), the same for every table
- * and thread of the run; 0 until then. Fuzz builds use a fixed key so a
+ * The process's hash key: random, drawn at the first hash (getrandom(2),
+ * else /dev/urandom, else the clock and an address), the same for every
+ * table and thread; 0 until then. Process-wide, like the temporary files
+ * a signal handler removes (output.c): a key, not run state. Fuzz builds use a fixed key so a
  * finding replays the same way.
  */
 static _Atomic uint64_t hash_key;

@@ -25,7 +25,8 @@ static const char *const group_names[] = {
 	[AS_GROUP_BUFFER] = "buffer",   [AS_GROUP_PREFIX] = "prefix",
 	[AS_GROUP_FRAME] = "frame",     [AS_GROUP_SIZE] = "size",
 	[AS_GROUP_STAGE] = "annotation", [AS_GROUP_STACK] = "stack",
-	[AS_GROUP_CONTEXT] = "context",
+	[AS_GROUP_CONTEXT] = "context", [AS_GROUP_CATEGORY] = "category",
+	[AS_GROUP_LINE] = "line",
 };
 
 void as_explain_options_init(struct as_explain_options *o)
@@ -60,8 +61,11 @@ const char *as_group_by_name(enum as_group_by g)
 
 static void free_list(struct as_explain_list *l)
 {
-	for (uint32_t j = 0; l->groups && j < l->ngroups; j++)
+	for (uint32_t j = 0; l->groups && j < l->ngroups; j++) {
 		free(l->groups[j].frames);
+		free(l->groups[j].above);
+		free(l->groups[j].evidence);
+	}
 	free(l->groups);
 }
 
@@ -195,12 +199,12 @@ static bool drawable(const struct as_buffer *b)
 
 /* The live groups of space s at time `time`: buffers of its bucket. */
 static int live_list(struct as_explain *e, const struct as_plan *p,
-		     const struct buckets *bk, uint16_t s, uint64_t time,
-		     struct as_explain_list *out)
+		     const struct as_order *ord, const struct buckets *bk,
+		     uint16_t s, uint64_t time, struct as_explain_list *out)
 {
 	const struct as_trace *t = e->trace;
-	struct grouper *g;
-	int err = as_x_grouper_create(t, &e->opts, &g);
+	struct grouper *g = NULL;
+	int err = as_x_grouper_create(t, &e->opts, ord, &g);
 	for (uint32_t k = bk->off[s]; !err && k < bk->off[s + 1]; k++) {
 		uint32_t i = bk->idx[k];
 		const struct as_buffer *b = &t->buffers[i];
@@ -218,31 +222,15 @@ static int live_list(struct as_explain *e, const struct as_plan *p,
 	return err;
 }
 
-/* Whether buffer i ends before any other allocation starts: the first
- * start after its own (by_start, binary search) is at or past its end. */
-static bool temporary(const struct as_order *o, const struct as_buffer *b)
-{
-	const struct as_buffer *bb = o->t->buffers;
-	uint32_t lo = 0, hi = o->n;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (bb[o->by_start[mid]].start <= b->start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo == o->n || bb[o->by_start[lo]].start >= b->end;
-}
-
 static int trace_lists(struct as_explain *e, const struct as_order *o,
 		       const struct buckets *bk, uint16_t s)
 {
 	const struct as_trace *t = e->trace;
 	struct as_explain_space *x = &e->spaces[s];
 	struct grouper *tg = NULL, *ng = NULL;
-	int err = as_x_grouper_create(t, &e->opts, &tg);
+	int err = as_x_grouper_create(t, &e->opts, o, &tg);
 	if (!err)
-		err = as_x_grouper_create(t, &e->opts, &ng);
+		err = as_x_grouper_create(t, &e->opts, o, &ng);
 	for (uint32_t k = bk->off[s]; !err && k < bk->off[s + 1]; k++) {
 		uint32_t i = bk->idx[k];
 		const struct as_buffer *b = &t->buffers[i];
@@ -250,7 +238,7 @@ static int trace_lists(struct as_explain *e, const struct as_order *o,
 			continue;
 		if (b->flags & AS_BUF_NEVER_FREED)
 			err = as_x_grouper_add(ng, i);
-		else if (drawable(b) && temporary(o, b))
+		else if (drawable(b) && as_x_temporary(o, b))
 			err = as_x_grouper_add(tg, i);
 	}
 	if (!err)
@@ -400,7 +388,7 @@ int as_explain_trace(const struct as_trace *t,
 			e->peak_bytes = m.live_bytes > UINT64_MAX - e->peak_bytes
 						? UINT64_MAX
 						: e->peak_bytes + m.live_bytes;
-			err = live_list(e, NULL, &bk, s, m.time, &x->live);
+			err = live_list(e, NULL, &ord, &bk, s, m.time, &x->live);
 			x->live_count = x->live.count;
 		}
 		if (!err)
@@ -503,7 +491,7 @@ int as_explain_plan(const struct as_trace *t, const char *spec,
 			e->peak_time = m.time;
 		}
 		e->has_peak = true;
-		if ((err = live_list(e, p, &bk, s, m.time, &x->live)))
+		if ((err = live_list(e, p, &ord, &bk, s, m.time, &x->live)))
 			break;
 		x->live_count = x->live.count;
 		if (walk) {

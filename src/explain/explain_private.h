@@ -1,12 +1,14 @@
 /*
  * Private: what the files of explain/ share: explain.c (the peak, the live
- * set, temporaries, stages, fragmentation), group.c (grouping buffers and
- * their representative frames), write.c (text, JSON, Markdown) and diff.c
- * (two explains as result rows).
+ * set, temporaries, stages, fragmentation), frames.c (which frames are the
+ * user's), category.c (parameters, activations, ...), group.c (grouping
+ * buffers and their representative frames), write.c (text, JSON,
+ * Markdown) and diff.c (two explains as result rows).
  */
 #ifndef AS_EXPLAIN_PRIVATE_H
 #define AS_EXPLAIN_PRIVATE_H
 
+#include <regex.h>
 #include <stdio.h>
 
 #include "allocscope/explain.h"
@@ -16,6 +18,7 @@
 /* Texts an explain made (keys, normalised stacks), freed with it. */
 struct as_explain_private {
 	struct as_arena arena;
+	bool looked;            /* nothing_to_group is set */
 	/*
 	 * Made in one pass (stream.c): the trace holds no blocks, so its
 	 * counts and the clock at the peak are kept here.
@@ -41,6 +44,108 @@ int as_x_new(const struct as_trace *t, const struct as_explain_options *o,
 void as_x_ranks(const struct as_explain_run *runs, size_t n, uint64_t *max,
 		uint64_t *mean);
 
+/* ---- frames.c ---- */
+
+/* What a frame is (docs/explain.md, "Your code's frames"). */
+enum as_x_kind { AS_X_USER, AS_X_GENERATED, AS_X_LIBRARY, AS_X_ALLOCATOR };
+
+/* The options' --user-code and --skip-frames, compiled. */
+struct as_x_frames {
+	regex_t user, skip;
+	bool has_user, has_skip;
+	bool python_program;    /* a PyTorch snapshot: native frames are
+				 * PyTorch's and CPython's in every stack */
+};
+
+/* A part of a text: s[0, n). */
+struct as_x_span {
+	const char *s;
+	size_t n;
+};
+
+/* AS_EINVAL when a regular expression does not compile. */
+int as_x_frames_init(struct as_x_frames *fr, const char *user_code,
+		     const char *skip_frames);
+void as_x_frames_finish(struct as_x_frames *fr);
+/* Whether a stack has Python frames (a PyTorch snapshot's). */
+bool as_x_python_stack(const char *text);
+/* The kind of frame [s, s + n); fr may be NULL (the built-in rules). */
+enum as_x_kind as_x_frame_kind(const struct as_x_frames *fr, const char *s,
+			       size_t n, bool python_stack);
+/* The file and function of a frame (file empty when it names none). */
+void as_x_frame_parts(const char *s, size_t n, struct as_x_span *file,
+		      struct as_x_span *func);
+/* Whether a frame is the allocator's machinery. */
+bool as_x_is_machinery(const char *s, size_t n);
+/*
+ * The index of the stack's first user frame: true when there is one;
+ * else false with the first frame that is not the allocator's (or 0).
+ */
+bool as_x_user_frame(const struct as_x_frames *fr, const char *text,
+		     uint32_t *index);
+/* Frame k of a stack text; false past the last. */
+bool as_x_frame_at(const char *text, uint32_t k, const char **at, size_t *len);
+/*
+ * Up to `max` frames of a stack text (each a pointer into `text` and a
+ * length), the allocator's left out unless all are; returns how many.
+ */
+uint32_t as_x_user_frames(const char *text, uint32_t max, const char **at,
+			  size_t *len);
+
+/* ---- category.c ---- */
+
+enum {
+	AS_X_CAT_PARAMETERS,
+	AS_X_CAT_ACTIVATIONS,
+	AS_X_CAT_GRADIENTS,
+	AS_X_CAT_OPTIMIZER,
+	AS_X_CAT_TEMPORARIES,
+	AS_X_CAT_UNKNOWN,
+	AS_X_CAT_COUNT /* user rule r is AS_X_CAT_COUNT + r */
+};
+
+/* Which rule decided a category (its evidence). */
+enum as_x_why {
+	AS_X_WHY_RULE,
+	AS_X_WHY_BEFORE,
+	AS_X_WHY_INIT,
+	AS_X_WHY_TEMPORARY,
+	AS_X_WHY_OPT_STAGE,
+	AS_X_WHY_OPT_FRAME,
+	AS_X_WHY_BWD_STAGE,
+	AS_X_WHY_BWD_FRAME,
+	AS_X_WHY_FWD_STAGE,
+	AS_X_WHY_FWD_FRAME,
+	AS_X_WHY_NO_FRAMES,
+	AS_X_WHY_NO_RULE,
+	AS_X_WHY_COUNT
+};
+
+/* A buffer's category, why, and the frame or stage that matched (at, len;
+ * NULL when the rule needs none). */
+struct as_x_verdict {
+	uint32_t cat;
+	int32_t rule;
+	enum as_x_why why;
+	const char *at;
+	size_t len;
+};
+
+struct as_x_categorizer;
+
+/* order may be NULL: no buffer is then a temporary. AS_EINVAL when a
+ * rule's regular expression does not compile. */
+int as_x_cat_create(const struct as_trace *t,
+		    const struct as_explain_options *o,
+		    const struct as_order *order, struct as_x_categorizer **out);
+void as_x_cat_destroy(struct as_x_categorizer *c);
+void as_x_cat_of(struct as_x_categorizer *c, uint32_t i,
+		 struct as_x_verdict *v);
+const char *as_x_cat_name(const struct as_x_categorizer *c, uint32_t cat);
+const char *as_x_reason_text(enum as_x_why w);
+/* Whether b is freed before the program's next allocation. */
+bool as_x_temporary(const struct as_order *o, const struct as_buffer *b);
+
 /* ---- group.c ---- */
 
 /*
@@ -51,9 +156,10 @@ void as_x_ranks(const struct as_explain_run *runs, size_t n, uint64_t *max,
  */
 struct grouper;
 
+/* order: for the categories' temporaries (NULL: none). */
 int as_x_grouper_create(const struct as_trace *t,
 			const struct as_explain_options *o,
-			struct grouper **out);
+			const struct as_order *order, struct grouper **out);
 void as_x_grouper_destroy(struct grouper *g);
 int as_x_grouper_add(struct grouper *g, uint32_t buffer);
 /*
@@ -67,11 +173,11 @@ int as_x_grouper_add_n(struct grouper *g, uint32_t i, uint64_t bytes,
 int as_x_grouper_list(struct grouper *g, struct as_explain *e, bool by_largest,
 		      struct as_explain_list *out);
 /*
- * Up to `max` frames of a stack text, the allocator's left out (each a
- * pointer into `text` and a length); returns how many.
+ * Why grouping by o->by finds nothing to group on t (one line), or NULL:
+ * no stacks, no stages, no contexts, names without structure.
  */
-uint32_t as_x_user_frames(const char *text, uint32_t max, const char **at,
-			  size_t *len);
+const char *as_x_nothing_to_group(const struct as_trace *t,
+				  const struct as_explain_options *o);
 /*
  * The frame [s, s + n) into out[cap] (terminated) with each parameter list
  * "(...)" made "()" (C++ signatures; "(anonymous namespace)" stays);

@@ -1,27 +1,40 @@
 /*
  * Grouping buffers: by stack (its number, each number's text read once and
- * equal texts merged), by the top user frame, or by the text of
+ * equal texts merged), by the first user frame (frames.c), by the line of
+ * one source file, by category (category.c), or by the text of
  * as_trace_group (annotation stage, context, name prefix, size class, the
  * buffer). Keys are hashed into an as_strmap; a group keeps its bytes,
- * count and largest buffer. Sorting the groups is O(g log g).
+ * count and largest buffer (by category: bytes per rule, its evidence).
+ * Sorting the groups is O(g log g).
  *
- * A group's representative stack is its top user frames: the stack's
- * frames, innermost first, without the allocator's (malloc and its
- * family, operator new, the CUDA caching allocator, ATen's empty tensors,
- * CPython's allocators and its frame evaluation, heaptrack's own) and
- * without torch.nn.Module's call wrappers, which every module call has.
+ * A group's representative stack is its top frames without the
+ * allocator's (frames.c's machinery); by frame and by line it starts at
+ * the group's frame, and the frames above that (what it called) are kept
+ * apart. Buffers without frames are grouped by why they have none.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "explain/explain_private.h"
 
+/* By category: the buffers one rule put in a group. */
+struct evacc {
+	uint64_t bytes, count, largest;
+	const char *at;         /* the largest one's frame or stage */
+	size_t len;
+	bool any;
+};
+
 struct acc {
 	const char *key;        /* not NUL-terminated: key_len bytes */
 	size_t key_len;
 	uint64_t bytes, count, largest;
 	uint32_t buffer;
+	struct evacc *ev;       /* by category: AS_X_WHY_COUNT */
 };
+
+/* Why buffers have no frames. */
+enum { NF_BEFORE, NF_NO_STACK, NF_RECORDED, NF_FORMAT, NF_COUNT };
 
 struct grouper {
 	const struct as_trace *t;
@@ -30,31 +43,15 @@ struct grouper {
 	struct as_arena texts;  /* keys made here */
 	uint32_t *stack_gid;    /* by stack number: its group, or AS_NONE */
 	uint32_t nstacks;
-	uint32_t none_gid;      /* buffers without frames (by stack/frame) */
+	uint32_t none_gid[NF_COUNT]; /* buffers without frames */
+	uint32_t *cat_gid;      /* by category: its group, or AS_NONE */
+	struct as_x_frames fr;
+	struct as_x_categorizer *cat;
+	bool snapshot;
 	struct acc *g;
 	uint32_t ng, cap;
 	char *scratch;
 	size_t capscratch;
-};
-
-/*
- * Frames the representative stack leaves out, matched in the frame's text
- * without its parameter lists (so that a parameter of type c10::Allocator
- * does not make a user's function the allocator's).
- */
-static const char *const machinery[] = {
-	"malloc", "calloc", "realloc", "memalign", "valloc", "aligned_alloc",
-	"operator new", "CachingAllocator", "at::detail::", "at::empty",
-	"at::native::empty", "at::_ops::empty", "_empty_generic",
-	"_empty_strided", "empty_cuda", "wrapper_CUDA_memory_format_empty",
-	"wrapper_CUDA_empty", "create_out", "set_output_raw_strided",
-	"set_output_strided", "allocate_or_resize_outputs", "c10::impl::",
-	"c10::Dispatcher", "c10::BoxedKernel", "c10::KernelFunction",
-	"::redispatch", "PyMem_", "PyObject_Malloc",
-	"PyObject_Calloc", "PyObject_Realloc", "_PyObject_GC_",
-	"PyType_GenericAlloc", "_PyEval_EvalFrame", "heaptrack",
-	"std::allocator", "new_allocator", "_M_allocate", "_M_create",
-	"/torch/nn/modules/module.py", "\\torch\\nn\\modules\\module.py",
 };
 
 /* The end of the balanced group opening at s[i] (open, close), or n. */
@@ -112,58 +109,47 @@ size_t as_x_strip_params(const char *s, size_t n, char *out, size_t cap)
 	return m;
 }
 
-static bool is_machinery(const char *s, size_t n)
-{
-	char buf[1024];
-	n = as_x_strip_params(s, n, buf, sizeof(buf));
-	for (size_t k = 0; k < sizeof(machinery) / sizeof(machinery[0]); k++)
-		if (strstr(buf, machinery[k]))
-			return true;
-	return false;
-}
-
-uint32_t as_x_user_frames(const char *text, uint32_t max, const char **at,
-			  size_t *len)
-{
-	uint32_t n = 0;
-	if (!text)
-		return 0;
-	for (int pass = 0; pass < 2 && n == 0; pass++) {
-		for (const char *p = text; *p && n < max;) {
-			const char *nl = strchr(p, '\n');
-			size_t l = nl ? (size_t)(nl - p) : strlen(p);
-			if (l && (pass || !is_machinery(p, l))) {
-				at[n] = p;
-				len[n++] = l;
-			}
-			p += l + (nl != NULL);
-		}
-	}
-	return n;
-}
-
 int as_x_grouper_create(const struct as_trace *t,
 			const struct as_explain_options *o,
-			struct grouper **out)
+			const struct as_order *order, struct grouper **out)
 {
 	struct grouper *g = calloc(1, sizeof(*g));
 	if (!g)
 		return AS_ENOMEM;
 	g->t = t;
 	g->o = *o;
-	g->none_gid = AS_NONE;
-	if (o->by == AS_GROUP_STACK || o->by == AS_GROUP_FRAME) {
-		uint32_t n = 0;
-		for (uint32_t k = 0; as_trace_stack_text(t, k); k++)
-			n = k + 1;
-		g->nstacks = n;
+	g->snapshot = t->format && strcmp(t->format, "pickle") == 0;
+	for (int k = 0; k < NF_COUNT; k++)
+		g->none_gid[k] = AS_NONE;
+	uint32_t n = 0;
+	for (uint32_t k = 0; as_trace_stack_text(t, k); k++)
+		n = k + 1;
+	g->nstacks = n;
+	int err = as_x_frames_init(&g->fr, o->user_code, o->skip_frames);
+	if (err) {
+		free(g);
+		return err;
+	}
+	g->fr.python_program = g->snapshot;
+	if (!err && o->by == AS_GROUP_CATEGORY) {
+		err = as_x_cat_create(t, o, order, &g->cat);
+		size_t nc = (size_t)AS_X_CAT_COUNT + o->nrules;
+		if (!err && !(g->cat_gid = malloc(sizeof(*g->cat_gid) * nc)))
+			err = AS_ENOMEM;
+		for (size_t k = 0; !err && k < nc; k++)
+			g->cat_gid[k] = AS_NONE;
+	}
+	if (!err && (o->by == AS_GROUP_STACK || o->by == AS_GROUP_FRAME ||
+		     o->by == AS_GROUP_LINE)) {
 		g->stack_gid = malloc(sizeof(*g->stack_gid) * ((size_t)n + 1));
-		if (!g->stack_gid) {
-			free(g);
-			return AS_ENOMEM;
-		}
-		for (uint32_t k = 0; k < n; k++)
+		if (!g->stack_gid)
+			err = AS_ENOMEM;
+		for (uint32_t k = 0; !err && k < n; k++)
 			g->stack_gid[k] = AS_NONE;
+	}
+	if (err) {
+		as_x_grouper_destroy(g);
+		return err;
 	}
 	*out = g;
 	return AS_OK;
@@ -175,6 +161,11 @@ void as_x_grouper_destroy(struct grouper *g)
 		return;
 	as_strmap_finish(&g->map);
 	as_arena_finish(&g->texts);
+	as_x_frames_finish(&g->fr);
+	as_x_cat_destroy(g->cat);
+	for (uint32_t k = 0; g->g && k < g->ng; k++)
+		free(g->g[k].ev);
+	free(g->cat_gid);
 	free(g->stack_gid);
 	free(g->g);
 	free(g->scratch);
@@ -241,30 +232,118 @@ static uint32_t group_of(struct grouper *g, const char *s, size_t n,
 	if (as_strmap_put(&g->map, 0, s, n, g->ng, true))
 		return AS_NONE;
 	g->g[g->ng] = (struct acc){.key = s, .key_len = n, .buffer = AS_NONE};
+	if (g->o.by == AS_GROUP_CATEGORY &&
+	    !(g->g[g->ng].ev = calloc(AS_X_WHY_COUNT, sizeof(struct evacc))))
+		return AS_NONE;
 	return g->ng++;
+}
+
+static bool formats_stacks(const char *format)
+{
+	static const char *const with[] = {"pickle", "heaptrack", "mtrace",
+					   "json"};
+	for (size_t k = 0; format && k < sizeof(with) / sizeof(with[0]); k++)
+		if (strcmp(format, with[k]) == 0)
+			return true;
+	return false;
+}
+
+/* The key of buffer i without frames: why it has none. */
+static uint32_t no_frames_group(struct grouper *g, uint32_t i)
+{
+	static const char *const keys[NF_COUNT] = {
+		[NF_BEFORE] = "(no frames: allocated before the recording)",
+		[NF_NO_STACK] = "(no frames: recorded without a stack)",
+		[NF_RECORDED] = "(no frames: recorded without stacks)",
+		[NF_FORMAT] = "(no frames: this format has no stacks)",
+	};
+	int why = g->snapshot && g->t->buffers[i].start == 0 ? NF_BEFORE
+		  : g->nstacks				    ? NF_NO_STACK
+		  : formats_stacks(g->t->format)	    ? NF_RECORDED
+							    : NF_FORMAT;
+	if (g->none_gid[why] == AS_NONE)
+		g->none_gid[why] =
+			group_of(g, keys[why], strlen(keys[why]), true);
+	return g->none_gid[why];
+}
+
+/* Whether frame [at, at + len) is in the options' line_file: its file
+ * ends with it at a directory boundary. */
+static bool in_line_file(const struct grouper *g, const char *at, size_t len)
+{
+	const char *want = g->o.line_file;
+	if (!want || !*want)
+		return false;
+	struct as_x_span file, fn;
+	as_x_frame_parts(at, len, &file, &fn);
+	size_t n = strlen(want);
+	if (file.n < n || memcmp(file.s + file.n - n, want, n) != 0)
+		return false;
+	return file.n == n || want[0] == '/' || file.s[file.n - n - 1] == '/' ||
+	       file.s[file.n - n - 1] == '\\';
+}
+
+/*
+ * The frame a stack is grouped by (by frame: its first user frame; by
+ * line: its first frame in the file), as an index; false when by line and
+ * no frame is in the file.
+ */
+static bool anchor(const struct grouper *g, const char *text, uint32_t *k)
+{
+	if (g->o.by == AS_GROUP_LINE) {
+		const char *at;
+		size_t len;
+		for (uint32_t j = 0; as_x_frame_at(text, j, &at, &len); j++)
+			if (in_line_file(g, at, len)) {
+				*k = j;
+				return true;
+			}
+		return false;
+	}
+	as_x_user_frame(&g->fr, text, k);
+	return true;
 }
 
 static uint32_t stack_group(struct grouper *g, uint32_t i)
 {
 	uint32_t k = as_trace_buffer_stack(g->t, i);
-	if (k == AS_NONE || k >= g->nstacks) {
-		if (g->none_gid == AS_NONE)
-			g->none_gid = group_of(g, "(no frames)", 11, true);
-		return g->none_gid;
-	}
+	if (k == AS_NONE || k >= g->nstacks)
+		return no_frames_group(g, i);
 	if (g->stack_gid[k] != AS_NONE)
 		return g->stack_gid[k];
 	const char *text = as_trace_stack_text(g->t, k);
 	size_t n = strlen(text);
-	if (g->o.by == AS_GROUP_FRAME) {
+	if (g->o.by == AS_GROUP_FRAME || g->o.by == AS_GROUP_LINE) {
 		const char *at;
 		size_t len;
-		if (as_x_user_frames(text, 1, &at, &len) == 1) {
+		uint32_t j;
+		if (!anchor(g, text, &j)) {
+			static const char other[] = "(no frame in the file)";
+			return g->stack_gid[k] =
+				       group_of(g, other, sizeof(other) - 1, true);
+		}
+		if (as_x_frame_at(text, j, &at, &len)) {
 			text = at;
 			n = len;
 		}
 	}
 	return g->stack_gid[k] = group_of(g, text, n, true);
+}
+
+static uint32_t category_group(struct grouper *g, uint32_t i,
+			       struct as_x_verdict *v)
+{
+	as_x_cat_of(g->cat, i, v);
+	if (g->cat_gid[v->cat] == AS_NONE) {
+		const char *name = as_x_cat_name(g->cat, v->cat);
+		g->cat_gid[v->cat] = group_of(g, name, strlen(name), true);
+	}
+	return g->cat_gid[v->cat];
+}
+
+static void add_bytes(uint64_t *to, uint64_t n)
+{
+	*to = n > UINT64_MAX - *to ? UINT64_MAX : *to + n;
 }
 
 int as_x_grouper_add(struct grouper *g, uint32_t i)
@@ -277,8 +356,12 @@ int as_x_grouper_add_n(struct grouper *g, uint32_t i, uint64_t bytes,
 		       uint64_t count, uint64_t largest)
 {
 	uint32_t gid;
-	if (g->o.by == AS_GROUP_STACK || g->o.by == AS_GROUP_FRAME) {
+	struct as_x_verdict v = {0};
+	if (g->o.by == AS_GROUP_STACK || g->o.by == AS_GROUP_FRAME ||
+	    g->o.by == AS_GROUP_LINE) {
 		gid = stack_group(g, i);
+	} else if (g->o.by == AS_GROUP_CATEGORY) {
+		gid = category_group(g, i, &v);
 	} else {
 		char key[512];
 		as_trace_group(g->t, i, g->o.by, key, sizeof(key));
@@ -287,11 +370,22 @@ int as_x_grouper_add_n(struct grouper *g, uint32_t i, uint64_t bytes,
 	if (gid == AS_NONE)
 		return AS_ENOMEM;
 	struct acc *a = &g->g[gid];
-	a->bytes = bytes > UINT64_MAX - a->bytes ? UINT64_MAX : a->bytes + bytes;
+	add_bytes(&a->bytes, bytes);
 	a->count += count;
 	if (a->buffer == AS_NONE || largest > a->largest) {
 		a->largest = largest;
 		a->buffer = i;
+	}
+	if (a->ev) {
+		struct evacc *e = &a->ev[v.why];
+		add_bytes(&e->bytes, bytes);
+		e->count += count;
+		if (!e->any || largest > e->largest) {
+			e->any = true;
+			e->largest = largest;
+			e->at = v.at;
+			e->len = v.len;
+		}
 	}
 	return AS_OK;
 }
@@ -325,10 +419,111 @@ static bool by_largest(uint32_t a, uint32_t b, const void *ctx)
 	return by_bytes(a, b, ctx);
 }
 
+/* Frames [at, len) of n into a new array of copies in e's arena. */
+static int copy_frames(struct as_explain *e, const char *const *at,
+		       const size_t *len, uint32_t n, const char ***out,
+		       uint32_t *nout)
+{
+	*out = calloc((size_t)n + 1, sizeof(**out));
+	if (!*out)
+		return AS_ENOMEM;
+	for (uint32_t f = 0; f < n; f++) {
+		if (!((*out)[f] = as_arena_dup(&e->priv->arena, at[f], len[f])))
+			return AS_ENOMEM;
+		*nout = f + 1;
+	}
+	return AS_OK;
+}
+
+/*
+ * The group's representative frames, its largest buffer's: the top
+ * frames without the allocator's; by frame and by line from the group's
+ * frame outwards, and apart the frames above it (what it called: the
+ * `frames` nearest it, innermost first).
+ */
+static int representative(const struct grouper *g, struct as_explain *e,
+			  const struct acc *a, struct as_explain_group *x)
+{
+	const char *text = as_trace_buffer_frames(e->trace, a->buffer);
+	uint32_t nf = g->o.frames < 64 ? g->o.frames : 64, k = 0, n = 0;
+	const char *at[64], *p;
+	size_t len[64], l;
+	if (!text || (g->o.by != AS_GROUP_FRAME && g->o.by != AS_GROUP_LINE) ||
+	    !anchor(g, text, &k)) {
+		n = as_x_user_frames(text, nf, at, len);
+		return copy_frames(e, at, len, n, &x->frames, &x->nframes);
+	}
+	/* By frame, from a user frame: its callers of the user's code. */
+	bool py = as_x_python_stack(text), user_only = false;
+	if (g->o.by == AS_GROUP_FRAME && as_x_frame_at(text, k, &p, &l))
+		user_only = as_x_frame_kind(&g->fr, p, l, py) == AS_X_USER;
+	for (uint32_t j = k; n < nf && as_x_frame_at(text, j, &p, &l); j++)
+		if (l && (j == k || (user_only ? as_x_frame_kind(&g->fr, p, l, py) ==
+							 AS_X_USER
+					       : !as_x_is_machinery(p, l)))) {
+			at[n] = p;
+			len[n++] = l;
+		}
+	int err = copy_frames(e, at, len, n, &x->frames, &x->nframes);
+	/* Above: the nf frames nearest the group's frame, innermost first. */
+	n = 0;
+	for (uint32_t j = k; j > 0 && n < nf; j--)
+		if (as_x_frame_at(text, j - 1, &p, &l) && l &&
+		    !as_x_is_machinery(p, l)) {
+			at[n] = p;
+			len[n++] = l;
+		}
+	for (uint32_t f = 0; f < n / 2; f++) {
+		const char *tp = at[f];
+		size_t tl = len[f];
+		at[f] = at[n - 1 - f];
+		len[f] = len[n - 1 - f];
+		at[n - 1 - f] = tp;
+		len[n - 1 - f] = tl;
+	}
+	if (!err)
+		err = copy_frames(e, at, len, n, &x->above, &x->nabove);
+	return err;
+}
+
+/* By category: its rules, most bytes first, each with its example. */
+static int evidence(struct as_explain *e,
+		    const struct acc *a, struct as_explain_group *x)
+{
+	x->evidence = calloc(AS_X_WHY_COUNT, sizeof(*x->evidence));
+	if (!x->evidence)
+		return AS_ENOMEM;
+	for (int w = 0; w < AS_X_WHY_COUNT; w++) {
+		const struct evacc *v = &a->ev[w];
+		if (!v->count)
+			continue;
+		struct as_explain_evidence *d = &x->evidence[x->nevidence];
+		*d = (struct as_explain_evidence){.bytes = v->bytes,
+						  .count = v->count};
+		d->rule = as_x_reason_text((enum as_x_why)w);
+		if (v->at && !(d->example = as_arena_dup(&e->priv->arena, v->at,
+							 v->len)))
+			return AS_ENOMEM;
+		/* Insert by bytes (a dozen at most). */
+		for (uint32_t j = x->nevidence; j > 0 &&
+		     x->evidence[j - 1].bytes < x->evidence[j].bytes; j--) {
+			struct as_explain_evidence t = x->evidence[j];
+			x->evidence[j] = x->evidence[j - 1];
+			x->evidence[j - 1] = t;
+		}
+		x->nevidence++;
+	}
+	return AS_OK;
+}
+
 int as_x_grouper_list(struct grouper *g, struct as_explain *e, bool largest,
 		      struct as_explain_list *out)
 {
 	memset(out, 0, sizeof(*out));
+	if (!e->priv->looked) {
+		e->nothing_to_group = as_x_nothing_to_group(e->trace, &e->opts);
+		e->priv->looked = true;
+	}
 	uint32_t *ord = malloc(sizeof(*ord) * ((size_t)g->ng + 1));
 	if (!ord)
 		return AS_ENOMEM;
@@ -347,7 +542,6 @@ int as_x_grouper_list(struct grouper *g, struct as_explain *e, bool largest,
 	out->total_groups = g->ng;
 	out->groups = calloc((size_t)top + 1, sizeof(*out->groups));
 	int err = out->groups ? AS_OK : AS_ENOMEM;
-	uint32_t nf = g->o.frames;
 	for (uint32_t j = 0; j < top && !err; j++) {
 		const struct acc *a = &g->g[ord[j]];
 		struct as_explain_group *x = &out->groups[j];
@@ -356,19 +550,13 @@ int as_x_grouper_list(struct grouper *g, struct as_explain *e, bool largest,
 		x->largest = a->largest;
 		x->buffer = a->buffer;
 		x->key = as_arena_dup(&e->priv->arena, a->key, a->key_len);
-		const char *text = as_trace_buffer_frames(e->trace, a->buffer);
-		const char *at[64];
-		size_t len[64];
-		uint32_t n = as_x_user_frames(text, nf < 64 ? nf : 64, at, len);
-		x->frames = calloc((size_t)n + 1, sizeof(*x->frames));
-		if (!x->key || !x->frames) {
+		if (!x->key) {
 			err = AS_ENOMEM;
 			break;
 		}
-		for (uint32_t f = 0; f < n && !err; f++)
-			if (!(x->frames[x->nframes++] =
-				      as_arena_dup(&e->priv->arena, at[f], len[f])))
-				err = AS_ENOMEM;
+		err = representative(g, e, a, x);
+		if (!err && a->ev)
+			err = evidence(e, a, x);
 		out->ngroups++;
 	}
 	for (uint32_t j = top; j < g->ng; j++) {
@@ -377,4 +565,64 @@ int as_x_grouper_list(struct grouper *g, struct as_explain *e, bool largest,
 	}
 	free(ord);
 	return err;
+}
+
+/* A name that is an address: "0x7f3a#2", "7f3a", a snapshot's "b7f3a_0". */
+static bool address_name(const char *s)
+{
+	if (!s)
+		return true;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	else if (s[0] == 'b' && hex_digit(s[1]))
+		s++;
+	if (!hex_digit(*s))
+		return false;
+	while (hex_digit(*s))
+		s++;
+	if (*s == '#' || *s == '_')
+		for (s++; *s >= '0' && *s <= '9'; s++)
+			;
+	return *s == 0;
+}
+
+const char *as_x_nothing_to_group(const struct as_trace *t,
+				  const struct as_explain_options *o)
+{
+	switch (o->by) {
+	case AS_GROUP_STACK:
+	case AS_GROUP_FRAME:
+	case AS_GROUP_LINE:
+		if (!as_trace_stack_text(t, 0))
+			return "this trace has no stack frames (--by prefix, "
+			       "size or category group otherwise)";
+		if (o->by == AS_GROUP_LINE) {
+			struct grouper g = {.o = *o};
+			const char *text, *at;
+			size_t len;
+			for (uint32_t k = 0; (text = as_trace_stack_text(t, k)); k++)
+				for (uint32_t j = 0; as_x_frame_at(text, j, &at, &len);
+				     j++)
+					if (in_line_file(&g, at, len))
+						return NULL;
+			return "no frame of this trace is in that file";
+		}
+		return NULL;
+	case AS_GROUP_STAGE:
+		return t->nstages ? NULL
+				  : "this trace has no annotation stages";
+	case AS_GROUP_CONTEXT:
+		for (uint32_t i = 0; i < t->nbuffers; i++)
+			if (as_trace_buffer_context(t, i) ||
+			    as_trace_buffer_metadata(t, i))
+				return NULL;
+		return "this trace has no compile contexts or user metadata";
+	case AS_GROUP_PREFIX:
+		for (uint32_t i = 0; i < t->nbuffers; i++)
+			if (!address_name(as_trace_buffer_name(t, i)))
+				return NULL;
+		return "its buffer names are addresses, without structure";
+	default:
+		return NULL;
+	}
 }

@@ -370,7 +370,7 @@ static int stream_list(struct as_explain_stream *s, struct as_explain *e,
 		       int l, struct as_explain_list *out)
 {
 	struct grouper *g;
-	int err = as_x_grouper_create(e->trace, &e->opts, &g);
+	int err = as_x_grouper_create(e->trace, &e->opts, NULL, &g);
 	for (uint32_t j = 0; !err && j < s->nmade[l]; j++) {
 		const struct sums *x = &s->agg[l][s->made[l][j].slot];
 		err = as_x_grouper_add_n(g, s->made[l][j].buffer, x->bytes,

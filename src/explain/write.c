@@ -1,6 +1,6 @@
 /*
  * Writing explains: a terminal's text, JSON (format "allocscope-explain",
- * version 1) and Markdown; docs/explain.md shows all three and is the
+ * version 2) and Markdown; docs/explain.md shows all three and is the
  * schema's reference. Numbers are written from integers; shares with two
  * digits. Text and Markdown shorten frames to their file's last part; JSON
  * keeps every text whole.
@@ -112,22 +112,46 @@ static uint32_t stages_shown(const struct as_explain_space *x, uint32_t top,
 
 /* ---- Text ---- */
 
+/* By category: a rule's line, "BYTES  RULE: EXAMPLE". */
+static void text_evidence(FILE *f, const struct as_explain_evidence *d,
+			  int indent)
+{
+	char a[32], fr[512];
+	fprintf(f, "%*s  %9s  %s", indent, "", hb(d->bytes, a, sizeof(a)),
+		d->rule);
+	if (d->example) {
+		as_x_short_frame(d->example, fr, sizeof(fr));
+		fprintf(f, ": %s", fr);
+	}
+	fputc('\n', f);
+}
+
 /* A group's lines after its first: frames (and its key unless by stack). */
 static void text_group_lines(FILE *f, const struct as_explain *e,
 			     const struct as_explain_group *g, int indent)
 {
 	char fr[512], kb[512];
-	bool first = true;
+	bool first = true, anchored = e->opts.by == AS_GROUP_FRAME ||
+				      e->opts.by == AS_GROUP_LINE;
 	if (e->opts.by != AS_GROUP_STACK) {
 		as_x_short_frame(g->key, fr, sizeof(fr));
-		fprintf(f, "%s\n", e->opts.by == AS_GROUP_FRAME
-					   ? fr
-					   : tx(g->key, kb, sizeof(kb)));
+		fprintf(f, "%s\n", anchored ? fr : tx(g->key, kb, sizeof(kb)));
 		first = false;
 	}
+	if (e->opts.by == AS_GROUP_CATEGORY) {
+		for (uint32_t k = 0; k < g->nevidence && k < 4; k++)
+			text_evidence(f, &g->evidence[k], indent);
+		return;
+	}
+	if (g->nabove) {
+		as_x_short_frame(g->above[g->nabove - 1], fr, sizeof(fr));
+		fprintf(f, "%*s  above: %s", indent, "", fr);
+		if (g->nabove > 1)
+			fprintf(f, " (+%u)", g->nabove - 1);
+		fputc('\n', f);
+	}
 	for (uint32_t k = 0; k < g->nframes; k++) {
-		if (e->opts.by == AS_GROUP_FRAME && k == 0 &&
-		    strcmp(g->frames[0], g->key) == 0)
+		if (anchored && k == 0 && strcmp(g->frames[0], g->key) == 0)
 			continue;
 		as_x_short_frame(g->frames[k], fr, sizeof(fr));
 		if (first)
@@ -252,20 +276,37 @@ static void text_space(FILE *f, const struct as_explain *e,
 			hb(x->frag.largest_free, d, sizeof(d)),
 			x->frag.free_blocks, x->frag.blocks);
 	}
-	fprintf(f, "  live at the peak by %s, %u of %" PRIu64 " groups:\n", by,
-		x->live.ngroups, x->live.total_groups);
-	if ((e->opts.by == AS_GROUP_STACK || e->opts.by == AS_GROUP_FRAME) &&
-	    x->live.total_groups == 1 &&
-	    strcmp(x->live.groups[0].key, "(no frames)") == 0)
-		fputs("  (no stack frames in this trace: --by prefix or --by "
-		      "size group by name or size)\n",
-		      f);
-	text_list(f, e, &x->live, e->spec ? x->live_bytes : x->peak_bytes,
-		  false);
+	if (e->nothing_to_group) {
+		fprintf(f, "  by %s: nothing to group by: %s\n", by,
+			e->nothing_to_group);
+		if (e->spec)
+			return;
+	} else {
+		fprintf(f, "  live at the peak by %s%s%s, %u of %" PRIu64
+			   " groups:\n",
+			by, e->opts.by == AS_GROUP_LINE ? " of " : "",
+			e->opts.by == AS_GROUP_LINE ? tx(e->opts.line_file, nm, sizeof(nm))
+						    : "",
+			x->live.ngroups, x->live.total_groups);
+		text_list(f, e, &x->live, e->spec ? x->live_bytes : x->peak_bytes,
+			  false);
+	}
 	if (e->spec)
 		return;
 	if (x->nstages)
 		text_stages(f, e, x);
+	if (e->nothing_to_group) {
+		if (x->temporaries.count)
+			fprintf(f, "  temporaries (freed before the next "
+				   "allocation): %" PRIu64 " blocks, %s\n",
+				x->temporaries.count,
+				hb(x->temporaries.bytes, a, sizeof(a)));
+		if (x->never_freed.count)
+			fprintf(f, "  never freed: %" PRIu64 " blocks, %s\n",
+				x->never_freed.count,
+				hb(x->never_freed.bytes, a, sizeof(a)));
+		return;
+	}
 	if (x->temporaries.total_groups) {
 		fprintf(f, "  largest temporaries (freed before the next "
 			   "allocation): %" PRIu64 " blocks, %s, by %s:\n",
@@ -394,8 +435,22 @@ static void json_clock(FILE *f, const struct as_explain *e, const char *key,
 		fprintf(f, ", \"%s\": %" PRIu64, key, us);
 }
 
-static void json_groups(FILE *f, const struct as_explain_list *l,
-			uint64_t whole, const char *indent)
+/* ", "NAME": [TEXTS]" */
+static void json_strings(FILE *f, const char *name, const char *const *v,
+			 uint32_t n)
+{
+	fprintf(f, ", \"%s\": [", name);
+	for (uint32_t k = 0; k < n; k++) {
+		if (k)
+			fputs(", ", f);
+		as_json_string(f, v[k]);
+	}
+	fputc(']', f);
+}
+
+static void json_groups(FILE *f, enum as_group_by by,
+			const struct as_explain_list *l, uint64_t whole,
+			const char *indent)
 {
 	fputc('[', f);
 	for (uint32_t j = 0; j < l->ngroups; j++) {
@@ -407,24 +462,38 @@ static void json_groups(FILE *f, const struct as_explain_list *l,
 			g->bytes, g->count, g->largest);
 		if (whole)
 			fprintf(f, ", \"share\": %.4f", share(g->bytes, whole) / 100);
-		fputs(", \"frames\": [", f);
-		for (uint32_t k = 0; k < g->nframes; k++) {
-			if (k)
-				fputs(", ", f);
-			as_json_string(f, g->frames[k]);
+		json_strings(f, "frames", g->frames, g->nframes);
+		if (by == AS_GROUP_FRAME || by == AS_GROUP_LINE)
+			json_strings(f, "above", g->above, g->nabove);
+		if (by == AS_GROUP_CATEGORY) {
+			fputs(", \"evidence\": [", f);
+			for (uint32_t k = 0; k < g->nevidence; k++) {
+				const struct as_explain_evidence *d = &g->evidence[k];
+				fputs(k ? ", {\"rule\": " : "{\"rule\": ", f);
+				as_json_string(f, d->rule);
+				fprintf(f, ", \"bytes\": %" PRIu64 ", \"count\": %" PRIu64
+					   ", \"example\": ",
+					d->bytes, d->count);
+				if (d->example)
+					as_json_string(f, d->example);
+				else
+					fputs("null", f);
+				fputc('}', f);
+			}
+			fputc(']', f);
 		}
-		fputs("]}", f);
+		fputc('}', f);
 	}
 	fputc(']', f);
 }
 
-static void json_list(FILE *f, const char *name,
+static void json_list(FILE *f, enum as_group_by by, const char *name,
 		      const struct as_explain_list *l)
 {
 	fprintf(f, ",\n     \"%s\": {\"count\": %" PRIu64 ", \"bytes\": %" PRIu64
 		   ", \"groups_total\": %" PRIu64 ", \"groups\": ",
 		name, l->count, l->bytes, l->total_groups);
-	json_groups(f, l, 0, "       ");
+	json_groups(f, by, l, 0, "       ");
 	fputc('}', f);
 }
 
@@ -451,8 +520,8 @@ static void json_space(FILE *f, const struct as_explain *e,
 	fprintf(f, "], \"groups_total\": %" PRIu64 ", \"other_bytes\": %" PRIu64
 		   ", \"other_count\": %" PRIu64 ",\n     \"groups\": ",
 		x->live.total_groups, x->live.other_bytes, x->live.other_count);
-	json_groups(f, &x->live, e->spec ? x->live_bytes : x->peak_bytes,
-		    "       ");
+	json_groups(f, e->opts.by, &x->live,
+		    e->spec ? x->live_bytes : x->peak_bytes, "       ");
 	if (e->spec) {
 		fputs(",\n     \"fragmentation\": ", f);
 		if (x->frag.known)
@@ -468,8 +537,8 @@ static void json_space(FILE *f, const struct as_explain *e,
 		fputc('}', f);
 		return;
 	}
-	json_list(f, "temporaries", &x->temporaries);
-	json_list(f, "never_freed", &x->never_freed);
+	json_list(f, e->opts.by, "temporaries", &x->temporaries);
+	json_list(f, e->opts.by, "never_freed", &x->never_freed);
 	fputs(",\n     \"stages\": [", f);
 	for (uint32_t k = 0; k < x->nstages; k++) {
 		const struct as_explain_stage *s = &x->stages[k];
@@ -495,9 +564,15 @@ int as_explain_write_json(const struct as_explain_run *runs, size_t n,
 {
 	const struct as_explain_options *o =
 		n ? &runs[0].trace->opts : NULL;
-	fprintf(f, "{\"format\": \"allocscope-explain\", \"version\": 1, "
-		   "\"by\": \"%s\", \"top\": %u, \"traces\": [",
+	fprintf(f, "{\"format\": \"allocscope-explain\", \"version\": 2, "
+		   "\"by\": \"%s\", \"top\": %u, ",
 		o ? as_group_by_name(o->by) : "stack", o ? o->top : 0);
+	if (o && o->by == AS_GROUP_LINE) {
+		fputs("\"line_file\": ", f);
+		as_json_string(f, o->line_file ? o->line_file : "");
+		fputs(", ", f);
+	}
+	fputs("\"traces\": [", f);
 	for (size_t r = 0; r < n; r++) {
 		const struct as_explain *e = runs[r].trace;
 		const struct as_trace *t = e->trace;
@@ -511,8 +586,13 @@ int as_explain_write_json(const struct as_explain_run *runs, size_t n,
 			e->peak_bytes);
 		json_u64_or_null(f, e->has_peak, e->peak_time);
 		json_clock(f, e, "peak_us", e->has_peak, e->peak_time);
-		fprintf(f, ", \"reserved_peak\": %" PRIu64 ",\n  \"spaces\": [",
+		fprintf(f, ", \"reserved_peak\": %" PRIu64 ", \"nothing_to_group\": ",
 			reserved_total(e));
+		if (e->nothing_to_group)
+			as_json_string(f, e->nothing_to_group);
+		else
+			fputs("null", f);
+		fputs(",\n  \"spaces\": [", f);
 		bool first = true;
 		for (uint16_t s = 0; s < e->nspaces; s++) {
 			json_space(f, e, &e->spaces[s], first);
@@ -609,7 +689,25 @@ static void md_group_cell(FILE *f, const struct as_explain *e,
 		fputs("**", f);
 		any = true;
 	}
-	for (uint32_t k = 0; k < g->nframes && k < 3; k++) {
+	for (uint32_t k = 0; k < g->nevidence && k < 3; k++) {
+		char a[32];
+		fprintf(f, "<br>%s ", hb(g->evidence[k].bytes, a, sizeof(a)));
+		as_x_md_text(f, g->evidence[k].rule);
+		if (g->evidence[k].example) {
+			as_x_short_frame(g->evidence[k].example, fr, sizeof(fr));
+			fputs(": ", f);
+			as_x_md_text(f, fr);
+		}
+	}
+	if (g->nabove) {
+		as_x_short_frame(g->above[g->nabove - 1], fr, sizeof(fr));
+		fputs("<br>above: ", f);
+		as_x_md_text(f, fr);
+	}
+	for (uint32_t k = 0; k < g->nframes && k < 3 && !g->nevidence; k++) {
+		if ((e->opts.by == AS_GROUP_FRAME || e->opts.by == AS_GROUP_LINE) &&
+		    k == 0 && strcmp(g->frames[0], g->key) == 0)
+			continue;
 		as_x_short_frame(g->frames[k], fr, sizeof(fr));
 		if (any)
 			fputs("<br>", f);
@@ -698,8 +796,16 @@ static void md_space(FILE *f, const struct as_explain *e,
 			hb(x->frag.largest_free, d, sizeof(d)));
 	}
 	fputs("\n\n", f);
-	fprintf(f, "Live at the peak by %s:\n\n", as_group_by_name(e->opts.by));
-	md_list(f, e, &x->live, e->spec ? x->live_bytes : x->peak_bytes, false);
+	if (e->nothing_to_group) {
+		fprintf(f, "By %s: nothing to group by: ", as_group_by_name(e->opts.by));
+		as_x_md_text(f, e->nothing_to_group);
+		fputs(".\n\n", f);
+	} else {
+		fprintf(f, "Live at the peak by %s:\n\n",
+			as_group_by_name(e->opts.by));
+		md_list(f, e, &x->live, e->spec ? x->live_bytes : x->peak_bytes,
+			false);
+	}
 	if (e->spec)
 		return;
 	if (x->nstages) {

@@ -397,6 +397,7 @@ struct input {
 	const char *path, *detect_name;
 	bool bounded;     /* compressed, or not a regular file */
 	uint64_t max;     /* the most bytes it may hold */
+	const char *spool_dir; /* as_load_options' */
 	const struct as_live_sink *sink; /* as_trace_load_live's, or NULL */
 };
 
@@ -450,7 +451,8 @@ static int load_stream(const struct input *in,
 				fmt = detect(in->detect_name, buf, have);
 			/* Only a pulled format reads its input again. */
 			if (fmt->stream && !eof) {
-				if (as_spool_open(&spool) != AS_OK) {
+				if (as_spool_open(in->spool_dir, &spool) !=
+				    AS_OK) {
 					err = as_diag_set(
 						diag, 0, AS_EIO,
 						"cannot make a temporary "
@@ -510,24 +512,16 @@ static bool ends_with(const char *path, const char *ext)
 
 int as_parse_max_input(const char *text, uint64_t *out)
 {
-	static const char units[] = "KMGTPE";
 	if (!text)
 		return AS_EINVAL;
 	if (strcmp(text, "none") == 0) {
 		*out = UINT64_MAX;
 		return AS_OK;
 	}
-	size_t n = strlen(text);
-	unsigned shift = 0;
-	const char *u = n ? strchr(units, text[n - 1]) : NULL;
-	if (u && *u) {
-		shift = 10 * (unsigned)(u - units + 1);
-		n--;
-	}
 	uint64_t v;
-	if (!as_parse_u64(text, n, &v) || v == 0 || v > UINT64_MAX >> shift)
+	if (as_parse_size(text, &v) != AS_SIZE_OK || v == 0)
 		return AS_EINVAL;
-	*out = v << shift;
+	*out = v;
 	return AS_OK;
 }
 
@@ -574,7 +568,8 @@ static int load(const char *path, const struct as_load_options *o,
 	}
 	struct input in = {.r = &r, .path = path, .detect_name = name,
 			   .bounded = kind != AS_PLAIN || !regular,
-			   .max = max, .sink = sink};
+			   .max = max, .spool_dir = o->spool_dir,
+			   .sink = sink};
 	if (!err)
 		err = load_stream(&in, by_name(o->format), out, diag);
 	free(name);

@@ -518,6 +518,15 @@ static void raw_frame(const struct heaptrack *h, uint64_t ip, char *out,
 	*at = 0;
 }
 
+/* The frames of one instruction's text: its inlined ones are lines. */
+static uint32_t lines(const char *text)
+{
+	uint32_t n = 1;
+	for (; *text; text++)
+		n += *text == '\n';
+	return n;
+}
+
 /* The stack of a node past the text bound: no frames. */
 static const char dropped_stack[] = "";
 
@@ -572,7 +581,7 @@ static const char *stack_of(struct as_builder *b, struct heaptrack *h,
 	char num[1100];
 	const char *text = frame_of(h, t, num, sizeof(num), &known);
 	if (put(h->scratch, &at, text, strlen(text)))
-		frames = 1;
+		frames = lines(text);
 	if (frames && reusable(h, p)) {
 		/* The parent's whole frames that fit after ours. */
 		const struct node *pn = &h->nodes[p];
@@ -610,7 +619,7 @@ static const char *stack_of(struct as_builder *b, struct heaptrack *h,
 				break; /* whole frames only */
 			put(h->scratch, &at, "\n", 1);
 			put(h->scratch, &at, text, n);
-			frames++;
+			frames += lines(text);
 		}
 	}
 	struct node *nd = &h->nodes[t];

@@ -370,8 +370,13 @@ static void emit_state(struct as_render *r, struct canvas *c,
 			RECT(c, x0, y0, x1 - x0, y1 - y0, 0xe0ff6b6bu, C_DARKRED,
 			     0.5, NULL);
 	}
-	TEXT(c, xm + 7, pn->py + 12, "allocator state", FS_SMALL, false,
-	     C_DARKRED, ANCHOR_START);
+	/* Right of the column, or left of it when it would run past the
+	 * plot into the sidebar's heading. */
+	static const char label[] = "allocator state";
+	double w = as_r_measure_text(r->m, label, FS_SMALL, false);
+	bool left = xm + 7 + w > pn->px + pn->pw && xm - 7 - w >= pn->px;
+	TEXT(c, left ? xm - 7 : xm + 7, pn->py + 12, label, FS_SMALL, false,
+	     C_DARKRED, left ? ANCHOR_END : ANCHOR_START);
 }
 
 static int emit_panel(struct as_render *r, struct canvas *c,

@@ -5,44 +5,9 @@
 
 #include "strategies/options.h"
 
-/* Accept plain integers and the suffixes K, M, G (binary) for sizes. */
-/* Why a value is not a number of parse_u64_suffix's. */
-enum bad_u64 { U64_OK, U64_NOT_NUMBER, U64_BAD_UNIT, U64_TOO_LARGE };
-
-static enum bad_u64 parse_u64_why(const char *s, uint64_t *out)
-{
-	size_t len = strlen(s);
-	uint64_t mul = 1;
-	if (len > 1) {
-		char c = s[len - 1];
-		if (c == 'K' || c == 'k')
-			mul = 1ull << 10;
-		else if (c == 'M' || c == 'm')
-			mul = 1ull << 20;
-		else if (c == 'G' || c == 'g')
-			mul = 1ull << 30;
-		if (mul != 1)
-			len--;
-	}
-	size_t digits = strspn(s, "0123456789");
-	uint64_t v;
-	if (digits == 0)
-		return U64_NOT_NUMBER;
-	if (digits < len)
-		return digits + 1 == len && mul == 1 &&
-				       ((s[digits] >= 'A' && s[digits] <= 'Z') ||
-					(s[digits] >= 'a' && s[digits] <= 'z'))
-			       ? U64_BAD_UNIT
-			       : U64_NOT_NUMBER;
-	if (!as_parse_u64(s, len, &v) || v > UINT64_MAX / mul)
-		return U64_TOO_LARGE;
-	*out = v * mul;
-	return U64_OK;
-}
-
 static bool parse_u64_suffix(const char *s, uint64_t *out)
 {
-	return parse_u64_why(s, out) == U64_OK;
+	return as_parse_size(s, out) == AS_SIZE_OK;
 }
 
 /*
@@ -179,19 +144,19 @@ int as_opts_u64(const struct as_opts *o, const char *key, uint64_t def,
 {
 	const char *v = as_opts_get(o, key);
 	uint64_t x = def;
-	enum bad_u64 why = v ? parse_u64_why(v, &x) : U64_OK;
-	if (why == U64_BAD_UNIT)
+	enum as_size_why why = v ? as_parse_size(v, &x) : AS_SIZE_OK;
+	if (why == AS_SIZE_BAD_UNIT)
 		return as_diag_set(diag, 0, AS_EINVAL,
-				   "%s: option %s=%s: unknown unit '%c' (K, M "
-				   "or G: 2^10, 2^20, 2^30)",
+				   "%s: option %s=%s: unknown unit '%c' (K, M, "
+				   "G, T, P or E: 2^10 ... 2^60)",
 				   o->strategy, key, v, v[strlen(v) - 1]);
-	if (why == U64_TOO_LARGE)
+	if (why == AS_SIZE_TOO_LARGE)
 		return as_diag_set(diag, 0, AS_EINVAL,
 				   "%s: option %s=%s: too large for 64 bits "
 				   "(at most 18446744073709551615, or "
 				   "17179869183G)",
 				   o->strategy, key, v);
-	if (why != U64_OK)
+	if (why != AS_SIZE_OK)
 		return as_diag_set(diag, 0, AS_EINVAL,
 				   "%s: option %s=%s: not a non-negative integer",
 				   o->strategy, key, v);

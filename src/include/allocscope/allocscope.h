@@ -337,6 +337,9 @@ enum as_group_by {
 	AS_GROUP_STACK,    /* the whole stack, "(no frames)" without */
 	AS_GROUP_CONTEXT,  /* compile context and user metadata,
 			    * "(no context)" without */
+	AS_GROUP_CATEGORY, /* explain only (as_trace_group: the name):
+			    * parameters, activations, ... */
+	AS_GROUP_LINE,     /* explain only: the line of one source file */
 };
 
 /*
@@ -383,13 +386,16 @@ int as_trace_load(const char *path, const char *format, struct as_trace **out,
 struct as_load_options {
 	const char *format;
 	uint64_t max_input_bytes;
+	/* Where a stream read twice is copied (front ends pass $TMPDIR);
+	 * NULL or "": /tmp. */
+	const char *spool_dir;
 };
 
 /*
  * Load a trace from `path` with options `o` (NULL: the defaults). "-" is
  * standard input; a FIFO or a pipe (/dev/stdin, a shell's <(...)) is read
  * as a stream, in any format: what a reader reads twice is copied once
- * to an unlinked temporary file in $TMPDIR (else /tmp). Otherwise as
+ * to an unlinked temporary file in o->spool_dir (else /tmp). Otherwise as
  * as_trace_load.
  */
 int as_trace_load_opts(const char *path, const struct as_load_options *o,

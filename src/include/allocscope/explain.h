@@ -30,6 +30,12 @@
 #include "allocscope/allocscope.h"
 #include "allocscope/compare.h"
 
+/* --rule NAME=REGEX. */
+struct as_explain_rule {
+	const char *name;
+	const char *regex;
+};
+
 struct as_explain_options {
 	enum as_group_by by;     /* default AS_GROUP_STACK */
 	uint32_t top;            /* groups kept per list; 0: every group */
@@ -41,6 +47,20 @@ struct as_explain_options {
 	 */
 	bool normalize;
 	/*
+	 * Frames (POSIX extended regular expressions, or NULL): user_code
+	 * says which frames are the user's instead of the built-in rules;
+	 * skip_frames, frames that never are. docs/explain.md.
+	 */
+	const char *user_code;
+	const char *skip_frames;
+	/* Categories of the user's ahead of the built-in ones (by
+	 * category): the first whose regex is found in a frame's file or
+	 * function name wins. */
+	const struct as_explain_rule *rules;
+	uint32_t nrules;
+	/* by line: the source file (its path or a suffix of it). */
+	const char *line_file;
+	/*
 	 * Stops an online allocator's replay to its peak (as_explain_plan's
 	 * fragmentation) with AS_ECANCELED when set from another thread;
 	 * NULL: nothing stops it (struct as_run_options.cancel).
@@ -48,12 +68,21 @@ struct as_explain_options {
 	atomic_bool *cancel;
 };
 
+
 /* Defaults: by stack, top 10, 5 frames. */
 void as_explain_options_init(struct as_explain_options *o);
 /* "stack", "frame", "annotation" (or "stage"), "context", "prefix",
- * "size", "buffer"; AS_EINVAL otherwise. */
+ * "size", "buffer", "category", "line"; AS_EINVAL otherwise. */
 int as_group_by_from_name(const char *name, enum as_group_by *out);
 const char *as_group_by_name(enum as_group_by g);
+
+/* Why buffers are in a category: one rule, its bytes and count, and the
+ * frame or stage that matched for its largest buffer (NULL: none). */
+struct as_explain_evidence {
+	const char *rule;
+	const char *example;
+	uint64_t bytes, count;
+};
 
 /* Buffers of one group. */
 struct as_explain_group {
@@ -62,8 +91,16 @@ struct as_explain_group {
 	uint64_t bytes, count;
 	uint64_t largest;        /* the largest buffer's size */
 	uint32_t buffer;         /* that buffer (the first of that size) */
-	const char **frames;     /* its representative frames */
+	const char **frames;     /* its representative frames (by frame:
+				  * from its user frame outwards) */
 	uint32_t nframes;
+	const char **above;      /* by frame: the frames above the user
+				  * frame (inner ones, the allocator's left
+				  * out), innermost first */
+	uint32_t nabove;
+	struct as_explain_evidence *evidence; /* by category, most bytes
+					       * first */
+	uint32_t nevidence;
 };
 
 /*
@@ -133,12 +170,16 @@ struct as_explain {
 	uint64_t peak_time;      /* the trace: lower_bound_time */
 	struct as_explain_space *spaces; /* a plan: its spaces */
 	uint16_t nspaces;
+	/* Why the grouping has nothing to group by on this trace (no
+	 * stacks, stages, contexts; names without structure), or NULL. */
+	const char *nothing_to_group;
 	struct as_explain_private *priv;
 };
 
 /*
  * Explain the trace's own peak, per space. o may be NULL (defaults). *out
- * is the caller's. AS_EINVAL, AS_ENOMEM.
+ * is the caller's. AS_EINVAL (also: a regular expression of the options
+ * does not compile), AS_ENOMEM.
  */
 int as_explain_trace(const struct as_trace *t,
 		     const struct as_explain_options *o,

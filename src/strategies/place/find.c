@@ -43,7 +43,8 @@ static void src_skip(struct src *c, uint64_t x)
 	c->j = as_spans_above(v, lo, hi, x);
 }
 
-/* c->j is j: its copies of runs j - 1 and j follow. */
+/* Move c to run j, and keep its neighbours at hand: next is run j, below
+ * the end of run j - 1. */
 static void src_at(struct src *c, uint32_t j)
 {
 	c->j = j;
