@@ -860,9 +860,9 @@ static void running_a_strategy_appends_a_validated_row(void)
 	if (!t)
 		return;
 	struct as_results *r = set();
-	CHECK(as_results_run(r, t, "greedy-size", &d) == AS_OK);
-	CHECK(as_results_run(r, t, "no-such-strategy", &d) == AS_ENOTFOUND);
-	CHECK(as_results_run(r, t, "recorded", &d) == AS_EUNSUPPORTED);
+	CHECK(as_results_run(r, t, "greedy-size", NULL, &d) == AS_OK);
+	CHECK(as_results_run(r, t, "no-such-strategy", NULL, &d) == AS_ENOTFOUND);
+	CHECK(as_results_run(r, t, "recorded", NULL, &d) == AS_EUNSUPPORTED);
 	CHECK_EQ_U64(r->nrows, 1);
 	if (r->nrows == 1) {
 		CHECK_STR(r->rows[0].trace, "mem.ops");

@@ -397,23 +397,18 @@ static void search(struct viewer *v, uint32_t from)
 
 /* ---- allocator state ---- */
 
-static bool keep_block(void *ctx, uint16_t space, const struct as_block *b)
+/*
+ * The state panel's replay runs on the UI thread, so it is a run with a
+ * cancel flag that a timer (SDL's timer thread) sets after STATE_MS: a
+ * replay too long for a key press stops there with a message.
+ */
+#define STATE_MS 2000
+
+static Uint32 stop_state(Uint32 interval, void *flag)
 {
-	struct viewer *v = ctx;
-	if (space != 0)
-		return true; /* the first panel's space: the common case */
-	if (v->nblocks == v->cap_blocks) {
-		size_t cap = v->cap_blocks ? 2 * v->cap_blocks : 256;
-		struct as_block *n = realloc(v->blocks, sizeof(*n) * cap);
-		if (!n)
-			return false;
-		v->blocks = n;
-		v->cap_blocks = cap;
-	}
-	v->blocks[v->nblocks] = *b;
-	v->blocks[v->nblocks].region = NULL;
-	v->blocks[v->nblocks++].symbol = NULL;
-	return true;
+	(void)interval;
+	atomic_store((atomic_bool *)flag, true);
+	return 0; /* once */
 }
 
 /* a: the blocks of the strategy in view at the mouse's time (again: off). */
@@ -432,12 +427,30 @@ static void allocator_state(struct viewer *v)
 	const struct strat *s = view_strat_of_panel(v, v->hover.panel);
 	uint64_t tm = (uint64_t)floor(v->hover.time);
 	struct as_diag d;
-	v->nblocks = 0;
-	if (as_strategy_walk_at(s->spec, v->doc.t, tm + 1, keep_block, v,
-				&d) != AS_OK) {
+	struct as_block *blocks;
+	size_t n;
+	/* The first panel's space: the common case. */
+	atomic_store(&v->state_stop, false);
+	struct as_run_options ro = {.cancel = &v->state_stop};
+	SDL_TimerID timer = SDL_AddTimer(STATE_MS, stop_state, &v->state_stop);
+	int err = as_strategy_blocks_at(s->spec, v->doc.t, &ro, tm, 0, &blocks,
+					&n, &d);
+	if (timer)
+		SDL_RemoveTimer(timer);
+	if (err == AS_ECANCELED) {
+		view_message(v, C_RED_LIGHT,
+			     "a: the replay to t %llu took over %d s; "
+			     "point earlier",
+			     (unsigned long long)tm, STATE_MS / 1000);
+		return;
+	}
+	if (err != AS_OK) {
 		view_message(v, C_RED_LIGHT, "%s", d.msg);
 		return;
 	}
+	free(v->blocks);
+	v->blocks = blocks;
+	v->nblocks = v->cap_blocks = n;
 	size_t nfree = 0;
 	for (size_t k = 0; k < v->nblocks; k++)
 		nfree += !v->blocks[k].in_use;

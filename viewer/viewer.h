@@ -168,6 +168,7 @@ struct viewer {
 	struct as_render_state state;
 	struct as_block *blocks;
 	size_t nblocks, cap_blocks;
+	atomic_bool state_stop;    /* the state replay's cancel flag */
 	/* Range summary ([ and ]): times marked, NAN when not. */
 	double range_a, range_b;
 	size_t peak_panel;

@@ -71,10 +71,11 @@ int as_results_add_plan(struct as_results *r, const struct as_trace *t,
 }
 
 int as_results_run(struct as_results *r, const struct as_trace *t,
-		   const char *spec, struct as_diag *diag)
+		   const char *spec, const struct as_run_options *o,
+		   struct as_diag *diag)
 {
 	struct as_plan *p = NULL;
-	int err = as_strategy_run(spec, t, NULL, &p, diag);
+	int err = as_strategy_run(spec, t, o, &p, diag);
 	if (err != AS_OK)
 		return err;
 	struct as_report rep;

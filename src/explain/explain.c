@@ -405,26 +405,24 @@ out:
 
 /* ---- A plan ---- */
 
-struct walk_sum {
-	uint16_t space;
-	struct as_explain_frag *f;
-};
-
-static bool walk_block(void *ctx, uint16_t space, const struct as_block *b)
+/* What the allocator's blocks at the peak (as_strategy_blocks_at) hold. */
+static void frag_of(const struct as_block *b, size_t n, uint64_t live,
+		    struct as_explain_frag *f)
 {
-	struct walk_sum *w = ctx;
-	if (space != w->space)
-		return true;
-	struct as_explain_frag *f = w->f;
-	f->reserved = b->size > UINT64_MAX - f->reserved ? UINT64_MAX
-							  : f->reserved + b->size;
-	f->blocks++;
-	if (!b->in_use) {
-		f->free_blocks++;
-		if (b->size > f->largest_free)
-			f->largest_free = b->size;
+	for (size_t k = 0; k < n; k++) {
+		f->reserved = b[k].size > UINT64_MAX - f->reserved
+				      ? UINT64_MAX
+				      : f->reserved + b[k].size;
+		f->blocks++;
+		if (!b[k].in_use) {
+			f->free_blocks++;
+			if (b[k].size > f->largest_free)
+				f->largest_free = b[k].size;
+		}
 	}
-	return true;
+	f->known = true;
+	f->live = live;
+	f->free_bytes = f->reserved > live ? f->reserved - live : 0;
 }
 
 /* Whether SPEC names an online allocator. */
@@ -497,17 +495,15 @@ int as_explain_plan(const struct as_trace *t, const char *spec,
 			break;
 		x->live_count = x->live.count;
 		if (walk) {
-			struct walk_sum ws = {s, &x->frag};
 			struct as_diag d = {0};
-			rc = as_strategy_walk_at(spec, t, m.time + 1, walk_block,
-						 &ws, diag ? diag : &d);
+			struct as_run_options ro = {.cancel = e->opts.cancel};
+			struct as_block *blocks;
+			size_t nb;
+			rc = as_strategy_blocks_at(spec, t, &ro, m.time, s,
+						   &blocks, &nb, diag ? diag : &d);
 			if (rc == AS_OK) {
-				x->frag.known = true;
-				x->frag.live = m.live_bytes;
-				x->frag.free_bytes = x->frag.reserved > m.live_bytes
-							     ? x->frag.reserved -
-								       m.live_bytes
-							     : 0;
+				frag_of(blocks, nb, m.live_bytes, &x->frag);
+				free(blocks);
 			} else if (rc != AS_EUNSUPPORTED) {
 				err = rc;
 			}

@@ -261,54 +261,22 @@ static const struct panel *same_lb(const struct as_render *r,
 	return NULL;
 }
 
-struct walk_ctx {
-	struct panel *pn;
-	size_t cap;
-	bool nomem;
-};
-
-static bool collect_block(void *ctx, uint16_t space, const struct as_block *b)
-{
-	struct walk_ctx *w = ctx;
-	struct panel *pn = w->pn;
-	if (space != pn->space)
-		return true;
-	if (pn->nwalk == w->cap) {
-		size_t cap = w->cap ? 2 * w->cap : 64;
-		struct as_block *n = realloc(pn->walk, sizeof(*n) * cap);
-		if (!n) {
-			w->nomem = true;
-			return false;
-		}
-		pn->walk = n;
-		w->cap = cap;
-	}
-	pn->walk[pn->nwalk] = *b;
-	pn->walk[pn->nwalk].region = NULL; /* the allocator's, gone after */
-	pn->walk[pn->nwalk++].symbol = NULL;
-	return true;
-}
-
 /*
  * The blocks of the online allocator a panel is titled with, just after
- * the events of its peak moment; nothing for offline planners, unknown
- * titles or a failed replay (the picture does without).
+ * the events of its peak moment (as_strategy_blocks_at); nothing for
+ * offline planners, unknown titles or a failed replay (the picture does
+ * without). A canceled one stops the picture (AS_ECANCELED).
  */
-static int walk_peak(struct panel *pn)
+static int walk_peak(struct panel *pn, atomic_bool *cancel)
 {
 	if (!pn->has_peak)
 		return AS_OK;
-	struct walk_ctx w = {pn, 0, false};
 	struct as_diag d;
-	int err = as_strategy_walk_at(pn->title, pn->t, pn->peak_time + 1,
-				      collect_block, &w, &d);
-	if (w.nomem)
-		return AS_ENOMEM;
-	if (err) {
-		free(pn->walk);
-		pn->walk = NULL;
-		pn->nwalk = 0;
-	}
+	struct as_run_options ro = {.cancel = cancel};
+	int err = as_strategy_blocks_at(pn->title, pn->t, &ro, pn->peak_time,
+					pn->space, &pn->walk, &pn->nwalk, &d);
+	if (err == AS_ENOMEM || err == AS_ECANCELED)
+		return err;
 	return AS_OK;
 }
 
@@ -465,7 +433,7 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 		r->panels[i].keeps_recorded = as_r_keeps_recorded(&r->panels[i]);
 	}
 	for (size_t i = 0; r->o.walk_at_peak && i < r->npanels; i++) {
-		err = walk_peak(&r->panels[i]);
+		err = walk_peak(&r->panels[i], r->o.cancel);
 		if (err)
 			goto fail;
 	}
@@ -477,6 +445,8 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 fail:
 	if (err == AS_ENOMEM)
 		as_diag_set(diag, 0, err, "out of memory while drawing");
+	else if (err == AS_ECANCELED)
+		as_diag_set(diag, 0, err, "drawing canceled");
 	as_render_destroy(r);
 	return err;
 }

@@ -60,6 +60,7 @@ struct run {
 	const struct as_numa *nm;
 	struct as_plan *p;
 	struct numa_ws ws;
+	const struct as_budget *budget; /* the run's */
 	struct numa_item *items;  /* per task bundle d, per edge e: d*E+e */
 	size_t cap_items;
 	uint32_t *dense;          /* per core: its task bundle, or AS_NONE */
@@ -120,7 +121,7 @@ static int first_pass(struct run *r, const struct as_numa_parent *pa)
 	}
 	for (uint32_t d = 0; d < r->ntb; d++) {
 		int err = as_numa_place(&r->ws, &r->items[(size_t)d * E], E,
-				     &r->tb[d].peak);
+					r->budget, &r->tb[d].peak);
 		if (err)
 			return err;
 		if (r->tb[d].peak > r->first_pass_peak)
@@ -241,7 +242,7 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	if (err)
 		return err;
 	struct run r = {.t = t, .nm = nm, .p = p, .keep = keep != 0,
-			.carry_max = carry_max};
+			.carry_max = carry_max, .budget = &run->budget};
 	r.dense = malloc(((size_t)nm->ncores + 1) * sizeof(*r.dense));
 	r.tb = malloc(((size_t)nm->ncores + 1) * sizeof(*r.tb));
 	r.cs = malloc(((size_t)nm->ncores + 1) * sizeof(*r.cs));
@@ -270,6 +271,10 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	}
 	for (uint32_t pi = 0; pi < nm->nparents && !err; pi++) {
 		const struct as_numa_parent *pa = &nm->parents[pi];
+		if (pi % NUMA_CHECK_EVERY == 0 && as_budget_spent(r.budget)) {
+			err = as_budget_why(r.budget);
+			break;
+		}
 		for (uint32_t e = 0; e < pa->nedges; e++)
 			if (nm->edges[pa->first_edge + e].src_parent != AS_NONE)
 				r.trips += pa->nsubtasks;

@@ -49,7 +49,8 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 				as_buffer_align(b), 0};
 		}
 		uint64_t peak;
-		if ((err = as_numa_place(&ws, items, hi - lo, &peak)))
+		if ((err = as_numa_place(&ws, items, hi - lo, &run->budget,
+					 &peak)))
 			break;
 		for (uint32_t k = lo; k < hi; k++)
 			p->offset[bycore[k]] = items[k - lo].offset;

@@ -50,8 +50,10 @@ static uint8_t log2_of(uint64_t align)
 }
 
 int as_numa_place(struct numa_ws *ws, struct numa_item *items, uint32_t n,
-	       uint64_t *peak)
+		  const struct as_budget *budget, uint64_t *peak)
 {
+	if (as_budget_spent(budget))
+		return as_budget_why(budget);
 	int err = reserve(ws, n);
 	if (err)
 		return err;
@@ -72,6 +74,9 @@ int as_numa_place(struct numa_ws *ws, struct numa_item *items, uint32_t n,
 	if (as_itree_build(tr, m) || as_sort_u32(ws->order, m, by_size, &c))
 		return AS_ENOMEM;
 	for (uint32_t j = 0; j < m; j++) {
+		if (j % NUMA_CHECK_EVERY == NUMA_CHECK_EVERY - 1 &&
+		    as_budget_spent(budget))
+			return as_budget_why(budget);
 		uint32_t k = ws->order[j];
 		struct numa_item *b = &items[ws->idx[k]];
 		uint64_t off;

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "strategies/place/budget.h"
 #include "strategies/place/itree.h"
 
 /* A rectangle to place: lifetime [start, end), size, alignment. */
@@ -32,10 +33,12 @@ struct numa_ws {
  * call costs O(n log n + sum k log k), k the overlapping items. Writes every
  * item's offset and *peak (largest offset + size); returns 0, AS_ENOMEM, or
  * AS_EUNSUPPORTED when an offset would pass 2^64. Items of size 0 get
- * offset 0.
+ * offset 0. The run's budget (may be NULL) is looked at before the first
+ * item and every NUMA_CHECK_EVERY after: canceled, AS_ECANCELED.
  */
+#define NUMA_CHECK_EVERY 1024
 int as_numa_place(struct numa_ws *ws, struct numa_item *items, uint32_t n,
-	       uint64_t *peak);
+		  const struct as_budget *budget, uint64_t *peak);
 void as_numa_ws_finish(struct numa_ws *ws);
 
 struct as_trace;

@@ -216,8 +216,8 @@ int as_online_replay(const struct as_strategy_impl *impl,
 
 int as_online_walk_at(const struct as_strategy_impl *impl,
 		      const struct as_trace *t, const char *spec_opts,
-		      uint64_t time, as_block_fn visit, void *ctx,
-		      struct as_diag *diag)
+		      struct as_run *run, uint64_t time, as_block_fn visit,
+		      void *ctx, struct as_diag *diag)
 {
 	if (!impl->online || !impl->online->walk)
 		return as_diag_set(diag, 0, AS_EUNSUPPORTED,
@@ -226,12 +226,11 @@ int as_online_walk_at(const struct as_strategy_impl *impl,
 	struct as_plan *p = as_plan_create(t);
 	if (!p)
 		return AS_ENOMEM;
-	struct as_run quiet = {0};
 	struct replay r = {
 		.impl = impl,
 		.t = t,
 		.spec_opts = spec_opts,
-		.run = &quiet,
+		.run = run,
 		.p = p,
 		.stop = time,
 		.visit = visit,

@@ -228,18 +228,6 @@ int as_strategy_find_spec(const char *spec, const struct as_trace *t,
 	return AS_OK;
 }
 
-int as_strategy_walk_at(const char *spec, const struct as_trace *t,
-			uint64_t time, as_block_fn visit, void *ctx,
-			struct as_diag *diag)
-{
-	const struct as_strategy_impl *s = NULL;
-	const char *spec_opts;
-	int err = as_strategy_find_spec(spec, t, &s, &spec_opts, diag);
-	if (err)
-		return err;
-	return as_online_walk_at(s, t, spec_opts, time, visit, ctx, diag);
-}
-
 /*
  * The default set's step limit: AS_STEP_LIMIT_PER n log2(n)^2 steps for n
  * buffers, and at least AS_STEP_LIMIT_MIN (13 to 40 s of walking on the

@@ -5,6 +5,9 @@
  * flag. Each run gets a struct as_run (strategy.h) with its budget and a
  * way back to the kept plans (as_run_reuse); nothing is looked up.
  *
+ * Walks (as_strategy_walk_at, as_strategy_blocks_at) are runs too: a run
+ * of a runner, so its cancel flag stops them.
+ *
  * Control flow of as_runner_run_many: threads take the specs in turn
  * (many_worker), each run_spec finds the strategy (registry.c), takes a kept
  * plan or makes it (as_strategy_plan), times it and keeps it.
@@ -36,7 +39,11 @@ struct kept {
 struct as_runner {
 	const struct as_trace *t;
 	struct as_run_options o;
-	atomic_bool cancel;
+	/* The flag its runs look at: the caller's (o.cancel), else own. */
+	atomic_bool *cancel;
+	atomic_bool own;
+	/* Tests only (as_runner_cancel_after); hook.flag NULL: none. */
+	struct as_cancel_hook hook;
 	/* Processors at work in as_runner_run_many: threads with runs to
 	 * make, less those waiting for another's plan, and those lent to a
 	 * walk (as_procs_claim); max is 0 outside it, so nothing is lent. */
@@ -61,6 +68,7 @@ int as_runner_create(const struct as_trace *t, const struct as_run_options *o,
 		r->o = *o;
 	if (r->o.jobs > JOBS_MAX)
 		r->o.jobs = JOBS_MAX;
+	r->cancel = r->o.cancel ? r->o.cancel : &r->own;
 	if (pthread_mutex_init(&r->lock, NULL) != 0) {
 		free(r);
 		return AS_ENOMEM;
@@ -91,7 +99,28 @@ void as_runner_destroy(struct as_runner *r)
 void as_runner_cancel(struct as_runner *r)
 {
 	if (r)
-		atomic_store(&r->cancel, true);
+		atomic_store(r->cancel, true);
+}
+
+void as_runner_cancel_after(struct as_runner *r, uint64_t checks)
+{
+	r->hook.after = checks;
+	r->hook.flag = r->cancel;
+}
+
+/* A fresh run of r: its budget's flags, the caller's sink (emit). */
+static struct as_run run_of(struct as_runner *r, bool emit)
+{
+	return (struct as_run){
+		.runner = r,
+		.emit = emit ? r->o.emit : NULL,
+		.ctx = emit ? r->o.ctx : NULL,
+		.budget = {
+			.left = 1,
+			.cancel = r->cancel,
+			.hook = r->hook.flag ? &r->hook : NULL,
+		},
+	};
 }
 
 /* ---- Kept plans ---- */
@@ -285,19 +314,11 @@ static int make(struct as_runner *r, const struct as_strategy_impl *s,
 		struct as_diag *diag)
 {
 	uint64_t limit = r->o.step_limit / parts_sharing(s, spec);
-	struct as_run run = {
-		.runner = r,
-		.emit = r->o.emit,
-		.ctx = r->o.ctx,
-		.budget = {
-			/* a limit stays one */
-			.left = limit ? limit : 1,
-			.limited = r->o.step_limit != 0,
-			.cancel = &r->cancel,
-			.off = in->off,
-			.spare = in->spare,
-		},
-	};
+	struct as_run run = run_of(r, true);
+	run.budget.left = limit ? limit : 1; /* a limit stays one */
+	run.budget.limited = r->o.step_limit != 0;
+	run.budget.off = in->off;
+	run.budget.spare = in->spare;
 	double t0 = as_now_ms();
 	struct timer tm;
 	bool timed = in->deadline > 0 && !in->off &&
@@ -351,7 +372,7 @@ static int run_spec(struct as_runner *r, const char *spec,
 	int err = as_strategy_find_spec(spec, r->t, &s, &spec_opts, diag);
 	if (err)
 		return err;
-	if (atomic_load(&r->cancel))
+	if (atomic_load(r->cancel))
 		return canceled(diag, s->info.name);
 	bool cut = false;
 	if (!s->memo)
@@ -427,6 +448,102 @@ int as_strategy_run(const char *spec, const struct as_trace *t,
 	if (as_runner_create(t, o, &r))
 		return as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
 	int err = as_runner_run(r, spec, out, diag);
+	as_runner_destroy(r);
+	return err;
+}
+
+/* ---- Walks ---- */
+
+int as_runner_walk_at(struct as_runner *r, const char *spec, uint64_t time,
+		      as_block_fn visit, void *ctx, struct as_diag *diag)
+{
+	const struct as_strategy_impl *s = NULL;
+	const char *spec_opts;
+	int err = as_strategy_find_spec(spec, r->t, &s, &spec_opts, diag);
+	if (err)
+		return err;
+	if (atomic_load(r->cancel))
+		return canceled(diag, s->info.name);
+	struct as_run run = run_of(r, false);
+	err = as_online_walk_at(s, r->t, spec_opts, &run, time, visit, ctx,
+				diag);
+	if (err == AS_ECANCELED)
+		return canceled(diag, s->info.name);
+	if (err == AS_ENOMEM)
+		return as_diag_set(diag, 0, err, "%s: out of memory",
+				   s->info.name);
+	return err;
+}
+
+int as_strategy_walk_at(const char *spec, const struct as_trace *t,
+			const struct as_run_options *o, uint64_t time,
+			as_block_fn visit, void *ctx, struct as_diag *diag)
+{
+	struct as_runner *r;
+	if (as_runner_create(t, o, &r))
+		return as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
+	int err = as_runner_walk_at(r, spec, time, visit, ctx, diag);
+	as_runner_destroy(r);
+	return err;
+}
+
+struct blocks {
+	uint16_t space;
+	struct as_block *b;
+	size_t n, cap;
+	bool nomem;
+};
+
+static bool keep_block(void *ctx, uint16_t space, const struct as_block *b)
+{
+	struct blocks *w = ctx;
+	if (space != w->space)
+		return true;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 64;
+		struct as_block *nb = realloc(w->b, cap * sizeof(*nb));
+		if (!nb) {
+			w->nomem = true;
+			return false;
+		}
+		w->b = nb;
+		w->cap = cap;
+	}
+	w->b[w->n] = *b;
+	w->b[w->n].region = NULL; /* the allocator's, gone after */
+	w->b[w->n++].symbol = NULL;
+	return true;
+}
+
+int as_runner_blocks_at(struct as_runner *r, const char *spec, uint64_t time,
+			uint16_t space, struct as_block **blocks, size_t *n,
+			struct as_diag *diag)
+{
+	struct blocks w = {.space = space};
+	/* Just after the events at `time`: those before time + 1. */
+	uint64_t after = time < UINT64_MAX ? time + 1 : time;
+	int err = as_runner_walk_at(r, spec, after, keep_block, &w, diag);
+	if (err == AS_OK && w.nomem)
+		err = as_diag_set(diag, 0, AS_ENOMEM, "%s: out of memory",
+				  spec);
+	if (err) {
+		free(w.b);
+		return err;
+	}
+	*blocks = w.b;
+	*n = w.n;
+	return AS_OK;
+}
+
+int as_strategy_blocks_at(const char *spec, const struct as_trace *t,
+			  const struct as_run_options *o, uint64_t time,
+			  uint16_t space, struct as_block **blocks, size_t *n,
+			  struct as_diag *diag)
+{
+	struct as_runner *r;
+	if (as_runner_create(t, o, &r))
+		return as_diag_set(diag, 0, AS_ENOMEM, "out of memory");
+	int err = as_runner_blocks_at(r, spec, time, space, blocks, n, diag);
 	as_runner_destroy(r);
 	return err;
 }

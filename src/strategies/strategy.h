@@ -157,11 +157,14 @@ int as_online_replay(const struct as_strategy_impl *impl,
 void as_dump_blocks(const struct as_online_impl *on, void *state,
 		    as_emit_fn emit, void *ctx);
 
-/* Replay up to `time`, then walk (as_strategy_walk_at). */
+/*
+ * Replay up to `time` under `run` (its budget's cancel flag stops it:
+ * AS_ECANCELED), then walk (as_strategy_walk_at).
+ */
 int as_online_walk_at(const struct as_strategy_impl *impl,
 		      const struct as_trace *t, const char *spec_opts,
-		      uint64_t time, as_block_fn visit, void *ctx,
-		      struct as_diag *diag);
+		      struct as_run *run, uint64_t time, as_block_fn visit,
+		      void *ctx, struct as_diag *diag);
 
 /* The registry (registry.c). */
 const struct as_strategy_impl *as_strategy_impl_find(const char *name);
@@ -187,5 +190,24 @@ int as_strategy_plan(const struct as_strategy_impl *impl,
 /* The runner (runner.c): how many strategies of t run at once when the
  * caller's jobs is 0. */
 unsigned as_runner_jobs_default(const struct as_trace *t);
+
+/*
+ * as_strategy_walk_at and as_strategy_blocks_at on a runner's trace, under
+ * a run of the runner (its cancel flag, its hook): as_runner_cancel stops
+ * them.
+ */
+int as_runner_walk_at(struct as_runner *r, const char *spec, uint64_t time,
+		      as_block_fn visit, void *ctx, struct as_diag *diag);
+int as_runner_blocks_at(struct as_runner *r, const char *spec, uint64_t time,
+			uint16_t space, struct as_block **blocks, size_t *n,
+			struct as_diag *diag);
+
+/*
+ * Tests only, never reached from the command line: the runner's cancel
+ * flag is set at the (checks + 1)th look any of its runs takes at it
+ * (struct as_cancel_hook), so a test cancels a run at the same place on
+ * every machine. Call it before the runs.
+ */
+void as_runner_cancel_after(struct as_runner *r, uint64_t checks);
 
 #endif

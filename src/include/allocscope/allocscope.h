@@ -11,6 +11,7 @@
 #ifndef ALLOCSCOPE_H
 #define ALLOCSCOPE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -999,6 +1000,14 @@ struct as_run_options {
 	void *ctx;
 	bool dump_at_end;         /* emit the allocator's state at the end */
 	bool check_every_event;   /* run the allocator's own check each event */
+	/*
+	 * The cancel flag of the runs made with these options, the caller's
+	 * to set from any thread (as_runner_cancel sets it too); NULL: the
+	 * runner's own. It is how a caller cancels as_strategy_run,
+	 * as_strategy_walk_at and as_strategy_blocks_at, which make their
+	 * runner inside, and how one flag stops several runners at once.
+	 */
+	atomic_bool *cancel;
 };
 
 /*
@@ -1063,7 +1072,11 @@ int as_runner_run_many(struct as_runner *r, const char *const *specs,
  */
 void as_runner_cancel(struct as_runner *r);
 
-/* One run on a runner of its own: as_runner_create, run, destroy. */
+/*
+ * One run on a runner of its own: as_runner_create, run, destroy. To stop
+ * it from another thread, give o->cancel and set it: AS_ECANCELED, nothing
+ * held.
+ */
 int as_strategy_run(const char *spec, const struct as_trace *t,
 		    const struct as_run_options *o, struct as_plan **out,
 		    struct as_diag *diag);
@@ -1091,13 +1104,28 @@ typedef bool (*as_block_fn)(void *ctx, uint16_t space,
 /*
  * The state of online allocator SPEC at time `time`: replay the trace's
  * events before `time` (the case in force then starts the allocator afresh,
- * as in a run), then walk every space's allocator in address order.
- * AS_EUNSUPPORTED (diag says so) for offline planners and allocators
- * without a walk.
+ * as in a run), then walk every space's allocator in address order. The
+ * replay is a run like any other (o: NULL for defaults; only o->cancel is
+ * read): setting o->cancel stops it with AS_ECANCELED. AS_EUNSUPPORTED
+ * (diag says so) for offline planners and allocators without a walk.
  */
 int as_strategy_walk_at(const char *spec, const struct as_trace *t,
-			uint64_t time, as_block_fn visit, void *ctx,
-			struct as_diag *diag);
+			const struct as_run_options *o, uint64_t time,
+			as_block_fn visit, void *ctx, struct as_diag *diag);
+
+/*
+ * The one walk to a moment: the blocks of `space` that online allocator
+ * SPEC holds just after the events at `time` (as_strategy_walk_at at time
+ * + 1), in address order, region and symbol NULL (they are the
+ * allocator's). At a plan's peak moment (as_plan_peak_moment) it is what
+ * explain's fragmentation and the renderer's blocks read; the viewer's
+ * state panel reads it at the mouse's time. *blocks (free it) and *n are
+ * written on success only; errors as as_strategy_walk_at's.
+ */
+int as_strategy_blocks_at(const char *spec, const struct as_trace *t,
+			  const struct as_run_options *o, uint64_t time,
+			  uint16_t space, struct as_block **blocks, size_t *n,
+			  struct as_diag *diag);
 
 /* ---- Output helpers ---- */
 

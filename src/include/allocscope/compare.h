@@ -59,12 +59,14 @@ int as_results_add_plan(struct as_results *r, const struct as_trace *t,
 			const struct as_report *rep);
 
 /*
- * Run SPEC on trace `t`, validate the plan and append its row (trace name:
+ * Run SPEC on trace `t` (as_strategy_run with options o, NULL: defaults;
+ * o->cancel stops it), validate the plan and append its row (trace name:
  * t->path). Errors of the strategy (unknown option, trace it cannot handle)
  * fill diag. An invalid plan is not an error: it is a row with valid=false.
  */
 int as_results_run(struct as_results *r, const struct as_trace *t,
-		   const char *spec, struct as_diag *diag);
+		   const char *spec, const struct as_run_options *o,
+		   struct as_diag *diag);
 
 /*
  * Read a file written by `replay --json`, in either shape: one trace

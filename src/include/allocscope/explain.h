@@ -60,6 +60,12 @@ struct as_explain_options {
 	uint32_t nrules;
 	/* by line: the source file (its path or a suffix of it). */
 	const char *line_file;
+	/*
+	 * Stops an online allocator's replay to its peak (as_explain_plan's
+	 * fragmentation) with AS_ECANCELED when set from another thread;
+	 * NULL: nothing stops it (struct as_run_options.cancel).
+	 */
+	atomic_bool *cancel;
 };
 
 

@@ -102,6 +102,9 @@ struct as_render_opts {
 	/* Walk each online allocator (a panel titled with its spec) at its
 	 * peak moment and draw its blocks there (a replay per panel). */
 	bool walk_at_peak;
+	/* Stops those walks (as_strategy_blocks_at) from another thread:
+	 * as_render_create fails with AS_ECANCELED; NULL: none. */
+	atomic_bool *cancel;
 	const struct as_render_state *state; /* NULL: none */
 	/*
 	 * When > 0, each plot is at least this many pixels high and the

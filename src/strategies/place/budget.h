@@ -52,6 +52,17 @@ static inline void as_procs_release(struct as_procs *p)
 		atomic_fetch_sub(&p->busy, 1);
 }
 
+/*
+ * Tests only (the runner's as_runner_cancel_after): the cancel flag is set
+ * at the (after + 1)th look at it, so a run stops at the same place on
+ * every machine, whatever the clock says. Shared by the runs of a runner.
+ */
+struct as_cancel_hook {
+	atomic_uint_fast64_t seen;
+	uint64_t after;
+	atomic_bool *flag;
+};
+
 struct as_budget {
 	/*
 	 * The steps left when `limited`: a step is one look at a set or run
@@ -63,6 +74,8 @@ struct as_budget {
 	bool limited;
 	/* Set from another thread: stop at the next step, AS_ECANCELED. */
 	const atomic_bool *cancel;
+	/* Tests only: counts the looks at `cancel`; NULL elsewhere. */
+	struct as_cancel_hook *hook;
 	/* Set when the plan this run is a part of is left out anyway (a
 	 * sibling part stopped at its limit): stop as at the limit. */
 	const atomic_bool *off;
@@ -73,9 +86,16 @@ struct as_budget {
 	double deadline;
 };
 
+/* Every look at the cancel flag goes through here (the hook counts them). */
 static inline bool as_budget_canceled(const struct as_budget *b)
 {
-	return b && b->cancel &&
+	if (!b)
+		return false;
+	if (b->hook && atomic_fetch_add_explicit(&b->hook->seen, 1,
+						 memory_order_relaxed) >=
+			       b->hook->after)
+		atomic_store(b->hook->flag, true);
+	return b->cancel &&
 	       atomic_load_explicit(b->cancel, memory_order_relaxed);
 }
 

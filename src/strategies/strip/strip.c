@@ -345,7 +345,8 @@ static int plan(const struct as_trace *t, const struct as_opts *o,
 	 * counted, no processors lent to its placers). Only the restarts
 	 * borrow an idle processor, for a second thread of them.
 	 */
-	struct as_budget stop = {.cancel = run->budget.cancel};
+	struct as_budget stop = {.cancel = run->budget.cancel,
+				  .hook = run->budget.hook};
 	struct as_strip_cfg cfg = {.budget = &stop, .spare = run->budget.spare,
 				   .trace = t};
 	int err, with_baselines;
