@@ -1,9 +1,11 @@
 /*
  * The library's one balanced tree: a treap over a caller's array (see
- * tree.h for the interface and the invariants). Insert walks down to where
- * the new node's priority puts it and splits only the subtree found there;
- * remove joins the node's two children in its place. Both keep the
- * summaries of the path they touched.
+ * tree.h for the interface, the invariants and the inline operations).
+ * Here are the recursive ones: insert and remove that keep summaries
+ * (insert walks down to where the new node's priority puts it and splits
+ * only the subtree found there; remove joins the node's two children in
+ * its place, both redo the summaries of the path they touched), split,
+ * join, update, walk and check.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +31,7 @@ static inline struct as_tree_link *L(const struct as_tree *t, uint32_t x)
 
 static inline int cmp(const struct as_tree *t, uint32_t x, const void *key)
 {
-	return t->cmp(as_tree_at(t, x), key, t->ctx);
+	return as_tree_cmp_at(t, x, key);
 }
 
 static void fix(const struct as_tree *t, uint32_t x)
@@ -120,13 +122,6 @@ uint32_t as_tree_join(const struct as_tree *t, uint32_t a, uint32_t b)
 	return b;
 }
 
-/* Whether node a goes above node b in the heap (ties: the lower index). */
-static inline bool above(const struct as_tree *t, uint32_t a, uint32_t b)
-{
-	uint32_t pa = L(t, a)->prio, pb = L(t, b)->prio;
-	return pa > pb || (pa == pb && a < b);
-}
-
 /* Node x under root; *pred and *succ get its neighbours. */
 static uint32_t put(const struct as_tree *t, uint32_t root, uint32_t x,
 		    const void *key, uint32_t *pred, uint32_t *succ)
@@ -134,7 +129,7 @@ static uint32_t put(const struct as_tree *t, uint32_t root, uint32_t x,
 	if (root == NIL)
 		return x;
 	struct as_tree_link *k = L(t, root);
-	if (above(t, x, root)) {
+	if (as_tree_above(t, x, root)) {
 		struct as_tree_link *kx = L(t, x);
 		as_tree_split(t, root, key, false, &kx->l, &kx->r);
 		fix(t, x);
@@ -155,8 +150,8 @@ static uint32_t put(const struct as_tree *t, uint32_t root, uint32_t x,
 	return root;
 }
 
-void as_tree_insert(const struct as_tree *t, uint32_t *root, uint32_t x,
-		    uint32_t *pred, uint32_t *succ)
+void as_tree_put(const struct as_tree *t, uint32_t *root, uint32_t x,
+		 uint32_t *pred, uint32_t *succ)
 {
 	uint32_t p = NIL, s = NIL;
 	as_tree_single(t, x);
@@ -186,136 +181,22 @@ static uint32_t take(const struct as_tree *t, uint32_t *link,
 	return x;
 }
 
-uint32_t as_tree_remove(const struct as_tree *t, uint32_t *root,
-			const void *key)
+uint32_t as_tree_take(const struct as_tree *t, uint32_t *root,
+		      const void *key)
 {
 	return take(t, root, key);
 }
 
-void as_tree_update(const struct as_tree *t, uint32_t root, uint32_t x)
+void as_tree_refix(const struct as_tree *t, uint32_t root, uint32_t x)
 {
 	if (root == NIL)
 		return;
 	if (root != x) {
 		int c = cmp(t, root, as_tree_at(t, x));
 		struct as_tree_link *k = L(t, root);
-		as_tree_update(t, c > 0 ? k->l : k->r, x);
+		as_tree_refix(t, c > 0 ? k->l : k->r, x);
 	}
 	fix(t, root);
-}
-
-uint32_t as_tree_find(const struct as_tree *t, uint32_t root, const void *key)
-{
-	while (root != NIL) {
-		int c = cmp(t, root, key);
-		if (c == 0)
-			return root;
-		root = c > 0 ? L(t, root)->l : L(t, root)->r;
-	}
-	return NIL;
-}
-
-uint32_t as_tree_lower_bound(const struct as_tree *t, uint32_t root,
-			     const void *key)
-{
-	uint32_t best = NIL;
-	while (root != NIL) {
-		if (cmp(t, root, key) >= 0) {
-			best = root;
-			root = L(t, root)->l;
-		} else {
-			root = L(t, root)->r;
-		}
-	}
-	return best;
-}
-
-uint32_t as_tree_before(const struct as_tree *t, uint32_t root,
-			const void *key)
-{
-	uint32_t best = NIL;
-	while (root != NIL) {
-		if (cmp(t, root, key) < 0) {
-			best = root;
-			root = L(t, root)->r;
-		} else {
-			root = L(t, root)->l;
-		}
-	}
-	return best;
-}
-
-uint32_t as_tree_first(const struct as_tree *t, uint32_t root)
-{
-	if (root != NIL)
-		while (L(t, root)->l != NIL)
-			root = L(t, root)->l;
-	return root;
-}
-
-uint32_t as_tree_last(const struct as_tree *t, uint32_t root)
-{
-	if (root != NIL)
-		while (L(t, root)->r != NIL)
-			root = L(t, root)->r;
-	return root;
-}
-
-uint32_t as_tree_next(const struct as_tree *t, uint32_t root, uint32_t x)
-{
-	if (L(t, x)->r != NIL)
-		return as_tree_first(t, L(t, x)->r);
-	const void *key = as_tree_at(t, x);
-	uint32_t best = NIL;
-	while (root != NIL && root != x) {
-		if (cmp(t, root, key) > 0) {
-			best = root;
-			root = L(t, root)->l;
-		} else {
-			root = L(t, root)->r;
-		}
-	}
-	return best;
-}
-
-uint32_t as_tree_prev(const struct as_tree *t, uint32_t root, uint32_t x)
-{
-	if (L(t, x)->l != NIL)
-		return as_tree_last(t, L(t, x)->l);
-	const void *key = as_tree_at(t, x);
-	uint32_t best = NIL;
-	while (root != NIL && root != x) {
-		if (cmp(t, root, key) < 0) {
-			best = root;
-			root = L(t, root)->r;
-		} else {
-			root = L(t, root)->l;
-		}
-	}
-	return best;
-}
-
-uint32_t as_tree_descend(const struct as_tree *t, uint32_t root,
-			 as_tree_step_fn step, void *arg)
-{
-	while (root != NIL) {
-		const struct as_tree_link *k = L(t, root);
-		switch (step(as_tree_at(t, root),
-			     k->l == NIL ? NULL : as_tree_at(t, k->l),
-			     k->r == NIL ? NULL : as_tree_at(t, k->r), arg)) {
-		case AS_TREE_LEFT:
-			root = k->l;
-			break;
-		case AS_TREE_RIGHT:
-			root = k->r;
-			break;
-		case AS_TREE_HERE:
-			return root;
-		case AS_TREE_STOP:
-			return NIL;
-		}
-	}
-	return NIL;
 }
 
 struct check {
@@ -346,7 +227,7 @@ static void check_node(struct check *c, uint32_t x, uint32_t parent,
 	const struct as_tree_link *k = L(t, x);
 	if (k->prio != as_tree_prio(x))
 		c->bad++;
-	if (parent != NIL && above(t, x, parent))
+	if (parent != NIL && as_tree_above(t, x, parent))
 		c->bad++;
 	check_node(c, k->l, x, depth + 1);
 	if (c->prev != NIL && cmp(t, c->prev, as_tree_at(t, x)) >= 0)

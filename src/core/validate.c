@@ -45,6 +45,14 @@ static int node_cmp(const void *pa, const void *pb, void *ctx)
 	return a->buf < b->buf ? -1 : a->buf > b->buf;
 }
 
+/* The tree's description, written out where it is used so the compiler
+ * calls node_cmp directly (core/tree.h). */
+#define NODE_TREE(t)                                                       \
+	(&(struct as_tree){.base = (t)->base, .n = (t)->n,                 \
+			   .stride = sizeof(struct node),                  \
+			   .link = offsetof(struct node, link),            \
+			   .cmp = node_cmp})
+
 static struct node *nodes(const struct pool *tr)
 {
 	return tr->tree.base;
@@ -160,7 +168,7 @@ static bool check_one(struct run *v, uint32_t i)
 static void uncover(struct run *v, uint32_t g, uint64_t off, uint32_t i)
 {
 	struct node key = {.off = off, .buf = i};
-	uint32_t n = as_tree_remove(&v->tr.tree, &v->roots[g], &key);
+	uint32_t n = as_tree_remove(NODE_TREE(&v->tr.tree), &v->roots[g], &key);
 	if (n != AS_NONE)
 		node_free(&v->tr, n);
 }
@@ -175,7 +183,7 @@ static void place(struct run *v, uint32_t i)
 		return;
 	}
 	/* In, then out again when it overlaps a neighbour (a rare plan). */
-	as_tree_insert(&v->tr.tree, &v->roots[g], n, &pred, &succ);
+	as_tree_insert(NODE_TREE(&v->tr.tree), &v->roots[g], n, &pred, &succ);
 	const struct node *nd = nodes(&v->tr);
 	if (pred != AS_NONE && nd[pred].top > off) {
 		violation(v, AS_V_OVERLAP, nd[pred].buf, i);

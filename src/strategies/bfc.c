@@ -115,9 +115,17 @@ static int chunk_cmp(const void *pa, const void *pb, void *ctx)
 	return key_less(pa, pb) ? -1 : key_less(pb, pa);
 }
 
+/* The bins' description, written out where it is used so the compiler
+ * calls chunk_cmp directly (core/tree.h). */
+#define CHUNK_TREE(t)                                                      \
+	(&(struct as_tree){.base = (t)->base, .n = (t)->n,                 \
+			   .stride = sizeof(struct chunk),                 \
+			   .link = offsetof(struct chunk, link),           \
+			   .cmp = chunk_cmp})
+
 void as_bfc_tree_insert(struct bfc *s, uint32_t *root, uint32_t x)
 {
-	as_tree_insert(&s->tree, root, x, NULL, NULL);
+	as_tree_insert(CHUNK_TREE(&s->tree), root, x, NULL, NULL);
 }
 
 static void bin_insert(struct bfc *s, uint32_t i)
@@ -134,7 +142,7 @@ static void bin_insert(struct bfc *s, uint32_t i)
 void as_bfc_bin_remove(struct bfc *s, uint32_t i)
 {
 	int b = s->c[i].bin;
-	as_tree_remove(&s->tree, &s->root[b], &s->c[i]);
+	as_tree_remove(CHUNK_TREE(&s->tree), &s->root[b], &s->c[i]);
 	if (s->root[b] == NIL)
 		s->nonempty &= ~(1u << b);
 	s->nfree--;
@@ -144,7 +152,7 @@ void as_bfc_bin_remove(struct bfc *s, uint32_t i)
 static uint32_t bin_lower_bound(const struct bfc *s, int b, uint64_t size)
 {
 	struct chunk key = {.size = size, .off = 0};
-	return as_tree_lower_bound(&s->tree, s->root[b], &key);
+	return as_tree_lower_bound(CHUNK_TREE(&s->tree), s->root[b], &key);
 }
 
 /* Bytes needed in front of a chunk at `off` to reach alignment `align`. */
@@ -167,7 +175,7 @@ static uint32_t find_fit(const struct bfc *s, uint64_t rounded, uint64_t align,
 		int b = __builtin_ctz(mask);
 		mask &= mask - 1;
 		uint32_t i = bin_lower_bound(s, b, rounded);
-		for (; i != NIL; i = as_tree_next(&s->tree, s->root[b], i)) {
+		for (; i != NIL; i = as_tree_next(CHUNK_TREE(&s->tree), s->root[b], i)) {
 			uint64_t p = align > MIN_ALLOC ?
 					     padding(s->c[i].off, align) :
 					     0;
@@ -673,7 +681,7 @@ static uint64_t largest_free(const struct bfc *s)
 	if (!s->nonempty)
 		return 0;
 	int b = 31 - __builtin_clz(s->nonempty);
-	return s->c[as_tree_last(&s->tree, s->root[b])].size;
+	return s->c[as_tree_last(CHUNK_TREE(&s->tree), s->root[b])].size;
 }
 
 static void emit_stats(struct bfc *s)

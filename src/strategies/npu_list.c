@@ -166,6 +166,14 @@ static void node_aug(void *node, const void *l, const void *r, void *ctx)
 	n->cnt = 1 + (a ? a->cnt : 0) + (b ? b->cnt : 0);
 }
 
+/* The tree's description, written out where it is used so the compiler
+ * calls node_cmp and node_aug directly (core/tree.h). */
+#define NODE_TREE(t)                                                       \
+	(&(struct as_tree){.base = (t)->base, .n = (t)->n,                 \
+			   .stride = sizeof(struct node),                  \
+			   .link = offsetof(struct node, link),            \
+			   .cmp = node_cmp, .aug = node_aug})
+
 static uint32_t tcnt(const struct npu *s, uint32_t t)
 {
 	return t == AS_NONE ? 0 : s->nodes[t].cnt;
@@ -174,7 +182,7 @@ static uint32_t tcnt(const struct npu *s, uint32_t t)
 /* Recompute the path to node i (its size or use changed). */
 static void trefresh(struct npu *s, uint32_t i)
 {
-	as_tree_update(&s->tree, s->root, i);
+	as_tree_update(NODE_TREE(&s->tree), s->root, i);
 }
 
 /*
@@ -224,7 +232,7 @@ static bool split_node(struct npu *s, uint32_t i, uint64_t at)
 	s->nodes[i].next = n;
 	s->nodes[i].size = at;
 	trefresh(s, i);
-	as_tree_insert(&s->tree, &s->root, n, NULL, NULL);
+	as_tree_insert(NODE_TREE(&s->tree), &s->root, n, NULL, NULL);
 	return true;
 }
 
@@ -275,7 +283,7 @@ static int create(const struct as_opts *o, const struct as_run *run,
 		return AS_ENOMEM;
 	}
 	s->root = AS_NONE;
-	as_tree_insert(&s->tree, &s->root, s->head, NULL, NULL);
+	as_tree_insert(NODE_TREE(&s->tree), &s->root, s->head, NULL, NULL);
 	s->peak_nodes = s->live_nodes = 1;
 	*state = s;
 	return AS_OK;
@@ -452,7 +460,7 @@ static bool merge_next(struct npu *s, uint32_t i)
 	uint32_t j = s->nodes[i].next;
 	if (j == AS_NONE || s->nodes[i].used || s->nodes[j].used)
 		return false;
-	as_tree_remove(&s->tree, &s->root, &s->nodes[j]);
+	as_tree_remove(NODE_TREE(&s->tree), &s->root, &s->nodes[j]);
 	s->nodes[i].size += s->nodes[j].size;
 	s->nodes[i].next = s->nodes[j].next;
 	if (s->nodes[j].next != AS_NONE)
@@ -628,7 +636,7 @@ static uint64_t check(void *state, char *msg, size_t len)
 		     "the nodes end at %llu, not at the capacity %llu",
 		     (unsigned long long)at, (unsigned long long)s->capacity);
 	uint64_t in_tree = 0;
-	if (as_tree_check(&s->tree, s->root, &in_tree, NULL) ||
+	if (as_tree_check(NODE_TREE(&s->tree), s->root, &in_tree, NULL) ||
 	    in_tree != s->live_nodes)
 		note(&broken, msg, len,
 		     "the tree beside the list is broken or holds %llu of "

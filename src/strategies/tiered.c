@@ -204,25 +204,33 @@ static int blk_cmp(const void *pa, const void *pb, void *ctx)
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
+/* The free trees' description, written out where it is used so the
+ * compiler calls blk_cmp directly (core/tree.h). */
+#define BLK_TREE(t)                                                        \
+	(&(struct as_tree){.base = (t)->base, .n = (t)->n,                 \
+			   .stride = sizeof(struct blk),                   \
+			   .link = offsetof(struct blk, link),             \
+			   .cmp = blk_cmp})
+
 static void free_add(struct tiered *s, uint32_t n)
 {
 	struct level *L = &s->lv[s->b[n].level];
 	s->b[n].free = true;
-	as_tree_insert(&s->free_tree, &L->free_root, n, NULL, NULL);
+	as_tree_insert(BLK_TREE(&s->free_tree), &L->free_root, n, NULL, NULL);
 	L->nfree++;
 }
 
 static void free_remove(struct tiered *s, uint32_t n)
 {
 	struct level *L = &s->lv[s->b[n].level];
-	as_tree_remove(&s->free_tree, &L->free_root, &s->b[n]);
+	as_tree_remove(BLK_TREE(&s->free_tree), &L->free_root, &s->b[n]);
 	s->b[n].free = false;
 	L->nfree--;
 }
 
 static uint32_t largest_free(const struct tiered *s, const struct level *L)
 {
-	return as_tree_last(&s->free_tree, L->free_root);
+	return as_tree_last(BLK_TREE(&s->free_tree), L->free_root);
 }
 
 /* ---- The decision ---- */
@@ -835,13 +843,13 @@ static uint64_t count_free_tree(const struct tiered *s, uint8_t level,
 {
 	const struct level *L = &s->lv[level];
 	uint64_t nodes = 0;
-	if (as_tree_check(&s->free_tree, L->free_root, &nodes, NULL))
+	if (as_tree_check(BLK_TREE(&s->free_tree), L->free_root, &nodes, NULL))
 		note(broken, msg, len, "%s: the free tree is out of order",
 		     level_names[level]);
 	uint64_t seen = 0;
-	for (uint32_t n = as_tree_first(&s->free_tree, L->free_root);
+	for (uint32_t n = as_tree_first(BLK_TREE(&s->free_tree), L->free_root);
 	     n != AS_NONE && seen <= nodes;
-	     n = as_tree_next(&s->free_tree, L->free_root, n), seen++)
+	     n = as_tree_next(BLK_TREE(&s->free_tree), L->free_root, n), seen++)
 		if (!s->b[n].free || s->b[n].level != level)
 			note(broken, msg, len,
 			     "%s: free tree holds a bad block at %llu",

@@ -32,6 +32,14 @@ static void t_fix(void *node, const void *l, const void *r, void *ctx)
 	n->aug = m;
 }
 
+/* The trees' description, written out where it is used so the compiler
+ * calls key_cmp and t_fix directly (core/tree.h). */
+#define TNODE_TREE(t)                                                      \
+	(&(struct as_tree){.base = (t)->base, .n = (t)->n,                 \
+			   .stride = sizeof(struct tnode),                 \
+			   .link = offsetof(struct tnode, link),           \
+			   .cmp = key_cmp, .aug = t_fix})
+
 void as_cuda_t_init(struct tpool *p)
 {
 	p->free = NIL;
@@ -76,7 +84,7 @@ int as_cuda_t_insert(struct tpool *p, uint32_t *root, uint64_t k0,
 	n->k2 = k2;
 	n->size = n->aug = size;
 	n->val = val;
-	as_tree_insert(&p->tree, root, x, NULL, NULL);
+	as_tree_insert(TNODE_TREE(&p->tree), root, x, NULL, NULL);
 	return AS_OK;
 }
 
@@ -84,7 +92,7 @@ bool as_cuda_t_erase_at(struct tpool *p, uint32_t *link, uint64_t k0,
 			uint64_t k1, uint64_t k2)
 {
 	struct tnode key = {.k0 = k0, .k1 = k1, .k2 = k2};
-	uint32_t x = as_tree_remove(&p->tree, link, &key);
+	uint32_t x = as_tree_remove(TNODE_TREE(&p->tree), link, &key);
 	if (x == NIL)
 		return false;
 	p->n[x].link.l = p->free;
@@ -97,7 +105,7 @@ uint32_t as_cuda_t_lower_bound(const struct tpool *p, uint32_t t, uint64_t k0,
 			       uint64_t k1, uint64_t k2)
 {
 	struct tnode key = {.k0 = k0, .k1 = k1, .k2 = k2};
-	return as_tree_lower_bound(&p->tree, t, &key);
+	return as_tree_lower_bound(TNODE_TREE(&p->tree), t, &key);
 }
 
 /* Largest node < key, or NIL. */
@@ -105,13 +113,13 @@ uint32_t as_cuda_t_before(const struct tpool *p, uint32_t t, uint64_t k0,
 			  uint64_t k1, uint64_t k2)
 {
 	struct tnode key = {.k0 = k0, .k1 = k1, .k2 = k2};
-	return as_tree_before(&p->tree, t, &key);
+	return as_tree_before(TNODE_TREE(&p->tree), t, &key);
 }
 
 /* The node after x (in key order), or NIL. */
 uint32_t as_cuda_t_next(const struct tpool *p, uint32_t root, uint32_t x)
 {
-	return as_tree_next(&p->tree, root, x);
+	return as_tree_next(TNODE_TREE(&p->tree), root, x);
 }
 
 static enum as_tree_step fit_step(const void *node, const void *l,
@@ -130,7 +138,7 @@ static enum as_tree_step fit_step(const void *node, const void *l,
 /* The lowest-key node whose size is >= need, or NIL. */
 uint32_t as_cuda_t_first_fit(const struct tpool *p, uint32_t t, uint64_t need)
 {
-	return as_tree_descend(&p->tree, t, fit_step, &need);
+	return as_tree_descend(TNODE_TREE(&p->tree), t, fit_step, &need);
 }
 
 struct range {
@@ -161,5 +169,5 @@ bool as_cuda_t_meets(const struct tpool *p, uint32_t t, uint64_t lo,
 		     uint64_t hi)
 {
 	struct range q = {lo, hi};
-	return as_tree_descend(&p->tree, t, meets_step, &q) != NIL;
+	return as_tree_descend(TNODE_TREE(&p->tree), t, meets_step, &q) != NIL;
 }

@@ -29,8 +29,7 @@ struct gap {
 struct gaps {
 	struct gap *g;          /* g[0] is unused: 0 names no gap */
 	uint32_t n, cap, free_list;
-	uint32_t root[2];
-	struct as_tree t[2];    /* tree 0 by offset, 1 by (length, offset) */
+	uint32_t root[2];       /* tree 0 by offset, 1 by (length, offset) */
 	uint8_t grain;          /* log2 of the smallest alignment */
 	bool by_size;           /* tree 1 is kept (best fit) */
 };
@@ -89,14 +88,25 @@ static void gap_pull(void *node, const void *l, const void *r, void *ctx)
 	x->maxroom = m;
 }
 
+/* Tree t's description, written out where it is used so the compiler
+ * calls its compare and summary directly (core/tree.h). */
+#define GAP_TREE(G, t)                                                     \
+	(&(struct as_tree){.base = (G)->g, .n = (G)->n,                    \
+			   .stride = sizeof(struct gap),                   \
+			   .link = offsetof(struct gap, link) +            \
+				   (size_t)(t) * sizeof(struct as_tree_link), \
+			   .cmp = (t) ? gap_cmp_len : gap_cmp_lo,          \
+			   .aug = (t) ? NULL : gap_pull,                   \
+			   .ctx = (void *)(G)})
+
 static void gap_insert_tree(struct gaps *G, int t, uint32_t k)
 {
-	as_tree_insert(&G->t[t], &G->root[t], k, NULL, NULL);
+	as_tree_insert(GAP_TREE(G, t), &G->root[t], k, NULL, NULL);
 }
 
 static void gap_erase_tree(struct gaps *G, int t, uint32_t k)
 {
-	as_tree_remove(&G->t[t], &G->root[t], &G->g[k]);
+	as_tree_remove(GAP_TREE(G, t), &G->root[t], &G->g[k]);
 }
 
 /* Gap k becomes [lo, lo + len), between the same neighbours. */
@@ -106,7 +116,7 @@ static void gap_set(struct gaps *G, uint32_t k, uint64_t lo, uint64_t len)
 		gap_erase_tree(G, 1, k);
 	G->g[k].lo = lo;
 	G->g[k].len = len;
-	as_tree_update(&G->t[0], G->root[0], k);
+	as_tree_update(GAP_TREE(G, 0), G->root[0], k);
 	if (G->by_size)
 		gap_insert_tree(G, 1, k);
 }
@@ -125,10 +135,8 @@ static int gap_new(struct gaps *G, uint64_t lo, uint64_t len, uint32_t *out)
 				return AS_ENOMEM;
 			G->g = ng;
 			G->cap = cap;
-			G->t[0].base = G->t[1].base = ng;
 		}
 		k = G->n++;
-		G->t[0].n = G->t[1].n = G->n;
 	}
 	memset(&G->g[k], 0, sizeof(G->g[k]));
 	G->g[k].lo = lo;
@@ -297,13 +305,6 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 	G.g = calloc(G.cap, sizeof(*G.g));
 	G.n = 1; /* g[0] is unused */
 	G.root[0] = G.root[1] = AS_TREE_NIL;
-	for (int t = 0; t < 2; t++)
-		G.t[t] = (struct as_tree){
-			.base = G.g, .stride = sizeof(struct gap),
-			.link = offsetof(struct gap, link) +
-				(size_t)t * sizeof(struct as_tree_link),
-			.cmp = t ? gap_cmp_len : gap_cmp_lo,
-			.aug = t ? NULL : gap_pull, .ctx = &G, .n = 1};
 	/* The room above everything: [0, UINT64_MAX). */
 	if (!G.g || !st || !en || gap_new(&G, 0, UINT64_MAX, &k))
 		goto out;
