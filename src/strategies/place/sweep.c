@@ -99,12 +99,12 @@ static void gap_pull(void *node, const void *l, const void *r, void *ctx)
 			   .aug = (t) ? NULL : gap_pull,                   \
 			   .ctx = (void *)(G)})
 
-static void gap_insert_tree(struct gaps *G, int t, uint32_t k)
+static inline void gap_insert_tree(struct gaps *G, int t, uint32_t k)
 {
 	as_tree_insert(GAP_TREE(G, t), &G->root[t], k, NULL, NULL);
 }
 
-static void gap_erase_tree(struct gaps *G, int t, uint32_t k)
+static inline void gap_erase_tree(struct gaps *G, int t, uint32_t k)
 {
 	as_tree_remove(GAP_TREE(G, t), &G->root[t], &G->g[k]);
 }
