@@ -871,7 +871,7 @@ static void bfc_check_reports_each_broken_invariant_as_data(void)
 		case LINK: s->c[s->c[u].next != NIL ? s->c[u].next : u].prev = NIL - 1; break;
 		case WRONG_BIN:
 			as_bfc_bin_remove(s, f);
-			as_bfc_treap_insert(s->c, &s->root[(s->c[f].bin + 1) % NUM_BINS], f);
+			as_bfc_tree_insert(s, &s->root[(s->c[f].bin + 1) % NUM_BINS], f);
 			s->nonempty |= 1u << ((s->c[f].bin + 1) % NUM_BINS);
 			s->nfree++;
 			break;

@@ -2,144 +2,95 @@
  * The validator, independent of every strategy.
  *
  * A sweep over time keeps, for every group of buffers that must not share
- * addresses, the live ones in a treap ordered by (offset, index). A group is
- * an address space (buffers placed on their own) or a parent buffer (the
- * aliases placed inside it). Because each treap only ever holds disjoint
- * intervals, a new buffer overlaps some live one exactly when it overlaps its
- * predecessor or its successor: O(log n) per event, O(n log n) in all.
+ * addresses, the live ones in a tree (core/tree.h) ordered by (offset,
+ * index). A group is an address space (buffers placed on their own) or a
+ * parent buffer (the aliases placed inside it). Because each tree only ever
+ * holds disjoint intervals, a new buffer overlaps some live one exactly when
+ * it overlaps its predecessor or its successor: O(log n) per event,
+ * O(n log n) in all.
  *
  * An alias extends the lifetime of the block it lives in: a parent stays in
  * its group until its last alias ends.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "allocscope/allocscope.h"
+#include "core/tree.h"
 
 /*
- * Treap nodes come from a pool that only ever holds the live buffers, so the
- * validator's memory follows the most buffers live at once, not the trace.
- * A node's key is (offset, buffer index); it carries the key, its buffer's
- * end and its priority, so a walk down the tree reads one node a level.
+ * Tree nodes (core/tree.h) come from a pool that only ever holds the live
+ * buffers, so the validator's memory follows the most buffers live at
+ * once, not the trace. A node's key is (offset, buffer index); it carries
+ * its buffer's end too, so a neighbour is read without a look at the plan.
  */
 struct node {
 	uint64_t off, top;      /* the buffer's addresses [off, top) */
-	uint32_t buf, prio;
-	uint32_t left, right;   /* free nodes chain through left */
+	uint32_t buf;
+	struct as_tree_link link;  /* free nodes chain through link.l */
 };
 
-struct treap {
-	struct node *node;
-	uint32_t n, cap, free_list;
+struct pool {
+	struct as_tree tree;    /* its base is the node array */
+	uint32_t cap, free_list;
 };
 
-static uint32_t prio(uint32_t i)
+static int node_cmp(const void *pa, const void *pb, void *ctx)
 {
-	uint32_t x = i * 0x9e3779b1u;
-	x ^= x >> 15;
-	x *= 0x85ebca77u;
-	return x ^ (x >> 13);
+	const struct node *a = pa, *b = pb;
+	(void)ctx;
+	if (a->off != b->off)
+		return a->off < b->off ? -1 : 1;
+	return a->buf < b->buf ? -1 : a->buf > b->buf;
 }
 
-/* Whether key (off, buf) sorts before node b's. */
-static bool less(const struct node *b, uint64_t off, uint32_t buf)
+/* The tree's description, written out where it is used so the compiler
+ * calls node_cmp directly (core/tree.h). */
+#define NODE_TREE(t)                                                       \
+	(&(struct as_tree){.base = (t)->base, .n = (t)->n,                 \
+			   .stride = sizeof(struct node),                  \
+			   .link = offsetof(struct node, link),            \
+			   .cmp = node_cmp})
+
+static struct node *nodes(const struct pool *tr)
 {
-	return off != b->off ? off < b->off : buf < b->buf;
+	return tr->tree.base;
 }
 
-static uint32_t node_new(struct treap *tr, uint32_t buf, uint64_t off,
+static uint32_t node_new(struct pool *tr, uint32_t buf, uint64_t off,
 			 uint64_t top)
 {
 	uint32_t n = tr->free_list;
 	if (n != AS_NONE) {
-		tr->free_list = tr->node[n].left;
+		tr->free_list = nodes(tr)[n].link.l;
 	} else {
-		if (tr->n == tr->cap) {
+		if (tr->tree.n == tr->cap) {
 			uint32_t cap = tr->cap ? tr->cap * 2 : 1024;
 			struct node *v =
-				realloc(tr->node, (size_t)cap * sizeof(*v));
+				realloc(tr->tree.base, (size_t)cap * sizeof(*v));
 			if (!v)
 				return AS_NONE;
-			tr->node = v;
+			tr->tree.base = v;
 			tr->cap = cap;
 		}
-		n = tr->n++;
+		n = tr->tree.n++;
 	}
-	tr->node[n] = (struct node){off, top, buf, prio(buf), AS_NONE,
-				    AS_NONE};
+	nodes(tr)[n] = (struct node){.off = off, .top = top, .buf = buf};
 	return n;
 }
 
-/*
- * Insert node n; *pred and *succ get the nodes nearest below and above it
- * (AS_NONE: none), met on the way down. Returns the new root.
- */
-static uint32_t insert(struct treap *tr, uint32_t root, uint32_t n,
-		       uint32_t *pred, uint32_t *succ)
+static void node_free(struct pool *tr, uint32_t n)
 {
-	if (root == AS_NONE)
-		return n;
-	struct node *v = tr->node, *r = &v[root];
-	if (less(r, v[n].off, v[n].buf)) {
-		*succ = root;
-		uint32_t l = r->left = insert(tr, r->left, n, pred, succ);
-		if (v[l].prio > r->prio) {
-			r->left = v[l].right;
-			v[l].right = root;
-			return l;
-		}
-	} else {
-		*pred = root;
-		uint32_t g = r->right = insert(tr, r->right, n, pred, succ);
-		if (v[g].prio > r->prio) {
-			r->right = v[g].left;
-			v[g].left = root;
-			return g;
-		}
-	}
-	return root;
-}
-
-static uint32_t merge(struct treap *tr, uint32_t a, uint32_t b)
-{
-	if (a == AS_NONE)
-		return b;
-	if (b == AS_NONE)
-		return a;
-	struct node *v = tr->node;
-	if (v[a].prio > v[b].prio) {
-		v[a].right = merge(tr, v[a].right, b);
-		return a;
-	}
-	v[b].left = merge(tr, a, v[b].left);
-	return b;
-}
-
-/* Remove the node of key (off, buf), returning it to the pool. */
-static uint32_t erase(struct treap *tr, uint32_t root, uint64_t off,
-		      uint32_t buf)
-{
-	if (root == AS_NONE)
-		return AS_NONE;
-	struct node *r = &tr->node[root];
-	if (r->buf == buf) {
-		uint32_t m = merge(tr, r->left, r->right);
-		tr->node[root].left = tr->free_list;
-		tr->free_list = root;
-		return m;
-	}
-	if (less(r, off, buf))
-		r->left = erase(tr, r->left, off, buf);
-	else
-		r->right = erase(tr, r->right, off, buf);
-	return root;
+	nodes(tr)[n].link.l = tr->free_list;
+	tr->free_list = n;
 }
 
 struct run {
 	const struct as_trace *t;
 	const struct as_plan *p;
 	struct as_report *r;
-	struct treap tr;
+	struct pool tr;
 	uint32_t *roots;      /* per group */
 	uint32_t *alias;      /* plan's aliases, or NULL */
 	uint8_t *in_tree;     /* bitmap over buffers */
@@ -213,6 +164,15 @@ static bool check_one(struct run *v, uint32_t i)
 	return b->size > 0;
 }
 
+/* Buffer i's node (at off) out of group g's tree, back to the pool. */
+static void uncover(struct run *v, uint32_t g, uint64_t off, uint32_t i)
+{
+	struct node key = {.off = off, .buf = i};
+	uint32_t n = as_tree_remove(NODE_TREE(&v->tr.tree), &v->roots[g], &key);
+	if (n != AS_NONE)
+		node_free(&v->tr, n);
+}
+
 static void place(struct run *v, uint32_t i)
 {
 	uint32_t g = group_of(v, i), pred = AS_NONE, succ = AS_NONE;
@@ -223,8 +183,8 @@ static void place(struct run *v, uint32_t i)
 		return;
 	}
 	/* In, then out again when it overlaps a neighbour (a rare plan). */
-	v->roots[g] = insert(&v->tr, v->roots[g], n, &pred, &succ);
-	const struct node *nd = v->tr.node;
+	as_tree_insert(NODE_TREE(&v->tr.tree), &v->roots[g], n, &pred, &succ);
+	const struct node *nd = nodes(&v->tr);
 	if (pred != AS_NONE && nd[pred].top > off) {
 		violation(v, AS_V_OVERLAP, nd[pred].buf, i);
 	} else if (succ != AS_NONE && top > nd[succ].off) {
@@ -233,7 +193,7 @@ static void place(struct run *v, uint32_t i)
 		set_in_tree(v, i, true);
 		return;
 	}
-	v->roots[g] = erase(&v->tr, v->roots[g], off, i);
+	uncover(v, g, off, i);
 }
 
 static void unplace(struct run *v, uint32_t i)
@@ -241,7 +201,7 @@ static void unplace(struct run *v, uint32_t i)
 	if (!in_tree(v, i))
 		return;
 	uint32_t g = group_of(v, i);
-	v->roots[g] = erase(&v->tr, v->roots[g], v->p->offset[i], i);
+	uncover(v, g, v->p->offset[i], i);
 	set_in_tree(v, i, false);
 }
 
@@ -255,7 +215,7 @@ static void sweep_events(struct run *v, uint32_t ngroups)
 			for (uint32_t g = 0; g < ngroups; g++)
 				v->roots[g] = AS_NONE;
 			memset(v->in_tree, 0, (t->nbuffers + 7) / 8);
-			v->tr.n = 0;
+			v->tr.tree.n = 0;
 			v->tr.free_list = AS_NONE;
 		} else if (ev->kind == AS_EV_ALLOC) {
 			if (check_one(v, ev->arg))
@@ -340,6 +300,9 @@ int as_validate(const struct as_trace *t, const struct as_plan *p,
 	uint32_t ngroups = p->nspaces + (aliases ? t->nbuffers : 0);
 	size_t n = (size_t)t->nbuffers + 1;
 	v.tr.free_list = AS_NONE;
+	v.tr.tree = (struct as_tree){.stride = sizeof(struct node),
+				     .link = offsetof(struct node, link),
+				     .cmp = node_cmp};
 	v.in_tree = calloc(n / 8 + 1, 1);
 	v.roots = malloc(((size_t)ngroups + 1) * sizeof(uint32_t));
 	v.capacity = calloc((size_t)p->nspaces + 1, sizeof(uint64_t));
@@ -372,7 +335,7 @@ int as_validate(const struct as_trace *t, const struct as_plan *p,
 	if (err == AS_OK)
 		*out = r;
 out:
-	free(v.tr.node);
+	free(v.tr.tree.base);
 	free(v.in_tree);
 	free(v.roots);
 	free(v.capacity);

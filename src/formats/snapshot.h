@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/tree.h"
 #include "core/trace_private.h"
 #include "formats/formats.h"
 #include "formats/pickle.h"
@@ -108,12 +109,11 @@ struct ctx {
 	size_t nbufs, capbufs;
 	struct tnode {
 		struct seg s;
-		uint64_t prio;
-		uint32_t l, r;
-	} *tn;                  /* the open ranges' treap (seg_open) */
+		struct as_tree_link link;
+	} *tn;                  /* the open ranges' tree (seg_open) */
 	size_t ntn, captn;
 	uint32_t root;
-	uint64_t seed;
+	struct as_tree tree;    /* over tn (as_snap_tree_init) */
 	uint32_t *walk;         /* nodes of one range, in order */
 	size_t nwalk, capwalk;
 	struct seg *done;
@@ -204,6 +204,7 @@ int as_snap_stages(struct ctx *c, const struct as_pk *root, uint32_t ndev,
 /* ---- snapshot_segments.c ---- */
 
 int as_snap_t_walk(struct ctx *c, uint32_t t);
+void as_snap_tree_init(struct ctx *c);
 int as_snap_seg_done(struct ctx *c, const struct seg *s);
 int as_snap_seg_close(struct ctx *c, uint32_t dev, uint64_t addr,
 		     uint64_t size, uint64_t now, uint16_t stream,

@@ -288,8 +288,8 @@ static int snapshot_whole(struct as_builder *b, const char *data, size_t len,
 	int err = as_pickle_parse(data, len, &doc, diag);
 	if (err)
 		return err;
-	struct ctx c = {.b = b, .diag = diag, .root = UINT32_MAX,
-			.seed = 0x5eed};
+	struct ctx c = {.b = b, .diag = diag, .root = UINT32_MAX};
+	as_snap_tree_init(&c);
 	const struct as_pk *root = as_pickle_root(doc);
 	const struct as_pk *segs = as_pk_get(root, "segments");
 	const struct as_pk *traces = as_pk_get(root, "device_traces");

@@ -1,51 +1,52 @@
-/* PyTorch snapshots: reserved ranges over time, open ranges in a treap by
- * (device, address). */
+/* PyTorch snapshots: reserved ranges over time, open ranges in a tree
+ * (core/tree.h) by (device, address). */
 #include "formats/snapshot.h"
 
 /* ---- Segments ---- */
 
 /*
- * The open ranges: a treap ordered by (device, address), split and merged
+ * The open ranges: a tree ordered by (device, address), split and joined
  * (no parent pointers). The ranges of a device are disjoint, so ordering by
  * start also orders by end, and the ranges meeting [addr, end) are one
  * run: split it out, look at it, put back what remains. Expected O(log n)
  * per operation plus the ranges touched, whatever order the trace uses.
  */
-#define NIL UINT32_MAX
+#define NIL AS_TREE_NIL
+
+void as_snap_tree_init(struct ctx *c)
+{
+	c->tree = (struct as_tree){.stride = sizeof(struct tnode),
+				   .link = offsetof(struct tnode, link)};
+}
 
 static uint32_t t_merge(struct ctx *c, uint32_t a, uint32_t b)
 {
-	if (a == NIL)
-		return b;
-	if (b == NIL)
-		return a;
-	if (c->tn[a].prio > c->tn[b].prio) {
-		c->tn[a].r = t_merge(c, c->tn[a].r, b);
-		return a;
-	}
-	c->tn[b].l = t_merge(c, a, c->tn[b].l);
-	return b;
+	return as_tree_join(&c->tree, a, b);
 }
 
-/* Split t into the nodes for which `left` holds and the rest. */
+struct cut {
+	uint32_t dev;
+	uint64_t x;
+	bool by_end;
+};
+
+/* Whether a range lies before the cut: below its device, or on it and
+ * ending (by_end) or starting before x. */
+static bool before_cut(const void *node, void *arg)
+{
+	const struct seg *s = &((const struct tnode *)node)->s;
+	const struct cut *k = arg;
+	return s->dev < k->dev ||
+	       (s->dev == k->dev && (k->by_end ? s->addr + s->size <= k->x
+					       : s->addr < k->x));
+}
+
+/* Split t into the nodes before the cut (dev, x, by_end) and the rest. */
 static void t_split(struct ctx *c, uint32_t t, uint32_t dev, uint64_t x,
 		    bool by_end, uint32_t *l, uint32_t *r)
 {
-	if (t == NIL) {
-		*l = *r = NIL;
-		return;
-	}
-	const struct seg *s = &c->tn[t].s;
-	bool left = s->dev < dev ||
-		    (s->dev == dev && (by_end ? s->addr + s->size <= x
-					      : s->addr < x));
-	if (left) {
-		t_split(c, c->tn[t].r, dev, x, by_end, &c->tn[t].r, r);
-		*l = t;
-	} else {
-		t_split(c, c->tn[t].l, dev, x, by_end, l, &c->tn[t].l);
-		*r = t;
-	}
+	struct cut k = {dev, x, by_end};
+	as_tree_split_where(&c->tree, t, before_cut, &k, l, r);
 }
 
 /* The open ranges of `dev` meeting [addr, end) in *m; before in *l. */
@@ -57,19 +58,20 @@ static void t_range(struct ctx *c, uint32_t dev, uint64_t addr, uint64_t end,
 	t_split(c, rest, dev, end, false, m, r);
 }
 
-/* Append the nodes of t in order to walk[]. */
-int as_snap_t_walk(struct ctx *c, uint32_t t)
+static int walk_one(uint32_t x, void *arg)
 {
-	if (t == NIL)
-		return AS_OK;
-	int err = as_snap_t_walk(c, c->tn[t].l);
-	if (err)
-		return err;
+	struct ctx *c = arg;
 	if (!as_snap_grow_array((void **)&c->walk, &c->capwalk, c->nwalk + 1,
 			sizeof(*c->walk)))
 		return as_snap_nomem(c);
-	c->walk[c->nwalk++] = t;
-	return as_snap_t_walk(c, c->tn[t].r);
+	c->walk[c->nwalk++] = x;
+	return AS_OK;
+}
+
+/* Append the nodes of t in order to walk[]. */
+int as_snap_t_walk(struct ctx *c, uint32_t t)
+{
+	return as_tree_walk(&c->tree, t, walk_one, c);
 }
 
 static int t_node(struct ctx *c, const struct seg *s, uint32_t *out)
@@ -77,8 +79,10 @@ static int t_node(struct ctx *c, const struct seg *s, uint32_t *out)
 	if (c->ntn >= NIL - 1 ||
 	    !as_snap_grow_array((void **)&c->tn, &c->captn, c->ntn + 1, sizeof(*c->tn)))
 		return as_snap_nomem(c);
-	c->tn[c->ntn] = (struct tnode){*s, as_splitmix64(&c->seed), NIL, NIL};
-	*out = (uint32_t)c->ntn++;
+	c->tree.base = c->tn;
+	c->tree.n = (uint32_t)c->ntn + 1;
+	c->tn[c->ntn] = (struct tnode){.s = *s};
+	*out = as_tree_single(&c->tree, (uint32_t)c->ntn++);
 	return AS_OK;
 }
 

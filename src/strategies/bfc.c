@@ -12,7 +12,7 @@
  * garbage collection of fully free regions).
  *
  * Free chunks live in 21 bins (bin b: sizes [256 << b, 256 << (b + 1)), the
- * last bin unbounded), each a treap ordered by (size, offset), plus a bitmap
+ * last bin unbounded), each a tree ordered by (size, offset), plus a bitmap
  * of non-empty bins: the best-fit search is a lower bound in one bin and, if
  * that fails, the minimum of the next non-empty bin: O(log n).
  *
@@ -65,12 +65,6 @@ static void emitf(struct bfc *s, const char *fmt, ...)
 	s->emit(s->ctx, line);
 }
 
-static uint32_t next_prio(struct bfc *s)
-{
-	/* deterministic treap priorities */
-	return (uint32_t)as_splitmix64(&s->prio_state);
-}
-
 /* ---- chunk slots ---- */
 
 static uint32_t chunk_new(struct bfc *s)
@@ -89,8 +83,10 @@ static uint32_t chunk_new(struct bfc *s)
 				return NIL;
 			s->c = c;
 			s->cap_chunks = n;
+			s->tree.base = c;
 		}
 		i = s->nchunks++;
+		s->tree.n = s->nchunks;
 		s->c[i].req = 0;
 	}
 	/* a recycled slot keeps its stale req, as TensorFlow's chunk handles
@@ -98,8 +94,7 @@ static uint32_t chunk_new(struct bfc *s)
 	uint64_t req = s->c[i].req;
 	memset(&s->c[i], 0, sizeof(s->c[i]));
 	s->c[i].req = req;
-	s->c[i].prev = s->c[i].next = s->c[i].left = s->c[i].right = NIL;
-	s->c[i].prio = next_prio(s);
+	s->c[i].prev = s->c[i].next = NIL;
 	s->live_chunks++;
 	return i;
 }
@@ -112,68 +107,25 @@ static void chunk_delete(struct bfc *s, uint32_t i)
 	s->live_chunks--;
 }
 
-/* ---- bins: one treap per bin, ordered by (size, off) ---- */
+/* ---- bins: one tree (core/tree.h) per bin, ordered by (size, off) ---- */
 
-
-/*
- * Insert x into the treap at *root: walk down while the nodes' priorities are
- * not below x's, then split the subtree found there around x's key into x's
- * children. Iterative: links are followed through pointers into `c`, which
- * does not move during the call.
- */
-void as_bfc_treap_insert(struct chunk *c, uint32_t *root, uint32_t x)
+static int chunk_cmp(const void *pa, const void *pb, void *ctx)
 {
-	uint32_t *link = root;
-	while (*link != NIL && c[*link].prio >= c[x].prio)
-		link = key_less(&c[x], &c[*link]) ? &c[*link].left
-						  : &c[*link].right;
-	uint32_t t = *link, *l = &c[x].left, *r = &c[x].right;
-	while (t != NIL) {
-		if (key_less(&c[t], &c[x])) {
-			*l = t;
-			l = &c[t].right;
-			t = c[t].right;
-		} else {
-			*r = t;
-			r = &c[t].left;
-			t = c[t].left;
-		}
-	}
-	*l = *r = NIL;
-	*link = x;
+	(void)ctx;
+	return key_less(pa, pb) ? -1 : key_less(pb, pa);
 }
 
-/* Unlink the node *link points to: its two subtrees are zipped together in
- * its place, the higher priority on top. */
-static void treap_unlink(struct chunk *c, uint32_t *link)
-{
-	uint32_t x = *link;
-	uint32_t l = c[x].left, r = c[x].right;
-	while (l != NIL && r != NIL) {
-		if (c[l].prio > c[r].prio) {
-			*link = l;
-			link = &c[l].right;
-			l = c[l].right;
-		} else {
-			*link = r;
-			link = &c[r].left;
-			r = c[r].left;
-		}
-	}
-	*link = l != NIL ? l : r;
-}
+/* The bins' description, written out where it is used so the compiler
+ * calls chunk_cmp directly (core/tree.h). */
+#define CHUNK_TREE(t)                                                      \
+	(&(struct as_tree){.base = (t)->base, .n = (t)->n,                 \
+			   .stride = sizeof(struct chunk),                 \
+			   .link = offsetof(struct chunk, link),           \
+			   .cmp = chunk_cmp})
 
-/* Remove x from the treap at *root. A missing x is left for check(). */
-static void treap_erase(struct chunk *c, uint32_t *root, uint32_t x)
+void as_bfc_tree_insert(struct bfc *s, uint32_t *root, uint32_t x)
 {
-	uint32_t *link = root;
-	while (*link != x) {
-		if (*link == NIL)
-			return;
-		link = key_less(&c[x], &c[*link]) ? &c[*link].left
-						  : &c[*link].right;
-	}
-	treap_unlink(c, link);
+	as_tree_insert(CHUNK_TREE(&s->tree), root, x, NULL, NULL);
 }
 
 static void bin_insert(struct bfc *s, uint32_t i)
@@ -181,59 +133,26 @@ static void bin_insert(struct bfc *s, uint32_t i)
 	struct chunk *ch = &s->c[i];
 	int b = bin_of(ch->size);
 	ch->bin = (uint8_t)b;
-	ch->left = ch->right = NIL;
-	as_bfc_treap_insert(s->c, &s->root[b], i);
+	as_bfc_tree_insert(s, &s->root[b], i);
 	s->nonempty |= 1u << b;
 	s->nfree++;
 }
 
+/* Chunk i out of its bin. A missing i is left for check(). */
 void as_bfc_bin_remove(struct bfc *s, uint32_t i)
 {
 	int b = s->c[i].bin;
-	treap_erase(s->c, &s->root[b], i);
+	as_tree_remove(CHUNK_TREE(&s->tree), &s->root[b], &s->c[i]);
 	if (s->root[b] == NIL)
 		s->nonempty &= ~(1u << b);
 	s->nfree--;
 }
 
-/* The first chunk of treap t with size >= size, or NIL. */
-static uint32_t treap_lower_bound(const struct chunk *c, uint32_t t,
-				  uint64_t size)
+/* The first chunk of bin b with size >= size, or NIL. */
+static uint32_t bin_lower_bound(const struct bfc *s, int b, uint64_t size)
 {
-	uint32_t best = NIL;
-	while (t != NIL) {
-		if (c[t].size >= size) {
-			best = t;
-			t = c[t].left;
-		} else {
-			t = c[t].right;
-		}
-	}
-	return best;
-}
-
-/* The chunk after x in treap t, or NIL. */
-static uint32_t treap_next(const struct chunk *c, uint32_t t, uint32_t x)
-{
-	uint32_t best = NIL;
-	while (t != NIL) {
-		if (key_less(&c[x], &c[t])) {
-			best = t;
-			t = c[t].left;
-		} else {
-			t = c[t].right;
-		}
-	}
-	return best;
-}
-
-static uint32_t treap_max(const struct chunk *c, uint32_t t)
-{
-	if (t == NIL)
-		return NIL;
-	while (c[t].right != NIL)
-		t = c[t].right;
-	return t;
+	struct chunk key = {.size = size, .off = 0};
+	return as_tree_lower_bound(CHUNK_TREE(&s->tree), s->root[b], &key);
 }
 
 /* Bytes needed in front of a chunk at `off` to reach alignment `align`. */
@@ -255,8 +174,8 @@ static uint32_t find_fit(const struct bfc *s, uint64_t rounded, uint64_t align,
 	while (mask) {
 		int b = __builtin_ctz(mask);
 		mask &= mask - 1;
-		uint32_t i = treap_lower_bound(s->c, s->root[b], rounded);
-		for (; i != NIL; i = treap_next(s->c, s->root[b], i)) {
+		uint32_t i = bin_lower_bound(s, b, rounded);
+		for (; i != NIL; i = as_tree_next(CHUNK_TREE(&s->tree), s->root[b], i)) {
 			uint64_t p = align > MIN_ALLOC ?
 					     padding(s->c[i].off, align) :
 					     0;
@@ -271,11 +190,7 @@ static uint32_t find_fit(const struct bfc *s, uint64_t rounded, uint64_t align,
 	return NIL;
 }
 
-/*
- * find_fit without alignment, and the chunk taken out of its bin at once:
- * the lower bound is found with the link that points to it, so unlinking it
- * needs no second walk from the root.
- */
+/* find_fit without alignment, and the chunk taken out of its bin. */
 static uint32_t take_best_fit(struct bfc *s, uint64_t rounded)
 {
 	int b0 = bin_of(rounded);
@@ -283,21 +198,9 @@ static uint32_t take_best_fit(struct bfc *s, uint64_t rounded)
 	while (mask) {
 		int b = __builtin_ctz(mask);
 		mask &= mask - 1;
-		uint32_t *link = &s->root[b], *best = NULL;
-		while (*link != NIL) {
-			if (s->c[*link].size >= rounded) {
-				best = link;
-				link = &s->c[*link].left;
-			} else {
-				link = &s->c[*link].right;
-			}
-		}
-		if (best) {
-			uint32_t i = *best;
-			treap_unlink(s->c, best);
-			if (s->root[b] == NIL)
-				s->nonempty &= ~(1u << b);
-			s->nfree--;
+		uint32_t i = bin_lower_bound(s, b, rounded);
+		if (i != NIL) {
+			as_bfc_bin_remove(s, i);
 			return i;
 		}
 	}
@@ -577,6 +480,9 @@ static int bfc_create(const struct as_opts *o, const struct as_run *run,
 	s->emit = run->emit;
 	s->ctx = run->ctx;
 	s->free_slot = NIL;
+	s->tree = (struct as_tree){.stride = sizeof(struct chunk),
+				   .link = offsetof(struct chunk, link),
+				   .cmp = chunk_cmp};
 	for (int b = 0; b < NUM_BINS; b++)
 		s->root[b] = NIL;
 	*state = s;
@@ -775,7 +681,7 @@ static uint64_t largest_free(const struct bfc *s)
 	if (!s->nonempty)
 		return 0;
 	int b = 31 - __builtin_clz(s->nonempty);
-	return s->c[treap_max(s->c, s->root[b])].size;
+	return s->c[as_tree_last(CHUNK_TREE(&s->tree), s->root[b])].size;
 }
 
 static void emit_stats(struct bfc *s)

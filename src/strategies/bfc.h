@@ -6,6 +6,7 @@
 #ifndef AS_BFC_H
 #define AS_BFC_H
 
+#include "core/tree.h"
 #include "strategies/strategy.h"
 
 #define MIN_ALLOC 256u
@@ -24,9 +25,9 @@
  * |   a chunk created by a split or a new region takes the req left in  |
  * |   its recycled slot (0 for a fresh slot), as TensorFlow's recycled  |
  * |   chunk handles do. Slots are recycled last freed, first reused.    |
- * | - a free chunk is in exactly one bin treap, bin == bin_of(size);     |
- * |   left/right are meaningful only then. Treap order is (size, off); |
- * |   prio (random, fixed per slot use) is >= the children's prio.     |
+ * | - a free chunk is in exactly one bin tree (core/tree.h), bin ==     |
+ * |   bin_of(size); its link is meaningful only then. Tree order is    |
+ * |   (size, off), with the tree's own invariants (as_tree_check).     |
  * | - no two neighbours (prev/next) are both free.                       |
  * | - unused slots form a stack through `next`.                          |
  * +--------------------------------------------------------------------+
@@ -34,8 +35,7 @@
 struct chunk {
 	/* what the best-fit search reads first, together */
 	uint64_t size, off;
-	uint32_t left, right;
-	uint32_t prio;
+	struct as_tree_link link;
 	uint8_t in_use;
 	uint8_t bin;
 	uint32_t prev, next;
@@ -93,6 +93,7 @@ struct bfc {
 	struct region *r;
 	uint32_t nregions, cap_regions;
 
+	struct as_tree tree;    /* over c: the bins' trees */
 	uint32_t root[NUM_BINS];
 	uint32_t nonempty;      /* bit b: root[b] != NIL */
 	uint64_t nfree;         /* free chunks in all bins */
@@ -107,11 +108,10 @@ struct bfc {
 	uint64_t largest_alloc_size, pool_bytes, peak_pool_bytes;
 	uint64_t req_in_use, waste_at_peak;
 	uint64_t sub_allocs, sub_fails, sub_frees, gc_runs;
-	uint64_t prio_state;
 };
 
 /* Internals the tests use to break a state on purpose. */
-void as_bfc_treap_insert(struct chunk *c, uint32_t *root, uint32_t x);
+void as_bfc_tree_insert(struct bfc *s, uint32_t *root, uint32_t x);
 void as_bfc_bin_remove(struct bfc *s, uint32_t i);
 uint64_t as_bfc_check(void *state, char *msg, size_t len);
 

@@ -8,37 +8,42 @@
 #include "core/internal.h"
 #include "strategies/bfc.h"
 
-/* Walk treap t: order, heap property, bin; returns its node count. */
-static uint64_t check_treap(const struct bfc *s, uint32_t t, int bin,
-			    const struct chunk *lo, const struct chunk *hi,
-			    struct as_problems *p, int depth)
+struct bin_walk {
+	const struct bfc *s;
+	struct as_problems *p;
+	int bin;
+};
+
+static int check_binned(uint32_t x, void *arg)
 {
-	if (t == NIL)
-		return 0;
-	if (t >= s->nchunks || depth > 200) {
-		as_problem(p, "bin %d: broken tree link %" PRIu32, bin, t);
-		return 0;
-	}
-	const struct chunk *c = &s->c[t];
+	const struct bin_walk *w = arg;
+	const struct chunk *c = &w->s->c[x];
 	if (c->in_use || c->size == 0)
-		as_problem(p, "bin %d holds chunk base+0x%" PRIx64
+		as_problem(w->p, "bin %d holds chunk base+0x%" PRIx64
 			   " which is not free",
-			bin, c->off);
-	if (c->bin != bin || bin_of(c->size) != bin)
-		as_problem(p, "chunk base+0x%" PRIx64 " size=%" PRIu64
+			w->bin, c->off);
+	if (c->bin != w->bin || bin_of(c->size) != w->bin)
+		as_problem(w->p, "chunk base+0x%" PRIx64 " size=%" PRIu64
 			   " is in bin %d",
-			c->off, c->size, bin);
-	if ((lo && !key_less(lo, c)) || (hi && !key_less(c, hi)))
-		as_problem(p, "bin %d out of (size, address) order at base+0x%" PRIx64,
-			bin, c->off);
-	for (int k = 0; k < 2; k++) {
-		uint32_t ch = k ? c->right : c->left;
-		if (ch != NIL && ch < s->nchunks && s->c[ch].prio > c->prio)
-			as_problem(p, "bin %d: heap order broken", bin);
+			c->off, c->size, w->bin);
+	return 0;
+}
+
+/* Bin b's tree: its own invariants, then each chunk's state and bin;
+ * returns its node count. `seen` marks the chunks met in any bin. */
+static uint64_t check_bin(const struct bfc *s, int b, uint8_t *seen,
+			  struct as_problems *p)
+{
+	uint64_t n = 0;
+	if (as_tree_check(&s->tree, s->root[b], &n, seen)) {
+		/* a broken shape may hold a cycle: no walk through it */
+		as_problem(p, "bin %d: its tree is broken or out of "
+			   "(size, address) order", b);
+		return n;
 	}
-	return 1 +
-	       check_treap(s, c->left, bin, lo, c, p, depth + 1) +
-	       check_treap(s, c->right, bin, c, hi, p, depth + 1);
+	struct bin_walk w = {s, p, b};
+	as_tree_walk(&s->tree, s->root[b], check_binned, &w);
+	return n;
 }
 
 uint64_t as_bfc_check(void *state, char *msg, size_t len)
@@ -105,11 +110,15 @@ uint64_t as_bfc_check(void *state, char *msg, size_t len)
 				rg->off, at, region_end(rg));
 	}
 	uint64_t in_bins = 0;
-	for (int b = 0; b < NUM_BINS; b++) {
+	uint8_t *seen = calloc((size_t)s->nchunks + 1, 1);
+	if (!seen)
+		as_problem(&p, "no memory to check the bins");
+	for (int b = 0; b < NUM_BINS && seen; b++) {
 		if ((s->root[b] != NIL) != !!(s->nonempty & (1u << b)))
 			as_problem(&p, "bin %d: non-empty bit is wrong", b);
-		in_bins += check_treap(s, s->root[b], b, NULL, NULL, &p, 0);
+		in_bins += check_bin(s, b, seen, &p);
 	}
+	free(seen);
 	if (in_bins != nfree || s->nfree != nfree)
 		as_problem(&p, "bins hold %" PRIu64 " chunks, %" PRIu64
 			    " chunks are free",

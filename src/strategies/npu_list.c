@@ -24,20 +24,23 @@
  * list is singly linked); with merge=never it stays as it is.
  *
  * The list is what the model walks; the replay finds the same answers
- * faster. Beside the list the nodes sit in a treap ordered by start address
+ * faster. Beside the list the nodes sit in a tree (core/tree.h) ordered by
+ * start address
  * (starts never change: a split keeps the first part's start, a merge the
  * left node's), each subtree knowing its node count and its largest free
  * node. The first fit is then the leftmost free node large enough, found in
  * O(log n), and the nodes a walk from the head would visit (the stat
- * nodes_walked) are its position in the treap; the predecessor a merge needs
+ * nodes_walked) are its position in the tree; the predecessor a merge needs
  * is a back link. So a request or a release costs O(log n) whatever the
  * setting, though with merge=never the list (and the walks it models) grows
  * with every split that is never undone.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/tree.h"
 #include "strategies/strategy.h"
 
 enum merge_mode { MERGE_IMMEDIATE, MERGE_NEVER };
@@ -57,12 +60,11 @@ enum merge_mode { MERGE_IMMEDIATE, MERGE_NEVER };
  */
 struct node {
 	uint64_t start, size;
-	uint64_t maxfree;       /* treap: largest free node in the subtree */
+	uint64_t maxfree;       /* tree: largest free node in the subtree */
 	uint32_t next;          /* node index, AS_NONE at the end */
 	uint32_t prev;          /* node index, AS_NONE at the head */
-	uint32_t tl, tr;        /* treap children, by start address */
-	uint32_t cnt;           /* treap: nodes in the subtree */
-	uint32_t prio;          /* treap: heap priority */
+	struct as_tree_link link;  /* tree by start address */
+	uint32_t cnt;           /* tree: nodes in the subtree */
 	uint32_t refs;          /* live buffers placed in this node */
 	uint32_t owner;         /* first buffer placed here */
 	uint32_t host;          /* newest live buffer placed here */
@@ -86,8 +88,8 @@ struct npu {
 	uint32_t nnodes, capnodes;
 	uint32_t spare;         /* recycled node slots, linked by next */
 	uint32_t head;
-	uint32_t root;          /* treap over the nodes of the list */
-	uint64_t rng;           /* treap priorities (deterministic) */
+	uint32_t root;          /* tree over the nodes of the list */
+	struct as_tree tree;    /* its shape: over `nodes` */
 	uint32_t live_nodes, peak_nodes;
 
 	uint32_t *sym_node;     /* per symbol: node or AS_NONE */
@@ -125,14 +127,14 @@ static uint32_t node_new(struct npu *s, uint64_t start, uint64_t size)
 				return AS_NONE;
 			s->nodes = n;
 			s->capnodes = cap;
+			s->tree.base = n;
 		}
 		i = s->nnodes++;
+		s->tree.n = s->nnodes;
 	}
 	s->nodes[i] = (struct node){
 		.start = start, .size = size, .maxfree = size,
-		.next = AS_NONE, .prev = AS_NONE, .tl = AS_NONE,
-		.tr = AS_NONE, .cnt = 1,
-		.prio = (uint32_t)as_splitmix64(&s->rng),
+		.next = AS_NONE, .prev = AS_NONE, .cnt = 1,
 		.owner = AS_NONE, .host = AS_NONE, .symbol = AS_NONE,
 	};
 	if (++s->live_nodes > s->peak_nodes)
@@ -140,105 +142,47 @@ static uint32_t node_new(struct npu *s, uint64_t start, uint64_t size)
 	return i;
 }
 
-/* ---- The treap beside the list (see the top of the file) ---- */
+/* ---- The tree beside the list (see the top of the file) ---- */
+
+static int node_cmp(const void *pa, const void *pb, void *ctx)
+{
+	const struct node *a = pa, *b = pb;
+	(void)ctx;
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* The summaries: largest free node and node count of the subtree. */
+static void node_aug(void *node, const void *l, const void *r, void *ctx)
+{
+	struct node *n = node;
+	const struct node *a = l, *b = r;
+	(void)ctx;
+	uint64_t m = n->used ? 0 : n->size;
+	if (a && a->maxfree > m)
+		m = a->maxfree;
+	if (b && b->maxfree > m)
+		m = b->maxfree;
+	n->maxfree = m;
+	n->cnt = 1 + (a ? a->cnt : 0) + (b ? b->cnt : 0);
+}
+
+/* The tree's description, written out where it is used so the compiler
+ * calls node_cmp and node_aug directly (core/tree.h). */
+#define NODE_TREE(t)                                                       \
+	(&(struct as_tree){.base = (t)->base, .n = (t)->n,                 \
+			   .stride = sizeof(struct node),                  \
+			   .link = offsetof(struct node, link),            \
+			   .cmp = node_cmp, .aug = node_aug})
 
 static uint32_t tcnt(const struct npu *s, uint32_t t)
 {
 	return t == AS_NONE ? 0 : s->nodes[t].cnt;
 }
 
-static uint64_t tmax(const struct npu *s, uint32_t t)
+/* Recompute the path to node i (its size or use changed). */
+static void trefresh(struct npu *s, uint32_t i)
 {
-	return t == AS_NONE ? 0 : s->nodes[t].maxfree;
-}
-
-static void tfix(struct npu *s, uint32_t t)
-{
-	struct node *n = &s->nodes[t];
-	uint64_t m = n->used ? 0 : n->size;
-	if (tmax(s, n->tl) > m)
-		m = tmax(s, n->tl);
-	if (tmax(s, n->tr) > m)
-		m = tmax(s, n->tr);
-	n->maxfree = m;
-	n->cnt = 1 + tcnt(s, n->tl) + tcnt(s, n->tr);
-}
-
-/* Insert node i (its start is not in the treap yet); the new root. */
-static uint32_t tinsert(struct npu *s, uint32_t t, uint32_t i)
-{
-	if (t == AS_NONE)
-		return i;
-	struct node *n = &s->nodes[t];
-	if (s->nodes[i].start < n->start) {
-		n->tl = tinsert(s, n->tl, i);
-		if (s->nodes[n->tl].prio > n->prio) { /* rotate right */
-			uint32_t l = n->tl;
-			n->tl = s->nodes[l].tr;
-			tfix(s, t);
-			s->nodes[l].tr = t;
-			tfix(s, l);
-			return l;
-		}
-	} else {
-		n->tr = tinsert(s, n->tr, i);
-		if (s->nodes[n->tr].prio > n->prio) { /* rotate left */
-			uint32_t r = n->tr;
-			n->tr = s->nodes[r].tl;
-			tfix(s, t);
-			s->nodes[r].tl = t;
-			tfix(s, r);
-			return r;
-		}
-	}
-	tfix(s, t);
-	return t;
-}
-
-static uint32_t tjoin(struct npu *s, uint32_t a, uint32_t b)
-{
-	if (a == AS_NONE)
-		return b;
-	if (b == AS_NONE)
-		return a;
-	if (s->nodes[a].prio > s->nodes[b].prio) {
-		s->nodes[a].tr = tjoin(s, s->nodes[a].tr, b);
-		tfix(s, a);
-		return a;
-	}
-	s->nodes[b].tl = tjoin(s, a, s->nodes[b].tl);
-	tfix(s, b);
-	return b;
-}
-
-/* Remove the node starting at `start`; the new root. */
-static uint32_t terase(struct npu *s, uint32_t t, uint64_t start)
-{
-	if (t == AS_NONE)
-		return t;
-	struct node *n = &s->nodes[t];
-	if (start == n->start)
-		return tjoin(s, n->tl, n->tr);
-	if (start < n->start)
-		n->tl = terase(s, n->tl, start);
-	else
-		n->tr = terase(s, n->tr, start);
-	tfix(s, t);
-	return t;
-}
-
-/* Recompute the path to the node starting at `start` (its size or use
- * changed). */
-static void trefresh(struct npu *s, uint32_t t, uint64_t start)
-{
-	if (t == AS_NONE)
-		return;
-	struct node *n = &s->nodes[t];
-	if (start < n->start)
-		trefresh(s, n->tl, start);
-	else if (start > n->start)
-		trefresh(s, n->tr, start);
-	tfix(s, t);
+	as_tree_update(NODE_TREE(&s->tree), s->root, i);
 }
 
 /*
@@ -251,9 +195,9 @@ static uint32_t tfind(const struct npu *s, uint32_t t, uint64_t from,
 	if (t == AS_NONE || s->nodes[t].maxfree < need)
 		return AS_NONE;
 	const struct node *n = &s->nodes[t];
-	uint32_t lc = tcnt(s, n->tl);
+	uint32_t lc = tcnt(s, n->link.l);
 	if (n->start >= from) {
-		uint32_t r = tfind(s, n->tl, from, need, pos);
+		uint32_t r = tfind(s, n->link.l, from, need, pos);
 		if (r != AS_NONE)
 			return r;
 		if (!n->used && n->size >= need) {
@@ -261,7 +205,7 @@ static uint32_t tfind(const struct npu *s, uint32_t t, uint64_t from,
 			return t;
 		}
 	}
-	uint32_t r = tfind(s, n->tr, from, need, pos);
+	uint32_t r = tfind(s, n->link.r, from, need, pos);
 	if (r != AS_NONE)
 		*pos += lc + 1;
 	return r;
@@ -287,8 +231,8 @@ static bool split_node(struct npu *s, uint32_t i, uint64_t at)
 		s->nodes[s->nodes[i].next].prev = n;
 	s->nodes[i].next = n;
 	s->nodes[i].size = at;
-	trefresh(s, s->root, s->nodes[i].start);
-	s->root = tinsert(s, s->root, n);
+	trefresh(s, i);
+	as_tree_insert(NODE_TREE(&s->tree), &s->root, n, NULL, NULL);
 	return true;
 }
 
@@ -329,13 +273,17 @@ static int create(const struct as_opts *o, const struct as_run *run,
 	s->emit = run->emit;
 	s->ctx = run->ctx;
 	s->spare = AS_NONE;
-	s->rng = 0x6e70752d6c697374ULL;
+	s->tree = (struct as_tree){.stride = sizeof(struct node),
+				   .link = offsetof(struct node, link),
+				   .cmp = node_cmp,
+				   .aug = node_aug};
 	s->head = node_new(s, 0, s->capacity);
 	if (s->head == AS_NONE) {
 		free(s);
 		return AS_ENOMEM;
 	}
-	s->root = s->head;
+	s->root = AS_NONE;
+	as_tree_insert(NODE_TREE(&s->tree), &s->root, s->head, NULL, NULL);
 	s->peak_nodes = s->live_nodes = 1;
 	*state = s;
 	return AS_OK;
@@ -399,7 +347,7 @@ static uint64_t round_up(uint64_t x, uint64_t a)
 /*
  * First fit from the head, the node taken (used); AS_NONE when nothing
  * fits. The walk skips used and small nodes, and free nodes whose alignment
- * padding leaves too little; the treap finds the next candidate at once,
+ * padding leaves too little; the tree finds the next candidate at once,
  * and the nodes the walk visits are counted by position (every node when
  * nothing fits).
  */
@@ -429,12 +377,12 @@ static uint32_t first_fit(struct npu *s, uint64_t size, uint64_t align,
 			continue; /* the successor now starts aligned */
 		}
 		s->walks += pos + 1;
-		/* Taken before the split, whose walk up the treap then redoes
+		/* Taken before the split, whose walk up the tree then redoes
 		 * its path once. */
 		n->used = true;
 		if (n->size == size) {
 			s->exact++;
-			trefresh(s, s->root, n->start);
+			trefresh(s, i);
 		} else if (split_node(s, i, size)) {
 			s->splits++;
 		} else {
@@ -504,7 +452,7 @@ static int alloc(void *state, const struct as_trace *t, uint32_t buf,
 
 /*
  * Merge node i with its successor when both are free; false when they are
- * not. The caller redoes i's treap path (trefresh): only the nodes above i
+ * not. The caller redoes i's tree path (trefresh): only the nodes above i
  * count its size.
  */
 static bool merge_next(struct npu *s, uint32_t i)
@@ -512,7 +460,7 @@ static bool merge_next(struct npu *s, uint32_t i)
 	uint32_t j = s->nodes[i].next;
 	if (j == AS_NONE || s->nodes[i].used || s->nodes[j].used)
 		return false;
-	s->root = terase(s, s->root, s->nodes[j].start);
+	as_tree_remove(NODE_TREE(&s->tree), &s->root, &s->nodes[j]);
 	s->nodes[i].size += s->nodes[j].size;
 	s->nodes[i].next = s->nodes[j].next;
 	if (s->nodes[j].next != AS_NONE)
@@ -543,7 +491,7 @@ static void release(void *state, const struct as_trace *t, uint32_t buf)
 	n->owner = n->host = AS_NONE;
 	/*
 	 * The free node left (i, or its predecessor that took it in) has its
-	 * treap path redone once, at the end: a removal on the way redoes the
+	 * tree path redone once, at the end: a removal on the way redoes the
 	 * path to the node it removes, and only the nodes above i count i's
 	 * use and size.
 	 */
@@ -553,7 +501,7 @@ static void release(void *state, const struct as_trace *t, uint32_t buf)
 		if (prev != AS_NONE && merge_next(s, prev))
 			left = prev;
 	}
-	trefresh(s, s->root, s->nodes[left].start);
+	trefresh(s, left);
 }
 
 static bool walk(void *state, uint16_t space, as_block_fn visit, void *ctx)
@@ -687,6 +635,13 @@ static uint64_t check(void *state, char *msg, size_t len)
 		note(&broken, msg, len,
 		     "the nodes end at %llu, not at the capacity %llu",
 		     (unsigned long long)at, (unsigned long long)s->capacity);
+	uint64_t in_tree = 0;
+	if (as_tree_check(NODE_TREE(&s->tree), s->root, &in_tree, NULL) ||
+	    in_tree != s->live_nodes)
+		note(&broken, msg, len,
+		     "the tree beside the list is broken or holds %llu of "
+		     "%u nodes",
+		     (unsigned long long)in_tree, s->live_nodes);
 	for (uint32_t k = 0; s->t && s->sym_node && k < s->t->nsymbols; k++) {
 		uint32_t i = s->sym_node[k];
 		if (i != AS_NONE &&

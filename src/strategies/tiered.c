@@ -42,9 +42,11 @@
  * can tell intended sharing from overlap.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/tree.h"
 #include "strategies/strategy.h"
 
 #define NLEVELS 2
@@ -59,7 +61,7 @@ static const char *const level_names[NLEVELS] = {"L2", "L3"};
  * │    0, each starts where the previous ends, `last` ends at top;       │
  * │  - top <= capacity (when there is one); every block size is > 0;     │
  * │  - no two neighbouring blocks are both free;                         │
- * │  - the free treap holds exactly the free blocks of this level,       │
+ * │  - the free tree holds exactly the free blocks of this level,        │
  * │    in-order by (size, start): its rightmost node is the largest;     │
  * │  - a used block has refs > 0: the live buffers placed in it.         │
  * └──────────────────────────────────────────────────────────────────────┘
@@ -67,7 +69,7 @@ static const char *const level_names[NLEVELS] = {"L2", "L3"};
 struct blk {
 	uint64_t start, size;
 	uint32_t prev, next;    /* address order within the level */
-	uint32_t left, right;   /* free treap by (size, start) */
+	struct as_tree_link link;  /* free tree by (size, start) */
 	uint32_t refs;
 	uint8_t level;
 	bool free;
@@ -97,6 +99,7 @@ struct tiered {
 
 	struct blk *b;
 	uint32_t nb, capb, spare;
+	struct as_tree free_tree;  /* over b: the levels' free trees */
 
 	/* Per buffer: the in-place plan and where the replay put it. */
 	uint32_t *parent;       /* container, or AS_NONE */
@@ -144,11 +147,14 @@ static uint32_t blk_new(struct tiered *s, uint8_t level, uint64_t start,
 				return AS_NONE;
 			s->b = n;
 			s->capb = cap;
+			s->free_tree.base = n;
 		}
 		i = s->nb++;
+		s->free_tree.n = s->nb;
 	}
-	s->b[i] = (struct blk){start, size, AS_NONE, AS_NONE, AS_NONE,
-			       AS_NONE, 0, level, false};
+	s->b[i] = (struct blk){.start = start, .size = size,
+			       .prev = AS_NONE, .next = AS_NONE,
+			       .level = level};
 	s->lv[level].nblocks++;
 	return i;
 }
@@ -187,97 +193,44 @@ static void unlink_drop(struct tiered *s, uint32_t n)
 	s->spare = n;
 }
 
-/* ---- The free treap, ordered by (size, start) ---- */
+/* ---- The free trees (core/tree.h), ordered by (size, start) ---- */
 
-static uint32_t prio(uint32_t i)
+static int blk_cmp(const void *pa, const void *pb, void *ctx)
 {
-	uint32_t x = i * 0x9e3779b1u;
-	x ^= x >> 15;
-	x *= 0x85ebca77u;
-	return x ^ (x >> 13);
+	const struct blk *a = pa, *b = pb;
+	(void)ctx;
+	if (a->size != b->size)
+		return a->size < b->size ? -1 : 1;
+	return a->start < b->start ? -1 : a->start > b->start;
 }
 
-static bool before(const struct tiered *s, uint32_t a, uint32_t b)
-{
-	if (s->b[a].size != s->b[b].size)
-		return s->b[a].size < s->b[b].size;
-	return s->b[a].start < s->b[b].start;
-}
-
-static uint32_t tr_insert(struct tiered *s, uint32_t root, uint32_t n)
-{
-	if (root == AS_NONE) {
-		s->b[n].left = s->b[n].right = AS_NONE;
-		return n;
-	}
-	if (before(s, n, root)) {
-		uint32_t l = s->b[root].left = tr_insert(s, s->b[root].left, n);
-		if (prio(l) > prio(root)) {
-			s->b[root].left = s->b[l].right;
-			s->b[l].right = root;
-			return l;
-		}
-	} else {
-		uint32_t r = s->b[root].right =
-			tr_insert(s, s->b[root].right, n);
-		if (prio(r) > prio(root)) {
-			s->b[root].right = s->b[r].left;
-			s->b[r].left = root;
-			return r;
-		}
-	}
-	return root;
-}
-
-static uint32_t tr_merge(struct tiered *s, uint32_t a, uint32_t b)
-{
-	if (a == AS_NONE)
-		return b;
-	if (b == AS_NONE)
-		return a;
-	if (prio(a) > prio(b)) {
-		s->b[a].right = tr_merge(s, s->b[a].right, b);
-		return a;
-	}
-	s->b[b].left = tr_merge(s, a, s->b[b].left);
-	return b;
-}
-
-static uint32_t tr_erase(struct tiered *s, uint32_t root, uint32_t n)
-{
-	if (root == AS_NONE)
-		return AS_NONE;
-	if (root == n)
-		return tr_merge(s, s->b[n].left, s->b[n].right);
-	if (before(s, n, root))
-		s->b[root].left = tr_erase(s, s->b[root].left, n);
-	else
-		s->b[root].right = tr_erase(s, s->b[root].right, n);
-	return root;
-}
+/* The free trees' description, written out where it is used so the
+ * compiler calls blk_cmp directly (core/tree.h). */
+#define BLK_TREE(t)                                                        \
+	(&(struct as_tree){.base = (t)->base, .n = (t)->n,                 \
+			   .stride = sizeof(struct blk),                   \
+			   .link = offsetof(struct blk, link),             \
+			   .cmp = blk_cmp})
 
 static void free_add(struct tiered *s, uint32_t n)
 {
 	struct level *L = &s->lv[s->b[n].level];
 	s->b[n].free = true;
-	L->free_root = tr_insert(s, L->free_root, n);
+	as_tree_insert(BLK_TREE(&s->free_tree), &L->free_root, n, NULL, NULL);
 	L->nfree++;
 }
 
 static void free_remove(struct tiered *s, uint32_t n)
 {
 	struct level *L = &s->lv[s->b[n].level];
-	L->free_root = tr_erase(s, L->free_root, n);
+	as_tree_remove(BLK_TREE(&s->free_tree), &L->free_root, &s->b[n]);
 	s->b[n].free = false;
 	L->nfree--;
 }
 
 static uint32_t largest_free(const struct tiered *s, const struct level *L)
 {
-	uint32_t n = L->free_root;
-	while (n != AS_NONE && s->b[n].right != AS_NONE)
-		n = s->b[n].right;
-	return n;
+	return as_tree_last(BLK_TREE(&s->free_tree), L->free_root);
 }
 
 /* ---- The decision ---- */
@@ -629,6 +582,9 @@ static int create(const struct as_opts *o, const struct as_run *run,
 	s->emit = run->emit;
 	s->ctx = run->ctx;
 	s->spare = AS_NONE;
+	s->free_tree = (struct as_tree){.stride = sizeof(struct blk),
+					.link = offsetof(struct blk, link),
+					.cmp = blk_cmp};
 	for (int l = 0; l < NLEVELS; l++)
 		s->lv[l].first = s->lv[l].last = s->lv[l].free_root = AS_NONE;
 	*state = s;
@@ -880,24 +836,26 @@ static void note(uint64_t *broken, char *msg, size_t len, const char *fmt,
 	}
 }
 
-/* In-order walk of a free treap: counts nodes, checks order and kind. */
-static uint64_t count_treap(const struct tiered *s, uint32_t n, uint8_t level,
-			    uint32_t *prev, uint64_t *broken, char *msg,
-			    size_t len, int depth)
+/* A level's free tree: its shape and order, then each node's kind;
+ * returns its node count. */
+static uint64_t count_free_tree(const struct tiered *s, uint8_t level,
+				uint64_t *broken, char *msg, size_t len)
 {
-	if (n == AS_NONE || depth > 256)
-		return 0;
-	uint64_t c = count_treap(s, s->b[n].left, level, prev, broken, msg,
-				 len, depth + 1);
-	if (!s->b[n].free || s->b[n].level != level ||
-	    (*prev != AS_NONE && !before(s, *prev, n)))
-		note(broken, msg, len,
-		     "%s: free treap holds a bad block at %llu",
-		     level_names[level], (unsigned long long)s->b[n].start);
-	*prev = n;
-	return c + 1 +
-	       count_treap(s, s->b[n].right, level, prev, broken, msg, len,
-			   depth + 1);
+	const struct level *L = &s->lv[level];
+	uint64_t nodes = 0;
+	if (as_tree_check(BLK_TREE(&s->free_tree), L->free_root, &nodes, NULL))
+		note(broken, msg, len, "%s: the free tree is out of order",
+		     level_names[level]);
+	uint64_t seen = 0;
+	for (uint32_t n = as_tree_first(BLK_TREE(&s->free_tree), L->free_root);
+	     n != AS_NONE && seen <= nodes;
+	     n = as_tree_next(BLK_TREE(&s->free_tree), L->free_root, n), seen++)
+		if (!s->b[n].free || s->b[n].level != level)
+			note(broken, msg, len,
+			     "%s: free tree holds a bad block at %llu",
+			     level_names[level],
+			     (unsigned long long)s->b[n].start);
+	return nodes;
 }
 
 /* The invariants of one level, counted into *broken. */
@@ -946,13 +904,11 @@ static void check_level(const struct tiered *s, uint8_t l, uint64_t *broken,
 		note(broken, msg, len, "%s: top %llu beyond the capacity %llu",
 		     name, (unsigned long long)L->top,
 		     (unsigned long long)L->cap);
-	uint32_t prev = AS_NONE;
-	uint64_t in_treap =
-		count_treap(s, L->free_root, l, &prev, broken, msg, len, 0);
-	if (in_treap != nfree || nfree != L->nfree)
+	uint64_t in_tree = count_free_tree(s, l, broken, msg, len);
+	if (in_tree != nfree || nfree != L->nfree)
 		note(broken, msg, len,
-		     "%s: %llu free blocks, %llu in the free treap", name,
-		     (unsigned long long)nfree, (unsigned long long)in_treap);
+		     "%s: %llu free blocks, %llu in the free tree", name,
+		     (unsigned long long)nfree, (unsigned long long)in_tree);
 }
 
 static uint64_t check(void *state, char *msg, size_t len)

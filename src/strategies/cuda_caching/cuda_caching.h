@@ -55,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/tree.h"
 #include "strategies/strategy.h"
 
 #define NIL UINT32_MAX
@@ -86,28 +87,29 @@
 
 /*
  * +--------------------------------------------------------------------+
- * | Treaps over one node array. A node has a key (k0, k1, k2) ordered  |
- * | lexicographically and unique within its tree, a value (block or    |
- * | unused), a size and aug = the largest size in its subtree.         |
+ * | Trees (core/tree.h) over one node array. A node has a key         |
+ * | (k0, k1, k2) ordered lexicographically and unique within its tree, |
+ * | a value (block or unused), a size and aug = the largest size in   |
+ * | its subtree.                                                       |
  * | - pool free sets: key (stream, size, addr), value = block;        |
  * | - unmapped ranges of expandable segments: (stream, addr, 0);      |
  * | - device gaps: key (addr, 0, 0), size = gap length;               |
  * | - live segments' order keys: (key, segment, 0), size = key + size |
  * |   (aug: the largest end below, for overlap queries).              |
- * | prio (random) of a node is >= its children's. Free nodes form a    |
- * | stack through `l`.                                                 |
+ * | Free nodes form a stack through `link.l`.                          |
  * +--------------------------------------------------------------------+
  */
 struct tnode {
 	uint64_t k0, k1, k2;
 	uint64_t size, aug;
-	uint32_t l, r, prio, val;
+	struct as_tree_link link;
+	uint32_t val;
 };
 
 struct tpool {
 	struct tnode *n;
 	uint32_t used, cap, free;
-	uint64_t rng;
+	struct as_tree tree;    /* over n (as_cuda_t_init) */
 };
 
 /*
@@ -339,7 +341,8 @@ static inline uint32_t as_cuda_buf(const struct cc *s, uint32_t k)
 	return s->sb ? s->sb->bufs[s->sb->first[s->space] + k] : k;
 }
 
-/* tree.c: the treaps (NIL: no node). */
+/* tree.c: the trees (NIL: no node). */
+void as_cuda_t_init(struct tpool *p);
 int as_cuda_t_insert(struct tpool *p, uint32_t *root, uint64_t k0,
 		     uint64_t k1, uint64_t k2, uint64_t size, uint32_t val);
 bool as_cuda_t_erase_at(struct tpool *p, uint32_t *link, uint64_t k0,

@@ -352,8 +352,7 @@ int as_cuda_create(const struct as_opts *o, const struct as_run *run,
 	s->emit = run->emit;
 	s->ctx = run->ctx;
 	s->sb = run->space_bufs;
-	s->tp.free = NIL;
-	s->tp.rng = 0x13;
+	as_cuda_t_init(&s->tp);
 	s->freeb = NIL;
 	s->gaps = NIL;
 	s->keys = NIL;

@@ -1,31 +1,53 @@
 /*
- * cuda-caching: the treaps every set of the model is kept in (pool free
- * sets, unmapped ranges of expandable segments, device gaps), over one node
- * array (struct tpool in cuda_caching.h).
+ * cuda-caching: the sets of the model (pool free sets, unmapped ranges of
+ * expandable segments, device gaps, segment keys) as trees of core/tree.h
+ * over one node array (struct tpool in cuda_caching.h).
  */
 #include "strategies/cuda_caching/cuda_caching.h"
 
-static int key_cmp(const struct tnode *a, uint64_t k0, uint64_t k1,
-		   uint64_t k2)
+static int key_cmp(const void *pa, const void *pb, void *ctx)
 {
-	if (a->k0 != k0)
-		return a->k0 < k0 ? -1 : 1;
-	if (a->k1 != k1)
-		return a->k1 < k1 ? -1 : 1;
-	if (a->k2 != k2)
-		return a->k2 < k2 ? -1 : 1;
+	const struct tnode *a = pa, *b = pb;
+	(void)ctx;
+	if (a->k0 != b->k0)
+		return a->k0 < b->k0 ? -1 : 1;
+	if (a->k1 != b->k1)
+		return a->k1 < b->k1 ? -1 : 1;
+	if (a->k2 != b->k2)
+		return a->k2 < b->k2 ? -1 : 1;
 	return 0;
 }
 
-static void t_fix(struct tpool *p, uint32_t x)
+/* aug: the largest size in the subtree. */
+static void t_fix(void *node, const void *l, const void *r, void *ctx)
 {
-	struct tnode *n = &p->n[x];
+	struct tnode *n = node;
+	const struct tnode *a = l, *b = r;
 	uint64_t m = n->size;
-	if (n->l != NIL && p->n[n->l].aug > m)
-		m = p->n[n->l].aug;
-	if (n->r != NIL && p->n[n->r].aug > m)
-		m = p->n[n->r].aug;
+	(void)ctx;
+	if (a && a->aug > m)
+		m = a->aug;
+	if (b && b->aug > m)
+		m = b->aug;
 	n->aug = m;
+}
+
+/* The trees' description, written out where it is used so the compiler
+ * calls key_cmp and t_fix directly (core/tree.h). */
+#define TNODE_TREE(t)                                                      \
+	(&(struct as_tree){.base = (t)->base, .n = (t)->n,                 \
+			   .stride = sizeof(struct tnode),                 \
+			   .link = offsetof(struct tnode, link),           \
+			   .cmp = key_cmp, .aug = t_fix})
+
+void as_cuda_t_init(struct tpool *p)
+{
+	p->free = NIL;
+	p->tree = (struct as_tree){.base = p->n,
+				   .stride = sizeof(struct tnode),
+				   .link = offsetof(struct tnode, link),
+				   .cmp = key_cmp,
+				   .aug = t_fix};
 }
 
 static uint32_t t_new(struct tpool *p)
@@ -33,7 +55,7 @@ static uint32_t t_new(struct tpool *p)
 	uint32_t x;
 	if (p->free != NIL) {
 		x = p->free;
-		p->free = p->n[x].l;
+		p->free = p->n[x].link.l;
 	} else {
 		if (p->used == p->cap) {
 			uint32_t cap = p->cap ? p->cap * 2 : 8;
@@ -42,67 +64,12 @@ static uint32_t t_new(struct tpool *p)
 				return NIL;
 			p->n = n;
 			p->cap = cap;
+			p->tree.base = n;
 		}
 		x = p->used++;
+		p->tree.n = p->used;
 	}
-	p->n[x].l = p->n[x].r = NIL;
-	p->n[x].prio = (uint32_t)(as_splitmix64(&p->rng) >> 32);
 	return x;
-}
-
-/* Split t into keys < (k) and >= (k). */
-static void t_split(struct tpool *p, uint32_t t, uint64_t k0, uint64_t k1,
-		    uint64_t k2, uint32_t *lo, uint32_t *hi)
-{
-	if (t == NIL) {
-		*lo = *hi = NIL;
-		return;
-	}
-	if (key_cmp(&p->n[t], k0, k1, k2) < 0) {
-		t_split(p, p->n[t].r, k0, k1, k2, &p->n[t].r, hi);
-		*lo = t;
-	} else {
-		t_split(p, p->n[t].l, k0, k1, k2, lo, &p->n[t].l);
-		*hi = t;
-	}
-	t_fix(p, t);
-}
-
-static uint32_t t_merge(struct tpool *p, uint32_t a, uint32_t b)
-{
-	if (a == NIL)
-		return b;
-	if (b == NIL)
-		return a;
-	if (p->n[a].prio >= p->n[b].prio) {
-		p->n[a].r = t_merge(p, p->n[a].r, b);
-		t_fix(p, a);
-		return a;
-	}
-	p->n[b].l = t_merge(p, a, p->n[b].l);
-	t_fix(p, b);
-	return b;
-}
-
-/*
- * Node x (no children) into the treap t: down to where its priority puts
- * it, and only the subtree found there is split around it.
- */
-static uint32_t t_put(struct tpool *p, uint32_t t, uint32_t x)
-{
-	if (t == NIL)
-		return x;
-	struct tnode *n = &p->n[x];
-	if (n->prio > p->n[t].prio) {
-		t_split(p, t, n->k0, n->k1, n->k2, &n->l, &n->r);
-		t = x;
-	} else if (key_cmp(&p->n[t], n->k0, n->k1, n->k2) < 0) {
-		p->n[t].r = t_put(p, p->n[t].r, x);
-	} else {
-		p->n[t].l = t_put(p, p->n[t].l, x);
-	}
-	t_fix(p, t);
-	return t;
 }
 
 int as_cuda_t_insert(struct tpool *p, uint32_t *root, uint64_t k0,
@@ -117,92 +84,80 @@ int as_cuda_t_insert(struct tpool *p, uint32_t *root, uint64_t k0,
 	n->k2 = k2;
 	n->size = n->aug = size;
 	n->val = val;
-	*root = t_put(p, *root, x);
+	as_tree_insert(TNODE_TREE(&p->tree), root, x, NULL, NULL);
 	return AS_OK;
 }
 
 bool as_cuda_t_erase_at(struct tpool *p, uint32_t *link, uint64_t k0,
 			uint64_t k1, uint64_t k2)
 {
-	uint32_t t = *link;
-	if (t == NIL)
+	struct tnode key = {.k0 = k0, .k1 = k1, .k2 = k2};
+	uint32_t x = as_tree_remove(TNODE_TREE(&p->tree), link, &key);
+	if (x == NIL)
 		return false;
-	int c = key_cmp(&p->n[t], k0, k1, k2);
-	bool found;
-	if (c == 0) {
-		*link = t_merge(p, p->n[t].l, p->n[t].r);
-		p->n[t].l = p->free;
-		p->free = t;
-		return true;
-	}
-	found = as_cuda_t_erase_at(p, c > 0 ? &p->n[t].l : &p->n[t].r, k0, k1,
-				   k2);
-	if (found)
-		t_fix(p, t);
-	return found;
+	p->n[x].link.l = p->free;
+	p->free = x;
+	return true;
 }
 
 /* Smallest node >= key, or NIL. */
 uint32_t as_cuda_t_lower_bound(const struct tpool *p, uint32_t t, uint64_t k0,
 			       uint64_t k1, uint64_t k2)
 {
-	uint32_t best = NIL;
-	while (t != NIL) {
-		if (key_cmp(&p->n[t], k0, k1, k2) >= 0) {
-			best = t;
-			t = p->n[t].l;
-		} else {
-			t = p->n[t].r;
-		}
-	}
-	return best;
+	struct tnode key = {.k0 = k0, .k1 = k1, .k2 = k2};
+	return as_tree_lower_bound(TNODE_TREE(&p->tree), t, &key);
 }
 
 /* Largest node < key, or NIL. */
 uint32_t as_cuda_t_before(const struct tpool *p, uint32_t t, uint64_t k0,
 			  uint64_t k1, uint64_t k2)
 {
-	uint32_t best = NIL;
-	while (t != NIL) {
-		if (key_cmp(&p->n[t], k0, k1, k2) < 0) {
-			best = t;
-			t = p->n[t].r;
-		} else {
-			t = p->n[t].l;
-		}
-	}
-	return best;
+	struct tnode key = {.k0 = k0, .k1 = k1, .k2 = k2};
+	return as_tree_before(TNODE_TREE(&p->tree), t, &key);
 }
 
 /* The node after x (in key order), or NIL. */
 uint32_t as_cuda_t_next(const struct tpool *p, uint32_t root, uint32_t x)
 {
-	const struct tnode *n = &p->n[x];
-	uint64_t k0 = n->k0, k1 = n->k1, k2 = n->k2;
-	/* the smallest key > (k0, k1, k2) is the lower bound of its
-	 * successor key */
-	if (k2 != UINT64_MAX)
-		return as_cuda_t_lower_bound(p, root, k0, k1, k2 + 1);
-	if (k1 != UINT64_MAX)
-		return as_cuda_t_lower_bound(p, root, k0, k1 + 1, 0);
-	if (k0 != UINT64_MAX)
-		return as_cuda_t_lower_bound(p, root, k0 + 1, 0, 0);
-	return NIL;
+	return as_tree_next(TNODE_TREE(&p->tree), root, x);
+}
+
+static enum as_tree_step fit_step(const void *node, const void *l,
+				  const void *r, void *arg)
+{
+	const struct tnode *n = node, *a = l;
+	uint64_t need = *(const uint64_t *)arg;
+	(void)r;
+	if (n->aug < need)
+		return AS_TREE_STOP;
+	if (a && a->aug >= need)
+		return AS_TREE_LEFT;
+	return n->size >= need ? AS_TREE_HERE : AS_TREE_RIGHT;
 }
 
 /* The lowest-key node whose size is >= need, or NIL. */
 uint32_t as_cuda_t_first_fit(const struct tpool *p, uint32_t t, uint64_t need)
 {
-	while (t != NIL && p->n[t].aug >= need) {
-		uint32_t l = p->n[t].l;
-		if (l != NIL && p->n[l].aug >= need)
-			t = l;
-		else if (p->n[t].size >= need)
-			return t;
-		else
-			t = p->n[t].r;
-	}
-	return NIL;
+	return as_tree_descend(TNODE_TREE(&p->tree), t, fit_step, &need);
+}
+
+struct range {
+	uint64_t lo, hi;
+};
+
+static enum as_tree_step meets_step(const void *node, const void *l,
+				    const void *r, void *arg)
+{
+	const struct tnode *n = node, *a = l;
+	const struct range *q = arg;
+	(void)r;
+	if (n->aug <= q->lo)
+		return AS_TREE_STOP;
+	if (n->k0 >= q->hi)
+		return AS_TREE_LEFT;
+	if (n->size > q->lo || (a && a->aug > q->lo))
+		return AS_TREE_HERE;
+	return AS_TREE_RIGHT;
 }
 
 /*
@@ -213,16 +168,6 @@ uint32_t as_cuda_t_first_fit(const struct tpool *p, uint32_t t, uint64_t need)
 bool as_cuda_t_meets(const struct tpool *p, uint32_t t, uint64_t lo,
 		     uint64_t hi)
 {
-	while (t != NIL && p->n[t].aug > lo) {
-		const struct tnode *n = &p->n[t];
-		if (n->k0 >= hi) {
-			t = n->l;
-			continue;
-		}
-		if (n->size > lo ||
-		    (n->l != NIL && p->n[n->l].aug > lo))
-			return true;
-		t = n->r;
-	}
-	return false;
+	struct range q = {lo, hi};
+	return as_tree_descend(TNODE_TREE(&p->tree), t, meets_step, &q) != NIL;
 }

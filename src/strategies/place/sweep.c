@@ -1,18 +1,20 @@
 /*
  * The sweep placer of place.h (as_place_sweep): one pass over the sections
- * with the free gaps in two treaps.
+ * with the free gaps in two trees (core/tree.h).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "strategies/place/place.h"
 #include "core/internal.h"
+#include "core/tree.h"
 
-/* ---- The sweep placer: free gaps in two treaps ----
+/* ---- The sweep placer: free gaps in two trees ----
  *
  * Invariants: the gaps are disjoint, none touches another (frees merge
- * them), and the last one is the unbounded room above the top. Treap `by
- * offset` keeps the most room per subtree (first fit); treap `by size`
+ * them), and the last one is the unbounded room above the top. Tree `by
+ * offset` keeps the most room per subtree (first fit); tree `by size`
  * orders by (length, offset) (best fit) and is kept only for best fit.
  * Node k is the same gap in both. A gap that shrinks or grows without
  * passing a neighbour keeps its node: its place by offset stays, only the
@@ -21,17 +23,15 @@
 struct gap {
 	uint64_t lo, len;
 	uint64_t maxroom;       /* the most room in its subtree (gap_room) */
-	uint32_t l[2], r[2];    /* children in treap 0 (offset), 1 (size) */
-	uint32_t prio;
+	struct as_tree_link link[2];  /* in tree 0 (offset), 1 (size) */
 };
 
 struct gaps {
-	struct gap *g;          /* g[0] is the nil node */
+	struct gap *g;          /* g[0] is unused: 0 names no gap */
 	uint32_t n, cap, free_list;
-	uint32_t root[2];
-	uint64_t rng;
+	uint32_t root[2];       /* tree 0 by offset, 1 by (length, offset) */
 	uint8_t grain;          /* log2 of the smallest alignment */
-	bool by_size;           /* treap 1 is kept (best fit) */
+	bool by_size;           /* tree 1 is kept (best fit) */
 };
 
 /*
@@ -60,118 +60,53 @@ static uint64_t gap_room(const struct gaps *G, const struct gap *x)
 	return gap_room_at(x, G->grain, &at, &room) ? room : 0;
 }
 
-static bool gap_less(const struct gaps *G, int t, uint32_t a, uint32_t b)
+static int gap_cmp_lo(const void *pa, const void *pb, void *ctx)
 {
-	const struct gap *x = &G->g[a], *y = &G->g[b];
-	if (t == 1 && x->len != y->len)
-		return x->len < y->len;
-	return x->lo < y->lo;
+	const struct gap *x = pa, *y = pb;
+	(void)ctx;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-static void gap_pull(struct gaps *G, uint32_t k)
+static int gap_cmp_len(const void *pa, const void *pb, void *ctx)
 {
-	struct gap *x = &G->g[k];
-	uint64_t m = gap_room(G, x);
-	if (x->l[0] && G->g[x->l[0]].maxroom > m)
-		m = G->g[x->l[0]].maxroom;
-	if (x->r[0] && G->g[x->r[0]].maxroom > m)
-		m = G->g[x->r[0]].maxroom;
+	const struct gap *x = pa, *y = pb;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return gap_cmp_lo(pa, pb, ctx);
+}
+
+/* Tree 0's summary: the most room in the subtree. */
+static void gap_pull(void *node, const void *l, const void *r, void *ctx)
+{
+	struct gap *x = node;
+	const struct gap *a = l, *b = r;
+	uint64_t m = gap_room(ctx, x);
+	if (a && a->maxroom > m)
+		m = a->maxroom;
+	if (b && b->maxroom > m)
+		m = b->maxroom;
 	x->maxroom = m;
 }
 
-/* Split treap t at node key k: left < k, right >= k. */
-static void gap_split(struct gaps *G, int t, uint32_t root, uint32_t k,
-		      uint32_t *a, uint32_t *b)
+/* Tree t's description, written out where it is used so the compiler
+ * calls its compare and summary directly (core/tree.h). */
+#define GAP_TREE(G, t)                                                     \
+	(&(struct as_tree){.base = (G)->g, .n = (G)->n,                    \
+			   .stride = sizeof(struct gap),                   \
+			   .link = offsetof(struct gap, link) +            \
+				   (size_t)(t) * sizeof(struct as_tree_link), \
+			   .cmp = (t) ? gap_cmp_len : gap_cmp_lo,          \
+			   .aug = (t) ? NULL : gap_pull,                   \
+			   .ctx = (void *)(G)})
+
+static inline void gap_insert_tree(struct gaps *G, int t, uint32_t k)
 {
-	if (!root) {
-		*a = *b = 0;
-		return;
-	}
-	struct gap *x = &G->g[root];
-	if (gap_less(G, t, root, k)) {
-		gap_split(G, t, x->r[t], k, &x->r[t], b);
-		*a = root;
-	} else {
-		gap_split(G, t, x->l[t], k, a, &x->l[t]);
-		*b = root;
-	}
-	if (t == 0)
-		gap_pull(G, root);
+	as_tree_insert(GAP_TREE(G, t), &G->root[t], k, NULL, NULL);
 }
 
-static uint32_t gap_merge(struct gaps *G, int t, uint32_t a, uint32_t b)
+static inline void gap_erase_tree(struct gaps *G, int t, uint32_t k)
 {
-	if (!a || !b)
-		return a ? a : b;
-	if (G->g[a].prio > G->g[b].prio) {
-		G->g[a].r[t] = gap_merge(G, t, G->g[a].r[t], b);
-		if (t == 0)
-			gap_pull(G, a);
-		return a;
-	}
-	G->g[b].l[t] = gap_merge(G, t, a, G->g[b].l[t]);
-	if (t == 0)
-		gap_pull(G, b);
-	return b;
-}
-
-/*
- * Node k (no children) into treap t under root: down to where its priority
- * puts it, and only the subtree found there is split around it.
- */
-static uint32_t gap_put(struct gaps *G, int t, uint32_t root, uint32_t k)
-{
-	if (!root)
-		return k;
-	struct gap *x = &G->g[root];
-	if (G->g[k].prio > x->prio) {
-		gap_split(G, t, root, k, &G->g[k].l[t], &G->g[k].r[t]);
-		root = k;
-	} else if (gap_less(G, t, root, k)) {
-		x->r[t] = gap_put(G, t, x->r[t], k);
-	} else {
-		x->l[t] = gap_put(G, t, x->l[t], k);
-	}
-	if (t == 0)
-		gap_pull(G, root);
-	return root;
-}
-
-static void gap_insert_tree(struct gaps *G, int t, uint32_t k)
-{
-	G->root[t] = gap_put(G, t, G->root[t], k);
-}
-
-/* Node k out of treap t under root (k is in it): its children merged in
- * its place. */
-static uint32_t gap_cut(struct gaps *G, int t, uint32_t root, uint32_t k)
-{
-	struct gap *x = &G->g[root];
-	if (root == k)
-		return gap_merge(G, t, x->l[t], x->r[t]);
-	if (gap_less(G, t, k, root))
-		x->l[t] = gap_cut(G, t, x->l[t], k);
-	else
-		x->r[t] = gap_cut(G, t, x->r[t], k);
-	if (t == 0)
-		gap_pull(G, root);
-	return root;
-}
-
-static void gap_erase_tree(struct gaps *G, int t, uint32_t k)
-{
-	G->root[t] = gap_cut(G, t, G->root[t], k);
-}
-
-/* Node k's lo or len changed within its place by offset: redo the maxima
- * from the root down to it. */
-static void gap_touch(struct gaps *G, uint32_t root, uint32_t k)
-{
-	if (root != k)
-		gap_touch(G, G->g[k].lo < G->g[root].lo ? G->g[root].l[0]
-							  : G->g[root].r[0],
-			  k);
-	gap_pull(G, root);
+	as_tree_remove(GAP_TREE(G, t), &G->root[t], &G->g[k]);
 }
 
 /* Gap k becomes [lo, lo + len), between the same neighbours. */
@@ -181,11 +116,9 @@ static void gap_set(struct gaps *G, uint32_t k, uint64_t lo, uint64_t len)
 		gap_erase_tree(G, 1, k);
 	G->g[k].lo = lo;
 	G->g[k].len = len;
-	gap_touch(G, G->root[0], k);
-	if (G->by_size) {
-		G->g[k].l[1] = G->g[k].r[1] = 0;
+	as_tree_update(GAP_TREE(G, 0), G->root[0], k);
+	if (G->by_size)
 		gap_insert_tree(G, 1, k);
-	}
 }
 
 static int gap_new(struct gaps *G, uint64_t lo, uint64_t len, uint32_t *out)
@@ -193,7 +126,7 @@ static int gap_new(struct gaps *G, uint64_t lo, uint64_t len, uint32_t *out)
 	uint32_t k;
 	if (G->free_list) {
 		k = G->free_list;
-		G->free_list = G->g[k].l[0];
+		G->free_list = G->g[k].link[0].l;
 	} else {
 		if (G->n == G->cap) {
 			uint32_t cap = G->cap ? 2 * G->cap : 1024;
@@ -208,8 +141,6 @@ static int gap_new(struct gaps *G, uint64_t lo, uint64_t len, uint32_t *out)
 	memset(&G->g[k], 0, sizeof(G->g[k]));
 	G->g[k].lo = lo;
 	G->g[k].len = len;
-	G->g[k].maxroom = gap_room(G, &G->g[k]);
-	G->g[k].prio = (uint32_t)as_splitmix64(&G->rng);
 	gap_insert_tree(G, 0, k);
 	if (G->by_size)
 		gap_insert_tree(G, 1, k);
@@ -222,7 +153,7 @@ static void gap_del(struct gaps *G, uint32_t k)
 	gap_erase_tree(G, 0, k);
 	if (G->by_size)
 		gap_erase_tree(G, 1, k);
-	G->g[k].l[0] = G->free_list;
+	G->g[k].link[0].l = G->free_list;
 	G->free_list = k;
 }
 
@@ -233,13 +164,13 @@ static void gap_around(const struct gaps *G, uint64_t x, uint32_t *before,
 {
 	uint32_t k = G->root[0];
 	*before = *after = 0;
-	while (k) {
+	while (k != AS_TREE_NIL) {
 		if (G->g[k].lo < x) {
 			*before = k;
-			k = G->g[k].r[0];
+			k = G->g[k].link[0].r;
 		} else {
 			*after = k;
-			k = G->g[k].l[0];
+			k = G->g[k].link[0].l;
 		}
 	}
 }
@@ -258,14 +189,14 @@ static bool gap_fits(const struct gap *x, uint64_t size, uint8_t lg,
 static uint32_t gap_first(const struct gaps *G, uint32_t k, uint64_t size,
 			  uint8_t lg, uint64_t *at)
 {
-	if (!k || G->g[k].maxroom < size)
+	if (k == AS_TREE_NIL || G->g[k].maxroom < size)
 		return 0;
-	uint32_t f = gap_first(G, G->g[k].l[0], size, lg, at);
+	uint32_t f = gap_first(G, G->g[k].link[0].l, size, lg, at);
 	if (f)
 		return f;
 	if (gap_fits(&G->g[k], size, lg, at))
 		return k;
-	return gap_first(G, G->g[k].r[0], size, lg, at);
+	return gap_first(G, G->g[k].link[0].r, size, lg, at);
 }
 
 /* Tightest gap that holds size (aligned). */
@@ -274,12 +205,12 @@ static uint32_t gap_best(const struct gaps *G, uint64_t size, uint8_t lg,
 {
 	/* Least (len, lo) with len >= size, then onwards while unaligned. */
 	uint32_t k = G->root[1], cand = 0;
-	while (k) {
+	while (k != AS_TREE_NIL) {
 		if (G->g[k].len >= size) {
 			cand = k;
-			k = G->g[k].l[1];
+			k = G->g[k].link[1].l;
 		} else {
-			k = G->g[k].r[1];
+			k = G->g[k].link[1].r;
 		}
 	}
 	if (cand && gap_fits(&G->g[cand], size, lg, at))
@@ -292,17 +223,17 @@ static uint32_t gap_best(const struct gaps *G, uint64_t size, uint8_t lg,
 static uint32_t gap_first_ge(const struct gaps *G, uint32_t k, uint64_t y,
 			     uint64_t size, uint8_t lg, uint64_t *at)
 {
-	while (k && G->g[k].maxroom >= size) {
+	while (k != AS_TREE_NIL && G->g[k].maxroom >= size) {
 		if (G->g[k].lo < y) {
-			k = G->g[k].r[0];
+			k = G->g[k].link[0].r;
 			continue;
 		}
-		uint32_t f = gap_first_ge(G, G->g[k].l[0], y, size, lg, at);
+		uint32_t f = gap_first_ge(G, G->g[k].link[0].l, y, size, lg, at);
 		if (f)
 			return f;
 		if (gap_fits(&G->g[k], size, lg, at))
 			return k;
-		k = G->g[k].r[0];
+		k = G->g[k].link[0].r;
 	}
 	return 0;
 }
@@ -368,12 +299,12 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 	uint64_t peak = 0;
 	uint32_t k;
 	*err = AS_ENOMEM;
-	G.rng = 0x5eed;
 	G.grain = as_problem_grain(pb);
 	G.by_size = fit == AS_FIT_BEST && !obst;
 	G.cap = 1024;
 	G.g = calloc(G.cap, sizeof(*G.g));
-	G.n = 1; /* g[0] is nil */
+	G.n = 1; /* g[0] is unused */
+	G.root[0] = G.root[1] = AS_TREE_NIL;
 	/* The room above everything: [0, UINT64_MAX). */
 	if (!G.g || !st || !en || gap_new(&G, 0, UINT64_MAX, &k))
 		goto out;
