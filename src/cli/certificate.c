@@ -22,11 +22,8 @@ bool cli_print_certificates(const struct as_trace *t, const char *spec,
 		/* At the load, "vs LB" says it all already. */
 		if (at <= c->load)
 			continue;
-		char gap[48] = "optimal";
-		if (at > c->bound)
-			snprintf(gap, sizeof(gap), "<= %.2f%% above optimal",
-				 ((double)at - (double)c->bound) * 100.0 /
-					 (double)c->bound);
+		char gap[48];
+		as_certificate_words(c, at, gap, sizeof(gap));
 		printf("%s%-28s certified bound %llu%s%s: %s\n",
 		       header || any ? "" : "\n", cli_esc(spec),
 		       (unsigned long long)c->bound,
