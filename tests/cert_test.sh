@@ -36,6 +36,11 @@ ok "the bound is the optimum, 10, one above the load" $?
 ok "the table says the plan is optimal" $?
 "$exe" check --certificate "$tmp/above.json" "$tmp/above.csv" >"$tmp/out"
 ok "check --certificate re-solves it against the trace" $?
+# The picture says it where it shows the lower bound (title and line).
+"$exe" replay "$tmp/above.csv" -s strip --svg "$tmp/above.svg" >/dev/null
+grep -q 'certified 10 B: optimal' "$tmp/above.svg" &&
+	grep -q 'lower bound 9 B .* optimal<' "$tmp/above.svg"
+ok "the picture says the bound is certified and the plan optimal" $?
 sed 's/"certified_bound": 10/"certified_bound": 11/; s/"height": 10/"height": 11/' \
 	"$tmp/above.json" >"$tmp/high.json"
 "$exe" check --certificate "$tmp/high.json" >"$tmp/out"

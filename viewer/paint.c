@@ -177,13 +177,21 @@ static void status_line(struct viewer *v, char *buf, size_t len)
 	double gap = v->doc.lb ? ((double)s->peak - (double)v->doc.lb) *
 					 100.0 / (double)v->doc.lb
 			       : 0;
+	/* strip's certificate, beside the bound (one space: the trace's). */
+	const struct as_certificate *cert =
+		s->plan && s->plan->ncerts == 1
+			? as_plan_certificate(s->plan, s->plan->certs[0].space)
+			: NULL;
+	char cw[48] = "";
+	if (cert && cert->load == v->doc.lb)
+		as_certificate_words(cert, s->peak, cw, sizeof(cw));
 	int n = snprintf(buf, len,
 			 "%s  |  %s%s (%zu/%zu)  |  peak %s  |  lower bound %s"
-			 "  |  gap %s  |  %s  |  failed %u",
+			 "  |  gap %s%s%s  |  %s  |  failed %u",
 			 base, v->compare ? "compare · " : "", s->spec, idx,
 			 v->doc.ns, as_human_bytes(s->peak, pk, sizeof(pk)),
 			 as_human_bytes(v->doc.lb, lb, sizeof(lb)),
-			 fmt_gap(gap, gp, sizeof(gp)),
+			 fmt_gap(gap, gp, sizeof(gp)), *cw ? ", " : "", cw,
 			 s->report.valid ? "valid" : "INVALID", s->failed);
 	if (v->hover.panel >= 0 && v->hover.in_plot && n > 0 &&
 	    (size_t)n < len) {

@@ -22,11 +22,8 @@ bool cli_print_certificates(const struct as_trace *t, const char *spec,
 		/* At the load, "vs LB" says it all already. */
 		if (at <= c->load)
 			continue;
-		char gap[48] = "optimal";
-		if (at > c->bound)
-			snprintf(gap, sizeof(gap), "<= %.2f%% above optimal",
-				 ((double)at - (double)c->bound) * 100.0 /
-					 (double)c->bound);
+		char gap[48];
+		as_certificate_words(c, at, gap, sizeof(gap));
 		/* A bound at the load proves nothing "vs LB" does not say;
 		 * the line says so rather than repeat it. */
 		printf("%s%-28s %s %llu%s%s: %s\n",

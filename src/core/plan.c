@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +78,28 @@ int as_plan_certify(struct as_plan *p, struct as_certificate *c)
 	p->certs[p->ncerts++] = *c;
 	c->buffers = NULL;
 	return AS_OK;
+}
+
+const struct as_certificate *as_plan_certificate(const struct as_plan *p,
+						 uint16_t space)
+{
+	for (uint16_t k = 0; p && k < p->ncerts; k++)
+		if (p->certs[k].space == space)
+			return &p->certs[k];
+	return NULL;
+}
+
+char *as_certificate_words(const struct as_certificate *c, uint64_t peak,
+			   char *buf, size_t n)
+{
+	if (peak <= c->bound || c->bound == 0)
+		snprintf(buf, n, "%s", peak <= c->bound ? "optimal"
+							: "no bound");
+	else
+		snprintf(buf, n, "<= %.2f%% above optimal",
+			 ((double)peak - (double)c->bound) * 100.0 /
+				 (double)c->bound);
+	return buf;
 }
 
 const char *as_div_kind_name(enum as_div_kind k)

@@ -154,6 +154,22 @@ void as_r_emit_title(struct as_render *r, struct canvas *c,
 		col[n] = C_TEXT;
 		bold[n++] = false;
 	}
+	/* strip's certificate, where it proves a bound: "optimal" or "<= X%
+	 * above optimal", with the bound when it is above the load. */
+	const struct as_certificate *cert =
+		pn->lb ? as_plan_certificate(pn->p, pn->space) : NULL;
+	if (cert) {
+		char w[48], cb[32];
+		as_certificate_words(cert, pn->peak, w, sizeof(w));
+		if (cert->bound > pn->lb)
+			snprintf(seg[n], sizeof(seg[n]), "certified %s: %s",
+				 as_human_bytes(cert->bound, cb, sizeof(cb)),
+				 w);
+		else
+			snprintf(seg[n], sizeof(seg[n]), "%s", w);
+		col[n] = pn->peak <= cert->bound ? C_OK : C_TEXT;
+		bold[n++] = false;
+	}
 	if (pn->valid) {
 		snprintf(seg[n], sizeof(seg[n]), "valid");
 		col[n] = C_OK;

@@ -470,7 +470,15 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 			y_lb = y;
 			char pks[48];
 			as_r_fmt_bytes_apart(pn->peak, pn->lb, pks, a, sizeof(a));
-			snprintf(lb_lab, sizeof(lb_lab), "lower bound %s", a);
+			/* With strip's certificate: what it says of the plan. */
+			const struct as_certificate *cert =
+				as_plan_certificate(pn->p, pn->space);
+			char w[48] = "";
+			if (cert)
+				as_certificate_words(cert, pn->peak, w,
+						     sizeof(w));
+			snprintf(lb_lab, sizeof(lb_lab), "lower bound %s%s%s", a,
+				 cert ? " \xc2\xb7 " : "", w);
 			/* Above the peak line beside its label, where no
 			 * buffer is drawn, with a sample of the dashes; else
 			 * below the line, else above; right end, else left. */

@@ -781,6 +781,16 @@ int as_plan_round(struct as_plan *p, const char *label, uint64_t peak);
  * they are freed then). Returns 0 or AS_ENOMEM.
  */
 int as_plan_certify(struct as_plan *p, struct as_certificate *c);
+/* The certificate of `space` among p's; NULL when the plan has none. */
+const struct as_certificate *as_plan_certificate(const struct as_plan *p,
+						 uint16_t space);
+/*
+ * What certificate c says of a plan peaking at `peak`, in words, into buf
+ * (n bytes): "optimal" when the peak is at the bound, else "<= X.XX% above
+ * optimal". Returns buf.
+ */
+char *as_certificate_words(const struct as_certificate *c, uint64_t peak,
+			   char *buf, size_t n);
 /* Free an array of n certificates and their buffers (NULL: nothing). */
 void as_certificates_free(struct as_certificate *c, uint32_t n);
 /*

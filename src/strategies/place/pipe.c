@@ -43,6 +43,8 @@ struct pipe {
 	struct as_procs *claimed; /* of a processor it claimed; NULL: none */
 	uint32_t finds, waited; /* finds, and those that waited (see
 				 * AS_PIPE_LOOK) */
+	double wall0, wait_ms;  /* the walk's clock when these finds began,
+				 * and its time spent waiting since (ms) */
 	/* A side that waited too long sleeps on wake (see pipe_sleep). */
 	atomic_bool walk_asleep, thread_asleep;
 	pthread_mutex_t lock;
@@ -110,9 +112,13 @@ static void *pipe_main(void *arg)
 	}
 }
 
-/* Wait until the puts queued before `upto` are recorded. */
-static void pipe_wait(struct pipe *pp, uint64_t upto)
+/* Wait until the puts queued before `upto` are recorded; the walk's
+ * waits are timed (walk_waits). */
+static void pipe_wait(struct pipe *pp, uint64_t upto, bool walk)
 {
+	if (atomic_load(&pp->done) >= upto)
+		return;
+	double t0 = walk ? as_now_ms() : 0;
 	for (unsigned t = 0; atomic_load(&pp->done) < upto; t++) {
 		if (t < AS_PIPE_SPIN)
 			pipe_pause();
@@ -120,6 +126,23 @@ static void pipe_wait(struct pipe *pp, uint64_t upto)
 			pipe_sleep(pp, &pp->walk_asleep, &pp->done, upto,
 				   false);
 	}
+	if (walk)
+		pp->wait_ms += as_now_ms() - t0;
+}
+
+/*
+ * Whether the walk spent more than half the time of its last AS_PIPE_LOOK
+ * finds waiting for the thread's puts (spinning or asleep). Then the
+ * thread is not getting a processor of its own, whatever as_procs_claim
+ * counted (other programs hold them), and each side spins while the other
+ * waits for its turn: greedy-size on a 1.6M-buffer git recording under a
+ * load of 7 on 2 processors took 43.6 s of processor time with the thread,
+ * 12.6 without (docs/benchmarks.md).
+ */
+static bool walk_waits(const struct pipe *pp)
+{
+	double wall = as_now_ms() - pp->wall0;
+	return wall > 0 && pp->wait_ms > wall / 2;
 }
 
 /* Wait for the queued puts of rectangles sharing leaves with [l, h). */
@@ -138,10 +161,15 @@ void as_pipe_wait_for(struct as_placer *pl, uint32_t l, uint32_t h)
 	}
 	/* (one waiting for the put just before) */
 	pp->waited += upto == queued && upto > k0;
-	pipe_wait(pp, upto);
+	pipe_wait(pp, upto, true);
 	if (atomic_load(&pp->nomem))
 		pl->nomem = true;
 	if (++pp->finds == AS_PIPE_LOOK) {
+		if (walk_waits(pp)) {
+			as_pipe_stop(pl);
+			pl->look = 16 * AS_PIPE_LOOK;
+			return;
+		}
 		if (pp->waited > AS_PIPE_LOOK / 4 * 3) {
 			as_pipe_stop(pl);
 			if (pl->look < 16 * AS_PIPE_LOOK)
@@ -149,6 +177,8 @@ void as_pipe_wait_for(struct as_placer *pl, uint32_t l, uint32_t h)
 			return;
 		}
 		pp->finds = pp->waited = 0;
+		pp->wall0 = as_now_ms();
+		pp->wait_ms = 0;
 		pl->look = AS_PIPE_LOOK;
 	}
 }
@@ -158,7 +188,7 @@ void as_pipe_put(struct as_placer *pl, uint32_t i, uint64_t off, uint64_t hi)
 {
 	struct pipe *pp = pl->pipe;
 	uint64_t k = atomic_load_explicit(&pp->queued, memory_order_relaxed);
-	pipe_wait(pp, k + 1 > AS_PIPE ? k + 1 - AS_PIPE : 0);
+	pipe_wait(pp, k + 1 > AS_PIPE ? k + 1 - AS_PIPE : 0, true);
 	const struct as_rect *r = &pl->pb->r[i];
 	pp->q[k % AS_PIPE] = (struct queued){i, pl->map[r->t0],
 					     pl->map[r->t1], off, hi};
@@ -180,6 +210,7 @@ void as_pipe_start(struct as_placer *pl)
 			pp->pl = pl;
 			pp->mk.vis = vis;
 			pp->claimed = spare;
+			pp->wall0 = as_now_ms();
 			if (pthread_create(&pp->th, NULL, pipe_main, pp) == 0) {
 				pl->pipe = pp;
 				return;
@@ -200,7 +231,7 @@ void as_pipe_drain(struct as_placer *pl)
 	if (!pp)
 		return;
 	pipe_wait(pp, atomic_load_explicit(&pp->queued,
-					   memory_order_relaxed));
+					   memory_order_relaxed), false);
 	if (atomic_load(&pp->nomem))
 		pl->nomem = true;
 }
