@@ -363,7 +363,9 @@ static void emit_summary(struct as_render *r, struct canvas *c, double x,
 		const struct panel *pn = &r->panels[i];
 		y += row;
 		char g[32] = "";
-		if (pn->lb)
+		if (as_r_span_scattered(pn))
+			snprintf(g, sizeof(g), "(span of scattered addresses)");
+		else if (pn->lb)
 			as_r_fmt_pct(((double)pn->peak - (double)pn->lb) / pn->lb * 100,
 				g, sizeof(g));
 		snprintf(buf, sizeof(buf), "%s %s %s%s%s", pn->title,
