@@ -294,6 +294,7 @@ void as_render_destroy(struct as_render *r)
 	as_order_free(&r->ord);
 	as_curve_free(&r->live);
 	as_curve_free(&r->reserved);
+	as_r_bands_free(r);
 	free(r->src);
 	free(r->own);
 	as_r_measurer_destroy(r->m);
