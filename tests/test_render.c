@@ -1667,6 +1667,46 @@ static void a_span_of_scattered_recorded_addresses_has_no_gap(void)
 	as_trace_destroy(t);
 }
 
+static void category_bands_stack_in_memory_over_time_with_their_names(void)
+{
+	static const char *const spaces[] = {"gpu"};
+	const struct tbuf b[] = {
+		{"w", 4096, 0, 9, 0, 1, 0},
+		{"act", 1024, 2, 5, 4096, 1, 0},
+		{"opt", 2048, 6, 9, 4096, 1, 0},
+	};
+	struct as_plan *p = NULL;
+	struct as_trace *t = make(b, 3, spaces, 1, &p);
+	struct as_render_panel pn = {"greedy", t, p, NULL, 1};
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	o.memory = true;
+	size_t len = 0;
+	char *plain = render_svg(&pn, 1, &o, &len);
+	CHECK(plain && !strstr(plain, ">weights<"));
+	static const uint8_t group[] = {0, 1, 2};
+	static const char *const names[] = {"weights", "acts", "state",
+					    "never used"};
+	o.buffer_group = group;
+	o.group_names = names;
+	o.ngroups = 4;
+	char *svg = render_svg(&pn, 1, &o, &len);
+	CHECK(svg && strstr(svg, ">weights<") && strstr(svg, ">acts<") &&
+	      strstr(svg, ">state<"));
+	CHECK(svg && !strstr(svg, ">never used<")); /* no bytes: no key */
+	/* One filled area more per band than without them. */
+	size_t polys_plain = 0, polys = 0;
+	for (const char *q = plain; q && (q = strstr(q, "<polygon")); q++)
+		polys_plain++;
+	for (const char *q = svg; q && (q = strstr(q, "<polygon")); q++)
+		polys++;
+	CHECK_EQ_U64(polys, polys_plain + 3);
+	free(plain);
+	free(svg);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
 int main(void)
 {
 	TEST_RUN(small_trace_renders_as_the_golden_svg);
@@ -1698,6 +1738,7 @@ int main(void)
 	TEST_RUN(overlay_boxes_fill_fit_their_text_and_scale);
 	TEST_RUN(spaces_are_drawn_largest_first_and_tiny_ones_fold_into_a_line);
 	TEST_RUN(a_span_of_scattered_recorded_addresses_has_no_gap);
+	TEST_RUN(category_bands_stack_in_memory_over_time_with_their_names);
 	if (getenv("AS_EXE"))
 		TEST_RUN(the_cli_draws_pictures_and_refuses_bad_options);
 	else
