@@ -1543,6 +1543,14 @@ static void the_cli_draws_pictures_and_refuses_bad_options(void)
 	snprintf(out, sizeof(out), "%s/a.svg", dir);
 	CHECK(file_starts(out, "<?xml", 5));
 	unlink(out);
+	snprintf(out, sizeof(out), "--svg %s/c.svg --bands category", dir);
+	CHECK_EQ_U64(run("%s replay %s %s >/dev/null", trace, out), 0);
+	snprintf(out, sizeof(out), "%s/c.svg", dir);
+	CHECK(file_starts(out, "<?xml", 5));
+	unlink(out);
+	snprintf(out, sizeof(out), "--png %s/b.png --bands rainbow", dir);
+	CHECK_EQ_U64(run("%s replay %s %s 2>/dev/null >/dev/null", trace, out),
+		     2);
 	/* Bad options: status 2 before any work, nothing written. */
 	snprintf(out, sizeof(out), "--png %s/b.png --size 10x10", dir);
 	CHECK_EQ_U64(run("%s replay %s %s 2>/dev/null >/dev/null", trace, out),
