@@ -266,15 +266,16 @@ static int write_images(const char *const *paths, size_t npaths,
 		bo.buffer_group = group;
 		bo.group_names = names;
 	} else if (bands) {
+		pn = (free(pn), NULL); /* nothing drawn */
 		status = EXIT_USAGE;
 	}
-	if (!pn || status)
+	if (!pn)
 		fputs("allocscope: out of memory\n", stderr);
 	for (size_t i = 0; pn && i < nres; i++)
 		pn[i] = (struct as_render_panel){res[i].spec, t, res[i].plan,
 						 &res[i].report,
 						 AS_RENDER_ALL_SPACES};
-	for (size_t i = 0; pn && !status && i < npaths; i++) {
+	for (size_t i = 0; pn && i < npaths; i++) {
 		struct as_diag d = {0};
 		if (paths[i] && as_render_file(paths[i], i ? AS_IMAGE_SVG
 							   : AS_IMAGE_PNG,

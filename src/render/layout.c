@@ -233,24 +233,26 @@ static uint64_t space_bytes(const struct panel *pn)
 	return pn->lb ? pn->lb : pn->peak;
 }
 
+/* Largest first; equal ones in the order of their spaces. */
+static int cmp_space_bytes(const void *a, const void *b)
+{
+	const struct panel *x = a, *y = b;
+	uint64_t bx = space_bytes(x), by = space_bytes(y);
+	if (bx != by)
+		return bx > by ? -1 : 1;
+	return (x->space > y->space) - (x->space < y->space);
+}
+
 /*
  * The spaces of one plan, panels [from, r->npanels): largest first
- * (stable), and those under 1% of the largest folded into one line of
+ * (equal ones by space), and those under 1% of the largest folded into one line of
  * text on the first panel rather than drawn full height.
  */
 static void order_spaces(struct as_render *r, size_t from)
 {
 	struct panel *v = r->panels + from;
 	size_t n = r->npanels - from;
-	for (size_t i = 1; i < n; i++) { /* insertion sort: few spaces */
-		struct panel tmp = v[i];
-		size_t j = i;
-		while (j > 0 && space_bytes(&v[j - 1]) < space_bytes(&tmp)) {
-			v[j] = v[j - 1];
-			j--;
-		}
-		v[j] = tmp;
-	}
+	qsort(v, n, sizeof(*v), cmp_space_bytes);
 	if (n < 2)
 		return;
 	uint64_t top = space_bytes(&v[0]);
