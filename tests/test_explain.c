@@ -527,6 +527,53 @@ static void by_frame_merges_generated_kernels_under_the_model_line(void)
 	as_trace_destroy(t);
 }
 
+static void each_buffer_gets_the_category_explain_gives_its_group(void)
+{
+	static const char *const st[] = {
+		"/home/u/model.py:5:__init__",                /* parameters */
+		"/home/u/model.py:9:forward",                 /* activations */
+		"??:0:torch::autograd::Engine::thread_main()", /* gradients */
+		"/home/u/train.py:3:main",                    /* in a stage */
+		"/venv/lib/site-packages/torch/optim/adamw.py:1:_single",
+		"/home/u/lora.py:4:forward",                  /* --rule */
+		"/home/u/train.py:4:main",                    /* unknown */
+		"/home/u/train.py:3:main",                    /* temporary */
+	};
+	static const uint64_t sizes[] = {1, 2, 4, 8, 16, 32, 64, 128};
+	/* The last, freed before any other allocation: a temporary, live
+	 * at the peak (step 8, everything live). */
+	static const uint64_t frees[] = {0, 0, 0, 0, 0, 0, 0, 9};
+	struct as_stage stages[] = {
+		{.name = "Optimizer.step#AdamW.step", .start = 4, .end = 5},
+		{.name = "## backward ##", .start = 3, .end = 4},
+	};
+	struct as_trace *t = framed_trace("pickle", st, sizes, frees, 8, stages, 2);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	struct as_explain_options o;
+	as_explain_options_init(&o);
+	o.by = AS_GROUP_CATEGORY;
+	o.top = 0;
+	struct as_explain_rule rule = {"lora", "lora\\.py"};
+	o.rules = &rule;
+	o.nrules = 1;
+	uint8_t cat[8];
+	const char *names[16];
+	uint32_t nn = 0;
+	CHECK(as_explain_buffer_categories(t, &o, cat, names, 16, &nn) ==
+	      AS_OK);
+	CHECK_EQ_U64(nn, 7); /* six built-in categories and the rule */
+	static const char *const want[] = {
+		"parameters", "activations", "gradients", "optimizer",
+		"optimizer",  "lora",        "unknown",   "temporaries"};
+	for (uint32_t i = 0; i < 8 && nn == 7; i++)
+		CHECK_STR(cat[i] < nn ? names[cat[i]] : "?", want[i]);
+	CHECK(as_explain_buffer_categories(t, &o, cat, names, 6, &nn) ==
+	      AS_EINVAL); /* no room for the names */
+	as_trace_destroy(t);
+}
+
 static void categories_follow_the_documented_rules_and_sum_to_the_peak(void)
 {
 	static const char *const st[] = {
@@ -1022,6 +1069,7 @@ int main(void)
 	TEST_RUN(an_online_allocator_reports_its_fragmentation_at_its_peak);
 	TEST_RUN(by_frame_merges_generated_kernels_under_the_model_line);
 	TEST_RUN(categories_follow_the_documented_rules_and_sum_to_the_peak);
+	TEST_RUN(each_buffer_gets_the_category_explain_gives_its_group);
 	TEST_RUN(groupings_with_nothing_to_group_by_say_why);
 	TEST_RUN(one_pass_gives_the_whole_traces_explain_on_heaptrack_files);
 	TEST_RUN(one_pass_gives_the_whole_traces_explain_on_mtrace_files);

@@ -1543,6 +1543,14 @@ static void the_cli_draws_pictures_and_refuses_bad_options(void)
 	snprintf(out, sizeof(out), "%s/a.svg", dir);
 	CHECK(file_starts(out, "<?xml", 5));
 	unlink(out);
+	snprintf(out, sizeof(out), "--svg %s/c.svg --bands category", dir);
+	CHECK_EQ_U64(run("%s replay %s %s >/dev/null", trace, out), 0);
+	snprintf(out, sizeof(out), "%s/c.svg", dir);
+	CHECK(file_starts(out, "<?xml", 5));
+	unlink(out);
+	snprintf(out, sizeof(out), "--png %s/b.png --bands rainbow", dir);
+	CHECK_EQ_U64(run("%s replay %s %s 2>/dev/null >/dev/null", trace, out),
+		     2);
 	/* Bad options: status 2 before any work, nothing written. */
 	snprintf(out, sizeof(out), "--png %s/b.png --size 10x10", dir);
 	CHECK_EQ_U64(run("%s replay %s %s 2>/dev/null >/dev/null", trace, out),
@@ -1613,6 +1621,100 @@ static void overlay_boxes_fill_fit_their_text_and_scale(void)
 	free(px);
 }
 
+static void spaces_are_drawn_largest_first_and_tiny_ones_fold_into_a_line(void)
+{
+	static const char *const spaces[] = {"cpu", "cuda:0", "cuda:1"};
+	const struct tbuf b[] = {
+		{"host", 8, 0, 4, 0, 1, 0}, /* space 0 is "default" */
+		{"small", 65536, 0, 4, 0, 2, 0},
+		{"big", 1 << 20, 1, 3, 0, 3, 0},
+	};
+	struct as_plan *p = NULL;
+	struct as_trace *t = make(b, 3, spaces, 3, &p);
+	struct as_render_panel pn = {"greedy", t, p, NULL,
+				     AS_RENDER_ALL_SPACES};
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	struct as_render *r = NULL;
+	struct as_diag d;
+	CHECK(as_render_create(&pn, 1, &o, &r, &d) == AS_OK);
+	CHECK_EQ_U64(as_render_panel_count(r), 2);
+	struct as_render_panel_info info;
+	CHECK(as_render_panel_info(r, 0, &info) == AS_OK);
+	CHECK_STR(info.space_name, "cuda:1");
+	CHECK(as_render_panel_info(r, 1, &info) == AS_OK);
+	CHECK_STR(info.space_name, "cuda:0");
+	as_render_destroy(r);
+	size_t len = 0;
+	char *svg = render_svg(&pn, 1, &o, &len);
+	CHECK(svg && strstr(svg, "not drawn (&lt; 1%): cpu 8 B"));
+	free(svg);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void a_span_of_scattered_recorded_addresses_has_no_gap(void)
+{
+	static const char *const spaces[] = {"cpu"};
+	const struct tbuf b[] = {
+		{"a", 8, 0, 4, 0, 0, 0},
+		{"b", 8, 1, 3, 1 << 20, 0, 0},
+	};
+	struct as_plan *p = NULL;
+	struct as_trace *t = make(b, 2, spaces, 1, &p);
+	struct as_render_panel pn = {"recorded", t, p, NULL, 0};
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	size_t len = 0;
+	char *svg = render_svg(&pn, 1, &o, &len);
+	CHECK(svg && !strstr(svg, "9999"));
+	CHECK(svg && strstr(svg, "scattered addresses: a span, no gap"));
+	CHECK(svg && strstr(svg, "(span of scattered addresses)"));
+	free(svg);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void category_bands_stack_in_memory_over_time_with_their_names(void)
+{
+	static const char *const spaces[] = {"gpu"};
+	const struct tbuf b[] = {
+		{"w", 4096, 0, 9, 0, 1, 0},
+		{"act", 1024, 2, 5, 4096, 1, 0},
+		{"opt", 2048, 6, 9, 4096, 1, 0},
+	};
+	struct as_plan *p = NULL;
+	struct as_trace *t = make(b, 3, spaces, 1, &p);
+	struct as_render_panel pn = {"greedy", t, p, NULL, 1};
+	struct as_render_opts o;
+	as_render_opts_init(&o);
+	o.memory = true;
+	size_t len = 0;
+	char *plain = render_svg(&pn, 1, &o, &len);
+	CHECK(plain && !strstr(plain, ">weights<"));
+	static const uint8_t group[] = {0, 1, 2};
+	static const char *const names[] = {"weights", "acts", "state",
+					    "never used"};
+	o.buffer_group = group;
+	o.group_names = names;
+	o.ngroups = 4;
+	char *svg = render_svg(&pn, 1, &o, &len);
+	CHECK(svg && strstr(svg, ">weights<") && strstr(svg, ">acts<") &&
+	      strstr(svg, ">state<"));
+	CHECK(svg && !strstr(svg, ">never used<")); /* no bytes: no key */
+	/* One filled area more per band than without them. */
+	size_t polys_plain = 0, polys = 0;
+	for (const char *q = plain; q && (q = strstr(q, "<polygon")); q++)
+		polys_plain++;
+	for (const char *q = svg; q && (q = strstr(q, "<polygon")); q++)
+		polys++;
+	CHECK_EQ_U64(polys, polys_plain + 3);
+	free(plain);
+	free(svg);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
 int main(void)
 {
 	TEST_RUN(small_trace_renders_as_the_golden_svg);
@@ -1642,6 +1744,9 @@ int main(void)
 	TEST_RUN(hostile_offsets_and_sizes_still_draw);
 	TEST_RUN(many_panels_grow_the_picture_when_asked);
 	TEST_RUN(overlay_boxes_fill_fit_their_text_and_scale);
+	TEST_RUN(spaces_are_drawn_largest_first_and_tiny_ones_fold_into_a_line);
+	TEST_RUN(a_span_of_scattered_recorded_addresses_has_no_gap);
+	TEST_RUN(category_bands_stack_in_memory_over_time_with_their_names);
 	if (getenv("AS_EXE"))
 		TEST_RUN(the_cli_draws_pictures_and_refuses_bad_options);
 	else

@@ -30,6 +30,7 @@ static const char help_text[] =
 	"g\tgroup it by buffer, name prefix, stack frame, size,\n"
 	"\tannotation stage\n"
 	"m\tmemory over time (live, each plan's top)\n"
+	"e\tcategory bands in memory over time\n"
 	"a\tallocator's blocks at the mouse's time (bfc, ...)\n"
 	"[ ]\tmark a time range at the mouse: its summary\n"
 	"s\tsave the view as PNG and SVG\n"

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocscope/explain.h"
 #include "viewer.h"
 
 /* The time cursor's groupings (g), by enum as_group_by, in the order g
@@ -120,10 +121,23 @@ int view_init(struct viewer *v, int w, int h)
 	return AS_OK;
 }
 
+/* The bands' categories go with their trace (the render must not keep
+ * them: drop it first). */
+static void drop_bands(struct viewer *v)
+{
+	free(v->bands);
+	v->bands = NULL;
+	v->nbands = 0;
+	v->o.buffer_group = NULL;
+	v->o.group_names = NULL;
+	v->o.ngroups = 0;
+}
+
 void view_finish(struct viewer *v)
 {
 	as_render_destroy(v->r);
 	v->r = NULL;
+	drop_bands(v);
 	free(v->px);
 	v->px = NULL;
 	free(v->live);
@@ -570,6 +584,44 @@ static void save(struct viewer *v)
 		view_message(v, C_OK, "saved %s and %s", png, svg);
 }
 
+/* e: the bytes live per explain category stacked in memory over time
+ * (shown with it), or hidden again. */
+static void toggle_bands(struct viewer *v)
+{
+	if (v->o.buffer_group) {
+		v->o.buffer_group = NULL;
+		v->o.group_names = NULL;
+		v->o.ngroups = 0;
+		apply_view(v);
+		view_message(v, C_BAR_TEXT, "category bands hidden");
+		return;
+	}
+	if (!v->bands) {
+		struct as_explain_options eo;
+		as_explain_options_init(&eo);
+		v->bands = malloc((size_t)v->doc.t->nbuffers + 1);
+		if (!v->bands ||
+		    as_explain_buffer_categories(v->doc.t, &eo, v->bands,
+						 v->band_names, 64,
+						 &v->nbands) != AS_OK) {
+			free(v->bands);
+			v->bands = NULL;
+			view_message(v, C_RED_LIGHT,
+				     "cannot tell the categories: out of memory");
+			return;
+		}
+	}
+	v->o.buffer_group = v->bands;
+	v->o.group_names = v->band_names;
+	v->o.ngroups = v->nbands;
+	if (!v->o.memory) {
+		v->o.memory = true;
+		v->o.height = view_pic_h(v);
+	}
+	apply_view(v);
+	view_message(v, C_BAR_TEXT, "category bands shown in memory over time");
+}
+
 static void open_trace(struct viewer *v, const char *path)
 {
 	struct doc n;
@@ -601,6 +653,7 @@ static void open_trace(struct viewer *v, const char *path)
 			      * frees the old trace itself */
 	v->doc = n;
 	v->o.state = NULL;
+	drop_bands(v);
 	v->planning_tick = -1;
 	if (!same) {
 		v->view = (struct as_render_view){0, 0, 0, 0};
@@ -756,6 +809,9 @@ static void key(struct viewer *v, SDL_Keycode k, Uint16 mod)
 		apply_view(v);
 		view_message(v, C_BAR_TEXT, "memory over time %s",
 			     v->o.memory ? "shown" : "hidden");
+		break;
+	case SDLK_e:
+		toggle_bands(v);
 		break;
 	case SDLK_t:
 		v->show_cursor = !v->show_cursor;

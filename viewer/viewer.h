@@ -169,6 +169,11 @@ struct viewer {
 	struct as_block *blocks;
 	size_t nblocks, cap_blocks;
 	atomic_bool state_stop;    /* the state replay's cancel flag */
+	/* Category bands (e): each buffer's explain category, made on first
+	 * use for the trace loaded; shown when v->o.buffer_group is set. */
+	uint8_t *bands;
+	const char *band_names[64];
+	uint32_t nbands;
 	/* Range summary ([ and ]): times marked, NAN when not. */
 	double range_a, range_b;
 	size_t peak_panel;

@@ -14,6 +14,7 @@
 
 #include "allocscope/allocscope.h"
 #include "allocscope/compare.h"
+#include "allocscope/explain.h"
 #include "allocscope/render.h"
 #include "certificate.h"
 #include "diff.h"
@@ -32,7 +33,7 @@ static const char usage_text[] =
 	"                         [-j N] [--no-progress] [--step-limit N]\n"
 	"                         [--png FILE] [--svg FILE]\n"
 	"                         [--size WxH] [--color-by buffer|size|pool|lifetime|prefix|frame]\n"
-	"                         [--time clock|events]\n"
+	"                         [--time clock|events] [--bands category]\n"
 	"       allocscope check TRACE [-f FMT] [--plan PLAN.csv | -s SPEC]\n"
 	"       allocscope check --certificate REPLAY.json [TRACE]\n"
 	"       allocscope strategies\n"
@@ -247,10 +248,27 @@ static void emit_line(void *ctx, const char *line)
 /* --png/--svg (paths[0], paths[1]): one picture of every result. */
 static int write_images(const char *const *paths, size_t npaths,
 			const struct as_trace *t, const struct result *res,
-			size_t nres, const struct as_render_opts *o)
+			size_t nres, const struct as_render_opts *ro,
+			bool bands)
 {
 	struct as_render_panel *pn = calloc(nres + 1, sizeof(*pn));
 	int status = pn ? 0 : EXIT_USAGE;
+	/* --bands category: the bytes live per explain category. */
+	struct as_render_opts bo = *ro;
+	const struct as_render_opts *o = &bo;
+	uint8_t *group = bands ? malloc((size_t)t->nbuffers + 1) : NULL;
+	const char *names[64];
+	struct as_explain_options eo;
+	as_explain_options_init(&eo);
+	if (bands && group &&
+	    as_explain_buffer_categories(t, &eo, group, names, 64,
+					 &bo.ngroups) == AS_OK) {
+		bo.buffer_group = group;
+		bo.group_names = names;
+	} else if (bands) {
+		pn = (free(pn), NULL); /* nothing drawn */
+		status = EXIT_USAGE;
+	}
 	if (!pn)
 		fputs("allocscope: out of memory\n", stderr);
 	for (size_t i = 0; pn && i < nres; i++)
@@ -265,6 +283,7 @@ static int write_images(const char *const *paths, size_t npaths,
 			status = cli_report_diag(&d, AS_EIO);
 	}
 	free(pn);
+	free(group);
 	return status;
 }
 
@@ -278,6 +297,7 @@ struct replay_opts {
 	uint64_t step_limit;
 	const char *images[2];  /* --png, --svg (one trace only) */
 	struct as_render_opts ropts;
+	bool bands;             /* --bands category */
 	struct as_run_options run; /* -j, --dump; the step limit per trace */
 	FILE *json;             /* NULL: print tables */
 	FILE *plan_f;           /* --plan-out, opened before any work */
@@ -458,7 +478,8 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 		o->first = false;
 	}
 	if ((o->images[0] || o->images[1]) && status != EXIT_USAGE &&
-	    write_images(o->images, 2, t, res, nres, &o->ropts) != 0)
+	    write_images(o->images, 2, t, res, nres, &o->ropts,
+			 o->bands) != 0)
 		status = EXIT_USAGE;
 	int werr;
 	if (o->plan_f && status != EXIT_USAGE && nres == 1 &&
@@ -547,6 +568,11 @@ static int cmd_replay(int argc, char **argv)
 			if (as_color_by_from_name(argv[++i], &o.ropts.color_by))
 				bad = usage_error("--color-by wants buffer, prefix, frame, "
 						  "size, pool or lifetime, not "
+						  "'%s'", argv[i]);
+		} else if (strcmp(a, "--bands") == 0 && more) {
+			o.bands = strcmp(argv[++i], "category") == 0;
+			if (!o.bands)
+				bad = usage_error("--bands wants category, not "
 						  "'%s'", argv[i]);
 		} else if (strcmp(a, "--time") == 0 && more) {
 			const char *v = argv[++i];

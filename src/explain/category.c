@@ -431,3 +431,30 @@ const char *as_x_cat_name(const struct as_x_categorizer *c, uint32_t cat)
 	cat -= AS_X_CAT_COUNT;
 	return cat < c->nrules ? c->rules[cat].name : "?";
 }
+
+int as_explain_buffer_categories(const struct as_trace *t,
+				 const struct as_explain_options *o,
+				 uint8_t *out, const char **names,
+				 uint32_t cap, uint32_t *nnames)
+{
+	uint32_t n = AS_X_CAT_COUNT + o->nrules;
+	if (n > cap || n > 255)
+		return AS_EINVAL;
+	struct as_order ord = {0};
+	struct as_x_categorizer *c = NULL;
+	int err = as_order_build(t, &ord);
+	if (!err)
+		err = as_x_cat_create(t, o, &ord, &c);
+	for (uint32_t i = 0; !err && i < t->nbuffers; i++) {
+		struct as_x_verdict v;
+		as_x_cat_of(c, i, &v);
+		out[i] = (uint8_t)(v.cat < n ? v.cat : AS_X_CAT_UNKNOWN);
+	}
+	for (uint32_t k = 0; !err && k < n; k++)
+		names[k] = as_x_cat_name(c, k);
+	if (!err)
+		*nnames = n;
+	as_x_cat_destroy(c);
+	as_order_free(&ord);
+	return err;
+}

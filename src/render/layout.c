@@ -205,27 +205,84 @@ static uint16_t plan_nspaces(const struct as_plan *p, const struct as_trace *t)
 	return t->nspaces ? t->nspaces : 1;
 }
 
+static void free_panel(struct panel *pn)
+{
+	free(pn->bufs);
+	free(pn->pieces);
+	free(pn->ticks);
+	free(pn->colors);
+	free(pn->lod_cand);
+	free(pn->lod_raster);
+	free(pn->lod_over);
+	free(pn->lod_thin);
+	free(pn->lod_mark);
+	free(pn->psegs);
+	free(pn->geo);
+	free(pn->blk_end);
+	free(pn->blk_start);
+	free(pn->hix.idx);
+	free(pn->hix.off);
+	as_curve_free(&pn->foot);
+	free(pn->walk);
+}
+
+/* What orders a plan's spaces: the most bytes live at once there (the
+ * bound), else the plan's peak when the plan has no bound per space. */
+static uint64_t space_bytes(const struct panel *pn)
+{
+	return pn->lb ? pn->lb : pn->peak;
+}
+
+/* Largest first; equal ones in the order of their spaces. */
+static int cmp_space_bytes(const void *a, const void *b)
+{
+	const struct panel *x = a, *y = b;
+	uint64_t bx = space_bytes(x), by = space_bytes(y);
+	if (bx != by)
+		return bx > by ? -1 : 1;
+	return (x->space > y->space) - (x->space < y->space);
+}
+
+/*
+ * The spaces of one plan, panels [from, r->npanels): largest first
+ * (equal ones by space), and those under 1% of the largest folded into one line of
+ * text on the first panel rather than drawn full height.
+ */
+static void order_spaces(struct as_render *r, size_t from)
+{
+	struct panel *v = r->panels + from;
+	size_t n = r->npanels - from;
+	qsort(v, n, sizeof(*v), cmp_space_bytes);
+	if (n < 2)
+		return;
+	uint64_t top = space_bytes(&v[0]);
+	size_t keep = 1, nfold = 0;
+	char *out = v[0].folded;
+	size_t cap = sizeof(v[0].folded), len = 0;
+	for (size_t i = 1; i < n; i++) {
+		if (space_bytes(&v[i]) >= top / 100 + (top % 100 != 0)) {
+			if (keep != i)
+				v[keep] = v[i];
+			keep++;
+			continue;
+		}
+		char b[32];
+		as_human_bytes(space_bytes(&v[i]), b, sizeof(b));
+		int w = snprintf(out + len, cap - len, "%s%s %s",
+				 nfold ? ", " : "not drawn (< 1%): ",
+				 v[i].space_name, b);
+		if (w > 0)
+			len = (size_t)w < cap - len ? len + (size_t)w : cap - 1;
+		nfold++;
+		free_panel(&v[i]);
+	}
+	r->npanels = from + keep;
+}
+
 static void free_panels(struct as_render *r)
 {
-	for (size_t i = 0; i < r->npanels; i++) {
-		free(r->panels[i].bufs);
-		free(r->panels[i].pieces);
-		free(r->panels[i].ticks);
-		free(r->panels[i].colors);
-		free(r->panels[i].lod_cand);
-		free(r->panels[i].lod_raster);
-		free(r->panels[i].lod_over);
-		free(r->panels[i].lod_thin);
-		free(r->panels[i].lod_mark);
-		free(r->panels[i].psegs);
-		free(r->panels[i].geo);
-		free(r->panels[i].blk_end);
-		free(r->panels[i].blk_start);
-		free(r->panels[i].hix.idx);
-		free(r->panels[i].hix.off);
-		as_curve_free(&r->panels[i].foot);
-		free(r->panels[i].walk);
-	}
+	for (size_t i = 0; i < r->npanels; i++)
+		free_panel(&r->panels[i]);
 	free(r->panels);
 	r->panels = NULL;
 	r->npanels = 0;
@@ -239,6 +296,7 @@ void as_render_destroy(struct as_render *r)
 	as_order_free(&r->ord);
 	as_curve_free(&r->live);
 	as_curve_free(&r->reserved);
+	as_r_bands_free(r);
 	free(r->src);
 	free(r->own);
 	as_r_measurer_destroy(r->m);
@@ -382,6 +440,8 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 			if (err)
 				goto fail;
 		}
+		if (sp->space == AS_RENDER_ALL_SPACES)
+			order_spaces(r, before);
 	}
 
 	/* Time axis and colour ranges over every trace. */

@@ -146,7 +146,10 @@ void as_r_emit_title(struct as_render *r, struct canvas *c,
 		snprintf(seg[n], sizeof(seg[n]), "lower bound %s", b);
 		col[n] = C_TEXT;
 		bold[n++] = false;
-		if (gap > 9999)
+		if (as_r_span_scattered(pn))
+			snprintf(seg[n], sizeof(seg[n]),
+				 "scattered addresses: a span, no gap");
+		else if (gap > 9999)
 			snprintf(seg[n], sizeof(seg[n]), "gap > +9999%%");
 		else
 			snprintf(seg[n], sizeof(seg[n]), "gap %s",
@@ -185,6 +188,11 @@ void as_r_emit_title(struct as_render *r, struct canvas *c,
 	snprintf(seg[n], sizeof(seg[n]), "%u failed", pn->failed);
 	col[n] = pn->failed ? C_RED : C_TEXT2;
 	bold[n++] = pn->failed > 0;
+	if (pn->folded[0]) {
+		snprintf(seg[n], sizeof(seg[n]), "%s", pn->folded);
+		col[n] = C_TEXT2;
+		bold[n++] = false;
+	}
 
 	double stats_w = 0;
 	for (int k = 0; k < n; k++)

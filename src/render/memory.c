@@ -297,6 +297,106 @@ static int steps(const double *ys, int pw, double x0, double *xy, int n)
 	return n;
 }
 
+/* Band colours, by group index (categories in their order). */
+static const uint32_t band_colors[] = {
+	0xff4477aau, 0xffee8866u, 0xff44bb99u, 0xffaa4499u,
+	0xffdddd77u, 0xff777777u, 0xff99ddffu, 0xff999933u,
+};
+
+void as_r_bands_free(struct as_render *r)
+{
+	for (uint32_t g = 0; g < r->nbands; g++)
+		as_curve_free(&r->bands[g]);
+	free(r->bands);
+	r->bands = NULL;
+	r->nbands = 0;
+	r->bands_for = NULL;
+	r->bands_used = 0;
+}
+
+/* The bands of the options' groups, made again when they change:
+ * bands[g] sums the buffers of groups 0..g (stacked). */
+static int bands_prepare(struct as_render *r)
+{
+	const struct as_render_opts *o = &r->o;
+	uint32_t ng = o->buffer_group && o->ngroups <= 64 ? o->ngroups : 0;
+	if (r->bands_for == o->buffer_group && r->nbands == ng)
+		return AS_OK;
+	as_r_bands_free(r);
+	if (ng == 0)
+		return AS_OK;
+	const struct as_trace *t = r->ord.t;
+	r->bands = calloc(ng, sizeof(*r->bands));
+	struct cedge *e = malloc(sizeof(*e) * 2 * ((size_t)t->nbuffers + 1));
+	int err = r->bands && e ? AS_OK : AS_ENOMEM;
+	for (uint32_t g = 0; !err && g < ng; g++) {
+		size_t m = 0;
+		for (uint32_t i = 0; i < t->nbuffers; i++) {
+			const struct as_buffer *b = &t->buffers[i];
+			uint8_t k = o->buffer_group[i];
+			if (b->alias_of != AS_NONE || b->size == 0 ||
+			    b->end <= b->start || k > g)
+				continue;
+			if (k == g)
+				r->bands_used |= (uint64_t)1 << g;
+			e[m++] = (struct cedge){b->start, b->size, i, true};
+			e[m++] = (struct cedge){b->end, b->size, i, false};
+		}
+		err = curve_sum(e, m, &r->bands[g]);
+		r->nbands = g + 1;
+	}
+	free(e);
+	if (err) {
+		as_r_bands_free(r);
+		return err;
+	}
+	r->bands_for = o->buffer_group;
+	return AS_OK;
+}
+
+/* The stacked bands, largest sum first so each group shows above the
+ * ones before it. */
+static void emit_bands(struct as_render *r, struct canvas *c, double *ys,
+		       double *xy, int pw, double X0, double X1, double Y1,
+		       double k)
+{
+	for (uint32_t g = r->nbands; g-- > 0;) {
+		if (!(r->bands_used >> g & 1))
+			continue;
+		column_max(r, &r->bands[g], ys, pw, Y1, k);
+		int n = 0;
+		xy[2 * n] = X0;
+		xy[2 * n++ + 1] = Y1;
+		n = steps(ys, pw, X0, xy, n);
+		xy[2 * n] = X1;
+		xy[2 * n++ + 1] = Y1;
+		c->impl->poly(c, xy, n, true, band_colors[g % 8], 0, 0);
+	}
+}
+
+/* The bands' legend from lx on; returns where the next entry goes. */
+static double band_legend(struct as_render *r, struct canvas *c, double lx,
+			  double ly, double X1)
+{
+	for (uint32_t g = 0; g < r->nbands; g++) {
+		if (!(r->bands_used >> g & 1))
+			continue;
+		const char *name = r->o.group_names && r->o.group_names[g]
+					   ? r->o.group_names[g]
+					   : "?";
+		char fit[64];
+		as_r_fit_text(r->m, name, FS_SMALL, false, 120, fit, sizeof(fit));
+		double w = as_r_measure_text(r->m, fit, FS_SMALL, false);
+		if (lx + 14 + w > X1 - 4)
+			break;
+		RECT(c, lx, ly - 8, 10, 8, band_colors[g % 8], 0, 0, NULL);
+		TEXT(c, lx + 14, ly, fit, FS_SMALL, false, C_TEXT,
+		     ANCHOR_START);
+		lx += 14 + w + 12;
+	}
+	return lx;
+}
+
 /*
  * The summary beside memory over time: what the trace allocates (count,
  * bytes, temporaries: freed at the next step; never freed: live at the
@@ -363,7 +463,9 @@ static void emit_summary(struct as_render *r, struct canvas *c, double x,
 		const struct panel *pn = &r->panels[i];
 		y += row;
 		char g[32] = "";
-		if (pn->lb)
+		if (as_r_span_scattered(pn))
+			snprintf(g, sizeof(g), "(span of scattered addresses)");
+		else if (pn->lb)
 			as_r_fmt_pct(((double)pn->peak - (double)pn->lb) / pn->lb * 100,
 				g, sizeof(g));
 		snprintf(buf, sizeof(buf), "%s %s %s%s%s", pn->title,
@@ -427,6 +529,11 @@ int as_r_emit_memory(struct as_render *r, struct canvas *c)
 	TEXT(c, X0, Y0 - 6, "memory over time", FS_TITLE, true, C_TEXT,
 	     ANCHOR_START);
 	RECT(c, X0, Y0, pw, r->mem_h, 0xffffffffu, 0, 0, NULL);
+	int berr = bands_prepare(r);
+	if (berr) {
+		c->impl->end_group(c);
+		return berr;
+	}
 	uint64_t vmax = r->live.vmax > r->reserved.vmax ? r->live.vmax
 							 : r->reserved.vmax;
 	for (size_t i = 0; i < r->npanels; i++)
@@ -466,6 +573,8 @@ int as_r_emit_memory(struct as_render *r, struct canvas *c)
 	xy[2 * n] = X1;
 	xy[2 * n++ + 1] = Y1;
 	c->impl->poly(c, xy, n, true, 0xffc8c8c8u, 0, 0);
+	if (r->nbands)
+		emit_bands(r, c, ys, xy, pw, X0, X1, Y1, k);
 	/* Reserved bytes (dashed) and each plan's top address. */
 	struct mline lines[9];
 	int nl = 0;
@@ -507,6 +616,8 @@ int as_r_emit_memory(struct as_render *r, struct canvas *c)
 	lx += 14;
 	TEXT(c, lx, ly, "live bytes", FS_SMALL, false, C_TEXT, ANCHOR_START);
 	lx += as_r_measure_text(r->m, "live bytes", FS_SMALL, false) + 12;
+	if (r->nbands)
+		lx = band_legend(r, c, lx, ly, X1);
 	for (int l = 0; l < nl; l++) {
 		const char *name;
 		if (lines[l].panel < 0) {

@@ -191,6 +191,9 @@ struct panel {
 	 * trace's segments when the plan keeps the recorded offsets, else
 	 * the segments the strategy reserved (psegs). */
 	bool keeps_recorded;
+	/* Spaces of the same plan too small to draw (layout.c's
+	 * order_spaces): one line of text, empty when none. */
+	char folded[160];
 	struct as_segment *psegs;
 	uint32_t npsegs;
 };
@@ -223,6 +226,12 @@ struct as_render {
 	float *vd, *hd;
 	uint32_t *raster;
 	size_t scratch_cells;
+	/* Bands over time (memory.c): bands[g] the bytes live in groups
+	 * 0..g, made for the groups at bands_for. */
+	struct as_curve *bands;
+	uint32_t nbands;
+	const uint8_t *bands_for;
+	uint64_t bands_used;   /* bit g: group g has bytes */
 };
 
 #define FS_TITLE 13.0
@@ -337,6 +346,12 @@ int as_r_lod_shift(struct as_render *r, struct panel *pn, int dx, int dy);
 /* The plan puts every buffer of the panel at its recorded offset (or the
  * panel is titled `recorded`). */
 bool as_r_keeps_recorded(const struct panel *pn);
+/* The bands' curves (memory.c). */
+void as_r_bands_free(struct as_render *r);
+/* A panel drawing the recorded addresses of a space whose buffers lie
+ * scattered (its span over 100 times the bytes live at once): the span is
+ * no packing, so it is not compared with the bound. */
+bool as_r_span_scattered(const struct panel *pn);
 /* The segments the panel's strategy reserved, from the plan (psegs). */
 int as_r_plan_segments(struct panel *pn);
 

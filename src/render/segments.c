@@ -36,6 +36,11 @@ bool as_r_keeps_recorded(const struct panel *pn)
 	return any;
 }
 
+bool as_r_span_scattered(const struct panel *pn)
+{
+	return pn->keeps_recorded && pn->lb && pn->peak / 100 > pn->lb;
+}
+
 static int cmp_addr(const void *a, const void *b)
 {
 	const struct as_segment *x = a, *y = b;

@@ -76,6 +76,18 @@ void as_explain_options_init(struct as_explain_options *o);
 int as_group_by_from_name(const char *name, enum as_group_by *out);
 const char *as_group_by_name(enum as_group_by g);
 
+/*
+ * The category of every buffer of t as `--by category` decides it (o's
+ * rules first): out[i] (t->nbuffers bytes) indexes names, which gets the
+ * category names (the built-in ones, then o's rules; at most cap, and
+ * their count in *nnames). The names stay valid as long as o's rules.
+ * For bands over time (struct as_render_opts.buffer_group).
+ */
+int as_explain_buffer_categories(const struct as_trace *t,
+				 const struct as_explain_options *o,
+				 uint8_t *out, const char **names,
+				 uint32_t cap, uint32_t *nnames);
+
 /* Why buffers are in a category: one rule, its bytes and count, and the
  * frame or stage that matched for its largest buffer (NULL: none). */
 struct as_explain_evidence {

@@ -112,6 +112,16 @@ struct as_render_opts {
 	 * final size back with as_render_get_opts). 0: exactly height.
 	 */
 	int min_plot_height;
+	/*
+	 * Bands over time in the memory panel: buffer i of the first trace
+	 * is in group buffer_group[i] (< ngroups, named group_names[k]);
+	 * the bytes live per group are stacked instead of the grey area.
+	 * The front end fills them (e.g. as_explain_buffer_categories) and
+	 * keeps them while the render uses them; NULL: no bands.
+	 */
+	const uint8_t *buffer_group;
+	const char *const *group_names;
+	uint32_t ngroups;
 };
 
 /* Defaults: 1280 x 800 exactly, colour by buffer, whole view, all extras
