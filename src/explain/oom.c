@@ -32,32 +32,129 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-/* What the recording tells at mark m. */
-static void recorded_figures(const struct as_trace *t, const struct as_mark *m,
-			     struct as_explain_oom *o)
+/*
+ * Bytes by (space, step): sorted keys and running sums, so that the bytes
+ * of a space with keys below a step take two binary searches (a trace may
+ * hold millions of OOM marks and buffers: no scan per mark).
+ */
+struct sums {
+	struct key {
+		uint64_t key;
+		uint64_t size;
+		uint16_t space;
+	} *k;
+	unsigned __int128 *sum; /* sum[i]: the first i sizes */
+	size_t n;
+};
+
+static int key_cmp(const void *pa, const void *pb)
 {
-	/* the mark comes before the operation of its step: a buffer made
-	 * before it and freed at it or later is live */
+	const struct key *a = pa, *b = pb;
+	if (a->space != b->space)
+		return a->space < b->space ? -1 : 1;
+	return a->key < b->key ? -1 : a->key > b->key;
+}
+
+static int sums_make(struct sums *s)
+{
+	qsort(s->k, s->n, sizeof(*s->k), key_cmp);
+	if (!(s->sum = malloc((s->n + 1) * sizeof(*s->sum))))
+		return AS_ENOMEM;
+	s->sum[0] = 0;
+	for (size_t i = 0; i < s->n; i++)
+		s->sum[i + 1] = s->sum[i] + s->k[i].size;
+	return AS_OK;
+}
+
+/* The number of keys before (space, key). */
+static size_t sums_rank(const struct sums *s, uint16_t space, uint64_t key)
+{
+	size_t lo = 0, hi = s->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct key *k = &s->k[mid];
+		if (k->space < space || (k->space == space && k->key < key))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Bytes of `space` with keys below `key`. */
+static unsigned __int128 sums_below(const struct sums *s, uint16_t space,
+				    uint64_t key)
+{
+	return s->sum[sums_rank(s, space, key)] - s->sum[sums_rank(s, space, 0)];
+}
+
+static void sums_free(struct sums *s)
+{
+	free(s->k);
+	free(s->sum);
+}
+
+static uint64_t clamp(unsigned __int128 v)
+{
+	return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v;
+}
+
+/*
+ * What the recording tells at its OOM marks. A mark comes before the
+ * operation of its step: a buffer made before it and freed at it or later
+ * is live (start < T <= end), a segment from its step to before its end
+ * (start <= T < end).
+ */
+static int recorded_figures(const struct as_trace *t, struct as_explain *e)
+{
+	struct sums bs = {0}, be = {0}, ss = {0}, se = {0};
+	int err = AS_ENOMEM;
+	size_t nb = 0;
+	for (uint32_t i = 0; i < t->nbuffers; i++)
+		nb += t->buffers[i].alias_of == AS_NONE;
+	if (!(bs.k = malloc((nb + 1) * sizeof(*bs.k))) ||
+	    !(be.k = malloc((nb + 1) * sizeof(*be.k))) ||
+	    !(ss.k = malloc(((size_t)t->nsegments + 1) * sizeof(*ss.k))) ||
+	    !(se.k = malloc(((size_t)t->nsegments + 1) * sizeof(*se.k))))
+		goto out;
 	for (uint32_t i = 0; i < t->nbuffers; i++) {
 		const struct as_buffer *b = &t->buffers[i];
-		if (b->space == m->space && b->alias_of == AS_NONE &&
-		    b->start < m->time && b->end >= m->time)
-			o->live = add_sat(o->live, b->size);
+		if (b->alias_of != AS_NONE)
+			continue;
+		bs.k[bs.n++] = (struct key){b->start, b->size, b->space};
+		be.k[be.n++] = (struct key){b->end, b->size, b->space};
 	}
 	for (uint32_t i = 0; i < t->nsegments; i++) {
 		const struct as_segment *g = &t->segments[i];
-		if (g->space == m->space && g->start <= m->time &&
-		    g->end > m->time)
-			o->reserved = add_sat(o->reserved, g->size);
+		ss.k[ss.n++] = (struct key){g->start, g->size, g->space};
+		se.k[se.n++] = (struct key){g->end, g->size, g->space};
 	}
-	o->has_reserved = t->nsegments > 0;
-	if (o->has_reserved && m->device_free) {
-		o->device_total = add_sat(o->reserved, m->device_free);
+	if (sums_make(&bs) || sums_make(&be) || sums_make(&ss) ||
+	    sums_make(&se))
+		goto out;
+	for (uint32_t i = 0; i < e->nooms; i++) {
+		struct as_explain_oom *o = &e->ooms[i];
+		uint64_t at = o->time, after = at == UINT64_MAX ? at : at + 1;
+		o->live = clamp(sums_below(&bs, o->space, at) -
+				sums_below(&be, o->space, at));
+		o->reserved = clamp(sums_below(&ss, o->space, after) -
+				    sums_below(&se, o->space, after));
+		o->has_reserved = t->nsegments > 0;
+		if (!o->has_reserved || !o->device_free)
+			continue;
+		o->device_total = add_sat(o->reserved, o->device_free);
 		o->verdict = o->live <= o->device_total &&
-					     m->size <= o->device_total - o->live
+					     o->request <= o->device_total - o->live
 				     ? AS_OOM_FRAGMENTATION
 				     : AS_OOM_LIVE_MEMORY;
 	}
+	err = AS_OK;
+out:
+	sums_free(&bs);
+	sums_free(&be);
+	sums_free(&ss);
+	sums_free(&se);
+	return err;
 }
 
 int as_x_oom_trace(struct as_explain *e, const struct as_trace *t)
@@ -81,9 +178,8 @@ int as_x_oom_trace(struct as_explain *e, const struct as_trace *t)
 		o->request = m->size;
 		o->recorded = true;
 		o->device_free = m->device_free;
-		recorded_figures(t, m, o);
 	}
-	return AS_OK;
+	return recorded_figures(t, e);
 }
 
 int as_x_oom_plan(struct as_explain *e, const struct as_trace *t,
