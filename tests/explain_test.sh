@@ -221,6 +221,62 @@ assert st[0]["peak"] >= st[1]["peak"] > 0
 EOF
 ok "explain -s bfc gives the allocator's reserved, free and largest free block at its peak" $?
 
+# Out of memory: a snapshot's `oom` entries, what the recording tells and
+# what cuda-caching held then, against the pickle's own entry.
+oom_check() { # PICKLE JSON
+	python3 - "$1" "$2" <<'EOF'
+import json, pickle, sys
+snap = pickle.load(open(sys.argv[1], "rb"))
+tr = json.load(open(sys.argv[2]))["traces"][0]
+entries = [(f"cuda:{d}", e) for d, t in enumerate(snap["device_traces"])
+           for e in t if e.get("action") == "oom"]
+rec, mod = tr["ooms"], tr["strategies"][0]["ooms"]
+assert len(rec) == len(entries) > 0 and len(mod) >= 1, (rec, mod)
+for o, (space, e) in zip(rec, entries):
+    assert o["space"] == space and o["recorded"] and not o["modelled"], o
+    assert o["request"] == e["size"] and o["device_free"] == e["device_free"], o
+    assert o["device_total"] == o["reserved"] + o["device_free"], o
+    lives = o["live"] + o["request"] > o["device_total"]
+    assert o["verdict"] == ("live memory" if lives else "fragmentation"), o
+    assert o["cached_by_class"] is None and o["largest_free"] is None, o
+for m in mod:
+    assert m["modelled"] and m["recorded"], m  # reproducing: the recording's
+    r = [o for o in rec if (o["space"], o["time"]) == (m["space"], m["time"])]
+    assert len(r) == 1 and m["request"] == r[0]["request"], (m, rec)
+    # the model holds the recording's live bytes (its blocks rounded up to
+    # 512 bytes) and reads its device size
+    assert 0 <= m["live"] - r[0]["live"] <= m["live"] // 1000, (m, r)
+    assert m["device_total"] == r[0]["device_total"], (m, r)
+    assert m["cached_free"] == sum(m["cached_by_class"].values()), m
+    assert m["cached_free"] == m["reserved"] - m["live"], m
+    assert 0 < m["largest_free"] <= m["cached_free"], m
+    lives = m["live"] + m["device_request"] > m["device_total"]
+    assert m["verdict"] == ("live memory" if lives else "fragmentation"), m
+EOF
+}
+python3 "$src/tests/gen_snapshots.py" "$tmp/snaps" &&
+	"$exe" explain "$tmp/snaps/three_devices.pickle" -s cuda-caching --json - >"$tmp/oom.json" &&
+	oom_check "$tmp/snaps/three_devices.pickle" "$tmp/oom.json"
+ok "explain -s cuda-caching gives a generated snapshot's OOM: the request and free memory as recorded, live, reserved, cached by class, largest free block, verdict" $?
+"$exe" explain "$tmp/snaps/three_devices.pickle" >"$tmp/oom.txt" &&
+	grep -q "^out of memory (recorded): cuda:2: step [0-9]*: request 80.0 GiB (85899345920 bytes)" "$tmp/oom.txt" &&
+	grep -q "device free 123 MiB" "$tmp/oom.txt" &&
+	grep -q "failed for live memory" "$tmp/oom.txt" &&
+	grep -q "explain -s cuda-caching" "$tmp/oom.txt"
+ok "explain of a snapshot with an OOM says what the recording tells and where the allocator's state is" $?
+"$exe" explain "$tmp/snaps/three_devices.pickle" -s cuda-caching --markdown "$tmp/oom.md" >/dev/null &&
+	grep -q "^#### Out of memory · cuda-caching" "$tmp/oom.md" &&
+	grep -q "^| cuda:2 | [0-9]* | 80.0 GiB |" "$tmp/oom.md"
+ok "explain --markdown has a table of the OOMs, recorded and modelled" $?
+gnn=$shared/snapshots/diverging/expandable_gnn.pickle
+if [ -n "$shared" ] && [ -e "$gnn" ]; then
+	"$exe" explain "$gnn" -s cuda-caching --json - >"$tmp/gnn.json" &&
+		oom_check "$gnn" "$tmp/gnn.json"
+	ok "explain -s cuda-caching gives the OOM of a real snapshot (diverging/expandable_gnn) as recorded and as modelled" $?
+else
+	skip "explain -s cuda-caching gives the OOM of a real snapshot" "../shared/snapshots/diverging/expandable_gnn.pickle is absent"
+fi
+
 # diff --by: against itself nothing changes; a grown call site comes first.
 "$exe" diff --by stack "$snap" "$snap" >"$tmp/d.txt"
 s=$?

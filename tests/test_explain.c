@@ -1057,6 +1057,211 @@ static void one_pass_is_left_to_what_needs_the_whole_trace(void)
 	remove(path);
 }
 
+/* ---- Out of memory ---- */
+
+#define MiB (1ull << 20)
+
+/* What the writers give for a trace's explain and plan explains pe[n]:
+ * text (0), JSON (1) or Markdown (2). */
+static char *written_run(const struct as_explain *e,
+			 const struct as_explain *const *pe, size_t n, int how)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	struct as_explain_run run = {e, pe, n};
+	int err = how == 0   ? as_explain_write_text(&run, 1, f)
+		  : how == 1 ? as_explain_write_json(&run, 1, f)
+			     : as_explain_write_markdown(&run, 1, f);
+	fclose(f);
+	if (err) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static void recorded_ooms_tell_live_and_reserved_bytes_and_why_they_failed(void)
+{
+	/* a 20 MiB segment; b (8 MiB) live at the first OOM, b and c (9 MiB)
+	 * at the second; 4 MiB free on the device: 24 MiB in all. The first
+	 * asks 16: 8 + 16 <= 24, fragmentation; the second 20: 9 + 20 > 24,
+	 * live memory */
+	struct as_diag d = {0};
+	struct as_builder *b = as_builder_create("oom.ops", "ops");
+	struct as_trace *t = NULL;
+	CHECK(b != NULL);
+	if (!b)
+		return;
+	struct as_mark m1 = {.size = 16 * MiB, .device_free = 4 * MiB,
+			     .kind = AS_MARK_OOM};
+	struct as_mark m2 = {.size = 20 * MiB, .device_free = 4 * MiB,
+			     .kind = AS_MARK_OOM};
+	struct as_segment g = {.addr = 0, .size = 20 * MiB, .start = 0,
+			       .end = 6};
+	bool ok = as_builder_alloc(b, "a", 8 * MiB, 512, 1, &d) >= 0 &&
+		  as_builder_alloc(b, "b", 8 * MiB, 512, 2, &d) >= 0 &&
+		  as_builder_free(b, "a", 3, &d) == AS_OK &&
+		  as_builder_mark(b, &m1) == AS_OK &&
+		  as_builder_alloc(b, "c", 1 * MiB, 512, 4, &d) >= 0 &&
+		  as_builder_mark(b, &m2) == AS_OK &&
+		  as_builder_free(b, "c", 5, &d) == AS_OK &&
+		  as_builder_segment(b, &g) == AS_OK &&
+		  as_builder_finish(b, &t, &d) == AS_OK;
+	CHECK(ok);
+	if (!ok) {
+		printf("#   %s\n", d.msg);
+		as_builder_destroy(b);
+		return;
+	}
+	struct as_explain *e = NULL;
+	CHECK(as_explain_trace(t, NULL, &e) == AS_OK);
+	CHECK(e && e->nooms == 2);
+	if (e && e->nooms == 2) {
+		const struct as_explain_oom *o = e->ooms;
+		CHECK(o[0].recorded && !o[0].modelled);
+		CHECK_EQ_U64(o[0].request, 16 * MiB);
+		CHECK_EQ_U64(o[0].live, 8 * MiB);
+		CHECK(o[0].has_reserved);
+		CHECK_EQ_U64(o[0].reserved, 20 * MiB);
+		CHECK_EQ_U64(o[0].device_free, 4 * MiB);
+		CHECK_EQ_U64(o[0].device_total, 24 * MiB);
+		CHECK(o[0].verdict == AS_OOM_FRAGMENTATION);
+		CHECK_EQ_U64(o[1].request, 20 * MiB);
+		CHECK_EQ_U64(o[1].live, 9 * MiB);
+		CHECK(o[1].verdict == AS_OOM_LIVE_MEMORY);
+		char *text = written_run(e, NULL, 0, 0);
+		CHECK(text && strstr(text, "out of memory (recorded): "));
+		CHECK(text && strstr(text, "failed for fragmentation"));
+		CHECK(text && strstr(text, "failed for live memory"));
+		CHECK(text && strstr(text, "explain -s cuda-caching"));
+		free(text);
+		char *json = written_run(e, NULL, 0, 1);
+		CHECK(json && strstr(json, "\"request\": 16777216, \"recorded\": "
+					   "true, \"modelled\": false, \"live\": "
+					   "8388608, \"reserved\": 20971520"));
+		CHECK(json && strstr(json, "\"verdict\": \"live memory\""));
+		free(json);
+		char *md = written_run(e, NULL, 0, 2);
+		CHECK(md && strstr(md, "#### Out of memory"));
+		CHECK(md && strstr(md, "| fragmentation |"));
+		free(md);
+	}
+	as_explain_destroy(e);
+	as_trace_destroy(t);
+}
+
+static void an_oom_without_recorded_segments_gives_no_verdict(void)
+{
+	struct as_diag d = {0};
+	struct as_builder *b = as_builder_create("oom.ops", "ops");
+	struct as_trace *t = NULL;
+	CHECK(b != NULL);
+	if (!b)
+		return;
+	struct as_mark m = {.size = 16 * MiB, .kind = AS_MARK_OOM};
+	bool ok = as_builder_alloc(b, "a", 8 * MiB, 512, 1, &d) >= 0 &&
+		  as_builder_mark(b, &m) == AS_OK &&
+		  as_builder_finish(b, &t, &d) == AS_OK;
+	CHECK(ok);
+	if (!ok) {
+		as_builder_destroy(b);
+		return;
+	}
+	struct as_explain *e = NULL;
+	CHECK(as_explain_trace(t, NULL, &e) == AS_OK);
+	CHECK(e && e->nooms == 1);
+	if (e && e->nooms == 1) {
+		CHECK_EQ_U64(e->ooms[0].live, 8 * MiB);
+		CHECK(!e->ooms[0].has_reserved);
+		CHECK(e->ooms[0].verdict == AS_OOM_UNKNOWN);
+		char *json = written_run(e, NULL, 0, 1);
+		CHECK(json && strstr(json, "\"reserved\": null"));
+		CHECK(json && strstr(json, "\"verdict\": null"));
+		free(json);
+	}
+	as_explain_destroy(e);
+	as_trace_destroy(t);
+}
+
+static void a_modelled_oom_gives_cached_blocks_by_class_and_the_largest(void)
+{
+	/* test_cuda_caching's: two 20 MiB segments, each cut into two 8 MiB
+	 * blocks and a 4 MiB tail; one 8 MiB block of each freed: 16 MiB
+	 * live, 40 MiB reserved on a 40 MiB device, 24 MiB cached in the
+	 * 1-10 MiB class, the largest 8 MiB. z (16 MiB): 16 + 16 <= 40,
+	 * fragmentation; w (30 MiB): 16 + 30 > 40, live memory */
+	static const char ops[] = "alloc x1 8388608 512\n"
+				  "alloc x2 8388608 512\n"
+				  "alloc y1 8388608 512\n"
+				  "alloc y2 8388608 512\n"
+				  "free x1\n"
+				  "free y1\n"
+				  "alloc z 16777216 512\n"
+				  "alloc w 31457280 512\n";
+	struct as_trace *t = NULL;
+	struct as_diag d = {0};
+	CHECK(as_trace_parse("oom.ops", ops, strlen(ops), "ops", &t, &d) ==
+	      AS_OK);
+	if (!t)
+		return;
+	const char *spec = "cuda-caching:capacity=40M";
+	struct as_plan *p = NULL;
+	CHECK(as_strategy_run(spec, t, NULL, &p, &d) == AS_OK);
+	struct as_explain *e = NULL, *pe = NULL;
+	CHECK(p && p->nooms == 2);
+	if (p) {
+		struct as_plan *c = as_plan_copy(p);
+		CHECK(c && c->nooms == 2 && c->ooms[1].request == 30 * MiB);
+		as_plan_destroy(c);
+	}
+	CHECK(p && as_explain_plan(t, spec, p, NULL, &pe, &d) == AS_OK);
+	CHECK(as_explain_trace(t, NULL, &e) == AS_OK);
+	CHECK(e && e->nooms == 0);
+	CHECK(pe && pe->nooms == 2);
+	if (e && pe && pe->nooms == 2) {
+		const struct as_explain_oom *o = pe->ooms;
+		CHECK(o[0].modelled && !o[0].recorded);
+		CHECK_EQ_U64(o[0].request, 16 * MiB);
+		CHECK_EQ_U64(o[0].live, 16 * MiB);
+		CHECK_EQ_U64(o[0].reserved, 40 * MiB);
+		CHECK_EQ_U64(o[0].device_total, 40 * MiB);
+		CHECK_EQ_U64(o[0].cached[0], 0);
+		CHECK_EQ_U64(o[0].cached[1], 24 * MiB);
+		CHECK_EQ_U64(o[0].cached[2] + o[0].cached[3] + o[0].cached[4],
+			     0);
+		CHECK_EQ_U64(o[0].largest_free, 8 * MiB);
+		CHECK(o[0].verdict == AS_OOM_FRAGMENTATION);
+		CHECK_EQ_U64(o[1].request, 30 * MiB);
+		CHECK_EQ_U64(o[1].live, 16 * MiB);
+		CHECK_EQ_U64(o[1].largest_free, 8 * MiB);
+		CHECK(o[1].verdict == AS_OOM_LIVE_MEMORY);
+		const struct as_explain *plans[] = {pe};
+		char *text = written_run(e, plans, 1, 0);
+		CHECK(text && strstr(text, "out of memory (modelled)"));
+		CHECK(text && strstr(text, "1-10 MiB 24.0 MiB"));
+		CHECK(text && strstr(text, "largest free block 8.00 MiB"));
+		CHECK(text && !strstr(text, "explain -s cuda-caching"));
+		free(text);
+		char *json = written_run(e, plans, 1, 1);
+		CHECK(json && strstr(json, "\"cached_by_class\": {\"<=1 MiB\": 0, "
+					   "\"1-10 MiB\": 25165824"));
+		CHECK(json && strstr(json, "\"largest_free\": 8388608, "
+					   "\"verdict\": \"fragmentation\""));
+		free(json);
+		char *md = written_run(e, plans, 1, 2);
+		CHECK(md && strstr(md, "#### Out of memory · cuda-caching"));
+		CHECK(md && strstr(md, "| live memory |"));
+		free(md);
+	}
+	as_explain_destroy(e);
+	as_explain_destroy(pe);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
 int main(void)
 {
 	TEST_RUN(peak_groups_agree_with_brute_force_on_random_traces);
@@ -1081,5 +1286,8 @@ int main(void)
 		TEST_SKIP(one_pass_agrees_on_the_bundled_malloc_recordings,
 			  "AS_SOURCE_DIR is not set (meson test sets it)");
 	TEST_RUN(one_pass_is_left_to_what_needs_the_whole_trace);
+	TEST_RUN(recorded_ooms_tell_live_and_reserved_bytes_and_why_they_failed);
+	TEST_RUN(an_oom_without_recorded_segments_gives_no_verdict);
+	TEST_RUN(a_modelled_oom_gives_cached_blocks_by_class_and_the_largest);
 	return tap_done();
 }

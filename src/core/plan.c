@@ -52,6 +52,7 @@ void as_plan_destroy(struct as_plan *p)
 	free(p->notes);
 	free(p->divergence);
 	as_certificates_free(p->certs, p->ncerts);
+	free(p->ooms);
 	free(p);
 }
 
@@ -100,6 +101,28 @@ char *as_certificate_words(const struct as_certificate *c, uint64_t peak,
 			 ((double)peak - (double)c->bound) * 100.0 /
 				 (double)c->bound);
 	return buf;
+}
+
+int as_plan_oom_add(struct as_plan *p, const struct as_plan_oom *o)
+{
+	struct as_plan_oom *grown =
+		p->nooms < UINT32_MAX
+			? realloc(p->ooms, ((size_t)p->nooms + 1) *
+						   sizeof(*grown))
+			: NULL;
+	if (!grown)
+		return AS_ENOMEM;
+	p->ooms = grown;
+	p->ooms[p->nooms++] = *o;
+	return AS_OK;
+}
+
+const char *as_oom_class_name(unsigned k)
+{
+	static const char *const name[AS_OOM_CLASSES] = {
+		"<=1 MiB", "1-10 MiB", "10-100 MiB", "100 MiB-1 GiB", ">=1 GiB",
+	};
+	return k < AS_OOM_CLASSES ? name[k] : "?";
 }
 
 const char *as_div_kind_name(enum as_div_kind k)
@@ -173,6 +196,9 @@ struct as_plan *as_plan_copy(const struct as_plan *p)
 		if ((ok = (c->notes[i] = malloc(len)) != NULL))
 			memcpy(c->notes[i], p->notes[i], len);
 	}
+	if (ok && (ok = dup_array(&c->ooms, p->ooms, p->nooms,
+				  sizeof(*p->ooms))))
+		c->nooms = p->nooms;
 	ok = ok && dup_array(&c->certs, p->certs, p->ncerts, sizeof(*p->certs));
 	/* ncerts counts the copies made: a half-made copy frees those. */
 	for (uint32_t i = 0; ok && i < p->ncerts; i++, c->ncerts++)

@@ -82,6 +82,7 @@ void as_explain_destroy(struct as_explain *e)
 		free(x->peak_stages);
 	}
 	free(e->spaces);
+	free(e->ooms);
 	if (e->priv)
 		as_arena_finish(&e->priv->arena);
 	free(e->priv);
@@ -396,6 +397,8 @@ int as_explain_trace(const struct as_trace *t,
 		if (!err)
 			err = stage_figures(e, &ord, s);
 	}
+	if (!err)
+		err = as_x_oom_trace(e, t);
 out:
 	free(reserved);
 	buckets_free(&bk);
@@ -509,6 +512,8 @@ int as_explain_plan(const struct as_trace *t, const char *spec,
 			}
 		}
 	}
+	if (!err)
+		err = as_x_oom_plan(e, t, p);
 out:
 	free(peaks);
 	buckets_free(&bk);

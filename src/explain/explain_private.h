@@ -187,10 +187,29 @@ size_t as_x_strip_params(const char *s, size_t n, char *out, size_t cap);
 
 /* ---- write.c ---- */
 
+/* Text from a recording for a terminal: control bytes as '?'; cut to fit
+ * buf. */
+const char *as_x_tx(const char *s, char *buf, size_t len);
 /* A frame for a person: its file's directories left out. */
 void as_x_short_frame(const char *frame, char *buf, size_t len);
 /* Text in a Markdown table cell or line: its marks escaped, newlines as
  * <br>. */
 void as_x_md_text(FILE *f, const char *s);
+
+/* ---- oom.c ---- */
+
+/* e's out of memory records: the trace's OOM marks, or plan p's. */
+int as_x_oom_trace(struct as_explain *e, const struct as_trace *t);
+int as_x_oom_plan(struct as_explain *e, const struct as_trace *t,
+		  const struct as_plan *p);
+/* Whether a plan of the run is cuda-caching's (its OOMs modelled). */
+bool as_x_oom_modelled(const struct as_explain_run *run);
+/* e's OOMs: text (each line after `indent`; `suggest`: a recorded one
+ * says where the allocator's state is), a JSON key after the object's
+ * last (", \"ooms\": [...]"), Markdown (a heading and a table). */
+void as_x_oom_text(FILE *f, const struct as_explain *e, bool suggest,
+		   const char *indent);
+void as_x_oom_json(FILE *f, const struct as_explain *e, const char *indent);
+void as_x_oom_markdown(FILE *f, const struct as_explain *e, bool suggest);
 
 #endif

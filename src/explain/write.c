@@ -48,7 +48,7 @@ void as_x_short_frame(const char *frame, char *buf, size_t len)
 
 /* Text from a recording for a terminal: control bytes (escape sequences
  * among them) shown as '?'; cut to fit buf. */
-static const char *tx(const char *s, char *buf, size_t len)
+const char *as_x_tx(const char *s, char *buf, size_t len)
 {
 	size_t n = 0;
 	for (; s && *s && n + 1 < len; s++)
@@ -135,7 +135,7 @@ static void text_group_lines(FILE *f, const struct as_explain *e,
 				      e->opts.by == AS_GROUP_LINE;
 	if (e->opts.by != AS_GROUP_STACK) {
 		as_x_short_frame(g->key, fr, sizeof(fr));
-		fprintf(f, "%s\n", anchored ? fr : tx(g->key, kb, sizeof(kb)));
+		fprintf(f, "%s\n", anchored ? fr : as_x_tx(g->key, kb, sizeof(kb)));
 		first = false;
 	}
 	if (e->opts.by == AS_GROUP_CATEGORY) {
@@ -162,7 +162,7 @@ static void text_group_lines(FILE *f, const struct as_explain *e,
 		first = false;
 	}
 	if (first)
-		fprintf(f, "%s\n", tx(g->key, kb, sizeof(kb)));
+		fprintf(f, "%s\n", as_x_tx(g->key, kb, sizeof(kb)));
 }
 
 static void text_list(FILE *f, const struct as_explain *e,
@@ -219,7 +219,7 @@ static void text_stages(FILE *f, const struct as_explain *e,
 			st->start, st->end, hb(s->at_start, a, sizeof(a)),
 			hb(s->at_end, b, sizeof(b)), hb(s->peak, c, sizeof(c)),
 			s->peak_time, 2 * (st->lane < 8 ? st->lane : 8), "",
-			tx(st->name, nm, sizeof(nm)),
+			as_x_tx(st->name, nm, sizeof(nm)),
 			st->flags & AS_STAGE_NO_END     ? " (no END)"
 			: st->flags & AS_STAGE_NO_START ? " (no START)"
 							: "");
@@ -237,7 +237,7 @@ static void text_space(FILE *f, const struct as_explain *e,
 	const struct as_trace *t = e->trace;
 	char a[32], b[32], tm[64], nm[256];
 	const char *by = as_group_by_name(e->opts.by);
-	const char *name = tx(x->name, nm, sizeof(nm));
+	const char *name = as_x_tx(x->name, nm, sizeof(nm));
 	if (!x->has_peak) {
 		fprintf(f, "%s: nothing live\n", name);
 		return;
@@ -261,7 +261,7 @@ static void text_space(FILE *f, const struct as_explain *e,
 		fputs("  during: ", f);
 		for (uint32_t k = 0; k < x->npeak_stages; k++)
 			fprintf(f, "%s%s", k ? " > " : "",
-				tx(t->stages[x->peak_stages[k]].name, nm,
+				as_x_tx(t->stages[x->peak_stages[k]].name, nm,
 				   sizeof(nm)));
 		fputc('\n', f);
 	}
@@ -285,7 +285,7 @@ static void text_space(FILE *f, const struct as_explain *e,
 		fprintf(f, "  live at the peak by %s%s%s, %u of %" PRIu64
 			   " groups:\n",
 			by, e->opts.by == AS_GROUP_LINE ? " of " : "",
-			e->opts.by == AS_GROUP_LINE ? tx(e->opts.line_file, nm, sizeof(nm))
+			e->opts.by == AS_GROUP_LINE ? as_x_tx(e->opts.line_file, nm, sizeof(nm))
 						    : "",
 			x->live.ngroups, x->live.total_groups);
 		text_list(f, e, &x->live, e->spec ? x->live_bytes : x->peak_bytes,
@@ -359,7 +359,7 @@ int as_explain_write_text(const struct as_explain_run *runs, size_t n,
 		if (r)
 			fputc('\n', f);
 		fprintf(f, "trace %s (%s): %u buffers, %" PRIu64 " events",
-			tx(t->path, path, sizeof(path)), t->format, as_x_nbuffers(e),
+			as_x_tx(t->path, path, sizeof(path)), t->format, as_x_nbuffers(e),
 			as_x_nevents(e));
 		if (e->has_peak) {
 			fmt_time(e, e->peak_time, tm, sizeof(tm));
@@ -373,16 +373,21 @@ int as_explain_write_text(const struct as_explain_run *runs, size_t n,
 				text_space(f, e, &e->spaces[s]);
 				fputc('\n', f);
 			}
+		if (e->nooms) {
+			as_x_oom_text(f, e, !as_x_oom_modelled(&runs[r]), "");
+			fputc('\n', f);
+		}
 		for (size_t p = 0; p < runs[r].nplans; p++) {
 			const struct as_explain *pe = runs[r].plans[p];
 			fprintf(f, "strategy %s: peak %s (%" PRIu64 " bytes)\n",
-				tx(pe->spec, path, sizeof(path)), hb(pe->peak_bytes, a, sizeof(a)),
+				as_x_tx(pe->spec, path, sizeof(path)), hb(pe->peak_bytes, a, sizeof(a)),
 				pe->peak_bytes);
 			for (uint16_t s = 0; s < pe->nspaces; s++)
 				if (pe->spaces[s].has_peak) {
 					fputs("  ", f);
 					text_space(f, pe, &pe->spaces[s]);
 				}
+			as_x_oom_text(f, pe, false, "  ");
 			fputc('\n', f);
 		}
 	}
@@ -411,7 +416,7 @@ int as_explain_write_text(const struct as_explain_run *runs, size_t n,
 				hb(e->peak_bytes, a, sizeof(a)),
 				reserved_total(e) ? hb(reserved_total(e), b, sizeof(b))
 						  : "-",
-				tx(e->trace->path, path, sizeof(path)), fr);
+				as_x_tx(e->trace->path, path, sizeof(path)), fr);
 		}
 	}
 	return ferror(f) ? AS_EIO : AS_OK;
@@ -598,7 +603,9 @@ int as_explain_write_json(const struct as_explain_run *runs, size_t n,
 			json_space(f, e, &e->spaces[s], first);
 			first = false;
 		}
-		fputs("],\n  \"strategies\": [", f);
+		fputc(']', f);
+		as_x_oom_json(f, e, "  ");
+		fputs(",\n  \"strategies\": [", f);
 		for (size_t p = 0; p < runs[r].nplans; p++) {
 			const struct as_explain *pe = runs[r].plans[p];
 			fprintf(f, "%s\n   {\"strategy\": ", p ? "," : "");
@@ -613,7 +620,9 @@ int as_explain_write_json(const struct as_explain_run *runs, size_t n,
 					json_space(f, pe, &pe->spaces[s], fs);
 					fs = false;
 				}
-			fputs("]}", f);
+			fputc(']', f);
+			as_x_oom_json(f, pe, "   ");
+			fputc('}', f);
 		}
 		fputs("]}", f);
 	}
@@ -859,11 +868,14 @@ int as_explain_write_markdown(const struct as_explain_run *runs, size_t n,
 		for (uint16_t s = 0; s < e->nspaces; s++)
 			if (shown_space(e, s))
 				md_space(f, e, &e->spaces[s]);
+		as_x_oom_markdown(f, e, !as_x_oom_modelled(&runs[r]));
 		for (size_t p = 0; p < runs[r].nplans; p++)
 			for (uint16_t s = 0; s < runs[r].plans[p]->nspaces; s++)
 				if (runs[r].plans[p]->spaces[s].has_peak)
 					md_space(f, runs[r].plans[p],
 						 &runs[r].plans[p]->spaces[s]);
+		for (size_t p = 0; p < runs[r].nplans; p++)
+			as_x_oom_markdown(f, runs[r].plans[p], false);
 	}
 	if (n > 1) {
 		uint64_t max, mean;

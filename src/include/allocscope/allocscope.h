@@ -704,6 +704,32 @@ struct as_certificate {
 	struct as_cert_buffer *buffers; /* owned; NULL when nbuffers is 0 */
 };
 
+/*
+ * An out of memory inside an allocator model (cuda-caching): the request,
+ * what the allocator held then, and why it failed. Size classes of the
+ * cached free blocks: as_oom_class_name.
+ */
+#define AS_OOM_CLASSES 5
+struct as_plan_oom {
+	uint64_t time;          /* time step */
+	uint64_t request;       /* bytes asked for */
+	uint64_t size;          /* as a block (rounded) */
+	uint64_t alloc_size;    /* what it asked of the device */
+	uint64_t live;          /* bytes allocated then */
+	uint64_t reserved;      /* bytes reserved from the device then */
+	uint64_t capacity;      /* the device's bytes (0: unlimited) */
+	uint64_t largest;       /* the largest cached free block */
+	uint64_t cached[AS_OOM_CLASSES]; /* cached free bytes by class */
+	uint16_t space;
+	bool recorded;          /* the recording ran out of memory here */
+	bool fragmentation;     /* the device had room for it beside the
+				 * live bytes, not in one piece; false:
+				 * the live bytes and it exceed the device */
+};
+/* "<=1 MiB", "1-10 MiB", "10-100 MiB", "100 MiB-1 GiB", ">=1 GiB"; "?"
+ * past the last. */
+const char *as_oom_class_name(unsigned k);
+
 struct as_plan {
 	uint32_t nbuffers;
 	uint64_t *offset;
@@ -736,6 +762,10 @@ struct as_plan {
 	 * strategy proves none. */
 	struct as_certificate *certs;
 	uint16_t ncerts;
+	/* Out of memory as the strategy's model saw it (as_plan_oom_add;
+	 * owned), the first few per space; NULL: none or no model. */
+	struct as_plan_oom *ooms;
+	uint32_t nooms;
 };
 
 struct as_plan *as_plan_create(const struct as_trace *t);
@@ -758,6 +788,8 @@ int as_plan_want_aliases(struct as_plan *p, const struct as_trace *t);
 int as_plan_want_segments(struct as_plan *p);
 /* Add a remark (copied; at most 64 are kept, later ones are counted). */
 int as_plan_note(struct as_plan *p, const char *text);
+/* Add an out of memory (copied). AS_ENOMEM. */
+int as_plan_oom_add(struct as_plan *p, const struct as_plan_oom *o);
 /*
  * A remark that starts with AS_NOTE_CAPACITY tells a memory limit the run
  * used and where it came from ("capacity: cuda:0: 61111009280 B (56.9 GiB)

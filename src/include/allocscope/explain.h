@@ -172,6 +172,46 @@ struct as_explain_space {
 	struct as_explain_frag frag;        /* a plan of an online allocator */
 };
 
+/*
+ * An out of memory (docs/explain.md, "Out of memory"): a recorded one (the
+ * trace's OOM marks: what the recording tells) or one a model ran into (a
+ * plan's records, as_plan_oom). `modelled` says the allocator's state is
+ * known: cached free bytes by class, the largest free block.
+ */
+enum as_oom_verdict {
+	AS_OOM_UNKNOWN,         /* the recording does not tell */
+	AS_OOM_FRAGMENTATION,   /* room beside the live bytes, in pieces */
+	AS_OOM_LIVE_MEMORY,     /* the live bytes and it exceed the device */
+};
+
+struct as_explain_oom {
+	uint16_t space;
+	const char *space_name;
+	uint64_t time;           /* time step */
+	uint64_t request;        /* bytes asked for */
+	bool recorded;           /* the recording ran out of memory here */
+	bool modelled;           /* a model's figures (a plan's) */
+	/* Recorded: free device memory the recording gives (0: none), the
+	 * bytes live in the trace then, the bytes of its recorded segments
+	 * (has_reserved: it has some). A model: allocated and reserved. */
+	uint64_t device_free;
+	uint64_t live;
+	uint64_t reserved;
+	bool has_reserved;
+	/* The device's bytes: a model's capacity, or reserved + device_free
+	 * of a recording (0: unknown or unlimited). */
+	uint64_t device_total;
+	/* A model only: the request as a block and from the device, the
+	 * cached free bytes by class (as_oom_class_name), the largest. */
+	uint64_t block_size, device_request;
+	uint64_t cached[AS_OOM_CLASSES];
+	uint64_t largest_free;
+	enum as_oom_verdict verdict;
+};
+
+/* "fragmentation", "live memory", NULL for AS_OOM_UNKNOWN. */
+const char *as_oom_verdict_name(enum as_oom_verdict v);
+
 struct as_explain {
 	const struct as_trace *trace;
 	char *spec;              /* the strategy, NULL for the trace itself */
@@ -185,6 +225,10 @@ struct as_explain {
 	/* Why the grouping has nothing to group by on this trace (no
 	 * stacks, stages, contexts; names without structure), or NULL. */
 	const char *nothing_to_group;
+	/* Out of memory: the trace's recorded OOMs, or a plan's modelled
+	 * ones (the first few per space), in time order. */
+	struct as_explain_oom *ooms;
+	uint32_t nooms;
 	struct as_explain_private *priv;
 };
 

@@ -192,15 +192,10 @@ struct cc_inputs {
 				 * allocation into a free range revealed */
 };
 
-/* What the allocator held when a request ran out of memory (oom.c). */
-#define OOM_CLASSES 5
+/* What the allocator held when a request ran out of memory (oom.c); the
+ * first few, handed to the plan (as_plan_oom_add). */
+#define OOM_CLASSES AS_OOM_CLASSES
 #define MAX_OOM_NOTES 4
-struct cc_oom {
-	uint64_t time, request, size, alloc_size;
-	uint64_t live, reserved, capacity, largest;
-	uint64_t cached[OOM_CLASSES]; /* free cached bytes by block size */
-	bool recorded, fragmentation;
-};
 
 struct cc {
 	/* options */
@@ -225,7 +220,7 @@ struct cc {
 	/* recorded OOM requests that fail: all of them when reproducing,
 	 * those the what-if's state cannot serve either */
 	uint64_t oom_failing;
-	struct cc_oom oom[MAX_OOM_NOTES];
+	struct as_plan_oom oom[MAX_OOM_NOTES];
 	uint32_t noom;
 	uint64_t oom_fragmentation, oom_live;
 	/* where the capacity comes from and the step that told it (a

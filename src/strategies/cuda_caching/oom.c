@@ -5,8 +5,9 @@
  * bytes, the cached free bytes by size class, the largest free block, and
  * whether the request failed for fragmentation (the device had room for it
  * beside the live bytes, in pieces) or for live memory (it had not). Kept
- * in the state as it happens, written as plan notes (AS_CUDA_NOTE_OOM) and
- * stats at the end.
+ * in the state as it happens, handed to the plan at the end as records
+ * (as_plan_oom_add: explain prints them), notes (AS_CUDA_NOTE_OOM) and
+ * stats.
  */
 #include "strategies/cuda_caching/cuda_caching.h"
 
@@ -14,18 +15,16 @@
 static const uint64_t class_end[OOM_CLASSES - 1] = {
 	SMALL_SIZE, MIN_LARGE_ALLOC, 100ull << 20, 1ull << 30,
 };
-static const char *const class_name[OOM_CLASSES] = {
-	"<=1 MiB", "1-10 MiB", "10-100 MiB", "100 MiB-1 GiB", ">=1 GiB",
-};
 
 void as_cuda_oom_record(struct cc *s, uint64_t time, uint64_t request,
 			uint64_t size, uint64_t alloc_size, bool recorded)
 {
-	struct cc_oom o = {.time = time, .request = request, .size = size,
-			   .alloc_size = alloc_size, .recorded = recorded,
-			   .live = s->allocated_bytes.cur,
-			   .reserved = s->reserved_bytes.cur,
-			   .capacity = s->capacity};
+	struct as_plan_oom o = {.space = s->space, .time = time,
+				.request = request, .size = size,
+				.alloc_size = alloc_size, .recorded = recorded,
+				.live = s->allocated_bytes.cur,
+				.reserved = s->reserved_bytes.cur,
+				.capacity = s->capacity};
 	for (int k = 0; k < 2; k++)
 		for (uint32_t it = as_cuda_t_lower_bound(
 			     &s->tp, s->pools[k].blocks, 0, 0, 0);
@@ -52,7 +51,9 @@ void as_cuda_oom_record(struct cc *s, uint64_t time, uint64_t request,
 void as_cuda_oom_notes(struct cc *s, struct as_plan *p)
 {
 	for (uint32_t i = 0; i < s->noom; i++) {
-		const struct cc_oom *o = &s->oom[i];
+		const struct as_plan_oom *o = &s->oom[i];
+		/* a record lost to memory running out, as a note would be */
+		(void)as_plan_oom_add(p, o);
 		char line[900], a[32], b[32], c[32], d[32], e[32];
 		int n = snprintf(
 			line, sizeof(line),
@@ -72,7 +73,7 @@ void as_cuda_oom_notes(struct cc *s, struct as_plan *p)
 				(size_t)n < sizeof(line);
 		     k++)
 			n += snprintf(line + n, sizeof(line) - (size_t)n,
-				      " %s %s%s", class_name[k],
+				      " %s %s%s", as_oom_class_name((unsigned)k),
 				      as_human_bytes(o->cached[k], a, sizeof(a)),
 				      k + 1 < OOM_CLASSES ? "," : ";");
 		if (n > 0 && (size_t)n < sizeof(line))
