@@ -48,19 +48,6 @@ int as_certificate_fits(const struct as_trace *t,
 	return AS_OK;
 }
 
-static uint32_t rank_of(const uint64_t *v, uint32_t n, uint64_t x)
-{
-	uint32_t lo = 0, hi = n;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (v[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 int as_certificate_verify(const struct as_certificate *c, double limit_ms,
 			  uint64_t max_nodes, uint64_t *nodes)
 {
@@ -111,8 +98,8 @@ int as_certificate_verify(const struct as_certificate *c, double limit_ms,
 		pb.r[k].size = c->buffers[k].size;
 		pb.r[k].align_log2 = c->buffers[k].align_log2;
 		pb.r[k].buf = k;
-		pb.r[k].t0 = rank_of(tv, m, c->buffers[k].start);
-		pb.r[k].t1 = rank_of(tv, m, c->buffers[k].end);
+		pb.r[k].t0 = as_rank_u64(tv, m, c->buffers[k].start);
+		pb.r[k].t1 = as_rank_u64(tv, m, c->buffers[k].end);
 	}
 	load = malloc(((size_t)pb.nsections + 1) * sizeof(*load));
 	if (!load)

@@ -62,6 +62,9 @@ struct as_spaces {
 	uint32_t nspaces;
 };
 
+/* Index of x in the sorted unique array v[0..n): a time's section. */
+uint32_t as_rank_u64(const uint64_t *v, uint32_t n, uint64_t x);
+
 int as_spaces_init(struct as_spaces *sp, const struct as_trace *t);
 void as_spaces_finish(struct as_spaces *sp);
 /* as_problem_init of `space` from the buckets: the same problem. */

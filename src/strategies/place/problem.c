@@ -8,8 +8,7 @@
 #include "strategies/place/place.h"
 #include "core/internal.h"
 
-/* Index of x in the sorted unique array v[0..n). */
-static uint32_t rank_of(const uint64_t *v, uint32_t n, uint64_t x)
+uint32_t as_rank_u64(const uint64_t *v, uint32_t n, uint64_t x)
 {
 	uint32_t lo = 0, hi = n;
 	while (lo < hi) {
@@ -100,8 +99,8 @@ static int init_from(struct as_problem *pb, const struct as_trace *t,
 	pb->nsections = m - 1;
 	for (uint32_t i = 0; !slots && i < n; i++) {
 		const struct as_buffer *b = &t->buffers[pb->r[i].buf];
-		pb->r[i].t0 = rank_of(tv, m, b->start);
-		pb->r[i].t1 = rank_of(tv, m, b->end);
+		pb->r[i].t0 = as_rank_u64(tv, m, b->start);
+		pb->r[i].t1 = as_rank_u64(tv, m, b->end);
 	}
 	pb->n = n;
 	uint64_t *load = malloc(((size_t)pb->nsections + 1) * sizeof(*load));
