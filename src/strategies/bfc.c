@@ -1,6 +1,6 @@
 /*
  * bfc: TensorFlow/XLA's "best-fit with coalescing" allocator, replayed
- * address for address (issue 3). The behaviour follows the facts listed in
+ * address for address. The behaviour follows the facts listed in
  * ../shared/bfc-vectors/README.md; no TensorFlow code is used.
  *
  * Memory is a list of regions obtained from a bump sub-allocator. Each region

@@ -64,13 +64,13 @@ static const struct entry {
 	 "of the skyline greedy, O((n + r) log n) each for r <= the "
 	 "overlapping pairs, cut at the deadline"},
 	{&as_strategy_bfc,
-	 "O(n log n): best fit in size-ordered treaps, one per bin"},
+	 "O(n log n): best fit in size-ordered trees (core/tree), one per bin"},
 	{&as_strategy_cuda_caching,
-	 "O(n log n): pools, segments and device gaps in treaps"},
+	 "O(n log n): pools, segments and device gaps in trees (core/tree)"},
 	{&as_strategy_tiered,
-	 "O(n log n): free blocks in a treap by size, neighbours linked"},
+	 "O(n log n): free blocks in a tree by size (core/tree), neighbours linked"},
 	{&as_strategy_npu_list,
-	 "O(n log n): the list's first fit found through a treap by address "
+	 "O(n log n): the list's first fit found through a tree by address "
 	 "(any merge= setting)"},
 	{&as_strategy_numa_flat,
 	 "O(n log n + sum of k log k), k the placed blocks sharing a block's "

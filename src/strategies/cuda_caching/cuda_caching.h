@@ -1,6 +1,6 @@
 /*
  * cuda-caching: PyTorch's CUDA caching allocator (DeviceCachingAllocator),
- * replayed block for block (issue 13). The behaviour follows the facts in
+ * replayed block for block. The behaviour follows the facts in
  * ../shared/specs/pytorch-caching-allocator.md; no PyTorch code is used.
  *
  * A request is rounded (512 bytes, or a power-of-two division), served from
