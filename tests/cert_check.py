@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""An independent checker of strip's certified lower bounds (issue 46).
+"""An independent checker of strip's certified lower bounds.
 
 A certificate says: its buffers (a sub-problem of one address space) have
 no placement whose peak is below `height`. This checker re-solves each

@@ -4,7 +4,7 @@
     hostile_gen.py DIR [NAME...]
 
 Each case is a small file (a few KB to a few MB, most of them compressed)
-that once cost minutes or gigabytes (issue 40), and for the hash floods a
+that once cost minutes or gigabytes, and for the hash floods a
 control with random addresses. DIR/MANIFEST lists one case a line:
 
     NAME KIND [CONTROL]
@@ -265,7 +265,7 @@ def pickle_pairs(d, name, pair, mi=100):
 @case("either")
 def pickle_newtrue_pop(d):
     """100M NEWTRUE/POP pairs (200 MB at 1000:1; no ratio is refused since
-    issue 44, and shared values cost little)."""
+    and shared values cost little)."""
     return pickle_pairs(d, "pickle-newtrue-pop.pickle.zst", b"\x880")
 
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Small files that once cost minutes or gigabytes (issue 40), TAP: every
+# Small files that once cost minutes or gigabytes, TAP: every
 # case tests/hostile_gen.py writes goes through `replay` (the default set),
 # and is refused (exit status 2) or loads (0) as its manifest says, within
 # 10 s and 1 GB; a case with a control (a hash flood and its random

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Inputs end to end (TAP; issue 44): standard input, FIFOs and pipes in
+# Inputs end to end: standard input, FIFOs and pipes in
 # every format, compressed or not; real recordings that compress hundreds
 # of times; the limit on input bytes and its option on every command;
 # newline runs read at memory speed; a JSON input read once; heaptrack's

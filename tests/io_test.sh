@@ -1,6 +1,6 @@
 #!/bin/sh
 # Inputs that are not files, outputs that are not plain files, and names that
-# are not plain text, end to end (TAP; issue 40). Needs AS_EXE and
+# are not plain text, end to end. Needs AS_EXE and
 # AS_SOURCE_DIR (set by meson).
 #
 # Outputs are written through symlinks to their targets, directly into FIFOs

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Outputs never touch inputs, and every write is checked (TAP; issue 44).
+# Outputs never touch inputs, and every write is checked.
 # Needs AS_EXE and AS_SOURCE_DIR (set by meson).
 #
 # Every output option of every command is pointed at an input three ways:
@@ -9,7 +9,7 @@
 # this run", the input byte for byte as it was and no temporary file.
 # Then standard output into /dev/full and closed (>&-) for every command,
 # a reader that goes away with SIGPIPE ignored, in-place writes in a
-# read-only directory, and the messages of issue 44.
+# read-only directory, and the error messages.
 set -u
 exe=${AS_EXE:?}
 src=${AS_SOURCE_DIR:?}

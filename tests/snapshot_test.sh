@@ -53,7 +53,7 @@ ok "gen_snapshots.py writes hand-made snapshots with Python's pickle" $?
 files=("$tmp"/gen/*.pickle)
 if [ -n "$shared" ] && [ -d "$shared/snapshots" ]; then
 	files+=("$shared"/snapshots/*.pickle)
-	# snapshots cuda-caching was made to reproduce (issue 37)
+	# snapshots cuda-caching was made to reproduce
 	[ -d "$shared/snapshots/fidelity" ] &&
 		files+=("$shared"/snapshots/fidelity/*.pickle)
 else

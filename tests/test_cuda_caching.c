@@ -1153,7 +1153,7 @@ static bool agree_in(const char *path, double min, uint32_t *seen)
 }
 
 /* ../shared/snapshots (the bundled ones: every block), fidelity/ (real
- * snapshots of other projects, issue 37) and diverging/ (issue 45): at
+ * snapshots of other projects) and diverging/: at
  * least 99%. */
 static void snapshots_are_reproduced_block_for_block(void)
 {
@@ -1177,8 +1177,8 @@ static void snapshots_are_reproduced_block_for_block(void)
 	bool readable = agree_in(path, 1.0, &seen);
 	snprintf(path, sizeof(path), "%s/snapshots/fidelity", dir);
 	readable = agree_in(path, 0.99, &seen) && readable;
-	/* diverging/: matched since issue 45 (expandable segments mapped
-	 * during the recording; the tails of blocks from before it) */
+	/* diverging/: expandable segments mapped during the recording, and
+	 * the tails of blocks from before it */
 	snprintf(path, sizeof(path), "%s/snapshots/diverging", dir);
 	readable = agree_in(path, 0.99, &seen) && readable;
 	if (!seen) {

@@ -1,5 +1,5 @@
 /*
- * The offline planners of issue 5: strip (the seed's method, the exact and
+ * The offline planners: strip (the seed's method, the exact and
  * the large-trace searches), greedy-breadth and bestfit, and the placement
  * machinery they share (place.h). Benchmarks from ../shared are replayed
  * with the heights reached so far, so they cannot silently regress.
@@ -651,7 +651,8 @@ static void strip_restarts_run_on_an_idle_processor_too(void)
  * budget_ms is the whole run's: on a trace with many overlapping pairs the
  * steps after the first sweep start only when they fit. Without the
  * baselines (whose time is theirs, never cut). The bound is loose (the
- * machine may be loaded); before issue 14 this took 20x the budget.
+ * machine may be loaded); before the budget covered every step this took
+ * 20x the budget.
  */
 static void strip_keeps_to_its_budget_on_a_large_trace(void)
 {
@@ -878,7 +879,7 @@ static void strip_is_never_behind_the_baselines(void)
 	}
 }
 
-/* ---- Certified bounds (issue 46) ---- */
+/* ---- Certified bounds ---- */
 
 /*
  * Seven buffers whose optimum (10) is above their load (9): found by

@@ -249,7 +249,7 @@ out=$(run "$two" --bench-frames 3 2>&1); rc=$?
 [ $rc -eq 0 ] && echo "$out" | grep -q "^pan (1% of the view, whole pixels): 3 frames, min .* ms, median .* ms, p95 .* ms, max .* ms"
 ok "--bench-frames prints frame times" $?
 
-# ---- Outputs never touch inputs; every write is checked (issue 44) ----
+# ---- Outputs never touch inputs; every write is checked ----
 
 mkdir "$tmp/in"
 cp "$two" "$tmp/in/t.csv"

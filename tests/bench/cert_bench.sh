@@ -1,5 +1,5 @@
 #!/bin/sh
-# The certified lower bound of strip (issue 46) on the shared benchmarks and
+# The certified lower bound of strip on the shared benchmarks and
 # the generated tile traces: per trace the load, the certified bound, the
 # plan, their gaps and the sub-problem that proves the bound.
 #

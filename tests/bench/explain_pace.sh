@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # explain against heaptrack_print on the same heaptrack recording, in the
 # same run, alternating (the machine is shared: the ratios are the figure):
-# issue 44's bound is at most 3x heaptrack_print's time and 4x its memory.
+# The bound is at most 3x heaptrack_print's time and 4x its memory.
 # Without FILE it records one: Python allocating through malloc, 10^7 and
 # more allocations. WHOLE=1 also times the whole-trace path once (before).
 # Usage: tests/bench/explain_pace.sh [BUILD] [FILE] [ROUNDS]

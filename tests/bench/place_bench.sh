@@ -1,5 +1,5 @@
 #!/bin/sh
-# Benchmark of the offline planners at real-trace scale (issue 14).
+# Benchmark of the offline planners at real-trace scale.
 #
 #   tests/bench/place_bench.sh [BUILD_DIR]
 #
@@ -16,7 +16,7 @@
 #                         (default "18000:resnet50 62000:G_1"; skipped when
 #                         ../shared is absent)
 #   RANDOM_N="N ..."      random lifetimes of 1-5000 steps (default "1000000";
-#                         issue 14 asks for 10000000)
+#                         the target is 10000000)
 #   RECORDED="perl perlhash python" real malloc traces recorded here:
 #                         glibc's mtrace of unmodified perl (hash churn,
 #                         922k blocks, 9k live; perlhash: a 20,000-key hash

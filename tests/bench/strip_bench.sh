@@ -1,5 +1,5 @@
 #!/bin/sh
-# Benchmark of strategy strip (issue 5) against the baselines.
+# Benchmark of strategy strip against the baselines.
 #
 #   tests/bench/strip_bench.sh [BUILD_DIR] [SPEC]
 #
@@ -11,7 +11,7 @@
 # from the idealloc models; place_gen.py transformer, training steps of
 # GPT-2 and a 1B Llama-shaped model). Every plan is validated by allocscope itself; a
 # row says "INVALID" otherwise. ONLY=compiler runs only that last table;
-# SCALE=1 adds the scale figures (issue 14): SPEC on a 1.1M-block malloc
+# SCALE=1 adds the scale figures: SPEC on a 1.1M-block malloc
 # trace, the default replay (every strategy) of it, and SPEC on 10^7 random
 # buffers against `sort -n` of the same CSV (wall time ratio, peak RSS per
 # buffer). Each table names the load average it started under.

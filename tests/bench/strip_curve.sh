@@ -1,5 +1,5 @@
 #!/bin/sh
-# strip's quality vs budget (issue 39): strip at budgets 1, 3, 10 and 30 s,
+# strip's quality vs budget: strip at budgets 1, 3, 10 and 30 s,
 # then the randomized-restart reference (strip_rr) at 10 s and RR_S, on
 # compiler-like traces, tiled real traces and idealloc's G_1 and resnet50. Run from the repository after
 # `ninja -C build-rel` (a release build: meson setup build-rel

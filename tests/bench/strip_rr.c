@@ -1,5 +1,5 @@
 /*
- * Reference for the strip benchmark (tests/bench/strip_curve.sh, issue 39):
+ * Reference for the strip benchmark (tests/bench/strip_curve.sh):
  * a randomized-restart search in the manner of idealloc's: many orders, each
  * placed by first fit (the lowest offset that fits among the placed buffers
  * sharing its time), the lowest peak kept.
