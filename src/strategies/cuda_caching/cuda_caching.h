@@ -162,7 +162,9 @@ struct pool {
 	uint64_t calls;         /* get_free_block calls (gc ages) */
 };
 
-struct stat {
+/* One of PyTorch's memory stats: its value now and its peak (not POSIX's
+ * struct stat). */
+struct as_cuda_stat {
 	uint64_t cur, peak;
 };
 
@@ -267,7 +269,7 @@ struct cc {
 	uint8_t *initial;       /* per buffer: SEEDED, IN_INITIAL_SEG, ... */
 
 	/* statistics as torch.cuda.memory_stats() names them */
-	struct stat allocation, allocated_bytes, requested_bytes, segment,
+	struct as_cuda_stat allocation, allocated_bytes, requested_bytes, segment,
 		reserved_bytes, inactive_split, inactive_split_bytes,
 		oversize_allocations, oversize_segments;
 	uint32_t next_mark;     /* first recorded mark not yet replayed */
@@ -305,14 +307,14 @@ static inline int as_cuda_floor_log2(uint64_t n)
 	return 63 - __builtin_clzll(n);
 }
 
-static inline void as_cuda_stat_add(struct stat *s, uint64_t n)
+static inline void as_cuda_stat_add(struct as_cuda_stat *s, uint64_t n)
 {
 	s->cur += n;
 	if (s->cur > s->peak)
 		s->peak = s->cur;
 }
 
-static inline void as_cuda_stat_sub(struct stat *s, uint64_t n)
+static inline void as_cuda_stat_sub(struct as_cuda_stat *s, uint64_t n)
 {
 	s->cur = n > s->cur ? 0 : s->cur - n;
 }

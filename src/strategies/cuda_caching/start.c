@@ -564,8 +564,8 @@ static void recount_oversize(struct cc *s)
 			allocs += s->b[x].allocated &&
 				  s->b[x].size >= s->set.max_split;
 	}
-	s->oversize_segments = (struct stat){segs, segs};
-	s->oversize_allocations = (struct stat){allocs, allocs};
+	s->oversize_segments = (struct as_cuda_stat){segs, segs};
+	s->oversize_allocations = (struct as_cuda_stat){allocs, allocs};
 }
 
 int as_cuda_start(void *state, const struct as_trace *t, uint16_t space,
