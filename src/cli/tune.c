@@ -545,8 +545,8 @@ static int tune_one(const char *path, struct tune_opts *o, struct tuned *out)
 		stat_of(plans[i], "settings_differ", &differ);
 		if (differ == 0) {
 			same[i] = true;
-			snprintf(grid[0].setting, sizeof(grid[0].setting),
-				 "%s", grid[i].setting);
+			memcpy(grid[0].setting, grid[i].setting,
+			       sizeof(grid[0].setting)); /* i > 0 */
 		}
 	}
 	for (unsigned s = 0;

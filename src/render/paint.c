@@ -434,7 +434,7 @@ static int emit_panel(struct as_render *r, struct canvas *c,
 	struct box boxes[4 + 16];
 	int nbox = 0, npeak = -1, nlb = -1;
 	double y_peak = -1, y_lb = -1;
-	char peak_lab[64], lb_lab[64];
+	char peak_lab[64], lb_lab[128];
 	double peak_x = X1 - 6, lb_x = X1 - 6;
 	int peak_anchor = ANCHOR_END, lb_anchor = ANCHOR_END;
 	double lb_ty = 0, peak_ty = 0;
