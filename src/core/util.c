@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "core/internal.h"
 
 /* ---- Escaping names for a terminal and for Markdown ---- */
