@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 
+#include "allocscope/build.h"
 #include "allocscope/cuda.h"
 #include "strategies/strategy.h"
 #include "tap.h"
