@@ -64,7 +64,7 @@ const char *as_diag_text(const struct as_diag *d, char *buf, size_t len);
 /* ---- The trace ----
  * What a loaded trace holds, read-only: buffers in allocation order, address
  * spaces, what some recordings add. Events, cases, marks, segments, stages
- * and graph operators are build.h's: readers make them, stages read them. */
+ * and graph operators are build.h's, the library's to make and read. */
 
 #define AS_NONE UINT32_MAX          /* no index (alias parent, symbol, ...) */
 #define AS_NO_OFFSET UINT64_MAX     /* no address: not recorded, or failed */
@@ -245,11 +245,9 @@ enum as_group_by {
 	AS_GROUP_PREFIX,   /* "layer3.attn.q" -> "layer3.attn"; "t17" -> "t" */
 	AS_GROUP_FRAME,    /* the first stack frame, "(no frames)" without */
 	AS_GROUP_SIZE,     /* size class: powers of two */
-	AS_GROUP_STAGE,    /* the innermost stage at its allocation,
-			    * "(no stage)" outside every stage */
+	AS_GROUP_STAGE,    /* the innermost stage at its allocation, "(no stage)" */
 	AS_GROUP_STACK,    /* the whole stack, "(no frames)" without */
-	AS_GROUP_CONTEXT,  /* compile context and user metadata,
-			    * "(no context)" without */
+	AS_GROUP_CONTEXT,  /* compile context and user metadata, "(no context)" */
 	AS_GROUP_CATEGORY, /* explain only (as_trace_group: the name):
 			    * parameters, activations, ... */
 	AS_GROUP_LINE,     /* explain only: the line of one source file */
