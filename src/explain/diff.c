@@ -172,9 +172,10 @@ int as_explain_write_diff_markdown(const struct as_comparison *c,
 	fprintf(f, ". A group regresses when its bytes at the peak grow by more "
 		   "than %.2f%%.\n\n",
 		c->opts.max_regress_pct);
-	fputs("| status | space | base | new | change | change % | top frames |\n"
-	      "|---|---|---:|---:|---:|---:|---|\n",
-	      f);
+	static const char *const head[] = {"status", "space",	 "base",
+					   "new",    "change", "change %",
+					   "top frames"};
+	as_md_table_head(f, head, "llrrrrl");
 	size_t same = 0;
 	for (size_t k = 0; k < c->nrows; k++) {
 		const struct as_compare_row *r = &c->rows[order[k]];

@@ -380,10 +380,12 @@ void as_x_oom_markdown(FILE *f, const struct as_explain *e, bool suggest)
 		fputs(" · ", f);
 		as_escape_write(f, e->spec, AS_ESCAPE_MARKDOWN);
 	}
-	fputs("\n\n| space | step | request | live | reserved | device "
-	      "| cached free | largest free block | failed for |\n"
-	      "|---|---:|---:|---:|---:|---:|---|---:|---|\n",
-	      f);
+	static const char *const head[] = {
+		"space",    "step",	   "request",
+		"live",	    "reserved",	   "device",
+		"cached free", "largest free block", "failed for"};
+	fputs("\n\n", f);
+	as_md_table_head(f, head, "lrrrrrlrl");
 	bool recorded_only = false;
 	for (uint32_t i = 0; i < e->nooms; i++) {
 		const struct as_explain_oom *o = &e->ooms[i];

@@ -710,14 +710,11 @@ static void md_list(FILE *f, const struct as_explain *e,
 		    bool largest)
 {
 	char a[32], b[32];
-	if (largest)
-		fputs("| largest | bytes | count | top frames |\n"
-		      "|---:|---:|---:|---|\n",
-		      f);
-	else
-		fputs("| bytes | share | count | top frames |\n"
-		      "|---:|---:|---:|---|\n",
-		      f);
+	static const char *const head_largest[] = {"largest", "bytes", "count",
+						   "top frames"};
+	static const char *const head[] = {"bytes", "share", "count",
+					   "top frames"};
+	as_md_table_head(f, largest ? head_largest : head, "rrrl");
 	for (uint32_t j = 0; j < l->ngroups; j++) {
 		const struct as_explain_group *g = &l->groups[j];
 		if (largest)
@@ -799,10 +796,12 @@ static void md_space(FILE *f, const struct as_explain *e,
 		uint32_t *shown = malloc(sizeof(*shown) * ((size_t)x->nstages + 1));
 		if (shown) {
 			uint32_t n = stages_shown(x, e->opts.top, shown);
-			fprintf(f, "Annotation stages (%u of %u):\n\n| stage | "
-				   "steps | at START | at END | peak inside |\n"
-				   "|---|---:|---:|---:|---:|\n",
-				n, x->nstages);
+			static const char *const head[] = {
+				"stage", "steps", "at START", "at END",
+				"peak inside"};
+			fprintf(f, "Annotation stages (%u of %u):\n\n", n,
+				x->nstages);
+			as_md_table_head(f, head, "lrrrr");
 			for (uint32_t k = 0; k < n; k++) {
 				const struct as_explain_stage *s = &x->stages[shown[k]];
 				const struct as_stage *st = &t->stages[s->stage];
@@ -858,11 +857,12 @@ int as_explain_write_markdown(const struct as_explain_run *runs, size_t n,
 	if (n > 1) {
 		uint64_t max, mean;
 		as_x_ranks(runs, n, &max, &mean);
-		fprintf(f, "### Ranks: imbalance %.3f (largest peak %s, mean %s)\n\n"
-			   "| file | peak | reserved peak | top group |\n"
-			   "|---|---:|---:|---|\n",
+		static const char *const head[] = {"file", "peak",
+						   "reserved peak", "top group"};
+		fprintf(f, "### Ranks: imbalance %.3f (largest peak %s, mean %s)\n\n",
 			as_explain_imbalance(runs, n), hb(max, a, sizeof(a)),
 			hb(mean, b, sizeof(b)));
+		as_md_table_head(f, head, "lrrl");
 		for (size_t r = 0; r < n; r++) {
 			const struct as_explain *e = runs[r].trace;
 			const struct as_explain_space *x = top_space(e);
