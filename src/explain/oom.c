@@ -251,10 +251,12 @@ static const char *verdict_text(const struct as_explain_oom *o)
 
 bool as_x_oom_modelled(const struct as_explain_run *run)
 {
-	for (size_t p = 0; p < run->nplans; p++)
-		if (strncmp(run->plans[p]->spec, "cuda-caching",
-			    strlen("cuda-caching")) == 0)
+	for (size_t p = 0; p < run->nplans; p++) {
+		const struct as_strategy_info *si =
+			as_strategy_find_by_spec(run->plans[p]->spec);
+		if (si && strcmp(si->name, "cuda-caching") == 0)
 			return true;
+	}
 	return false;
 }
 
