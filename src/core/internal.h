@@ -55,6 +55,16 @@ int as_spool_open(const char *dir, FILE **out);
  */
 size_t as_utf8_len(const unsigned char *s, size_t n);
 
+/*
+ * The character at s (n > 0 bytes left) as in a JSON string, into out (8
+ * bytes): its length; *used says how many bytes of s it took. ", \ and
+ * the bytes below 0x20 escaped, a byte that is not UTF-8 the text \xNN
+ * (backslash escaped). The one JSON rule: as_json_string and the pickle
+ * reader's JSON text.
+ */
+size_t as_json_char(const unsigned char *s, size_t n, char *out,
+		    size_t *used);
+
 /* `s` escaped as as_escape escapes it, written to f whole. */
 void as_escape_write(FILE *f, const char *s, enum as_escape_how how);
 

@@ -139,29 +139,36 @@ void as_md_table_head(FILE *f, const char *const *cols, const char *align)
  * backslash escaped), as the terminal shows it, so every JSON parser reads
  * the string and a reader sees which byte it was.
  */
+size_t as_json_char(const unsigned char *s, size_t n, char *out,
+		    size_t *used)
+{
+	size_t len = as_utf8_len(s, n);
+	*used = len ? len : 1;
+	if (len == 0)
+		return (size_t)snprintf(out, 8, "\\\\x%02x", *s);
+	switch (*s) {
+	case '"': return (size_t)snprintf(out, 8, "\\\"");
+	case '\\': return (size_t)snprintf(out, 8, "\\\\");
+	case '\n': return (size_t)snprintf(out, 8, "\\n");
+	case '\t': return (size_t)snprintf(out, 8, "\\t");
+	case '\r': return (size_t)snprintf(out, 8, "\\r");
+	default:
+		if (*s < 0x20)
+			return (size_t)snprintf(out, 8, "\\u%04x", *s);
+		memcpy(out, s, len);
+		return len;
+	}
+}
+
 void as_json_string(FILE *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	const unsigned char *end = p + strlen(s);
 	putc('"', f);
 	while (p < end) {
-		size_t n = as_utf8_len(p, (size_t)(end - p));
-		if (n == 0) {
-			fprintf(f, "\\\\x%02x", *p++);
-			continue;
-		}
-		switch (*p) {
-		case '"': fputs("\\\"", f); break;
-		case '\\': fputs("\\\\", f); break;
-		case '\n': fputs("\\n", f); break;
-		case '\t': fputs("\\t", f); break;
-		case '\r': fputs("\\r", f); break;
-		default:
-			if (*p < 0x20)
-				fprintf(f, "\\u%04x", *p);
-			else
-				fwrite(p, 1, n, f);
-		}
+		char piece[8];
+		size_t n, k = as_json_char(p, (size_t)(end - p), piece, &n);
+		fwrite(piece, 1, k, f);
 		p += n;
 	}
 	putc('"', f);
