@@ -361,6 +361,18 @@ static void normalised_keys_merge_stacks_that_differ_in_addresses(void)
 	as_trace_destroy(t);
 }
 
+/* t explained by buffer, every group listed (NULL: failed, checked). */
+static struct as_explain *by_buffer(const struct as_trace *t)
+{
+	struct as_explain_options o;
+	as_explain_options_init(&o);
+	o.by = AS_GROUP_BUFFER;
+	o.top = 0;
+	struct as_explain *e = NULL;
+	CHECK(as_explain_trace(t, &o, &e) == AS_OK);
+	return e;
+}
+
 static void a_new_group_counts_as_growth_from_nothing(void)
 {
 	struct as_trace *a = ops("alloc x 100\nalloc y 50\n");
@@ -368,13 +380,7 @@ static void a_new_group_counts_as_growth_from_nothing(void)
 	CHECK(a && bt);
 	if (!a || !bt)
 		return;
-	struct as_explain_options o;
-	as_explain_options_init(&o);
-	o.by = AS_GROUP_BUFFER;
-	o.top = 0;
-	struct as_explain *ea, *eb;
-	CHECK(as_explain_trace(a, &o, &ea) == AS_OK);
-	CHECK(as_explain_trace(bt, &o, &eb) == AS_OK);
+	struct as_explain *ea = by_buffer(a), *eb = by_buffer(bt);
 	struct as_results *rb = as_results_create(), *rn = as_results_create();
 	CHECK(as_explain_results(ea, eb, rb, rn) == AS_OK);
 	CHECK_EQ_U64(rb->nrows, 3);
@@ -772,13 +778,10 @@ static void every_markdown_writer_escapes_a_pipe_in_a_name(void)
 	CHECK(ta && tb);
 	if (!ta || !tb)
 		return;
-	struct as_explain_options o;
-	as_explain_options_init(&o);
-	o.by = AS_GROUP_BUFFER;
-	o.top = 0;
-	struct as_explain *ea, *eb;
-	CHECK(as_explain_trace(ta, &o, &ea) == AS_OK);
-	CHECK(as_explain_trace(tb, &o, &eb) == AS_OK);
+	struct as_explain *ea = by_buffer(ta), *eb = by_buffer(tb);
+	CHECK(ea && eb);
+	if (!ea || !eb)
+		return;
 	/* explain --markdown: the groups and the trace's path. */
 	char *md = written(ea, 2);
 	CHECK(md && strstr(md, "| **a\\|b \\#** |") != NULL);
