@@ -389,7 +389,7 @@ static void print_frames(const struct as_explain_group *g, int indent)
 		printf("%*s%s\n", k ? indent : 0, "", fr);
 	}
 	if (!g || !g->nframes)
-		printf("%s\n", g ? g->key : "?");
+		printf("%s\n", g ? cli_esc(g->key) : "?");
 }
 
 static int print_group_diff(const struct as_comparison *c,
@@ -406,8 +406,9 @@ static int print_group_diff(const struct as_comparison *c,
 	printf("by %s: a group regresses when its bytes at the peak grow by "
 	       "more than %.2f%%\n",
 	       as_group_by_name(a->opts.by), c->opts.max_regress_pct);
-	printf("base %s: peak %s; new %s: peak %s\n\n", a->trace->path,
-	       as_human_bytes(a->peak_bytes, h1, sizeof(h1)), b->trace->path,
+	printf("base %s: peak %s; new %s: peak %s\n\n", cli_esc(a->trace->path),
+	       as_human_bytes(a->peak_bytes, h1, sizeof(h1)),
+	       cli_esc(b->trace->path),
 	       as_human_bytes(b->peak_bytes, h2, sizeof(h2)));
 	size_t hidden = 0;
 	bool header = false;
@@ -436,7 +437,8 @@ static int print_group_diff(const struct as_comparison *c,
 			 r->change > 0 ? "+" : r->change < 0 ? "-" : "",
 			 as_human_bytes((uint64_t)fabs(r->change), h3,
 					sizeof(h3)));
-		printf("%-10s %-8s %11s %11s %12s %9s  ", status, x->trace,
+		printf("%-10s %-8s %11s %11s %12s %9s  ", status,
+		       cli_esc(x->trace),
 		       as_human_bytes((uint64_t)r->base_value, h1, sizeof(h1)),
 		       as_human_bytes((uint64_t)r->new_value, h2, sizeof(h2)),
 		       ch, pct);

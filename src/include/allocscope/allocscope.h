@@ -100,8 +100,7 @@ static inline uint64_t as_buffer_align(const struct as_buffer *b)
 /* A buffer is kept to 64 bytes: traces of 10^7 buffers are common. */
 _Static_assert(sizeof(struct as_buffer) <= 64, "as_buffer grew");
 
-/* The longest buffer name any format accepts, in bytes. */
-#define AS_NAME_MAX 1023
+#define AS_NAME_MAX 1023 /* the longest buffer name any format accepts */
 
 /* An address space: the default pool, a named pool or level, or a core. */
 struct as_space {
@@ -367,8 +366,7 @@ void as_plan_peaks(const struct as_plan *p, const struct as_trace *t,
 /* Number of non-empty allocations the strategy failed. */
 uint32_t as_plan_failed(const struct as_plan *p, const struct as_trace *t);
 
-/* Every space at once, where a function takes a space index. */
-#define AS_ALL_SPACES (-1)
+#define AS_ALL_SPACES (-1) /* every space, where a function takes one */
 
 struct as_moment {
 	uint64_t time;        /* trace time units */
@@ -466,12 +464,14 @@ size_t as_strategy_count(void);
 const struct as_strategy_info *as_strategy_at(size_t i);
 const char *as_strategy_time(size_t i);
 const struct as_strategy_info *as_strategy_find(const char *name);
+/* The strategy a spec names (the NAME of "NAME[:k=v,...]"), NULL for none:
+ * the one reading of a spec's name. */
+const struct as_strategy_info *as_strategy_find_by_spec(const char *spec);
 
 /* Whether the strategy can plan this trace (e.g. `recorded` needs offsets). */
 bool as_strategy_applies(const char *name, const struct as_trace *t);
 /* Whether it is in the default set for this trace (replay without -s): it
- * applies, and its running time at this size is what `allocscope
- * strategies` promises for the default set. */
+ * applies, and its running time at this size is what `strategies` promises. */
 bool as_strategy_by_default(const char *name, const struct as_trace *t);
 
 /* ---- Running ----
