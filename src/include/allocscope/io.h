@@ -1,8 +1,8 @@
 /*
  * allocscope files and text: what a program that reads traces and writes
  * reports needs around the library's calls, shared by the front ends (the
- * CLI, the viewer) and the library's own writers (render, explain,
- * compare), so that each is written once.
+ * CLI, the viewer) and the library's own readers and writers (formats,
+ * render, explain, compare), so that each is written once.
  *
  * Nothing here prints. Errors are AS_E* codes with errno or a struct
  * as_diag telling why, for the caller's message.
