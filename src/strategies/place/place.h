@@ -261,6 +261,9 @@ bool as_rect_by_t0(uint32_t a, uint32_t b, const void *pb);
  * greedy-breadth: by the broadest section spanned, then size, AS_FIT_BEST.
  */
 int as_order_greedy_size(const struct as_problem *pb, uint32_t *order);
+/* Sort rectangle indices ids[0..n) into greedy-size's order. */
+int as_sort_greedy_size(const struct as_problem *pb, uint32_t *ids,
+			uint32_t n);
 int as_order_bestfit(const struct as_problem *pb, bool by_length,
 		     uint32_t *order);
 int as_order_breadth(const struct as_problem *pb, uint32_t *order);
