@@ -276,7 +276,7 @@ nomem:
 static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 			     uint64_t seed, double deadline,
 			     const struct as_budget *budget, uint64_t nodes,
-			     bool once, int *err)
+			     int *err)
 {
 	struct as_exact_stats st = {0};
 	uint32_t n = pb->n, S = pb->nsections, wins = 0;
@@ -302,7 +302,7 @@ static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 	for (uint32_t round = 0;
 	     (round++ == 0 ? !as_budget_canceled(budget)
 			   : !as_budget_past(budget, deadline)) &&
-	     limit >= 16 && (!nodes || st.nodes < nodes) && !(once && wins);) {
+	     limit >= 16 && (!nodes || st.nodes < nodes);) {
 		uint64_t peak = as_place_peak(pb, off);
 		if (peak <= pb->lower_bound)
 			break;
@@ -403,46 +403,49 @@ static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 		double now = as_now_ms();
 		if (sub.lower_bound > peak - 1 - base)
 			break;
-		/* Lowest-fit refills first: cheap, and often enough. */
-		int g = window_greedy(&sub, fixed, peak - 1 - base,
-				      seed * 0x9e3779b97f4a7c15ULL + wins, so, ids);
-		if (g < 0) {
-			*err = g;
-			break;
+		/*
+		 * The exact search while time is left, else (or when it
+		 * fails) lowest-fit refills: cheap, so the first window
+		 * gets them even at the deadline. A window the exact search
+		 * failed on halves, whatever the refills did.
+		 */
+		int r = AS_EXACT_TIMEOUT;
+		if (!as_budget_past(budget, deadline)) {
+			/* A quarter of the time, at most 0.3 s (nodes=
+			 * decides alone). */
+			double slice = (deadline - now) / 4;
+			if (slice > 300)
+				slice = 300;
+			if (nodes)
+				slice = deadline - now;
+			/* With nodes=, each window gets an eighth of what
+			 * is left. */
+			uint64_t share = nodes ? (nodes - st.nodes) / 8 + 1 : 0;
+			r = as_exact_solve_fixed(&sub, fixed, peak - 1 - base,
+						 now + slice, budget, share,
+						 seed, so, &st);
+			if (r < 0) {
+				*err = r;
+				break;
+			}
 		}
-		if (g) {
+		if (r != AS_EXACT_FOUND) {
+			int g = window_greedy(&sub, fixed, peak - 1 - base,
+					      seed * 0x9e3779b97f4a7c15ULL +
+						      wins,
+					      so, ids);
+			if (g < 0) {
+				*err = g;
+				break;
+			}
+			limit = nf / 2; /* a smaller window */
+			if (!g)
+				continue;
+		} else {
 			limit = nf * 2 < AS_STRIP_WINDOW_FREE
 					? nf * 2
 					: AS_STRIP_WINDOW_FREE;
-			for (uint32_t k = 0; k < m; k++)
-				if (role[map[k]] == 1)
-					off[map[k]] = so[k] + base;
-			wins++;
-			continue;
 		}
-		/* A quarter of the time, at most 0.3 s (nodes= decides alone). */
-		if (as_budget_past(budget, deadline))
-			break;
-		double slice = (deadline - now) / 4;
-		if (slice > 300)
-			slice = 300;
-		if (nodes)
-			slice = deadline - now;
-		/* With nodes=, each window gets an eighth of what is left. */
-		uint64_t share = nodes ? (nodes - st.nodes) / 8 + 1 : 0;
-		int r = as_exact_solve_fixed(&sub, fixed, peak - 1 - base,
-					     now + slice, budget, share, seed,
-					     so, &st);
-		if (r < 0) {
-			*err = r;
-			break;
-		}
-		if (r != AS_EXACT_FOUND) {
-			limit = nf / 2; /* a smaller window */
-			continue;
-		}
-		limit = nf * 2 < AS_STRIP_WINDOW_FREE ? nf * 2
-						      : AS_STRIP_WINDOW_FREE;
 		for (uint32_t k = 0; k < m; k++)
 			if (role[map[k]] == 1)
 				off[map[k]] = so[k] + base;
@@ -529,6 +532,10 @@ static uint32_t top_swap(const struct as_problem *pb, uint64_t *off,
 		     k++) {
 			uint32_t u = cand[k];
 			const struct as_rect *ru = &pb->r[u];
+			/* They share time: their new places must not meet. */
+			if (off[u] < off[t] + ru->size &&
+			    off[t] < off[u] + rt->size)
+				continue;
 			if (!slot_clear(pb, off, t, u, off[u], rt->size, rt->t0,
 					rt->t1) ||
 			    !slot_clear(pb, off, t, u, off[t], ru->size, ru->t0,
@@ -564,6 +571,9 @@ static int window_step(const struct as_problem *pb, uint64_t *off,
 	 * reorders the top of the stack, a swap then finds what stands on
 	 * it.
 	 */
+	double now = as_now_ms();
+	if (deadline > now)
+		deadline = now + (deadline - now) * share;
 	for (;;) {
 		uint32_t k = top_swap(pb, off, cfg->budget, deadline, cand,
 				      &err);
@@ -573,10 +583,8 @@ static int window_step(const struct as_problem *pb, uint64_t *off,
 			err = as_strip_note(cfg, p, "top swap", *best);
 		if (err || (wins && as_budget_past(cfg->budget, deadline)))
 			break;
-		double now = as_now_ms();
-		uint32_t w = window_exact(pb, off, cfg->seed,
-					  now + (deadline - now) * share,
-					  cfg->budget, cfg->nodes, true, &err);
+		uint32_t w = window_exact(pb, off, cfg->seed, deadline,
+					  cfg->budget, cfg->nodes, &err);
 		*best = as_place_peak(pb, off);
 		wins += w;
 		if (!err && w)
@@ -608,7 +616,8 @@ static int window_step(const struct as_problem *pb, uint64_t *off,
 static uint64_t greedy_big(const struct as_problem *pb, struct as_budget *b,
 			   const struct as_budget *until, uint64_t *tmp,
 			   uint8_t *fixed, uint32_t *ids,
-			   struct as_placer **obst, int *err)
+			   struct as_placer **obst, double *sweep_ms,
+			   int *err)
 {
 	uint32_t n = pb->n, m = 0;
 	*obst = NULL;
@@ -643,7 +652,11 @@ static uint64_t greedy_big(const struct as_problem *pb, struct as_budget *b,
 		fixed[i] = 1;
 	}
 	*obst = pl;
-	return as_place_sweep(pb, AS_FIT_LOWEST, fixed, pl, until, tmp, err);
+	double t0 = as_now_ms();
+	uint64_t peak = as_place_sweep(pb, AS_FIT_LOWEST, fixed, pl, until,
+				       tmp, err);
+	*sweep_ms = as_now_ms() - t0;
+	return peak;
 }
 
 /*
@@ -688,26 +701,28 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 	double unit = 0, per_pair = 0;
 	/*
 	 * The first plan (always run, so the one step that may pass the
-	 * deadline): greedy-size's start, or the first-fit sweep where it has
-	 * no big ones, then the best-fit sweep when a unit fits. After
-	 * greedy-size's start the plain sweeps are skipped: on the malloc
-	 * recordings measured they never did better, and the window search
-	 * makes more of the time.
+	 * deadline): without incumbents greedy-size's start, else (or where
+	 * it has no big ones) the first-fit sweep, then the best-fit sweep
+	 * when a unit fits. After greedy-size's start the plain sweeps are
+	 * skipped: on the malloc recordings measured they never did better,
+	 * and the window search makes more of the time.
 	 */
 	static const char *const sweeps[] = {"greedy-size big, sweep",
 					     "sweep first fit",
 					     "sweep best fit"};
 	for (int f = 0; f < 3; f++) {
-		double t0 = as_now_ms();
+		double t0 = as_now_ms(), sweep_ms = 0;
 		bool first = best == UINT64_MAX;
 		if (!first && (f == 1 || !affordable(cfg->budget, deadline,
 						     unit)))
 			break;
 		struct as_budget until = *cfg->budget;
 		until.deadline = first ? 0 : deadline;
+		if (f == 0 && cfg->start)
+			continue; /* greedy-size itself is an incumbent */
 		if (f == 0) {
 			peak = greedy_big(pb, cfg->budget, &until, tmp, fixed,
-					  map, &obst, &err);
+					  map, &obst, &sweep_ms, &err);
 			as_placer_destroy(obst);
 			obst = NULL;
 			memset(fixed, 0, n);
@@ -735,7 +750,8 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 			uint32_t lg = 1;
 			while (lg < 63 && (2ULL << lg) <= n)
 				lg++;
-			unit = as_now_ms() - t0;
+			/* A sweep's time (greedy-size's finds left out). */
+			unit = f == 0 ? sweep_ms : as_now_ms() - t0;
 			per_pair = unit / ((double)n * lg);
 		}
 		if ((err = as_strip_note(cfg, p, sweeps[f], peak)))
@@ -928,7 +944,7 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 	}
 done:
 	/* Steps that did not fit leave their time to the window search. */
-	if (!windowed && (err = window_step(pb, off, cfg, p, deadline, 1,
+	if (!windowed && (err = window_step(pb, off, cfg, p, deadline, 0.6,
 					    &best)))
 		goto out;
 	if (n <= AS_STRIP_REPAIR_MAX &&
