@@ -211,8 +211,8 @@ uint64_t as_place_order(struct as_placer *pl, const uint32_t *order,
  * holding exactly the fixed ones) finds. A cancel of `budget` (may be NULL;
  * only its cancel flag and deadline are read) stops it within 256
  * rectangles, its deadline within 4096. Returns the peak, UINT64_MAX on
- * 64-bit overflow, or 0 with *err = AS_ENOMEM, AS_ECANCELED or AS_ELIMIT
- * (the deadline).
+ * 64-bit overflow, or 0 with *err = AS_ENOMEM, AS_ECANCELED, AS_ELIMIT
+ * (the deadline) or AS_EINVAL (fixed rectangles that meet).
  */
 uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 			const uint8_t *fixed, struct as_placer *obst,
