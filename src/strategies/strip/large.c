@@ -1,7 +1,7 @@
 /*
- * Strategy strip, the large-trace path (strip.h): time sweeps, big first,
- * the window search and the peak repair, for traces with many overlapping
- * pairs.
+ * Strategy strip, the large-trace path (strip.h): greedy-size's start,
+ * time sweeps, big first, the window search with its refills, top swaps and
+ * the peak repair, for traces with many overlapping pairs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,10 +236,13 @@ static int window_greedy(const struct as_problem *sub, const uint64_t *fixed,
 	int found = 0;
 	if (!pl)
 		return AS_ENOMEM;
+	bool held_low = true; /* a held one at the top leaves no room */
 	for (uint32_t k = 0; k < sub->n; k++)
 		if (fixed[k] == AS_NO_OFFSET)
 			ids[nf++] = k;
-	for (int o = 0; o < 4 && !found; o++) {
+		else
+			held_low &= fixed[k] + sub->r[k].size <= cap;
+	for (int o = 0; o < 4 && !found && held_low; o++) {
 		if (o == 0 && as_sort_greedy_size(sub, ids, nf))
 			goto nomem;
 		if (o == 1 && as_sort_u32(ids, nf, by_start, sub))
@@ -671,10 +674,11 @@ static bool affordable(const struct as_budget *b, double deadline,
 
 /*
  * Traces with too many overlapping pairs for the seed's method (hundreds of
- * thousands to millions of buffers): the O(n log n) time sweep, first fit
- * and best fit; then "big first": the big rectangles (where the bytes are)
- * get the full method on their own, and the sweep fits the rest around them.
- * The best of these is kept.
+ * thousands to millions of buffers): without incumbents greedy-size's start
+ * (greedy_big), else the O(n log n) time sweep, first fit and best fit;
+ * then "big first": the big rectangles (where the bytes are) get the full
+ * method on their own, and the sweep fits the rest around them. The best of
+ * these is kept, and the window search and top swaps work on it.
  */
 int as_strip_large(const struct as_problem *pb, uint64_t *off,
 		       struct as_strip_cfg *cfg, struct as_plan *p, double deadline)
