@@ -5,6 +5,53 @@
 #include "core/internal.h"
 #include "core/trace_private.h"
 
+/*
+ * The arrays a plan appends to (stats, rounds, certificates, out of
+ * memory) hold the power of two at or above their count, so appends cost
+ * O(1) amortized without a capacity field: a strategy adds rounds per
+ * space, and a trace may have thousands of spaces.
+ */
+static size_t slots(size_t n)
+{
+	size_t s = 1;
+	while (s < n)
+		s <<= 1;
+	return n ? s : 0;
+}
+
+/* Room for element n (0-based) of *arr; false: no memory. */
+static bool append_room(void *arr, size_t n, size_t size)
+{
+	void **a = arr;
+	if (n < slots(n))
+		return true;
+	void *g = realloc(*a, slots(n + 1) * size);
+	if (!g)
+		return false;
+	*a = g;
+	return true;
+}
+
+/* A copy of n elements of `size` bytes at src (NULL stays NULL) in room
+ * for `cap` (>= n); false: no memory. */
+static bool dup_room(void *dst, const void *src, size_t n, size_t cap,
+		     size_t size)
+{
+	void **d = dst;
+	*d = NULL;
+	if (!src)
+		return true;
+	if (!(*d = malloc((cap + 1) * size)))
+		return false;
+	memcpy(*d, src, n * size);
+	return true;
+}
+
+static bool dup_array(void *dst, const void *src, size_t n, size_t size)
+{
+	return dup_room(dst, src, n, n, size);
+}
+
 struct as_plan *as_plan_create(const struct as_trace *t)
 {
 	struct as_plan *p = calloc(1, sizeof(*p));
@@ -65,17 +112,12 @@ void as_certificates_free(struct as_certificate *c, uint32_t n)
 
 int as_plan_certify(struct as_plan *p, struct as_certificate *c)
 {
-	struct as_certificate *grown =
-		p->ncerts < UINT16_MAX
-			? realloc(p->certs, ((size_t)p->ncerts + 1) *
-						    sizeof(*grown))
-			: NULL;
-	if (!grown) {
+	if (p->ncerts == UINT16_MAX ||
+	    !append_room(&p->certs, p->ncerts, sizeof(*p->certs))) {
 		free(c->buffers);
 		c->buffers = NULL;
 		return AS_ENOMEM;
 	}
-	p->certs = grown;
 	p->certs[p->ncerts++] = *c;
 	c->buffers = NULL;
 	return AS_OK;
@@ -105,14 +147,9 @@ char *as_certificate_words(const struct as_certificate *c, uint64_t peak,
 
 int as_plan_oom_add(struct as_plan *p, const struct as_plan_oom *o)
 {
-	struct as_plan_oom *grown =
-		p->nooms < UINT32_MAX
-			? realloc(p->ooms, ((size_t)p->nooms + 1) *
-						   sizeof(*grown))
-			: NULL;
-	if (!grown)
+	if (p->nooms == UINT32_MAX ||
+	    !append_room(&p->ooms, p->nooms, sizeof(*p->ooms)))
 		return AS_ENOMEM;
-	p->ooms = grown;
 	p->ooms[p->nooms++] = *o;
 	return AS_OK;
 }
@@ -146,19 +183,6 @@ const char *as_div_kind_name(enum as_div_kind k)
 	return "?";
 }
 
-/* A copy of n elements of `size` bytes at src (NULL stays NULL); false: no
- * memory. */
-static bool dup_array(void *dst, const void *src, size_t n, size_t size)
-{
-	void **d = dst;
-	*d = NULL;
-	if (!src)
-		return true;
-	if (!(*d = malloc((n + 1) * size)))
-		return false;
-	memcpy(*d, src, n * size);
-	return true;
-}
 
 struct as_plan *as_plan_copy(const struct as_plan *p)
 {
@@ -180,10 +204,10 @@ struct as_plan *as_plan_copy(const struct as_plan *p)
 			    sizeof(*p->space_capacity)) &&
 		  dup_array(&c->space_name, p->space_name, p->nspaces,
 			    sizeof(*p->space_name)) &&
-		  dup_array(&c->stats, p->stats, p->nstats,
-			    sizeof(*p->stats)) &&
-		  dup_array(&c->rounds, p->rounds, p->nrounds,
-			    sizeof(*p->rounds)) &&
+		  dup_room(&c->stats, p->stats, p->nstats, slots(p->nstats),
+			   sizeof(*p->stats)) &&
+		  dup_room(&c->rounds, p->rounds, p->nrounds,
+			   slots(p->nrounds), sizeof(*p->rounds)) &&
 		  dup_array(&c->segment_size, p->segment_size, n,
 			    sizeof(*p->segment_size)) &&
 		  dup_array(&c->segment_offset, p->segment_offset, n,
@@ -196,10 +220,11 @@ struct as_plan *as_plan_copy(const struct as_plan *p)
 		if ((ok = (c->notes[i] = malloc(len)) != NULL))
 			memcpy(c->notes[i], p->notes[i], len);
 	}
-	if (ok && (ok = dup_array(&c->ooms, p->ooms, p->nooms,
-				  sizeof(*p->ooms))))
+	if (ok && (ok = dup_room(&c->ooms, p->ooms, p->nooms, slots(p->nooms),
+				 sizeof(*p->ooms))))
 		c->nooms = p->nooms;
-	ok = ok && dup_array(&c->certs, p->certs, p->ncerts, sizeof(*p->certs));
+	ok = ok && dup_room(&c->certs, p->certs, p->ncerts, slots(p->ncerts),
+			    sizeof(*p->certs));
 	/* ncerts counts the copies made: a half-made copy frees those. */
 	for (uint32_t i = 0; ok && i < p->ncerts; i++, c->ncerts++)
 		ok = dup_array(&c->certs[i].buffers, p->certs[i].buffers,
@@ -304,11 +329,9 @@ int as_plan_stat(struct as_plan *p, const char *key, double value)
 			p->stats[i] = (struct as_stat){key, value, false};
 			return AS_OK;
 		}
-	struct as_stat *n = realloc(p->stats, (p->nstats + 1) * sizeof(*n));
-	if (!n)
+	if (!append_room(&p->stats, p->nstats, sizeof(*p->stats)))
 		return AS_ENOMEM;
-	p->stats = n;
-	n[p->nstats++] = (struct as_stat){key, value, false};
+	p->stats[p->nstats++] = (struct as_stat){key, value, false};
 	return AS_OK;
 }
 
@@ -325,10 +348,9 @@ int as_plan_stat_int(struct as_plan *p, const char *key, uint64_t value)
 
 int as_plan_round(struct as_plan *p, const char *label, uint64_t peak)
 {
-	struct as_round *n = realloc(p->rounds, (p->nrounds + 1) * sizeof(*n));
-	if (!n)
+	if (!append_room(&p->rounds, p->nrounds, sizeof(*p->rounds)))
 		return AS_ENOMEM;
-	p->rounds = n;
+	struct as_round *n = p->rounds;
 	snprintf(n[p->nrounds].label, sizeof(n[p->nrounds].label), "%s",
 		 label);
 	n[p->nrounds].peak = peak;
