@@ -535,9 +535,11 @@ static uint32_t top_swap(const struct as_problem *pb, uint64_t *off,
 		     k++) {
 			uint32_t u = cand[k];
 			const struct as_rect *ru = &pb->r[u];
-			/* They share time: their new places must not meet. */
-			if (off[u] < off[t] + ru->size &&
-			    off[t] < off[u] + rt->size)
+			/* T must end below the peak where it goes, and they
+			 * share time: their new places must not meet. */
+			if (off[u] + rt->size >= peak ||
+			    (off[u] < off[t] + ru->size &&
+			     off[t] < off[u] + rt->size))
 				continue;
 			if (!slot_clear(pb, off, t, u, off[u], rt->size, rt->t0,
 					rt->t1) ||
@@ -609,21 +611,19 @@ static int window_step(const struct as_problem *pb, uint64_t *off,
  * their finds stay few) go in greedy-size's order to their lowest fit, and
  * the sweep fits the rest around them. On malloc recordings the largest
  * ones set the peak: the plan lands within bytes of greedy-size's, which
- * costs several times more. Marks the big ones in fixed[], leaves their
- * placer in *obst (NULL when there are none, or all of them), and returns
- * the peak (as as_place_sweep; 0 with *err = AS_OK: no big ones).
+ * costs several times more. Uses fixed[] (left zeroed) and ids as
+ * scratch; *sweep_ms gets the sweep's time. Returns the peak (as
+ * as_place_sweep; 0 with *err = AS_OK: no big ones, or all of them).
  */
 #define GREEDY_BIG_DIV 1024
 #define GREEDY_BIG_MAX 1024
 
 static uint64_t greedy_big(const struct as_problem *pb, struct as_budget *b,
 			   const struct as_budget *until, uint64_t *tmp,
-			   uint8_t *fixed, uint32_t *ids,
-			   struct as_placer **obst, double *sweep_ms,
+			   uint8_t *fixed, uint32_t *ids, double *sweep_ms,
 			   int *err)
 {
 	uint32_t n = pb->n, m = 0;
-	*obst = NULL;
 	*err = AS_OK;
 	memset(fixed, 0, n);
 	for (uint64_t cut = pb->lower_bound / GREEDY_BIG_DIV + 1; cut;
@@ -654,11 +654,12 @@ static uint64_t greedy_big(const struct as_problem *pb, struct as_budget *b,
 		as_placer_put(pl, i, tmp[i]);
 		fixed[i] = 1;
 	}
-	*obst = pl;
 	double t0 = as_now_ms();
 	uint64_t peak = as_place_sweep(pb, AS_FIT_LOWEST, fixed, pl, until,
 				       tmp, err);
 	*sweep_ms = as_now_ms() - t0;
+	as_placer_destroy(pl);
+	memset(fixed, 0, n);
 	return peak;
 }
 
@@ -726,10 +727,7 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 			continue; /* greedy-size itself is an incumbent */
 		if (f == 0) {
 			peak = greedy_big(pb, cfg->budget, &until, tmp, fixed,
-					  map, &obst, &sweep_ms, &err);
-			as_placer_destroy(obst);
-			obst = NULL;
-			memset(fixed, 0, n);
+					  map, &sweep_ms, &err);
 			if (err == AS_OK && peak == 0)
 				continue; /* no big ones */
 		} else {
