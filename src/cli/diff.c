@@ -20,7 +20,7 @@
 #include "allocscope/render.h"
 #include "diff.h"
 #include "explain.h"
-#include "runs.h"
+#include "shared.h"
 
 #define EXIT_REGRESSED 1
 #define EXIT_USAGE 2
@@ -207,7 +207,7 @@ static int run_specs(char **args, size_t nargs,
 		struct as_plan *p[2] = {NULL, NULL};
 		struct as_diag pd[2];
 		memset(pd, 0, sizeof(pd));
-		struct as_run_options ro = {.jobs = jobs};
+		struct as_runner_options ro = {.jobs = jobs};
 		struct as_runner *r = NULL;
 		if (as_runner_create(t, &ro, &r) == AS_OK)
 			as_runner_run_many(r, specs, 2, NULL, p, pd);
@@ -404,7 +404,7 @@ int cli_diff(int argc, char **argv)
 	const char *specs[2], *markdown = NULL, *svg = NULL;
 	size_t nspecs = 0, nargs = 0;
 	bool all = false, progress = true;
-	unsigned jobs = 0; /* the default (as_run_options.jobs) */
+	unsigned jobs = 0; /* the default (as_runner_options.jobs) */
 	struct as_load_options lo;
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
 	if (!args) {

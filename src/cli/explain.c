@@ -19,7 +19,7 @@
 #include "allocscope/compare.h"
 #include "allocscope/explain.h"
 #include "explain.h"
-#include "runs.h"
+#include "shared.h"
 
 #define EXIT_REGRESSED 1
 #define EXIT_USAGE 2
@@ -148,7 +148,7 @@ static int explain_one(const char *path, const struct as_load_options *lo,
 	struct as_plan *plans[MAX_SPECS] = {0};
 	struct as_diag diags[MAX_SPECS];
 	memset(diags, 0, sizeof(diags));
-	struct as_run_options ro = {.jobs = jobs};
+	struct as_runner_options ro = {.jobs = jobs};
 	struct as_runner *r = NULL;
 	int status = 0;
 	if ((err = as_runner_create(l->t, &ro, &r)) == AS_OK)
@@ -184,9 +184,9 @@ static int explain_one(const char *path, const struct as_load_options *lo,
 
 /* The explains of a command line, and which writer. */
 struct report {
-	const struct as_explain_run *runs;
+	const struct as_explain_entry *runs;
 	size_t n;
-	int (*fn)(const struct as_explain_run *runs, size_t n, FILE *f);
+	int (*fn)(const struct as_explain_entry *runs, size_t n, FILE *f);
 };
 
 static int write_report(void *ctx, FILE *f)
@@ -329,14 +329,14 @@ int cli_explain(int argc, char **argv)
 		status = cli_check_outputs(outs, 2, (const char *const *)paths,
 					   npaths);
 	struct loaded *l = calloc(npaths + 1, sizeof(*l));
-	struct as_explain_run *runs = calloc(npaths + 1, sizeof(*runs));
+	struct as_explain_entry *runs = calloc(npaths + 1, sizeof(*runs));
 	if (!status && (!l || !runs))
 		status = EXIT_USAGE;
 	size_t n = 0;
 	for (; !status && n < npaths; n++) {
 		status = explain_one(paths[n], &lo, &o, specs, nspecs, jobs,
 				     &l[n]);
-		runs[n] = (struct as_explain_run){
+		runs[n] = (struct as_explain_entry){
 			l[n].e, (const struct as_explain *const *)l[n].plans,
 			l[n].nplans};
 		if (status)

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "allocscope/allocscope.h"
-#include "runs.h"
+#include "shared.h"
 #include "tune.h"
 
 #define EXIT_INVALID 1
@@ -498,7 +498,7 @@ static int tune_one(const char *path, struct tune_opts *o, struct tuned *out)
 	struct runs rs = {t,	   plans, invalid, n, PTHREAD_MUTEX_INITIALIZER,
 			  &o->progress, path};
 	struct as_many_hooks mh = {.done = run_done, .ctx = &rs};
-	struct as_run_options ro = {.jobs = o->jobs};
+	struct as_runner_options ro = {.jobs = o->jobs};
 	struct as_runner *runner = NULL;
 	int status = grid && specs && plans && left && diags && invalid
 			     ? 0

@@ -330,7 +330,7 @@ static int walk_peak(struct panel *pn, atomic_bool *cancel)
 	if (!pn->has_peak)
 		return AS_OK;
 	struct as_diag d;
-	struct as_run_options ro = {.cancel = cancel};
+	struct as_runner_options ro = {.cancel = cancel};
 	int err = as_strategy_blocks_at(pn->title, pn->t, &ro, pn->peak_time,
 					pn->space, &pn->walk, &pn->nwalk, &d);
 	if (err == AS_ENOMEM || err == AS_ECANCELED)

@@ -38,7 +38,7 @@ struct kept {
 
 struct as_runner {
 	const struct as_trace *t;
-	struct as_run_options o;
+	struct as_runner_options o;
 	/* The flag its runs look at: the caller's (o.cancel), else own. */
 	atomic_bool *cancel;
 	atomic_bool own;
@@ -57,8 +57,8 @@ struct as_runner {
 /* The most threads -j asks for. */
 #define JOBS_MAX 64
 
-int as_runner_create(const struct as_trace *t, const struct as_run_options *o,
-		     struct as_runner **out)
+int as_runner_create(const struct as_trace *t,
+		     const struct as_runner_options *o, struct as_runner **out)
 {
 	struct as_runner *r = calloc(1, sizeof(*r));
 	if (!r)
@@ -441,7 +441,7 @@ int as_run_reuse_until(struct as_run *run, const char *spec,
 }
 
 int as_strategy_run(const char *spec, const struct as_trace *t,
-		    const struct as_run_options *o, struct as_plan **out,
+		    const struct as_runner_options *o, struct as_plan **out,
 		    struct as_diag *diag)
 {
 	struct as_runner *r;
@@ -476,7 +476,7 @@ int as_runner_walk_at(struct as_runner *r, const char *spec, uint64_t time,
 }
 
 int as_strategy_walk_at(const char *spec, const struct as_trace *t,
-			const struct as_run_options *o, uint64_t time,
+			const struct as_runner_options *o, uint64_t time,
 			as_block_fn visit, void *ctx, struct as_diag *diag)
 {
 	struct as_runner *r;
@@ -536,7 +536,7 @@ int as_runner_blocks_at(struct as_runner *r, const char *spec, uint64_t time,
 }
 
 int as_strategy_blocks_at(const char *spec, const struct as_trace *t,
-			  const struct as_run_options *o, uint64_t time,
+			  const struct as_runner_options *o, uint64_t time,
 			  uint16_t space, struct as_block **blocks, size_t *n,
 			  struct as_diag *diag)
 {

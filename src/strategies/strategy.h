@@ -147,7 +147,7 @@ struct as_strategy_impl {
  */
 int as_online_replay(const struct as_strategy_impl *impl,
 		     const struct as_trace *t, const char *spec_opts,
-		     const struct as_run_options *o, struct as_run *run,
+		     const struct as_runner_options *o, struct as_run *run,
 		     struct as_plan *p, struct as_diag *diag);
 
 /*
@@ -184,7 +184,7 @@ int as_strategy_find_spec(const char *spec, const struct as_trace *t,
  */
 int as_strategy_plan(const struct as_strategy_impl *impl,
 		     const struct as_trace *t, const char *spec_opts,
-		     const struct as_run_options *o, struct as_run *run,
+		     const struct as_runner_options *o, struct as_run *run,
 		     struct as_plan **out, struct as_diag *diag);
 
 /* The runner (runner.c): how many strategies of t run at once when the

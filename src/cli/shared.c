@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runs.h"
+#include "shared.h"
 
 /* How deep a walk goes: a tree deeper than that is refused, named. */
 #define WALK_DEPTH 32

@@ -2,8 +2,8 @@
  * Helpers the CLI commands share: expanding trace arguments (files and
  * directories) into a list of trace files, and a progress bar on stderr.
  */
-#ifndef AS_CLI_RUNS_H
-#define AS_CLI_RUNS_H
+#ifndef AS_CLI_SHARED_H
+#define AS_CLI_SHARED_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -93,7 +93,7 @@ void cli_close_std_at_exit(void);
 bool cli_is_dir(const char *path);
 
 /*
- * -j N: strategies run at once (as_run_options.jobs), 1 to CLI_JOBS_MAX,
+ * -j N: strategies run at once (as_runner_options.jobs), 1 to CLI_JOBS_MAX,
  * as the usage texts say; false when `arg` is not such a number.
  */
 #define CLI_JOBS_MAX 64
