@@ -1,7 +1,7 @@
 /*
  * What the window shows (the plans in view, the view range, selection,
  * search, which lists are open) and how keys and the mouse change it.
- * paint.c turns it into pixels.
+ * frame.c turns it into pixels.
  */
 #include <math.h>
 #include <stdarg.h>

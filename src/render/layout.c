@@ -136,7 +136,7 @@ static int prepare_panel(struct panel *pn, const struct as_order *ord,
 			 : 0;
 
 	/* The peak moment: the most bytes live while the plan is at its
-	 * top (moments.c). */
+	 * top (core/moments.c). */
 	struct as_moment pm;
 	struct as_order own = {0};
 	int merr = ord->t == t ? AS_OK : as_order_build(t, &own);
