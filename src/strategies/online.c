@@ -262,6 +262,11 @@ static bool dump_block(void *ctx, uint16_t space, const struct as_block *b)
 	return true;
 }
 
+bool as_one_space(const struct as_trace *t)
+{
+	return t->nspaces == 1;
+}
+
 void as_dump_blocks(const struct as_online_impl *on, void *state,
 		    as_emit_fn emit, void *ctx)
 {

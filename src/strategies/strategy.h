@@ -157,6 +157,17 @@ int as_online_replay(const struct as_strategy_impl *impl,
 void as_dump_blocks(const struct as_online_impl *on, void *state,
 		    as_emit_fn emit, void *ctx);
 
+/* An `applies` for the allocators that model one memory (tiered, npu-list):
+ * the trace has one address space. */
+bool as_one_space(const struct as_trace *t);
+
+/* x rounded up to a multiple of a, a power of two (the online allocators'
+ * granules and alignments). */
+static inline uint64_t as_round_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) & ~(a - 1);
+}
+
 /*
  * Replay up to `time` under `run` (its budget's cancel flag stops it:
  * AS_ECANCELED), then walk (as_strategy_walk_at).
