@@ -184,23 +184,6 @@ static uint32_t find_fit(const struct bfc *s, uint64_t rounded, uint64_t align,
 	return NIL;
 }
 
-/* find_fit without alignment, and the chunk taken out of its bin. */
-static uint32_t take_best_fit(struct bfc *s, uint64_t rounded)
-{
-	int b0 = bin_of(rounded);
-	uint32_t mask = s->nonempty & ~((1u << b0) - 1);
-	while (mask) {
-		int b = __builtin_ctz(mask);
-		mask &= mask - 1;
-		uint32_t i = bin_lower_bound(s, b, rounded);
-		if (i != NIL) {
-			as_bfc_bin_remove(s, i);
-			return i;
-		}
-	}
-	return NIL;
-}
-
 /* Cut chunk i at `at` bytes; the new upper part is returned. */
 static uint32_t split(struct bfc *s, uint32_t i, uint64_t at)
 {
@@ -592,17 +575,10 @@ static int try_place(struct bfc *s, uint64_t rounded, uint64_t align,
 		     uint64_t req, uint32_t *out)
 {
 	uint64_t pad = 0;
-	uint32_t i;
-	if (align <= MIN_ALLOC) {
-		i = take_best_fit(s, rounded);
-		if (i == NIL)
-			return 0;
-	} else {
-		i = find_fit(s, rounded, align, &pad);
-		if (i == NIL)
-			return 0;
-		as_bfc_bin_remove(s, i);
-	}
+	uint32_t i = find_fit(s, rounded, align, &pad);
+	if (i == NIL)
+		return 0;
+	as_bfc_bin_remove(s, i);
 	int r = take(s, i, pad, rounded, req);
 	if (r < 0)
 		return r;
