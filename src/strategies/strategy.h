@@ -16,12 +16,6 @@
 #include "strategies/place/budget.h"
 
 /*
- * One strategy run: the runner (runner.c) makes it and passes it to plan()
- * and online create(); nothing is looked up elsewhere. It carries the
- * caller's text sink, the budget the run's walks spend, and its way to the
- * plans of other specs it starts from (as_run_reuse).
- */
-/*
  * The buffers of each space, for an online allocator that serves one:
  * bufs[first[s] .. first[s + 1]) are space s's buffers in index order, and
  * rank[i] is buffer i's place among its space's. Per-buffer state sized by
@@ -32,6 +26,12 @@ struct as_space_bufs {
 	const uint32_t *first, *bufs, *rank;
 };
 
+/*
+ * One strategy run: the runner (runner.c) makes it and passes it to plan()
+ * and online create(); nothing is looked up elsewhere. It carries the
+ * caller's text sink, the budget the run's walks spend, and its way to the
+ * plans of other specs it starts from (as_run_reuse).
+ */
 struct as_run {
 	struct as_runner *runner;
 	/* Set by the online driver for the allocators it creates; NULL

@@ -854,8 +854,8 @@ static void check_level(const struct tiered *s, uint8_t l,
 				   name, start, (unsigned long long)at);
 		if (b->free && prev_free)
 			as_problem(p,
-				   "%s: neighbouring free blocks at %llu are not "
-				   "merged",
+				   "%s: neighbouring free blocks at %llu are "
+				   "not merged",
 				   name, start);
 		if (!b->free && b->refs == 0)
 			as_problem(p, "%s: used block at %llu holds no buffer",
