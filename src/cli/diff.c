@@ -467,15 +467,11 @@ int cli_diff(int argc, char **argv)
 					"-j wants 1 to 64 strategies at "
 					"once, not '%s'",
 					argv[i]);
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			fputs(diff_usage, stdout);
+		} else if ((status = cli_rest_arg(argv[i], "allocscope diff",
+						  diff_usage, args,
+						  &nargs)) < 0) {
 			free(args);
 			return 0;
-		} else if (a[0] == '-' && a[1]) {
-			status = diff_usage_error(
-				"unknown or incomplete option '%s'", a);
-		} else {
-			args[nargs++] = argv[i];
 		}
 	}
 	if (!status && nspecs == 1)

@@ -309,15 +309,11 @@ int cli_explain(int argc, char **argv)
 						     "strategies at once, not "
 						     "'%s'",
 						     argv[i]);
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			fputs(explain_usage, stdout);
+		} else if ((status = cli_rest_arg(argv[i], "allocscope explain",
+						  explain_usage, paths,
+						  &npaths)) < 0) {
 			free(paths);
 			return 0;
-		} else if (a[0] == '-' && a[1]) {
-			status = usage_error("unknown or incomplete option '%s'",
-					     a);
-		} else {
-			paths[npaths++] = argv[i];
 		}
 	}
 	if (!status && npaths == 0)

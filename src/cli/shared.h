@@ -62,6 +62,15 @@ const char *cli_esc(const char *s);
 int cli_usage_error(const char *who, const char *usage, const char *fmt,
 		    const char *arg);
 
+/*
+ * The last arm of a command's option loop, for an argument no other arm
+ * took: "-h" or "--help" prints the usage on stdout and returns -1 (the
+ * command then exits 0); any other "-..." is the usage error "unknown or
+ * incomplete option" (2); anything else, "-" too, is appended to args (0).
+ */
+int cli_rest_arg(char *a, const char *who, const char *usage,
+		 char **args, size_t *nargs);
+
 /* Something written to a stream: AS_OK, or an error. */
 typedef int (*cli_write_fn)(void *ctx, FILE *f);
 

@@ -860,15 +860,11 @@ int cli_tune(int argc, char **argv)
 				status = usage_error("-j wants 1 to 64 runs at "
 						     "once, not '%s'",
 						     argv[i]);
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			fputs(tune_usage, stdout);
+		} else if ((status = cli_rest_arg(argv[i], "allocscope tune",
+						  tune_usage, paths,
+						  &npaths)) < 0) {
 			free(paths);
 			return 0;
-		} else if (a[0] == '-' && a[1]) {
-			status = usage_error("unknown or incomplete option '%s'",
-					     a);
-		} else {
-			paths[npaths++] = argv[i];
 		}
 	}
 	if (!status && !npaths)
