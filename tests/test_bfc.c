@@ -218,8 +218,8 @@ static bool run_public_path(const struct as_trace *t, const char *spec,
 	struct lines emitted = {0}, got_alloc = {0}, got_emit = {0};
 	struct lines want_alloc = {0}, want_emit = {0};
 	struct as_runner_options hooks = {.emit = collect,
-				     .ctx = &emitted,
-				     .check_every_event = true};
+					  .ctx = &emitted,
+					  .check_every_event = true};
 	struct as_plan *p = NULL;
 	struct as_diag d = {0};
 	bool ok = true;
@@ -374,8 +374,8 @@ static struct run run_ops(const char *text, const char *spec)
 		return r;
 	}
 	struct as_runner_options hooks = {.emit = collect,
-				     .ctx = &r.emitted,
-				     .check_every_event = true};
+					  .ctx = &r.emitted,
+					  .check_every_event = true};
 	r.err = as_strategy_run(spec, r.t, &hooks, &r.p, &d);
 	if (r.err)
 		printf("#   run: %s\n", d.msg);

@@ -932,7 +932,7 @@ static void once_one_order_stops_the_other_is_called_off(void)
 	CHECK(least[0] != least[1]);
 	int stops = least[0] > least[1] ? 0 : 1; /* the costlier order */
 	struct as_runner_options h = {.step_limit = least[1 - stops],
-					.jobs = 2};
+				      .jobs = 2};
 	bool called_off = false;
 	for (int attempt = 0; attempt < 3 && !called_off; attempt++) {
 		struct as_trace *t = random_trace(seed, 1000, false);
