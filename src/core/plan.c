@@ -5,6 +5,49 @@
 #include "core/internal.h"
 #include "core/trace_private.h"
 
+/*
+ * The arrays a plan grows one entry at a time (stats, notes, rounds, OOMs,
+ * certificates) have room for grow_room(n) entries while they hold n: 8,
+ * or the power of two at or above n. Doubling keeps n appends linear
+ * (strip adds a round and a certificate per space, 20,000 of each on a
+ * trace of 20,000 spaces) where growing by one entry could copy the whole
+ * array every time.
+ */
+static size_t grow_room(size_t n)
+{
+	size_t room = 8;
+	while (room < n)
+		room *= 2;
+	return room;
+}
+
+/* Room in *v (n entries of size bytes) for one more; false: no memory,
+ * *v unchanged. */
+static bool grow_one(void *v, size_t n, size_t size)
+{
+	void **a = v;
+	if (*a && n < grow_room(n))
+		return true;
+	void *grown = realloc(*a, grow_room(n + 1) * size);
+	if (!grown)
+		return false;
+	*a = grown;
+	return true;
+}
+
+/* dup_array for such an array: n entries, room for grow_room(n). */
+static bool dup_grown(void *dst, const void *src, size_t n, size_t size)
+{
+	void **d = dst;
+	*d = NULL;
+	if (!src)
+		return true;
+	if (!(*d = malloc(grow_room(n) * size)))
+		return false;
+	memcpy(*d, src, n * size);
+	return true;
+}
+
 struct as_plan *as_plan_create(const struct as_trace *t)
 {
 	struct as_plan *p = calloc(1, sizeof(*p));
@@ -65,17 +108,12 @@ void as_certificates_free(struct as_certificate *c, uint32_t n)
 
 int as_plan_certify(struct as_plan *p, struct as_certificate *c)
 {
-	struct as_certificate *grown =
-		p->ncerts < UINT16_MAX
-			? realloc(p->certs, ((size_t)p->ncerts + 1) *
-						    sizeof(*grown))
-			: NULL;
-	if (!grown) {
+	if (p->ncerts == UINT16_MAX ||
+	    !grow_one(&p->certs, p->ncerts, sizeof(*p->certs))) {
 		free(c->buffers);
 		c->buffers = NULL;
 		return AS_ENOMEM;
 	}
-	p->certs = grown;
 	p->certs[p->ncerts++] = *c;
 	c->buffers = NULL;
 	return AS_OK;
@@ -105,14 +143,9 @@ char *as_certificate_words(const struct as_certificate *c, uint64_t peak,
 
 int as_plan_oom_add(struct as_plan *p, const struct as_plan_oom *o)
 {
-	struct as_plan_oom *grown =
-		p->nooms < UINT32_MAX
-			? realloc(p->ooms, ((size_t)p->nooms + 1) *
-						   sizeof(*grown))
-			: NULL;
-	if (!grown)
+	if (p->nooms == UINT32_MAX ||
+	    !grow_one(&p->ooms, p->nooms, sizeof(*p->ooms)))
 		return AS_ENOMEM;
-	p->ooms = grown;
 	p->ooms[p->nooms++] = *o;
 	return AS_OK;
 }
@@ -180,15 +213,15 @@ struct as_plan *as_plan_copy(const struct as_plan *p)
 			    sizeof(*p->space_capacity)) &&
 		  dup_array(&c->space_name, p->space_name, p->nspaces,
 			    sizeof(*p->space_name)) &&
-		  dup_array(&c->stats, p->stats, p->nstats,
+		  dup_grown(&c->stats, p->stats, p->nstats,
 			    sizeof(*p->stats)) &&
-		  dup_array(&c->rounds, p->rounds, p->nrounds,
+		  dup_grown(&c->rounds, p->rounds, p->nrounds,
 			    sizeof(*p->rounds)) &&
 		  dup_array(&c->segment_size, p->segment_size, n,
 			    sizeof(*p->segment_size)) &&
 		  dup_array(&c->segment_offset, p->segment_offset, n,
 			    sizeof(*p->segment_offset)) &&
-		  dup_array(&c->notes, p->notes, p->nnotes, sizeof(*p->notes)) &&
+		  dup_grown(&c->notes, p->notes, p->nnotes, sizeof(*p->notes)) &&
 		  dup_array(&c->divergence, p->divergence, p->divergence ? 1 : 0,
 			    sizeof(*p->divergence));
 	for (uint32_t i = 0; ok && i < p->nnotes; i++, c->nnotes++) {
@@ -196,10 +229,10 @@ struct as_plan *as_plan_copy(const struct as_plan *p)
 		if ((ok = (c->notes[i] = malloc(len)) != NULL))
 			memcpy(c->notes[i], p->notes[i], len);
 	}
-	if (ok && (ok = dup_array(&c->ooms, p->ooms, p->nooms,
+	if (ok && (ok = dup_grown(&c->ooms, p->ooms, p->nooms,
 				  sizeof(*p->ooms))))
 		c->nooms = p->nooms;
-	ok = ok && dup_array(&c->certs, p->certs, p->ncerts, sizeof(*p->certs));
+	ok = ok && dup_grown(&c->certs, p->certs, p->ncerts, sizeof(*p->certs));
 	/* ncerts counts the copies made: a half-made copy frees those. */
 	for (uint32_t i = 0; ok && i < p->ncerts; i++, c->ncerts++)
 		ok = dup_array(&c->certs[i].buffers, p->certs[i].buffers,
@@ -284,10 +317,9 @@ int as_plan_note(struct as_plan *p, const char *text)
 {
 	if (p->nnotes >= MAX_NOTES)
 		return AS_OK;
-	char **n = realloc(p->notes, (p->nnotes + 1) * sizeof(*n));
-	if (!n)
+	if (!grow_one(&p->notes, p->nnotes, sizeof(*p->notes)))
 		return AS_ENOMEM;
-	p->notes = n;
+	char **n = p->notes;
 	size_t len = strlen(text);
 	char *c = malloc(len + 1);
 	if (!c)
@@ -304,11 +336,9 @@ int as_plan_stat(struct as_plan *p, const char *key, double value)
 			p->stats[i] = (struct as_stat){key, value, false};
 			return AS_OK;
 		}
-	struct as_stat *n = realloc(p->stats, (p->nstats + 1) * sizeof(*n));
-	if (!n)
+	if (!grow_one(&p->stats, p->nstats, sizeof(*p->stats)))
 		return AS_ENOMEM;
-	p->stats = n;
-	n[p->nstats++] = (struct as_stat){key, value, false};
+	p->stats[p->nstats++] = (struct as_stat){key, value, false};
 	return AS_OK;
 }
 
@@ -325,10 +355,9 @@ int as_plan_stat_int(struct as_plan *p, const char *key, uint64_t value)
 
 int as_plan_round(struct as_plan *p, const char *label, uint64_t peak)
 {
-	struct as_round *n = realloc(p->rounds, (p->nrounds + 1) * sizeof(*n));
-	if (!n)
+	if (!grow_one(&p->rounds, p->nrounds, sizeof(*p->rounds)))
 		return AS_ENOMEM;
-	p->rounds = n;
+	struct as_round *n = p->rounds;
 	snprintf(n[p->nrounds].label, sizeof(n[p->nrounds].label), "%s",
 		 label);
 	n[p->nrounds].peak = peak;
