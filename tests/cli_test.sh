@@ -143,5 +143,19 @@ ok "-j wants at least one strategy at a time" $(( $? == 2 ? 0 : 1 ))
 "$exe" strategies | grep -q "^greedy-size"
 ok "strategies lists the registry" $?
 
+# --rule names a category of the bands, as explain --by category does.
+h=tests/inputs/heaptrack.python3-multiline.zst
+"$exe" replay "$h" -s greedy-size --svg "$tmp/bands.svg" --bands category \
+	--rule 'dicts=PyDict' >/dev/null 2>&1 &&
+	grep -q '>dicts<' "$tmp/bands.svg" &&
+	"$exe" replay "$h" -s greedy-size --svg "$tmp/plain.svg" \
+		--bands category >/dev/null 2>&1 &&
+	! grep -q '>dicts<' "$tmp/plain.svg"
+ok "replay --bands category draws the user's --rule categories" $?
+"$exe" replay "$h" -s greedy-size --svg "$tmp/no.svg" --rule 'd=PyDict' \
+	>/dev/null 2>&1
+[ $? -eq 2 ] && [ ! -e "$tmp/no.svg" ]
+ok "--rule without --bands category is a usage error, with no picture" $?
+
 echo "1..$n"
 [ $failed -eq 0 ]

@@ -766,6 +766,36 @@ static void markdown_notes_invalid_plans_and_failed_allocations(void)
 	as_results_destroy(b);
 }
 
+static void the_text_and_markdown_reports_count_in_the_same_words(void)
+{
+	struct as_results *a = set(), *b = set();
+	row(a, "x.ops", "s", 100, 100, true, 0, 1);
+	row(b, "x.ops", "s", 150, 100, true, 0, 1);
+	row(a, "y.ops", "s", 100, 100, true, 0, 1);
+	row(b, "y.ops", "s", 100, 100, true, 0, 1);
+	row(b, "z.ops", "s", 100, 100, true, 0, 1);
+	struct as_comparison *c = cmp(a, b, NULL);
+	char counts[640], tiny[12];
+	as_comparison_counts(c, counts, sizeof(counts));
+	CHECK_STR(counts, "3 rows: 1 regressed, 0 invalid, 0 with more failed "
+			  "allocations, 0 worse within the threshold, 0 better, 0 "
+			  "fixed, 1 unchanged, 0 only in base, 1 only in new");
+	/* Cut to fit, as snprintf cuts. */
+	CHECK_STR(as_comparison_counts(c, tiny, sizeof(tiny)), "3 rows: 1 r");
+	char *md = markdown(c, false);
+	char line[700];
+	snprintf(line, sizeof(line), "\n\n%s.\n\n", counts);
+	CHECK(strstr(md, line) != NULL);
+	/* Its table's head, as every Markdown table's: names, then alignment. */
+	CHECK(strstr(md, "| status | trace | strategy | base | new | change | "
+			 "change % | notes |\n"
+			 "|---|---|---|---:|---:|---:|---:|---|\n") != NULL);
+	free(md);
+	as_comparison_destroy(c);
+	as_results_destroy(a);
+	as_results_destroy(b);
+}
+
 static void markdown_escapes_names_from_result_files(void)
 {
 	struct as_results *a = set(), *b = set();
@@ -1004,6 +1034,7 @@ int main(void)
 	TEST_RUN(markdown_lists_regressions_first_and_counts_unchanged);
 	TEST_RUN(markdown_of_a_clean_comparison_says_so);
 	TEST_RUN(markdown_notes_invalid_plans_and_failed_allocations);
+	TEST_RUN(the_text_and_markdown_reports_count_in_the_same_words);
 	TEST_RUN(markdown_escapes_names_from_result_files);
 	TEST_RUN(escaping_keeps_utf8_and_shows_control_bytes);
 	TEST_RUN(escaping_cuts_between_whole_escapes);

@@ -361,6 +361,18 @@ static void normalised_keys_merge_stacks_that_differ_in_addresses(void)
 	as_trace_destroy(t);
 }
 
+/* t explained by buffer, every group listed (NULL: failed, checked). */
+static struct as_explain *by_buffer(const struct as_trace *t)
+{
+	struct as_explain_options o;
+	as_explain_options_init(&o);
+	o.by = AS_GROUP_BUFFER;
+	o.top = 0;
+	struct as_explain *e = NULL;
+	CHECK(as_explain_trace(t, &o, &e) == AS_OK);
+	return e;
+}
+
 static void a_new_group_counts_as_growth_from_nothing(void)
 {
 	struct as_trace *a = ops("alloc x 100\nalloc y 50\n");
@@ -368,13 +380,7 @@ static void a_new_group_counts_as_growth_from_nothing(void)
 	CHECK(a && bt);
 	if (!a || !bt)
 		return;
-	struct as_explain_options o;
-	as_explain_options_init(&o);
-	o.by = AS_GROUP_BUFFER;
-	o.top = 0;
-	struct as_explain *ea, *eb;
-	CHECK(as_explain_trace(a, &o, &ea) == AS_OK);
-	CHECK(as_explain_trace(bt, &o, &eb) == AS_OK);
+	struct as_explain *ea = by_buffer(a), *eb = by_buffer(bt);
 	struct as_results *rb = as_results_create(), *rn = as_results_create();
 	CHECK(as_explain_results(ea, eb, rb, rn) == AS_OK);
 	CHECK_EQ_U64(rb->nrows, 3);
@@ -710,6 +716,119 @@ static char *written(const struct as_explain *e, int how)
 		return NULL;
 	}
 	return buf;
+}
+
+/* A trace of buffers named names[k], 100 * (k + 1) bytes each, all live
+ * at once. */
+static struct as_trace *named_trace(const char *const *names, int n)
+{
+	struct as_builder *b = as_builder_create("t|1.ops", "ops");
+	struct as_diag d;
+	for (int k = 0; k < n; k++)
+		if (as_builder_add_timed(b, names[k], 100 * ((uint64_t)k + 1), 1,
+					 1, 10, 0, &d) < 0) {
+			as_builder_destroy(b);
+			return NULL;
+		}
+	struct as_trace *t;
+	if (as_builder_finish(b, &t, &d) == AS_OK)
+		return t;
+	as_builder_destroy(b);
+	return NULL;
+}
+
+/* What `write` wrote to a memory stream, NUL-terminated (NULL on error). */
+static char *captured(int (*write)(FILE *, const void *), const void *ctx)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	int err = write(f, ctx);
+	fclose(f);
+	if (err) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+struct diff_md {
+	const struct as_comparison *c;
+	const struct as_explain *a, *b;
+};
+
+static int write_diff_md(FILE *f, const void *ctx)
+{
+	const struct diff_md *m = ctx;
+	return as_explain_write_diff_markdown(m->c, m->a, m->b, f, true);
+}
+
+static int write_compare_md(FILE *f, const void *ctx)
+{
+	return as_comparison_write_markdown(ctx, f, true);
+}
+
+static void every_markdown_writer_escapes_a_pipe_in_a_name(void)
+{
+	const char *const na[] = {"a|b #", "c\x1b[2Jd"};
+	const char *const nb[] = {"a|b #", "c\x1b[2Jd", "e<f>"};
+	struct as_trace *ta = named_trace(na, 2), *tb = named_trace(nb, 3);
+	CHECK(ta && tb);
+	if (!ta || !tb)
+		return;
+	struct as_explain *ea = by_buffer(ta), *eb = by_buffer(tb);
+	CHECK(ea && eb);
+	if (!ea || !eb)
+		return;
+	/* explain --markdown: the groups and the trace's path. */
+	char *md = written(ea, 2);
+	CHECK(md && strstr(md, "| **a\\|b \\#** |") != NULL);
+	CHECK(md && strstr(md, "| **c\\x1b\\[2Jd** |") != NULL);
+	CHECK(md && strstr(md, "explain: t\\|1.ops\n") != NULL);
+	CHECK(md && !strchr(md, '\x1b'));
+	free(md);
+	/* explain's text: the same rule as every terminal line. */
+	char *tx = written(ea, 0);
+	CHECK(tx && strstr(tx, "c\\x1b[2Jd") != NULL && !strchr(tx, '\x1b'));
+	free(tx);
+	/* diff --by --markdown and compare's report of the same rows. */
+	struct as_results *rb = as_results_create(), *rn = as_results_create();
+	CHECK(as_explain_results(ea, eb, rb, rn) == AS_OK);
+	struct as_comparison *c;
+	CHECK(as_compare(rb, rn, NULL, &c) == AS_OK);
+	struct diff_md dm = {c, ea, eb};
+	char *d = captured(write_diff_md, &dm);
+	CHECK(d && strstr(d, "| a\\|b \\# |") != NULL);
+	CHECK(d && strstr(d, "| e&lt;f&gt; |") != NULL);
+	CHECK(d && strstr(d, "Base t\\|1.ops, new t\\|1.ops.") != NULL);
+	CHECK(d && strstr(d, "|---|---|---:|---:|---:|---:|---|\n") != NULL);
+	char *cm = captured(write_compare_md, c);
+	CHECK(cm && strstr(cm, " | a\\|b \\# | ") != NULL);
+	CHECK(cm && strstr(cm, " | e&lt;f&gt; | ") != NULL);
+	CHECK(cm && !strchr(cm, '\x1b'));
+	free(d);
+	free(cm);
+	as_comparison_destroy(c);
+	as_results_destroy(rb);
+	as_results_destroy(rn);
+	as_explain_destroy(ea);
+	as_explain_destroy(eb);
+	as_trace_destroy(ta);
+	as_trace_destroy(tb);
+}
+
+static void a_spec_names_its_strategy_before_the_first_colon(void)
+{
+	const struct as_strategy_info *si = as_strategy_find_by_spec("bfc");
+	CHECK(si && strcmp(si->name, "bfc") == 0 && si->online);
+	si = as_strategy_find_by_spec("cuda-caching:expandable_segments=1");
+	CHECK(si && strcmp(si->name, "cuda-caching") == 0);
+	CHECK(as_strategy_find_by_spec("cuda-caching-x") == NULL);
+	CHECK(as_strategy_find_by_spec(":bfc") == NULL);
+	CHECK(as_strategy_find_by_spec("") == NULL);
+	CHECK(as_strategy_find_by_spec(NULL) == NULL);
 }
 
 /* What the whole trace's explain held: how much the comparison covered. */
@@ -1271,6 +1390,8 @@ int main(void)
 	TEST_RUN(representative_frames_leave_out_the_allocator);
 	TEST_RUN(normalised_keys_merge_stacks_that_differ_in_addresses);
 	TEST_RUN(a_new_group_counts_as_growth_from_nothing);
+	TEST_RUN(every_markdown_writer_escapes_a_pipe_in_a_name);
+	TEST_RUN(a_spec_names_its_strategy_before_the_first_colon);
 	TEST_RUN(an_online_allocator_reports_its_fragmentation_at_its_peak);
 	TEST_RUN(by_frame_merges_generated_kernels_under_the_model_line);
 	TEST_RUN(categories_follow_the_documented_rules_and_sum_to_the_peak);

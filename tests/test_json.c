@@ -55,6 +55,64 @@ static void root_members_after_the_array_are_read_before_it(void)
 	as_trace_destroy(b);
 }
 
+/* A trace of one buffer whose name is `name` as as_json_string writes it. */
+static struct as_trace *one_named(const char *name, struct as_diag *d)
+{
+	char *lit = NULL, text[512];
+	size_t n = 0;
+	FILE *f = open_memstream(&lit, &n);
+	if (!f)
+		return NULL;
+	as_json_string(f, name);
+	fclose(f);
+	snprintf(text, sizeof(text),
+		 "{\"format\": \"allocscope-trace\", \"version\": 1, "
+		 "\"events\": [{\"op\": \"alloc\", \"name\": %s, \"size\": 8}]}",
+		 lit);
+	free(lit);
+	return parse(text, d);
+}
+
+static void invalid_utf8_is_rejected_by_json_and_escaped_for_the_terminal(void)
+{
+	/* A stray byte, a cut sequence, an overlong '/', a surrogate and a
+	 * code point past U+10FFFF: the reader refuses each raw... */
+	static const char *const bad[] = {"\xff", "\xe2\x82", "\xc0\xaf",
+					  "\xed\xa0\x80", "\xf4\x90\x80\x80"};
+	static const char *const shown[] = {"\\xff", "\\xe2\\x82", "\\xc0\\xaf",
+					    "\\xed\\xa0\\x80",
+					    "\\xf4\\x90\\x80\\x80"};
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		char text[128], esc[64];
+		snprintf(text, sizeof(text),
+			 "{\"format\": \"allocscope-trace\", \"version\": 1, "
+			 "\"events\": [{\"op\": \"alloc\", \"name\": \"a%sb\", "
+			 "\"size\": 8}]}",
+			 bad[k]);
+		struct as_diag d = {0};
+		CHECK(parse(text, &d) == NULL);
+		CHECK(strstr(d.msg, "invalid UTF-8 in a string") != NULL);
+		/* ... a terminal sees each byte as \xNN ... */
+		as_escape(esc, sizeof(esc), bad[k], AS_ESCAPE_TEXT);
+		CHECK_STR(esc, shown[k]);
+		/* ... and what as_json_string writes of it reads back as that
+		 * text: JSON without a byte a parser refuses. */
+		struct as_trace *t = one_named(bad[k], &d);
+		CHECK(t != NULL);
+		if (t)
+			CHECK_STR(t->buffers[0].name, shown[k]);
+		as_trace_destroy(t);
+	}
+	/* The largest code points and the bytes JSON must escape survive. */
+	const char *good = "q\"\\\n\t\r\x01\x7f \xc3\xa9\xef\xbf\xbf\xf4\x8f\xbf\xbf";
+	struct as_diag d = {0};
+	struct as_trace *t = one_named(good, &d);
+	CHECK(t != NULL);
+	if (t)
+		CHECK_STR(t->buffers[0].name, good);
+	as_trace_destroy(t);
+}
+
 /* A buffers trace of n elements, each over two lines (line 3 + 2i), one
  * line when `flat`; `tail` replaces the closing "]}\n". */
 static char *big_trace(int n, bool flat, const char *tail, size_t *len)
@@ -171,6 +229,7 @@ static void refusals_far_into_a_large_trace_name_their_line(void)
 int main(void)
 {
 	TEST_RUN(root_members_after_the_array_are_read_before_it);
+	TEST_RUN(invalid_utf8_is_rejected_by_json_and_escaped_for_the_terminal);
 	TEST_RUN(traces_larger_than_the_window_load_plain_gzipped_and_flat);
 	TEST_RUN(refusals_far_into_a_large_trace_name_their_line);
 	return tap_done();

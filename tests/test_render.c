@@ -140,6 +140,32 @@ static const struct tbuf small[] = {
 };
 #define NSMALL (sizeof(small) / sizeof(small[0]))
 
+static void a_label_keeps_utf8_and_blanks_control_bytes(void)
+{
+	/* The picture's text: valid UTF-8 as it is, a control byte a space
+	 * and a byte that is not UTF-8 a '?' (an overlong form, a surrogate
+	 * and a cut sequence among them). */
+	const struct tbuf b[] = {
+		{"a\x1b[2Jb\tc", 8, 0, 2, 0, 0, 0},
+		{"caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80", 8, 0, 2, 8, 0, 0},
+		{"x\xff\xc0\xaf\xed\xa0\x80y\xe2\x82", 8, 0, 2, 16, 0, 0},
+	};
+	struct as_plan *p = NULL;
+	struct as_trace *t = make(b, 3, NULL, 0, &p);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	char buf[64];
+	CHECK_STR(as_render_group(t, 0, AS_GROUP_BUFFER, buf, sizeof(buf)),
+		  "a [2Jb c");
+	CHECK_STR(as_render_group(t, 1, AS_GROUP_BUFFER, buf, sizeof(buf)),
+		  "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80");
+	CHECK_STR(as_render_group(t, 2, AS_GROUP_BUFFER, buf, sizeof(buf)),
+		  "x??????y??");
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
 static void small_trace_renders_as_the_golden_svg(void)
 {
 	struct as_plan *p;
@@ -1717,6 +1743,7 @@ static void category_bands_stack_in_memory_over_time_with_their_names(void)
 
 int main(void)
 {
+	TEST_RUN(a_label_keeps_utf8_and_blanks_control_bytes);
 	TEST_RUN(small_trace_renders_as_the_golden_svg);
 	TEST_RUN(invalid_plan_with_failures_renders_as_the_golden_svg);
 	TEST_RUN(the_same_input_gives_byte_identical_svg_and_png);

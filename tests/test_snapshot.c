@@ -418,6 +418,29 @@ static void deep_lists_are_built_without_recursion_and_bounded_when_walked(void)
 	free(w.p);
 }
 
+static void a_pickled_string_becomes_json_any_parser_reads(void)
+{
+	/* A lone surrogate (Python pickles str with surrogatepass), a stray
+	 * byte, a newline and a quote: the JSON text has each as JSON writes
+	 * it everywhere (as_json_string). */
+	struct pw w = {0};
+	pw_start(&w);
+	pw_list(&w);
+	pw_str(&w, "a\xed\xa0\x80" "b\xff" "c\n\"\xc3\xa9");
+	pw_end_list(&w);
+	pw_stop(&w);
+	struct as_pickle *p = NULL;
+	struct as_diag d;
+	char *json = NULL;
+	CHECK(parse(&w, &p, &d) == AS_OK);
+	CHECK(p && as_pk_json(as_pickle_root(p), 1 << 20, 32, &json) == AS_OK);
+	CHECK(json && strcmp(json, "[\"a\\\\xed\\\\xa0\\\\x80b\\\\xffc\\n\\\"\xc3\xa9\"]") ==
+			      0);
+	free(json);
+	as_pickle_destroy(p);
+	free(w.p);
+}
+
 static void a_list_holding_itself_does_not_loop(void)
 {
 	struct pw w = {0};
@@ -1173,6 +1196,7 @@ int main(void)
 	TEST_RUN(pickle_values_past_their_budget_are_refused);
 	TEST_RUN(deep_lists_are_built_without_recursion_and_bounded_when_walked);
 	TEST_RUN(a_list_holding_itself_does_not_loop);
+	TEST_RUN(a_pickled_string_becomes_json_any_parser_reads);
 	TEST_RUN(every_truncation_of_a_snapshot_is_refused);
 	TEST_RUN(lengths_past_the_end_are_refused_before_any_allocation);
 	TEST_RUN(integers_beyond_64_bits_are_refused_where_a_snapshot_needs_them);

@@ -540,6 +540,31 @@ static void address_map_turns_compressed_offsets_into_addresses(void)
 	as_trace_destroy(t);
 }
 
+/* Strategies add a round per address space; a trace may have thousands. */
+static void a_plan_keeps_every_round_and_stat_through_copies(void)
+{
+	struct as_diag d = {0};
+	struct as_trace *t = test_parse("r.ops", "alloc a 8\nfree a\n", NULL, &d);
+	struct as_plan *p = as_plan_create(t);
+	for (uint32_t i = 0; i < 5000; i++)
+		CHECK(as_plan_round(p, "round", i) == AS_OK);
+	CHECK(as_plan_stat_int(p, "one", 1) == AS_OK);
+	struct as_plan *c = as_plan_copy(p);
+	CHECK(c != NULL);
+	for (uint32_t i = 5000; c && i < 5003; i++)
+		CHECK(as_plan_round(c, "after the copy", i) == AS_OK);
+	CHECK(c && as_plan_stat_int(c, "two", 2) == AS_OK);
+	CHECK_EQ_U64(c ? c->nrounds : 0, 5003);
+	CHECK_EQ_U64(c ? c->nstats : 0, 2);
+	for (uint32_t i = 0; c && i < c->nrounds; i++)
+		if (c->rounds[i].peak != i)
+			CHECK(c->rounds[i].peak == i);
+	CHECK_STR(c ? c->rounds[5002].label : NULL, "after the copy");
+	as_plan_destroy(c);
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
 int main(void)
 {
 	TEST_RUN(ops_lifetimes_count_one_step_per_operation);
@@ -561,6 +586,7 @@ int main(void)
 	TEST_RUN(traces_past_2_64_bytes_live_are_refused_where_they_pass_it);
 	TEST_RUN(format_is_detected_by_content_without_extension);
 	TEST_RUN(errors_name_the_line_and_the_problem);
+	TEST_RUN(a_plan_keeps_every_round_and_stat_through_copies);
 	if (tap_shared_dir())
 		TEST_RUN(minimalloc_benchmarks_have_the_published_lower_bounds);
 	else

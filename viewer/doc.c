@@ -177,11 +177,8 @@ static int worker(void *arg)
  */
 static int rank(const char *spec)
 {
-	char name[256];
-	size_t n = strcspn(spec, ":");
-	snprintf(name, sizeof(name), "%.*s", (int)(n < 255 ? n : 255), spec);
-	const struct as_strategy_info *info = as_strategy_find(name);
-	if (!info || strcmp(name, "recorded") == 0)
+	const struct as_strategy_info *info = as_strategy_find_by_spec(spec);
+	if (!info || strcmp(info->name, "recorded") == 0)
 		return 0;
 	return info->online ? 1 : 2;
 }

@@ -344,22 +344,11 @@ static int print_comparison(const struct as_comparison *c, bool all)
 	if (hidden)
 		printf("(%zu unchanged rows not listed; --all lists them)\n",
 		       hidden);
-	printf("\n%zu rows: %zu regressed, %zu invalid, %zu more failed, %zu "
-	       "worse within threshold, %zu better, %zu fixed, %zu same, %zu "
-	       "only in base, %zu only in new",
-	       c->nrows, c->count[AS_CH_REGRESSED], c->count[AS_CH_INVALID],
-	       c->count[AS_CH_MORE_FAILED], c->count[AS_CH_WORSE],
-	       c->count[AS_CH_BETTER], c->count[AS_CH_FIXED],
-	       c->count[AS_CH_SAME], c->count[AS_CH_ONLY_BASE],
-	       c->count[AS_CH_ONLY_NEW]);
-	size_t left_out = c->count[AS_CH_LEFT_OUT_NEW] +
-			  c->count[AS_CH_LEFT_OUT_BASE];
-	if (left_out)
-		printf(", %zu left out\n%zu rows left out: stopped at the "
-		       "default set's step limit, not compared (replay "
-		       "--step-limit 0 runs them to the end)",
-		       left_out, left_out);
-	putchar('\n');
+	char counts[640];
+	printf("\n%s\n", as_comparison_counts(c, counts, sizeof(counts)));
+	if (c->count[AS_CH_LEFT_OUT_NEW] + c->count[AS_CH_LEFT_OUT_BASE])
+		printf("(replay --step-limit 0 runs the rows left out to the "
+		       "end)\n");
 	if (c->count[AS_CH_TRACE_CHANGED])
 		printf("%zu rows of traces whose content changed (lower bound, "
 		       "buffers or events): not compared; regenerate the base\n",

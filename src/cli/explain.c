@@ -24,7 +24,6 @@
 #define EXIT_REGRESSED 1
 #define EXIT_USAGE 2
 #define MAX_SPECS 64
-#define MAX_RULES 64
 
 static const char explain_usage[] =
 	"usage: allocscope explain TRACE... [-f FMT] [-s SPEC]...\n"
@@ -195,8 +194,9 @@ static int write_report(void *ctx, FILE *f)
 	return r->fn(r->entries, r->n, f);
 }
 
-/* Whether REGEX compiles (POSIX extended); else a usage error. */
-static bool regex_ok(const char *opt, const char *re, int *status)
+/* Whether REGEX compiles (POSIX extended); else a usage error of `who`. */
+static bool regex_ok_for(const char *who, const char *usage, const char *opt,
+			 const char *re, int *status)
 {
 	regex_t r;
 	int rc = regcomp(&r, re, REG_EXTENDED | REG_NOSUB);
@@ -208,12 +208,39 @@ static bool regex_ok(const char *opt, const char *re, int *status)
 	regerror(rc, &r, why, sizeof(why));
 	snprintf(msg, sizeof(msg), "%s: '%%s' is not a regular expression (%s)",
 		 opt, why);
-	*status = cli_usage_error("allocscope explain", explain_usage, msg, re);
+	*status = cli_usage_error(who, usage, msg, re);
 	return false;
 }
 
+static bool regex_ok(const char *opt, const char *re, int *status)
+{
+	return regex_ok_for("allocscope explain", explain_usage, opt, re,
+			    status);
+}
+
+int cli_category_rule(const char *who, const char *usage, char *arg,
+		      struct as_explain_options *o,
+		      struct as_explain_rule *rules)
+{
+	char *eq = strchr(arg, '=');
+	int status = 0;
+	if (!eq || eq == arg || !eq[1])
+		status = cli_usage_error(who, usage,
+					 "--rule wants NAME=REGEX, not '%s'",
+					 arg);
+	else if (o->nrules == CLI_MAX_RULES)
+		status = cli_usage_error(who, usage, "too many --rule (%s)",
+					 "64");
+	else if (regex_ok_for(who, usage, "--rule", eq + 1, &status)) {
+		*eq = 0; /* argv is ours to cut */
+		rules[o->nrules++] = (struct as_explain_rule){arg, eq + 1};
+		o->rules = rules;
+	}
+	return status;
+}
+
 /* Options both commands read; 1: taken (with its value), 0: not ours, or
- * an exit status through *status. rules[MAX_RULES] holds --rule's. */
+ * an exit status through *status. rules[CLI_MAX_RULES] holds --rule's. */
 static int common_option(int argc, char **argv, int *i,
 			 struct as_explain_options *o,
 			 struct as_load_options *lo, const char **markdown,
@@ -241,17 +268,8 @@ static int common_option(int argc, char **argv, int *i,
 				o->skip_frames = argv[*i];
 		}
 	} else if (strcmp(a, "--rule") == 0 && more) {
-		char *arg = argv[++*i], *eq = strchr(arg, '=');
-		if (!eq || eq == arg || !eq[1])
-			*status = usage_error("--rule wants NAME=REGEX, not '%s'",
-					      arg);
-		else if (o->nrules == MAX_RULES)
-			*status = usage_error("too many --rule (%s)", "64");
-		else if (regex_ok("--rule", eq + 1, status)) {
-			*eq = 0; /* argv is ours to cut */
-			rules[o->nrules++] = (struct as_explain_rule){arg, eq + 1};
-			o->rules = rules;
-		}
+		*status = cli_category_rule("allocscope explain", explain_usage,
+					    argv[++*i], o, rules);
 	} else if (strcmp(a, "-f") == 0 && more) {
 		if (!as_format_known(lo->format = argv[++*i]))
 			*status = usage_error("unknown format '%s'", argv[*i]);
@@ -275,7 +293,7 @@ int cli_explain(int argc, char **argv)
 	as_explain_options_init(&o);
 	const char *specs[MAX_SPECS], *json = NULL, *markdown = NULL;
 	struct as_load_options lo;
-	struct as_explain_rule rules[MAX_RULES];
+	struct as_explain_rule rules[CLI_MAX_RULES];
 	size_t nspecs = 0, npaths = 0;
 	unsigned jobs = 0;
 	char **paths = calloc((size_t)argc + 1, sizeof(*paths));
@@ -365,7 +383,7 @@ static void print_frames(const struct as_explain_group *g, int indent)
 		printf("%*s%s\n", k ? indent : 0, "", fr);
 	}
 	if (!g || !g->nframes)
-		printf("%s\n", g ? g->key : "?");
+		printf("%s\n", g ? cli_esc(g->key) : "?");
 }
 
 static int print_group_diff(const struct as_comparison *c,
@@ -382,8 +400,9 @@ static int print_group_diff(const struct as_comparison *c,
 	printf("by %s: a group regresses when its bytes at the peak grow by "
 	       "more than %.2f%%\n",
 	       as_group_by_name(a->opts.by), c->opts.max_regress_pct);
-	printf("base %s: peak %s; new %s: peak %s\n\n", a->trace->path,
-	       as_human_bytes(a->peak_bytes, h1, sizeof(h1)), b->trace->path,
+	printf("base %s: peak %s; new %s: peak %s\n\n", cli_esc(a->trace->path),
+	       as_human_bytes(a->peak_bytes, h1, sizeof(h1)),
+	       cli_esc(b->trace->path),
 	       as_human_bytes(b->peak_bytes, h2, sizeof(h2)));
 	size_t hidden = 0;
 	bool header = false;
@@ -412,7 +431,8 @@ static int print_group_diff(const struct as_comparison *c,
 			 r->change > 0 ? "+" : r->change < 0 ? "-" : "",
 			 as_human_bytes((uint64_t)fabs(r->change), h3,
 					sizeof(h3)));
-		printf("%-10s %-8s %11s %11s %12s %9s  ", status, x->trace,
+		printf("%-10s %-8s %11s %11s %12s %9s  ", status,
+		       cli_esc(x->trace),
 		       as_human_bytes((uint64_t)r->base_value, h1, sizeof(h1)),
 		       as_human_bytes((uint64_t)r->new_value, h2, sizeof(h2)),
 		       ch, pct);
@@ -458,7 +478,7 @@ int cli_diff_by(int argc, char **argv)
 	o.normalize = true;
 	struct as_compare_options co;
 	as_compare_defaults(&co);
-	struct as_explain_rule rules[MAX_RULES];
+	struct as_explain_rule rules[CLI_MAX_RULES];
 	const char *markdown = NULL, *args[2];
 	struct as_load_options lo;
 	size_t nargs = 0;

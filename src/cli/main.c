@@ -34,6 +34,7 @@ static const char usage_text[] =
 	"                         [--png FILE] [--svg FILE]\n"
 	"                         [--size WxH] [--color-by buffer|size|pool|lifetime|prefix|frame]\n"
 	"                         [--time clock|events] [--bands category]\n"
+	"                         [--rule NAME=REGEX]...\n"
 	"       allocscope check TRACE [-f FMT] [--plan PLAN.csv | -s SPEC]\n"
 	"       allocscope check --certificate REPLAY.json [TRACE]\n"
 	"       allocscope strategies\n"
@@ -245,11 +246,12 @@ static void emit_line(void *ctx, const char *line)
 	fprintf((FILE *)ctx, "%s\n", cli_esc(line));
 }
 
-/* --png/--svg (paths[0], paths[1]): one picture of every result. */
+/* --png/--svg (paths[0], paths[1]): one picture of every result; bands:
+ * --bands category's options (its --rule's), NULL without it. */
 static int write_images(const char *const *paths, size_t npaths,
 			const struct as_trace *t, const struct result *res,
 			size_t nres, const struct as_render_opts *ro,
-			bool bands)
+			const struct as_explain_options *bands)
 {
 	struct as_render_panel *pn = calloc(nres + 1, sizeof(*pn));
 	int status = pn ? 0 : EXIT_USAGE;
@@ -258,10 +260,8 @@ static int write_images(const char *const *paths, size_t npaths,
 	const struct as_render_opts *o = &bo;
 	uint8_t *group = bands ? malloc((size_t)t->nbuffers + 1) : NULL;
 	const char *names[64];
-	struct as_explain_options eo;
-	as_explain_options_init(&eo);
 	if (bands && group &&
-	    as_explain_buffer_categories(t, &eo, group, names, 64,
+	    as_explain_buffer_categories(t, bands, group, names, 64,
 					 &bo.ngroups) == AS_OK) {
 		bo.buffer_group = group;
 		bo.group_names = names;
@@ -298,6 +298,8 @@ struct replay_opts {
 	const char *images[2];  /* --png, --svg (one trace only) */
 	struct as_render_opts ropts;
 	bool bands;             /* --bands category */
+	struct as_explain_options categories; /* its --rule's */
+	struct as_explain_rule rules[CLI_MAX_RULES];
 	struct as_runner_options run; /* -j, --dump; the step limit per trace */
 	FILE *json;             /* NULL: print tables */
 	FILE *plan_f;           /* --plan-out, opened before any work */
@@ -479,7 +481,7 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	}
 	if ((o->images[0] || o->images[1]) && status != EXIT_USAGE &&
 	    write_images(o->images, 2, t, res, nres, &o->ropts,
-			 o->bands) != 0)
+			 o->bands ? &o->categories : NULL) != 0)
 		status = EXIT_USAGE;
 	int werr;
 	if (o->plan_f && status != EXIT_USAGE && nres == 1 &&
@@ -521,6 +523,7 @@ static int cmd_replay(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	as_render_opts_init(&o.ropts);
+	as_explain_options_init(&o.categories);
 	o.ropts.min_plot_height = 110; /* unless --size: taller, not cramped */
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
@@ -574,6 +577,10 @@ static int cmd_replay(int argc, char **argv)
 			if (!o.bands)
 				bad = usage_error("--bands wants category, not "
 						  "'%s'", argv[i]);
+		} else if (strcmp(a, "--rule") == 0 && more) {
+			bad = cli_category_rule("allocscope", usage_text,
+						argv[++i], &o.categories,
+						o.rules);
 		} else if (strcmp(a, "--time") == 0 && more) {
 			const char *v = argv[++i];
 			if (strcmp(v, "events") == 0 || strcmp(v, "clock") == 0)
@@ -610,6 +617,11 @@ static int cmd_replay(int argc, char **argv)
 				return usage_error("two outputs go to '%s'",
 						   outs[x]);
 			}
+	if (o.categories.nrules && !o.bands) {
+		free(args);
+		return usage_error("--rule names a category of --bands "
+				   "category%s", "");
+	}
 	bool multi = nargs > 1 || cli_is_dir(args[0]);
 	if ((o.images[0] || o.images[1]) && multi) {
 		free(args);

@@ -97,6 +97,29 @@ bool as_compare_row_fails(const struct as_comparison *c,
 	return as_change_fails(r->status) || (c->opts.missing_fails && missing);
 }
 
+const char *as_comparison_counts(const struct as_comparison *c, char *buf,
+				 size_t len)
+{
+	int n = snprintf(
+		buf, len,
+		"%zu rows: %zu regressed, %zu invalid, %zu with more failed "
+		"allocations, %zu worse within the threshold, %zu better, %zu "
+		"fixed, %zu unchanged, %zu only in base, %zu only in new",
+		c->nrows, c->count[AS_CH_REGRESSED], c->count[AS_CH_INVALID],
+		c->count[AS_CH_MORE_FAILED], c->count[AS_CH_WORSE],
+		c->count[AS_CH_BETTER], c->count[AS_CH_FIXED],
+		c->count[AS_CH_SAME], c->count[AS_CH_ONLY_BASE],
+		c->count[AS_CH_ONLY_NEW]);
+	size_t left_out = c->count[AS_CH_LEFT_OUT_NEW] +
+			  c->count[AS_CH_LEFT_OUT_BASE];
+	if (left_out && n >= 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n,
+			 ", %zu left out at the default set's step limit (not "
+			 "compared)",
+			 left_out);
+	return buf;
+}
+
 const char *as_compare_value(const struct as_comparison *c,
 			     const struct as_compare_row *r, bool new_side,
 			     char *buf, size_t len)

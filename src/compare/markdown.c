@@ -11,48 +11,34 @@
 #include "core/internal.h"
 
 /*
- * A name in a table cell, escaped (as_escape): control bytes as \xNN, and
- * nothing in it becomes HTML, a link, emphasis or a new column. False
- * without memory for it.
+ * A trace's name: a code span, or text when it holds a backtick (which no
+ * code span can). Names are escaped (as_escape): control bytes as \xNN,
+ * and nothing in them becomes HTML, a link, emphasis or a new column.
  */
-static bool md_cell(FILE *f, const char *s, enum as_escape_how how)
+static void md_trace(FILE *f, const char *s)
 {
-	size_t n = as_escape(NULL, 0, s, how) + 1;
-	char *e = malloc(n);
-	if (!e)
-		return false;
-	as_escape(e, n, s, how);
-	fputs(e, f);
-	free(e);
-	return true;
+	if (strchr(s, '`')) {
+		as_escape_write(f, s, AS_ESCAPE_MARKDOWN);
+		return;
+	}
+	putc('`', f);
+	as_escape_write(f, s, AS_ESCAPE_MARKDOWN_CODE);
+	putc('`', f);
 }
 
-/* A trace's name: a code span, or text when it holds a backtick (which no
- * code span can). */
-static bool md_trace(FILE *f, const char *s)
-{
-	if (strchr(s, '`'))
-		return md_cell(f, s, AS_ESCAPE_MARKDOWN);
-	putc('`', f);
-	bool ok = md_cell(f, s, AS_ESCAPE_MARKDOWN_CODE);
-	putc('`', f);
-	return ok;
-}
-
-static bool md_strategy(FILE *f, const struct as_compare_row *r)
+static void md_strategy(FILE *f, const struct as_compare_row *r)
 {
 	const char *b = r->base ? r->base->strategy : NULL;
 	const char *n = r->new_ ? r->new_->strategy : NULL;
-	bool ok = md_cell(f, b ? b : n, AS_ESCAPE_MARKDOWN);
+	as_escape_write(f, b ? b : n, AS_ESCAPE_MARKDOWN);
 	if (b && n && strcmp(b, n) != 0) {
 		fputs(" → ", f);
-		ok &= md_cell(f, n, AS_ESCAPE_MARKDOWN);
+		as_escape_write(f, n, AS_ESCAPE_MARKDOWN);
 	}
-	return ok;
 }
 
-/* One row; false when a name could not be written (no memory). */
-static bool md_row(FILE *f, const struct as_comparison *c,
+/* One row. */
+static void md_row(FILE *f, const struct as_comparison *c,
 		   const struct as_compare_row *r)
 {
 	enum as_metric m = c->opts.metric;
@@ -60,9 +46,9 @@ static bool md_row(FILE *f, const struct as_comparison *c,
 	bool fails = as_compare_row_fails(c, r);
 	fprintf(f, "| %s%s%s | ", fails ? "**" : "",
 		as_change_name(r->status), fails ? "**" : "");
-	bool ok = md_trace(f, r->base ? r->base->trace : r->new_->trace);
+	md_trace(f, r->base ? r->base->trace : r->new_->trace);
 	fputs(" | ", f);
-	ok &= md_strategy(f, r);
+	md_strategy(f, r);
 	fputs(" | ", f);
 	const char *v = as_compare_value(c, r, false, buf, sizeof(buf));
 	fputs(v ? v : "—", f);
@@ -98,7 +84,6 @@ static bool md_row(FILE *f, const struct as_comparison *c,
 	else if (r->status == AS_CH_FIXED)
 		fprintf(f, "%sbase plan was invalid", sep);
 	fputs(" |\n", f);
-	return ok;
 }
 
 int as_comparison_write_markdown(const struct as_comparison *c, FILE *f,
@@ -113,21 +98,8 @@ int as_comparison_write_markdown(const struct as_comparison *c, FILE *f,
 
 	fprintf(f, "### allocscope diff (%s): %s\n\n", as_metric_name(m),
 		as_comparison_failed(c) ? "❌ regression" : "✅ no regression");
-	fprintf(f, "%zu rows: %zu regressed, %zu invalid, %zu with more "
-		   "failed allocations, %zu worse within the threshold, %zu "
-		   "better, %zu fixed, %zu unchanged, %zu only in base, %zu "
-		   "only in new",
-		c->nrows, c->count[AS_CH_REGRESSED], c->count[AS_CH_INVALID],
-		c->count[AS_CH_MORE_FAILED], c->count[AS_CH_WORSE],
-		c->count[AS_CH_BETTER], c->count[AS_CH_FIXED],
-		c->count[AS_CH_SAME], c->count[AS_CH_ONLY_BASE],
-		c->count[AS_CH_ONLY_NEW]);
-	size_t left_out = c->count[AS_CH_LEFT_OUT_NEW] +
-			  c->count[AS_CH_LEFT_OUT_BASE];
-	if (left_out)
-		fprintf(f, ", %zu left out at the default set's step limit "
-			   "(not compared)",
-			left_out);
+	char counts[640];
+	fputs(as_comparison_counts(c, counts, sizeof(counts)), f);
 	fputs(".\n\n", f);
 	if (c->count[AS_CH_TRACE_CHANGED])
 		fprintf(f, "%zu rows are of traces whose content changed "
@@ -150,17 +122,14 @@ int as_comparison_write_markdown(const struct as_comparison *c, FILE *f,
 	for (size_t k = 0; k < c->nrows; k++)
 		shown += all_rows || c->rows[order[k]].status != AS_CH_SAME;
 	if (shown) {
-		fputs("| status | trace | strategy | base | new | change | "
-		      "change % | notes |\n",
-		      f);
-		fputs("|---|---|---|---:|---:|---:|---:|---|\n", f);
+		static const char *const head[] = {
+			"status", "trace",  "strategy", "base",
+			"new",	  "change", "change %", "notes"};
+		as_md_table_head(f, head, "lllrrrrl");
 		for (size_t k = 0; k < c->nrows; k++) {
 			const struct as_compare_row *r = &c->rows[order[k]];
-			if ((all_rows || r->status != AS_CH_SAME) &&
-			    !md_row(f, c, r)) {
-				free(order);
-				return AS_ENOMEM;
-			}
+			if (all_rows || r->status != AS_CH_SAME)
+				md_row(f, c, r);
 		}
 		fputs("\n", f);
 	}

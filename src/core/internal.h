@@ -47,6 +47,35 @@ int as_spool_open(const char *dir, FILE **out);
 
 /* ---- util.c ---- */
 
+/*
+ * The length (1 to 4) of the UTF-8 character at s, reading at most n
+ * bytes, or 0 when the bytes there are not one: a stray continuation
+ * byte, an overlong form, a surrogate, past U+10FFFF, cut short by n. The
+ * one UTF-8 check: escaping, the renderer's labels and the JSON reader.
+ */
+size_t as_utf8_len(const unsigned char *s, size_t n);
+
+/*
+ * The character at s (n > 0 bytes left) as in a JSON string, into out (8
+ * bytes): its length; *used says how many bytes of s it took. ", \ and
+ * the bytes below 0x20 escaped, a byte that is not UTF-8 the text \xNN
+ * (backslash escaped). The one JSON rule: as_json_string and the pickle
+ * reader's JSON text.
+ */
+size_t as_json_char(const unsigned char *s, size_t n, char *out,
+		    size_t *used);
+
+/* `s` escaped as as_escape escapes it, written to f whole. */
+void as_escape_write(FILE *f, const char *s, enum as_escape_how how);
+
+/*
+ * A Markdown table's head: a row of column names (cols, as they are: the
+ * caller's own words) and the alignment row, one letter a column in align
+ * ('l' left, 'r' right). Cells go through as_escape_write
+ * (AS_ESCAPE_MARKDOWN, or _CODE in a code span).
+ */
+void as_md_table_head(FILE *f, const char *const *cols, const char *align);
+
 /* Parse a whole decimal uint64 (no sign, no junk, no overflow). */
 bool as_parse_u64(const char *s, size_t len, uint64_t *out);
 

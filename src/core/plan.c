@@ -6,46 +6,50 @@
 #include "core/trace_private.h"
 
 /*
- * The arrays a plan grows one entry at a time (stats, notes, rounds, OOMs,
- * certificates) have room for grow_room(n) entries while they hold n: 8,
- * or the power of two at or above n. Doubling keeps n appends linear
- * (strip adds a round and a certificate per space, 20,000 of each on a
- * trace of 20,000 spaces) where growing by one entry could copy the whole
- * array every time.
+ * The arrays a plan appends to (stats, rounds, certificates, out of
+ * memory) hold the power of two at or above their count, so appends cost
+ * O(1) amortized without a capacity field: a strategy adds rounds per
+ * space, and a trace may have thousands of spaces.
  */
-static size_t grow_room(size_t n)
+static size_t slots(size_t n)
 {
-	size_t room = 8;
-	while (room < n)
-		room *= 2;
-	return room;
+	size_t s = 1;
+	while (s < n)
+		s <<= 1;
+	return n ? s : 0;
 }
 
-/* Room in *v (n entries of size bytes) for one more; false: no memory,
- * *v unchanged. */
-static bool grow_one(void *v, size_t n, size_t size)
+/* Room for element n (0-based) of *arr; false: no memory. */
+static bool append_room(void *arr, size_t n, size_t size)
 {
-	void **a = v;
-	if (*a && n < grow_room(n))
+	void **a = arr;
+	if (n < slots(n))
 		return true;
-	void *grown = realloc(*a, grow_room(n + 1) * size);
-	if (!grown)
+	void *g = realloc(*a, slots(n + 1) * size);
+	if (!g)
 		return false;
-	*a = grown;
+	*a = g;
 	return true;
 }
 
-/* dup_array for such an array: n entries, room for grow_room(n). */
-static bool dup_grown(void *dst, const void *src, size_t n, size_t size)
+/* A copy of n elements of `size` bytes at src (NULL stays NULL) in room
+ * for `cap` (>= n); false: no memory. */
+static bool dup_room(void *dst, const void *src, size_t n, size_t cap,
+		     size_t size)
 {
 	void **d = dst;
 	*d = NULL;
 	if (!src)
 		return true;
-	if (!(*d = malloc(grow_room(n) * size)))
+	if (!(*d = malloc((cap + 1) * size)))
 		return false;
 	memcpy(*d, src, n * size);
 	return true;
+}
+
+static bool dup_array(void *dst, const void *src, size_t n, size_t size)
+{
+	return dup_room(dst, src, n, n, size);
 }
 
 struct as_plan *as_plan_create(const struct as_trace *t)
@@ -109,7 +113,7 @@ void as_certificates_free(struct as_certificate *c, uint32_t n)
 int as_plan_certify(struct as_plan *p, struct as_certificate *c)
 {
 	if (p->ncerts == UINT16_MAX ||
-	    !grow_one(&p->certs, p->ncerts, sizeof(*p->certs))) {
+	    !append_room(&p->certs, p->ncerts, sizeof(*p->certs))) {
 		free(c->buffers);
 		c->buffers = NULL;
 		return AS_ENOMEM;
@@ -144,7 +148,7 @@ char *as_certificate_words(const struct as_certificate *c, uint64_t peak,
 int as_plan_oom_add(struct as_plan *p, const struct as_plan_oom *o)
 {
 	if (p->nooms == UINT32_MAX ||
-	    !grow_one(&p->ooms, p->nooms, sizeof(*p->ooms)))
+	    !append_room(&p->ooms, p->nooms, sizeof(*p->ooms)))
 		return AS_ENOMEM;
 	p->ooms[p->nooms++] = *o;
 	return AS_OK;
@@ -179,19 +183,6 @@ const char *as_div_kind_name(enum as_div_kind k)
 	return "?";
 }
 
-/* A copy of n elements of `size` bytes at src (NULL stays NULL); false: no
- * memory. */
-static bool dup_array(void *dst, const void *src, size_t n, size_t size)
-{
-	void **d = dst;
-	*d = NULL;
-	if (!src)
-		return true;
-	if (!(*d = malloc((n + 1) * size)))
-		return false;
-	memcpy(*d, src, n * size);
-	return true;
-}
 
 struct as_plan *as_plan_copy(const struct as_plan *p)
 {
@@ -213,15 +204,15 @@ struct as_plan *as_plan_copy(const struct as_plan *p)
 			    sizeof(*p->space_capacity)) &&
 		  dup_array(&c->space_name, p->space_name, p->nspaces,
 			    sizeof(*p->space_name)) &&
-		  dup_grown(&c->stats, p->stats, p->nstats,
-			    sizeof(*p->stats)) &&
-		  dup_grown(&c->rounds, p->rounds, p->nrounds,
-			    sizeof(*p->rounds)) &&
+		  dup_room(&c->stats, p->stats, p->nstats, slots(p->nstats),
+			   sizeof(*p->stats)) &&
+		  dup_room(&c->rounds, p->rounds, p->nrounds,
+			   slots(p->nrounds), sizeof(*p->rounds)) &&
 		  dup_array(&c->segment_size, p->segment_size, n,
 			    sizeof(*p->segment_size)) &&
 		  dup_array(&c->segment_offset, p->segment_offset, n,
 			    sizeof(*p->segment_offset)) &&
-		  dup_grown(&c->notes, p->notes, p->nnotes, sizeof(*p->notes)) &&
+		  dup_array(&c->notes, p->notes, p->nnotes, sizeof(*p->notes)) &&
 		  dup_array(&c->divergence, p->divergence, p->divergence ? 1 : 0,
 			    sizeof(*p->divergence));
 	for (uint32_t i = 0; ok && i < p->nnotes; i++, c->nnotes++) {
@@ -229,10 +220,11 @@ struct as_plan *as_plan_copy(const struct as_plan *p)
 		if ((ok = (c->notes[i] = malloc(len)) != NULL))
 			memcpy(c->notes[i], p->notes[i], len);
 	}
-	if (ok && (ok = dup_grown(&c->ooms, p->ooms, p->nooms,
-				  sizeof(*p->ooms))))
+	if (ok && (ok = dup_room(&c->ooms, p->ooms, p->nooms, slots(p->nooms),
+				 sizeof(*p->ooms))))
 		c->nooms = p->nooms;
-	ok = ok && dup_grown(&c->certs, p->certs, p->ncerts, sizeof(*p->certs));
+	ok = ok && dup_room(&c->certs, p->certs, p->ncerts, slots(p->ncerts),
+			    sizeof(*p->certs));
 	/* ncerts counts the copies made: a half-made copy frees those. */
 	for (uint32_t i = 0; ok && i < p->ncerts; i++, c->ncerts++)
 		ok = dup_array(&c->certs[i].buffers, p->certs[i].buffers,
@@ -317,9 +309,10 @@ int as_plan_note(struct as_plan *p, const char *text)
 {
 	if (p->nnotes >= MAX_NOTES)
 		return AS_OK;
-	if (!grow_one(&p->notes, p->nnotes, sizeof(*p->notes)))
+	char **n = realloc(p->notes, (p->nnotes + 1) * sizeof(*n));
+	if (!n)
 		return AS_ENOMEM;
-	char **n = p->notes;
+	p->notes = n;
 	size_t len = strlen(text);
 	char *c = malloc(len + 1);
 	if (!c)
@@ -336,7 +329,7 @@ int as_plan_stat(struct as_plan *p, const char *key, double value)
 			p->stats[i] = (struct as_stat){key, value, false};
 			return AS_OK;
 		}
-	if (!grow_one(&p->stats, p->nstats, sizeof(*p->stats)))
+	if (!append_room(&p->stats, p->nstats, sizeof(*p->stats)))
 		return AS_ENOMEM;
 	p->stats[p->nstats++] = (struct as_stat){key, value, false};
 	return AS_OK;
@@ -355,7 +348,7 @@ int as_plan_stat_int(struct as_plan *p, const char *key, uint64_t value)
 
 int as_plan_round(struct as_plan *p, const char *label, uint64_t peak)
 {
-	if (!grow_one(&p->rounds, p->nrounds, sizeof(*p->rounds)))
+	if (!append_room(&p->rounds, p->nrounds, sizeof(*p->rounds)))
 		return AS_ENOMEM;
 	struct as_round *n = p->rounds;
 	snprintf(n[p->nrounds].label, sizeof(n[p->nrounds].label), "%s",

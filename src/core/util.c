@@ -15,29 +15,28 @@
 #include "allocscope/allocscope.h"
 #include "core/internal.h"
 
-/* ---- Escaping names for a terminal and for Markdown ---- */
+/* ---- UTF-8, and escaping names for a terminal, Markdown and JSON ---- */
 
-/*
- * The length of the UTF-8 character at s (up to end), or 0 when the bytes
- * there are not one (a stray continuation byte, an overlong form, a
- * surrogate, past U+10FFFF, cut short).
- */
-static size_t utf8_len(const unsigned char *s, const unsigned char *end)
+size_t as_utf8_len(const unsigned char *s, size_t n)
 {
-	unsigned c = s[0];
-	size_t n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2
-		 : c >= 0xe0 && c <= 0xef		  ? 3
-		 : c >= 0xf0 && c <= 0xf4		  ? 4
-							  : 0;
-	if (n == 0 || (size_t)(end - s) < n)
+	if (n == 0)
 		return 0;
-	for (size_t i = 1; i < n; i++)
+	unsigned c = s[0];
+	size_t len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2
+		   : c >= 0xe0 && c <= 0xef		    ? 3
+		   : c >= 0xf0 && c <= 0xf4		    ? 4
+							    : 0;
+	if (len == 0 || n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++)
 		if ((s[i] & 0xc0) != 0x80)
 			return 0;
+	/* The second byte's range: no overlong form (E0, F0), no surrogate
+	 * (ED), nothing past U+10FFFF (F4). */
 	if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) ||
 	    (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f))
 		return 0;
-	return n;
+	return len;
 }
 
 /* Whether the character at s (n bytes) is one a terminal or an editor
@@ -54,6 +53,38 @@ static bool is_control(const unsigned char *s, size_t n)
 		(s[1] == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9));
 }
 
+/*
+ * The escape of the character at p (up to end) into piece (16 bytes):
+ * its length in piece; *used says how many bytes of p it took. The one
+ * rule set of as_escape and as_escape_write.
+ */
+static size_t escape_piece(const unsigned char *p, const unsigned char *end,
+			   enum as_escape_how how, char *piece, size_t *used)
+{
+	size_t k = 0, n = as_utf8_len(p, (size_t)(end - p));
+	if (n == 0 || is_control(p, n)) {
+		for (size_t i = 0; i < (n ? n : 1); i++)
+			k += (size_t)snprintf(piece + k, 16 - k, "\\x%02x",
+					      p[i]);
+		n = n ? n : 1;
+	} else if (how == AS_ESCAPE_MARKDOWN && strchr("<>&", *p)) {
+		k = (size_t)snprintf(piece, 16, "&%s;",
+				     *p == '<'	 ? "lt"
+				     : *p == '>' ? "gt"
+						 : "amp");
+	} else if ((how == AS_ESCAPE_MARKDOWN && strchr("\\`*_[]|~#", *p)) ||
+		   (how == AS_ESCAPE_MARKDOWN_CODE && *p == '|')) {
+		piece[0] = '\\';
+		piece[1] = (char)*p;
+		k = 2;
+	} else {
+		memcpy(piece, p, n);
+		k = n;
+	}
+	*used = n;
+	return k;
+}
+
 size_t as_escape(char *buf, size_t len, const char *s, enum as_escape_how how)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -62,29 +93,7 @@ size_t as_escape(char *buf, size_t len, const char *s, enum as_escape_how how)
 	bool full = len == 0;
 	while (p < end) {
 		char piece[16];
-		size_t k = 0, n = utf8_len(p, end);
-		if (n == 0 || is_control(p, n)) {
-			for (size_t i = 0; i < (n ? n : 1); i++)
-				k += (size_t)snprintf(piece + k,
-						      sizeof(piece) - k,
-						      "\\x%02x", p[i]);
-			n = n ? n : 1;
-		} else if (how == AS_ESCAPE_MARKDOWN &&
-			   strchr("<>&", *p)) {
-			k = (size_t)snprintf(piece, sizeof(piece), "&%s;",
-					     *p == '<'	 ? "lt"
-					     : *p == '>' ? "gt"
-							 : "amp");
-		} else if ((how == AS_ESCAPE_MARKDOWN &&
-			    strchr("\\`*_[]|~", *p)) ||
-			   (how == AS_ESCAPE_MARKDOWN_CODE && *p == '|')) {
-			piece[0] = '\\';
-			piece[1] = (char)*p;
-			k = 2;
-		} else {
-			memcpy(piece, p, n);
-			k = n;
-		}
+		size_t n, k = escape_piece(p, end, how, piece, &n);
 		p += n;
 		/* Whole pieces only: nothing is cut inside an escape or a
 		 * character. */
@@ -101,22 +110,66 @@ size_t as_escape(char *buf, size_t len, const char *s, enum as_escape_how how)
 	return o;
 }
 
+void as_escape_write(FILE *f, const char *s, enum as_escape_how how)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *end = p + strlen(s);
+	while (p < end) {
+		char piece[16];
+		size_t n, k = escape_piece(p, end, how, piece, &n);
+		fwrite(piece, 1, k, f);
+		p += n;
+	}
+}
+
+void as_md_table_head(FILE *f, const char *const *cols, const char *align)
+{
+	size_t n = strlen(align);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "| %s ", cols[i]);
+	fputs("|\n", f);
+	for (size_t i = 0; i < n; i++)
+		fputs(align[i] == 'r' ? "|---:" : "|---", f);
+	fputs("|\n", f);
+}
+
+/*
+ * JSON needs ", \ and the bytes below 0x20 escaped, and UTF-8 (RFC 8259,
+ * section 8.1): a byte that is not UTF-8 is written as the text \xNN (its
+ * backslash escaped), as the terminal shows it, so every JSON parser reads
+ * the string and a reader sees which byte it was.
+ */
+size_t as_json_char(const unsigned char *s, size_t n, char *out,
+		    size_t *used)
+{
+	size_t len = as_utf8_len(s, n);
+	*used = len ? len : 1;
+	if (len == 0)
+		return (size_t)snprintf(out, 8, "\\\\x%02x", *s);
+	switch (*s) {
+	case '"': return (size_t)snprintf(out, 8, "\\\"");
+	case '\\': return (size_t)snprintf(out, 8, "\\\\");
+	case '\n': return (size_t)snprintf(out, 8, "\\n");
+	case '\t': return (size_t)snprintf(out, 8, "\\t");
+	case '\r': return (size_t)snprintf(out, 8, "\\r");
+	default:
+		if (*s < 0x20)
+			return (size_t)snprintf(out, 8, "\\u%04x", *s);
+		memcpy(out, s, len);
+		return len;
+	}
+}
+
 void as_json_string(FILE *f, const char *s)
 {
+	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *end = p + strlen(s);
 	putc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
-		case '"': fputs("\\\"", f); break;
-		case '\\': fputs("\\\\", f); break;
-		case '\n': fputs("\\n", f); break;
-		case '\t': fputs("\\t", f); break;
-		case '\r': fputs("\\r", f); break;
-		default:
-			if (*p < 0x20)
-				fprintf(f, "\\u%04x", *p);
-			else
-				putc(*p, f);
-		}
+	while (p < end) {
+		char piece[8];
+		size_t n, k = as_json_char(p, (size_t)(end - p), piece, &n);
+		fwrite(piece, 1, k, f);
+		p += n;
 	}
 	putc('"', f);
 }

@@ -141,11 +141,6 @@ int as_explain_diff_order(const struct as_comparison *c, size_t *order)
 	return err;
 }
 
-void as_explain_frame_text(const char *frame, char *buf, size_t len)
-{
-	as_x_short_frame(frame, buf, len);
-}
-
 /* The frames of a row's group, from whichever side has it. */
 static const struct as_explain_group *group_of_row(const struct as_compare_row *r,
 						   const struct as_explain *a,
@@ -171,15 +166,16 @@ int as_explain_write_diff_markdown(const struct as_comparison *c,
 		as_group_by_name(a->opts.by),
 		failed ? "❌ regression" : "✅ no regression");
 	fputs("Base ", f);
-	as_x_md_text(f, a->trace->path);
+	as_escape_write(f, a->trace->path, AS_ESCAPE_MARKDOWN);
 	fputs(", new ", f);
-	as_x_md_text(f, b->trace->path);
+	as_escape_write(f, b->trace->path, AS_ESCAPE_MARKDOWN);
 	fprintf(f, ". A group regresses when its bytes at the peak grow by more "
 		   "than %.2f%%.\n\n",
 		c->opts.max_regress_pct);
-	fputs("| status | space | base | new | change | change % | top frames |\n"
-	      "|---|---|---:|---:|---:|---:|---|\n",
-	      f);
+	static const char *const head[] = {"status", "space",	 "base",
+					   "new",    "change", "change %",
+					   "top frames"};
+	as_md_table_head(f, head, "llrrrrl");
 	size_t same = 0;
 	for (size_t k = 0; k < c->nrows; k++) {
 		const struct as_compare_row *r = &c->rows[order[k]];
@@ -191,7 +187,7 @@ int as_explain_write_diff_markdown(const struct as_comparison *c,
 		char hb1[32], hb2[32], hb3[32];
 		fprintf(f, "| %s%s%s | ", fails ? "**" : "",
 			as_change_name(r->status), fails ? "**" : "");
-		as_x_md_text(f, (r->base ? r->base : r->new_)->trace);
+		as_escape_write(f, (r->base ? r->base : r->new_)->trace, AS_ESCAPE_MARKDOWN);
 		fprintf(f, " | %s | %s | %s%s | ",
 			as_human_bytes((uint64_t)r->base_value, hb1, sizeof(hb1)),
 			as_human_bytes((uint64_t)r->new_value, hb2, sizeof(hb2)),
@@ -209,10 +205,10 @@ int as_explain_write_diff_markdown(const struct as_comparison *c,
 			as_x_short_frame(g->frames[j], fr, sizeof(fr));
 			if (j)
 				fputs("<br>", f);
-			as_x_md_text(f, fr);
+			as_escape_write(f, fr, AS_ESCAPE_MARKDOWN);
 		}
 		if (g && !g->nframes)
-			as_x_md_text(f, g->key);
+			as_escape_write(f, g->key, AS_ESCAPE_MARKDOWN);
 		fputs(" |\n", f);
 	}
 	if (same)

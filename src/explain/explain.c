@@ -431,13 +431,7 @@ static void frag_of(const struct as_block *b, size_t n, uint64_t live,
 /* Whether SPEC names an online allocator. */
 static bool online(const char *spec)
 {
-	char name[128];
-	size_t n = strcspn(spec, ":");
-	if (n >= sizeof(name))
-		return false;
-	memcpy(name, spec, n);
-	name[n] = 0;
-	const struct as_strategy_info *si = as_strategy_find(name);
+	const struct as_strategy_info *si = as_strategy_find_by_spec(spec);
 	return si && si->online;
 }
 

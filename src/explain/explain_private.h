@@ -187,14 +187,13 @@ size_t as_x_strip_params(const char *s, size_t n, char *out, size_t cap);
 
 /* ---- write.c ---- */
 
-/* Text from a recording for a terminal: control bytes as '?'; cut to fit
- * buf. */
+/* Text from a recording for a terminal (as_escape, AS_ESCAPE_TEXT: control
+ * bytes as \xNN), cut to fit buf; returns buf. */
 const char *as_x_tx(const char *s, char *buf, size_t len);
-/* A frame for a person: its file's directories left out. */
+/* A frame for a person: its file's directories left out; not escaped (the
+ * text writer escapes it with as_explain_frame_text, the Markdown one with
+ * as_escape_write). */
 void as_x_short_frame(const char *frame, char *buf, size_t len);
-/* Text in a Markdown table cell or line: its marks escaped, newlines as
- * <br>. */
-void as_x_md_text(FILE *f, const char *s);
 
 /* ---- oom.c ---- */
 

@@ -251,10 +251,12 @@ static const char *verdict_text(const struct as_explain_oom *o)
 
 bool as_x_oom_modelled(const struct as_explain_entry *run)
 {
-	for (size_t p = 0; p < run->nplans; p++)
-		if (strncmp(run->plans[p]->spec, "cuda-caching",
-			    strlen("cuda-caching")) == 0)
+	for (size_t p = 0; p < run->nplans; p++) {
+		const struct as_strategy_info *si =
+			as_strategy_find_by_spec(run->plans[p]->spec);
+		if (si && strcmp(si->name, "cuda-caching") == 0)
 			return true;
+	}
 	return false;
 }
 
@@ -378,18 +380,20 @@ void as_x_oom_markdown(FILE *f, const struct as_explain *e, bool suggest)
 	fputs("#### Out of memory", f);
 	if (e->spec) {
 		fputs(" · ", f);
-		as_x_md_text(f, e->spec);
+		as_escape_write(f, e->spec, AS_ESCAPE_MARKDOWN);
 	}
-	fputs("\n\n| space | step | request | live | reserved | device "
-	      "| cached free | largest free block | failed for |\n"
-	      "|---|---:|---:|---:|---:|---:|---|---:|---|\n",
-	      f);
+	static const char *const head[] = {
+		"space",    "step",	   "request",
+		"live",	    "reserved",	   "device",
+		"cached free", "largest free block", "failed for"};
+	fputs("\n\n", f);
+	as_md_table_head(f, head, "lrrrrrlrl");
 	bool recorded_only = false;
 	for (uint32_t i = 0; i < e->nooms; i++) {
 		const struct as_explain_oom *o = &e->ooms[i];
 		recorded_only |= !o->modelled;
 		fputs("| ", f);
-		as_x_md_text(f, o->space_name ? o->space_name : "");
+		as_escape_write(f, o->space_name ? o->space_name : "", AS_ESCAPE_MARKDOWN);
 		fprintf(f, " | %" PRIu64 " | %s | %s | %s | ", o->time,
 			hb(o->request, a, sizeof(a)), hb(o->live, b, sizeof(b)),
 			o->has_reserved ? hb(o->reserved, c, sizeof(c)) : "—");
@@ -405,7 +409,7 @@ void as_x_oom_markdown(FILE *f, const struct as_explain *e, bool suggest)
 			for (unsigned k = 0; k < AS_OOM_CLASSES; k++)
 				if (o->cached[k]) {
 					fputs(" ", f);
-					as_x_md_text(f, as_oom_class_name(k));
+					as_escape_write(f, as_oom_class_name(k), AS_ESCAPE_MARKDOWN);
 					fprintf(f, " %s",
 						hb(o->cached[k], a, sizeof(a)));
 				}

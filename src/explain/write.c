@@ -41,19 +41,18 @@ void as_x_short_frame(const char *frame, char *buf, size_t len)
 		snprintf(buf, len, "%.160s", frame);
 	else
 		snprintf(buf, len, "%.*s%.160s", (int)(tok - frame), frame, cut);
-	for (char *p = buf; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
 }
 
-/* Text from a recording for a terminal: control bytes (escape sequences
- * among them) shown as '?'; cut to fit buf. */
+void as_explain_frame_text(const char *frame, char *buf, size_t len)
+{
+	char fr[512];
+	as_x_short_frame(frame, fr, sizeof(fr));
+	as_escape(buf, len, fr, AS_ESCAPE_TEXT);
+}
+
 const char *as_x_tx(const char *s, char *buf, size_t len)
 {
-	size_t n = 0;
-	for (; s && *s && n + 1 < len; s++)
-		buf[n++] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
-	buf[n] = 0;
+	as_escape(buf, len, s ? s : "", AS_ESCAPE_TEXT);
 	return buf;
 }
 
@@ -120,7 +119,7 @@ static void text_evidence(FILE *f, const struct as_explain_evidence *d,
 	fprintf(f, "%*s  %9s  %s", indent, "", hb(d->bytes, a, sizeof(a)),
 		d->rule);
 	if (d->example) {
-		as_x_short_frame(d->example, fr, sizeof(fr));
+		as_explain_frame_text(d->example, fr, sizeof(fr));
 		fprintf(f, ": %s", fr);
 	}
 	fputc('\n', f);
@@ -134,7 +133,7 @@ static void text_group_lines(FILE *f, const struct as_explain *e,
 	bool first = true, anchored = e->opts.by == AS_GROUP_FRAME ||
 				      e->opts.by == AS_GROUP_LINE;
 	if (e->opts.by != AS_GROUP_STACK) {
-		as_x_short_frame(g->key, fr, sizeof(fr));
+		as_explain_frame_text(g->key, fr, sizeof(fr));
 		fprintf(f, "%s\n", anchored ? fr : as_x_tx(g->key, kb, sizeof(kb)));
 		first = false;
 	}
@@ -144,7 +143,7 @@ static void text_group_lines(FILE *f, const struct as_explain *e,
 		return;
 	}
 	if (g->nabove) {
-		as_x_short_frame(g->above[g->nabove - 1], fr, sizeof(fr));
+		as_explain_frame_text(g->above[g->nabove - 1], fr, sizeof(fr));
 		fprintf(f, "%*s  above: %s", indent, "", fr);
 		if (g->nabove > 1)
 			fprintf(f, " (+%u)", g->nabove - 1);
@@ -153,7 +152,7 @@ static void text_group_lines(FILE *f, const struct as_explain *e,
 	for (uint32_t k = 0; k < g->nframes; k++) {
 		if (anchored && k == 0 && strcmp(g->frames[0], g->key) == 0)
 			continue;
-		as_x_short_frame(g->frames[k], fr, sizeof(fr));
+		as_explain_frame_text(g->frames[k], fr, sizeof(fr));
 		if (first)
 			fprintf(f, "%s\n", fr);
 		else
@@ -407,8 +406,9 @@ int as_explain_write_text(const struct as_explain_entry *runs, size_t n,
 			if (x && x->live.ngroups) {
 				const struct as_explain_group *g = &x->live.groups[0];
 				char c[32];
-				as_x_short_frame(g->nframes ? g->frames[0] : g->key,
-						 tm, sizeof(tm));
+				as_explain_frame_text(g->nframes ? g->frames[0]
+								 : g->key,
+						      tm, sizeof(tm));
 				snprintf(fr, sizeof(fr), "%s %s",
 					 hb(g->bytes, c, sizeof(c)), tm);
 			}
@@ -665,28 +665,6 @@ int as_explain_write_json(const struct as_explain_entry *runs, size_t n,
 
 /* ---- Markdown ---- */
 
-/* Text in a table cell or a line: Markdown's marks escaped, newlines as
- * <br>. */
-void as_x_md_text(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\n')
-			fputs("<br>", f);
-		else if (*s == '<')
-			fputs("&lt;", f);
-		else if (*s == '>')
-			fputs("&gt;", f);
-		else if (*s == '&')
-			fputs("&amp;", f);
-		else if (strchr("\\`*_[]|#~", *s))
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			putc(' ', f);
-		else
-			putc(*s, f);
-	}
-}
-
 static void md_group_cell(FILE *f, const struct as_explain *e,
 			  const struct as_explain_group *g)
 {
@@ -694,24 +672,24 @@ static void md_group_cell(FILE *f, const struct as_explain *e,
 	bool any = false;
 	if (e->opts.by != AS_GROUP_STACK) {
 		fputs("**", f);
-		as_x_md_text(f, g->key);
+		as_escape_write(f, g->key, AS_ESCAPE_MARKDOWN);
 		fputs("**", f);
 		any = true;
 	}
 	for (uint32_t k = 0; k < g->nevidence && k < 3; k++) {
 		char a[32];
 		fprintf(f, "<br>%s ", hb(g->evidence[k].bytes, a, sizeof(a)));
-		as_x_md_text(f, g->evidence[k].rule);
+		as_escape_write(f, g->evidence[k].rule, AS_ESCAPE_MARKDOWN);
 		if (g->evidence[k].example) {
 			as_x_short_frame(g->evidence[k].example, fr, sizeof(fr));
 			fputs(": ", f);
-			as_x_md_text(f, fr);
+			as_escape_write(f, fr, AS_ESCAPE_MARKDOWN);
 		}
 	}
 	if (g->nabove) {
 		as_x_short_frame(g->above[g->nabove - 1], fr, sizeof(fr));
 		fputs("<br>above: ", f);
-		as_x_md_text(f, fr);
+		as_escape_write(f, fr, AS_ESCAPE_MARKDOWN);
 	}
 	for (uint32_t k = 0; k < g->nframes && k < 3 && !g->nevidence; k++) {
 		if ((e->opts.by == AS_GROUP_FRAME || e->opts.by == AS_GROUP_LINE) &&
@@ -720,11 +698,11 @@ static void md_group_cell(FILE *f, const struct as_explain *e,
 		as_x_short_frame(g->frames[k], fr, sizeof(fr));
 		if (any)
 			fputs("<br>", f);
-		as_x_md_text(f, fr);
+		as_escape_write(f, fr, AS_ESCAPE_MARKDOWN);
 		any = true;
 	}
 	if (!any)
-		as_x_md_text(f, g->key);
+		as_escape_write(f, g->key, AS_ESCAPE_MARKDOWN);
 }
 
 static void md_list(FILE *f, const struct as_explain *e,
@@ -732,14 +710,11 @@ static void md_list(FILE *f, const struct as_explain *e,
 		    bool largest)
 {
 	char a[32], b[32];
-	if (largest)
-		fputs("| largest | bytes | count | top frames |\n"
-		      "|---:|---:|---:|---|\n",
-		      f);
-	else
-		fputs("| bytes | share | count | top frames |\n"
-		      "|---:|---:|---:|---|\n",
-		      f);
+	static const char *const head_largest[] = {"largest", "bytes", "count",
+						   "top frames"};
+	static const char *const head[] = {"bytes", "share", "count",
+					   "top frames"};
+	as_md_table_head(f, largest ? head_largest : head, "rrrl");
 	for (uint32_t j = 0; j < l->ngroups; j++) {
 		const struct as_explain_group *g = &l->groups[j];
 		if (largest)
@@ -767,10 +742,10 @@ static void md_space(FILE *f, const struct as_explain *e,
 	char a[32], b[32], tm[64];
 	fputs("#### ", f);
 	if (e->spec) {
-		as_x_md_text(f, e->spec);
+		as_escape_write(f, e->spec, AS_ESCAPE_MARKDOWN);
 		fputs(" · ", f);
 	}
-	as_x_md_text(f, x->name);
+	as_escape_write(f, x->name, AS_ESCAPE_MARKDOWN);
 	fputs("\n\n", f);
 	if (!x->has_peak) {
 		fputs("Nothing live.\n\n", f);
@@ -792,7 +767,7 @@ static void md_space(FILE *f, const struct as_explain *e,
 		for (uint32_t k = 0; k < x->npeak_stages; k++) {
 			if (k)
 				fputs(" › ", f);
-			as_x_md_text(f, t->stages[x->peak_stages[k]].name);
+			as_escape_write(f, t->stages[x->peak_stages[k]].name, AS_ESCAPE_MARKDOWN);
 		}
 		fputs(".", f);
 	}
@@ -807,7 +782,7 @@ static void md_space(FILE *f, const struct as_explain *e,
 	fputs("\n\n", f);
 	if (e->nothing_to_group) {
 		fprintf(f, "By %s: nothing to group by: ", as_group_by_name(e->opts.by));
-		as_x_md_text(f, e->nothing_to_group);
+		as_escape_write(f, e->nothing_to_group, AS_ESCAPE_MARKDOWN);
 		fputs(".\n\n", f);
 	} else {
 		fprintf(f, "Live at the peak by %s:\n\n",
@@ -821,16 +796,18 @@ static void md_space(FILE *f, const struct as_explain *e,
 		uint32_t *shown = malloc(sizeof(*shown) * ((size_t)x->nstages + 1));
 		if (shown) {
 			uint32_t n = stages_shown(x, e->opts.top, shown);
-			fprintf(f, "Annotation stages (%u of %u):\n\n| stage | "
-				   "steps | at START | at END | peak inside |\n"
-				   "|---|---:|---:|---:|---:|\n",
-				n, x->nstages);
+			static const char *const head[] = {
+				"stage", "steps", "at START", "at END",
+				"peak inside"};
+			fprintf(f, "Annotation stages (%u of %u):\n\n", n,
+				x->nstages);
+			as_md_table_head(f, head, "lrrrr");
 			for (uint32_t k = 0; k < n; k++) {
 				const struct as_explain_stage *s = &x->stages[shown[k]];
 				const struct as_stage *st = &t->stages[s->stage];
 				char c[32];
 				fputs("| ", f);
-				as_x_md_text(f, st->name);
+				as_escape_write(f, st->name, AS_ESCAPE_MARKDOWN);
 				fprintf(f, " | %" PRIu64 "-%" PRIu64 " | %s | %s | %s at %" PRIu64
 					   " |\n",
 					st->start, st->end, hb(s->at_start, a, sizeof(a)),
@@ -861,7 +838,7 @@ int as_explain_write_markdown(const struct as_explain_entry *runs, size_t n,
 		const struct as_explain *e = runs[r].trace;
 		const struct as_trace *t = e->trace;
 		fputs("### allocscope explain: ", f);
-		as_x_md_text(f, t->path);
+		as_escape_write(f, t->path, AS_ESCAPE_MARKDOWN);
 		fprintf(f, "\n\n%u buffers, %" PRIu64 " events; peak %s.\n\n",
 			as_x_nbuffers(e), as_x_nevents(e),
 			hb(e->peak_bytes, a, sizeof(a)));
@@ -880,16 +857,17 @@ int as_explain_write_markdown(const struct as_explain_entry *runs, size_t n,
 	if (n > 1) {
 		uint64_t max, mean;
 		as_x_ranks(runs, n, &max, &mean);
-		fprintf(f, "### Ranks: imbalance %.3f (largest peak %s, mean %s)\n\n"
-			   "| file | peak | reserved peak | top group |\n"
-			   "|---|---:|---:|---|\n",
+		static const char *const head[] = {"file", "peak",
+						   "reserved peak", "top group"};
+		fprintf(f, "### Ranks: imbalance %.3f (largest peak %s, mean %s)\n\n",
 			as_explain_imbalance(runs, n), hb(max, a, sizeof(a)),
 			hb(mean, b, sizeof(b)));
+		as_md_table_head(f, head, "lrrl");
 		for (size_t r = 0; r < n; r++) {
 			const struct as_explain *e = runs[r].trace;
 			const struct as_explain_space *x = top_space(e);
 			fputs("| ", f);
-			as_x_md_text(f, e->trace->path);
+			as_escape_write(f, e->trace->path, AS_ESCAPE_MARKDOWN);
 			fprintf(f, " | %s | %s | ", hb(e->peak_bytes, a, sizeof(a)),
 				reserved_total(e) ? hb(reserved_total(e), b, sizeof(b)) : "—");
 			if (x && x->live.ngroups) {

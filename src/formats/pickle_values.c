@@ -196,20 +196,13 @@ static void put(struct sbuf *b, const char *s, size_t n)
 
 static void put_str(struct sbuf *b, const char *s, size_t n)
 {
+	const unsigned char *p = (const unsigned char *)s;
 	put(b, "\"", 1);
-	for (size_t i = 0; i < n && !b->over; i++) {
-		unsigned char c = (unsigned char)s[i];
-		char esc[8];
-		if (c == '"' || c == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char)c;
-			put(b, esc, 2);
-		} else if (c < 0x20) {
-			snprintf(esc, sizeof(esc), "\\u%04x", c);
-			put(b, esc, 6);
-		} else {
-			put(b, (const char *)&s[i], 1);
-		}
+	for (size_t i = 0; i < n && !b->over;) {
+		char piece[8];
+		size_t used, k = as_json_char(p + i, n - i, piece, &used);
+		put(b, piece, k);
+		i += used;
 	}
 	put(b, "\"", 1);
 }

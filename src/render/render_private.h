@@ -270,7 +270,12 @@ struct vmark {
 
 /* text.c */
 
-/* Copy `s` into buf as valid UTF-8 without control characters. */
+/*
+ * Copy `s` into buf as the picture's text: valid UTF-8 (as_utf8_len), a
+ * control byte as a space, a byte that is not UTF-8 as '?', cut between
+ * characters. Text in pixels, unlike a terminal's (as_escape), keeps one
+ * glyph a byte it cannot show, so a label's width stays its own.
+ */
 const char *as_r_render_clean_text(const char *s, char *buf, size_t len);
 const char *as_r_fit_text(struct measurer *m, const char *s, double size,
 		     bool bold, double maxw, char *buf, size_t len);

@@ -45,6 +45,9 @@ static void put_attr_num(FILE *f, const char *name, double v)
 	putc('"', f);
 }
 
+/* Text in an SVG element or attribute: XML's marks as entities. What the
+ * renderer writes is clean already (as_r_render_clean_text: UTF-8, no
+ * control byte), so nothing else needs escaping. */
 static void put_escaped(FILE *f, const char *s)
 {
 	for (; *s; s++) {

@@ -26,44 +26,15 @@ static const uint32_t viridis[] = {
 	0x27ad81, 0x5cc863, 0xaadc32, 0xfde725,
 };
 
-static size_t utf8_len(const unsigned char *p)
-{
-	unsigned c = p[0];
-	size_t n;
-	uint32_t cp;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return n;
-}
-
 const char *as_r_render_clean_text(const char *s, char *buf, size_t len)
 {
 	size_t o = 0;
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	const unsigned char *end = p + strlen((const char *)p);
 	if (len == 0)
 		return buf;
-	while (*p) {
-		size_t n = utf8_len(p);
+	while (p < end) {
+		size_t n = as_utf8_len(p, (size_t)(end - p));
 		if (n == 0) {
 			if (o + 1 >= len)
 				break;

@@ -191,15 +191,30 @@ static int fail_past_2_64(const struct as_trace *t, struct as_plan *p,
 
 #define SPEC_NAME_MAX 64
 
+/* The length of a spec's name (before its first ':'), 0 when there is none
+ * or it is longer than any strategy's. */
+static size_t spec_name_len(const char *spec)
+{
+	size_t len = strcspn(spec, ":");
+	return len < SPEC_NAME_MAX ? len : 0;
+}
+
 const struct as_strategy_impl *as_strategy_spec_impl(const char *spec)
 {
 	char name[SPEC_NAME_MAX];
-	size_t len = strcspn(spec, ":");
-	if (len == 0 || len >= SPEC_NAME_MAX)
+	size_t len = spec_name_len(spec);
+	if (len == 0)
 		return NULL;
 	memcpy(name, spec, len);
 	name[len] = 0;
 	return as_strategy_impl_find(name);
+}
+
+const struct as_strategy_info *as_strategy_find_by_spec(const char *spec)
+{
+	const struct as_strategy_impl *s = spec ? as_strategy_spec_impl(spec)
+						: NULL;
+	return s ? &s->info : NULL;
 }
 
 int as_strategy_find_spec(const char *spec, const struct as_trace *t,
@@ -212,7 +227,7 @@ int as_strategy_find_spec(const char *spec, const struct as_trace *t,
 	*opts = colon ? colon + 1 : "";
 	if (diag)
 		snprintf(diag->file, sizeof(diag->file), "%s", t->path);
-	if (len == 0 || len >= SPEC_NAME_MAX)
+	if (spec_name_len(spec) == 0)
 		return as_diag_set(diag, 0, AS_EINVAL,
 				   "bad strategy spec '%s'", spec);
 	if (!s)

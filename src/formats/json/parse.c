@@ -70,35 +70,6 @@ static int pre_fail(const struct pre_level *st, int depth, uint64_t line,
 			   *where ? ": " : "", msg);
 }
 
-/* Length of the UTF-8 sequence at s (1..4), or 0 when it is invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-	size_t len;
-	uint32_t cp;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 /* The first window; tests build with a tiny one to cross every boundary. */
 #ifndef AS_JSON_WINDOW
 #define AS_JSON_WINDOW (256u << 10)
@@ -324,7 +295,7 @@ int as_json_prescan(struct as_jwin *w, bool exact_big, struct as_jtotals *tot,
 							"string");
 					n = j + 1 < len && s[j + 1] >= 0x20 ? 2
 									     : 1;
-				} else if ((n = utf8_len(s + j, len - j)) == 0) {
+				} else if ((n = as_utf8_len(s + j, len - j)) == 0) {
 					return pre_fail(st, depth, line, diag,
 							"invalid UTF-8 in a "
 							"string");

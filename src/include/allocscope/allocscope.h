@@ -1003,6 +1003,9 @@ const struct as_strategy_info *as_strategy_at(size_t i);
  */
 const char *as_strategy_time(size_t i);
 const struct as_strategy_info *as_strategy_find(const char *name);
+/* The strategy a spec names (the NAME of "NAME[:k=v,...]"), NULL for none:
+ * the one reading of a spec's name (registry.c). */
+const struct as_strategy_info *as_strategy_find_by_spec(const char *spec);
 
 /* Whether the strategy can plan this trace (e.g. `recorded` needs offsets). */
 bool as_strategy_applies(const char *name, const struct as_trace *t);

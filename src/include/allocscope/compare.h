@@ -259,6 +259,15 @@ int as_comparison_write_markdown(const struct as_comparison *c, FILE *f,
 				 bool all_rows);
 
 /*
+ * The comparison's counts in words, the one sentence the text and the
+ * Markdown reports print: "N rows: N regressed, N invalid, ..., N only in
+ * new" and the rows left out at the step limit, without a final stop.
+ * Written as snprintf writes (cut to fit, always terminated); returns buf.
+ */
+const char *as_comparison_counts(const struct as_comparison *c, char *buf,
+				 size_t len);
+
+/*
  * The rows in report order: failing rows first, then worse, better, fixed,
  * unmatched and unchanged rows; within a group, the largest change first.
  * `order` receives c->nrows indices into c->rows. Returns 0 or AS_ENOMEM.

@@ -327,8 +327,8 @@ const struct as_explain_group *as_explain_find(const struct as_explain *e,
  */
 int as_explain_diff_order(const struct as_comparison *c, size_t *order);
 
-/* A frame as the text and Markdown writers print it: the file's
- * directories and C++ parameter lists left out. */
+/* A frame as the text writer prints it: the file's directories and C++
+ * parameter lists left out, escaped for a terminal (as_escape). */
 void as_explain_frame_text(const char *frame, char *buf, size_t len);
 
 /*
