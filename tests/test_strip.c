@@ -1102,6 +1102,48 @@ static void strip_skips_a_baseline_whose_cost_would_not_fit_its_budget(void)
 	as_trace_destroy(t);
 }
 
+/*
+ * A trace too large for greedy-size in the budget: the round says it was
+ * skipped, and strip starts from greedy-size's own largest buffers with the
+ * sweep fitting the rest around them (round "greedy-size big, sweep"), not
+ * from the plain sweep, and its plan is never above that start's.
+ */
+static void a_skipped_greedy_size_gives_way_to_its_big_ones_and_the_sweep(void)
+{
+	struct as_trace *t = random_timed(99, 150000, true);
+	struct as_plan *p = t ? run("strip:budget_ms=300", t) : NULL;
+	struct as_plan *g = t ? run("greedy-size", t) : NULL;
+	CHECK(p != NULL && g != NULL);
+	if (p && g) {
+		int skipped = -1, big = -1, plain = -1;
+		uint64_t start = 0;
+		for (uint32_t k = 0; k < p->nrounds; k++) {
+			const char *l = p->rounds[k].label;
+			if (strncmp(l, "greedy-size skipped", 19) == 0)
+				skipped = (int)k;
+			if (strcmp(l, "greedy-size big, sweep") == 0) {
+				big = (int)k;
+				start = p->rounds[k].peak;
+			}
+			if (strncmp(l, "sweep ", 6) == 0)
+				plain = (int)k;
+		}
+		uint64_t peak = as_plan_peak(p, t, -1);
+		printf("#   150k buffers, budget 300 ms: start %llu, plan %llu, "
+		       "greedy-size %llu, bound %llu\n",
+		       (unsigned long long)start, (unsigned long long)peak,
+		       (unsigned long long)as_plan_peak(g, t, -1),
+		       (unsigned long long)as_trace_lower_bound(t));
+		CHECK(skipped >= 0 && big > skipped);
+		CHECK(plain < 0);
+		CHECK(valid(t, p));
+		CHECK(peak <= start);
+	}
+	as_plan_destroy(p);
+	as_plan_destroy(g);
+	as_trace_destroy(t);
+}
+
 int main(void)
 {
 	TEST_RUN(risk_is_high_above_the_threshold_and_for_what_shares_its_time);
@@ -1129,6 +1171,7 @@ int main(void)
 	TEST_RUN(strip_certifies_the_whole_space_its_exact_search_refuted);
 	TEST_RUN(certified_bounds_never_pass_the_brute_force_optimum);
 	TEST_RUN(strip_skips_a_baseline_whose_cost_would_not_fit_its_budget);
+	TEST_RUN(a_skipped_greedy_size_gives_way_to_its_big_ones_and_the_sweep);
 	if (tap_shared_dir())
 		TEST_RUN(every_strategy_plans_every_benchmark_at_its_recorded_height);
 	else

@@ -96,7 +96,13 @@ int as_order_greedy_size(const struct as_problem *pb, uint32_t *order)
 {
 	for (uint32_t i = 0; i < pb->n; i++)
 		order[i] = i;
-	return as_sort_u32(order, pb->n, by_size_rect, pb);
+	return as_sort_greedy_size(pb, order, pb->n);
+}
+
+int as_sort_greedy_size(const struct as_problem *pb, uint32_t *ids,
+			uint32_t n)
+{
+	return as_sort_u32(ids, n, by_size_rect, pb);
 }
 
 /*

@@ -211,8 +211,8 @@ uint64_t as_place_order(struct as_placer *pl, const uint32_t *order,
  * holding exactly the fixed ones) finds. A cancel of `budget` (may be NULL;
  * only its cancel flag and deadline are read) stops it within 256
  * rectangles, its deadline within 4096. Returns the peak, UINT64_MAX on
- * 64-bit overflow, or 0 with *err = AS_ENOMEM, AS_ECANCELED or AS_ELIMIT
- * (the deadline).
+ * 64-bit overflow, or 0 with *err = AS_ENOMEM, AS_ECANCELED, AS_ELIMIT
+ * (the deadline) or AS_EINVAL (fixed rectangles that meet).
  */
 uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 			const uint8_t *fixed, struct as_placer *obst,
@@ -261,6 +261,9 @@ bool as_rect_by_t0(uint32_t a, uint32_t b, const void *pb);
  * greedy-breadth: by the broadest section spanned, then size, AS_FIT_BEST.
  */
 int as_order_greedy_size(const struct as_problem *pb, uint32_t *order);
+/* Sort rectangle indices ids[0..n) into greedy-size's order. */
+int as_sort_greedy_size(const struct as_problem *pb, uint32_t *ids,
+			uint32_t n);
 int as_order_bestfit(const struct as_problem *pb, bool by_length,
 		     uint32_t *order);
 int as_order_breadth(const struct as_problem *pb, uint32_t *order);

@@ -287,6 +287,45 @@ static bool by_start_size(uint32_t a, uint32_t b, const void *cv)
 	return a < b;
 }
 
+/*
+ * Cut [lo, lo + len) out of the gap holding it (a fixed rectangle's room,
+ * free by the sweep's invariant); AS_EINVAL when no gap holds it whole.
+ */
+static int gap_carve(struct gaps *G, uint64_t lo, uint64_t len, uint32_t *k)
+{
+	uint32_t g, after;
+	gap_around(G, lo + 1, &g, &after);
+	if (!g || G->g[g].lo + G->g[g].len - lo < len)
+		return AS_EINVAL;
+	uint64_t glo = G->g[g].lo, glen = G->g[g].len;
+	uint64_t rest = glen - (lo - glo) - len;
+	if (lo > glo) {
+		gap_set(G, g, glo, lo - glo);
+		return rest ? gap_new(G, lo + len, rest, k) : AS_OK;
+	}
+	if (rest)
+		gap_set(G, g, lo + len, rest);
+	else
+		gap_del(G, g);
+	return AS_OK;
+}
+
+/* Whether one of the fixed rectangles ft[0..nf) (by start) starts in
+ * sections [t0, t1). */
+static bool fixed_starts_in(const struct as_problem *pb, const uint32_t *ft,
+			    uint32_t nf, uint32_t t0, uint32_t t1)
+{
+	uint32_t lo = 0, hi = nf;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (pb->r[ft[mid]].t0 < t0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < nf && pb->r[ft[lo]].t0 < t1;
+}
+
 uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 			const uint8_t *fixed, struct as_placer *obst,
 			const struct as_budget *budget, uint64_t *off,
@@ -296,6 +335,7 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 	struct gaps G = {0};
 	uint32_t *st = malloc(((size_t)n + 1) * sizeof(uint32_t));
 	uint32_t *en = malloc(((size_t)n + 1) * sizeof(uint32_t));
+	uint32_t *ft0 = NULL;
 	uint64_t peak = 0;
 	uint32_t k;
 	*err = AS_ENOMEM;
@@ -308,17 +348,38 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 	/* The room above everything: [0, UINT64_MAX). */
 	if (!G.g || !st || !en || gap_new(&G, 0, UINT64_MAX, &k))
 		goto out;
-	uint32_t m = 0;
+	/*
+	 * With obstacles, the fixed rectangles take part in the sweep too:
+	 * each is cut out of the gaps when it starts (its room is free then:
+	 * every rectangle placed before and sharing its time kept clear of
+	 * it) and freed when it ends. So a rectangle needs the obstacles'
+	 * spans only when a fixed one starts during its lifetime (ft0, the
+	 * fixed ones' starts sorted), which on malloc traces few do.
+	 */
+	uint32_t m = 0, nf = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if (fixed && fixed[i]) {
 			if (off[i] + pb->r[i].size > peak)
 				peak = off[i] + pb->r[i].size;
-			continue;
+			nf++;
+			if (!obst)
+				continue;
 		}
 		st[m] = en[m] = i;
 		m++;
 	}
 	struct sweep_ctx c = {pb};
+	if (obst && nf) {
+		ft0 = malloc((size_t)nf * sizeof(uint32_t));
+		if (!ft0)
+			goto out;
+		nf = 0;
+		for (uint32_t i = 0; i < n; i++)
+			if (fixed[i])
+				ft0[nf++] = i;
+		if (as_sort_u32_keyed(ft0, nf, start_key, NULL, &c))
+			goto out;
+	}
 	if (as_sort_u32_keyed(st, m, start_key, by_start_size, &c) ||
 	    as_sort_u32_keyed(en, m, end_key, NULL, &c))
 		goto out;
@@ -359,9 +420,20 @@ uint64_t as_place_sweep(const struct as_problem *pb, enum as_fit fit,
 			else if (gap_new(&G, lo, len, &k))
 				goto out;
 		}
+		if (ft0 && fixed[i]) {
+			int e = gap_carve(&G, off[i], r->size, &k);
+			if (e) {
+				*err = e;
+				goto out;
+			}
+			continue;
+		}
 		uint64_t at = 0;
 		uint32_t g;
-		if (obst) {
+		if (ft0 && !fixed_starts_in(pb, ft0, nf, r->t0, r->t1)) {
+			g = gap_first(&G, G.root[0], r->size, r->align_log2,
+				      &at);
+		} else if (obst) {
 			/*
 			 * Fixed rectangles are not in the gaps: alternate
 			 * between the lowest free gap and the obstacles met
@@ -425,5 +497,6 @@ out:
 	free(G.g);
 	free(st);
 	free(en);
+	free(ft0);
 	return *err ? 0 : peak;
 }

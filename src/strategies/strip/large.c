@@ -1,7 +1,7 @@
 /*
- * Strategy strip, the large-trace path (strip.h): time sweeps, big first,
- * the window search and the peak repair, for traces with many overlapping
- * pairs.
+ * Strategy strip, the large-trace path (strip.h): greedy-size's start,
+ * time sweeps, big first, the window search with its refills, top swaps and
+ * the peak repair, for traces with many overlapping pairs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,6 +219,63 @@ static bool by_top_desc_off(uint32_t a, uint32_t b, const void *cv)
 }
 #define AS_STRIP_WINDOW_ALL 4000
 
+/*
+ * A window's lowest-fit refills: the held rectangles of sub at their
+ * fixed[] offsets, the free ones (fixed AS_NO_OFFSET) put back at their
+ * lowest fit in greedy-size's order, by start, then in two seeded
+ * shuffles. Returns 1 with so[] filled when one order keeps every top at
+ * or below cap, 0 when none does, or a negative code. ids needs sub->n
+ * entries.
+ */
+static int window_greedy(const struct as_problem *sub, const uint64_t *fixed,
+			 uint64_t cap, uint64_t rng, uint64_t *so,
+			 uint32_t *ids)
+{
+	struct as_placer *pl = as_placer_create(sub);
+	uint32_t nf = 0;
+	int found = 0;
+	if (!pl)
+		return AS_ENOMEM;
+	bool held_low = true; /* a held one at the top leaves no room */
+	for (uint32_t k = 0; k < sub->n; k++)
+		if (fixed[k] == AS_NO_OFFSET)
+			ids[nf++] = k;
+		else
+			held_low &= fixed[k] + sub->r[k].size <= cap;
+	for (int o = 0; o < 4 && !found && held_low; o++) {
+		if (o == 0 && as_sort_greedy_size(sub, ids, nf))
+			goto nomem;
+		if (o == 1 && as_sort_u32(ids, nf, by_start, sub))
+			goto nomem;
+		for (uint32_t k = nf; o >= 2 && k > 1; k--) {
+			uint32_t j = (uint32_t)(as_splitmix64(&rng) % k);
+			uint32_t t = ids[k - 1];
+			ids[k - 1] = ids[j];
+			ids[j] = t;
+		}
+		as_placer_reset(pl);
+		for (uint32_t k = 0; k < sub->n; k++)
+			if (fixed[k] != AS_NO_OFFSET)
+				as_placer_put(pl, k, so[k] = fixed[k]);
+		found = 1;
+		for (uint32_t k = 0; k < nf && found; k++) {
+			uint32_t i = ids[k];
+			found = as_placer_find(pl, i, AS_FIT_LOWEST, &so[i],
+					       NULL) &&
+				so[i] + sub->r[i].size <= cap;
+			if (found)
+				as_placer_put(pl, i, so[i]);
+		}
+	}
+	if (as_placer_nomem(pl))
+		goto nomem;
+	as_placer_destroy(pl);
+	return found;
+nomem:
+	as_placer_destroy(pl);
+	return AS_ENOMEM;
+}
+
 static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 			     uint64_t seed, double deadline,
 			     const struct as_budget *budget, uint64_t nodes,
@@ -232,18 +289,23 @@ static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 	struct as_problem sub = *pb;
 	uint64_t *fixed = calloc(AS_STRIP_WINDOW_ALL, sizeof(uint64_t));
 	uint64_t *so = calloc(AS_STRIP_WINDOW_ALL, sizeof(uint64_t));
+	uint32_t *ids = calloc(AS_STRIP_WINDOW_ALL, sizeof(uint32_t));
 	uint64_t *load = calloc((size_t)S + 1, sizeof(uint64_t));
 	uint64_t *times = calloc(2 * AS_STRIP_WINDOW_ALL, sizeof(uint64_t));
 	sub.r = calloc(AS_STRIP_WINDOW_ALL, sizeof(*sub.r));
 	*err = AS_ENOMEM;
-	if (!mark || !map || !role || !fixed || !so || !load || !times ||
-	    !sub.r)
+	if (!mark || !map || !role || !fixed || !so || !ids || !load ||
+	    !times || !sub.r)
 		goto out;
 	*err = AS_OK;
 	/* Start wide, halve after a failure, double after a success. */
 	uint32_t limit = AS_STRIP_WINDOW_FREE;
-	while (!as_budget_past(budget, deadline) && limit >= 16 &&
-	       (!nodes || st.nodes < nodes)) {
+	/* The first window's refills are cheap: they run even at the
+	 * deadline (its exact search does not). */
+	for (uint32_t round = 0;
+	     (round++ == 0 ? !as_budget_canceled(budget)
+			   : !as_budget_past(budget, deadline)) &&
+	     limit >= 16 && (!nodes || st.nodes < nodes);) {
 		uint64_t peak = as_place_peak(pb, off);
 		if (peak <= pb->lower_bound)
 			break;
@@ -344,27 +406,49 @@ static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 		double now = as_now_ms();
 		if (sub.lower_bound > peak - 1 - base)
 			break;
-		/* A quarter of the time, at most 0.3 s (nodes= decides alone). */
-		double slice = (deadline - now) / 4;
-		if (slice > 300)
-			slice = 300;
-		if (nodes)
-			slice = deadline - now;
-		/* With nodes=, each window gets an eighth of what is left. */
-		uint64_t share = nodes ? (nodes - st.nodes) / 8 + 1 : 0;
-		int r = as_exact_solve_fixed(&sub, fixed, peak - 1 - base,
-					     now + slice, budget, share, seed,
-					     so, &st);
-		if (r < 0) {
-			*err = r;
-			break;
+		/*
+		 * The exact search while time is left, else (or when it
+		 * fails) lowest-fit refills: cheap, so the first window
+		 * gets them even at the deadline. A window the exact search
+		 * failed on halves, whatever the refills did.
+		 */
+		int r = AS_EXACT_TIMEOUT;
+		if (!as_budget_past(budget, deadline)) {
+			/* A quarter of the time, at most 0.3 s (nodes=
+			 * decides alone). */
+			double slice = (deadline - now) / 4;
+			if (slice > 300)
+				slice = 300;
+			if (nodes)
+				slice = deadline - now;
+			/* With nodes=, each window gets an eighth of what
+			 * is left. */
+			uint64_t share = nodes ? (nodes - st.nodes) / 8 + 1 : 0;
+			r = as_exact_solve_fixed(&sub, fixed, peak - 1 - base,
+						 now + slice, budget, share,
+						 seed, so, &st);
+			if (r < 0) {
+				*err = r;
+				break;
+			}
 		}
 		if (r != AS_EXACT_FOUND) {
+			int g = window_greedy(&sub, fixed, peak - 1 - base,
+					      seed * 0x9e3779b97f4a7c15ULL +
+						      wins,
+					      so, ids);
+			if (g < 0) {
+				*err = g;
+				break;
+			}
 			limit = nf / 2; /* a smaller window */
-			continue;
+			if (!g)
+				continue;
+		} else {
+			limit = nf * 2 < AS_STRIP_WINDOW_FREE
+					? nf * 2
+					: AS_STRIP_WINDOW_FREE;
 		}
-		limit = nf * 2 < AS_STRIP_WINDOW_FREE ? nf * 2
-						      : AS_STRIP_WINDOW_FREE;
 		for (uint32_t k = 0; k < m; k++)
 			if (role[map[k]] == 1)
 				off[map[k]] = so[k] + base;
@@ -376,10 +460,207 @@ out:
 	free(role);
 	free(fixed);
 	free(so);
+	free(ids);
 	free(load);
 	free(times);
 	free(sub.r);
 	return wins;
+}
+
+/*
+ * Top swaps: the rectangle T whose top is the peak changes places with a
+ * smaller one U that lives through all of T's time and whose own slot holds
+ * T (both offsets aligned for the other, each slot clear of every other
+ * rectangle over the newcomer's lifetime, checked by a scan). The peak
+ * section's stack keeps its order but ends in U, which lowers the peak by
+ * the difference; on malloc recordings, whose stacks are packed to the
+ * alignment, what stands on top is all that is left to gain. U is the
+ * smallest candidate that passes (at most 16 are checked a swap); repeats
+ * while the peak goes down. O(n) per swap tried. Returns the swaps made.
+ */
+#define TOP_SWAP_TRIES 16
+
+/* Whether [lo, lo + size) over sections [t0, t1) meets no rectangle but
+ * a and b. */
+static bool slot_clear(const struct as_problem *pb, const uint64_t *off,
+		       uint32_t a, uint32_t b, uint64_t lo, uint64_t size,
+		       uint32_t t0, uint32_t t1)
+{
+	for (uint32_t j = 0; j < pb->n; j++) {
+		const struct as_rect *r = &pb->r[j];
+		if (j != a && j != b && r->t0 < t1 && t0 < r->t1 &&
+		    off[j] < lo + size && lo < off[j] + r->size)
+			return false;
+	}
+	return true;
+}
+
+static bool by_size_asc(uint32_t a, uint32_t b, const void *cv)
+{
+	const struct as_problem *pb = cv;
+	return pb->r[a].size < pb->r[b].size ||
+	       (pb->r[a].size == pb->r[b].size && a < b);
+}
+
+static uint32_t top_swap(const struct as_problem *pb, uint64_t *off,
+			 const struct as_budget *budget, double deadline,
+			 uint32_t *cand, int *err)
+{
+	uint32_t swaps = 0, tries = 0;
+	*err = AS_OK;
+	/* One pass costs a few scans: it runs even at the deadline. */
+	while (tries++ == 0 ? !as_budget_canceled(budget)
+			    : !as_budget_past(budget, deadline)) {
+		uint64_t peak = as_place_peak(pb, off);
+		if (peak <= pb->lower_bound)
+			break;
+		uint32_t t = 0, m = 0;
+		while (off[t] + pb->r[t].size != peak)
+			t++;
+		const struct as_rect *rt = &pb->r[t];
+		for (uint32_t j = 0; j < pb->n; j++) {
+			const struct as_rect *r = &pb->r[j];
+			if (r->size < rt->size && r->t0 <= rt->t0 &&
+			    rt->t1 <= r->t1 &&
+			    off[j] % ((uint64_t)1 << rt->align_log2) == 0 &&
+			    off[t] % ((uint64_t)1 << r->align_log2) == 0)
+				cand[m++] = j;
+		}
+		if (as_sort_u32(cand, m, by_size_asc, pb)) {
+			*err = AS_ENOMEM;
+			break;
+		}
+		bool done = false;
+		for (uint32_t k = 0; k < m && k < TOP_SWAP_TRIES && !done;
+		     k++) {
+			uint32_t u = cand[k];
+			const struct as_rect *ru = &pb->r[u];
+			/* T must end below the peak where it goes, and they
+			 * share time: their new places must not meet. */
+			if (off[u] + rt->size >= peak ||
+			    (off[u] < off[t] + ru->size &&
+			     off[t] < off[u] + rt->size))
+				continue;
+			if (!slot_clear(pb, off, t, u, off[u], rt->size, rt->t0,
+					rt->t1) ||
+			    !slot_clear(pb, off, t, u, off[t], ru->size, ru->t0,
+					ru->t1))
+				continue;
+			uint64_t y = off[t];
+			off[t] = off[u];
+			off[u] = y;
+			done = true;
+		}
+		if (!done || as_place_peak(pb, off) >= peak)
+			break;
+		swaps++;
+	}
+	return swaps;
+}
+
+/*
+ * The window search on the best plan so far, with `share` of the time
+ * left; records a round when it lowered the peak (*best then follows).
+ */
+static int window_step(const struct as_problem *pb, uint64_t *off,
+		       struct as_strip_cfg *cfg, struct as_plan *p,
+		       double deadline, double share, uint64_t *best)
+{
+	int err = AS_OK;
+	uint32_t wins = 0, swaps = 0;
+	uint32_t *cand = malloc(pb->n * sizeof(uint32_t));
+	if (!cand)
+		return AS_ENOMEM;
+	/*
+	 * Swaps, then a window, while a window lowers the peak: a window
+	 * reorders the top of the stack, a swap then finds what stands on
+	 * it.
+	 */
+	double now = as_now_ms();
+	if (deadline > now)
+		deadline = now + (deadline - now) * share;
+	for (;;) {
+		uint32_t k = top_swap(pb, off, cfg->budget, deadline, cand,
+				      &err);
+		*best = as_place_peak(pb, off);
+		swaps += k;
+		if (!err && k)
+			err = as_strip_note(cfg, p, "top swap", *best);
+		if (err || (wins && as_budget_past(cfg->budget, deadline)))
+			break;
+		uint32_t w = window_exact(pb, off, cfg->seed, deadline,
+					  cfg->budget, cfg->nodes, &err);
+		*best = as_place_peak(pb, off);
+		wins += w;
+		if (!err && w)
+			err = as_strip_note(cfg, p, "window search", *best);
+		if (err || !w)
+			break;
+	}
+	free(cand);
+	if (!err)
+		err = as_plan_stat_int(p, "windows_improved", wins);
+	if (!err)
+		err = as_plan_stat_int(p, "top_swaps", swaps);
+	return err;
+}
+
+/*
+ * Greedy-size's start at the cost of one sweep: the rectangles of at least
+ * 1/1024 of the bound (the cut doubled while more than 1024 of them, so
+ * their finds stay few) go in greedy-size's order to their lowest fit, and
+ * the sweep fits the rest around them. On malloc recordings the largest
+ * ones set the peak: the plan lands within bytes of greedy-size's, which
+ * costs several times more. Uses fixed[] (left zeroed) and ids as
+ * scratch; *sweep_ms gets the sweep's time. Returns the peak (as
+ * as_place_sweep; 0 with *err = AS_OK: no big ones, or all of them).
+ */
+#define GREEDY_BIG_DIV 1024
+#define GREEDY_BIG_MAX 1024
+
+static uint64_t greedy_big(const struct as_problem *pb, struct as_budget *b,
+			   const struct as_budget *until, uint64_t *tmp,
+			   uint8_t *fixed, uint32_t *ids, double *sweep_ms,
+			   int *err)
+{
+	uint32_t n = pb->n, m = 0;
+	*err = AS_OK;
+	memset(fixed, 0, n);
+	for (uint64_t cut = pb->lower_bound / GREEDY_BIG_DIV + 1; cut;
+	     cut *= 2) {
+		m = 0;
+		for (uint32_t i = 0; i < n && m <= GREEDY_BIG_MAX; i++)
+			if (pb->r[i].size >= cut)
+				ids[m++] = i;
+		if (m <= GREEDY_BIG_MAX || cut > UINT64_MAX / 2)
+			break;
+	}
+	if (m == 0 || m >= n || m > GREEDY_BIG_MAX)
+		return 0;
+	*err = AS_ENOMEM;
+	struct as_placer *pl = as_placer_create(pb);
+	if (!pl || as_sort_greedy_size(pb, ids, m)) {
+		as_placer_destroy(pl);
+		return 0;
+	}
+	as_placer_budget(pl, b);
+	for (uint32_t k = 0; k < m; k++) {
+		uint32_t i = ids[k];
+		if (!as_placer_find(pl, i, AS_FIT_LOWEST, &tmp[i], NULL)) {
+			*err = as_strip_placer_error(pl);
+			as_placer_destroy(pl);
+			return 0;
+		}
+		as_placer_put(pl, i, tmp[i]);
+		fixed[i] = 1;
+	}
+	double t0 = as_now_ms();
+	uint64_t peak = as_place_sweep(pb, AS_FIT_LOWEST, fixed, pl, until,
+				       tmp, err);
+	*sweep_ms = as_now_ms() - t0;
+	as_placer_destroy(pl);
+	memset(fixed, 0, n);
+	return peak;
 }
 
 /*
@@ -394,10 +675,11 @@ static bool affordable(const struct as_budget *b, double deadline,
 
 /*
  * Traces with too many overlapping pairs for the seed's method (hundreds of
- * thousands to millions of buffers): the O(n log n) time sweep, first fit
- * and best fit; then "big first": the big rectangles (where the bytes are)
- * get the full method on their own, and the sweep fits the rest around them.
- * The best of these is kept.
+ * thousands to millions of buffers): without incumbents greedy-size's start
+ * (greedy_big), else the O(n log n) time sweep, first fit and best fit;
+ * then "big first": the big rectangles (where the bytes are) get the full
+ * method on their own, and the sweep fits the rest around them. The best of
+ * these is kept, and the window search and top swaps work on it.
  */
 int as_strip_large(const struct as_problem *pb, uint64_t *off,
 		       struct as_strip_cfg *cfg, struct as_plan *p, double deadline)
@@ -409,6 +691,7 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 	struct as_problem sub = *pb;
 	struct as_placer *obst = NULL;
 	uint64_t best = UINT64_MAX, peak;
+	bool windowed = false;
 	int err = AS_ENOMEM;
 	sub.r = calloc(n, sizeof(*sub.r));
 	if (!tmp || !fixed || !map || !sub.r)
@@ -421,19 +704,41 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 	 * the skyline greedy and the middle tier take 0.7x that).
 	 */
 	double unit = 0, per_pair = 0;
-	for (int f = 0; f < 2; f++) {
-		double t0 = as_now_ms();
-		if (f && !affordable(cfg->budget, deadline, unit))
+	/*
+	 * The first plan (always run, so the one step that may pass the
+	 * deadline): without incumbents greedy-size's start, else (or where
+	 * it has no big ones) the first-fit sweep, then the best-fit sweep
+	 * when a unit fits. After greedy-size's start the plain sweeps are
+	 * skipped: on the malloc recordings measured they never did better,
+	 * and the window search makes more of the time.
+	 */
+	static const char *const sweeps[] = {"greedy-size big, sweep",
+					     "sweep first fit",
+					     "sweep best fit"};
+	for (int f = 0; f < 3; f++) {
+		double t0 = as_now_ms(), sweep_ms = 0;
+		bool first = best == UINT64_MAX;
+		if (!first && (f == 1 || !affordable(cfg->budget, deadline,
+						     unit)))
 			break;
-		/* Only the first sweep, the first plan, may pass the
-		 * deadline. */
 		struct as_budget until = *cfg->budget;
-		until.deadline = f ? deadline : 0;
-		peak = as_place_sweep(pb, f ? AS_FIT_BEST : AS_FIT_LOWEST, NULL,
-				      NULL, &until, tmp, &err);
+		until.deadline = first ? 0 : deadline;
+		if (f == 0 && cfg->start)
+			continue; /* greedy-size itself is an incumbent */
+		if (f == 0) {
+			peak = greedy_big(pb, cfg->budget, &until, tmp, fixed,
+					  map, &sweep_ms, &err);
+			if (err == AS_OK && peak == 0)
+				continue; /* no big ones */
+		} else {
+			peak = as_place_sweep(pb, f == 2 ? AS_FIT_BEST
+							 : AS_FIT_LOWEST,
+					      NULL, NULL, &until, tmp, &err);
+		}
 		if (err == AS_ELIMIT) {
-			err = as_strip_note(cfg, p, "sweep best fit cut", 0);
-			if (err)
+			char label[48];
+			snprintf(label, sizeof(label), "%s cut", sweeps[f]);
+			if ((err = as_strip_note(cfg, p, label, 0)))
 				goto out;
 			break;
 		}
@@ -443,15 +748,15 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 			err = AS_EUNSUPPORTED;
 			goto out;
 		}
-		if (!f) {
+		if (first) {
 			uint32_t lg = 1;
 			while (lg < 63 && (2ULL << lg) <= n)
 				lg++;
-			unit = as_now_ms() - t0;
+			/* A sweep's time (greedy-size's finds left out). */
+			unit = f == 0 ? sweep_ms : as_now_ms() - t0;
 			per_pair = unit / ((double)n * lg);
 		}
-		if ((err = as_strip_note(cfg, p, f ? "sweep best fit"
-					      : "sweep first fit", peak)))
+		if ((err = as_strip_note(cfg, p, sweeps[f], peak)))
 			goto out;
 		if (peak < best) {
 			best = peak;
@@ -582,23 +887,10 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 		best = peak;
 		memcpy(off, tmp, n * sizeof(uint64_t));
 	}
-	/*
-	 * Window search on the best so far, with 60% of the time left; the
-	 * middle tier below gets what remains.
-	 */
-	if (!as_budget_past(cfg->budget, deadline)) {
-		double now = as_now_ms();
-		uint32_t wins = window_exact(pb, off, cfg->seed,
-					     now + (deadline - now) * 0.6,
-					     cfg->budget, cfg->nodes, &err);
-		if (err)
-			goto out;
-		best = as_place_peak(pb, off);
-		if (wins && (err = as_strip_note(cfg, p, "window search", best)))
-			goto out;
-		if ((err = as_plan_stat_int(p, "windows_improved", wins)))
-			goto out;
-	}
+	/* The middle tier below gets what the window search leaves. */
+	if ((err = window_step(pb, off, cfg, p, deadline, 0.6, &best)))
+		goto out;
+	windowed = true;
 	/*
 	 * A middle tier, when the pairs allow one pass of the general placer:
 	 * buffers down to cut/16 (all of them when the whole trace allows
@@ -653,6 +945,10 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 		}
 	}
 done:
+	/* Steps that did not fit leave their time to the window search. */
+	if (!windowed && (err = window_step(pb, off, cfg, p, deadline, 0.6,
+					    &best)))
+		goto out;
 	if (n <= AS_STRIP_REPAIR_MAX &&
 	    !as_budget_past(cfg->budget, deadline)) {
 		uint32_t moves;
