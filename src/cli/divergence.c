@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "divergence.h"
-#include "runs.h"
+#include "shared.h"
 
 /* A recorded address (a trace offset) as the real one, when the trace maps
  * it back. */

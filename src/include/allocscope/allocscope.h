@@ -1025,7 +1025,7 @@ typedef void (*as_emit_fn)(void *ctx, const char *line);
  * strategy starts from (strip from greedy-size's, made once per runner),
  * the threads, and a cancel flag another thread may set.
  */
-struct as_run_options {
+struct as_runner_options {
 	/*
 	 * Strategies as_runner_run_many runs at once, this thread among them
 	 * (1-64); 0: one per processor, one at a time on traces of more than
@@ -1070,8 +1070,8 @@ struct as_runner;
  * trace must outlive it and stay unchanged meanwhile. One call at a time
  * runs on a runner; only as_runner_cancel may come from another thread.
  */
-int as_runner_create(const struct as_trace *t, const struct as_run_options *o,
-		     struct as_runner **out);
+int as_runner_create(const struct as_trace *t,
+		     const struct as_runner_options *o, struct as_runner **out);
 /* Frees the runner and the plans it kept; NULL is fine. */
 void as_runner_destroy(struct as_runner *r);
 
@@ -1123,7 +1123,7 @@ void as_runner_cancel(struct as_runner *r);
  * held.
  */
 int as_strategy_run(const char *spec, const struct as_trace *t,
-		    const struct as_run_options *o, struct as_plan **out,
+		    const struct as_runner_options *o, struct as_plan **out,
 		    struct as_diag *diag);
 
 /*
@@ -1155,7 +1155,7 @@ typedef bool (*as_block_fn)(void *ctx, uint16_t space,
  * (diag says so) for offline planners and allocators without a walk.
  */
 int as_strategy_walk_at(const char *spec, const struct as_trace *t,
-			const struct as_run_options *o, uint64_t time,
+			const struct as_runner_options *o, uint64_t time,
 			as_block_fn visit, void *ctx, struct as_diag *diag);
 
 /*
@@ -1168,7 +1168,7 @@ int as_strategy_walk_at(const char *spec, const struct as_trace *t,
  * written on success only; errors as as_strategy_walk_at's.
  */
 int as_strategy_blocks_at(const char *spec, const struct as_trace *t,
-			  const struct as_run_options *o, uint64_t time,
+			  const struct as_runner_options *o, uint64_t time,
 			  uint16_t space, struct as_block **blocks, size_t *n,
 			  struct as_diag *diag);
 
