@@ -50,9 +50,9 @@ static inline void test_run(struct test_run *r, const char *spec,
 		tap_cur_failed = 1;
 		return;
 	}
-	struct as_run_options h = {.emit = capture_line,
-				 .ctx = &r->dump,
-				 .check_every_event = true};
+	struct as_runner_options h = {.emit = capture_line,
+				      .ctx = &r->dump,
+				      .check_every_event = true};
 	r->err = as_strategy_run(spec, r->t, &h, &r->p, &r->d);
 	if (r->err != AS_OK)
 		return;

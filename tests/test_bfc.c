@@ -217,9 +217,9 @@ static bool run_public_path(const struct as_trace *t, const char *spec,
 {
 	struct lines emitted = {0}, got_alloc = {0}, got_emit = {0};
 	struct lines want_alloc = {0}, want_emit = {0};
-	struct as_run_options hooks = {.emit = collect,
-				     .ctx = &emitted,
-				     .check_every_event = true};
+	struct as_runner_options hooks = {.emit = collect,
+					  .ctx = &emitted,
+					  .check_every_event = true};
 	struct as_plan *p = NULL;
 	struct as_diag d = {0};
 	bool ok = true;
@@ -373,9 +373,9 @@ static struct run run_ops(const char *text, const char *spec)
 		tap_cur_failed = 1;
 		return r;
 	}
-	struct as_run_options hooks = {.emit = collect,
-				     .ctx = &r.emitted,
-				     .check_every_event = true};
+	struct as_runner_options hooks = {.emit = collect,
+					  .ctx = &r.emitted,
+					  .check_every_event = true};
 	r.err = as_strategy_run(spec, r.t, &hooks, &r.p, &d);
 	if (r.err)
 		printf("#   run: %s\n", d.msg);
@@ -1227,7 +1227,7 @@ static void bfc_matches_a_naive_reference_on_seeded_random_traces(void)
 			for (int mode = 0; mode < 2; mode++) {
 				const char *spec = mode ? "bfc:align=old" : "bfc";
 				struct lines emitted = {0}, want = {0};
-				struct as_run_options hooks = {
+				struct as_runner_options hooks = {
 					.emit = collect,
 					.ctx = &emitted,
 					.check_every_event = true};

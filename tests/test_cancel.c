@@ -172,7 +172,7 @@ static void runs_side_by_side_stop_together_with_nothing_held(void)
 	struct as_trace *t = test_random_pools_trace(47, 1, 20000);
 	CHECK(t != NULL);
 	for (size_t c = 0; t && c + 1 < NCHECKS; c++) {
-		struct as_run_options o = {.jobs = 2};
+		struct as_runner_options o = {.jobs = 2};
 		struct as_runner *r = NULL;
 		struct as_plan *p[2] = {NULL, NULL};
 		struct as_diag d[2];
@@ -244,7 +244,7 @@ static void walks_to_a_moment_stop_at_the_nth_look(void)
 /*
  * The runs that make their runner inside (as_strategy_run,
  * as_strategy_walk_at, as_results_run) stop on the caller's flag
- * (struct as_run_options.cancel), and a runner given that flag is stopped
+ * (struct as_runner_options.cancel), and a runner given that flag is stopped
  * by it as by as_runner_cancel.
  */
 static void the_callers_flag_cancels_runs_made_on_a_runner_of_their_own(void)
@@ -254,7 +254,7 @@ static void the_callers_flag_cancels_runs_made_on_a_runner_of_their_own(void)
 	if (!t)
 		return;
 	atomic_bool flag = true;
-	struct as_run_options o = {.cancel = &flag};
+	struct as_runner_options o = {.cancel = &flag};
 	struct as_plan *p = NULL;
 	struct as_diag d = {0};
 	CHECK_EQ_U64(as_strategy_run("greedy-size", t, &o, &p, &d),

@@ -35,7 +35,7 @@ static struct as_trace *parse_ops(const char *text)
 /* Run spec on t with checks after every event; NULL on error. */
 static struct as_plan *run(const struct as_trace *t, const char *spec)
 {
-	struct as_run_options hooks = {.check_every_event = true};
+	struct as_runner_options hooks = {.check_every_event = true};
 	struct as_plan *p = NULL;
 	struct as_diag d = {0};
 	if (!t)
@@ -490,7 +490,7 @@ static void a_recorded_oom_releases_the_cache_and_tells_the_device_size(void)
 		return;
 	}
 	struct as_plan *p = NULL;
-	struct as_run_options hooks = {.check_every_event = true};
+	struct as_runner_options hooks = {.check_every_event = true};
 	CHECK(as_strategy_run("cuda-caching", t, &hooks, &p, &d) == AS_OK);
 	if (p) {
 		/* the OOM released a's cached 16 MiB segment: b reuses its

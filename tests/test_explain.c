@@ -427,10 +427,10 @@ static void an_online_allocator_reports_its_fragmentation_at_its_peak(void)
 	CHECK(as_explain_plan(t, "greedy-size", g, NULL, &e, &d) == AS_OK);
 	CHECK(!e->spaces[0].frag.known);
 	FILE *f = tmpfile();
-	struct as_explain_run run = {e, NULL, 0};
-	CHECK(f && as_explain_write_json(&run, 1, f) == AS_OK &&
-	      as_explain_write_text(&run, 1, f) == AS_OK &&
-	      as_explain_write_markdown(&run, 1, f) == AS_OK);
+	struct as_explain_entry entry = {e, NULL, 0};
+	CHECK(f && as_explain_write_json(&entry, 1, f) == AS_OK &&
+	      as_explain_write_text(&entry, 1, f) == AS_OK &&
+	      as_explain_write_markdown(&entry, 1, f) == AS_OK);
 	if (f)
 		fclose(f);
 	as_explain_destroy(e);
@@ -706,10 +706,10 @@ static char *written(const struct as_explain *e, int how)
 	FILE *f = open_memstream(&buf, &len);
 	if (!f)
 		return NULL;
-	struct as_explain_run run = {e, NULL, 0};
-	int err = how == 0   ? as_explain_write_text(&run, 1, f)
-		  : how == 1 ? as_explain_write_json(&run, 1, f)
-			     : as_explain_write_markdown(&run, 1, f);
+	struct as_explain_entry entry = {e, NULL, 0};
+	int err = how == 0   ? as_explain_write_text(&entry, 1, f)
+		  : how == 1 ? as_explain_write_json(&entry, 1, f)
+			     : as_explain_write_markdown(&entry, 1, f);
 	fclose(f);
 	if (err) {
 		free(buf);
@@ -1190,10 +1190,10 @@ static char *written_run(const struct as_explain *e,
 	FILE *f = open_memstream(&buf, &len);
 	if (!f)
 		return NULL;
-	struct as_explain_run run = {e, pe, n};
-	int err = how == 0   ? as_explain_write_text(&run, 1, f)
-		  : how == 1 ? as_explain_write_json(&run, 1, f)
-			     : as_explain_write_markdown(&run, 1, f);
+	struct as_explain_entry entry = {e, pe, n};
+	int err = how == 0   ? as_explain_write_text(&entry, 1, f)
+		  : how == 1 ? as_explain_write_json(&entry, 1, f)
+			     : as_explain_write_markdown(&entry, 1, f);
 	fclose(f);
 	if (err) {
 		free(buf);

@@ -111,11 +111,11 @@ static void conform(const struct as_trace *t, const char *what)
 /* as_runner_run_many on a runner of its own with options o (NULL: none)
  * and `jobs`. */
 static int run_many(const struct as_trace *t, const char *const *specs,
-		    size_t n, const struct as_run_options *o,
+		    size_t n, const struct as_runner_options *o,
 		    const struct as_many_hooks *mh, unsigned jobs,
 		    struct as_plan **out, struct as_diag *d)
 {
-	struct as_run_options ro = o ? *o : (struct as_run_options){0};
+	struct as_runner_options ro = o ? *o : (struct as_runner_options){0};
 	struct as_runner *r = NULL;
 	ro.jobs = jobs;
 	int err = as_runner_create(t, &ro, &r);
@@ -824,8 +824,8 @@ static void a_baseline_past_its_step_limit_stops_and_strip_goes_on(void)
 	enum { N = sizeof(specs) / sizeof(*specs) };
 	struct as_trace *t = random_trace(29, 3000, false);
 	struct as_trace *plain = random_trace(29, 3000, false);
-	struct as_run_options tight = {.step_limit = 1000};
-	struct as_run_options loose = {.step_limit = UINT64_MAX / 2};
+	struct as_runner_options tight = {.step_limit = 1000};
+	struct as_runner_options loose = {.step_limit = UINT64_MAX / 2};
 	struct as_plan *p[N] = {0}, *q[N] = {0}, *r[N] = {0};
 	struct as_diag d[N] = {0}, dq[N] = {0};
 	struct as_report rep;
@@ -885,7 +885,7 @@ static bool plans_within(const char *spec, uint64_t seed, uint32_t n,
 			 uint64_t limit)
 {
 	struct as_trace *t = random_trace(seed, n, false);
-	struct as_run_options h = {.step_limit = limit};
+	struct as_runner_options h = {.step_limit = limit};
 	struct as_plan *p = NULL;
 	struct as_diag d = {0};
 	bool ok = t && as_strategy_run(spec, t, &h, &p, &d) == AS_OK;
@@ -931,7 +931,8 @@ static void once_one_order_stops_the_other_is_called_off(void)
 	}
 	CHECK(least[0] != least[1]);
 	int stops = least[0] > least[1] ? 0 : 1; /* the costlier order */
-	struct as_run_options h = {.step_limit = least[1 - stops], .jobs = 2};
+	struct as_runner_options h = {.step_limit = least[1 - stops],
+				      .jobs = 2};
 	bool called_off = false;
 	for (int attempt = 0; attempt < 3 && !called_off; attempt++) {
 		struct as_trace *t = random_trace(seed, 1000, false);

@@ -620,7 +620,7 @@ static void strip_restarts_run_on_an_idle_processor_too(void)
 {
 	struct as_trace *t = crowded_trace(1500);
 	struct as_runner *r = NULL;
-	struct as_run_options o = {.jobs = 2};
+	struct as_runner_options o = {.jobs = 2};
 	const char *spec =
 		"strip:search=local,baselines=off,bound=0,budget_ms=600";
 	struct as_plan *p = NULL;

@@ -51,7 +51,7 @@ struct doc_job {
 	struct strat *s;
 	size_t ns;
 	size_t *order;
-	struct as_run_options run; /* the default set's step limit, if so */
+	struct as_runner_options run; /* the default set's step limit, if so */
 	struct as_runner *runner;  /* made before the thread starts */
 };
 

@@ -1,7 +1,7 @@
 /*
  * What the window shows (the plans in view, the view range, selection,
  * search, which lists are open) and how keys and the mouse change it.
- * paint.c turns it into pixels.
+ * frame.c turns it into pixels.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -446,7 +446,7 @@ static void allocator_state(struct viewer *v)
 	size_t n;
 	/* The first panel's space: the common case. */
 	atomic_store(&v->state_stop, false);
-	struct as_run_options ro = {.cancel = &v->state_stop};
+	struct as_runner_options ro = {.cancel = &v->state_stop};
 	SDL_TimerID timer = SDL_AddTimer(STATE_MS, stop_state, &v->state_stop);
 	int err = as_strategy_blocks_at(s->spec, v->doc.t, &ro, tm, 0, &blocks,
 					&n, &d);

@@ -7,7 +7,7 @@
  * doc.c     a trace and its plans: loading, then planning on a thread of
  *           its own (SDL threads; who owns what is said at its top)
  * view.c    what is shown: view range, selection, search, keys
- * paint.c   a frame: the picture, the status bar and the boxes over it
+ * frame.c   a frame: the picture, the status bar and the boxes over it
  * script.c  --script: key and mouse events played from a file
  * main.c    arguments, window, event loop, --bench-frames
  */
@@ -222,7 +222,7 @@ void view_update_hover(struct viewer *v);
 #define VIEW_GROUPS 5 /* AS_GROUP_BUFFER .. AS_GROUP_STAGE */
 extern const char *const view_group_names[VIEW_GROUPS];
 
-/* paint.c */
+/* frame.c */
 /* Paint the whole window into v->px. */
 int view_paint(struct viewer *v);
 

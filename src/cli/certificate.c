@@ -7,7 +7,7 @@
 
 #include "allocscope/certified.h"
 #include "certificate.h"
-#include "runs.h"
+#include "shared.h"
 
 bool cli_print_certificates(const struct as_trace *t, const char *spec,
 			    const struct as_plan *p,

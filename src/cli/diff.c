@@ -21,7 +21,7 @@
 #include "allocscope/render.h"
 #include "diff.h"
 #include "explain.h"
-#include "runs.h"
+#include "shared.h"
 
 #define EXIT_REGRESSED 1
 #define EXIT_USAGE 2
@@ -208,7 +208,7 @@ static int run_specs(char **args, size_t nargs,
 		struct as_plan *p[2] = {NULL, NULL};
 		struct as_diag pd[2];
 		memset(pd, 0, sizeof(pd));
-		struct as_run_options ro = {.jobs = jobs};
+		struct as_runner_options ro = {.jobs = jobs};
 		struct as_runner *r = NULL;
 		if (as_runner_create(t, &ro, &r) == AS_OK)
 			as_runner_run_many(r, specs, 2, NULL, p, pd);
@@ -394,7 +394,7 @@ int cli_diff(int argc, char **argv)
 	const char *specs[2], *markdown = NULL, *svg = NULL;
 	size_t nspecs = 0, nargs = 0;
 	bool all = false, progress = true;
-	unsigned jobs = 0; /* the default (as_run_options.jobs) */
+	unsigned jobs = 0; /* the default (as_runner_options.jobs) */
 	struct as_load_options lo;
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
 	if (!args) {
@@ -457,15 +457,11 @@ int cli_diff(int argc, char **argv)
 					"-j wants 1 to 64 strategies at "
 					"once, not '%s'",
 					argv[i]);
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			fputs(diff_usage, stdout);
+		} else if ((status = cli_rest_arg(argv[i], "allocscope diff",
+						  diff_usage, args,
+						  &nargs)) < 0) {
 			free(args);
 			return 0;
-		} else if (a[0] == '-' && a[1]) {
-			status = diff_usage_error(
-				"unknown or incomplete option '%s'", a);
-		} else {
-			args[nargs++] = argv[i];
 		}
 	}
 	if (!status && nspecs == 1)

@@ -11,7 +11,7 @@
 #include "allocscope/cuda.h"
 #include "allocscope/io.h"
 #include "divergence.h"
-#include "runs.h"
+#include "shared.h"
 
 /* A recorded address (a trace offset) as the real one, when the trace maps
  * it back. */

@@ -21,7 +21,7 @@
 #include "allocscope/explain.h"
 #include "allocscope/io.h"
 #include "explain.h"
-#include "runs.h"
+#include "shared.h"
 
 #define EXIT_REGRESSED 1
 #define EXIT_USAGE 2
@@ -149,7 +149,7 @@ static int explain_one(const char *path, const struct as_load_options *lo,
 	struct as_plan *plans[MAX_SPECS] = {0};
 	struct as_diag diags[MAX_SPECS];
 	memset(diags, 0, sizeof(diags));
-	struct as_run_options ro = {.jobs = jobs};
+	struct as_runner_options ro = {.jobs = jobs};
 	struct as_runner *r = NULL;
 	int status = 0;
 	if ((err = as_runner_create(l->t, &ro, &r)) == AS_OK)
@@ -185,15 +185,15 @@ static int explain_one(const char *path, const struct as_load_options *lo,
 
 /* The explains of a command line, and which writer. */
 struct report {
-	const struct as_explain_run *runs;
+	const struct as_explain_entry *entries;
 	size_t n;
-	int (*fn)(const struct as_explain_run *runs, size_t n, FILE *f);
+	int (*fn)(const struct as_explain_entry *entries, size_t n, FILE *f);
 };
 
 static int write_report(void *ctx, FILE *f)
 {
 	const struct report *r = ctx;
-	return r->fn(r->runs, r->n, f);
+	return r->fn(r->entries, r->n, f);
 }
 
 /* Whether REGEX compiles (POSIX extended); else a usage error of `who`. */
@@ -329,15 +329,11 @@ int cli_explain(int argc, char **argv)
 						     "strategies at once, not "
 						     "'%s'",
 						     argv[i]);
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			fputs(explain_usage, stdout);
+		} else if ((status = cli_rest_arg(argv[i], "allocscope explain",
+						  explain_usage, paths,
+						  &npaths)) < 0) {
 			free(paths);
 			return 0;
-		} else if (a[0] == '-' && a[1]) {
-			status = usage_error("unknown or incomplete option '%s'",
-					     a);
-		} else {
-			paths[npaths++] = argv[i];
 		}
 	}
 	if (!status && npaths == 0)
@@ -349,22 +345,22 @@ int cli_explain(int argc, char **argv)
 		status = cli_check_outputs(outs, 2, (const char *const *)paths,
 					   npaths);
 	struct loaded *l = calloc(npaths + 1, sizeof(*l));
-	struct as_explain_run *runs = calloc(npaths + 1, sizeof(*runs));
-	if (!status && (!l || !runs))
+	struct as_explain_entry *entries = calloc(npaths + 1, sizeof(*entries));
+	if (!status && (!l || !entries))
 		status = EXIT_USAGE;
 	size_t n = 0;
 	for (; !status && n < npaths; n++) {
 		status = explain_one(paths[n], &lo, &o, specs, nspecs, jobs,
 				     &l[n]);
-		runs[n] = (struct as_explain_run){
+		entries[n] = (struct as_explain_entry){
 			l[n].e, (const struct as_explain *const *)l[n].plans,
 			l[n].nplans};
 		if (status)
 			n++; /* free it too */
 	}
-	struct report text = {runs, npaths, as_explain_write_text},
-		      js = {runs, npaths, as_explain_write_json},
-		      md = {runs, npaths, as_explain_write_markdown};
+	struct report text = {entries, npaths, as_explain_write_text},
+		      js = {entries, npaths, as_explain_write_json},
+		      md = {entries, npaths, as_explain_write_markdown};
 	if (!status && !(json && strcmp(json, "-") == 0))
 		status = cli_write_out("-", write_report, &text);
 	if (!status && json)
@@ -374,7 +370,7 @@ int cli_explain(int argc, char **argv)
 	for (size_t k = 0; l && k < n; k++)
 		loaded_free(&l[k]);
 	free(l);
-	free(runs);
+	free(entries);
 	free(paths);
 	return status;
 }

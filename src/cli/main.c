@@ -21,7 +21,7 @@
 #include "diff.h"
 #include "divergence.h"
 #include "explain.h"
-#include "runs.h"
+#include "shared.h"
 #include "tune.h"
 
 #define EXIT_INVALID 1
@@ -241,7 +241,7 @@ static void print_table(const struct as_trace *t, uint64_t lb,
 }
 
 /* Dump lines quote buffer names: escaped. Runs with emit go one at a
- * time (as_run_options.emit), so cli_esc's slots are not shared. */
+ * time (as_runner_options.emit), so cli_esc's slots are not shared. */
 static void emit_line(void *ctx, const char *line)
 {
 	fprintf((FILE *)ctx, "%s\n", cli_esc(line));
@@ -301,7 +301,7 @@ struct replay_opts {
 	bool bands;             /* --bands category */
 	struct as_explain_options categories; /* its --rule's */
 	struct as_explain_rule rules[CLI_MAX_RULES];
-	struct as_run_options run; /* -j, --dump; the step limit per trace */
+	struct as_runner_options run; /* -j, --dump; the step limit per trace */
 	FILE *json;             /* NULL: print tables */
 	FILE *plan_f;           /* --plan-out, opened before any work */
 	bool first;             /* no run written yet */
@@ -380,7 +380,7 @@ static int replay_trace(const char *trace_path, struct replay_opts *o)
 	struct as_trace *t;
 	const char *specs[MAX_SPECS];
 	size_t nspecs = o->nspecs;
-	struct as_run_options ro = o->run;
+	struct as_runner_options ro = o->run;
 	struct as_runner *runner = NULL;
 	struct left_out out = {.n = 0};
 	int lerr = as_trace_load_opts(trace_path, o->load, &t, &d);
@@ -649,7 +649,7 @@ static int cmd_replay(int argc, char **argv)
 
 	o.specs = specs;
 	o.nspecs = nspecs;
-	o.run = (struct as_run_options){
+	o.run = (struct as_runner_options){
 		.jobs = o.run.jobs,
 		.emit = dump ? emit_line : NULL,
 		.ctx = json && strcmp(json, "-") == 0 ? stderr : stdout,

@@ -18,7 +18,7 @@
 
 #include "allocscope/allocscope.h"
 #include "allocscope/io.h"
-#include "runs.h"
+#include "shared.h"
 #include "tune.h"
 
 #define EXIT_INVALID 1
@@ -499,7 +499,7 @@ static int tune_one(const char *path, struct tune_opts *o, struct tuned *out)
 	struct runs rs = {t,	   plans, invalid, n, PTHREAD_MUTEX_INITIALIZER,
 			  &o->progress, path};
 	struct as_many_hooks mh = {.done = run_done, .ctx = &rs};
-	struct as_run_options ro = {.jobs = o->jobs};
+	struct as_runner_options ro = {.jobs = o->jobs};
 	struct as_runner *runner = NULL;
 	int status = grid && specs && plans && left && diags && invalid
 			     ? 0
@@ -861,15 +861,11 @@ int cli_tune(int argc, char **argv)
 				status = usage_error("-j wants 1 to 64 runs at "
 						     "once, not '%s'",
 						     argv[i]);
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			fputs(tune_usage, stdout);
+		} else if ((status = cli_rest_arg(argv[i], "allocscope tune",
+						  tune_usage, paths,
+						  &npaths)) < 0) {
 			free(paths);
 			return 0;
-		} else if (a[0] == '-' && a[1]) {
-			status = usage_error("unknown or incomplete option '%s'",
-					     a);
-		} else {
-			paths[npaths++] = argv[i];
 		}
 	}
 	if (!status && !npaths)

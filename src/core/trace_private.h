@@ -54,7 +54,7 @@ struct as_trace_private {
 	uint32_t ncuts;
 };
 
-/* The builder's state (trace.c, names.c and finish.c; recorded.c keeps
+/* The builder's state (trace.c, names.c and finish.c; recording.c keeps
  * what inputs record). */
 struct as_builder {
 	struct as_trace *t;
@@ -173,7 +173,7 @@ int as_trace_name_all(const struct as_trace *t);
 int as_builder_live_twice(struct as_builder *b, uint32_t *first,
 			  uint32_t *second);
 
-/* ---- recorded.c: what inputs record beyond buffers ---- */
+/* ---- recording.c: what inputs record beyond buffers ---- */
 /*
  * Readers of buffers with explicit lifetimes (as_builder_add_timed) that
  * also record clock readings and marks: set the time step those take.

@@ -493,7 +493,7 @@ int as_explain_plan(const struct as_trace *t, const char *spec,
 		x->live_count = x->live.count;
 		if (walk) {
 			struct as_diag d = {0};
-			struct as_run_options ro = {.cancel = e->opts.cancel};
+			struct as_runner_options ro = {.cancel = e->opts.cancel};
 			struct as_block *blocks;
 			size_t nb;
 			rc = as_strategy_blocks_at(spec, t, &ro, m.time, s,
@@ -515,7 +515,7 @@ out:
 	return hand_out(e, err, out);
 }
 
-void as_x_ranks(const struct as_explain_run *runs, size_t n, uint64_t *max,
+void as_x_ranks(const struct as_explain_entry *runs, size_t n, uint64_t *max,
 		uint64_t *mean)
 {
 	unsigned __int128 sum = 0;
@@ -528,7 +528,7 @@ void as_x_ranks(const struct as_explain_run *runs, size_t n, uint64_t *max,
 	*mean = n ? (uint64_t)(sum / n) : 0;
 }
 
-double as_explain_imbalance(const struct as_explain_run *runs, size_t n)
+double as_explain_imbalance(const struct as_explain_entry *runs, size_t n)
 {
 	uint64_t max, mean;
 	as_x_ranks(runs, n, &max, &mean);

@@ -249,7 +249,7 @@ static const char *verdict_text(const struct as_explain_oom *o)
 	return NULL;
 }
 
-bool as_x_oom_modelled(const struct as_explain_run *run)
+bool as_x_oom_modelled(const struct as_explain_entry *run)
 {
 	for (size_t p = 0; p < run->nplans; p++) {
 		const struct as_strategy_info *si =

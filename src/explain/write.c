@@ -348,7 +348,7 @@ static bool shown_space(const struct as_explain *e, uint16_t s)
 	       x->never_freed.total_groups || e->nspaces == 1;
 }
 
-int as_explain_write_text(const struct as_explain_run *runs, size_t n,
+int as_explain_write_text(const struct as_explain_entry *runs, size_t n,
 			  FILE *f)
 {
 	char a[32], b[32], tm[64], path[1024];
@@ -564,7 +564,7 @@ static void json_space(FILE *f, const struct as_explain *e,
 	fputs("]}", f);
 }
 
-int as_explain_write_json(const struct as_explain_run *runs, size_t n,
+int as_explain_write_json(const struct as_explain_entry *runs, size_t n,
 			  FILE *f)
 {
 	const struct as_explain_options *o =
@@ -830,7 +830,7 @@ static void md_space(FILE *f, const struct as_explain *e,
 	}
 }
 
-int as_explain_write_markdown(const struct as_explain_run *runs, size_t n,
+int as_explain_write_markdown(const struct as_explain_entry *runs, size_t n,
 			      FILE *f)
 {
 	char a[32], b[32];

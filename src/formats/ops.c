@@ -63,6 +63,19 @@ static int number(const struct tok *t, const char *what, uint64_t line,
 			   (int)t->len, t->s);
 }
 
+/* A buffer's NAME token into name (AS_NAME_MAX + 1 bytes), NUL-ended. */
+static int name_of(const struct tok *t, char *name, uint64_t line,
+		   struct as_diag *diag)
+{
+	if (t->len > AS_NAME_MAX)
+		return as_diag_set(diag, line, AS_EPARSE,
+				   "name is too long (%zu bytes; at most %d)",
+				   t->len, AS_NAME_MAX);
+	memcpy(name, t->s, t->len);
+	name[t->len] = 0;
+	return AS_OK;
+}
+
 static int alloc_extra(struct as_builder *b, uint32_t idx,
 		       const struct tok *t, uint64_t line,
 		       struct as_diag *diag)
@@ -138,15 +151,10 @@ static int parse_line(struct as_builder *b, struct tok *tk, int n,
 			err = number(&tk[3], "alignment", line, &align, diag);
 			first_extra = 4;
 		}
+		if (!err)
+			err = name_of(&tk[1], name, line, diag);
 		if (err)
 			return err;
-		if (tk[1].len >= sizeof(name))
-			return as_diag_set(diag, line, AS_EPARSE,
-					   "name is too long (%zu bytes; at "
-					   "most %d)",
-					   tk[1].len, AS_NAME_MAX);
-		memcpy(name, tk[1].s, tk[1].len);
-		name[tk[1].len] = 0;
 		int64_t idx = as_builder_alloc(b, name, size, align, line, diag);
 		if (idx < 0)
 			return (int)idx;
@@ -161,14 +169,8 @@ static int parse_line(struct as_builder *b, struct tok *tk, int n,
 		if (n != 2)
 			return as_diag_set(diag, line, AS_EPARSE,
 					   "free takes exactly one NAME");
-		if (tk[1].len >= sizeof(name))
-			return as_diag_set(diag, line, AS_EPARSE,
-					   "name is too long (%zu bytes; at "
-					   "most %d)",
-					   tk[1].len, AS_NAME_MAX);
-		memcpy(name, tk[1].s, tk[1].len);
-		name[tk[1].len] = 0;
-		return as_builder_free(b, name, line, diag);
+		int err = name_of(&tk[1], name, line, diag);
+		return err ? err : as_builder_free(b, name, line, diag);
 	}
 	if (tok_is(&tk[0], "config")) {
 		char opts[1024];

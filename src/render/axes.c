@@ -223,7 +223,7 @@ static bool ticks_room(const struct tick *t, uint32_t n, double y, double h)
 
 /*
  * A panel of recorded offsets that stand for real addresses (the trace's
- * address map, and a plan that keeps the recorded offsets: segments.c):
+ * address map, and a plan that keeps the recorded offsets: reserved.c):
  * its ticks name the real addresses.
  */
 static bool shows_addresses(const struct panel *pn)

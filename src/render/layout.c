@@ -136,7 +136,7 @@ static int prepare_panel(struct panel *pn, const struct as_order *ord,
 			 : 0;
 
 	/* The peak moment: the most bytes live while the plan is at its
-	 * top (moments.c). */
+	 * top (core/moments.c). */
 	struct as_moment pm;
 	struct as_order own = {0};
 	int merr = ord->t == t ? AS_OK : as_order_build(t, &own);
@@ -330,12 +330,30 @@ static int walk_peak(struct panel *pn, atomic_bool *cancel)
 	if (!pn->has_peak)
 		return AS_OK;
 	struct as_diag d;
-	struct as_run_options ro = {.cancel = cancel};
+	struct as_runner_options ro = {.cancel = cancel};
 	int err = as_strategy_blocks_at(pn->title, pn->t, &ro, pn->peak_time,
 					pn->space, &pn->walk, &pn->nwalk, &d);
 	if (err == AS_ENOMEM || err == AS_ECANCELED)
 		return err;
 	return AS_OK;
+}
+
+/* The next panel: source s's plan (sp) on one of its spaces, prepared. */
+static int add_panel(struct as_render *r, const struct as_render_panel *sp,
+		     size_t s, uint16_t space, bool show_space)
+{
+	struct panel *pn = &r->panels[r->npanels++];
+	memset(pn, 0, sizeof(*pn));
+	pn->t = sp->trace;
+	pn->p = sp->plan;
+	pn->rep = sp->report ? sp->report : &r->own[s];
+	pn->title = sp->title ? sp->title : "plan";
+	pn->source = (uint32_t)s;
+	pn->space = space;
+	pn->show_space = show_space;
+	as_r_render_clean_text(as_plan_space_name(sp->plan, sp->trace, space),
+			       pn->space_name, sizeof(pn->space_name));
+	return prepare_panel(pn, &r->ord, same_lb(r, pn), r->o.compress);
 }
 
 int as_render_create(const struct as_render_panel *panels, size_t n,
@@ -403,22 +421,10 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 		int last = sp->space == AS_RENDER_ALL_SPACES ? ns - 1 : sp->space;
 		size_t before = r->npanels;
 		for (int sidx = first; sidx <= last; sidx++) {
-			struct panel *pn = &r->panels[r->npanels];
-			memset(pn, 0, sizeof(*pn));
-			pn->t = t;
-			pn->p = sp->plan;
-			pn->rep = sp->report ? sp->report : &r->own[s];
-			pn->title = sp->title ? sp->title : "plan";
-			pn->source = (uint32_t)s;
-			pn->space = (uint16_t)sidx;
-			pn->show_space = ns > 1;
-			as_r_render_clean_text(
-				as_plan_space_name(sp->plan, t, (uint16_t)sidx),
-				pn->space_name, sizeof(pn->space_name));
-			r->npanels++;
-			err = prepare_panel(pn, &r->ord, same_lb(r, pn), r->o.compress);
+			err = add_panel(r, sp, s, (uint16_t)sidx, ns > 1);
 			if (err)
 				goto fail;
+			struct panel *pn = &r->panels[r->npanels - 1];
 			if (sp->space == AS_RENDER_ALL_SPACES && ns > 1 &&
 			    pn->nbufs == 0) {
 				free(pn->bufs);
@@ -427,16 +433,7 @@ int as_render_create(const struct as_render_panel *panels, size_t n,
 			}
 		}
 		if (r->npanels == before) { /* nothing anywhere: keep space 0 */
-			struct panel *pn = &r->panels[r->npanels++];
-			memset(pn, 0, sizeof(*pn));
-			pn->t = t;
-			pn->p = sp->plan;
-			pn->rep = sp->report ? sp->report : &r->own[s];
-			pn->title = sp->title ? sp->title : "plan";
-			pn->source = (uint32_t)s;
-			as_r_render_clean_text(as_plan_space_name(sp->plan, t, 0),
-					  pn->space_name, sizeof(pn->space_name));
-			err = prepare_panel(pn, &r->ord, same_lb(r, pn), r->o.compress);
+			err = add_panel(r, sp, s, 0, false);
 			if (err)
 				goto fail;
 		}

@@ -32,6 +32,15 @@ static int cmp_cedge(const void *a, const void *b)
 	return (x->i > y->i) - (x->i < y->i);
 }
 
+/* Bytes live after an interval of v bytes starts or ends, held within
+ * [0, 2^64 - 1]. */
+static uint64_t live_step(uint64_t live, uint64_t v, bool start)
+{
+	if (start)
+		return v > UINT64_MAX - live ? UINT64_MAX : live + v;
+	return live - (v < live ? v : live);
+}
+
 /* A sum over intervals [start, end) of weights: e[] holds 2 per item. */
 static int curve_sum(struct cedge *e, size_t m, struct as_curve *c)
 {
@@ -42,43 +51,46 @@ static int curve_sum(struct cedge *e, size_t m, struct as_curve *c)
 	uint64_t live = 0;
 	for (size_t k = 0; k < m;) {
 		uint64_t now = e[k].t;
-		for (; k < m && e[k].t == now; k++) {
-			if (e[k].start)
-				live = e[k].v > UINT64_MAX - live ? UINT64_MAX
-								  : live + e[k].v;
-			else
-				live -= e[k].v < live ? e[k].v : live;
-		}
+		for (; k < m && e[k].t == now; k++)
+			live = live_step(live, e[k].v, e[k].start);
 		as_curve_put(c, now, live);
 	}
 	return as_curve_finish(c);
+}
+
+/* The starts and ends of the buffers keep[] marks in o's time order
+ * (as_order_edges) into *e (the caller frees it), *m of them, and c sized
+ * for as many points. */
+static int kept_edges(const struct as_order *o, const uint8_t *keep,
+		      struct as_edge **e, size_t *m, struct as_curve *c)
+{
+	*e = malloc(sizeof(**e) * 2 * ((size_t)o->n + 1));
+	if (!*e)
+		return AS_ENOMEM;
+	*m = as_order_edges(o, keep, *e);
+	return as_curve_alloc(c, *m);
 }
 
 int as_r_curve_live(const struct as_order *o, struct as_curve *c)
 {
 	const struct as_trace *t = o->t;
 	uint8_t *keep = calloc((size_t)t->nbuffers + 1, 1);
-	struct as_edge *e = malloc(sizeof(*e) * 2 * ((size_t)o->n + 1));
+	struct as_edge *e = NULL;
+	size_t m;
 	int err = AS_ENOMEM;
-	if (!keep || !e)
+	if (!keep)
 		goto out;
 	for (uint32_t i = 0; i < t->nbuffers; i++)
 		keep[i] = t->buffers[i].alias_of == AS_NONE;
-	size_t m = as_order_edges(o, keep, e);
-	err = as_curve_alloc(c, m);
+	err = kept_edges(o, keep, &e, &m, c);
 	if (err)
 		goto out;
 	uint64_t live = 0;
 	for (size_t k = 0; k < m;) {
 		uint64_t now = e[k].t;
-		for (; k < m && e[k].t == now; k++) {
-			uint64_t v = t->buffers[e[k].i].size;
-			if (e[k].start)
-				live = v > UINT64_MAX - live ? UINT64_MAX
-							     : live + v;
-			else
-				live -= v < live ? v : live;
-		}
+		for (; k < m && e[k].t == now; k++)
+			live = live_step(live, t->buffers[e[k].i].size,
+					 e[k].start);
 		as_curve_put(c, now, live);
 	}
 	err = as_curve_finish(c);
@@ -152,17 +164,17 @@ int as_r_curve_top(const struct as_order *o, const struct panel *pn,
 	      struct as_curve *c)
 {
 	const uint32_t nb = pn->t->nbuffers;
-	struct as_edge *e = malloc(sizeof(*e) * 2 * ((size_t)o->n + 1));
+	struct as_edge *e = NULL;
 	struct hent *h = malloc(sizeof(*h) * ((size_t)pn->nplain + 1));
 	uint8_t *keep = calloc((size_t)nb + 1, 2);
+	size_t m;
 	int err = AS_ENOMEM;
-	if (!e || !h || !keep)
+	if (!h || !keep)
 		goto out;
 	uint8_t *dead = keep + nb + 1;
 	for (uint32_t k = 0; k < pn->nplain; k++)
 		keep[pn->bufs[k]] = 1;
-	size_t m = as_order_edges(o, keep, e);
-	err = as_curve_alloc(c, m);
+	err = kept_edges(o, keep, &e, &m, c);
 	if (err)
 		goto out;
 	uint32_t nh = 0;

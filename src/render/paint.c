@@ -11,7 +11,7 @@
 #include "render/render_private.h"
 
 /*
- * Reserved memory, a pale band behind the buffers (segments.c says which
+ * Reserved memory, a pale band behind the buffers (reserved.c says which
  * panels show what): the recording allocator's segments on a panel of
  * the recorded offsets, or the segments the strategy reserved.
  */

@@ -187,7 +187,7 @@ struct panel {
 	struct as_curve foot;     /* the top address in use over time */
 	struct as_block *walk; /* the allocator's blocks at the peak */
 	size_t nwalk;
-	/* Reserved memory to draw behind the buffers (segments.c): the
+	/* Reserved memory to draw behind the buffers (reserved.c): the
 	 * trace's segments when the plan keeps the recorded offsets, else
 	 * the segments the strategy reserved (psegs). */
 	bool keeps_recorded;
@@ -346,7 +346,7 @@ int as_r_lod_pass(struct as_render *r, struct panel *pn);
 #define LOD_EDGE_PX 4
 int as_r_lod_shift(struct as_render *r, struct panel *pn, int dx, int dy);
 
-/* segments.c */
+/* reserved.c */
 
 /* The plan puts every buffer of the panel at its recorded offset (or the
  * panel is titled `recorded`). */
@@ -422,7 +422,7 @@ struct canvas *as_r_svg_canvas_create(FILE *f, int width, int height);
 int as_r_svg_canvas_finish(struct canvas *c);
 void as_r_svg_canvas_destroy(struct canvas *c);
 
-/* stages.c */
+/* stage_strip.c */
 
 /* The height of the stages' strip (0: the trace has no stages). */
 int as_r_stages_height(const struct as_render *r);
@@ -455,7 +455,7 @@ void as_r_emit_time_axis(struct as_render *r, struct canvas *c,
 /* Emit the whole picture to a canvas. */
 int as_r_render_emit(struct as_render *r, struct canvas *c);
 
-/* output.c */
+/* dispatch.c */
 
 /*
  * The image file at `path`, written whole or not at all (as_atomic_open,

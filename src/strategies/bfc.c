@@ -44,12 +44,6 @@ static const struct as_option_desc bfc_options[] = {
 
 /* ---- small helpers ---- */
 
-static uint64_t round_up(uint64_t n, uint64_t a)
-{
-	return (n + a - 1) / a * a;
-}
-
-
 static void emitf(struct bfc *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -190,23 +184,6 @@ static uint32_t find_fit(const struct bfc *s, uint64_t rounded, uint64_t align,
 	return NIL;
 }
 
-/* find_fit without alignment, and the chunk taken out of its bin. */
-static uint32_t take_best_fit(struct bfc *s, uint64_t rounded)
-{
-	int b0 = bin_of(rounded);
-	uint32_t mask = s->nonempty & ~((1u << b0) - 1);
-	while (mask) {
-		int b = __builtin_ctz(mask);
-		mask &= mask - 1;
-		uint32_t i = bin_lower_bound(s, b, rounded);
-		if (i != NIL) {
-			as_bfc_bin_remove(s, i);
-			return i;
-		}
-	}
-	return NIL;
-}
-
 /* Cut chunk i at `at` bytes; the new upper part is returned. */
 static uint32_t split(struct bfc *s, uint32_t i, uint64_t at)
 {
@@ -258,7 +235,7 @@ static bool sub_alloc(struct bfc *s, uint64_t align, uint64_t bytes,
 		s->sub_fails++; /* beyond any address space we model */
 		return false;
 	}
-	uint64_t start = round_up(s->bump, a);
+	uint64_t start = as_round_up(s->bump, a);
 	emitf(s, "  [sub] Alloc(align=%" PRIu64 ", %" PRIu64
 		 ") -> base+0x%" PRIx64,
 	      s->align_new ? a : align, bytes, start);
@@ -285,7 +262,7 @@ static uint64_t backoff(uint64_t bytes)
 {
 	/* 0.9 in single precision, truncated, rounded up to 256 */
 	float f = (float)((float)bytes * 0.9f);
-	uint64_t n = round_up((uint64_t)f, MIN_ALLOC);
+	uint64_t n = as_round_up((uint64_t)f, MIN_ALLOC);
 	if (n >= bytes)
 		n = bytes >= MIN_ALLOC ? bytes - MIN_ALLOC : 0;
 	return n;
@@ -394,10 +371,10 @@ static void set_total(struct bfc *s, uint64_t total)
 	/* the split cap, converted to an integer as TensorFlow's int64 */
 	s->split_cap = s->frag > 0.0 ? (uint64_t)(s->frag * (double)s->total)
 				     : DEFAULT_SPLIT_CAP;
-	s->curr_region = round_up(s->growth && s->first_region < s->total ?
-					  s->first_region :
-					  s->total,
-				  MIN_ALLOC);
+	s->curr_region = as_round_up(s->growth && s->first_region < s->total
+					     ? s->first_region
+					     : s->total,
+				     MIN_ALLOC);
 }
 
 /* Without total=, the limit the trace states for this space, if any. */
@@ -598,17 +575,10 @@ static int try_place(struct bfc *s, uint64_t rounded, uint64_t align,
 		     uint64_t req, uint32_t *out)
 {
 	uint64_t pad = 0;
-	uint32_t i;
-	if (align <= MIN_ALLOC) {
-		i = take_best_fit(s, rounded);
-		if (i == NIL)
-			return 0;
-	} else {
-		i = find_fit(s, rounded, align, &pad);
-		if (i == NIL)
-			return 0;
-		as_bfc_bin_remove(s, i);
-	}
+	uint32_t i = find_fit(s, rounded, align, &pad);
+	if (i == NIL)
+		return 0;
+	as_bfc_bin_remove(s, i);
 	int r = take(s, i, pad, rounded, req);
 	if (r < 0)
 		return r;
@@ -624,7 +594,7 @@ static int bfc_alloc(void *state, const struct as_trace *t, uint32_t buf,
 	uint64_t align = as_buffer_align(b);
 	if (b->size == 0 || b->size > MAX_BYTES || align > MAX_BYTES)
 		return 1;
-	uint64_t rounded = round_up(b->size, MIN_ALLOC);
+	uint64_t rounded = as_round_up(b->size, MIN_ALLOC);
 	/* old releases ignore alignment; so does everything up to 256 */
 	uint64_t place_align = s->align_new ? align : 1;
 	uint32_t i;

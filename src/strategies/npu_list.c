@@ -35,7 +35,6 @@
  * setting, though with merge=never the list (and the walks it models) grows
  * with every split that is never undone.
  */
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,22 +244,14 @@ static int create(const struct as_opts *o, const struct as_run *run,
 		return AS_ENOMEM;
 	if ((err = as_opts_u64(o, "capacity", 0, 0, 1ull << 56,
 			       &s->capacity, diag)) ||
-	    (err = as_opts_u64(o, "granule", 64, 1, 1ull << 20, &s->granule,
-			       diag)) ||
+	    (err = as_opts_pow2(o, "granule", 64, 1, 1ull << 20, &s->granule,
+				diag)) ||
 	    (err = as_opts_choice(o, "merge",
 				  (const char *const[]){"immediate", "never",
 							NULL},
 				  MERGE_IMMEDIATE, &merge, diag))) {
 		free(s);
 		return err;
-	}
-	if (s->granule & (s->granule - 1)) {
-		unsigned long long g = s->granule;
-		free(s);
-		return as_diag_set(diag, 0, AS_EINVAL,
-				   "npu-list: option granule=%llu: not a power "
-				   "of two",
-				   g);
 	}
 	/* capacity=0 given: unlimited, whatever the trace says */
 	s->limit = (struct as_limit){s->capacity, 0,
@@ -339,11 +330,6 @@ static int attach(struct npu *s, const struct as_trace *t)
 	return AS_OK;
 }
 
-static uint64_t round_up(uint64_t x, uint64_t a)
-{
-	return (x + a - 1) & ~(a - 1);
-}
-
 /*
  * First fit from the head, the node taken (used); AS_NONE when nothing
  * fits. The walk skips used and small nodes, and free nodes whose alignment
@@ -364,7 +350,7 @@ static uint32_t first_fit(struct npu *s, uint64_t size, uint64_t align,
 		}
 		struct node *n = &s->nodes[i];
 		from = n->start + 1;
-		uint64_t pad = round_up(n->start, align) - n->start;
+		uint64_t pad = as_round_up(n->start, align) - n->start;
 		if (pad) {
 			if (n->size - size < pad)
 				continue;
@@ -424,7 +410,7 @@ static int alloc(void *state, const struct as_trace *t, uint32_t buf,
 		return AS_OK;
 	}
 	uint64_t align = as_buffer_align(b);
-	uint64_t size = round_up(b->size, s->granule);
+	uint64_t size = as_round_up(b->size, s->granule);
 	if (size < b->size) /* rounding overflowed */
 		return 1;
 	bool nomem = false;
@@ -578,79 +564,67 @@ static void stats(void *state, struct as_plan *p)
 			p->alias_of[i] = s->alias[i];
 }
 
-/* Count a broken invariant; the first one is described in msg. */
-static void note(uint64_t *broken, char *msg, size_t len, const char *fmt,
-		 ...) __attribute__((format(printf, 4, 5)));
-
-static void note(uint64_t *broken, char *msg, size_t len, const char *fmt,
-		 ...)
-{
-	if ((*broken)++ == 0) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(msg, len, fmt, ap);
-		va_end(ap);
-	}
-}
-
 static uint64_t check(void *state, char *msg, size_t len)
 {
 	struct npu *s = state;
-	uint64_t broken = 0, at = 0, seen = 0;
+	struct as_problems p = {0, msg, len};
+	uint64_t at = 0, seen = 0;
 	bool prev_free = false;
 	for (uint32_t i = s->head; i != AS_NONE; i = s->nodes[i].next) {
 		const struct node *n = &s->nodes[i];
 		unsigned long long start = n->start;
 		if (++seen > s->live_nodes) {
-			note(&broken, msg, len,
-			     "the list is longer than its %u nodes (a cycle?)",
-			     s->live_nodes);
+			as_problem(&p,
+				   "the list is longer than its %u nodes (a "
+				   "cycle?)",
+				   s->live_nodes);
 			break;
 		}
 		if (n->start != at)
-			note(&broken, msg, len,
-			     "node at %llu should start at %llu", start,
-			     (unsigned long long)at);
+			as_problem(&p, "node at %llu should start at %llu",
+				   start, (unsigned long long)at);
 		if (n->size == 0)
-			note(&broken, msg, len, "empty node at %llu", start);
+			as_problem(&p, "empty node at %llu", start);
 		if (n->used != (n->refs > 0) ||
 		    (n->used && n->owner == AS_NONE))
-			note(&broken, msg, len,
-			     "node at %llu: used=%d with %u buffers", start,
-			     n->used, n->refs);
+			as_problem(&p, "node at %llu: used=%d with %u buffers",
+				   start, n->used, n->refs);
 		if (s->merge == MERGE_IMMEDIATE && prev_free && !n->used)
-			note(&broken, msg, len,
-			     "free nodes at %llu and before it are not merged",
-			     start);
+			as_problem(&p,
+				   "free nodes at %llu and before it are not "
+				   "merged",
+				   start);
 		if (n->symbol != AS_NONE &&
 		    (!s->sym_node || s->sym_node[n->symbol] != i))
-			note(&broken, msg, len,
-			     "node at %llu holds a symbol that does not map "
-			     "to it",
-			     start);
+			as_problem(&p,
+				   "node at %llu holds a symbol that does not "
+				   "map to it",
+				   start);
 		prev_free = !n->used;
 		at = n->start + n->size;
 	}
 	if (at != s->capacity)
-		note(&broken, msg, len,
-		     "the nodes end at %llu, not at the capacity %llu",
-		     (unsigned long long)at, (unsigned long long)s->capacity);
+		as_problem(&p,
+			   "the nodes end at %llu, not at the capacity %llu",
+			   (unsigned long long)at,
+			   (unsigned long long)s->capacity);
 	uint64_t in_tree = 0;
 	if (as_tree_check(NODE_TREE(&s->tree), s->root, &in_tree, NULL) ||
 	    in_tree != s->live_nodes)
-		note(&broken, msg, len,
-		     "the tree beside the list is broken or holds %llu of "
-		     "%u nodes",
-		     (unsigned long long)in_tree, s->live_nodes);
+		as_problem(&p,
+			   "the tree beside the list is broken or holds %llu "
+			   "of %u nodes",
+			   (unsigned long long)in_tree, s->live_nodes);
 	for (uint32_t k = 0; s->t && s->sym_node && k < s->t->nsymbols; k++) {
 		uint32_t i = s->sym_node[k];
 		if (i != AS_NONE &&
 		    (!s->nodes[i].used || s->nodes[i].symbol != k))
-			note(&broken, msg, len,
-			     "symbol '%s' maps to a node that does not hold it",
-			     s->t->symbols[k]);
+			as_problem(&p,
+				   "symbol '%s' maps to a node that does not "
+				   "hold it",
+				   s->t->symbols[k]);
 	}
-	return broken;
+	return p.n;
 }
 
 static const struct as_online_impl online = {
@@ -665,12 +639,6 @@ static const struct as_online_impl online = {
 	.destroy = destroy,
 };
 
-/* One list over one memory: traces of separate memories are not its. */
-static bool applies(const struct as_trace *t)
-{
-	return t->nspaces == 1;
-}
-
 const struct as_strategy_impl as_strategy_npu_list = {
 	.info = {
 		.name = "npu-list",
@@ -680,6 +648,6 @@ const struct as_strategy_impl as_strategy_npu_list = {
 		.online = true,
 		.options = options,
 	},
-	.applies = applies,
+	.applies = as_one_space, /* one list over one memory */
 	.online = &online,
 };

@@ -115,7 +115,7 @@ static int space_bufs(const struct as_trace *t, uint32_t **first,
 	return AS_OK;
 }
 
-static int drive(struct replay *r, const struct as_run_options *ro,
+static int drive(struct replay *r, const struct as_runner_options *ro,
 		 struct as_diag *diag)
 {
 	const struct as_online_impl *on = r->impl->online;
@@ -200,7 +200,7 @@ static int drive(struct replay *r, const struct as_run_options *ro,
 
 int as_online_replay(const struct as_strategy_impl *impl,
 		     const struct as_trace *t, const char *spec_opts,
-		     const struct as_run_options *o, struct as_run *run,
+		     const struct as_runner_options *o, struct as_run *run,
 		     struct as_plan *p, struct as_diag *diag)
 {
 	struct replay r = {
@@ -260,6 +260,11 @@ static bool dump_block(void *ctx, uint16_t space, const struct as_block *b)
 		 b->symbol ? " symbol=" : "", b->symbol ? b->symbol : "");
 	d->emit(d->ctx, line);
 	return true;
+}
+
+bool as_one_space(const struct as_trace *t)
+{
+	return t->nspaces == 1;
 }
 
 void as_dump_blocks(const struct as_online_impl *on, void *state,

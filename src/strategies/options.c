@@ -170,6 +170,22 @@ int as_opts_u64(const struct as_opts *o, const char *key, uint64_t def,
 	return AS_OK;
 }
 
+int as_opts_pow2(const struct as_opts *o, const char *key, uint64_t def,
+		 uint64_t min, uint64_t max, uint64_t *out,
+		 struct as_diag *diag)
+{
+	uint64_t x;
+	int err = as_opts_u64(o, key, def, min, max, &x, diag);
+	if (err)
+		return err;
+	if (x & (x - 1))
+		return as_diag_set(diag, 0, AS_EINVAL,
+				   "%s: option %s=%llu: not a power of two",
+				   o->strategy, key, (unsigned long long)x);
+	*out = x;
+	return AS_OK;
+}
+
 int as_opts_double(const struct as_opts *o, const char *key, double def,
 		   double min, double max, double *out, struct as_diag *diag)
 {

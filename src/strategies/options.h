@@ -40,6 +40,10 @@ const char *as_opts_get(const struct as_opts *o, const char *key);
 int as_opts_u64(const struct as_opts *o, const char *key, uint64_t def,
 		uint64_t min, uint64_t max, uint64_t *out,
 		struct as_diag *diag);
+/* as_opts_u64 for a value that must also be a power of two (a granule). */
+int as_opts_pow2(const struct as_opts *o, const char *key, uint64_t def,
+		 uint64_t min, uint64_t max, uint64_t *out,
+		 struct as_diag *diag);
 int as_opts_double(const struct as_opts *o, const char *key, double def,
 		   double min, double max, double *out, struct as_diag *diag);
 /* One of `choices` (NULL terminated); *out is its index. */

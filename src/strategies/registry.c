@@ -263,7 +263,7 @@ uint64_t as_strategy_step_limit(const struct as_trace *t)
 
 int as_strategy_plan(const struct as_strategy_impl *s,
 		     const struct as_trace *t, const char *spec_opts,
-		     const struct as_run_options *ro, struct as_run *run,
+		     const struct as_runner_options *ro, struct as_run *run,
 		     struct as_plan **out, struct as_diag *diag)
 {
 	struct as_plan *p = as_plan_create(t);

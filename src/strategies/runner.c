@@ -38,7 +38,7 @@ struct kept {
 
 struct as_runner {
 	const struct as_trace *t;
-	struct as_run_options o;
+	struct as_runner_options o;
 	/* The flag its runs look at: the caller's (o.cancel), else own. */
 	atomic_bool *cancel;
 	atomic_bool own;
@@ -57,8 +57,8 @@ struct as_runner {
 /* The most threads -j asks for. */
 #define JOBS_MAX 64
 
-int as_runner_create(const struct as_trace *t, const struct as_run_options *o,
-		     struct as_runner **out)
+int as_runner_create(const struct as_trace *t,
+		     const struct as_runner_options *o, struct as_runner **out)
 {
 	struct as_runner *r = calloc(1, sizeof(*r));
 	if (!r)
@@ -358,6 +358,20 @@ static int make(struct as_runner *r, const struct as_strategy_impl *s,
 	return AS_OK;
 }
 
+/* The strategy spec names on the runner's trace (as_strategy_find_spec),
+ * or the "canceled" diagnostic once the runner is canceled. */
+static int find_spec(struct as_runner *r, const char *spec,
+		     const struct as_strategy_impl **s, const char **spec_opts,
+		     struct as_diag *diag)
+{
+	int err = as_strategy_find_spec(spec, r->t, s, spec_opts, diag);
+	if (err)
+		return err;
+	if (atomic_load(r->cancel))
+		return canceled(diag, (*s)->info.name);
+	return AS_OK;
+}
+
 /*
  * Run spec: a kept plan when there is one, else make it (and keep it).
  * *waited gets the time spent waiting for another thread's plan.
@@ -369,11 +383,9 @@ static int run_spec(struct as_runner *r, const char *spec,
 	const struct as_strategy_impl *s = NULL;
 	const char *spec_opts;
 	*waited = 0;
-	int err = as_strategy_find_spec(spec, r->t, &s, &spec_opts, diag);
+	int err = find_spec(r, spec, &s, &spec_opts, diag);
 	if (err)
 		return err;
-	if (atomic_load(r->cancel))
-		return canceled(diag, s->info.name);
 	bool cut = false;
 	if (!s->memo)
 		return make(r, s, spec, spec_opts, in, out, &cut, diag);
@@ -441,7 +453,7 @@ int as_run_reuse_until(struct as_run *run, const char *spec,
 }
 
 int as_strategy_run(const char *spec, const struct as_trace *t,
-		    const struct as_run_options *o, struct as_plan **out,
+		    const struct as_runner_options *o, struct as_plan **out,
 		    struct as_diag *diag)
 {
 	struct as_runner *r;
@@ -459,11 +471,9 @@ int as_runner_walk_at(struct as_runner *r, const char *spec, uint64_t time,
 {
 	const struct as_strategy_impl *s = NULL;
 	const char *spec_opts;
-	int err = as_strategy_find_spec(spec, r->t, &s, &spec_opts, diag);
+	int err = find_spec(r, spec, &s, &spec_opts, diag);
 	if (err)
 		return err;
-	if (atomic_load(r->cancel))
-		return canceled(diag, s->info.name);
 	struct as_run run = run_of(r, false);
 	err = as_online_walk_at(s, r->t, spec_opts, &run, time, visit, ctx,
 				diag);
@@ -476,7 +486,7 @@ int as_runner_walk_at(struct as_runner *r, const char *spec, uint64_t time,
 }
 
 int as_strategy_walk_at(const char *spec, const struct as_trace *t,
-			const struct as_run_options *o, uint64_t time,
+			const struct as_runner_options *o, uint64_t time,
 			as_block_fn visit, void *ctx, struct as_diag *diag)
 {
 	struct as_runner *r;
@@ -536,7 +546,7 @@ int as_runner_blocks_at(struct as_runner *r, const char *spec, uint64_t time,
 }
 
 int as_strategy_blocks_at(const char *spec, const struct as_trace *t,
-			  const struct as_run_options *o, uint64_t time,
+			  const struct as_runner_options *o, uint64_t time,
 			  uint16_t space, struct as_block **blocks, size_t *n,
 			  struct as_diag *diag)
 {

@@ -16,12 +16,6 @@
 #include "strategies/place/budget.h"
 
 /*
- * One strategy run: the runner (runner.c) makes it and passes it to plan()
- * and online create(); nothing is looked up elsewhere. It carries the
- * caller's text sink, the budget the run's walks spend, and its way to the
- * plans of other specs it starts from (as_run_reuse).
- */
-/*
  * The buffers of each space, for an online allocator that serves one:
  * bufs[first[s] .. first[s + 1]) are space s's buffers in index order, and
  * rank[i] is buffer i's place among its space's. Per-buffer state sized by
@@ -32,6 +26,12 @@ struct as_space_bufs {
 	const uint32_t *first, *bufs, *rank;
 };
 
+/*
+ * One strategy run: the runner (runner.c) makes it and passes it to plan()
+ * and online create(); nothing is looked up elsewhere. It carries the
+ * caller's text sink, the budget the run's walks spend, and its way to the
+ * plans of other specs it starts from (as_run_reuse).
+ */
 struct as_run {
 	struct as_runner *runner;
 	/* Set by the online driver for the allocators it creates; NULL
@@ -147,7 +147,7 @@ struct as_strategy_impl {
  */
 int as_online_replay(const struct as_strategy_impl *impl,
 		     const struct as_trace *t, const char *spec_opts,
-		     const struct as_run_options *o, struct as_run *run,
+		     const struct as_runner_options *o, struct as_run *run,
 		     struct as_plan *p, struct as_diag *diag);
 
 /*
@@ -156,6 +156,17 @@ int as_online_replay(const struct as_strategy_impl *impl,
  */
 void as_dump_blocks(const struct as_online_impl *on, void *state,
 		    as_emit_fn emit, void *ctx);
+
+/* An `applies` for the allocators that model one memory (tiered, npu-list):
+ * the trace has one address space. */
+bool as_one_space(const struct as_trace *t);
+
+/* x rounded up to a multiple of a, a power of two (the online allocators'
+ * granules and alignments). */
+static inline uint64_t as_round_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) & ~(a - 1);
+}
 
 /*
  * Replay up to `time` under `run` (its budget's cancel flag stops it:
@@ -184,7 +195,7 @@ int as_strategy_find_spec(const char *spec, const struct as_trace *t,
  */
 int as_strategy_plan(const struct as_strategy_impl *impl,
 		     const struct as_trace *t, const char *spec_opts,
-		     const struct as_run_options *o, struct as_run *run,
+		     const struct as_runner_options *o, struct as_run *run,
 		     struct as_plan **out, struct as_diag *diag);
 
 /* The runner (runner.c): how many strategies of t run at once when the

@@ -41,7 +41,6 @@
  * the block alive; the plan records each alias's container so the validator
  * can tell intended sharing from overlap.
  */
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,11 +234,6 @@ static uint32_t largest_free(const struct tiered *s, const struct level *L)
 
 /* ---- The decision ---- */
 
-static uint64_t round_up(uint64_t x, uint64_t a)
-{
-	return (x + a - 1) & ~(a - 1);
-}
-
 static bool level_room(const struct level *L, uint64_t end)
 {
 	return L->cap == 0 || end <= L->cap;
@@ -282,7 +276,7 @@ static int carve(struct tiered *s, uint8_t level, uint64_t size,
 		 uint64_t align, uint32_t *out)
 {
 	struct level *L = &s->lv[level];
-	uint64_t at = round_up(L->top, align);
+	uint64_t at = as_round_up(L->top, align);
 	*out = AS_NONE;
 	if (at < L->top || at > UINT64_MAX - size || !level_room(L, at + size))
 		return AS_OK;
@@ -324,7 +318,8 @@ static int try_level(struct tiered *s, uint8_t level, uint64_t size,
 	}
 	uint32_t f = largest_free(s, L);
 	if (f != AS_NONE) {
-		uint64_t pad = round_up(s->b[f].start, align) - s->b[f].start;
+		uint64_t start = s->b[f].start;
+		uint64_t pad = as_round_up(start, align) - start;
 		if (s->b[f].size >= pad && s->b[f].size - pad >= size) {
 			*out = take(s, f, pad, size);
 			s->reused++;
@@ -351,7 +346,7 @@ static int try_level(struct tiered *s, uint8_t level, uint64_t size,
 static int place(struct tiered *s, uint64_t bytes, uint64_t align,
 		 uint32_t *out)
 {
-	uint64_t size = round_up(bytes, s->granule);
+	uint64_t size = as_round_up(bytes, s->granule);
 	*out = AS_NONE;
 	if (size < bytes)
 		return AS_OK;
@@ -558,21 +553,13 @@ static int create(const struct as_opts *o, const struct as_run *run,
 			       diag)) ||
 	    (err = as_opts_u64(o, "threshold", 4096, 0, 1ull << 56,
 			       &s->threshold, diag)) ||
-	    (err = as_opts_u64(o, "granule", 64, 1, 1ull << 20, &s->granule,
-			       diag)) ||
+	    (err = as_opts_pow2(o, "granule", 64, 1, 1ull << 20, &s->granule,
+				diag)) ||
 	    (err = as_opts_choice(o, "inplace",
 				  (const char *const[]){"off", "on", NULL}, 1,
 				  &inplace, diag))) {
 		free(s);
 		return err;
-	}
-	if (s->granule & (s->granule - 1)) {
-		unsigned long long g = s->granule;
-		free(s);
-		return as_diag_set(diag, 0, AS_EINVAL,
-				   "tiered: option granule=%llu: not a power "
-				   "of two",
-				   g);
 	}
 	s->inplace = inplace == 1;
 	/* l2=0 given: unlimited, whatever the trace says */
@@ -821,46 +808,30 @@ static void stats(void *state, struct as_plan *p)
 	}
 }
 
-/* Count a broken invariant; the first one is described in msg. */
-static void note(uint64_t *broken, char *msg, size_t len, const char *fmt,
-		 ...) __attribute__((format(printf, 4, 5)));
-
-static void note(uint64_t *broken, char *msg, size_t len, const char *fmt,
-		 ...)
-{
-	if ((*broken)++ == 0) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(msg, len, fmt, ap);
-		va_end(ap);
-	}
-}
-
 /* A level's free tree: its shape and order, then each node's kind;
  * returns its node count. */
 static uint64_t count_free_tree(const struct tiered *s, uint8_t level,
-				uint64_t *broken, char *msg, size_t len)
+				struct as_problems *p)
 {
 	const struct level *L = &s->lv[level];
 	uint64_t nodes = 0;
 	if (as_tree_check(BLK_TREE(&s->free_tree), L->free_root, &nodes, NULL))
-		note(broken, msg, len, "%s: the free tree is out of order",
-		     level_names[level]);
+		as_problem(p, "%s: the free tree is out of order",
+			   level_names[level]);
 	uint64_t seen = 0;
 	for (uint32_t n = as_tree_first(BLK_TREE(&s->free_tree), L->free_root);
 	     n != AS_NONE && seen <= nodes;
 	     n = as_tree_next(BLK_TREE(&s->free_tree), L->free_root, n), seen++)
 		if (!s->b[n].free || s->b[n].level != level)
-			note(broken, msg, len,
-			     "%s: free tree holds a bad block at %llu",
-			     level_names[level],
-			     (unsigned long long)s->b[n].start);
+			as_problem(p, "%s: free tree holds a bad block at %llu",
+				   level_names[level],
+				   (unsigned long long)s->b[n].start);
 	return nodes;
 }
 
-/* The invariants of one level, counted into *broken. */
-static void check_level(const struct tiered *s, uint8_t l, uint64_t *broken,
-			char *msg, size_t len)
+/* The invariants of one level, counted into p. */
+static void check_level(const struct tiered *s, uint8_t l,
+			struct as_problems *p)
 {
 	const struct level *L = &s->lv[l];
 	const char *name = level_names[l];
@@ -871,52 +842,49 @@ static void check_level(const struct tiered *s, uint8_t l, uint64_t *broken,
 		const struct blk *b = &s->b[i];
 		unsigned long long start = b->start;
 		if (++n > L->nblocks) {
-			note(broken, msg, len,
-			     "%s: more blocks in the list than %u", name,
-			     L->nblocks);
+			as_problem(p, "%s: more blocks in the list than %u",
+				   name, L->nblocks);
 			break;
 		}
 		if (b->start != at || b->size == 0 || b->level != l ||
 		    b->prev != last)
-			note(broken, msg, len,
-			     "%s: block at %llu does not follow the one before "
-			     "(at %llu)",
-			     name, start, (unsigned long long)at);
+			as_problem(p,
+				   "%s: block at %llu does not follow the one "
+				   "before (at %llu)",
+				   name, start, (unsigned long long)at);
 		if (b->free && prev_free)
-			note(broken, msg, len,
-			     "%s: neighbouring free blocks at %llu are not "
-			     "merged",
-			     name, start);
+			as_problem(p,
+				   "%s: neighbouring free blocks at %llu are "
+				   "not merged",
+				   name, start);
 		if (!b->free && b->refs == 0)
-			note(broken, msg, len,
-			     "%s: used block at %llu holds no buffer", name,
-			     start);
+			as_problem(p, "%s: used block at %llu holds no buffer",
+				   name, start);
 		nfree += b->free;
 		prev_free = b->free;
 		at = b->start + b->size;
 		last = i;
 	}
 	if (last != L->last || at != L->top)
-		note(broken, msg, len,
-		     "%s: the blocks end at %llu, top is %llu", name,
-		     (unsigned long long)at, (unsigned long long)L->top);
+		as_problem(p, "%s: the blocks end at %llu, top is %llu", name,
+			   (unsigned long long)at, (unsigned long long)L->top);
 	if (L->cap && L->top > L->cap)
-		note(broken, msg, len, "%s: top %llu beyond the capacity %llu",
-		     name, (unsigned long long)L->top,
-		     (unsigned long long)L->cap);
-	uint64_t in_tree = count_free_tree(s, l, broken, msg, len);
+		as_problem(p, "%s: top %llu beyond the capacity %llu", name,
+			   (unsigned long long)L->top,
+			   (unsigned long long)L->cap);
+	uint64_t in_tree = count_free_tree(s, l, p);
 	if (in_tree != nfree || nfree != L->nfree)
-		note(broken, msg, len,
-		     "%s: %llu free blocks, %llu in the free tree", name,
-		     (unsigned long long)nfree, (unsigned long long)in_tree);
+		as_problem(p, "%s: %llu free blocks, %llu in the free tree",
+			   name, (unsigned long long)nfree,
+			   (unsigned long long)in_tree);
 }
 
 static uint64_t check(void *state, char *msg, size_t len)
 {
-	uint64_t broken = 0;
+	struct as_problems p = {0, msg, len};
 	for (uint8_t l = 0; l < NLEVELS; l++)
-		check_level(state, l, &broken, msg, len);
-	return broken;
+		check_level(state, l, &p);
+	return p.n;
 }
 
 static const struct as_online_impl online = {
@@ -931,12 +899,6 @@ static const struct as_online_impl online = {
 	.destroy = destroy,
 };
 
-/* Tiered is one memory hierarchy: traces of separate memories are not its. */
-static bool applies(const struct as_trace *t)
-{
-	return t->nspaces == 1;
-}
-
 const struct as_strategy_impl as_strategy_tiered = {
 	.info = {
 		.name = "tiered",
@@ -946,6 +908,6 @@ const struct as_strategy_impl as_strategy_tiered = {
 		.online = true,
 		.options = options,
 	},
-	.applies = applies,
+	.applies = as_one_space, /* one memory hierarchy */
 	.online = &online,
 };

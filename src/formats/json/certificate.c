@@ -168,37 +168,35 @@ static int read_run(struct as_jctx *c, const cJSON *o, struct certs *out)
 	return each(c, o, "results", read_result, out);
 }
 
-int as_certificates_load(const char *path, struct as_certificate **out,
-			 uint32_t *n, struct as_diag *diag)
+/* The text of a file as_certificates_load reads, into *got. */
+static int parse_certs(void *ctx, const char *text, size_t len,
+		       struct as_diag *diag)
 {
-	struct as_diag local;
-	if (!diag)
-		diag = &local;
-	memset(diag, 0, sizeof(*diag));
-	snprintf(diag->file, sizeof(diag->file), "%s", path);
-	char *data;
-	size_t len;
-	int err = as_json_read_file(path, &data, &len, diag);
-	if (err)
-		return err;
-	size_t bom = as_bom_len(data, len);
-	struct as_jctx c = {.text = data + bom, .len = len - bom,
+	struct certs *got = ctx;
+	size_t bom = as_bom_len(text, len);
+	struct as_jctx c = {.text = text + bom, .len = len - bom,
 			    .diag = diag, .exact_big = true};
 	cJSON *root = NULL;
-	struct certs got = {0};
-	err = as_json_parse(&c, &root);
+	int err = as_json_parse(&c, &root);
 	if (err == AS_OK) {
 		if (!cJSON_IsObject(root))
 			err = as_json_fail(&c, NULL, "expected a JSON object "
 						     "written by 'allocscope "
 						     "replay --json'");
 		else if (cJSON_GetObjectItemCaseSensitive(root, "runs"))
-			err = each(&c, root, "runs", read_run, &got);
+			err = each(&c, root, "runs", read_run, got);
 		else
-			err = read_run(&c, root, &got);
+			err = read_run(&c, root, got);
 	}
 	cJSON_Delete(root);
-	free(data);
+	return err;
+}
+
+int as_certificates_load(const char *path, struct as_certificate **out,
+			 uint32_t *n, struct as_diag *diag)
+{
+	struct certs got = {0};
+	int err = as_json_load(path, parse_certs, &got, diag);
 	if (err) {
 		as_certificates_free(got.v, got.n);
 		return err;

@@ -386,17 +386,26 @@ int as_json_u64(const struct as_jctx *c, const cJSON *v, const char *field,
 	return AS_OK;
 }
 
+/* obj.field into *v, NULL when absent; the failure when it is required. */
+static int member(const struct as_jctx *c, const cJSON *obj,
+		  const char *field, bool required, const cJSON **v)
+{
+	*v = cJSON_GetObjectItemCaseSensitive(obj, field);
+	if (!*v && required)
+		return as_json_fail(c, NULL, "missing field '%s'", field);
+	return AS_OK;
+}
+
 int as_json_get_range(const struct as_jctx *c, const cJSON *obj,
 		      const char *field, bool required, uint64_t def,
 		      uint64_t min, uint64_t max, uint64_t *out)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, field);
-	if (!v) {
-		if (required)
-			return as_json_fail(c, NULL, "missing field '%s'",
-					    field);
-		*out = def;
-		return AS_OK;
+	const cJSON *v;
+	int err = member(c, obj, field, required, &v);
+	if (err || !v) {
+		if (!err)
+			*out = def;
+		return err;
 	}
 	return as_json_u64(c, v, field, min, max, out);
 }
@@ -412,14 +421,11 @@ int as_json_get_u64(const struct as_jctx *c, const cJSON *obj,
 int as_json_get_string(const struct as_jctx *c, const cJSON *obj,
 		       const char *field, bool required, const char **out)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, field);
+	const cJSON *v;
 	*out = NULL;
-	if (!v) {
-		if (required)
-			return as_json_fail(c, NULL, "missing field '%s'",
-					    field);
-		return AS_OK;
-	}
+	int err = member(c, obj, field, required, &v);
+	if (err || !v)
+		return err;
 	if (!cJSON_IsString(v))
 		return as_json_fail(c, field, "expected a string");
 	*out = v->valuestring;
@@ -454,8 +460,9 @@ int as_json_keys(const struct as_jctx *c, const cJSON *obj,
 	return AS_OK;
 }
 
-int as_json_read_file(const char *path, char **out, size_t *n,
-		      struct as_diag *diag)
+/* path read whole into *out (NUL-terminated, the caller's) and *n bytes. */
+static int read_file(const char *path, char **out, size_t *n,
+		     struct as_diag *diag)
 {
 	/* "-" is standard input; a file never blocks (a FIFO) and is
 	 * refused unless regular (a directory, /dev/zero). */
@@ -493,4 +500,22 @@ int as_json_read_file(const char *path, char **out, size_t *n,
 	*out = data;
 	*n = len;
 	return AS_OK;
+}
+
+int as_json_load(const char *path, as_json_text_fn parse, void *ctx,
+		 struct as_diag *diag)
+{
+	struct as_diag local;
+	if (!diag)
+		diag = &local;
+	memset(diag, 0, sizeof(*diag));
+	snprintf(diag->file, sizeof(diag->file), "%s", path);
+	char *data = NULL;
+	size_t len = 0;
+	int err = read_file(path, &data, &len, diag);
+	if (err)
+		return err;
+	err = parse(ctx, data, len, diag);
+	free(data);
+	return err;
 }

@@ -114,15 +114,20 @@ int as_json_get_string(const struct as_jctx *c, const cJSON *obj,
 		       const char *field, bool required, const char **out);
 
 /* Refuse a key of obj not in `allowed` (NULL-terminated), naming them. */
-/*
- * A whole file ("-": standard input, else a regular file, never blocking)
- * into *out (NUL-terminated, caller frees) and *n bytes; 0 or a negative
- * code with diag filled.
- */
-int as_json_read_file(const char *path, char **out, size_t *n,
-		      struct as_diag *diag);
 int as_json_keys(const struct as_jctx *c, const cJSON *obj,
 		 const char *const *allowed);
+
+/*
+ * The one way a loader reads a whole JSON file (results, certificates):
+ * diag (NULL: none) zeroed and named after path, the file ("-": standard
+ * input, else a regular file, never blocking) read whole and NUL-terminated,
+ * then parse(ctx, text, len, diag). parse's result, or a negative code with
+ * diag filled when the file cannot be read.
+ */
+typedef int (*as_json_text_fn)(void *ctx, const char *text, size_t len,
+			       struct as_diag *diag);
+int as_json_load(const char *path, as_json_text_fn parse, void *ctx,
+		 struct as_diag *diag);
 
 /* ---- parse.c: a text to a cJSON tree ---- */
 

@@ -224,20 +224,20 @@ int as_results_parse(struct as_results *r, const char *name,
 	return err;
 }
 
+struct load {
+	struct as_results *r;
+	const char *path;
+};
+
+static int parse_loaded(void *ctx, const char *text, size_t len,
+			struct as_diag *diag)
+{
+	struct load *l = ctx;
+	return as_results_parse(l->r, l->path, text, len, diag);
+}
+
 int as_results_load(struct as_results *r, const char *path,
 		    struct as_diag *diag)
 {
-	struct as_diag local;
-	if (!diag)
-		diag = &local;
-	memset(diag, 0, sizeof(*diag));
-	snprintf(diag->file, sizeof(diag->file), "%s", path);
-	char *data;
-	size_t len;
-	int rerr = as_json_read_file(path, &data, &len, diag);
-	if (rerr)
-		return rerr;
-	int err = as_results_parse(r, path, data, len, diag);
-	free(data);
-	return err;
+	return as_json_load(path, parse_loaded, &(struct load){r, path}, diag);
 }

@@ -482,7 +482,7 @@ bool as_strategy_by_default(const char *name, const struct as_trace *t);
 /* A sink for text an online allocator produces (dumps, region requests). */
 typedef void (*as_emit_fn)(void *ctx, const char *line);
 
-struct as_run_options {
+struct as_runner_options {
 	/* Strategies as_runner_run_many runs at once, this thread among them
 	 * (1-64); 0: one per processor, one at a time on traces of more than
 	 * 4,000,000 buffers. The plans do not depend on it. */
@@ -511,8 +511,8 @@ struct as_runner;
 /* A runner for trace t with options o (NULL: all defaults; copied). The
  * trace must outlive it and stay unchanged meanwhile. One call at a time
  * runs on a runner; only as_runner_cancel may come from another thread. */
-int as_runner_create(const struct as_trace *t, const struct as_run_options *o,
-		     struct as_runner **out);
+int as_runner_create(const struct as_trace *t,
+		     const struct as_runner_options *o, struct as_runner **out);
 /* Frees the runner and the plans it kept; NULL is fine. */
 void as_runner_destroy(struct as_runner *r);
 
@@ -552,7 +552,7 @@ void as_runner_cancel(struct as_runner *r);
 /* One run on a runner of its own (create, run, destroy); o->cancel stops
  * it from another thread: AS_ECANCELED, nothing held. */
 int as_strategy_run(const char *spec, const struct as_trace *t,
-		    const struct as_run_options *o, struct as_plan **out,
+		    const struct as_runner_options *o, struct as_plan **out,
 		    struct as_diag *diag);
 
 /* ---- Walking an online allocator ----
@@ -582,14 +582,14 @@ typedef bool (*as_block_fn)(void *ctx, uint16_t space,
  * (o: NULL for defaults; only o->cancel is read: AS_ECANCELED).
  * AS_EUNSUPPORTED for offline planners and allocators without a walk. */
 int as_strategy_walk_at(const char *spec, const struct as_trace *t,
-			const struct as_run_options *o, uint64_t time,
+			const struct as_runner_options *o, uint64_t time,
 			as_block_fn visit, void *ctx, struct as_diag *diag);
 
 /* The one walk to a moment: the blocks of `space` that SPEC holds just
  * after the events at `time` (as_strategy_walk_at at time + 1), region and
  * symbol NULL. *blocks (free it) and *n are written on success only. */
 int as_strategy_blocks_at(const char *spec, const struct as_trace *t,
-			  const struct as_run_options *o, uint64_t time,
+			  const struct as_runner_options *o, uint64_t time,
 			  uint16_t space, struct as_block **blocks, size_t *n,
 			  struct as_diag *diag);
 

@@ -65,7 +65,7 @@ int as_results_add_plan(struct as_results *r, const struct as_trace *t,
  * fill diag. An invalid plan is not an error: it is a row with valid=false.
  */
 int as_results_run(struct as_results *r, const struct as_trace *t,
-		   const char *spec, const struct as_run_options *o,
+		   const char *spec, const struct as_runner_options *o,
 		   struct as_diag *diag);
 
 /*

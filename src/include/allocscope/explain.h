@@ -63,7 +63,7 @@ struct as_explain_options {
 	/*
 	 * Stops an online allocator's replay to its peak (as_explain_plan's
 	 * fragmentation) with AS_ECANCELED when set from another thread;
-	 * NULL: nothing stops it (struct as_run_options.cancel).
+	 * NULL: nothing stops it (struct as_runner_options.cancel).
 	 */
 	atomic_bool *cancel;
 };
@@ -275,28 +275,28 @@ int as_explain_stream_finish(struct as_explain_stream *s,
 void as_explain_stream_destroy(struct as_explain_stream *s);
 
 /*
- * One trace explained: its own peak and, optionally, plans'. A report is
- * one or several (ranks of a distributed job: the writers then end with a
- * table of every file's peak, reserved peak and top group, and the
- * imbalance, the largest peak over their mean).
+ * One entry of a report: a trace explained, its own peak and, optionally,
+ * plans'. A report is one entry or several (ranks of a distributed job:
+ * the writers then end with a table of every file's peak, reserved peak
+ * and top group, and the imbalance, the largest peak over their mean).
  */
-struct as_explain_run {
+struct as_explain_entry {
 	const struct as_explain *trace;
 	const struct as_explain *const *plans;
 	size_t nplans;
 };
 
-/* The imbalance of n runs: their largest peak over the mean (1 when all
+/* The imbalance of n entries: their largest peak over the mean (1 when all
  * agree, 0 when every peak is 0). */
-double as_explain_imbalance(const struct as_explain_run *runs, size_t n);
+double as_explain_imbalance(const struct as_explain_entry *runs, size_t n);
 
 /* A terminal's text, JSON (docs/explain.md), Markdown. 0, or AS_EIO when
  * f has an error (AS_ENOMEM). */
-int as_explain_write_text(const struct as_explain_run *runs, size_t n,
+int as_explain_write_text(const struct as_explain_entry *runs, size_t n,
 			  FILE *f);
-int as_explain_write_json(const struct as_explain_run *runs, size_t n,
+int as_explain_write_json(const struct as_explain_entry *runs, size_t n,
 			  FILE *f);
-int as_explain_write_markdown(const struct as_explain_run *runs, size_t n,
+int as_explain_write_markdown(const struct as_explain_entry *runs, size_t n,
 			      FILE *f);
 
 /* ---- Comparing two recordings by group (diff --by) ---- */

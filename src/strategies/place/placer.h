@@ -2,10 +2,10 @@
  * Private to the segment-tree placer of place.h (as_placer_*,
  * as_place_order): the structure its files share, and what each of them
  * defines for the others, grouped by file. placer.c keeps the tree (create,
- * reset, puts and pops, the undo log of the unions); runs.c the sorted runs
- * every set is made of and their gap index; find.c the queries; pipe.c the
- * thread that records puts on a spare processor; check.c the check of the
- * whole index against a plain scan.
+ * reset, puts and pops, the undo log of the unions); range_sets.c the sorted
+ * runs every set is made of and their gap index; find.c the queries; pipe.c
+ * the thread that records puts on a spare processor; check.c the check of
+ * the whole index against a plain scan.
  */
 #ifndef AS_PLACER_H
 #define AS_PLACER_H
@@ -295,7 +295,7 @@ static inline uint64_t as_placer_tick(struct as_placer *pl)
 					 memory_order_relaxed) + 1;
 }
 
-/* ---- runs.c: sets of runs and their gap index ---- */
+/* ---- range_sets.c: sets of runs and their gap index ---- */
 
 /* Room for `need` runs; false: no memory. The block maxima are redone. */
 bool as_runs_grow(struct runs *ru, uint32_t need);

@@ -54,7 +54,7 @@ static const char *const search_names[] = {"auto", "exact", "local", "none",
  * BASELINES_MIN_MS): one whose guessed cost does not fit is skipped, one
  * that runs past it is called off (fits(), as_run_reuse_until); plans the
  * runner keeps are taken whole.
- * Under a step limit (the default set's, as_run_options.step_limit) a
+ * Under a step limit (the default set's, as_runner_options.step_limit) a
  * baseline that stops at it is no incumbent: strip is then never behind
  * the ones that finished. Returns 0, NO_INCUMBENTS, or a negative code
  * (diag filled).

@@ -2,8 +2,8 @@
  * Helpers the CLI commands share: expanding trace arguments (files and
  * directories) into a list of trace files, and a progress bar on stderr.
  */
-#ifndef AS_CLI_RUNS_H
-#define AS_CLI_RUNS_H
+#ifndef AS_CLI_SHARED_H
+#define AS_CLI_SHARED_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -62,6 +62,15 @@ const char *cli_esc(const char *s);
 int cli_usage_error(const char *who, const char *usage, const char *fmt,
 		    const char *arg);
 
+/*
+ * The last arm of a command's option loop, for an argument no other arm
+ * took: "-h" or "--help" prints the usage on stdout and returns -1 (the
+ * command then exits 0); any other "-..." is the usage error "unknown or
+ * incomplete option" (2); anything else, "-" too, is appended to args (0).
+ */
+int cli_rest_arg(char *a, const char *who, const char *usage,
+		 char **args, size_t *nargs);
+
 /* Something written to a stream: AS_OK, or an error. */
 typedef int (*cli_write_fn)(void *ctx, FILE *f);
 
@@ -93,7 +102,7 @@ void cli_close_std_at_exit(void);
 bool cli_is_dir(const char *path);
 
 /*
- * -j N: strategies run at once (as_run_options.jobs), 1 to CLI_JOBS_MAX,
+ * -j N: strategies run at once (as_runner_options.jobs), 1 to CLI_JOBS_MAX,
  * as the usage texts say; false when `arg` is not such a number.
  */
 #define CLI_JOBS_MAX 64

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "allocscope/io.h"
-#include "runs.h"
+#include "shared.h"
 
 /* How deep a walk goes: a tree deeper than that is refused, named. */
 #define WALK_DEPTH 32
@@ -429,6 +429,20 @@ int cli_usage_error(const char *who, const char *usage, const char *fmt,
 	fputs("\n", stderr);
 	fputs(usage, stderr);
 	return 2;
+}
+
+int cli_rest_arg(char *a, const char *who, const char *usage,
+		 char **args, size_t *nargs)
+{
+	if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+		fputs(usage, stdout);
+		return -1;
+	}
+	if (a[0] == '-' && a[1])
+		return cli_usage_error(who, usage,
+				       "unknown or incomplete option '%s'", a);
+	args[(*nargs)++] = a;
+	return 0;
 }
 
 int cli_check_outputs(const char *const *outputs, size_t nout,
