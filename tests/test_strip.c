@@ -286,6 +286,34 @@ static void sweep_placer_plans_are_valid_and_fixed_rectangles_stay(void)
 	}
 }
 
+/* A fixed rectangle starting inside another one it shares time with. */
+static void a_sweep_refuses_fixed_rectangles_that_meet(void)
+{
+	struct as_trace *t = csv_trace("id,lower,upper,size\na,0,10,100\n"
+				       "b,2,10,101\nc,0,10,30\n");
+	struct as_problem pb;
+	CHECK(t && as_problem_init(&pb, t, 0) == AS_OK);
+	if (!t)
+		return;
+	uint64_t off[3] = {0};
+	uint8_t fixed[3] = {0};
+	struct as_placer *pl = as_placer_create(&pb);
+	CHECK(pl != NULL);
+	for (uint32_t i = 0; pl && i < pb.n; i++)
+		if (pb.r[i].size > 30) {
+			off[i] = pb.r[i].size == 100 ? 10 : 60;
+			fixed[i] = 1;
+			as_placer_put(pl, i, off[i]);
+		}
+	int err = AS_OK;
+	if (pl)
+		as_place_sweep(&pb, AS_FIT_LOWEST, fixed, pl, NULL, off, &err);
+	CHECK(err == AS_EINVAL);
+	as_placer_destroy(pl);
+	as_problem_finish(&pb);
+	as_trace_destroy(t);
+}
+
 /* ---- The exact search ---- */
 
 static void exact_search_packs_the_minimalloc_example_at_capacity(void)
@@ -1296,6 +1324,7 @@ int main(void)
 	TEST_RUN(every_metric_orders_and_ties_go_by_index);
 	TEST_RUN(placer_finds_the_lowest_and_the_tightest_gap);
 	TEST_RUN(sweep_placer_plans_are_valid_and_fixed_rectangles_stay);
+	TEST_RUN(a_sweep_refuses_fixed_rectangles_that_meet);
 	TEST_RUN(exact_search_packs_the_minimalloc_example_at_capacity);
 	TEST_RUN(exact_search_keeps_fixed_rectangles_where_they_are);
 	TEST_RUN(exact_search_proves_alignment_leaves_no_room);
