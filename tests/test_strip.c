@@ -314,6 +314,19 @@ static void a_sweep_refuses_fixed_rectangles_that_meet(void)
 	as_trace_destroy(t);
 }
 
+/* A gap too small for two decimals is said in bytes, not "0.00%". */
+static void certificate_words_say_optimal_a_percentage_or_bytes(void)
+{
+	struct as_certificate c = {.bound = 26163761};
+	char w[64];
+	CHECK_STR(as_certificate_words(&c, 26163761, w, sizeof(w)), "optimal");
+	CHECK_STR(as_certificate_words(&c, 26163768, w, sizeof(w)),
+		  "<= 7 B above optimal");
+	c.bound = 1000;
+	CHECK_STR(as_certificate_words(&c, 1057, w, sizeof(w)),
+		  "<= 5.70% above optimal");
+}
+
 /* ---- The exact search ---- */
 
 static void exact_search_packs_the_minimalloc_example_at_capacity(void)
@@ -1325,6 +1338,7 @@ int main(void)
 	TEST_RUN(placer_finds_the_lowest_and_the_tightest_gap);
 	TEST_RUN(sweep_placer_plans_are_valid_and_fixed_rectangles_stay);
 	TEST_RUN(a_sweep_refuses_fixed_rectangles_that_meet);
+	TEST_RUN(certificate_words_say_optimal_a_percentage_or_bytes);
 	TEST_RUN(exact_search_packs_the_minimalloc_example_at_capacity);
 	TEST_RUN(exact_search_keeps_fixed_rectangles_where_they_are);
 	TEST_RUN(exact_search_proves_alignment_leaves_no_room);
