@@ -49,7 +49,7 @@ const struct as_certificate *as_plan_certificate(const struct as_plan *p,
 /*
  * What certificate c says of a plan peaking at `peak`, in words, into buf
  * (n bytes): "optimal" when the peak is at the bound, else "<= X.XX% above
- * optimal". Returns buf.
+ * optimal", or "<= N B above optimal" for a gap under 0.005%. Returns buf.
  */
 char *as_certificate_words(const struct as_certificate *c, uint64_t peak,
 			   char *buf, size_t n);
