@@ -510,10 +510,6 @@ int as_strip_full(const struct as_problem *pb, uint64_t *off,
 		}
 		if (err)
 			goto out;
-		if (peak == UINT64_MAX) {
-			err = AS_EUNSUPPORTED;
-			goto out;
-		}
 		keep_if_better(&sp, sp.off, peak);
 		if ((err = round_note(&sp, "skyline greedy", peak)))
 			goto out;
