@@ -115,8 +115,9 @@ static int take_sweep(const struct as_strip_cfg *cfg, struct as_plan *p,
  * thousands to millions of buffers): without incumbents greedy-size's start
  * (greedy_big), else the O(n log n) time sweep, first fit and best fit;
  * then "big first": the big rectangles (where the bytes are) get the full
- * method on their own, and the sweep fits the rest around them. The best of
- * these is kept, and the window search and top swaps work on it.
+ * method on their own, and the sweep fits the rest around them, then a
+ * middle tier. The best of these is kept, and the repair (repair.c: the
+ * window step, then the peak repair) works on it.
  */
 int as_strip_large(const struct as_problem *pb, uint64_t *off,
 		       struct as_strip_cfg *cfg, struct as_plan *p, double deadline)

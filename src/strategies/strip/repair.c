@@ -345,18 +345,7 @@ static uint32_t window_exact(const struct as_problem *pb, uint64_t *off,
 			memset(role, 0, n);
 			for (uint32_t k = 0; k < m; k++)
 				role[map[k]] = 1;
-			memset(mark, 0, ((size_t)S + 2) * sizeof(uint32_t));
-			for (uint32_t k = 0; k < m; k++) {
-				mark[pb->r[map[k]].t0]++;
-				mark[pb->r[map[k]].t1]--;
-			}
-			uint32_t run = 0, acc = 0;
-			for (uint32_t t = 0; t <= S; t++) {
-				run += mark[t];
-				uint32_t c = t < S && run > 0;
-				mark[t] = acc;
-				acc += c;
-			}
+			as_strip_cover(pb, role, 1, mark);
 			for (uint32_t i = 0; i < n && m <= AS_STRIP_WINDOW_ALL;
 			     i++)
 				if (!role[i] &&

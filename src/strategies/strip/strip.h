@@ -68,6 +68,14 @@ struct as_strip_cfg {
 	const struct as_trace *trace;
 };
 
+/*
+ * mark[s] (S + 1 entries) = how many of the sections before s the
+ * rectangles i with risk[i] >= lo cover (seed.c): rectangle r meets them
+ * when mark[r.t1] > mark[r.t0].
+ */
+void as_strip_cover(const struct as_problem *pb, const uint8_t *risk,
+		    uint8_t lo, uint32_t *mark);
+
 /* Record a round, naming the space when the trace has several. */
 int as_strip_note(const struct as_strip_cfg *cfg, struct as_plan *p,
 		  const char *what, uint64_t peak);
