@@ -16,7 +16,6 @@ struct repair {
 	struct as_placer *pl;
 	const struct as_budget *budget; /* also the placer's */
 	uint64_t *off, *save;
-	const uint8_t *fixed;
 	uint32_t *win;
 	uint32_t nwin, placed;
 	uint64_t rng;
@@ -90,8 +89,7 @@ uint64_t as_strip_repair_peak(const struct as_problem *pb, uint64_t *off,
 			      uint32_t *moves, int *err)
 {
 	uint32_t n = pb->n;
-	struct repair rp = {.pb = pb, .off = off, .fixed = fixed,
-			    .budget = budget,
+	struct repair rp = {.pb = pb, .off = off, .budget = budget,
 			    .rng = seed * 0x2545f4914f6cdd1dULL + 7};
 	uint64_t peak = as_place_peak(pb, off);
 	rp.pl = as_placer_create(pb);
