@@ -10,6 +10,7 @@
 
 #include "allocscope/allocscope.h"
 #include "strategies/place/place.h"
+#include "strategies/strip/strip.h"
 #include "tap.h"
 
 static uint64_t rng_state;
@@ -283,6 +284,47 @@ static void sweep_placer_plans_are_valid_and_fixed_rectangles_stay(void)
 		as_problem_finish(&pb);
 		as_trace_destroy(t);
 	}
+}
+
+/* A fixed rectangle starting inside another one it shares time with. */
+static void a_sweep_refuses_fixed_rectangles_that_meet(void)
+{
+	struct as_trace *t = csv_trace("id,lower,upper,size\na,0,10,100\n"
+				       "b,2,10,101\nc,0,10,30\n");
+	struct as_problem pb;
+	CHECK(t && as_problem_init(&pb, t, 0) == AS_OK);
+	if (!t)
+		return;
+	uint64_t off[3] = {0};
+	uint8_t fixed[3] = {0};
+	struct as_placer *pl = as_placer_create(&pb);
+	CHECK(pl != NULL);
+	for (uint32_t i = 0; pl && i < pb.n; i++)
+		if (pb.r[i].size > 30) {
+			off[i] = pb.r[i].size == 100 ? 10 : 60;
+			fixed[i] = 1;
+			as_placer_put(pl, i, off[i]);
+		}
+	int err = AS_OK;
+	if (pl)
+		as_place_sweep(&pb, AS_FIT_LOWEST, fixed, pl, NULL, off, &err);
+	CHECK(err == AS_EINVAL);
+	as_placer_destroy(pl);
+	as_problem_finish(&pb);
+	as_trace_destroy(t);
+}
+
+/* A gap too small for two decimals is said in bytes, not "0.00%". */
+static void certificate_words_say_optimal_a_percentage_or_bytes(void)
+{
+	struct as_certificate c = {.bound = 26163761};
+	char w[64];
+	CHECK_STR(as_certificate_words(&c, 26163761, w, sizeof(w)), "optimal");
+	CHECK_STR(as_certificate_words(&c, 26163768, w, sizeof(w)),
+		  "<= 7 B above optimal");
+	c.bound = 1000;
+	CHECK_STR(as_certificate_words(&c, 1057, w, sizeof(w)),
+		  "<= 5.70% above optimal");
 }
 
 /* ---- The exact search ---- */
@@ -954,8 +996,8 @@ static void strip_certifies_the_whole_space_its_exact_search_refuted(void)
 
 /*
  * Every certified bound of strip on random small traces is at most the
- * brute-force optimum (every order dropped onto a skyline), and every plan
- * at least the bound.
+ * brute-force optimum (every order dropped onto a skyline, each buffer at
+ * the lowest aligned offset), and every plan at least the bound.
  */
 static uint64_t drop_best(const struct as_cert_buffer *b, uint32_t n,
 			  uint32_t used, uint64_t *off, uint64_t best)
@@ -975,6 +1017,8 @@ static uint64_t drop_best(const struct as_cert_buffer *b, uint32_t n,
 			if ((used >> j & 1) && b[j].start < b[i].end &&
 			    b[i].start < b[j].end && off[j] + b[j].size > floor)
 				floor = off[j] + b[j].size;
+		uint64_t a = (uint64_t)1 << b[i].align_log2;
+		floor = (floor + a - 1) / a * a;
 		if (floor + b[i].size >= best)
 			continue;
 		off[i] = floor;
@@ -1081,6 +1125,148 @@ static void certified_bounds_never_pass_the_brute_force_optimum(void)
 	CHECK(above > 0);
 }
 
+/* The padded load of buffers live at one instant, by its formula. */
+static uint64_t padded_height(const struct as_cert_buffer *b, uint32_t n)
+{
+	uint8_t a = 62;
+	for (uint32_t i = 0; i < n; i++)
+		a = b[i].align_log2 < a ? b[i].align_log2 : a;
+	uint64_t g = (uint64_t)1 << a, sum = 0, pad = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t up = (b[i].size + g - 1) / g * g;
+		sum += up;
+		pad = up - b[i].size > pad ? up - b[i].size : pad;
+	}
+	return sum - pad;
+}
+
+/*
+ * Random small problems with alignments 1 to 8: the padded load is at
+ * least the load and at most the brute-force optimum, its one-section
+ * certificate re-solves, and on one instant with one alignment it is the
+ * optimum.
+ */
+static void the_padded_load_bound_never_passes_the_brute_force_optimum(void)
+{
+	rng_state = 4646;
+	uint32_t above = 0, exact = 0;
+	for (int trial = 0; trial < 300; trial++) {
+		struct hand h;
+		struct as_cert_buffer b[7];
+		uint32_t n = 2 + rnd() % 6, S = 1 + rnd() % 5;
+		bool one_align = trial % 3 == 0;
+		uint8_t a0 = rnd() % 4;
+		hand_init(&h, S);
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t t0 = rnd() % S;
+			uint32_t t1 = t0 + 1 + rnd() % (S - t0);
+			hand_add(&h, t0, t1, 1 + rnd() % 20);
+			h.r[i].align_log2 = one_align ? a0 : rnd() % 4;
+			b[i] = (struct as_cert_buffer){
+				.id = i, .size = h.r[i].size, .start = t0,
+				.end = t1, .align_log2 = h.r[i].align_log2};
+		}
+		hand_finish(&h);
+		uint64_t off[7];
+		uint64_t opt = drop_best(b, n, 0, off, UINT64_MAX);
+		struct as_strip_bound_out bo = {.bound = h.pb.lower_bound};
+		CHECK(as_strip_padded(&h.pb, &bo) == AS_OK);
+		CHECK(bo.bound >= h.pb.lower_bound);
+		CHECK(bo.bound <= opt);
+		if (bo.bound > opt)
+			printf("#   trial %d: padded %llu > optimum %llu\n",
+			       trial, (unsigned long long)bo.bound,
+			       (unsigned long long)opt);
+		if (bo.bound > h.pb.lower_bound) {
+			struct as_certificate c = {0};
+			above++;
+			CHECK(bo.wb == bo.wa + 1);
+			CHECK(as_strip_certificate(&h.pb, bo.wa, bo.wb, bo.bound,
+						   0, &c) == AS_OK);
+			CHECK(as_certificate_verify(&c, 10000, 0, NULL) == 1);
+			free(c.buffers);
+		}
+		/* Every buffer live at section 0 with one alignment. */
+		bool clique = one_align;
+		for (uint32_t i = 0; i < n; i++)
+			clique &= h.r[i].t0 == 0;
+		if (clique) {
+			exact++;
+			CHECK_EQ_U64(bo.bound, opt);
+		}
+	}
+	printf("#   %u of 300 padded loads above the load, %u cliques at "
+	       "their optimum\n", above, exact);
+	CHECK(above > 0 && exact > 0);
+}
+
+/*
+ * Twelve buffers of odd sizes, aligned to 16, all live at one instant:
+ * strip plans them at their padded load, certifies that height with the
+ * buffers live there, and the verifier proves it without a search (no
+ * nodes) and refutes one byte more (a placement at the padded load is the
+ * optimum).
+ */
+static void an_aligned_clique_is_certified_at_its_padded_height(void)
+{
+	struct as_builder *bl = as_builder_create("clique.csv", "csv");
+	struct as_cert_buffer b[12];
+	struct as_diag d;
+	char name[16];
+	for (uint32_t i = 0; i < 12; i++) {
+		b[i] = (struct as_cert_buffer){.size = 3 + 7 * i,
+					       .align_log2 = 4};
+		snprintf(name, sizeof(name), "b%u", i);
+		as_builder_add_timed(bl, name, b[i].size, 16, i % 3,
+				     6 + i % 4, i + 2, &d);
+	}
+	struct as_trace *t = NULL;
+	CHECK(as_builder_finish(bl, &t, &d) == AS_OK);
+	uint64_t padded = padded_height(b, 12);
+	struct as_plan *p = t ? run("strip", t) : NULL;
+	CHECK(p && p->ncerts == 1);
+	if (p && p->ncerts == 1) {
+		struct as_certificate *c = &p->certs[0];
+		uint64_t nodes = 1;
+		printf("#   load %llu, padded %llu, plan %llu\n",
+		       (unsigned long long)c->load,
+		       (unsigned long long)padded,
+		       (unsigned long long)as_plan_peak(p, t, -1));
+		CHECK(padded > c->load);
+		CHECK_EQ_U64(c->bound, padded);
+		CHECK_EQ_U64(as_plan_peak(p, t, -1), padded);
+		CHECK_EQ_U64(c->nbuffers, 12);
+		CHECK(as_certificate_fits(t, c, &d) == AS_OK);
+		CHECK(as_certificate_verify(c, 10000, 0, &nodes) == 1);
+		CHECK_EQ_U64(nodes, 0);
+		c->bound++;
+		CHECK(as_certificate_verify(c, 10000, 0, &nodes) == 0);
+		CHECK_EQ_U64(nodes, 0);
+	}
+	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+/*
+ * Two 8-byte buffers aligned to 16 and one byte aligned to 1, at one
+ * instant: the padded load (at alignment 1) is 17, but the optimum is 24
+ * (one of the two starts at 16 or above), which the exact search proves.
+ */
+static void a_clique_of_mixed_alignments_goes_to_the_exact_search(void)
+{
+	struct as_cert_buffer b[3] = {
+		{.id = 0, .size = 8, .start = 0, .end = 2, .align_log2 = 4},
+		{.id = 1, .size = 8, .start = 0, .end = 2, .align_log2 = 4},
+		{.id = 2, .size = 1, .start = 1, .end = 3, .align_log2 = 0}};
+	struct as_certificate c = {.bound = 24, .nbuffers = 3, .buffers = b};
+	uint64_t nodes = 0;
+	CHECK_EQ_U64(padded_height(b, 3), 17);
+	CHECK(as_certificate_verify(&c, 10000, 0, &nodes) == 1);
+	CHECK(nodes > 0);
+	c.bound = 25;
+	CHECK(as_certificate_verify(&c, 10000, 0, NULL) == 0);
+}
+
 static void strip_skips_a_baseline_whose_cost_would_not_fit_its_budget(void)
 {
 	/* 150k buffers: greedy-size is guessed at 3.75 s, over 200 ms. */
@@ -1151,6 +1337,8 @@ int main(void)
 	TEST_RUN(every_metric_orders_and_ties_go_by_index);
 	TEST_RUN(placer_finds_the_lowest_and_the_tightest_gap);
 	TEST_RUN(sweep_placer_plans_are_valid_and_fixed_rectangles_stay);
+	TEST_RUN(a_sweep_refuses_fixed_rectangles_that_meet);
+	TEST_RUN(certificate_words_say_optimal_a_percentage_or_bytes);
 	TEST_RUN(exact_search_packs_the_minimalloc_example_at_capacity);
 	TEST_RUN(exact_search_keeps_fixed_rectangles_where_they_are);
 	TEST_RUN(exact_search_proves_alignment_leaves_no_room);
@@ -1170,6 +1358,9 @@ int main(void)
 	TEST_RUN(strip_certifies_a_bound_above_the_load_and_it_re_solves);
 	TEST_RUN(strip_certifies_the_whole_space_its_exact_search_refuted);
 	TEST_RUN(certified_bounds_never_pass_the_brute_force_optimum);
+	TEST_RUN(the_padded_load_bound_never_passes_the_brute_force_optimum);
+	TEST_RUN(an_aligned_clique_is_certified_at_its_padded_height);
+	TEST_RUN(a_clique_of_mixed_alignments_goes_to_the_exact_search);
 	TEST_RUN(strip_skips_a_baseline_whose_cost_would_not_fit_its_budget);
 	TEST_RUN(a_skipped_greedy_size_gives_way_to_its_big_ones_and_the_sweep);
 	if (tap_shared_dir())

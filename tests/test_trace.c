@@ -565,6 +565,31 @@ static void a_plan_keeps_every_round_and_stat_through_copies(void)
 	as_trace_destroy(t);
 }
 
+/* Moments sort the lifetimes: times past 32 bits (a CSV's own clock) are
+ * ordered as event steps are. */
+static void a_peak_moment_is_the_same_whatever_the_width_of_the_times(void)
+{
+	static const char *const csv[2] = {
+		"id,lower,upper,size\n0,0,10,8\n1,5,30,4\n2,3,6,2\n"
+		"3,7,9,16\n4,12,40,32\n",
+		"id,lower,upper,size\n0,5000000000,5000000010,8\n"
+		"1,5000000005,5000000030,4\n2,5000000003,5000000006,2\n"
+		"3,5000000007,5000000009,16\n4,5000000012,5000000040,32\n",
+	};
+	struct as_moment m[2] = {{0}};
+	for (int w = 0; w < 2; w++) {
+		struct as_diag d = {0};
+		struct as_trace *t = test_parse("m.csv", csv[w], "csv", &d);
+		CHECK(t != NULL);
+		CHECK(t && as_trace_peak_moment(t, 0, &m[w]) == AS_OK);
+		as_trace_destroy(t);
+	}
+	CHECK_EQ_U64(m[0].live_bytes, 36);
+	CHECK_EQ_U64(m[1].live_bytes, m[0].live_bytes);
+	CHECK_EQ_U64(m[1].time - 5000000000u, m[0].time);
+	CHECK_EQ_U64(m[1].live, m[0].live);
+}
+
 int main(void)
 {
 	TEST_RUN(ops_lifetimes_count_one_step_per_operation);
@@ -587,6 +612,7 @@ int main(void)
 	TEST_RUN(format_is_detected_by_content_without_extension);
 	TEST_RUN(errors_name_the_line_and_the_problem);
 	TEST_RUN(a_plan_keeps_every_round_and_stat_through_copies);
+	TEST_RUN(a_peak_moment_is_the_same_whatever_the_width_of_the_times);
 	if (tap_shared_dir())
 		TEST_RUN(minimalloc_benchmarks_have_the_published_lower_bounds);
 	else

@@ -78,17 +78,32 @@ int as_order_build(const struct as_trace *t, struct as_order *o)
 		free(k);
 		return AS_OK;
 	}
+	/* Times within 32 bits (event steps, most clocks): (time, index) packed
+	 * in one word and radix-sorted; wider times by comparison. */
+	bool narrow = t->end_time <= UINT32_MAX;
+	uint64_t *w = (uint64_t *)k;
 	for (int pass = 0; pass < 2; pass++) {
 		uint32_t m = 0;
-		for (uint32_t i = 0; i < t->nbuffers; i++)
-			if (drawable(&t->buffers[i]))
-				k[m++] = (struct key){pass ? t->buffers[i].end
-							   : t->buffers[i].start,
-						      i};
-		qsort(k, n, sizeof(*k), cmp_key);
+		for (uint32_t i = 0; i < t->nbuffers; i++) {
+			if (!drawable(&t->buffers[i]))
+				continue;
+			uint64_t at = pass ? t->buffers[i].end
+					   : t->buffers[i].start;
+			if (narrow)
+				w[m++] = at << 32 | i;
+			else
+				k[m++] = (struct key){at, i};
+		}
 		uint32_t *dst = pass ? o->by_end : o->by_start;
+		if (narrow && as_sort_u64_from(w, n, 0) != AS_OK) {
+			free(k);
+			as_order_free(o);
+			return AS_ENOMEM;
+		}
+		if (!narrow)
+			qsort(k, n, sizeof(*k), cmp_key);
 		for (uint32_t j = 0; j < n; j++)
-			dst[j] = k[j].i;
+			dst[j] = narrow ? (uint32_t)w[j] : k[j].i;
 	}
 	free(k);
 	return AS_OK;

@@ -138,6 +138,10 @@ char *as_certificate_words(const struct as_certificate *c, uint64_t peak,
 	if (peak <= c->bound || c->bound == 0)
 		snprintf(buf, n, "%s", peak <= c->bound ? "optimal"
 							: "no bound");
+	else if ((double)(peak - c->bound) * 100.0 / (double)c->bound < 0.005)
+		/* Too close for two decimals: the bytes themselves. */
+		snprintf(buf, n, "<= %llu B above optimal",
+			 (unsigned long long)(peak - c->bound));
 	else
 		snprintf(buf, n, "<= %.2f%% above optimal",
 			 ((double)peak - (double)c->bound) * 100.0 /

@@ -10,8 +10,12 @@
 #include "core/internal.h"
 #include "formats/json/json.h"
 
-/* The largest sub-problem read: more could not be re-solved anyway. */
-#define CERT_MAX_BUFFERS 6000
+/*
+ * The largest sub-problem read: a clique (every buffer live at one
+ * instant) is checked by its padded load whatever its size, so it may hold
+ * every buffer of a trace; others past 6000 are refused by the verifier.
+ */
+#define CERT_MAX_BUFFERS (INT32_MAX / 2)
 
 struct certs {
 	struct as_certificate *v;

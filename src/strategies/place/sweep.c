@@ -294,10 +294,15 @@ static bool by_start_size(uint32_t a, uint32_t b, const void *cv)
 static int gap_carve(struct gaps *G, uint64_t lo, uint64_t len, uint32_t *k)
 {
 	uint32_t g, after;
+	if (len == 0)
+		return AS_OK;
 	gap_around(G, lo + 1, &g, &after);
-	if (!g || G->g[g].lo + G->g[g].len - lo < len)
+	if (!g)
 		return AS_EINVAL;
+	/* The gap starts at or below lo; it must reach lo + len. */
 	uint64_t glo = G->g[g].lo, glen = G->g[g].len;
+	if (lo - glo >= glen || glen - (lo - glo) < len)
+		return AS_EINVAL;
 	uint64_t rest = glen - (lo - glo) - len;
 	if (lo > glo) {
 		gap_set(G, g, glo, lo - glo);

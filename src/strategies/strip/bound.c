@@ -20,6 +20,9 @@
  * bound; a search that stops at its time or nodes proves nothing and ends
  * that centre (wider windows are harder). The search ends at the plan's
  * peak (the plan is then optimal), the deadline, nodes= or a cancel.
+ *
+ * Before the windows, the padded load (as_strip_padded): the one-section
+ * bound that alignment gives, in one sweep.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -209,19 +212,170 @@ static int around(struct bsearch *bs, uint32_t c)
 	return 0;
 }
 
+/* A max-heap of (rounding, end section): the live rectangles' roundings. */
+struct pad {
+	uint64_t pad;
+	uint32_t t1;
+};
+
+static void pad_push(struct pad *h, uint32_t *n, struct pad x)
+{
+	uint32_t i = (*n)++;
+	while (i > 0 && h[(i - 1) / 2].pad < x.pad) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = x;
+}
+
+static void pad_pop(struct pad *h, uint32_t *n)
+{
+	struct pad x = h[--*n];
+	uint32_t i = 0;
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && h[c + 1].pad > h[c].pad)
+			c++;
+		if (h[c].pad <= x.pad)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*n)
+		h[i] = x;
+}
+
+/*
+ * The rectangles of pb in order of their first section (by = 0) or of
+ * their end (by = 1): a counting sort into ord (n entries), cnt scratch of
+ * nsections + 2.
+ */
+static void order_by(const struct as_problem *pb, int by, uint32_t *cnt,
+		     uint32_t *ord)
+{
+	memset(cnt, 0, ((size_t)pb->nsections + 2) * sizeof(*cnt));
+	for (uint32_t i = 0; i < pb->n; i++)
+		cnt[(by ? pb->r[i].t1 : pb->r[i].t0) + 1]++;
+	for (uint32_t t = 1; t <= pb->nsections + 1; t++)
+		cnt[t] += cnt[t - 1];
+	for (uint32_t i = 0; i < pb->n; i++)
+		ord[cnt[by ? pb->r[i].t1 : pb->r[i].t0]++] = i;
+}
+
+/*
+ * The padded load of pb at alignment 2^a: the most, over the sections
+ * where no live rectangle is aligned to less, of the live sizes rounded up
+ * to 2^a, less the largest rounding among them; its section in *at. A sum
+ * past 2^64 ends the sweep with what it had (a bound still).
+ */
+static uint64_t padded_at(const struct as_problem *pb, unsigned a,
+			  const uint32_t *by0, const uint32_t *by1,
+			  struct pad *heap, uint32_t *at)
+{
+	uint64_t g = (uint64_t)1 << a, sum = 0, best = 0;
+	uint32_t low = 0, nh = 0, i0 = 0, i1 = 0, n = pb->n;
+	for (uint32_t t = 0; t < pb->nsections; t++) {
+		for (; i1 < n && pb->r[by1[i1]].t1 == t; i1++) {
+			const struct as_rect *r = &pb->r[by1[i1]];
+			sum -= (r->size + g - 1) / g * g;
+			low -= r->align_log2 < a;
+		}
+		for (; i0 < n && pb->r[by0[i0]].t0 == t; i0++) {
+			const struct as_rect *r = &pb->r[by0[i0]];
+			if (r->size > UINT64_MAX - (g - 1))
+				return best;
+			uint64_t up = (r->size + g - 1) / g * g;
+			if (sum > UINT64_MAX - up)
+				return best;
+			sum += up;
+			low += r->align_log2 < a;
+			if (up > r->size)
+				pad_push(heap, &nh,
+					 (struct pad){up - r->size, r->t1});
+		}
+		if (low || sum <= best)
+			continue;
+		while (nh && heap[0].t1 <= t)
+			pad_pop(heap, &nh);
+		uint64_t h = sum - (nh ? heap[0].pad : 0);
+		if (h > best) {
+			best = h;
+			*at = t;
+		}
+	}
+	return best;
+}
+
+int as_strip_padded(const struct as_problem *pb,
+		    struct as_strip_bound_out *out)
+{
+	uint64_t levels = 0;
+	for (uint32_t i = 0; i < pb->n; i++)
+		levels |= (uint64_t)1 << pb->r[i].align_log2;
+	levels &= ~(uint64_t)1; /* alignment 1 pads nothing: the load */
+	if (!levels)
+		return AS_OK;
+	uint32_t *cnt = malloc(((size_t)pb->nsections + 2) * sizeof(*cnt));
+	uint32_t *by0 = malloc(pb->n * sizeof(*by0));
+	uint32_t *by1 = malloc(pb->n * sizeof(*by1));
+	struct pad *heap = malloc(pb->n * sizeof(*heap));
+	int err = AS_ENOMEM;
+	if (!cnt || !by0 || !by1 || !heap)
+		goto out;
+	order_by(pb, 0, cnt, by0);
+	order_by(pb, 1, cnt, by1);
+	for (unsigned a = 1; a < 64; a++) {
+		uint32_t at = 0;
+		if (!(levels >> a & 1))
+			continue;
+		uint64_t h = padded_at(pb, a, by0, by1, heap, &at);
+		if (h > out->bound) {
+			out->bound = h;
+			out->wa = at;
+			out->wb = at + 1;
+			out->proof_nodes = 0;
+		}
+	}
+	err = AS_OK;
+out:
+	free(cnt);
+	free(by0);
+	free(by1);
+	free(heap);
+	return err;
+}
+
+bool as_strip_bound_windows(const struct as_problem *pb)
+{
+	uint64_t *load = malloc(((size_t)pb->nsections + 1) * sizeof(*load));
+	if (!load)
+		return true; /* the share stays: harmless */
+	as_problem_load(pb, load);
+	uint32_t top = 0, count = 0;
+	for (uint32_t t = 1; t < pb->nsections; t++)
+		if (load[t] > load[top])
+			top = t;
+	free(load);
+	for (uint32_t i = 0; i < pb->n; i++)
+		count += pb->r[i].t0 <= top && top < pb->r[i].t1;
+	return count <= AS_STRIP_CERT_MAX;
+}
+
 int as_strip_bound(const struct as_problem *pb, const uint64_t *off,
 		   const struct as_strip_cfg *cfg, double deadline,
 		   uint64_t cap_nodes, struct as_strip_bound_out *out)
 {
 	struct bsearch bs = {.pb = pb, .off = off, .cfg = cfg,
 			     .deadline = deadline, .cap_nodes = cap_nodes,
-			     .cert = pb->lower_bound,
+			     .cert = out->bound,
+			     .wa = out->wa, .wb = out->wb,
+			     .proof_nodes = out->proof_nodes,
 			     .hi = off ? as_place_peak(pb, off) : UINT64_MAX};
 	uint32_t n = pb->n, S = pb->nsections;
 	int err = AS_ENOMEM;
-	out->bound = pb->lower_bound;
-	out->nodes = out->proof_nodes = 0;
-	out->wa = out->wb = 0;
+	out->nodes = 0;
 	if (n == 0 || bs.hi <= bs.cert)
 		return AS_OK;
 	bs.starts = calloc((size_t)S + 1, sizeof(uint32_t));

@@ -243,8 +243,11 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 		/* At the bound, or no time left: the baselines' plan stands. */
 		if (cfg->start_peak <= pb->lower_bound ||
 		    as_budget_past(cfg->budget, deadline))
-			goto out;
+			goto bound;
 	}
+	/* No window holds the section of most load: its share goes back. */
+	if (bound_ms > 0 && !as_strip_bound_windows(pb))
+		bound_ms = 0;
 	double search_end = deadline - bound_ms;
 	/*
 	 * Beyond the exact search's size the seed's method does worse than
@@ -280,12 +283,21 @@ static int plan_space(const struct as_problem *pb, uint64_t *off, void *ctx,
 	    as_place_peak(pb, off) > cfg->proven && /* else optimal */
 	    !as_budget_past(cfg->budget, search_end))
 		err = as_strip_restarts(pb, off, cfg, p, search_end);
-	if (err == AS_OK && bound_ms > 0 &&
+bound:
+	/*
+	 * The padded load whenever the plan is above the load (it takes no
+	 * share), then the windows in what is left of the share.
+	 */
+	if (err == AS_OK && cfg->bound_pct &&
 	    as_place_peak(pb, off) > pb->lower_bound &&
-	    as_place_peak(pb, off) > cfg->proven &&
-	    !as_budget_past(cfg->budget, deadline)) {
-		err = as_strip_bound(pb, off, cfg, deadline, bound_nodes, &bo);
-		cfg->bound_spent += bo.nodes;
+	    as_place_peak(pb, off) > cfg->proven) {
+		err = as_strip_padded(pb, &bo);
+		if (err == AS_OK && bound_ms > 0 &&
+		    !as_budget_past(cfg->budget, deadline)) {
+			err = as_strip_bound(pb, off, cfg, deadline,
+					     bound_nodes, &bo);
+			cfg->bound_spent += bo.nodes;
+		}
 	}
 out:
 	if (err == AS_OK)

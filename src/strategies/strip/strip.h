@@ -149,18 +149,39 @@ int as_strip_restarts(const struct as_problem *pb, uint64_t *off,
 		      double deadline);
 
 /*
- * The certified bound's search (bound.c): windows of pb around its most
- * loaded section and the incumbent off's highest rectangles (off may be
- * NULL), each solved exactly, until `deadline`, cap_nodes search nodes (0:
- * none), a cancel, or the bound reaching off's peak. out->bound is at
- * least pb->lower_bound; when higher, the window [wa, wb) of pb's sections
- * proves it (no placement of its rectangles, cut to it, peaks below).
+ * A certified bound of pb: bound, at least pb->lower_bound; when higher,
+ * the window [wa, wb) of pb's sections proves it (no placement of its
+ * rectangles, cut to it, peaks below), found in `nodes` search nodes, the
+ * proof itself in proof_nodes. The caller starts it at the load, wa = wb.
  */
 struct as_strip_bound_out {
 	uint64_t bound, nodes, proof_nodes;
 	uint32_t wa, wb;
 };
 
+/*
+ * The padded load (bound.c): the most, over pb's sections, of the live
+ * sizes rounded up to the least alignment among them, less the largest
+ * rounding; raises out to it with its one-section window. No time share,
+ * O(n log n) per alignment present. Returns 0 or AS_ENOMEM.
+ */
+int as_strip_padded(const struct as_problem *pb,
+		    struct as_strip_bound_out *out);
+
+/*
+ * Whether the section of pb of most load holds at most AS_STRIP_CERT_MAX
+ * rectangles, so that the window search can start at all.
+ */
+bool as_strip_bound_windows(const struct as_problem *pb);
+
+/*
+ * The certified bound's search (bound.c): from out (the padded load or
+ * the load), windows of pb around its most loaded section and the
+ * incumbent off's highest rectangles (off may be NULL), each solved
+ * exactly, until `deadline`, cap_nodes search nodes (0: none), a cancel,
+ * or the bound reaching off's peak; out is raised where a window proves
+ * more.
+ */
 int as_strip_bound(const struct as_problem *pb, const uint64_t *off,
 		   const struct as_strip_cfg *cfg, double deadline,
 		   uint64_t cap_nodes, struct as_strip_bound_out *out);
