@@ -450,14 +450,14 @@ out:
 
 /*
  * Top swaps: the rectangle T whose top is the peak changes places with a
- * smaller one U that lives through all of T's time and whose own slot holds
- * T (both offsets aligned for the other, each slot clear of every other
- * rectangle over the newcomer's lifetime, checked by a scan). The peak
- * section's stack keeps its order but ends in U, which lowers the peak by
- * the difference; on malloc recordings, whose stacks are packed to the
- * alignment, what stands on top is all that is left to gain. U is the
- * smallest candidate that passes (at most 16 are checked a swap); repeats
- * while the peak goes down. O(n) per swap tried. Returns the swaps made.
+ * smaller one U that lives through all of T's time, when T ends below the
+ * peak at U's offset, both offsets are aligned for the other, the two new
+ * places do not meet, and each is clear of every other rectangle over the
+ * newcomer's lifetime (a scan). The peak then falls by what U is smaller:
+ * on malloc recordings, whose stacks are packed to the alignment, what
+ * stands on top is all that is left to gain. The TOP_SWAP_TRIES smallest
+ * such U are tried, smallest first; repeats while the peak goes down.
+ * O(n) a try, the cancel flag read before each.
  */
 #define TOP_SWAP_TRIES 16
 
@@ -476,56 +476,54 @@ static bool slot_clear(const struct as_problem *pb, const uint64_t *off,
 	return true;
 }
 
-static bool by_size_asc(uint32_t a, uint32_t b, const void *cv)
+/* Whether U may take T's place and T U's (all but the scans). */
+static bool swap_fits(const struct as_problem *pb, const uint64_t *off,
+		      uint32_t t, uint32_t u, uint64_t peak)
 {
-	const struct as_problem *pb = cv;
-	return pb->r[a].size < pb->r[b].size ||
-	       (pb->r[a].size == pb->r[b].size && a < b);
+	const struct as_rect *rt = &pb->r[t], *ru = &pb->r[u];
+	return ru->size < rt->size && ru->t0 <= rt->t0 && rt->t1 <= ru->t1 &&
+	       off[u] % ((uint64_t)1 << rt->align_log2) == 0 &&
+	       off[t] % ((uint64_t)1 << ru->align_log2) == 0 &&
+	       off[u] + rt->size < peak &&
+	       (off[u] >= off[t] + ru->size || off[t] >= off[u] + rt->size);
 }
 
 static uint32_t top_swap(const struct as_problem *pb, uint64_t *off,
-			 const struct as_budget *budget, double deadline,
-			 uint32_t *cand, int *err)
+			 const struct as_budget *budget, double deadline)
 {
-	uint32_t swaps = 0, tries = 0;
-	*err = AS_OK;
+	uint32_t swaps = 0, passes = 0;
 	/* One pass costs a few scans: it runs even at the deadline. */
-	while (tries++ == 0 ? !as_budget_canceled(budget)
-			    : !as_budget_past(budget, deadline)) {
+	while (passes++ == 0 ? !as_budget_canceled(budget)
+			     : !as_budget_past(budget, deadline)) {
 		uint64_t peak = as_place_peak(pb, off);
 		if (peak <= pb->lower_bound)
 			break;
-		uint32_t t = 0, m = 0;
+		uint32_t t = 0, m = 0, cand[TOP_SWAP_TRIES];
 		while (off[t] + pb->r[t].size != peak)
 			t++;
-		const struct as_rect *rt = &pb->r[t];
+		/* The smallest candidates, by size then index, in order. */
 		for (uint32_t j = 0; j < pb->n; j++) {
-			const struct as_rect *r = &pb->r[j];
-			if (r->size < rt->size && r->t0 <= rt->t0 &&
-			    rt->t1 <= r->t1 &&
-			    off[j] % ((uint64_t)1 << rt->align_log2) == 0 &&
-			    off[t] % ((uint64_t)1 << r->align_log2) == 0)
-				cand[m++] = j;
-		}
-		if (as_sort_u32(cand, m, by_size_asc, pb)) {
-			*err = AS_ENOMEM;
-			break;
+			if (!swap_fits(pb, off, t, j, peak))
+				continue;
+			uint32_t k = m < TOP_SWAP_TRIES ? m++ : m;
+			while (k > 0 && pb->r[j].size < pb->r[cand[k - 1]].size)
+				k--;
+			if (k == TOP_SWAP_TRIES)
+				continue;
+			uint32_t last = m - 1;
+			memmove(cand + k + 1, cand + k,
+				(last - k) * sizeof(*cand));
+			cand[k] = j;
 		}
 		bool done = false;
-		for (uint32_t k = 0; k < m && k < TOP_SWAP_TRIES && !done;
-		     k++) {
+		for (uint32_t k = 0; k < m && !done; k++) {
 			uint32_t u = cand[k];
-			const struct as_rect *ru = &pb->r[u];
-			/* T must end below the peak where it goes, and they
-			 * share time: their new places must not meet. */
-			if (off[u] + rt->size >= peak ||
-			    (off[u] < off[t] + ru->size &&
-			     off[t] < off[u] + rt->size))
-				continue;
-			if (!slot_clear(pb, off, t, u, off[u], rt->size, rt->t0,
-					rt->t1) ||
-			    !slot_clear(pb, off, t, u, off[t], ru->size, ru->t0,
-					ru->t1))
+			if (as_budget_canceled(budget))
+				return swaps;
+			if (!slot_clear(pb, off, t, u, off[u], pb->r[t].size,
+					pb->r[t].t0, pb->r[t].t1) ||
+			    !slot_clear(pb, off, t, u, off[t], pb->r[u].size,
+					pb->r[u].t0, pb->r[u].t1))
 				continue;
 			uint64_t y = off[t];
 			off[t] = off[u];
@@ -546,9 +544,6 @@ int as_strip_window_step(const struct as_problem *pb, uint64_t *off,
 {
 	int err = AS_OK;
 	uint32_t wins = 0, swaps = 0;
-	uint32_t *cand = malloc(pb->n * sizeof(uint32_t));
-	if (!cand)
-		return AS_ENOMEM;
 	/*
 	 * Swaps, then a window, while a window lowers the peak: a window
 	 * reorders the top of the stack, a swap then finds what stands on
@@ -558,8 +553,7 @@ int as_strip_window_step(const struct as_problem *pb, uint64_t *off,
 	if (deadline > now)
 		deadline = now + (deadline - now) * share;
 	for (;;) {
-		uint32_t k = top_swap(pb, off, cfg->budget, deadline, cand,
-				      &err);
+		uint32_t k = top_swap(pb, off, cfg->budget, deadline);
 		*best = as_place_peak(pb, off);
 		swaps += k;
 		if (!err && k)
@@ -575,7 +569,6 @@ int as_strip_window_step(const struct as_problem *pb, uint64_t *off,
 		if (err || !w)
 			break;
 	}
-	free(cand);
 	if (!err)
 		err = as_plan_stat_int(p, "windows_improved", wins);
 	if (!err)
