@@ -15,34 +15,47 @@
 /*
  * Greedy-size's start at the cost of one sweep: the rectangles of at least
  * 1/1024 of the bound (the cut doubled while more than 1024 of them, so
- * their finds stay few) go in greedy-size's order to their lowest fit, and
- * the sweep fits the rest around them. Where the largest ones set the
+ * their finds stay few; where doubling would leave none, the 1024 first
+ * in greedy-size's order) go in greedy-size's order to their lowest fit,
+ * and the sweep fits the rest around them. Where the largest ones set the
  * peak (malloc recordings) the plan is near greedy-size's at a fraction of
- * its cost. Uses fixed[] (left zeroed) and ids as
- * scratch; *sweep_ms gets the sweep's time. Returns the peak (as
- * as_place_sweep; 0 with *err = AS_OK: no big ones, or all of them).
+ * its cost. Uses fixed[] (left zeroed) and ids as scratch; *sweep_ms gets
+ * the sweep's time. Returns the peak (as as_place_sweep; 0 with *err =
+ * AS_OK: no big ones, or all of them).
  */
 #define GREEDY_BIG_DIV 1024
 #define GREEDY_BIG_MAX 1024
+
+/* The rectangles of at least `cut` bytes into ids, at most cap of them. */
+static uint32_t big_ids(const struct as_problem *pb, uint64_t cut,
+			uint32_t *ids, uint32_t cap)
+{
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < pb->n && m < cap; i++)
+		if (pb->r[i].size >= cut)
+			ids[m++] = i;
+	return m;
+}
 
 static uint64_t greedy_big(const struct as_problem *pb, struct as_budget *b,
 			   const struct as_budget *until, uint64_t *tmp,
 			   uint8_t *fixed, uint32_t *ids, double *sweep_ms,
 			   int *err)
 {
-	uint32_t n = pb->n, m = 0;
-	*err = AS_OK;
-	memset(fixed, 0, n);
-	for (uint64_t cut = pb->lower_bound / GREEDY_BIG_DIV + 1; cut;
-	     cut *= 2) {
-		m = 0;
-		for (uint32_t i = 0; i < n && m <= GREEDY_BIG_MAX; i++)
-			if (pb->r[i].size >= cut)
-				ids[m++] = i;
-		if (m <= GREEDY_BIG_MAX || cut > UINT64_MAX / 2)
+	uint32_t n = pb->n;
+	uint64_t cut = pb->lower_bound / GREEDY_BIG_DIV + 1;
+	uint32_t m = big_ids(pb, cut, ids, GREEDY_BIG_MAX + 1);
+	while (m > GREEDY_BIG_MAX && cut <= UINT64_MAX / 2) {
+		uint32_t twice = big_ids(pb, cut * 2, ids, GREEDY_BIG_MAX + 1);
+		if (twice == 0)
 			break;
+		cut *= 2;
+		m = twice;
 	}
-	if (m == 0 || m >= n || m > GREEDY_BIG_MAX)
+	*err = AS_OK;
+	if (m > GREEDY_BIG_MAX)
+		m = big_ids(pb, cut, ids, n);
+	if (m == 0 || m >= n)
 		return 0;
 	*err = AS_ENOMEM;
 	struct as_placer *pl = as_placer_create(pb);
@@ -50,21 +63,26 @@ static uint64_t greedy_big(const struct as_problem *pb, struct as_budget *b,
 		as_placer_destroy(pl);
 		return 0;
 	}
+	if (m > GREEDY_BIG_MAX)
+		m = GREEDY_BIG_MAX;
 	as_placer_budget(pl, b);
-	for (uint32_t k = 0; k < m; k++) {
+	uint64_t peak = 0;
+	uint32_t k = 0;
+	for (; k < m; k++) {
 		uint32_t i = ids[k];
-		if (!as_placer_find(pl, i, AS_FIT_LOWEST, &tmp[i], NULL)) {
-			*err = as_strip_placer_error(pl);
-			as_placer_destroy(pl);
-			return 0;
-		}
+		if (!as_placer_find(pl, i, AS_FIT_LOWEST, &tmp[i], NULL))
+			break;
 		as_placer_put(pl, i, tmp[i]);
 		fixed[i] = 1;
 	}
-	double t0 = as_now_ms();
-	uint64_t peak = as_place_sweep(pb, AS_FIT_LOWEST, fixed, pl, until,
-				       tmp, err);
-	*sweep_ms = as_now_ms() - t0;
+	if (k < m) {
+		*err = as_strip_placer_error(pl);
+	} else {
+		double t0 = as_now_ms();
+		peak = as_place_sweep(pb, AS_FIT_LOWEST, fixed, pl, until, tmp,
+				      err);
+		*sweep_ms = as_now_ms() - t0;
+	}
 	as_placer_destroy(pl);
 	memset(fixed, 0, n);
 	return peak;
@@ -183,8 +201,8 @@ int as_strip_large(const struct as_problem *pb, uint64_t *off,
 		if ((err = take_sweep(cfg, p, sweeps[f], peak, err, n, tmp, off,
 				      &best, &cut_short)))
 			goto out;
-		if (cut_short)
-			break;
+		if (cut_short && best != UINT64_MAX)
+			break; /* a cut first plan gives way to the sweep */
 	}
 	/* The baselines' best, when it is better, is where the search starts. */
 	if (cfg->start && cfg->start_peak < best) {
