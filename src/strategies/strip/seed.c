@@ -177,16 +177,10 @@ void as_strip_classify(const struct as_problem *pb, const uint64_t *off,
 	free(seed);
 }
 
-static bool by_t0(uint32_t a, uint32_t b, const void *ctx)
-{
-	const struct as_problem *pb = ctx;
-	return pb->r[a].t0 < pb->r[b].t0;
-}
-
 int as_strip_group(const struct as_problem *pb, uint32_t *ids, uint32_t n,
 		   uint32_t *first)
 {
-	if (as_sort_u32(ids, n, by_t0, pb))
+	if (as_sort_u32(ids, n, as_rect_by_t0, pb))
 		return AS_ENOMEM;
 	uint32_t g = 0, reach = 0;
 	for (uint32_t k = 0; k < n; k++) {
