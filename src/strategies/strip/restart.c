@@ -124,6 +124,10 @@ uint64_t as_strip_skyline_try(const struct as_problem *pb,
 	if (ids && rank && keys_make(pb, &k) == AS_OK)
 		peak = drop(pb, k.total, k.area, ids, rank, budget, deadline,
 			    out, err);
+	if (peak == UINT64_MAX) {
+		*err = AS_EUNSUPPORTED; /* an offset past 2^64 */
+		peak = 0;
+	}
 	keys_free(&k);
 	free(ids);
 	free(rank);

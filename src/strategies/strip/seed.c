@@ -111,9 +111,8 @@ out:
 
 /* ---- Risk classification and groups ---- */
 
-/* mark[s] (S + 1 entries, zeroed): prefix counts of sections covered. */
-static void cover(const struct as_problem *pb, const uint8_t *risk,
-		  uint8_t lo, uint32_t *mark)
+void as_strip_cover(const struct as_problem *pb, const uint8_t *risk,
+		    uint8_t lo, uint32_t *mark)
 {
 	uint32_t S = pb->nsections;
 	memset(mark, 0, ((size_t)S + 1) * sizeof(*mark));
@@ -157,7 +156,7 @@ void as_strip_classify(const struct as_problem *pb, const uint64_t *off,
 					     : AS_RISK_NONE;
 	}
 	/* High: above the threshold, and what shares time with those. */
-	cover(pb, seed, AS_RISK_HIGH, mark);
+	as_strip_cover(pb, seed, AS_RISK_HIGH, mark);
 	for (uint32_t i = 0; i < n; i++)
 		risk[i] = touches(mark, &pb->r[i]) ? AS_RISK_HIGH
 						   : AS_RISK_NONE;
@@ -165,12 +164,12 @@ void as_strip_classify(const struct as_problem *pb, const uint64_t *off,
 	for (uint32_t i = 0; i < n; i++)
 		if (seed[i] != AS_RISK_MEDIUM)
 			seed[i] = AS_RISK_NONE;
-	cover(pb, seed, AS_RISK_MEDIUM, mark);
+	as_strip_cover(pb, seed, AS_RISK_MEDIUM, mark);
 	for (uint32_t i = 0; i < n; i++)
 		if (risk[i] == AS_RISK_NONE && touches(mark, &pb->r[i]))
 			risk[i] = AS_RISK_MEDIUM;
 	/* Low: shares time with a high or medium one. */
-	cover(pb, risk, AS_RISK_MEDIUM, mark);
+	as_strip_cover(pb, risk, AS_RISK_MEDIUM, mark);
 	for (uint32_t i = 0; i < n; i++)
 		if (risk[i] == AS_RISK_NONE && touches(mark, &pb->r[i]))
 			risk[i] = AS_RISK_LOW;
@@ -178,16 +177,10 @@ void as_strip_classify(const struct as_problem *pb, const uint64_t *off,
 	free(seed);
 }
 
-static bool by_t0(uint32_t a, uint32_t b, const void *ctx)
-{
-	const struct as_problem *pb = ctx;
-	return pb->r[a].t0 < pb->r[b].t0;
-}
-
 int as_strip_group(const struct as_problem *pb, uint32_t *ids, uint32_t n,
 		   uint32_t *first)
 {
-	if (as_sort_u32(ids, n, by_t0, pb))
+	if (as_sort_u32(ids, n, as_rect_by_t0, pb))
 		return AS_ENOMEM;
 	uint32_t g = 0, reach = 0;
 	for (uint32_t k = 0; k < n; k++) {
@@ -510,10 +503,6 @@ int as_strip_full(const struct as_problem *pb, uint64_t *off,
 		}
 		if (err)
 			goto out;
-		if (peak == UINT64_MAX) {
-			err = AS_EUNSUPPORTED;
-			goto out;
-		}
 		keep_if_better(&sp, sp.off, peak);
 		if ((err = round_note(&sp, "skyline greedy", peak)))
 			goto out;

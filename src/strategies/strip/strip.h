@@ -2,7 +2,8 @@
  * Private to strategy strip: the pieces shared by its files. strip.c holds
  * the options and the choice of path per address space; seed.c the seed's
  * method and the searches after it (as_strip_full); large.c the path for
- * traces with many overlapping pairs (as_strip_large).
+ * traces with many overlapping pairs (as_strip_large); repair.c the peak
+ * repair it ends with (as_strip_window_step, as_strip_repair_peak).
  */
 #ifndef AS_STRIP_H
 #define AS_STRIP_H
@@ -67,6 +68,14 @@ struct as_strip_cfg {
 	const struct as_trace *trace;
 };
 
+/*
+ * mark[s] (S + 1 entries) = how many of the sections before s the
+ * rectangles i with risk[i] >= lo cover (seed.c): rectangle r meets them
+ * when mark[r.t1] > mark[r.t0].
+ */
+void as_strip_cover(const struct as_problem *pb, const uint8_t *risk,
+		    uint8_t lo, uint32_t *mark);
+
 /* Record a round, naming the space when the trace has several. */
 int as_strip_note(const struct as_strip_cfg *cfg, struct as_plan *p,
 		  const char *what, uint64_t peak);
@@ -79,8 +88,8 @@ int as_strip_placer_error(struct as_placer *pl);
 
 /*
  * The skyline greedy, ranked by the most bytes live under a rectangle then
- * its area: its peak, UINT64_MAX on overflow, 0 with *err on an error or
- * AS_ELIMIT when the clock passed `deadline` first.
+ * its area: its peak, or 0 with *err on an error (AS_EUNSUPPORTED: an
+ * offset past 2^64) or AS_ELIMIT when the clock passed `deadline` first.
  */
 uint64_t as_strip_skyline_try(const struct as_problem *pb,
 			      const struct as_budget *budget, double deadline,
@@ -98,6 +107,33 @@ int as_strip_full(const struct as_problem *pb, uint64_t *off,
 int as_strip_large(const struct as_problem *pb, uint64_t *off,
 		   struct as_strip_cfg *cfg, struct as_plan *p,
 		   double deadline);
+
+/*
+ * The large-trace path's repair (repair.c). The window step: top swaps,
+ * then the window search, while a window lowers the peak, with `share` of
+ * the time left to `deadline`; writes off[] and records a round when the
+ * peak went down (*best follows it); stats windows_improved and top_swaps.
+ * Returns 0 or a negative code.
+ */
+int as_strip_window_step(const struct as_problem *pb, uint64_t *off,
+			 struct as_strip_cfg *cfg, struct as_plan *p,
+			 double deadline, double share, uint64_t *best);
+
+/*
+ * Peak repair, a large-neighbourhood search: take a rectangle at the peak,
+ * lift out every movable rectangle (fixed[i] == 0) sharing time with it
+ * (the window), and put them back one by one at the lowest offset that
+ * fits, in a few orders (largest first, earliest first, seeded shuffles).
+ * Keep the first order whose highest top is below the peak, else restore
+ * the window and widen it once to everything sharing time with the window.
+ * Stops when a peak rectangle cannot be lowered, the time is up or the run
+ * is canceled. Returns the new peak; *moves gets the windows lowered, *err
+ * 0 or a negative code.
+ */
+uint64_t as_strip_repair_peak(const struct as_problem *pb, uint64_t *off,
+			      const uint8_t *fixed, uint64_t seed,
+			      double deadline, struct as_budget *budget,
+			      uint32_t *moves, int *err);
 
 /*
  * The restarts, strip's anytime search: the skyline greedy again and again
