@@ -8,7 +8,7 @@ sanflags=""
 [ "$san" = none ] || sanflags="-fsanitize=$san"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "1..6"
+echo "1..7"
 n=0
 check() { # check NAME COMMAND...
 	n=$((n + 1)); name=$1; shift
@@ -24,6 +24,18 @@ pc=$(find "$tmp/root" -name allocscope.pc | head -n 1)
 check pkg_config_file_is_installed test -n "$pc"
 check public_headers_are_installed \
 	test -f "$(find "$tmp/root" -path '*/include/allocscope/allocscope.h' | head -n 1)"
+# Each header stands alone: a program includes the one it needs (the user
+# API, build.h for readers and strategies) and nothing else before it.
+each_header_compiles_alone() {
+	inc=$(find "$tmp/root" -type d -path '*/include/allocscope' | head -n 1)
+	[ -n "$inc" ] && [ -f "$inc/build.h" ] || return 1
+	for h in "$inc"/*.h; do
+		printf '#include <allocscope/%s>\n' "${h##*/}" >"$tmp/one.c"
+		cc -std=c11 -Wall -Wextra -Werror -I"$inc/.." -fsyntax-only \
+			"$tmp/one.c" || { echo "${h##*/}"; return 1; }
+	done
+}
+check every_installed_header_compiles_alone each_header_compiles_alone
 check man_pages_are_installed \
 	test -n "$(find "$tmp/root" -name allocscope.1 | head -n 1)"
 # The installed .pc names its prefix; under --destdir that prefix lives in

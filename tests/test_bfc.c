@@ -8,7 +8,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "strategies/bfc.h"
 #include "tap.h"
 

@@ -10,7 +10,8 @@
 #include <stdarg.h>
 #include <stdbool.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
+#include "allocscope/cuda.h"
 #include "strategies/strategy.h"
 #include "tap.h"
 
@@ -779,12 +780,13 @@ static void equal_free_blocks_are_ordered_by_the_recorded_addresses(void)
 	CHECK(p != NULL);
 	if (p) {
 		CHECK_EQ_U64(stat_of(p, "blocks_reproduced"), 1);
-		CHECK(p->divergence != NULL);
-		if (p->divergence) {
-			CHECK_EQ_U64(p->divergence->kind, AS_DIV_NONE);
-			CHECK_EQ_U64(p->divergence->compared, 5);
-			CHECK_EQ_U64(p->divergence->agree, 5);
-			CHECK_EQ_U64(p->divergence->buffer, AS_NONE);
+		const struct as_divergence *dv = as_plan_divergence(p);
+		CHECK(dv != NULL);
+		if (dv) {
+			CHECK_EQ_U64(dv->kind, AS_DIV_NONE);
+			CHECK_EQ_U64(dv->compared, 5);
+			CHECK_EQ_U64(dv->agree, 5);
+			CHECK_EQ_U64(dv->buffer, AS_NONE);
 		}
 	}
 	as_plan_destroy(p);
@@ -799,7 +801,7 @@ static void the_divergence_names_the_first_block_chosen_otherwise(void)
 	struct as_trace *t = two_holes(118 * MiB);
 	struct as_plan *p = run(t, "cuda-caching");
 	CHECK(p != NULL);
-	const struct as_divergence *dv = p ? p->divergence : NULL;
+	const struct as_divergence *dv = p ? as_plan_divergence(p) : NULL;
 	CHECK(dv != NULL);
 	if (dv) {
 		CHECK_EQ_U64(dv->kind, AS_DIV_BLOCK);
@@ -818,6 +820,30 @@ static void the_divergence_names_the_first_block_chosen_otherwise(void)
 		CHECK_STR(as_div_kind_name(dv->kind), "block chosen");
 	}
 	as_plan_destroy(p);
+	as_trace_destroy(t);
+}
+
+static void a_copied_plan_keeps_its_divergence_and_other_plans_have_none(void)
+{
+	/* the divergence is attached to the plan, not a field of it: a copy
+	 * (the runner's kept plans) has its own, equal; bfc compares itself
+	 * with no recording */
+	struct as_trace *t = two_holes(118 * MiB);
+	struct as_plan *p = run(t, "cuda-caching");
+	struct as_plan *c = p ? as_plan_copy(p) : NULL;
+	struct as_plan *o = run(t, "bfc");
+	const struct as_divergence *dp = p ? as_plan_divergence(p) : NULL;
+	const struct as_divergence *dc = c ? as_plan_divergence(c) : NULL;
+	CHECK(dp != NULL && dc != NULL && dp != dc);
+	if (dp && dc)
+		CHECK(memcmp(dp, dc, sizeof(*dp)) == 0);
+	CHECK(o != NULL && as_plan_divergence(o) == NULL);
+	as_plan_destroy(o);
+	as_plan_destroy(p);
+	/* the copy's is its own: it outlives the plan it came from */
+	if (dc)
+		CHECK_EQ_U64(dc->kind, AS_DIV_BLOCK);
+	as_plan_destroy(c);
 	as_trace_destroy(t);
 }
 
@@ -1011,11 +1037,11 @@ static void a_reproduce_run_disagrees_only_where_the_recording_changed(void)
 		CHECK_EQ_U64(stat_of(p1, "recorded_ooms_replayed"), 1);
 		CHECK_EQ_U64(stat_of(p, "blocks_compared"), 6);
 		CHECK_EQ_U64(stat_of(p, "blocks_same_place"), 5);
-		CHECK(p->divergence != NULL);
-		if (p->divergence) {
-			CHECK_EQ_U64(p->divergence->buffer, buf_named(t, "a"));
-			CHECK_EQ_U64(p->divergence->kind,
-				     AS_DIV_SEGMENT_SIZE);
+		const struct as_divergence *dv = as_plan_divergence(p);
+		CHECK(dv != NULL);
+		if (dv) {
+			CHECK_EQ_U64(dv->buffer, buf_named(t, "a"));
+			CHECK_EQ_U64(dv->kind, AS_DIV_SEGMENT_SIZE);
 		}
 		/* the rest of the plan is the first recording's */
 		for (uint32_t i = 0; i < t->nbuffers; i++)
@@ -1113,7 +1139,7 @@ static bool agree_one(const char *file, const char *name, double min,
 		double sr = stat_of(p, "segments_reproduced");
 		double mp = stat_of(p, "reserved_bytes.peak");
 		double rp = stat_of(p, "recorded_reserved_peak");
-		const struct as_divergence *dv = p->divergence;
+		const struct as_divergence *dv = as_plan_divergence(p);
 		double in = dv && dv->compared
 				    ? (double)dv->agree / (double)dv->compared
 				    : 0;
@@ -1216,6 +1242,7 @@ int main(void)
 	TEST_RUN(random_traces_keep_every_invariant_after_every_event);
 	TEST_RUN(equal_free_blocks_are_ordered_by_the_recorded_addresses);
 	TEST_RUN(the_divergence_names_the_first_block_chosen_otherwise);
+	TEST_RUN(a_copied_plan_keeps_its_divergence_and_other_plans_have_none);
 	TEST_RUN(a_cache_emptied_by_the_program_is_emptied_in_the_replay);
 	TEST_RUN(a_what_if_plan_ignores_recorded_addresses_sizes_and_ooms);
 	TEST_RUN(a_reproduce_run_disagrees_only_where_the_recording_changed);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "allocscope/compare.h"
+#include "allocscope/io.h"
 #include "tap.h"
 
 static struct as_results *set(void)

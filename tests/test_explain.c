@@ -8,7 +8,7 @@
 #include <stdarg.h>
 #include <unistd.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "allocscope/compare.h"
 #include "allocscope/explain.h"
 #include "core/internal.h"

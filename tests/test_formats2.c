@@ -7,7 +7,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "tap.h"
 
 static struct as_trace *parse(const char *name, const char *text,

@@ -3,7 +3,7 @@
  * dtype and whose lifetime runs from producer to last consumer; operators
  * keep their kind, axis and buffers; malformed graphs are refused by name.
  */
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "tap.h"
 
 #define HEAD "{\"format\": \"allocscope-trace\", \"version\": 1, "

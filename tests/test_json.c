@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "tap.h"
 
 static struct as_trace *parse(const char *text, struct as_diag *d)

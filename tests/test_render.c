@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "allocscope/build.h"
 #include "allocscope/render.h"
 #include "tap.h"
 

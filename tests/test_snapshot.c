@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "formats/pickle.h"
 #include "tap.h"
 

@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "helpers.h"
 #include "strategies/place/place.h"
 #include "strategies/strategy.h"

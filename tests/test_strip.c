@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "strategies/place/place.h"
 #include "strategies/strip/strip.h"
 #include "tap.h"

@@ -1,5 +1,5 @@
 /* The trace model, the three input formats and the lower bound. */
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "core/internal.h"
 #include "core/trace_private.h"
 #include "helpers.h"

@@ -1,5 +1,5 @@
 /* The validator: it must catch every injected fault and accept valid plans. */
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "tap.h"
 
 static struct as_trace *parse(const char *text)

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocscope/certified.h"
+#include "allocscope/io.h"
 #include "viewer.h"
 
 static const char help_text[] =

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "allocscope/io.h"
 #include "viewer.h"
 
 #define EXIT_USAGE 2

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocscope/io.h"
 #include "viewer.h"
 
 enum step_kind {

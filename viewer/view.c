@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "allocscope/explain.h"
+#include "allocscope/io.h"
 #include "viewer.h"
 
 /* The time cursor's groupings (g), by enum as_group_by, in the order g

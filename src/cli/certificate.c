@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 
+#include "allocscope/certified.h"
 #include "certificate.h"
 #include "shared.h"
 

@@ -17,6 +17,7 @@
 
 #include "allocscope/allocscope.h"
 #include "allocscope/compare.h"
+#include "allocscope/io.h"
 #include "allocscope/render.h"
 #include "diff.h"
 #include "explain.h"

@@ -1,12 +1,15 @@
 /*
  * check TRACE -s SPEC: where a model of an allocator leaves the recording
  * it replays (cuda-caching on a PyTorch snapshot). The library finds it
- * (struct as_divergence, a plan's); this file only words it.
+ * (struct as_divergence, which cuda-caching attaches to its plan:
+ * as_plan_divergence); this file only words it.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "allocscope/cuda.h"
+#include "allocscope/io.h"
 #include "divergence.h"
 #include "shared.h"
 
@@ -59,7 +62,7 @@ static void print_model_notes(const struct as_plan *p)
 int cli_divergence_report(const struct as_trace *t, const char *spec,
 			  const struct as_plan *p)
 {
-	const struct as_divergence *d = p->divergence;
+	const struct as_divergence *d = as_plan_divergence(p);
 	if (!d) {
 		fprintf(stderr,
 			"%s: %s compares itself with no recording here (a "

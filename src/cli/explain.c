@@ -16,8 +16,10 @@
 #include <string.h>
 
 #include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "allocscope/compare.h"
 #include "allocscope/explain.h"
+#include "allocscope/io.h"
 #include "explain.h"
 #include "shared.h"
 

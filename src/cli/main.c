@@ -15,6 +15,7 @@
 #include "allocscope/allocscope.h"
 #include "allocscope/compare.h"
 #include "allocscope/explain.h"
+#include "allocscope/io.h"
 #include "allocscope/render.h"
 #include "certificate.h"
 #include "diff.h"

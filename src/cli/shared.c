@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "allocscope/io.h"
 #include "shared.h"
 
 /* How deep a walk goes: a tree deeper than that is refused, named. */

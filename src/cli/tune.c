@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "allocscope/allocscope.h"
+#include "allocscope/io.h"
 #include "shared.h"
 #include "tune.h"
 

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "core/internal.h"
 
 /* What a file that is not a regular one is, for messages. */

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 
 /*
  * A hot function the compiler must inline even where it is called from

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 
 /*
  * One pass over the events: they are in time order with frees first at equal

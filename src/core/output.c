@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "core/internal.h"
 
 /* ---- Outputs written whole or not at all ---- */

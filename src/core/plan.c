@@ -2,8 +2,86 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocscope/build.h"
 #include "core/internal.h"
 #include "core/trace_private.h"
+
+/*
+ * One attachment of a plan (as_plan_attach): a strategy's bytes under its
+ * key, in a list in the order they were attached.
+ */
+struct as_plan_ext {
+	struct as_plan_ext *next;
+	const char *key;
+	size_t size;
+	max_align_t data[];
+};
+
+static void ext_free(struct as_plan_ext *e)
+{
+	while (e) {
+		struct as_plan_ext *next = e->next;
+		free(e);
+		e = next;
+	}
+}
+
+/* A new attachment holding a copy of `size` bytes at data; NULL: no memory. */
+static struct as_plan_ext *ext_new(const char *key, const void *data,
+				   size_t size)
+{
+	if (size > SIZE_MAX - sizeof(struct as_plan_ext))
+		return NULL;
+	struct as_plan_ext *e = malloc(sizeof(*e) + size);
+	if (!e)
+		return NULL;
+	e->next = NULL;
+	e->key = key;
+	e->size = size;
+	memcpy(e->data, data, size);
+	return e;
+}
+
+static struct as_plan_ext *ext_find(const struct as_plan *p, const char *key)
+{
+	struct as_plan_ext *e = p->ext;
+	while (e && strcmp(e->key, key) != 0)
+		e = e->next;
+	return e;
+}
+
+void *as_plan_attach(struct as_plan *p, const char *key, const void *init,
+		     size_t size)
+{
+	struct as_plan_ext *e = ext_find(p, key), **end = &p->ext;
+	if (e)
+		return e->size == size ? e->data : NULL;
+	if (!(e = ext_new(key, init, size)))
+		return NULL;
+	while (*end)
+		end = &(*end)->next;
+	*end = e;
+	return e->data;
+}
+
+const void *as_plan_attached(const struct as_plan *p, const char *key)
+{
+	const struct as_plan_ext *e = ext_find(p, key);
+	return e ? e->data : NULL;
+}
+
+/* A copy of p's attachments into c, in their order; false: no memory (c
+ * keeps those made, for its destroy). */
+static bool ext_copy(struct as_plan *c, const struct as_plan *p)
+{
+	struct as_plan_ext **end = &c->ext;
+	for (const struct as_plan_ext *e = p->ext; e; e = e->next) {
+		if (!(*end = ext_new(e->key, e->data, e->size)))
+			return false;
+		end = &(*end)->next;
+	}
+	return true;
+}
 
 /*
  * The arrays a plan appends to (stats, rounds, certificates, out of
@@ -97,7 +175,7 @@ void as_plan_destroy(struct as_plan *p)
 	for (uint32_t i = 0; i < p->nnotes; i++)
 		free(p->notes[i]);
 	free(p->notes);
-	free(p->divergence);
+	ext_free(p->ext);
 	as_certificates_free(p->certs, p->ncerts);
 	free(p->ooms);
 	free(p);
@@ -166,28 +244,6 @@ const char *as_oom_class_name(unsigned k)
 	return k < AS_OOM_CLASSES ? name[k] : "?";
 }
 
-const char *as_div_kind_name(enum as_div_kind k)
-{
-	switch (k) {
-	case AS_DIV_NONE:
-		return "none";
-	case AS_DIV_OUT_OF_MEMORY:
-		return "out of memory";
-	case AS_DIV_POOL:
-		return "pool";
-	case AS_DIV_NEW_SEGMENT:
-		return "new segment or cached block";
-	case AS_DIV_SEGMENT_SIZE:
-		return "segment size";
-	case AS_DIV_BLOCK:
-		return "block chosen";
-	case AS_DIV_OFFSET:
-		return "offset";
-	}
-	return "?";
-}
-
-
 struct as_plan *as_plan_copy(const struct as_plan *p)
 {
 	struct as_plan *c = calloc(1, sizeof(*c));
@@ -217,8 +273,7 @@ struct as_plan *as_plan_copy(const struct as_plan *p)
 		  dup_array(&c->segment_offset, p->segment_offset, n,
 			    sizeof(*p->segment_offset)) &&
 		  dup_array(&c->notes, p->notes, p->nnotes, sizeof(*p->notes)) &&
-		  dup_array(&c->divergence, p->divergence, p->divergence ? 1 : 0,
-			    sizeof(*p->divergence));
+		  ext_copy(c, p);
 	for (uint32_t i = 0; ok && i < p->nnotes; i++, c->nnotes++) {
 		size_t len = strlen(p->notes[i]) + 1;
 		if ((ok = (c->notes[i] = malloc(len)) != NULL))

@@ -5,7 +5,7 @@
 #ifndef AS_TRACE_PRIVATE_H
 #define AS_TRACE_PRIVATE_H
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "core/internal.h"
 
 /* A bump arena for strings; blocks are freed with the trace. */

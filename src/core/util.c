@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "core/internal.h"
 
 /* ---- UTF-8, and escaping names for a terminal, Markdown and JSON ---- */

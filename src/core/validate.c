@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "core/tree.h"
 
 /*

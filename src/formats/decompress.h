@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 
 struct as_reader;
 

@@ -8,7 +8,7 @@
 #ifndef AS_FORMATS_H
 #define AS_FORMATS_H
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "core/internal.h"
 
 /*

@@ -7,7 +7,7 @@
 #ifndef AS_HEAP_H
 #define AS_HEAP_H
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 
 struct as_heap;
 

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 
 enum as_pk_type {
 	AS_PK_NONE,

@@ -1,5 +1,5 @@
 /*
- * Certified lower bounds (allocscope.h, struct as_certificate): whether a
+ * Certified lower bounds (certified.h, struct as_certificate): whether a
  * certificate's sub-problem is a relaxation of a trace, and its re-solve
  * from its buffers alone: by the padded load when they all share an
  * instant, else with the exact search of place/exact.c.

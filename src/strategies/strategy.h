@@ -11,7 +11,7 @@
 #ifndef AS_STRATEGY_H
 #define AS_STRATEGY_H
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "strategies/options.h"
 #include "strategies/place/budget.h"
 

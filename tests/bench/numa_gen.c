@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "allocscope/numa.h"
 
 static uint64_t rng_state;

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 
 struct as_builder;
 struct as_results;

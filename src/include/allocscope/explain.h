@@ -264,6 +264,7 @@ void as_explain_destroy(struct as_explain *e);
  * t is the whole trace (as_explain_trace explains it).
  */
 struct as_explain_stream;
+struct as_live_sink; /* build.h */
 int as_explain_stream_create(const struct as_explain_options *o,
 			     struct as_explain_stream **out,
 			     struct as_live_sink *sink);

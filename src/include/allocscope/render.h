@@ -40,9 +40,9 @@ enum as_color_by {
 	AS_COLOR_FRAME,    /* the first stack frame */
 };
 
-/* The group of buffer i of t (as_trace_group, enum as_group_by in
- * allocscope.h) as the picture prints it: control bytes as spaces, bytes
- * that are not UTF-8 as '?'; always terminated; returns buf. */
+/* The group of buffer i of t (build.h's as_trace_group; enum as_group_by
+ * in allocscope.h) as the picture prints it: control bytes as spaces,
+ * bytes that are not UTF-8 as '?'; always terminated; returns buf. */
 const char *as_render_group(const struct as_trace *t, uint32_t i,
 			    enum as_group_by g, char *buf, size_t len);
 

@@ -55,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocscope/cuda.h"
 #include "core/tree.h"
 #include "strategies/strategy.h"
 

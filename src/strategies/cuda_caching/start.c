@@ -789,15 +789,44 @@ static void diverge(const struct cc *s, struct as_divergence *d, uint32_t i,
 		 why(s, t, i, rg, true, rexp && roff > rsize));
 }
 
+/* The key the divergence is attached to a plan under (as_plan_attach). */
+#define DIVERGENCE "cuda-caching:divergence"
+
+const struct as_divergence *as_plan_divergence(const struct as_plan *p)
+{
+	return as_plan_attached(p, DIVERGENCE);
+}
+
+const char *as_div_kind_name(enum as_div_kind k)
+{
+	switch (k) {
+	case AS_DIV_NONE:
+		return "none";
+	case AS_DIV_OUT_OF_MEMORY:
+		return "out of memory";
+	case AS_DIV_POOL:
+		return "pool";
+	case AS_DIV_NEW_SEGMENT:
+		return "new segment or cached block";
+	case AS_DIV_SEGMENT_SIZE:
+		return "segment size";
+	case AS_DIV_BLOCK:
+		return "block chosen";
+	case AS_DIV_OFFSET:
+		return "offset";
+	}
+	return "?";
+}
+
 void as_cuda_agreement(struct cc *s, struct as_plan *p)
 {
 	const struct as_trace *t = s->t;
 	if (!t || !t->nsegments)
 		return;
-	if (!p->divergence &&
-	    (p->divergence = calloc(1, sizeof(*p->divergence))))
-		p->divergence->buffer = AS_NONE;
-	struct as_divergence *div = p->divergence;
+	/* one divergence per plan, the earliest over its spaces */
+	const struct as_divergence none = {.buffer = AS_NONE};
+	struct as_divergence *div =
+		as_plan_attach(p, DIVERGENCE, &none, sizeof(none));
 	uint32_t *by = malloc(((size_t)t->nsegments + 1) * sizeof(*by));
 	if (!by)
 		return;

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "allocscope/allocscope.h"
+#include "allocscope/build.h"
 #include "core/internal.h"
 
 /*
