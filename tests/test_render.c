@@ -600,7 +600,7 @@ static void peak_time_is_the_most_bytes_live_while_the_top_is_in_use(void)
 	struct as_plan *p;
 	struct as_trace *t = make(shape, 4, NULL, 0, &p);
 	struct as_moment m;
-	CHECK(as_render_peak_moment(t, p, AS_RENDER_ALL_SPACES, &m) == AS_OK);
+	CHECK(as_plan_peak_moment(t, p, AS_RENDER_ALL_SPACES, &m) == AS_OK);
 	CHECK_EQ_U64(m.time, 45);
 	CHECK_EQ_U64(m.live_bytes, 1000);
 	CHECK_EQ_U64(m.top_buffer, 0);
@@ -646,10 +646,10 @@ static void peak_time_is_the_most_bytes_live_while_the_top_is_in_use(void)
 		t = make(b, n, NULL, 0, &p);
 		if (!t)
 			break;
-		CHECK(as_render_peak_moment(t, p, AS_RENDER_ALL_SPACES, &m) ==
+		CHECK(as_plan_peak_moment(t, p, AS_RENDER_ALL_SPACES, &m) ==
 		      AS_OK);
 		CHECK_EQ_U64(m.time, brute_peak_time(b, n, false));
-		CHECK(as_render_bound_moment(t, AS_RENDER_ALL_SPACES, &m) ==
+		CHECK(as_trace_peak_moment(t, AS_RENDER_ALL_SPACES, &m) ==
 		      AS_OK);
 		CHECK_EQ_U64(m.time, brute_peak_time(b, n, true));
 		CHECK_EQ_U64(m.live_bytes, as_trace_lower_bound(t));

@@ -110,7 +110,7 @@ static int plan_moment(const struct as_trace *t, const struct as_plan *p,
 		}
 	}
 	free(each);
-	return as_render_peak_moment(t, p, space, m);
+	return as_plan_peak_moment(t, p, space, m);
 }
 
 /* The strategies of a run that stopped at its step limit (left out). */
@@ -131,7 +131,7 @@ static void write_json(FILE *f, const struct as_trace *t, uint64_t lb,
 {
 	struct as_replay_result x[MAX_SPECS];
 	struct as_moment m;
-	bool bound = as_render_bound_moment(t, AS_RENDER_ALL_SPACES, &m) ==
+	bool bound = as_trace_peak_moment(t, AS_RENDER_ALL_SPACES, &m) ==
 		     AS_OK;
 	for (size_t i = 0; i < n; i++)
 		x[i] = (struct as_replay_result){

@@ -156,7 +156,7 @@ struct as_render_panel_info {
 	const char *space_name;
 	double x, y, w, h;        /* the plot area, logical pixels */
 	uint64_t peak, lower_bound;
-	uint64_t peak_time;       /* the peak moment (as_render_peak_moment) */
+	uint64_t peak_time;       /* the peak moment (as_plan_peak_moment) */
 	uint64_t lower_bound_time; /* a moment of the lower bound */
 	uint32_t buffers, failed;
 	bool valid;
@@ -270,16 +270,6 @@ struct as_range_summary {
 int as_render_range_summary(struct as_render *r, size_t i, double t0,
 			    double t1, struct as_range_summary *out);
 
-/* ---- Moments: when a plan peaks, when the most bytes are live ---- */
-
-/*
- * as_plan_peak_moment and as_trace_peak_moment (allocscope.h), under the
- * names the renderer's users know; the same functions.
- */
-int as_render_peak_moment(const struct as_trace *t, const struct as_plan *p,
-			  int space, struct as_moment *out);
-int as_render_bound_moment(const struct as_trace *t, int space,
-			   struct as_moment *out);
 
 /* ---- Window overlays (the viewer's status bar, tooltips and help) ---- */
 
