@@ -559,7 +559,8 @@ def skip(name, why):
 
 
 def main():
-    if len(sys.argv) < 2:
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+        # "--help" or a typo is no directory to fill with 90 MB of cases.
         raise SystemExit(__doc__)
     d = sys.argv[1]
     want = set(sys.argv[2:])
