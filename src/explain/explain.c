@@ -515,22 +515,22 @@ out:
 	return hand_out(e, err, out);
 }
 
-void as_x_ranks(const struct as_explain_entry *runs, size_t n, uint64_t *max,
+void as_x_ranks(const struct as_explain_entry *entries, size_t n, uint64_t *max,
 		uint64_t *mean)
 {
 	unsigned __int128 sum = 0;
 	*max = 0;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t v = runs[i].trace->peak_bytes;
+		uint64_t v = entries[i].trace->peak_bytes;
 		sum += v;
 		*max = v > *max ? v : *max;
 	}
 	*mean = n ? (uint64_t)(sum / n) : 0;
 }
 
-double as_explain_imbalance(const struct as_explain_entry *runs, size_t n)
+double as_explain_imbalance(const struct as_explain_entry *entries, size_t n)
 {
 	uint64_t max, mean;
-	as_x_ranks(runs, n, &max, &mean);
+	as_x_ranks(entries, n, &max, &mean);
 	return mean ? (double)max / (double)mean : 0;
 }

@@ -40,8 +40,8 @@ bool as_x_clock(const struct as_explain *e, uint64_t time, uint64_t *us);
 int as_x_new(const struct as_trace *t, const struct as_explain_options *o,
 	     uint16_t nspaces, struct as_explain **out);
 
-/* The largest and the mean of the runs' trace peaks. */
-void as_x_ranks(const struct as_explain_entry *runs, size_t n, uint64_t *max,
+/* The largest and the mean of the entries' trace peaks. */
+void as_x_ranks(const struct as_explain_entry *entries, size_t n, uint64_t *max,
 		uint64_t *mean);
 
 /* ---- frames.c ---- */
@@ -202,7 +202,7 @@ int as_x_oom_trace(struct as_explain *e, const struct as_trace *t);
 int as_x_oom_plan(struct as_explain *e, const struct as_trace *t,
 		  const struct as_plan *p);
 /* Whether a plan of the run is cuda-caching's (its OOMs modelled). */
-bool as_x_oom_modelled(const struct as_explain_entry *run);
+bool as_x_oom_modelled(const struct as_explain_entry *entry);
 /* e's OOMs: text (each line after `indent`; `suggest`: a recorded one
  * says where the allocator's state is), a JSON key after the object's
  * last (", \"ooms\": [...]"), Markdown (a heading and a table). */

@@ -249,11 +249,11 @@ static const char *verdict_text(const struct as_explain_oom *o)
 	return NULL;
 }
 
-bool as_x_oom_modelled(const struct as_explain_entry *run)
+bool as_x_oom_modelled(const struct as_explain_entry *entry)
 {
-	for (size_t p = 0; p < run->nplans; p++) {
+	for (size_t p = 0; p < entry->nplans; p++) {
 		const struct as_strategy_info *si =
-			as_strategy_find_by_spec(run->plans[p]->spec);
+			as_strategy_find_by_spec(entry->plans[p]->spec);
 		if (si && strcmp(si->name, "cuda-caching") == 0)
 			return true;
 	}

@@ -348,12 +348,12 @@ static bool shown_space(const struct as_explain *e, uint16_t s)
 	       x->never_freed.total_groups || e->nspaces == 1;
 }
 
-int as_explain_write_text(const struct as_explain_entry *runs, size_t n,
+int as_explain_write_text(const struct as_explain_entry *entries, size_t n,
 			  FILE *f)
 {
 	char a[32], b[32], tm[64], path[1024];
 	for (size_t r = 0; r < n; r++) {
-		const struct as_explain *e = runs[r].trace;
+		const struct as_explain *e = entries[r].trace;
 		const struct as_trace *t = e->trace;
 		if (r)
 			fputc('\n', f);
@@ -373,11 +373,11 @@ int as_explain_write_text(const struct as_explain_entry *runs, size_t n,
 				fputc('\n', f);
 			}
 		if (e->nooms) {
-			as_x_oom_text(f, e, !as_x_oom_modelled(&runs[r]), "");
+			as_x_oom_text(f, e, !as_x_oom_modelled(&entries[r]), "");
 			fputc('\n', f);
 		}
-		for (size_t p = 0; p < runs[r].nplans; p++) {
-			const struct as_explain *pe = runs[r].plans[p];
+		for (size_t p = 0; p < entries[r].nplans; p++) {
+			const struct as_explain *pe = entries[r].plans[p];
 			fprintf(f, "strategy %s: peak %s (%" PRIu64 " bytes)\n",
 				as_x_tx(pe->spec, path, sizeof(path)), hb(pe->peak_bytes, a, sizeof(a)),
 				pe->peak_bytes);
@@ -392,15 +392,15 @@ int as_explain_write_text(const struct as_explain_entry *runs, size_t n,
 	}
 	if (n > 1) {
 		uint64_t max, mean;
-		as_x_ranks(runs, n, &max, &mean);
+		as_x_ranks(entries, n, &max, &mean);
 		fprintf(f, "%zu files: peak imbalance %.3f (the largest peak %s "
 			   "over the mean %s)\n",
-			n, as_explain_imbalance(runs, n), hb(max, a, sizeof(a)),
-			hb(mean, b, sizeof(b)));
+			n, as_explain_imbalance(entries, n),
+			hb(max, a, sizeof(a)), hb(mean, b, sizeof(b)));
 		fprintf(f, "  %11s %11s  %-40s %s\n", "peak", "reserved",
 			"file", "top group");
 		for (size_t r = 0; r < n; r++) {
-			const struct as_explain *e = runs[r].trace;
+			const struct as_explain *e = entries[r].trace;
 			const struct as_explain_space *x = top_space(e);
 			char fr[512] = "";
 			if (x && x->live.ngroups) {
@@ -564,11 +564,11 @@ static void json_space(FILE *f, const struct as_explain *e,
 	fputs("]}", f);
 }
 
-int as_explain_write_json(const struct as_explain_entry *runs, size_t n,
+int as_explain_write_json(const struct as_explain_entry *entries, size_t n,
 			  FILE *f)
 {
 	const struct as_explain_options *o =
-		n ? &runs[0].trace->opts : NULL;
+		n ? &entries[0].trace->opts : NULL;
 	fprintf(f, "{\"format\": \"allocscope-explain\", \"version\": 2, "
 		   "\"by\": \"%s\", \"top\": %u, ",
 		o ? as_group_by_name(o->by) : "stack", o ? o->top : 0);
@@ -579,7 +579,7 @@ int as_explain_write_json(const struct as_explain_entry *runs, size_t n,
 	}
 	fputs("\"traces\": [", f);
 	for (size_t r = 0; r < n; r++) {
-		const struct as_explain *e = runs[r].trace;
+		const struct as_explain *e = entries[r].trace;
 		const struct as_trace *t = e->trace;
 		fprintf(f, "%s\n {\"trace\": ", r ? "," : "");
 		as_json_string(f, t->path);
@@ -606,8 +606,8 @@ int as_explain_write_json(const struct as_explain_entry *runs, size_t n,
 		fputc(']', f);
 		as_x_oom_json(f, e, "  ");
 		fputs(",\n  \"strategies\": [", f);
-		for (size_t p = 0; p < runs[r].nplans; p++) {
-			const struct as_explain *pe = runs[r].plans[p];
+		for (size_t p = 0; p < entries[r].nplans; p++) {
+			const struct as_explain *pe = entries[r].plans[p];
 			fprintf(f, "%s\n   {\"strategy\": ", p ? "," : "");
 			as_json_string(f, pe->spec);
 			fprintf(f, ", \"peak\": %" PRIu64 ", \"peak_time\": ",
@@ -629,13 +629,13 @@ int as_explain_write_json(const struct as_explain_entry *runs, size_t n,
 	fputs("]", f);
 	if (n > 1) {
 		uint64_t max, mean;
-		as_x_ranks(runs, n, &max, &mean);
+		as_x_ranks(entries, n, &max, &mean);
 		fprintf(f, ",\n \"ranks\": {\"files\": %zu, \"imbalance\": %.6f, "
 			   "\"max_peak\": %" PRIu64 ", \"mean_peak\": %" PRIu64
 			   ", \"peaks\": [",
-			n, as_explain_imbalance(runs, n), max, mean);
+			n, as_explain_imbalance(entries, n), max, mean);
 		for (size_t r = 0; r < n; r++) {
-			const struct as_explain *e = runs[r].trace;
+			const struct as_explain *e = entries[r].trace;
 			const struct as_explain_space *x = top_space(e);
 			fprintf(f, "%s\n  {\"trace\": ", r ? "," : "");
 			as_json_string(f, e->trace->path);
@@ -830,12 +830,12 @@ static void md_space(FILE *f, const struct as_explain *e,
 	}
 }
 
-int as_explain_write_markdown(const struct as_explain_entry *runs, size_t n,
+int as_explain_write_markdown(const struct as_explain_entry *entries, size_t n,
 			      FILE *f)
 {
 	char a[32], b[32];
 	for (size_t r = 0; r < n; r++) {
-		const struct as_explain *e = runs[r].trace;
+		const struct as_explain *e = entries[r].trace;
 		const struct as_trace *t = e->trace;
 		fputs("### allocscope explain: ", f);
 		as_escape_write(f, t->path, AS_ESCAPE_MARKDOWN);
@@ -845,26 +845,27 @@ int as_explain_write_markdown(const struct as_explain_entry *runs, size_t n,
 		for (uint16_t s = 0; s < e->nspaces; s++)
 			if (shown_space(e, s))
 				md_space(f, e, &e->spaces[s]);
-		as_x_oom_markdown(f, e, !as_x_oom_modelled(&runs[r]));
-		for (size_t p = 0; p < runs[r].nplans; p++)
-			for (uint16_t s = 0; s < runs[r].plans[p]->nspaces; s++)
-				if (runs[r].plans[p]->spaces[s].has_peak)
-					md_space(f, runs[r].plans[p],
-						 &runs[r].plans[p]->spaces[s]);
-		for (size_t p = 0; p < runs[r].nplans; p++)
-			as_x_oom_markdown(f, runs[r].plans[p], false);
+		as_x_oom_markdown(f, e, !as_x_oom_modelled(&entries[r]));
+		for (size_t p = 0; p < entries[r].nplans; p++) {
+			const struct as_explain *pe = entries[r].plans[p];
+			for (uint16_t s = 0; s < pe->nspaces; s++)
+				if (pe->spaces[s].has_peak)
+					md_space(f, pe, &pe->spaces[s]);
+		}
+		for (size_t p = 0; p < entries[r].nplans; p++)
+			as_x_oom_markdown(f, entries[r].plans[p], false);
 	}
 	if (n > 1) {
 		uint64_t max, mean;
-		as_x_ranks(runs, n, &max, &mean);
+		as_x_ranks(entries, n, &max, &mean);
 		static const char *const head[] = {"file", "peak",
 						   "reserved peak", "top group"};
 		fprintf(f, "### Ranks: imbalance %.3f (largest peak %s, mean %s)\n\n",
-			as_explain_imbalance(runs, n), hb(max, a, sizeof(a)),
+			as_explain_imbalance(entries, n), hb(max, a, sizeof(a)),
 			hb(mean, b, sizeof(b)));
 		as_md_table_head(f, head, "lrrl");
 		for (size_t r = 0; r < n; r++) {
-			const struct as_explain *e = runs[r].trace;
+			const struct as_explain *e = entries[r].trace;
 			const struct as_explain_space *x = top_space(e);
 			fputs("| ", f);
 			as_escape_write(f, e->trace->path, AS_ESCAPE_MARKDOWN);

@@ -288,15 +288,15 @@ struct as_explain_entry {
 
 /* The imbalance of n entries: their largest peak over the mean (1 when all
  * agree, 0 when every peak is 0). */
-double as_explain_imbalance(const struct as_explain_entry *runs, size_t n);
+double as_explain_imbalance(const struct as_explain_entry *entries, size_t n);
 
 /* A terminal's text, JSON (docs/explain.md), Markdown. 0, or AS_EIO when
  * f has an error (AS_ENOMEM). */
-int as_explain_write_text(const struct as_explain_entry *runs, size_t n,
+int as_explain_write_text(const struct as_explain_entry *entries, size_t n,
 			  FILE *f);
-int as_explain_write_json(const struct as_explain_entry *runs, size_t n,
+int as_explain_write_json(const struct as_explain_entry *entries, size_t n,
 			  FILE *f);
-int as_explain_write_markdown(const struct as_explain_entry *runs, size_t n,
+int as_explain_write_markdown(const struct as_explain_entry *entries, size_t n,
 			      FILE *f);
 
 /* ---- Comparing two recordings by group (diff --by) ---- */
