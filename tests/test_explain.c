@@ -698,15 +698,17 @@ static void put_text(struct text *t, const char *fmt, ...)
 	t->n += (size_t)n;
 }
 
-/* What a writer gives for e: text, JSON (0, 1) or Markdown (2). */
-static char *written(const struct as_explain *e, int how)
+/* What a writer gives for e and its plans' explains pe[0..n): text, JSON
+ * (0, 1) or Markdown (2). */
+static char *written_run(const struct as_explain *e,
+			 const struct as_explain *const *pe, size_t n, int how)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	if (!f)
 		return NULL;
-	struct as_explain_entry entry = {e, NULL, 0};
+	struct as_explain_entry entry = {e, pe, n};
 	int err = how == 0   ? as_explain_write_text(&entry, 1, f)
 		  : how == 1 ? as_explain_write_json(&entry, 1, f)
 			     : as_explain_write_markdown(&entry, 1, f);
@@ -716,6 +718,12 @@ static char *written(const struct as_explain *e, int how)
 		return NULL;
 	}
 	return buf;
+}
+
+/* The same for e alone. */
+static char *written(const struct as_explain *e, int how)
+{
+	return written_run(e, NULL, 0, how);
 }
 
 /* A trace of buffers named names[k], 100 * (k + 1) bytes each, all live
@@ -1182,26 +1190,6 @@ static void one_pass_is_left_to_what_needs_the_whole_trace(void)
 
 /* What the writers give for a trace's explain and plan explains pe[n]:
  * text (0), JSON (1) or Markdown (2). */
-static char *written_run(const struct as_explain *e,
-			 const struct as_explain *const *pe, size_t n, int how)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
-		return NULL;
-	struct as_explain_entry entry = {e, pe, n};
-	int err = how == 0   ? as_explain_write_text(&entry, 1, f)
-		  : how == 1 ? as_explain_write_json(&entry, 1, f)
-			     : as_explain_write_markdown(&entry, 1, f);
-	fclose(f);
-	if (err) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
-}
-
 static void recorded_ooms_tell_live_and_reserved_bytes_and_why_they_failed(void)
 {
 	/* a 20 MiB segment; b (8 MiB) live at the first OOM, b and c (9 MiB)
